@@ -1,0 +1,9 @@
+module github.com/ptekit/ptekit
+
+go 1.26
+
+require (
+	github.com/google/flatbuffers v25.12.19+incompatible // indirect
+	github.com/spf13/pflag v1.1.0 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+)

@@ -1,0 +1,17 @@
+// Package pte reads and writes ExecuTorch program files (.pte).
+//
+// A .pte file is a FlatBuffers Program (file identifier "ET12"), optionally
+// preceded by an "eh00" extended header right after the 8-byte FlatBuffers
+// prefix, and optionally followed by data segments that hold large payloads:
+// constant tensor data, delegate blobs (for example TensorRT engines), named
+// data and the initial values of mutable tensors.
+//
+// Reading is modelled on debug/elf: Open and NewFile read only the prefix,
+// the extended header and the FlatBuffers region, verify every byte of it
+// before decoding, and leave segment payloads on disk until they are asked
+// for. Malformed input is reported as a *FormatError carrying the byte offset
+// and the path of the offending field.
+//
+// Writing streams payloads from their sources and never holds them all in
+// memory; output files are written to a temporary file and renamed into place.
+package pte
