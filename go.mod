@@ -6,4 +6,5 @@ require (
 	github.com/google/flatbuffers v25.12.19+incompatible // indirect
 	github.com/spf13/pflag v1.1.0 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
