@@ -1,0 +1,235 @@
+package pte
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/ptekit/ptekit/schema"
+)
+
+// sampleProgram is a small program that exercises every table of the
+// schema, both union kinds and absent/empty vectors.
+func sampleProgram() *Program {
+	return &Program{
+		ExecutionPlan: []*ExecutionPlan{{
+			Name:              "forward",
+			ContainerMetaType: &ContainerMetadata{EncodedInpStr: "T2#1#0(T1#1($),D0())", EncodedOutStr: "$"},
+			Values: []*EValue{
+				{Val: &Tensor{ScalarType: schema.ScalarTypeFLOAT, Sizes: []int32{2, 3}, DimOrder: []uint8{0, 1},
+					DataBufferIdx: 1, ExtraTensorInfo: &ExtraTensorInfo{FullyQualifiedName: "w", MutableDataSegmentsIdx: 7}}},
+				{Val: &Tensor{ScalarType: schema.ScalarTypeFLOAT, Sizes: []int32{}, DimOrder: []uint8{},
+					AllocationInfo: &AllocationDetails{MemoryID: 1, MemoryOffsetLow: 64, MemoryOffsetHigh: 1}}},
+				{Val: &Null{}},
+				{Val: &Int{IntVal: -5}},
+				{Val: &Bool{BoolVal: true}},
+				{Val: &Double{DoubleVal: 0.5}},
+				{Val: &String{StringVal: "hello"}},
+				{Val: &IntList{Items: []int64{3, 3}}},
+				{Val: &DoubleList{Items: []float64{1.5}}},
+				{Val: &BoolList{Items: []bool{true, false}}},
+				{Val: &TensorList{Items: []int32{0, 1}}},
+				{Val: &OptionalTensorList{Items: []int32{-1, 0}}},
+				{},
+			},
+			Inputs:  []int32{1},
+			Outputs: []int32{},
+			Chains: []*Chain{{
+				Inputs: []int32{}, Outputs: []int32{},
+				Instructions: []*Instruction{
+					{Args: &KernelCall{OpIndex: 0, Args: []int32{0, 1}}},
+					{Args: &DelegateCall{DelegateIndex: 0, Args: []int32{1, 0}}},
+					{Args: &MoveCall{MoveFrom: 1, MoveTo: 0}},
+					{Args: &JumpFalseCall{CondValueIndex: 4, DestinationInstruction: 0}},
+					{Args: &FreeCall{ValueIndex: 1}},
+					{},
+				},
+				Stacktrace: []*FrameList{{Items: []*Frame{{Filename: "m.py", Lineno: 3, Name: "f", Context: "x+1"}}}},
+			}},
+			Operators: []*Operator{{Name: "aten::add", Overload: "out"}},
+			Delegates: []*BackendDelegate{
+				{ID: "TensorRTBackend", Processed: &BackendDelegateDataReference{Location: schema.DataLocationSEGMENT, Index: 1},
+					CompileSpecs: []*CompileSpec{{Key: "weight_streaming_budget", Value: []byte("1024")}, {Key: "e", Value: []byte{}}}},
+				{ID: "TensorRTBackend", Processed: &BackendDelegateDataReference{Location: schema.DataLocationINLINE, Index: 1}},
+			},
+			NonConstBufferSizes:  []int64{0, 1 << 33},
+			NonConstBufferDevice: []*NonConstBufferDevice{{BufferIdx: 1, DeviceType: schema.DeviceTypeCUDA, DeviceIndex: 2}},
+		}},
+		ConstantBuffer:      []*Buffer{{Storage: []byte{}}, {Storage: []byte{1, 2, 3}}},
+		BackendDelegateData: []*BackendDelegateInlineData{{Data: []byte{}}, {Data: []byte("TR01 inline")}},
+		Segments:            []*DataSegment{{Offset: 0, Size: 16}, {Offset: 128, Size: 5}},
+		ConstantSegment:     &SubsegmentOffsets{SegmentIndex: 0, Offsets: []uint64{0, 8}},
+		MutableDataSegments: []*SubsegmentOffsets{{SegmentIndex: 0, Offsets: []uint64{0}}},
+		NamedData:           []*NamedData{{Key: "k", SegmentIndex: 1}},
+	}
+}
+
+// tableOffset returns the vtable entry of field vt (0 when absent).
+func tableOffset(t flatbuffers.Table, vt flatbuffers.VOffsetT) flatbuffers.VOffsetT {
+	return t.Offset(vt)
+}
+
+func identityRefs(p *Program) *segmentRefs {
+	return &segmentRefs{layout: p.Segments, layoutPresent: p.Segments != nil}
+}
+
+func TestEncodeProgramSchemaView(t *testing.T) {
+	p := sampleProgram()
+	buf, err := encodeProgram(p, identityRefs(p), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(buf)%16 != 0 {
+		t.Errorf("flatbuffer length %d is not a multiple of 16", len(buf))
+	}
+	if string(buf[4:8]) != "ET12" {
+		t.Fatalf("identifier %q", buf[4:8])
+	}
+	root := schema.GetRootAsProgram(buf, 0)
+	if got := root.ExecutionPlanLength(); got != 1 {
+		t.Fatalf("plans = %d", got)
+	}
+	var ep schema.ExecutionPlan
+	root.ExecutionPlan(&ep, 0)
+	if string(ep.Name()) != "forward" || ep.ValuesLength() != 13 || ep.OutputsLength() != 0 {
+		t.Errorf("plan: name %q values %d outputs %d", ep.Name(), ep.ValuesLength(), ep.OutputsLength())
+	}
+	// Present-but-empty vs absent: outputs is present (empty), the plan's
+	// non_const_buffer_device is present, the Null value has a table.
+	if tableOffset(ep.Table(), 4+2*4) == 0 {
+		t.Error("empty outputs vector was written absent")
+	}
+	if ep.NonConstBufferSizes(1) != 1<<33 {
+		t.Errorf("non_const_buffer_sizes[1] = %d", ep.NonConstBufferSizes(1))
+	}
+	var ev schema.EValue
+	ep.Values(&ev, 12)
+	if ev.ValType() != schema.KernelTypesNONE || tableOffset(ev.Table(), 6) != 0 {
+		t.Error("NONE value carries a payload")
+	}
+	ep.Values(&ev, 2)
+	if ev.ValType() != schema.KernelTypesNull {
+		t.Errorf("value 2 tag %v", ev.ValType())
+	}
+	// Inline payloads honour force_align: 16 on their element data.
+	var bd schema.BackendDelegateInlineData
+	root.BackendDelegateData(&bd, 1)
+	data := bd.DataBytes()
+	if string(data) != "TR01 inline" {
+		t.Fatalf("inline data %q", data)
+	}
+	if off := bytes.Index(buf, data); off%16 != 0 {
+		t.Errorf("inline data at %d, not 16-aligned", off)
+	}
+	var cb schema.Buffer
+	root.ConstantBuffer(&cb, 1)
+	if off := bytes.Index(buf, []byte{1, 2, 3}); off%16 != 0 || !bytes.Equal(cb.StorageBytes(), []byte{1, 2, 3}) {
+		t.Errorf("constant buffer at %d (%v)", off, cb.StorageBytes())
+	}
+	var seg schema.DataSegment
+	root.Segments(&seg, 1)
+	if seg.Offset() != 128 || seg.Size() != 5 {
+		t.Errorf("segment 1 = {%d,%d}", seg.Offset(), seg.Size())
+	}
+	// The scalar default 0 (Program.version) is not stored.
+	if tableOffset(root.Table(), 4) != 0 {
+		t.Error("default version was written")
+	}
+	if r := binary.LittleEndian.Uint32(buf); int(r) >= len(buf) {
+		t.Errorf("root offset %d out of range", r)
+	}
+}
+
+func TestEncodeRemapsSegmentReferences(t *testing.T) {
+	p := sampleProgram()
+	refs := &segmentRefs{remap: []int{0, 0}, layout: []*DataSegment{{0, 16}}, layoutPresent: true}
+	buf, err := encodeProgram(p, refs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := schema.GetRootAsProgram(buf, 0)
+	var nd schema.NamedData
+	root.NamedData(&nd, 0)
+	var ep schema.ExecutionPlan
+	root.ExecutionPlan(&ep, 0)
+	var d schema.BackendDelegate
+	ep.Delegates(&d, 0)
+	var d1 schema.BackendDelegate
+	ep.Delegates(&d1, 1)
+	if nd.SegmentIndex() != 0 || d.Processed(nil).Index() != 0 || root.SegmentsLength() != 1 {
+		t.Errorf("not remapped: named %d delegate %d segments %d", nd.SegmentIndex(), d.Processed(nil).Index(), root.SegmentsLength())
+	}
+	if d1.Processed(nil).Index() != 1 {
+		t.Error("INLINE index was remapped as a segment index")
+	}
+	// p itself is untouched.
+	if p.NamedData[0].SegmentIndex != 1 || p.ExecutionPlan[0].Delegates[0].Processed.Index != 1 || len(p.Segments) != 2 {
+		t.Error("encodeProgram modified its input")
+	}
+	// A reference beyond the given payloads cannot be remapped.
+	p.NamedData[0].SegmentIndex = 9
+	_, err = encodeProgram(p, refs, 0)
+	var fe *FormatError
+	if !errors.As(err, &fe) || fe.Path != "named_data[0].segment_index" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestEncodeRefusesUnwritable(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(p *Program)
+		path string
+	}{
+		{"unknown value", func(p *Program) { p.ExecutionPlan[0].Values[3].Val = &UnknownValue{Tag: 42} }, "execution_plan[0].values[3].val"},
+		{"unknown instruction", func(p *Program) {
+			p.ExecutionPlan[0].Chains[0].Instructions[2].Args = &UnknownInstruction{Tag: 9}
+		}, "execution_plan[0].chains[0].instructions[2].instr_args"},
+		{"typed nil value", func(p *Program) { p.ExecutionPlan[0].Values[0].Val = (*Tensor)(nil) }, "execution_plan[0].values[0].val"},
+		{"nil table in vector", func(p *Program) { p.ExecutionPlan[0].Delegates[0].CompileSpecs[1] = nil }, "execution_plan[0].delegates[0].compile_specs[1]"},
+		{"nil frame", func(p *Program) { p.ExecutionPlan[0].Chains[0].Stacktrace[0].Items[0] = nil }, "execution_plan[0].chains[0].stacktrace[0].items[0]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := sampleProgram()
+			c.edit(p)
+			_, err := encodeProgram(p, identityRefs(p), 0)
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("err = %v, want *FormatError", err)
+			}
+			if fe.Path != c.path {
+				t.Errorf("path = %q, want %q", fe.Path, c.path)
+			}
+		})
+	}
+}
+
+func TestEncodeTooLarge(t *testing.T) {
+	old := maxProgramSize
+	defer func() { maxProgramSize = old }()
+	maxProgramSize = 4096
+	p := sampleProgram()
+	p.BackendDelegateData[1].Data = make([]byte, 5000)
+	_, err := encodeProgram(p, identityRefs(p), 32)
+	if !errors.Is(err, ErrProgramTooLarge) || !strings.Contains(err.Error(), "segments") {
+		t.Fatalf("err = %v", err)
+	}
+	var fe *FormatError
+	if !errors.As(err, &fe) {
+		t.Fatalf("not a *FormatError: %v", err)
+	}
+	// Just under the inline limit, but the tables push it over.
+	p.BackendDelegateData[1].Data = make([]byte, 4000)
+	if _, err = encodeProgram(p, identityRefs(p), 32); !errors.Is(err, ErrProgramTooLarge) {
+		t.Fatalf("err = %v", err)
+	}
+	p.BackendDelegateData[1].Data = make([]byte, 100)
+	if _, err = encodeProgram(p, identityRefs(p), 32); err != nil {
+		t.Fatalf("small program refused: %v", err)
+	}
+}
