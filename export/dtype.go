@@ -1,0 +1,93 @@
+package export
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/schema"
+)
+
+// DType is a tensor element type, spelled as PyTorch spells it without the
+// "torch." prefix ("float32", "int64", ...). The same strings are written in
+// the "dtype" field of the TensorRT blob's io_bindings.
+type DType string
+
+// Supported element types.
+const (
+	Float32       DType = "float32"
+	Float16       DType = "float16"
+	BFloat16      DType = "bfloat16"
+	Float64       DType = "float64"
+	Int8          DType = "int8"
+	Int16         DType = "int16"
+	Int32         DType = "int32"
+	Int64         DType = "int64"
+	Uint8         DType = "uint8"
+	Uint16        DType = "uint16"
+	Uint32        DType = "uint32"
+	Uint64        DType = "uint64"
+	Bool          DType = "bool"
+	Float8E5M2    DType = "float8_e5m2"
+	Float8E4M3FN  DType = "float8_e4m3fn"
+	Float8E5M2FNZ DType = "float8_e5m2fnuz"
+	Float8E4M3FNZ DType = "float8_e4m3fnuz"
+)
+
+type dtypeInfo struct {
+	scalar pte.ScalarType
+	size   int64
+}
+
+var dtypes = map[DType]dtypeInfo{
+	Float32:       {schema.ScalarTypeFLOAT, 4},
+	Float16:       {schema.ScalarTypeHALF, 2},
+	BFloat16:      {schema.ScalarTypeBFLOAT16, 2},
+	Float64:       {schema.ScalarTypeDOUBLE, 8},
+	Int8:          {schema.ScalarTypeCHAR, 1},
+	Int16:         {schema.ScalarTypeSHORT, 2},
+	Int32:         {schema.ScalarTypeINT, 4},
+	Int64:         {schema.ScalarTypeLONG, 8},
+	Uint8:         {schema.ScalarTypeBYTE, 1},
+	Uint16:        {schema.ScalarTypeUINT16, 2},
+	Uint32:        {schema.ScalarTypeUINT32, 4},
+	Uint64:        {schema.ScalarTypeUINT64, 8},
+	Bool:          {schema.ScalarTypeBOOL, 1},
+	Float8E5M2:    {schema.ScalarTypeFLOAT8E5M2, 1},
+	Float8E4M3FN:  {schema.ScalarTypeFLOAT8E4M3FN, 1},
+	Float8E5M2FNZ: {schema.ScalarTypeFLOAT8E5M2FNUZ, 1},
+	Float8E4M3FNZ: {schema.ScalarTypeFLOAT8E4M3FNUZ, 1},
+}
+
+// ScalarType returns the ExecuTorch scalar type of d.
+func (d DType) ScalarType() (pte.ScalarType, error) {
+	info, ok := dtypes[d]
+	if !ok {
+		return 0, fmt.Errorf("unknown dtype %q (want one of %s)", string(d), dtypeList())
+	}
+	return info.scalar, nil
+}
+
+// Size returns the size of one element in bytes, or 0 for an unknown dtype.
+func (d DType) Size() int64 { return dtypes[d].size }
+
+// DTypeOf returns the DType of an ExecuTorch scalar type, and false when the
+// type has no DType (quantized and sub-byte types).
+func DTypeOf(s pte.ScalarType) (DType, bool) {
+	for d, info := range dtypes {
+		if info.scalar == s {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+func dtypeList() string {
+	names := make([]string, 0, len(dtypes))
+	for d := range dtypes {
+		names = append(names, string(d))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}

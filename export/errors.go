@@ -1,0 +1,80 @@
+package export
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Error reports a problem with a program description or its options. It
+// names the method, engine call and tensor concerned when there is one.
+type Error struct {
+	Method string // method name, "" when not method-specific
+	Call   string // engine call label, e.g. `calls[1] ("decoder")`
+	Tensor string // tensor name
+	Msg    string // what is wrong, lower case
+	Err    error  // underlying cause, may be nil
+}
+
+// Error formats the error as
+// `export: method "m", engine calls[i] ("name"), tensor "t": msg: cause`.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("export: ")
+	var where []string
+	if e.Method != "" {
+		where = append(where, fmt.Sprintf("method %q", e.Method))
+	}
+	if e.Call != "" {
+		where = append(where, "engine "+e.Call)
+	}
+	if e.Tensor != "" {
+		where = append(where, fmt.Sprintf("tensor %q", e.Tensor))
+	}
+	if len(where) > 0 {
+		b.WriteString(strings.Join(where, ", "))
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// WarningKind classifies a Warning.
+type WarningKind string
+
+// Warning kinds.
+const (
+	// WarnMultipleEngines: a method calls more than one engine, and each
+	// call pays the delegate boundary.
+	WarnMultipleEngines WarningKind = "multiple-engines"
+	// WarnBudgetPerEngine: a budget is set on a method with several
+	// engines; it applies to each engine separately.
+	WarnBudgetPerEngine WarningKind = "budget-per-engine"
+	// WarnDeviceMismatch: a pinned target_device disagrees with an
+	// engine's device id.
+	WarnDeviceMismatch WarningKind = "device-mismatch"
+	// WarnUnusedInput: a method input is neither consumed nor returned.
+	WarnUnusedInput WarningKind = "unused-input"
+)
+
+// Warning is a condition that does not stop the export but deserves the
+// user's attention. Warnings are returned in Result.Warnings.
+type Warning struct {
+	Kind   WarningKind
+	Method string
+	Msg    string
+}
+
+// String returns the warning as one line.
+func (w Warning) String() string {
+	if w.Method == "" {
+		return "warning: " + w.Msg
+	}
+	return fmt.Sprintf("warning: method %q: %s", w.Method, w.Msg)
+}

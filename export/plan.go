@@ -1,0 +1,165 @@
+package export
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/schema"
+)
+
+// planAlign is the alignment of planned tensor offsets, as ExecuTorch's
+// memory planning uses.
+const planAlign = 16
+
+// planMemory places every tensor of md in one arena (memory_id 1). Method
+// inputs and outputs are alive for the whole method and never share space;
+// an intermediate tensor lives from the call producing it to the last call
+// reading it, and two tensors share space only when their lifetimes are
+// disjoint. Tensors are placed in value order at the lowest 16-byte aligned
+// offset that fits (first fit), which reproduces the sequential layout
+// upstream writes when nothing can be shared.
+func planMemory(md *methodDef) error {
+	var placed []*tensorDef
+	for _, t := range md.tensors {
+		start := t.produced
+		// Candidate offsets: 0 and the aligned end of every placed tensor
+		// whose lifetime overlaps t's.
+		var busy []*tensorDef
+		for _, p := range placed {
+			if p.produced <= t.lastUse && start <= p.lastUse {
+				busy = append(busy, p)
+			}
+		}
+		sort.Slice(busy, func(i, j int) bool { return busy[i].offset < busy[j].offset })
+		off := int64(0)
+		for _, p := range busy {
+			if t.nbytes == 0 || off+t.nbytes <= p.offset {
+				break // fits in the gap below p (busy is sorted by offset)
+			}
+			if p.nbytes == 0 || p.offset+p.nbytes <= off {
+				continue // p lies entirely below off
+			}
+			end, err := alignUp(p.offset + p.nbytes)
+			if err != nil {
+				return &Error{Method: md.m.Name, Tensor: t.name, Msg: "planned memory overflows", Err: err}
+			}
+			off = end
+		}
+		t.offset = off
+		if off > math.MaxInt64-t.nbytes {
+			return &Error{Method: md.m.Name, Tensor: t.name, Msg: "planned memory overflows int64"}
+		}
+		if e := off + t.nbytes; e > md.arena {
+			md.arena = e
+		}
+		placed = append(placed, t)
+	}
+	a, err := alignUp(md.arena)
+	if err != nil {
+		return &Error{Method: md.m.Name, Msg: "planned memory overflows", Err: err}
+	}
+	md.arena = a
+	return nil
+}
+
+func alignUp(n int64) (int64, error) {
+	if n > math.MaxInt64-(planAlign-1) {
+		return 0, fmt.Errorf("offset %d cannot be aligned", n)
+	}
+	return (n + planAlign - 1) &^ (planAlign - 1), nil
+}
+
+// executionPlan builds the ExecutionPlan of md. delegates are the method's
+// delegates, one per call, in call order.
+func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.ExecutionPlan {
+	values := make([]*pte.EValue, len(md.tensors))
+	for i, t := range md.tensors {
+		dyn := schema.TensorShapeDynamismSTATIC
+		if t.maxShape != nil {
+			dyn = schema.TensorShapeDynamismDYNAMIC_BOUND
+		}
+		dimOrder := make([]uint8, len(t.sizes))
+		for d := range dimOrder {
+			dimOrder[d] = uint8(d)
+		}
+		off := uint64(t.offset)
+		values[i] = &pte.EValue{Val: &pte.Tensor{
+			ScalarType: t.scalar,
+			Sizes:      append([]int32{}, t.sizes...),
+			DimOrder:   dimOrder,
+			AllocationInfo: &pte.AllocationDetails{
+				MemoryID:         1,
+				MemoryOffsetLow:  uint32(off),
+				MemoryOffsetHigh: uint32(off >> 32),
+			},
+			ShapeDynamism: dyn,
+		}}
+	}
+	inputs := valueIndices(md.inputs)
+	outputs := valueIndices(md.outputs)
+	instrs := make([]*pte.Instruction, len(md.calls))
+	for i, c := range md.calls {
+		args := append(valueIndices(c.inputs), valueIndices(c.outputs)...)
+		instrs[i] = &pte.Instruction{Args: &pte.DelegateCall{DelegateIndex: int32(i), Args: args}}
+	}
+	return &pte.ExecutionPlan{
+		Name: md.m.Name,
+		ContainerMetaType: &pte.ContainerMetadata{
+			EncodedInpStr: inputSpec(len(md.inputs)),
+			EncodedOutStr: outputSpec(len(md.outputs)),
+		},
+		Values:  values,
+		Inputs:  inputs,
+		Outputs: outputs,
+		Chains: []*pte.Chain{{
+			Inputs:       append([]int32{}, inputs...),
+			Outputs:      append([]int32{}, outputs...),
+			Instructions: instrs,
+		}},
+		Operators:           []*pte.Operator{},
+		Delegates:           delegates,
+		NonConstBufferSizes: []int64{0, md.arena},
+	}
+}
+
+func valueIndices(ts []*tensorDef) []int32 {
+	out := make([]int32, len(ts))
+	for i, t := range ts {
+		out[i] = t.value
+	}
+	return out
+}
+
+// The container_meta_type strings use the torch JSON pytree format
+// (treespec_dumps, protocol 1) that EXIR writes in pip installs: the inputs
+// are ((x0, x1, ...), {}), a single output is a bare leaf and several
+// outputs are a tuple.
+const pytreeLeaf = `{"type": null, "context": null, "children_spec": []}`
+
+func pytreeTuple(children []string) string {
+	return `{"type": "builtins.tuple", "context": "null", "children_spec": [` + strings.Join(children, ", ") + `]}`
+}
+
+func leaves(n int) []string {
+	l := make([]string, n)
+	for i := range l {
+		l[i] = pytreeLeaf
+	}
+	return l
+}
+
+func inputSpec(n int) string {
+	args := pytreeTuple(leaves(n))
+	kwargs := `{"type": "builtins.dict", "context": "[]", "children_spec": []}`
+	return "[1, " + pytreeTuple([]string{args, kwargs}) + "]"
+}
+
+func outputSpec(n int) string {
+	if n == 1 {
+		return "[1, " + pytreeLeaf + "]"
+	}
+	return "[1, " + pytreeTuple(leaves(n)) + "]"
+}
