@@ -1,0 +1,208 @@
+package compilespec
+
+import (
+	"bufio"
+	"encoding/hex"
+	"errors"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestParseBudgetVectors checks every row of the upstream budget vectors:
+// each verdict was produced by the real C++ parse_weight_streaming_budget.
+func TestParseBudgetVectors(t *testing.T) {
+	f, err := os.Open(sharedPath(t, "vectors/budget/cases.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	rows, valid := 0, 0
+	for line := 0; sc.Scan(); line++ {
+		if line == 0 {
+			if sc.Text() != "name\tinput_hex\tvalid\tbytes" {
+				t.Fatalf("unexpected header %q", sc.Text())
+			}
+			continue
+		}
+		cols := strings.Split(sc.Text(), "\t")
+		if len(cols) != 4 {
+			t.Fatalf("line %d: %d columns", line+1, len(cols))
+		}
+		name := cols[0]
+		in, err := hex.DecodeString(cols[1])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		wantValid := cols[2] == "true"
+		wantBytes, err := strconv.ParseInt(cols[3], 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		rows++
+		got, err := ParseBudget(in)
+		if wantValid {
+			valid++
+			if err != nil || got != wantBytes {
+				t.Errorf("%s: ParseBudget(%q) = %d, %v; want %d", name, in, got, err, wantBytes)
+			}
+		} else {
+			var be *BudgetError
+			if !errors.As(err, &be) {
+				t.Errorf("%s: ParseBudget(%q) = %d, %v; want *BudgetError", name, in, got, err)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rows == 0 || valid == 0 || valid == rows {
+		t.Fatalf("vectors look wrong: %d rows, %d valid", rows, valid)
+	}
+}
+
+func TestParseBudgetCases(t *testing.T) {
+	tests := []struct {
+		in     string
+		want   int64
+		errSub string // "" means valid
+	}{
+		{"0", 0, ""},
+		{"-0", 0, ""},
+		{"-000", 0, ""},
+		{"0000000001", 1, ""},
+		{"9223372036854775807", math.MaxInt64, ""},
+		{"9223372036854775808", 0, "does not fit"},
+		{"-9223372036854775808", 0, "negative"},
+		{"-9223372036854775809", 0, "does not fit"},
+		{"99999999999999999999999999", 0, "does not fit"},
+		{"-1", 0, "negative"},
+		{"", 0, "empty"},
+		{"-", 0, "no digits"},
+		{"+1", 0, "'+'"},
+		{"1+", 0, "unexpected byte '+' at byte 1"},
+		{"12\x00", 0, "NUL byte at byte 2"},
+		{" 1", 0, "at byte 0"},
+		{"1 ", 0, "at byte 1"},
+		{"12x", 0, "'x' at byte 2"},
+		{"--1", 0, "at byte 1"},
+		{"1\xff", 0, "0xff at byte 1"},
+		{"99999999999999999999x", 0, "'x' at byte 20"}, // the C++ parser also stops at the bad byte
+	}
+	for _, tc := range tests {
+		got, err := ParseBudget([]byte(tc.in))
+		if tc.errSub == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("ParseBudget(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.errSub) {
+			t.Errorf("ParseBudget(%q) error = %v; want one containing %q", tc.in, err, tc.errSub)
+		}
+	}
+}
+
+func TestParseBudgetOption(t *testing.T) {
+	long := strings.Repeat("0", 255) + "7" // 256 bytes: all scanned
+	tests := []struct {
+		in    string
+		want  int64
+		err   error // sentinel to match with errors.Is; nil when valid or *BudgetError
+		valid bool
+	}{
+		{"2048", 2048, nil, true},
+		{"128\x00999", 128, nil, true}, // the C string ends at the NUL
+		{"", 0, ErrEmptyBudgetOption, false},
+		{"\x00123", 0, ErrEmptyBudgetOption, false},
+		{long, 7, nil, true},
+		{long + "x", 7, nil, true}, // bytes past 256 are never seen
+		{"-1", 0, nil, false},
+		{" 1", 0, nil, false},
+	}
+	for _, tc := range tests {
+		got, err := ParseBudgetOption(tc.in)
+		switch {
+		case tc.valid:
+			if err != nil || got != tc.want {
+				t.Errorf("ParseBudgetOption(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+			}
+		case tc.err != nil:
+			if !errors.Is(err, tc.err) {
+				t.Errorf("ParseBudgetOption(%q) error = %v; want %v", tc.in, err, tc.err)
+			}
+		default:
+			var be *BudgetError
+			if !errors.As(err, &be) {
+				t.Errorf("ParseBudgetOption(%q) error = %v; want *BudgetError", tc.in, err)
+			}
+		}
+	}
+}
+
+func TestFormatBudget(t *testing.T) {
+	for _, n := range []int64{0, 1, 4096, 8589934592, math.MaxInt64} {
+		b, err := FormatBudget(n)
+		if err != nil {
+			t.Fatalf("FormatBudget(%d): %v", n, err)
+		}
+		if string(b) != strconv.FormatInt(n, 10) {
+			t.Errorf("FormatBudget(%d) = %q", n, b)
+		}
+		back, err := ParseBudget(b)
+		if err != nil || back != n {
+			t.Errorf("ParseBudget(FormatBudget(%d)) = %d, %v", n, back, err)
+		}
+	}
+	for _, n := range []int64{-1, math.MinInt64} {
+		if b, err := FormatBudget(n); err == nil {
+			t.Errorf("FormatBudget(%d) = %q, want error", n, b)
+		}
+	}
+}
+
+// refParseBudget is an independent statement of the C++ rules on top of
+// strconv.ParseInt, used to cross-check ParseBudget in FuzzParseBudget.
+func refParseBudget(v []byte) (int64, bool) {
+	s := string(v)
+	if s == "" || s[0] == '+' {
+		return 0, false // ParseInt accepts '+', from_chars does not
+	}
+	n, err := strconv.ParseInt(s, 10, 64) // rejects spaces, NUL, '_' in base 10, non-ASCII
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+func FuzzParseBudget(f *testing.F) {
+	for _, s := range []string{"0", "-0", "-00", "+1", "1 ", "9223372036854775807", "9223372036854775808",
+		"-9223372036854775808", "12\x00", "", "-", "0x10", "1_000", "007"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		got, err := ParseBudget(v)
+		want, ok := refParseBudget(v)
+		if ok != (err == nil) || got != want {
+			t.Fatalf("ParseBudget(%q) = %d, %v; reference %d, %v", v, got, err, want, ok)
+		}
+		if err != nil {
+			var be *BudgetError
+			if !errors.As(err, &be) || be.Off >= len(v) {
+				t.Fatalf("ParseBudget(%q): bad error %#v", v, err)
+			}
+			return
+		}
+		canon, err := FormatBudget(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := ParseBudget(canon); err != nil || again != got {
+			t.Fatalf("round trip of %d via %q: %d, %v", got, canon, again, err)
+		}
+	})
+}

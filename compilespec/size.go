@@ -1,0 +1,164 @@
+package compilespec
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+)
+
+// sizeUnit is a size suffix and its multiplier.
+type sizeUnit struct {
+	name string
+	mult int64
+}
+
+// sizeUnits lists every suffix ParseSize accepts, largest first within each
+// family; FormatSize picks from displayUnits.
+var sizeUnits = []sizeUnit{
+	{"PiB", 1 << 50}, {"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
+	{"PB", 1e15}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"kB", 1e3},
+	{"B", 1},
+}
+
+// displayUnits is the order in which FormatSize tries units: largest
+// multiplier first, so that it picks the shortest exact form.
+var displayUnits = []sizeUnit{
+	{"PiB", 1 << 50}, {"PB", 1e15}, {"TiB", 1 << 40}, {"TB", 1e12},
+	{"GiB", 1 << 30}, {"GB", 1e9}, {"MiB", 1 << 20}, {"MB", 1e6},
+	{"KiB", 1 << 10}, {"KB", 1e3},
+}
+
+// acceptedSizes describes the accepted forms for error messages.
+const acceptedSizes = `a whole number of bytes below 2^63, written as digits ("8589934592") or ` +
+	`as a number with a unit ("8GiB", "512 MiB", "1.5GiB", "8GB"); units: B, KiB, MiB, GiB, TiB, PiB ` +
+	`(powers of 1024), KB, MB, GB, TB, PB (powers of 1000); or "auto"`
+
+// SizeError reports a size that ParseSize does not accept.
+type SizeError struct {
+	Input  string
+	Reason string
+}
+
+// Error implements error.
+func (e *SizeError) Error() string {
+	return fmt.Sprintf("compilespec: invalid size %s: %s; accepted: %s", strconv.Quote(e.Input), e.Reason, acceptedSizes)
+}
+
+// ParseSize reads a byte count written for humans, as on a command line or
+// in a configuration file. It accepts a plain decimal byte count
+// ("8589934592", "0"), a decimal number followed by a unit, optionally
+// separated by spaces ("8GiB", "512 MiB", "1.5GiB", "8GB"), and the word
+// "auto" (any case), which returns auto == true and means "no budget key:
+// let the engine choose". Binary units (KiB, MiB, GiB, TiB, PiB) are powers
+// of 1024 and decimal units (KB or kB, MB, GB, TB, PB) powers of 1000; B is
+// one byte. Unit names are case-sensitive, to keep "Gb" (gigabits) from
+// being read as gigabytes. A fraction must come to a whole number of bytes
+// ("1.5GiB" is fine, "1.5B" and "0.1KiB" are not). Negative values, values of
+// 2^63 bytes or more, signs, exponents and unknown units are errors
+// (*SizeError) that list what is accepted.
+func ParseSize(s string) (bytes int64, auto bool, err error) {
+	fail := func(reason string) (int64, bool, error) {
+		return 0, false, &SizeError{Input: s, Reason: reason}
+	}
+	t := strings.TrimSpace(s)
+	if strings.EqualFold(t, "auto") {
+		return 0, true, nil
+	}
+	if t == "" {
+		return fail("empty")
+	}
+	switch t[0] {
+	case '-':
+		return fail("negative sizes are not allowed")
+	case '+':
+		return fail("a sign is not allowed")
+	}
+	// Split into the number (digits with at most one '.') and the unit.
+	end := 0
+	dot := -1
+	for end < len(t) && (isDigit(t[end]) || (t[end] == '.' && dot < 0)) {
+		if t[end] == '.' {
+			dot = end
+		}
+		end++
+	}
+	num, unitName := t[:end], strings.TrimLeft(t[end:], " \t")
+	intPart, fracPart := num, ""
+	if dot >= 0 {
+		intPart, fracPart = num[:dot], num[dot+1:]
+	}
+	switch {
+	case intPart == "" && dot < 0:
+		return fail("no number")
+	case intPart == "" || (dot >= 0 && fracPart == ""):
+		return fail("a decimal point needs digits on both sides")
+	}
+	mult := int64(1)
+	if unitName != "" {
+		u, ok := lookupUnit(unitName)
+		if !ok {
+			return fail(fmt.Sprintf("unknown unit %s", strconv.Quote(unitName)))
+		}
+		mult = u.mult
+	}
+	// value = (intPart.fracPart) * mult, computed exactly.
+	digits, ok := new(big.Int).SetString(intPart+fracPart, 10)
+	if !ok { // unreachable: only ASCII digits remain
+		return fail("no number")
+	}
+	val := new(big.Int).Mul(digits, big.NewInt(mult))
+	scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(len(fracPart))), nil)
+	q, r := new(big.Int).QuoRem(val, scale, new(big.Int))
+	if r.Sign() != 0 {
+		return fail("not a whole number of bytes")
+	}
+	if !q.IsInt64() {
+		return fail("too large (2^63 bytes or more)")
+	}
+	return q.Int64(), false, nil
+}
+
+func lookupUnit(name string) (sizeUnit, bool) {
+	for _, u := range sizeUnits {
+		if u.name == name {
+			return u, true
+		}
+	}
+	return sizeUnit{}, false
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// FormatSize returns n in a short human form that ParseSize reads back as
+// exactly n: the largest unit (binary or decimal) in which n is a whole
+// number, or a number below 1000 with at most three decimals, e.g. "8 GiB",
+// "1.5 GiB", "1 GB", "1025 MiB"; or plain bytes ("123 B", "1234567 B") when no
+// unit gives an exact short form. Negative values are shown
+// as "-" followed by the form of their magnitude (ParseSize refuses them).
+func FormatSize(n int64) string {
+	if n < 0 {
+		if n == math.MinInt64 {
+			return "-9223372036854775808 B"
+		}
+		return "-" + FormatSize(-n)
+	}
+	for _, u := range displayUnits {
+		if n < u.mult {
+			continue
+		}
+		whole, rem := n/u.mult, n%u.mult
+		if rem == 0 {
+			return fmt.Sprintf("%d %s", whole, u.name)
+		}
+		// A fraction only for a short whole part ("1.5 GiB", not
+		// "1234.567 KB"). rem*1000 does not overflow: rem < 2^50.
+		if whole >= 1000 || rem*1000%u.mult != 0 {
+			continue
+		}
+		frac := strings.TrimRight(fmt.Sprintf("%03d", rem*1000/u.mult), "0")
+		return fmt.Sprintf("%d.%s %s", whole, frac, u.name)
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,139 @@
+package compilespec
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in     string
+		want   int64
+		auto   bool
+		errSub string
+	}{
+		{"8589934592", 8589934592, false, ""},
+		{"0", 0, false, ""},
+		{"8GiB", 8 << 30, false, ""},
+		{"8 GiB", 8 << 30, false, ""},
+		{"  512MiB ", 512 << 20, false, ""},
+		{"1.5GiB", 3 << 29, false, ""},
+		{"1.5 GiB", 3 << 29, false, ""},
+		{"8GB", 8e9, false, ""},
+		{"8kB", 8000, false, ""},
+		{"8KB", 8000, false, ""},
+		{"2KiB", 2048, false, ""},
+		{"3TiB", 3 << 40, false, ""},
+		{"2TB", 2e12, false, ""},
+		{"1PiB", 1 << 50, false, ""},
+		{"7B", 7, false, ""},
+		{"0.5KiB", 512, false, ""},
+		{"1.000GiB", 1 << 30, false, ""},
+		{"auto", 0, true, ""},
+		{"AUTO", 0, true, ""},
+		{"9223372036854775807", math.MaxInt64, false, ""},
+		{"9223372036854775808", 0, false, "too large"},
+		{"8192PiB", 0, false, "too large"},
+		{"8191.99PiB", 0, false, ""}, // whole bytes? checked below
+		{"-1", 0, false, "negative"},
+		{"-1GiB", 0, false, "negative"},
+		{"+1", 0, false, "sign"},
+		{"1.5", 0, false, "whole number of bytes"},
+		{"1.5B", 0, false, "whole number of bytes"},
+		{"0.1KiB", 0, false, "whole number of bytes"},
+		{"8Gb", 0, false, `unknown unit "Gb"`},
+		{"8gib", 0, false, `unknown unit "gib"`},
+		{"8 G", 0, false, `unknown unit "G"`},
+		{"1e3", 0, false, `unknown unit "e3"`},
+		{"1.2.3", 0, false, `unknown unit ".3"`},
+		{"", 0, false, "empty"},
+		{"GiB", 0, false, "no number"},
+		{".5GiB", 0, false, "decimal point"},
+		{"5.GiB", 0, false, "decimal point"},
+		{"8 GiB x", 0, false, "unknown unit"},
+	}
+	for _, tc := range tests {
+		got, auto, err := ParseSize(tc.in)
+		if tc.in == "8191.99PiB" {
+			// 8191.99 PiB = 819199 * 2^50 / 100: 2^50 is divisible by 4 but
+			// not by 25, so this is a fraction of a byte.
+			if err == nil || !strings.Contains(err.Error(), "whole number") {
+				t.Errorf("ParseSize(%q) = %d, %v; want fractional-byte error", tc.in, got, err)
+			}
+			continue
+		}
+		if tc.errSub != "" {
+			var se *SizeError
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.errSub) {
+				t.Errorf("ParseSize(%q) = %d, %v, %v; want error containing %q", tc.in, got, auto, err, tc.errSub)
+			} else if !strings.Contains(err.Error(), "accepted:") {
+				t.Errorf("ParseSize(%q) error does not say what is accepted: %v", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want || auto != tc.auto {
+			t.Errorf("ParseSize(%q) = %d, %v, %v; want %d, %v", tc.in, got, auto, err, tc.want, tc.auto)
+		}
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	tests := []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"},
+		{123, "123 B"},
+		{1000, "1 KB"},
+		{1024, "1 KiB"},
+		{1536, "1.5 KiB"},
+		{8 << 30, "8 GiB"},
+		{3 << 29, "1.5 GiB"},
+		{1e9, "1 GB"},
+		{1.5e9, "1.5 GB"},
+		{1234567, "1234567 B"},
+		{1<<30 + 1<<20, "1025 MiB"},
+		{(1 << 30) / 8 * 9, "1.125 GiB"},
+		{math.MaxInt64, "9223372036854775807 B"},
+		{-2048, "-2 KiB"},
+	}
+	for _, tc := range tests {
+		if got := FormatSize(tc.n); got != tc.want {
+			t.Errorf("FormatSize(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"8589934592", "8GiB", "512MiB", "1.5GiB", "8GB", "0", "auto", "-1", "1.5",
+		"9223372036854775808", "8 Gb", ".5", "1..5KiB", "99999999999999999999999PiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, auto, err := ParseSize(s)
+		if err != nil {
+			var se *SizeError
+			if !errors.As(err, &se) {
+				t.Fatalf("ParseSize(%q): error %T is not *SizeError", s, err)
+			}
+			return
+		}
+		if auto {
+			if n != 0 {
+				t.Fatalf("ParseSize(%q): auto with %d bytes", s, n)
+			}
+			return
+		}
+		if n < 0 {
+			t.Fatalf("ParseSize(%q) = %d", s, n)
+		}
+		// The display form reads back as the same number of bytes.
+		disp := FormatSize(n)
+		back, auto, err := ParseSize(disp)
+		if err != nil || auto || back != n {
+			t.Fatalf("ParseSize(FormatSize(%d) = %q) = %d, %v, %v", n, disp, back, auto, err)
+		}
+	})
+}
