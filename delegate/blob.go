@@ -1,0 +1,196 @@
+package delegate
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// BackendID is the backend id of a TensorRT delegate in an ExecuTorch program.
+const BackendID = "TensorRTBackend"
+
+// Layout constants of the blob.
+const (
+	HeaderSize      = 32 // size of the fixed header
+	EngineAlignment = 16 // engine_offset is a multiple of this
+)
+
+// Magic numbers. MagicTR02 marks a blob whose metadata carries aliased_io.
+var (
+	MagicTR01 = [4]byte{'T', 'R', '0', '1'}
+	MagicTR02 = [4]byte{'T', 'R', '0', '2'}
+)
+
+// Aliased I/O kinds written by the upstream exporter.
+const (
+	KindKVCacheUpdate = "kv_cache_update" // also the default for a missing kind
+	KindUser          = "user"
+)
+
+// Binding is one TensorRT I/O binding of the engine.
+type Binding struct {
+	Name    string  // TensorRT tensor name
+	DType   string  // informational; the exporter writes ""
+	Shape   []int64 // informational; the exporter writes []
+	IsInput bool    // input (true) or output (false)
+}
+
+// AliasedIO says that an engine output updates an engine input in place.
+type AliasedIO struct {
+	Output string // output binding name
+	Input  string // input binding name
+	Kind   string // KindKVCacheUpdate or KindUser
+}
+
+// Metadata is the JSON metadata of a blob.
+type Metadata struct {
+	IOBindings         []Binding   // inputs first, then outputs, as the exporter writes them
+	AliasedIO          []AliasedIO // written when non-empty; selects magic TR02
+	HardwareCompatible bool
+	DeviceID           int64 // CUDA device index the engine was built for
+	SerializedMetadata string
+	TargetPlatform     string
+}
+
+// Inputs returns the names of the input bindings, in order.
+func (m *Metadata) Inputs() []string { return m.names(true) }
+
+// Outputs returns the names of the output bindings, in order.
+func (m *Metadata) Outputs() []string { return m.names(false) }
+
+func (m *Metadata) names(input bool) []string {
+	out := []string{}
+	for _, b := range m.IOBindings {
+		if b.IsInput == input {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// Header is the fixed 32-byte blob header, as stored.
+type Header struct {
+	Magic          [4]byte
+	MetadataOffset uint32
+	MetadataSize   uint32
+	EngineOffset   uint32
+	EngineSize     uint64
+	Reserved       [8]byte
+}
+
+// Byte offsets of the header fields.
+const (
+	offMagic          = 0
+	offMetadataOffset = 4
+	offMetadataSize   = 8
+	offEngineOffset   = 12
+	offEngineSize     = 16
+	offReserved       = 24
+)
+
+// parseHeader unpacks a header from at least HeaderSize bytes.
+func parseHeader(b []byte) Header {
+	var h Header
+	copy(h.Magic[:], b[offMagic:])
+	h.MetadataOffset = le32(b[offMetadataOffset:])
+	h.MetadataSize = le32(b[offMetadataSize:])
+	h.EngineOffset = le32(b[offEngineOffset:])
+	h.EngineSize = le64(b[offEngineSize:])
+	copy(h.Reserved[:], b[offReserved:])
+	return h
+}
+
+// appendHeader appends the little-endian encoding of h.
+func (h *Header) appendTo(dst []byte) []byte {
+	dst = append(dst, h.Magic[:]...)
+	dst = appendLE32(dst, h.MetadataOffset)
+	dst = appendLE32(dst, h.MetadataSize)
+	dst = appendLE32(dst, h.EngineOffset)
+	dst = appendLE32(dst, uint32(h.EngineSize))
+	dst = appendLE32(dst, uint32(h.EngineSize>>32))
+	return append(dst, h.Reserved[:]...)
+}
+
+// MagicString returns the magic as text, quoting it when it is not printable
+// ASCII, e.g. TR01 or "\x00ZZZ".
+func (h *Header) MagicString() string {
+	for _, c := range h.Magic {
+		if c < 0x21 || c > 0x7e {
+			return strconv.Quote(string(h.Magic[:]))
+		}
+	}
+	return string(h.Magic[:])
+}
+
+// knownMagic reports whether m is TR01 or TR02.
+func knownMagic(m [4]byte) bool { return m == MagicTR01 || m == MagicTR02 }
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func le64(b []byte) uint64 { return uint64(le32(b)) | uint64(le32(b[4:]))<<32 }
+
+func appendLE32(dst []byte, v uint32) []byte {
+	return append(dst, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+}
+
+// align16 rounds n up to a multiple of EngineAlignment.
+func align16(n uint64) uint64 { return (n + EngineAlignment - 1) &^ (EngineAlignment - 1) }
+
+// Blob is a decoded TensorRT blob. The engine bytes are not loaded: use
+// Engine to read them.
+type Blob struct {
+	Header      Header
+	Metadata    Metadata
+	MetadataRaw []byte // the metadata bytes as stored
+	Size        int64  // size of the whole blob
+
+	r io.ReaderAt
+}
+
+// Engine returns the serialized TensorRT engine as a lazy section of the
+// blob's reader.
+func (b *Blob) Engine() *io.SectionReader {
+	return io.NewSectionReader(b.r, int64(b.Header.EngineOffset), int64(b.Header.EngineSize))
+}
+
+// TrailingBytes is the number of bytes after the end of the engine. The
+// upstream writer leaves none; both upstream readers ignore them.
+func (b *Blob) TrailingBytes() int64 {
+	return b.Size - int64(b.Header.EngineOffset) - int64(b.Header.EngineSize)
+}
+
+// BlobError reports a malformed blob: which field is wrong, where, and why.
+type BlobError struct {
+	// Field names the header field ("magic", "engine_offset", ...) or the
+	// metadata member ("metadata", "metadata.io_bindings[1].is_input", ...).
+	Field string
+	// Off is the byte offset within the blob, or -1 when there is none.
+	Off int64
+	// Msg says what is wrong, in lower case without trailing punctuation.
+	Msg string
+}
+
+// Error formats the error as "trt blob: <field>: <msg> (at byte <off>)".
+func (e *BlobError) Error() string {
+	s := "trt blob: " + e.Field + ": " + e.Msg
+	if e.Off >= 0 {
+		s += " (at byte " + strconv.FormatInt(e.Off, 10) + ")"
+	}
+	return s
+}
+
+// MetadataError reports metadata that Encode refuses to write: a value that
+// cannot be represented, or (in the default safe mode) one that the deployed
+// C++ reader would read differently from what it says.
+type MetadataError struct {
+	Field string // e.g. "io_bindings[2].name", "aliased_io[0].output", "device_id"
+	Value string // the offending value, as text
+	Msg   string // what is wrong and why, in lower case
+}
+
+// Error formats the error as `trt metadata: <field> "<value>": <msg>`.
+func (e *MetadataError) Error() string {
+	return fmt.Sprintf("trt metadata: %s %q: %s", e.Field, e.Value, e.Msg)
+}

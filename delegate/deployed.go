@@ -1,0 +1,439 @@
+package delegate
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+)
+
+// DeployedView is what the deployed C++ reader (TensorRTBackend's
+// TensorRTBlobHeader::parse, upstream pytorch/TensorRT) yields for a blob.
+//
+// When OK is false the C++ reader rejects the blob and TensorRTBackend::init
+// fails with InvalidProgram; Reason then says which check failed (the C++
+// reader itself gives no reason), and the other fields hold whatever was
+// read before the failure.
+type DeployedView struct {
+	OK     bool
+	Reason string
+
+	Size           int64 // blob size
+	Magic          [4]byte
+	MetadataOffset uint32
+	MetadataSize   uint32
+	EngineOffset   uint32
+	EngineSize     uint64
+	// EngineSizeWraps is set when engine_offset+engine_size overflows 64
+	// bits, which the C++ bounds check does not catch: the runtime would
+	// hand TensorRT an engine extending far past the blob.
+	EngineSizeWraps bool
+
+	// Inputs and Outputs are the binding names as the C++ reader reads them:
+	// raw bytes, escapes not decoded (`\u00e9` reads as "u00e9"), not
+	// necessarily valid UTF-8. Bindings with an empty name are dropped.
+	Inputs, Outputs []string
+	// AliasedIO holds the entries with a non-empty output and input; an
+	// empty or missing kind reads as KindKVCacheUpdate.
+	AliasedIO          []AliasedIO
+	HardwareCompatible bool
+	// DeviceID is read as a C++ int: digits accumulated with 32-bit wrap
+	// around, stopping at the first non-digit ("1.5" reads as 1).
+	DeviceID int32
+}
+
+// ReadDeployed reads the blob in r (size bytes) the way the deployed C++
+// reader does. A blob the C++ reader rejects gives a view with OK false, not
+// an error; the error is reserved for failures to read r. Only the header
+// and metadata are read.
+func ReadDeployed(r io.ReaderAt, size int64) (*DeployedView, error) {
+	hdr, err := readHeader(r, size)
+	if err != nil {
+		return nil, err
+	}
+	v := &DeployedView{Size: size}
+	if !deployedHeader(hdr, size, v) {
+		return v, nil
+	}
+	md, err := readMetadata(r, v.MetadataOffset, v.MetadataSize)
+	if err != nil {
+		return nil, err
+	}
+	deployedMetadata(md, v)
+	return v, nil
+}
+
+// deployedHeader applies the C++ header checks, in the C++ order, and
+// reports whether the metadata should be scanned.
+func deployedHeader(hdr []byte, size int64, v *DeployedView) bool {
+	fail := func(format string, args ...any) bool {
+		v.OK = false
+		v.Reason = fmt.Sprintf(format, args...)
+		return false
+	}
+	if len(hdr) < HeaderSize {
+		return fail("blob is %d bytes, shorter than the %d-byte header", size, HeaderSize)
+	}
+	h := parseHeader(hdr)
+	v.Magic = h.Magic
+	if !knownMagic(h.Magic) {
+		return fail("unknown magic %s", h.MagicString())
+	}
+	v.MetadataOffset, v.MetadataSize = h.MetadataOffset, h.MetadataSize
+	v.EngineOffset, v.EngineSize = h.EngineOffset, h.EngineSize
+	usize := uint64(size)
+	mdEnd := uint64(h.MetadataOffset) + uint64(h.MetadataSize)
+	if h.MetadataOffset < HeaderSize {
+		return fail("metadata offset %d is inside the header", h.MetadataOffset)
+	}
+	if h.EngineOffset%EngineAlignment != 0 {
+		return fail("engine offset %d is not %d-byte aligned", h.EngineOffset, EngineAlignment)
+	}
+	if mdEnd > usize {
+		return fail("metadata ends at %d, past the end of the %d-byte blob", mdEnd, size)
+	}
+	// size_t arithmetic: the sum wraps modulo 2^64.
+	engEnd := uint64(h.EngineOffset) + h.EngineSize
+	v.EngineSizeWraps = engEnd < h.EngineSize
+	if engEnd > usize {
+		return fail("engine ends at %d, past the end of the %d-byte blob", engEnd, size)
+	}
+	if mdEnd > uint64(h.EngineOffset) {
+		return fail("metadata ends at %d, overlapping the engine at %d", mdEnd, h.EngineOffset)
+	}
+	return true
+}
+
+// deployedMetadata scans the metadata and sets v.OK and v.Reason.
+func deployedMetadata(md []byte, v *DeployedView) {
+	if reason := scanMetadata(md, v); reason != "" {
+		v.OK, v.Reason = false, reason
+		return
+	}
+	v.OK, v.Reason = true, ""
+}
+
+// The C++ scanner, re-implemented from its documented behaviour. It is a
+// forward scanner over raw bytes: no UTF-8 check, no escape decoding, keys
+// found by substring search. Every function returns the position after what
+// it consumed, or -1 on failure.
+
+// cppSpace is the C++ scanner's whitespace.
+func cppSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(s []byte, p int) int {
+	for p < len(s) && cppSpace(s[p]) {
+		p++
+	}
+	return p
+}
+
+// cppString reads a string starting at its opening quote. A backslash is
+// dropped and the byte after it kept as is.
+func cppString(s []byte, p int) (string, int) {
+	if p >= len(s) || s[p] != '"' {
+		return "", -1
+	}
+	p++
+	var out []byte
+	for p < len(s) && s[p] != '"' {
+		if s[p] == '\\' && p+1 < len(s) {
+			p++
+		}
+		out = append(out, s[p])
+		p++
+	}
+	if p >= len(s) {
+		return "", -1
+	}
+	return string(out), p + 1
+}
+
+// cppSkipValue skips a value the scanner does not read: a string, a
+// bracketed group (counting only its own bracket kind, skipping strings),
+// or a bare token up to ',', '}', ']' or whitespace.
+func cppSkipValue(s []byte, p int) int {
+	p = skipSpace(s, p)
+	if p >= len(s) {
+		return -1
+	}
+	switch open := s[p]; open {
+	case '"':
+		_, p = cppString(s, p)
+		return p
+	case '{', '[':
+		closer := byte('}')
+		if open == '[' {
+			closer = ']'
+		}
+		depth := 1
+		p++
+		for p < len(s) && depth > 0 {
+			switch s[p] {
+			case '"':
+				if _, p = cppString(s, p); p < 0 {
+					return -1
+				}
+				continue
+			case open:
+				depth++
+			case closer:
+				depth--
+			}
+			p++
+		}
+		return p
+	}
+	for p < len(s) && s[p] != ',' && s[p] != '}' && s[p] != ']' && !cppSpace(s[p]) {
+		p++
+	}
+	return p
+}
+
+// cppHasPrefix is std::string::compare(pos, len(lit), lit) == 0.
+func cppHasPrefix(s []byte, p int, lit string) bool {
+	return p <= len(s) && bytes.HasPrefix(s[p:], []byte(lit))
+}
+
+// cppObjects walks an array of objects starting just after its '['. For
+// each member it calls member(key, p) with p at the value, which returns the
+// position after the value or -1; end is called after each object. It
+// returns the position after the closing ']'.
+func cppObjects(s []byte, p int, member func(key string, p int) int, end func()) (int, string) {
+	for {
+		p = skipSpace(s, p)
+		if p >= len(s) {
+			return -1, "unterminated array"
+		}
+		switch s[p] {
+		case ']':
+			return p + 1, ""
+		case ',':
+			p++
+			continue
+		case '{':
+		default:
+			return -1, fmt.Sprintf("array element at metadata byte %d is not an object", p)
+		}
+		p++
+		for {
+			p = skipSpace(s, p)
+			if p >= len(s) {
+				return -1, "unterminated object"
+			}
+			if s[p] == '}' {
+				p++
+				break
+			}
+			if s[p] == ',' {
+				p++
+				continue
+			}
+			key, q := cppString(s, p)
+			if q < 0 {
+				return -1, fmt.Sprintf("expected a string key at metadata byte %d", p)
+			}
+			q = skipSpace(s, q)
+			if q >= len(s) || s[q] != ':' {
+				return -1, fmt.Sprintf("expected ':' after key %q at metadata byte %d", key, q)
+			}
+			vp := skipSpace(s, q+1)
+			if p = member(key, vp); p < 0 {
+				return -1, fmt.Sprintf("cannot read the value of %q at metadata byte %d", key, vp)
+			}
+		}
+		end()
+	}
+}
+
+// scanMetadata fills v's bindings, aliased I/O, hardware_compatible and
+// device_id from the metadata as the C++ reader does. It returns "" on
+// success, else why the C++ reader fails.
+func scanMetadata(s []byte, v *DeployedView) string {
+	v.Inputs, v.Outputs, v.AliasedIO = []string{}, []string{}, []AliasedIO{}
+	v.HardwareCompatible, v.DeviceID = false, 0
+
+	k := bytes.Index(s, []byte(`"io_bindings"`))
+	if k < 0 {
+		return `no "io_bindings" key`
+	}
+	open := bytes.IndexByte(s[k:], '[')
+	if open < 0 {
+		return `no '[' after "io_bindings"`
+	}
+	var name string
+	var isInput bool
+	pos, reason := cppObjects(s, k+open+1, func(key string, p int) int {
+		switch key {
+		case "name":
+			name, p = cppString(s, p)
+			return p
+		case "is_input":
+			switch {
+			case cppHasPrefix(s, p, "true"):
+				isInput = true
+				return p + 4
+			case cppHasPrefix(s, p, "false"):
+				isInput = false
+				return p + 5
+			}
+			return -1
+		}
+		return cppSkipValue(s, p)
+	}, func() {
+		if name != "" {
+			if isInput {
+				v.Inputs = append(v.Inputs, name)
+			} else {
+				v.Outputs = append(v.Outputs, name)
+			}
+		}
+		name, isInput = "", false
+	})
+	if pos < 0 {
+		return "io_bindings: " + reason
+	}
+
+	// aliased_io is searched only after the io_bindings array.
+	if k := bytes.Index(s[pos:], []byte(`"aliased_io"`)); k >= 0 {
+		open := bytes.IndexByte(s[pos+k:], '[')
+		if open < 0 {
+			return `no '[' after "aliased_io"`
+		}
+		var a AliasedIO
+		_, reason := cppObjects(s, pos+k+open+1, func(key string, p int) int {
+			switch key {
+			case "output":
+				a.Output, p = cppString(s, p)
+			case "input":
+				a.Input, p = cppString(s, p)
+			case "kind":
+				a.Kind, p = cppString(s, p)
+			default:
+				p = cppSkipValue(s, p)
+			}
+			return p
+		}, func() {
+			if a.Output != "" && a.Input != "" {
+				if a.Kind == "" {
+					a.Kind = KindKVCacheUpdate
+				}
+				v.AliasedIO = append(v.AliasedIO, a)
+			}
+			a = AliasedIO{}
+		})
+		if reason != "" {
+			return "aliased_io: " + reason
+		}
+	}
+
+	// The scalars: first textual occurrence after the io_bindings array.
+	if p, reason := cppScalar(s, pos, "hardware_compatible"); reason != "" {
+		return reason
+	} else if p >= 0 {
+		switch {
+		case cppHasPrefix(s, p, "true"):
+			v.HardwareCompatible = true
+		case cppHasPrefix(s, p, "false"):
+			v.HardwareCompatible = false
+		default:
+			return fmt.Sprintf(`"hardware_compatible" found by text search is followed by %s at metadata byte %d, not true or false`, excerpt(s, p), p)
+		}
+	}
+	if p, reason := cppScalar(s, pos, "device_id"); reason != "" {
+		return reason
+	} else if p >= 0 {
+		start := p
+		neg := p < len(s) && s[p] == '-'
+		if neg {
+			p++
+		}
+		var n int32
+		digits := 0
+		for ; p < len(s) && s[p] >= '0' && s[p] <= '9'; p++ {
+			n = n*10 + int32(s[p]-'0') // wraps like the C++ int
+			digits++
+		}
+		if digits == 0 {
+			return fmt.Sprintf(`"device_id" found by text search is followed by %s at metadata byte %d, not an integer`, excerpt(s, start), start)
+		}
+		if neg {
+			n = -n
+		}
+		v.DeviceID = n
+	}
+	return ""
+}
+
+// cppScalar finds the first `"key"` at or after from and returns the
+// position of the value after the next ':' (whitespace skipped), or -1 when
+// the key is absent.
+func cppScalar(s []byte, from int, key string) (int, string) {
+	k := bytes.Index(s[from:], []byte(`"`+key+`"`))
+	if k < 0 {
+		return -1, ""
+	}
+	k += from + len(key) + 2
+	c := bytes.IndexByte(s[k:], ':')
+	if c < 0 {
+		return -1, fmt.Sprintf(`no ':' after "%s" at metadata byte %d`, key, k)
+	}
+	return skipSpace(s, k+c+1), ""
+}
+
+// excerpt quotes up to 16 bytes of s from p.
+func excerpt(s []byte, p int) string {
+	if p >= len(s) {
+		return "the end of the metadata"
+	}
+	e := min(len(s), p+16)
+	return fmt.Sprintf("%q", s[p:e])
+}
+
+// readHeader reads the first min(size, HeaderSize) bytes.
+func readHeader(r io.ReaderAt, size int64) ([]byte, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("trt blob: negative size %d", size)
+	}
+	n := min(size, HeaderSize)
+	hdr := make([]byte, n)
+	if got, err := r.ReadAt(hdr, 0); int64(got) < n {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("trt blob: reading header: %w", err)
+	}
+	return hdr, nil
+}
+
+// readMetadata reads the metadata range, already checked to lie within the
+// blob. Large ranges are read in chunks so a reader that is shorter than
+// its claimed size fails before a large allocation.
+func readMetadata(r io.ReaderAt, off, n uint32) ([]byte, error) {
+	const chunk = 1 << 20
+	var md []byte
+	if n <= chunk {
+		md = make([]byte, n)
+		if got, err := r.ReadAt(md, int64(off)); got < len(md) {
+			return nil, metadataReadError(err)
+		}
+		return md, nil
+	}
+	buf := make([]byte, chunk)
+	for done := uint32(0); done < n; {
+		k := min(n-done, chunk)
+		got, err := r.ReadAt(buf[:k], int64(off)+int64(done))
+		if uint32(got) < k {
+			return nil, metadataReadError(err)
+		}
+		md = append(md, buf[:k]...)
+		done += k
+	}
+	return md, nil
+}
+
+func metadataReadError(err error) error {
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("trt blob: reading metadata: %w", err)
+}

@@ -1,0 +1,453 @@
+package delegate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// EncodeOptions controls how a blob is written. A nil *EncodeOptions is the
+// default: safe mode.
+type EncodeOptions struct {
+	// UpstreamCompatible writes exactly the bytes upstream's Python writer
+	// (serialize_engine) writes for the same metadata, even where the
+	// deployed C++ reader misreads them: non-ASCII names become \u escapes
+	// the C++ reader does not decode, control characters become escapes it
+	// reads as letters, an empty name is dropped by it, and so on.
+	//
+	// When false (safe mode), names and aliased I/O strings are written as
+	// raw UTF-8 and DEL as a raw byte, which both upstream readers read as
+	// intended, and metadata that no blob can carry to both readers
+	// unchanged is refused with a *MetadataError (see CheckNames). For all
+	// other metadata the two modes write identical bytes.
+	UpstreamCompatible bool
+}
+
+func (o *EncodeOptions) upstream() bool { return o != nil && o.UpstreamCompatible }
+
+// MarshalMetadata returns the metadata JSON exactly as Encode writes it in
+// safe mode.
+func MarshalMetadata(m *Metadata) ([]byte, error) { return (*EncodeOptions)(nil).MarshalMetadata(m) }
+
+// EncodedSize returns the size of the blob Encode writes in safe mode.
+func EncodedSize(m *Metadata, engineSize int64) (int64, error) {
+	return (*EncodeOptions)(nil).EncodedSize(m, engineSize)
+}
+
+// Encode writes a blob holding m and the engineSize bytes of engine to w,
+// in safe mode, and returns the number of bytes written. The engine is
+// streamed from its reader, never held in memory.
+func Encode(w io.Writer, m *Metadata, engine io.ReaderAt, engineSize int64) (int64, error) {
+	return (*EncodeOptions)(nil).Encode(w, m, engine, engineSize)
+}
+
+// NewBlobReader returns the blob Encode would write, in safe mode, as a
+// reader: the header and metadata are served from memory and the engine
+// bytes from engine, on demand. It suits writers that take a segment
+// source, such as pte.Write.
+func NewBlobReader(m *Metadata, engine io.ReaderAt, engineSize int64) (*io.SectionReader, error) {
+	return (*EncodeOptions)(nil).NewBlobReader(m, engine, engineSize)
+}
+
+// MarshalMetadata returns the metadata JSON: compact, keys in upstream's
+// order, strings escaped as Python's json.dumps does (see EncodeOptions for
+// the safe-mode difference).
+func (o *EncodeOptions) MarshalMetadata(m *Metadata) ([]byte, error) {
+	if m == nil {
+		return nil, errors.New("trt metadata: nil Metadata")
+	}
+	if err := checkEncodable(m); err != nil {
+		return nil, err
+	}
+	safe := !o.upstream()
+	if safe {
+		if err := checkSafe(m); err != nil {
+			return nil, err
+		}
+	}
+	js := appendMetadata(nil, m, safe)
+	if safe {
+		if err := verifyDeployedReading(js, m); err != nil {
+			return nil, err
+		}
+	}
+	return js, nil
+}
+
+// EncodedSize returns the size of the blob Encode writes for m and an
+// engine of engineSize bytes.
+func (o *EncodeOptions) EncodedSize(m *Metadata, engineSize int64) (int64, error) {
+	prefix, err := o.prefix(m, engineSize)
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(prefix)) + engineSize, nil
+}
+
+// Encode writes the blob to w and returns the number of bytes written.
+func (o *EncodeOptions) Encode(w io.Writer, m *Metadata, engine io.ReaderAt, engineSize int64) (int64, error) {
+	prefix, err := o.prefix(m, engineSize)
+	if err != nil {
+		return 0, err
+	}
+	n, err := w.Write(prefix)
+	written := int64(n)
+	if err != nil {
+		return written, err
+	}
+	if engineSize == 0 {
+		return written, nil
+	}
+	if engine == nil {
+		return written, errors.New("trt blob: nil engine reader")
+	}
+	c, err := io.Copy(w, io.NewSectionReader(engine, 0, engineSize))
+	written += c
+	if err != nil {
+		return written, fmt.Errorf("trt blob: copying engine: %w", err)
+	}
+	if c != engineSize {
+		return written, fmt.Errorf("trt blob: engine source ended after %d of %d bytes: %w", c, engineSize, io.ErrUnexpectedEOF)
+	}
+	return written, nil
+}
+
+// NewBlobReader returns the blob as a reader that serves the header and
+// metadata from memory and the engine from engine on demand.
+func (o *EncodeOptions) NewBlobReader(m *Metadata, engine io.ReaderAt, engineSize int64) (*io.SectionReader, error) {
+	prefix, err := o.prefix(m, engineSize)
+	if err != nil {
+		return nil, err
+	}
+	if engine == nil && engineSize > 0 {
+		return nil, errors.New("trt blob: nil engine reader")
+	}
+	r := &blobReaderAt{prefix: prefix, engine: engine, engineSize: engineSize}
+	return io.NewSectionReader(r, 0, int64(len(prefix))+engineSize), nil
+}
+
+// prefix builds header, metadata and padding: every blob byte before the
+// engine.
+func (o *EncodeOptions) prefix(m *Metadata, engineSize int64) ([]byte, error) {
+	if engineSize < 0 {
+		return nil, fmt.Errorf("trt blob: negative engine size %d", engineSize)
+	}
+	js, err := o.MarshalMetadata(m)
+	if err != nil {
+		return nil, err
+	}
+	engineOff := align16(HeaderSize + uint64(len(js)))
+	if engineOff > math.MaxUint32 {
+		return nil, &MetadataError{Field: "metadata", Value: fmt.Sprintf("%d bytes", len(js)),
+			Msg: "metadata too large: the engine offset must fit in 32 bits"}
+	}
+	if uint64(engineSize) > math.MaxInt64-engineOff {
+		return nil, fmt.Errorf("trt blob: engine size %d overflows the blob size", engineSize)
+	}
+	h := Header{
+		Magic:          MagicTR01,
+		MetadataOffset: HeaderSize,
+		MetadataSize:   uint32(len(js)),
+		EngineOffset:   uint32(engineOff),
+		EngineSize:     uint64(engineSize),
+		Reserved:       [8]byte{1},
+	}
+	if len(m.AliasedIO) > 0 {
+		h.Magic = MagicTR02
+	}
+	buf := make([]byte, 0, engineOff)
+	buf = h.appendTo(buf)
+	buf = append(buf, js...)
+	buf = buf[:engineOff] // capacity is engineOff; the padding is zero
+	return buf, nil
+}
+
+// checkEncodable rejects metadata no writer can represent faithfully.
+func checkEncodable(m *Metadata) error {
+	var errs []error
+	str := func(field, s string) {
+		if !utf8.ValidString(s) {
+			errs = append(errs, &MetadataError{Field: field, Value: s, Msg: "not valid UTF-8"})
+		}
+	}
+	for i, b := range m.IOBindings {
+		p := fmt.Sprintf("io_bindings[%d].", i)
+		str(p+"name", b.Name)
+		str(p+"dtype", b.DType)
+	}
+	seen := map[string]int{}
+	for i, a := range m.AliasedIO {
+		p := fmt.Sprintf("aliased_io[%d].", i)
+		str(p+"output", a.Output)
+		str(p+"input", a.Input)
+		str(p+"kind", a.Kind)
+		if j, dup := seen[a.Output]; dup {
+			errs = append(errs, &MetadataError{Field: p + "output", Value: a.Output,
+				Msg: fmt.Sprintf("already aliased by aliased_io[%d]; upstream keys aliased_io by output, so one entry would be lost", j)})
+		} else {
+			seen[a.Output] = i
+		}
+	}
+	str("serialized_metadata", m.SerializedMetadata)
+	str("target_platform", m.TargetPlatform)
+	return errors.Join(errs...)
+}
+
+// checkSafe rejects metadata the deployed C++ reader would read differently,
+// beyond the names (CheckNames).
+func checkSafe(m *Metadata) error {
+	err := CheckNames(m)
+	if m.DeviceID < math.MinInt32 || m.DeviceID > math.MaxInt32 {
+		err = errors.Join(err, &MetadataError{Field: "device_id", Value: strconv.FormatInt(m.DeviceID, 10),
+			Msg: "outside a 32-bit int: the deployed C++ reader would wrap it to " +
+				strconv.FormatInt(int64(int32(m.DeviceID)), 10)})
+	}
+	return err
+}
+
+// scalarKeys are the keys the C++ reader finds by substring search after the
+// io_bindings array.
+var scalarKeys = []string{"hardware_compatible", "device_id"}
+
+// CheckNames reports every binding and aliased I/O string that the deployed
+// C++ reader would read differently from what it says, even when written as
+// raw UTF-8 (safe mode): an empty binding name (dropped), an empty aliased
+// output or input (entry dropped), an empty kind (read as kv_cache_update),
+// control characters (only writable as escapes, which the C++ reader turns
+// into letters), and an aliased string that the C++ key search for
+// "hardware_compatible" or "device_id" would find before the real key (the
+// blob is then rejected). The error joins one *MetadataError per problem.
+func CheckNames(m *Metadata) error {
+	var errs []error
+	bad := func(field, v, msg string) {
+		errs = append(errs, &MetadataError{Field: field, Value: v, Msg: msg})
+	}
+	ctl := func(field, v string) bool {
+		for _, r := range v {
+			if r < 0x20 {
+				bad(field, v, fmt.Sprintf("contains control character U+%04X, which JSON can only carry as an escape and the deployed C++ reader does not decode escapes", r))
+				return true
+			}
+		}
+		return false
+	}
+	for i, b := range m.IOBindings {
+		f := fmt.Sprintf("io_bindings[%d].name", i)
+		if b.Name == "" {
+			bad(f, b.Name, "empty: the deployed C++ reader drops a binding with an empty name")
+			continue
+		}
+		ctl(f, b.Name)
+	}
+	for i, a := range m.AliasedIO {
+		p := fmt.Sprintf("aliased_io[%d].", i)
+		for _, fv := range [...]struct{ f, v string }{{"output", a.Output}, {"input", a.Input}, {"kind", a.Kind}} {
+			f := p + fv.f
+			if fv.v == "" {
+				if fv.f == "kind" {
+					bad(f, fv.v, "empty: the deployed C++ reader reads an empty kind as kv_cache_update")
+				} else {
+					bad(f, fv.v, "empty: the deployed C++ reader drops an aliased entry with an empty "+fv.f)
+				}
+				continue
+			}
+			if ctl(f, fv.v) {
+				continue
+			}
+			for _, k := range scalarKeys {
+				if fv.v == k || len(fv.v) > len(k) && fv.v[len(fv.v)-len(k)-1:] == `"`+k {
+					bad(f, fv.v, fmt.Sprintf("the deployed C++ reader finds %q by searching the text after io_bindings and would take this string for the key, rejecting the blob", k))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// verifyDeployedReading runs the C++ scanner over metadata written in safe
+// mode and confirms it reads what m says. It is the safety net behind the
+// explicit checks.
+func verifyDeployedReading(js []byte, m *Metadata) error {
+	var v DeployedView
+	if reason := scanMetadata(js, &v); reason != "" {
+		return &MetadataError{Field: "metadata", Value: truncate(string(js), 80),
+			Msg: "the deployed C++ reader would reject this metadata: " + reason}
+	}
+	fail := func(field, what string, got, want any) error {
+		return &MetadataError{Field: field, Value: fmt.Sprint(want),
+			Msg: fmt.Sprintf("the deployed C++ reader would read %s as %v", what, got)}
+	}
+	if got, want := v.Inputs, m.Inputs(); !slices.Equal(got, want) {
+		return fail("io_bindings", "the inputs", quoteAll(got), quoteAll(want))
+	}
+	if got, want := v.Outputs, m.Outputs(); !slices.Equal(got, want) {
+		return fail("io_bindings", "the outputs", quoteAll(got), quoteAll(want))
+	}
+	if len(v.AliasedIO) != len(m.AliasedIO) {
+		return fail("aliased_io", "the aliased I/O", v.AliasedIO, m.AliasedIO)
+	}
+	for i := range v.AliasedIO {
+		if v.AliasedIO[i] != m.AliasedIO[i] {
+			return fail(fmt.Sprintf("aliased_io[%d]", i), "this entry", v.AliasedIO[i], m.AliasedIO[i])
+		}
+	}
+	if v.HardwareCompatible != m.HardwareCompatible {
+		return fail("hardware_compatible", "it", v.HardwareCompatible, m.HardwareCompatible)
+	}
+	if int64(v.DeviceID) != m.DeviceID {
+		return fail("device_id", "it", v.DeviceID, m.DeviceID)
+	}
+	return nil
+}
+
+// appendMetadata appends the metadata JSON. With safe set, the strings the
+// C++ reader reads (names, aliased I/O) are written with raw non-ASCII and DEL.
+func appendMetadata(dst []byte, m *Metadata, safe bool) []byte {
+	dst = append(dst, `{"io_bindings":[`...)
+	for i, b := range m.IOBindings {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"name":`...)
+		dst = appendString(dst, b.Name, safe)
+		dst = append(dst, `,"dtype":`...)
+		dst = appendString(dst, b.DType, false)
+		dst = append(dst, `,"shape":[`...)
+		for j, d := range b.Shape {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(dst, d, 10)
+		}
+		dst = append(dst, `],"is_input":`...)
+		dst = strconv.AppendBool(dst, b.IsInput)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"aliased_io":[`...)
+	for i, a := range m.AliasedIO {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"output":`...)
+		dst = appendString(dst, a.Output, safe)
+		dst = append(dst, `,"input":`...)
+		dst = appendString(dst, a.Input, safe)
+		dst = append(dst, `,"kind":`...)
+		dst = appendString(dst, a.Kind, safe)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"hardware_compatible":`...)
+	dst = strconv.AppendBool(dst, m.HardwareCompatible)
+	dst = append(dst, `,"device_id":`...)
+	dst = strconv.AppendInt(dst, m.DeviceID, 10)
+	dst = append(dst, `,"serialized_metadata":`...)
+	dst = appendString(dst, m.SerializedMetadata, false)
+	dst = append(dst, `,"target_platform":`...)
+	dst = appendString(dst, m.TargetPlatform, false)
+	return append(dst, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string escaped like Python's json.dumps
+// with ensure_ascii=True: lowercase \u escapes, astral characters as
+// surrogate pairs, DEL escaped, no HTML escaping. With raw set, non-ASCII
+// characters and DEL are written as they are. s must be valid UTF-8.
+func appendString(dst []byte, s string, raw bool) []byte {
+	dst = append(dst, '"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			dst = append(dst, '\\', '"')
+		case r == '\\':
+			dst = append(dst, '\\', '\\')
+		case r == '\n':
+			dst = append(dst, '\\', 'n')
+		case r == '\r':
+			dst = append(dst, '\\', 'r')
+		case r == '\t':
+			dst = append(dst, '\\', 't')
+		case r == '\b':
+			dst = append(dst, '\\', 'b')
+		case r == '\f':
+			dst = append(dst, '\\', 'f')
+		case r < 0x20:
+			dst = appendU(dst, r)
+		case r < 0x7f:
+			dst = append(dst, byte(r))
+		case raw:
+			dst = utf8.AppendRune(dst, r)
+		case r > 0xffff:
+			r -= 0x10000
+			dst = appendU(dst, 0xd800+(r>>10))
+			dst = appendU(dst, 0xdc00+(r&0x3ff))
+		default:
+			dst = appendU(dst, r)
+		}
+	}
+	return append(dst, '"')
+}
+
+func appendU(dst []byte, r rune) []byte {
+	return append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+}
+
+// blobReaderAt serves a blob from its in-memory prefix and the engine reader.
+type blobReaderAt struct {
+	prefix     []byte
+	engine     io.ReaderAt
+	engineSize int64
+}
+
+func (b *blobReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("trt blob: negative offset")
+	}
+	size := int64(len(b.prefix)) + b.engineSize
+	if off >= size {
+		return 0, io.EOF
+	}
+	n := 0
+	if off < int64(len(b.prefix)) {
+		n = copy(p, b.prefix[off:])
+	}
+	for n < len(p) && off+int64(n) < size {
+		eoff := off + int64(n) - int64(len(b.prefix))
+		want := min(int64(len(p)-n), b.engineSize-eoff)
+		k, err := b.engine.ReadAt(p[n:n+int(want)], eoff)
+		n += k
+		if int64(k) == want {
+			continue
+		}
+		if err == nil || err == io.EOF {
+			err = fmt.Errorf("trt blob: engine source ended before %d bytes: %w", b.engineSize, io.ErrUnexpectedEOF)
+		}
+		return n, err
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func quoteAll(s []string) string {
+	b := []byte{'['}
+	for i, x := range s {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendQuote(b, x)
+	}
+	return string(append(b, ']'))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
