@@ -1,0 +1,183 @@
+package export
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/schema"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// chainMethod returns a method x -> e0 -> t1 -> e1 -> t2 ... -> y with n
+// engine calls over float32 [2,2] tensors.
+func chainMethod(name string, n int) *Method {
+	m := &Method{Name: name, Inputs: []*Tensor{{Name: "x", DType: Float32, Shape: []int64{2, 2}}}}
+	prev := "x"
+	for i := 0; i < n; i++ {
+		out := "t" + string(rune('1'+i))
+		if i == n-1 {
+			out = "y"
+		}
+		m.Calls = append(m.Calls, &EngineCall{
+			Engine:  EngineReader(strings.NewReader("engine"), 6),
+			Inputs:  []*Binding{{Name: "in", Tensor: prev}},
+			Outputs: []*Binding{{Name: "out", Tensor: out, DType: Float32, Shape: []int64{2, 2}}},
+		})
+		prev = out
+	}
+	m.Outputs = []*Tensor{{Name: "y"}}
+	return m
+}
+
+func resolveOne(t *testing.T, m *Method) *methodDef {
+	t.Helper()
+	mds, err := resolve(&Program{Methods: []*Method{m}}, nil)
+	require.NoError(t, err)
+	require.Len(t, mds, 1)
+	require.NoError(t, planMemory(mds[0]))
+	return mds[0]
+}
+
+func TestPlanMatchesUpstreamChain(t *testing.T) {
+	// vectors/pte/trt_two_engines_chain: values x, h, y planned at 0, 16, 32
+	// in one arena of 48 bytes; args are inputs then outputs.
+	md := resolveOne(t, chainMethod("forward", 2))
+	ep := executionPlan(md, []*pte.BackendDelegate{{}, {}})
+	assert.Equal(t, []int64{0, 48}, ep.NonConstBufferSizes)
+	assert.Equal(t, []int32{0}, ep.Inputs)
+	assert.Equal(t, []int32{2}, ep.Outputs)
+	require.Len(t, ep.Chains, 1)
+	assert.Equal(t, []int32{0}, ep.Chains[0].Inputs)
+	assert.Equal(t, []int32{2}, ep.Chains[0].Outputs)
+	var offs []uint64
+	for _, v := range ep.Values {
+		tt := v.Val.(*pte.Tensor)
+		assert.Equal(t, schema.ScalarTypeFLOAT, tt.ScalarType)
+		assert.Equal(t, []int32{2, 2}, tt.Sizes)
+		assert.Equal(t, []uint8{0, 1}, tt.DimOrder)
+		assert.Equal(t, uint32(1), tt.AllocationInfo.MemoryID)
+		offs = append(offs, tt.AllocationInfo.Offset())
+	}
+	assert.Equal(t, []uint64{0, 16, 32}, offs)
+	require.Len(t, ep.Chains[0].Instructions, 2)
+	assert.Equal(t, &pte.DelegateCall{DelegateIndex: 0, Args: []int32{0, 1}}, ep.Chains[0].Instructions[0].Args)
+	assert.Equal(t, &pte.DelegateCall{DelegateIndex: 1, Args: []int32{1, 2}}, ep.Chains[0].Instructions[1].Args)
+	assert.NotNil(t, ep.Operators)
+	assert.Equal(t, `[1, {"type": null, "context": null, "children_spec": []}]`, ep.ContainerMetaType.EncodedOutStr)
+	assert.Equal(t, `[1, {"type": "builtins.tuple", "context": "null", "children_spec": [{"type": "builtins.tuple", "context": "null", "children_spec": [{"type": null, "context": null, "children_spec": []}]}, {"type": "builtins.dict", "context": "[]", "children_spec": []}]}]`,
+		ep.ContainerMetaType.EncodedInpStr)
+}
+
+func TestPlanSharesDisjointIntermediates(t *testing.T) {
+	// x -> t1 -> t2 -> t3 -> y: t1 lives over calls 0..1, t3 over 2..3, so
+	// t3 reuses t1's space and y (from call 3 on) reuses t2's; the method
+	// input is alive throughout and shares with nothing.
+	md := resolveOne(t, chainMethod("forward", 4))
+	by := md.byName
+	assert.Equal(t, by["t1"].offset, by["t3"].offset)
+	assert.Equal(t, by["t2"].offset, by["y"].offset)
+	assert.NotEqual(t, by["t1"].offset, by["t2"].offset)
+	for _, name := range []string{"t1", "t2", "t3", "y"} {
+		assert.NotEqual(t, by["x"].offset, by[name].offset, name)
+	}
+	assert.NotEqual(t, by["t3"].offset, by["y"].offset)
+	assert.Equal(t, int64(48), md.arena)
+	for _, tt := range md.tensors {
+		assert.Zero(t, tt.offset%16, tt.name)
+	}
+}
+
+func TestPlanAlignsAndDynamicBound(t *testing.T) {
+	m := &Method{Name: "m",
+		Inputs: []*Tensor{
+			{Name: "ids", DType: Int64, Shape: []int64{1, -1}, MaxShape: []int64{1, 3}}, // 24 bytes
+			{Name: "h", DType: Float16, Shape: []int64{3}},                               // 6 bytes
+		},
+		Calls: []*EngineCall{{
+			Engine:  EngineReader(strings.NewReader("e"), 1),
+			Inputs:  []*Binding{{Name: "ids", Shape: []int64{1, -1}, MaxShape: []int64{1, 8}}, {Name: "h"}},
+			Outputs: []*Binding{{Name: "y", DType: Bool, Shape: []int64{}}},
+		}},
+		Outputs: []*Tensor{{Name: "y", DType: Bool}},
+	}
+	md := resolveOne(t, m)
+	assert.Equal(t, []int64{0, 32, 48}, []int64{md.byName["ids"].offset, md.byName["h"].offset, md.byName["y"].offset})
+	assert.Equal(t, int64(64), md.arena)
+	ep := executionPlan(md, []*pte.BackendDelegate{{}})
+	ids := ep.Values[0].Val.(*pte.Tensor)
+	assert.Equal(t, schema.TensorShapeDynamismDYNAMIC_BOUND, ids.ShapeDynamism)
+	assert.Equal(t, []int32{1, 3}, ids.Sizes)
+	y := ep.Values[2].Val.(*pte.Tensor)
+	assert.Equal(t, []int32{}, y.Sizes)
+	assert.Equal(t, schema.ScalarTypeBOOL, y.ScalarType)
+	assert.Equal(t, "[1, "+pytreeLeaf+"]", ep.ContainerMetaType.EncodedOutStr)
+}
+
+func TestValidationErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		edit   func(m *Method)
+		tensor string
+		call   string
+		msg    string
+	}{
+		{"unknown tensor", func(m *Method) { m.Calls[1].Inputs[0].Tensor = "nope" }, "nope", "calls[1]", "unknown tensor"},
+		{"consumed before produced", func(m *Method) { m.Calls[0].Inputs[0].Tensor = "y" }, "y", "calls[0]", "before it is produced"},
+		{"consumes own output", func(m *Method) { m.Calls[0].Inputs[0].Tensor = "t1" }, "t1", "calls[0]", "before it is produced"},
+		{"duplicate tensor", func(m *Method) { m.Calls[1].Outputs[0].Tensor = "t1" }, "t1", "calls[1]", "declared twice"},
+		{"output shadows input", func(m *Method) { m.Calls[0].Outputs[0].Tensor = "x" }, "x", "calls[0]", "already a method input"},
+		{"duplicate binding", func(m *Method) { m.Calls[0].Outputs[0].Name = "in" }, "", "calls[0]", `binding name "in" is used twice`},
+		{"empty binding", func(m *Method) { m.Calls[0].Outputs[0].Name = ""; m.Calls[0].Outputs[0].Tensor = "t1" }, "t1", "calls[0]", "binding name is empty"},
+		{"output not produced", func(m *Method) { m.Outputs[0].Name = "z" }, "z", "", "not produced"},
+		{"output twice", func(m *Method) { m.Outputs = append(m.Outputs, &Tensor{Name: "y"}) }, "y", "", "listed twice"},
+		{"dtype mismatch", func(m *Method) { m.Calls[1].Inputs[0].DType = Float16 }, "t1", "calls[1]", "dtype float16, but the tensor is float32"},
+		{"shape mismatch", func(m *Method) { m.Calls[1].Inputs[0].Shape = []int64{2, 3} }, "t1", "calls[1]", "dimension 1"},
+		{"rank mismatch", func(m *Method) { m.Outputs[0].Shape = []int64{4} }, "y", "", "rank"},
+		{"bad dtype", func(m *Method) { m.Calls[0].Outputs[0].DType = "float" }, "t1", "calls[0]", "unknown dtype"},
+		{"missing dtype", func(m *Method) { m.Calls[0].Outputs[0].DType = "" }, "t1", "calls[0]", "dtype is missing"},
+		{"missing shape", func(m *Method) { m.Calls[0].Outputs[0].Shape = nil }, "t1", "calls[0]", "shape is missing"},
+		{"dynamic without bound", func(m *Method) { m.Inputs[0].Shape = []int64{-1, 2} }, "x", "", "no max_shape"},
+		{"bound below shape", func(m *Method) { m.Inputs[0].MaxShape = []int64{1, 2} }, "x", "", "below"},
+		{"negative device", func(m *Method) { m.Calls[1].DeviceID = -1 }, "", "calls[1]", "negative"},
+		{"no bindings", func(m *Method) { m.Calls[0].Inputs = nil; m.Calls[0].Outputs = nil; m.Calls[1].Inputs[0].Tensor = "x" }, "", "calls[0]", "no bindings"},
+		{"alias unknown output", func(m *Method) { m.Calls[0].AliasedIO = []AliasedIO{{Output: "q", Input: "in", Kind: "user"}} }, "", "calls[0]", `output "q"`},
+		{"alias bad kind", func(m *Method) { m.Calls[0].AliasedIO = []AliasedIO{{Output: "out", Input: "in", Kind: "x"}} }, "", "calls[0]", "kind"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := chainMethod("forward", 2)
+			c.edit(m)
+			_, err := resolve(&Program{Methods: []*Method{m}}, nil)
+			require.Error(t, err)
+			var e *Error
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+			assert.Equal(t, "forward", e.Method)
+			assert.Equal(t, c.tensor, e.Tensor)
+			assert.True(t, strings.HasPrefix(e.Call, c.call), "call %q", e.Call)
+			assert.Contains(t, err.Error(), c.msg)
+			assert.Contains(t, err.Error(), `method "forward"`)
+		})
+	}
+}
+
+func TestValidationProgramErrors(t *testing.T) {
+	_, err := resolve(&Program{}, nil)
+	assert.ErrorContains(t, err, "no methods")
+	_, err = resolve(&Program{Methods: []*Method{chainMethod("a", 1), chainMethod("a", 1)}}, nil)
+	assert.ErrorContains(t, err, "used twice")
+	_, err = resolve(&Program{Methods: []*Method{chainMethod("a\x00b", 1)}}, nil)
+	assert.ErrorContains(t, err, "NUL")
+}
+
+func TestConsumerShapeRules(t *testing.T) {
+	dyn := &tensorDef{dtype: Float32, shape: []int64{-1, 4}, sizes: []int32{8, 4}}
+	stat := &tensorDef{dtype: Float32, shape: []int64{6, 4}, sizes: []int32{6, 4}}
+	assert.NoError(t, checkConsumer(stat, "", []int64{-1, 4}, []int64{8, 4}))
+	assert.Error(t, checkConsumer(stat, "", []int64{-1, 4}, []int64{5, 4}))
+	assert.NoError(t, checkConsumer(dyn, "", []int64{-1, 4}, []int64{8, 4}))
+	assert.Error(t, checkConsumer(dyn, "", []int64{8, 4}, nil), "fixed consumer of a dynamic producer")
+	assert.NoError(t, checkConsumer(dyn, Float32, nil, nil))
+}
