@@ -94,7 +94,7 @@ func TestPlanAlignsAndDynamicBound(t *testing.T) {
 	m := &Method{Name: "m",
 		Inputs: []*Tensor{
 			{Name: "ids", DType: Int64, Shape: []int64{1, -1}, MaxShape: []int64{1, 3}}, // 24 bytes
-			{Name: "h", DType: Float16, Shape: []int64{3}},                               // 6 bytes
+			{Name: "h", DType: Float16, Shape: []int64{3}},                              // 6 bytes
 		},
 		Calls: []*EngineCall{{
 			Engine:  EngineReader(strings.NewReader("e"), 1),
