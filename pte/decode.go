@@ -1,0 +1,485 @@
+package pte
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/ptekit/ptekit/schema"
+)
+
+// This file decodes a flatbuffer region that verifyProgramBuffer accepted
+// into the Program model. It relies on the verifier for every bounds check:
+// never call it on unverified bytes.
+//
+// Byte vectors (Buffer.Storage, BackendDelegateInlineData.Data,
+// CompileSpec.Value) alias the region buffer read by NewFile; their capacity
+// is clipped to their length so that appending copies. Treat them as
+// read-only.
+
+// fbTab is a verified table: its position and its vtable.
+type fbTab struct {
+	b      []byte
+	pos    uint32
+	vt     uint32
+	vtSize uint32
+}
+
+func fbTabAt(b []byte, pos uint32) fbTab {
+	vt := uint32(int64(pos) - int64(int32(binary.LittleEndian.Uint32(b[pos:]))))
+	return fbTab{b: b, pos: pos, vt: vt, vtSize: uint32(binary.LittleEndian.Uint16(b[vt:]))}
+}
+
+// field returns the absolute position of the field in slot, 0 when absent.
+func (t fbTab) field(slot int) uint32 {
+	vo := uint32(4 + 2*slot)
+	if vo+2 > t.vtSize {
+		return 0
+	}
+	fo := uint32(binary.LittleEndian.Uint16(t.b[t.vt+vo:]))
+	if fo == 0 {
+		return 0
+	}
+	return t.pos + fo
+}
+
+func (t fbTab) u8(slot int) uint8 {
+	if o := t.field(slot); o != 0 {
+		return t.b[o]
+	}
+	return 0
+}
+
+func (t fbTab) u32(slot int) uint32 {
+	if o := t.field(slot); o != 0 {
+		return binary.LittleEndian.Uint32(t.b[o:])
+	}
+	return 0
+}
+
+func (t fbTab) u64(slot int) uint64 {
+	if o := t.field(slot); o != 0 {
+		return binary.LittleEndian.Uint64(t.b[o:])
+	}
+	return 0
+}
+
+func (t fbTab) i32(slot int) int32 { return int32(t.u32(slot)) }
+
+// ref follows the offset field in slot.
+func (t fbTab) ref(slot int) (uint32, bool) {
+	o := t.field(slot)
+	if o == 0 {
+		return 0, false
+	}
+	return o + binary.LittleEndian.Uint32(t.b[o:]), true
+}
+
+func (t fbTab) sub(slot int) (fbTab, bool) {
+	p, ok := t.ref(slot)
+	if !ok {
+		return fbTab{}, false
+	}
+	return fbTabAt(t.b, p), true
+}
+
+func (t fbTab) str(slot int) string {
+	p, ok := t.ref(slot)
+	if !ok {
+		return ""
+	}
+	n := binary.LittleEndian.Uint32(t.b[p:])
+	return string(t.b[p+4 : p+4+n])
+}
+
+// vec returns the position of the first element and the element count.
+func (t fbTab) vec(slot int) (start, n uint32, ok bool) {
+	p, ok := t.ref(slot)
+	if !ok {
+		return 0, 0, false
+	}
+	return p + 4, binary.LittleEndian.Uint32(t.b[p:]), true
+}
+
+// tables returns the tables of a vector of tables; nil when absent.
+func (t fbTab) tables(slot int) []fbTab {
+	start, n, ok := t.vec(slot)
+	if !ok {
+		return nil
+	}
+	out := make([]fbTab, n)
+	for i := range out {
+		e := start + 4*uint32(i)
+		out[i] = fbTabAt(t.b, e+binary.LittleEndian.Uint32(t.b[e:]))
+	}
+	return out
+}
+
+func (t fbTab) bytes(slot int) []byte {
+	start, n, ok := t.vec(slot)
+	if !ok {
+		return nil
+	}
+	return t.b[start : start+n : start+n]
+}
+
+func (t fbTab) i32s(slot int) []int32 {
+	start, n, ok := t.vec(slot)
+	if !ok {
+		return nil
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(t.b[start+4*uint32(i):]))
+	}
+	return out
+}
+
+func (t fbTab) u64s(slot int) []uint64 {
+	start, n, ok := t.vec(slot)
+	if !ok {
+		return nil
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(t.b[start+8*uint32(i):])
+	}
+	return out
+}
+
+func (t fbTab) i64s(slot int) []int64 {
+	u := t.u64s(slot)
+	if u == nil {
+		return nil
+	}
+	out := make([]int64, len(u))
+	for i, x := range u {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+// fbDecoder decodes a verified region and remembers where each decoded
+// table (and each byte vector payload) starts, so that findings and payloads
+// can name absolute file offsets.
+type fbDecoder struct {
+	pos map[any]uint32 // table position by model pointer
+	vec map[any]uint32 // byte-vector element start by owning model pointer
+}
+
+func (d *fbDecoder) at(x any, t fbTab) { d.pos[x] = t.pos }
+
+// decodeProgram decodes a verified region.
+func decodeProgram(b []byte) (*Program, *fbDecoder) {
+	d := &fbDecoder{pos: map[any]uint32{}, vec: map[any]uint32{}}
+	root := fbTabAt(b, binary.LittleEndian.Uint32(b))
+	p := &Program{Version: root.u32(0)}
+	d.at(p, root)
+	if ts := root.tables(1); ts != nil {
+		p.ExecutionPlan = make([]*ExecutionPlan, len(ts))
+		for i, t := range ts {
+			p.ExecutionPlan[i] = d.plan(t)
+		}
+	}
+	if ts := root.tables(2); ts != nil {
+		p.ConstantBuffer = make([]*Buffer, len(ts))
+		for i, t := range ts {
+			p.ConstantBuffer[i] = &Buffer{Storage: t.bytes(0)}
+			d.at(p.ConstantBuffer[i], t)
+			if start, _, ok := t.vec(0); ok {
+				d.vec[p.ConstantBuffer[i]] = start
+			}
+		}
+	}
+	if ts := root.tables(3); ts != nil {
+		p.BackendDelegateData = make([]*BackendDelegateInlineData, len(ts))
+		for i, t := range ts {
+			p.BackendDelegateData[i] = &BackendDelegateInlineData{Data: t.bytes(0)}
+			d.at(p.BackendDelegateData[i], t)
+			if start, _, ok := t.vec(0); ok {
+				d.vec[p.BackendDelegateData[i]] = start
+			}
+		}
+	}
+	if ts := root.tables(4); ts != nil {
+		p.Segments = make([]*DataSegment, len(ts))
+		for i, t := range ts {
+			p.Segments[i] = &DataSegment{Offset: t.u64(0), Size: t.u64(1)}
+			d.at(p.Segments[i], t)
+		}
+	}
+	if t, ok := root.sub(5); ok {
+		p.ConstantSegment = d.subsegment(t)
+	}
+	if ts := root.tables(6); ts != nil {
+		p.MutableDataSegments = make([]*SubsegmentOffsets, len(ts))
+		for i, t := range ts {
+			p.MutableDataSegments[i] = d.subsegment(t)
+		}
+	}
+	if ts := root.tables(7); ts != nil {
+		p.NamedData = make([]*NamedData, len(ts))
+		for i, t := range ts {
+			p.NamedData[i] = &NamedData{Key: t.str(0), SegmentIndex: t.u32(1)}
+			d.at(p.NamedData[i], t)
+		}
+	}
+	return p, d
+}
+
+func (d *fbDecoder) subsegment(t fbTab) *SubsegmentOffsets {
+	s := &SubsegmentOffsets{SegmentIndex: t.u32(0), Offsets: t.u64s(1)}
+	d.at(s, t)
+	return s
+}
+
+func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
+	ep := &ExecutionPlan{
+		Name:                t.str(0),
+		Inputs:              t.i32s(3),
+		Outputs:             t.i32s(4),
+		NonConstBufferSizes: t.i64s(8),
+	}
+	d.at(ep, t)
+	if c, ok := t.sub(1); ok {
+		ep.ContainerMetaType = &ContainerMetadata{EncodedInpStr: c.str(0), EncodedOutStr: c.str(1)}
+	}
+	if ts := t.tables(2); ts != nil {
+		ep.Values = make([]*EValue, len(ts))
+		for i, v := range ts {
+			ep.Values[i] = &EValue{Val: d.value(v)}
+			d.at(ep.Values[i], v)
+		}
+	}
+	if ts := t.tables(5); ts != nil {
+		ep.Chains = make([]*Chain, len(ts))
+		for i, c := range ts {
+			ep.Chains[i] = d.chain(c)
+		}
+	}
+	if ts := t.tables(6); ts != nil {
+		ep.Operators = make([]*Operator, len(ts))
+		for i, o := range ts {
+			ep.Operators[i] = &Operator{Name: o.str(0), Overload: o.str(1)}
+			d.at(ep.Operators[i], o)
+		}
+	}
+	if ts := t.tables(7); ts != nil {
+		ep.Delegates = make([]*BackendDelegate, len(ts))
+		for i, dt := range ts {
+			ep.Delegates[i] = d.delegate(dt)
+		}
+	}
+	if ts := t.tables(9); ts != nil {
+		ep.NonConstBufferDevice = make([]*NonConstBufferDevice, len(ts))
+		for i, nt := range ts {
+			ep.NonConstBufferDevice[i] = &NonConstBufferDevice{
+				BufferIdx:   nt.i32(0),
+				DeviceType:  DeviceType(nt.u8(1)),
+				DeviceIndex: int8(nt.u8(2)),
+			}
+		}
+	}
+	return ep
+}
+
+func (d *fbDecoder) delegate(dt fbTab) *BackendDelegate {
+	bd := &BackendDelegate{ID: dt.str(0)}
+	d.at(bd, dt)
+	if r, ok := dt.sub(1); ok {
+		bd.Processed = &BackendDelegateDataReference{Location: DataLocation(r.u8(0)), Index: r.u32(1)}
+		d.at(bd.Processed, r)
+	}
+	if ts := dt.tables(2); ts != nil {
+		bd.CompileSpecs = make([]*CompileSpec, len(ts))
+		for i, c := range ts {
+			bd.CompileSpecs[i] = &CompileSpec{Key: c.str(0), Value: c.bytes(1)}
+		}
+	}
+	return bd
+}
+
+func (d *fbDecoder) chain(c fbTab) *Chain {
+	ch := &Chain{Inputs: c.i32s(0), Outputs: c.i32s(1)}
+	d.at(ch, c)
+	if ts := c.tables(2); ts != nil {
+		ch.Instructions = make([]*Instruction, len(ts))
+		for i, in := range ts {
+			ch.Instructions[i] = &Instruction{Args: decodeInstruction(in)}
+			d.at(ch.Instructions[i], in)
+		}
+	}
+	if ts := c.tables(3); ts != nil {
+		ch.Stacktrace = make([]*FrameList, len(ts))
+		for i, fl := range ts {
+			l := &FrameList{}
+			if fs := fl.tables(0); fs != nil {
+				l.Items = make([]*Frame, len(fs))
+				for j, f := range fs {
+					l.Items[j] = &Frame{Filename: f.str(0), Lineno: f.i32(1), Name: f.str(2), Context: f.str(3)}
+				}
+			}
+			ch.Stacktrace[i] = l
+		}
+	}
+	return ch
+}
+
+// decodeInstruction returns nil for the NONE tag, *UnknownInstruction for an
+// unknown tag and a typed nil pointer (e.g. (*KernelCall)(nil)) when the tag
+// is known but the member table is absent.
+func decodeInstruction(in fbTab) InstructionArgs {
+	tag := InstructionArguments(in.u8(0))
+	if tag == schema.InstructionArgumentsNONE {
+		return nil
+	}
+	if tag > schema.InstructionArgumentsFreeCall {
+		// The verifier did not look inside an unknown member: don't either.
+		return &UnknownInstruction{Tag: tag}
+	}
+	t, ok := in.sub(1)
+	switch tag {
+	case schema.InstructionArgumentsKernelCall:
+		if !ok {
+			return (*KernelCall)(nil)
+		}
+		return &KernelCall{OpIndex: t.i32(0), Args: t.i32s(1)}
+	case schema.InstructionArgumentsDelegateCall:
+		if !ok {
+			return (*DelegateCall)(nil)
+		}
+		return &DelegateCall{DelegateIndex: t.i32(0), Args: t.i32s(1)}
+	case schema.InstructionArgumentsMoveCall:
+		if !ok {
+			return (*MoveCall)(nil)
+		}
+		return &MoveCall{MoveFrom: t.i32(0), MoveTo: t.i32(1)}
+	case schema.InstructionArgumentsJumpFalseCall:
+		if !ok {
+			return (*JumpFalseCall)(nil)
+		}
+		return &JumpFalseCall{CondValueIndex: t.i32(0), DestinationInstruction: t.i32(1)}
+	case schema.InstructionArgumentsFreeCall:
+		if !ok {
+			return (*FreeCall)(nil)
+		}
+		return &FreeCall{ValueIndex: t.i32(0)}
+	}
+	return &UnknownInstruction{Tag: tag}
+}
+
+// decodeValue follows the same conventions as decodeInstruction.
+func (d *fbDecoder) value(v fbTab) Value {
+	tag := KernelTypes(v.u8(0))
+	if tag == schema.KernelTypesNONE {
+		return nil
+	}
+	if tag > schema.KernelTypesOptionalTensorList {
+		// The verifier did not look inside an unknown member: don't either.
+		return &UnknownValue{Tag: tag}
+	}
+	t, ok := v.sub(1)
+	switch tag {
+	case schema.KernelTypesNull:
+		if !ok {
+			return (*Null)(nil)
+		}
+		return &Null{}
+	case schema.KernelTypesInt:
+		if !ok {
+			return (*Int)(nil)
+		}
+		return &Int{IntVal: int64(t.u64(0))}
+	case schema.KernelTypesBool:
+		if !ok {
+			return (*Bool)(nil)
+		}
+		return &Bool{BoolVal: t.u8(0) != 0}
+	case schema.KernelTypesDouble:
+		if !ok {
+			return (*Double)(nil)
+		}
+		return &Double{DoubleVal: math.Float64frombits(t.u64(0))}
+	case schema.KernelTypesTensor:
+		if !ok {
+			return (*Tensor)(nil)
+		}
+		ts := decodeTensor(t)
+		d.at(ts, t)
+		return ts
+	case schema.KernelTypesString:
+		if !ok {
+			return (*String)(nil)
+		}
+		return &String{StringVal: t.str(0)}
+	case schema.KernelTypesIntList:
+		if !ok {
+			return (*IntList)(nil)
+		}
+		return &IntList{Items: t.i64s(0)}
+	case schema.KernelTypesDoubleList:
+		if !ok {
+			return (*DoubleList)(nil)
+		}
+		var items []float64
+		if u := t.u64s(0); u != nil {
+			items = make([]float64, len(u))
+			for i, x := range u {
+				items[i] = math.Float64frombits(x)
+			}
+		}
+		return &DoubleList{Items: items}
+	case schema.KernelTypesBoolList:
+		if !ok {
+			return (*BoolList)(nil)
+		}
+		var items []bool
+		if raw := t.bytes(0); raw != nil {
+			items = make([]bool, len(raw))
+			for i, x := range raw {
+				items[i] = x != 0
+			}
+		}
+		return &BoolList{Items: items}
+	case schema.KernelTypesTensorList:
+		if !ok {
+			return (*TensorList)(nil)
+		}
+		return &TensorList{Items: t.i32s(0)}
+	case schema.KernelTypesOptionalTensorList:
+		if !ok {
+			return (*OptionalTensorList)(nil)
+		}
+		return &OptionalTensorList{Items: t.i32s(0)}
+	}
+	return &UnknownValue{Tag: tag}
+}
+
+func decodeTensor(t fbTab) *Tensor {
+	ts := &Tensor{
+		ScalarType:    ScalarType(t.u8(0)),
+		StorageOffset: t.i32(1),
+		Sizes:         t.i32s(2),
+		DimOrder:      t.bytes(3),
+		RequiresGrad:  t.u8(4) != 0,
+		DataBufferIdx: t.u32(5),
+		Layout:        int8(t.u8(7)),
+		ShapeDynamism: TensorShapeDynamism(t.u8(8)),
+	}
+	if ts.DimOrder != nil {
+		// dim_order is small; copy it so Tensor does not pin the region.
+		ts.DimOrder = append([]uint8{}, ts.DimOrder...)
+	}
+	if a, ok := t.sub(6); ok {
+		ts.AllocationInfo = &AllocationDetails{MemoryID: a.u32(0), MemoryOffsetLow: a.u32(1), MemoryOffsetHigh: a.u32(2)}
+	}
+	if e, ok := t.sub(9); ok {
+		ts.ExtraTensorInfo = &ExtraTensorInfo{
+			MutableDataSegmentsIdx: e.u64(0),
+			FullyQualifiedName:     e.str(1),
+			Location:               TensorDataLocation(e.u8(2)),
+			DeviceType:             DeviceType(e.u8(3)),
+			DeviceIndex:            int8(e.u8(4)),
+		}
+	}
+	return ts
+}

@@ -1,0 +1,350 @@
+package pte
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ptekit/ptekit/schema"
+)
+
+// A File is an open .pte program. Only the 8-byte prefix, the extended
+// header and the flatbuffer region are read when it is opened; segment,
+// constant, named and delegate payloads are read on demand through Payload
+// handles.
+type File struct {
+	// Size is the file size in bytes.
+	Size int64
+	// RootOffset is the u32 at byte 0: the offset of the root Program table.
+	RootOffset uint32
+	// Identifier is the FlatBuffers file identifier at bytes 4..8, "ET12".
+	Identifier string
+	// Header is the extended header, nil when the file has none.
+	Header *ExtendedHeader
+	// Program is the decoded, verified program. Its byte vectors
+	// (Buffer.Storage, BackendDelegateInlineData.Data, CompileSpec.Value)
+	// share memory with the File's copy of the flatbuffer region: treat them
+	// as read-only.
+	Program *Program
+
+	r      io.ReaderAt
+	closer io.Closer
+	region []byte
+	dec    *fbDecoder
+}
+
+// Open opens the named file and reads its program; see NewFile. The caller
+// must Close the File.
+func Open(name string) (*File, error) {
+	osf, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := osf.Stat()
+	if err != nil {
+		osf.Close()
+		return nil, err
+	}
+	f, err := NewFile(osf, fi.Size())
+	if err != nil {
+		osf.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	f.closer = osf
+	return f, nil
+}
+
+// Close closes the File. If it was created with NewFile rather than Open,
+// Close does nothing to the underlying reader.
+func (f *File) Close() error {
+	if f.closer == nil {
+		return nil
+	}
+	err := f.closer.Close()
+	f.closer = nil
+	return err
+}
+
+// ReaderAt returns the reader the File reads from, for copying payloads
+// through untouched.
+func (f *File) ReaderAt() io.ReaderAt { return f.r }
+
+// NewFile reads a program from r, which holds size bytes. It reads the
+// 8-byte prefix, the optional extended header and the flatbuffer region,
+// verifies the region with a FlatBuffers verifier before decoding it, and
+// applies the checks ExecuTorch's Program::load (with InternalConsistency
+// verification) applies. It fails on anything that makes the file unreadable
+// or that Program::load rejects; the error wraps a *FormatError whose Code
+// is the error ExecuTorch would report. Problems that ExecuTorch detects only
+// when it loads a method are reported by Verify instead.
+//
+// A .ptd external-data file or a .bpte bundled program is refused with an
+// error that names what it is.
+func NewFile(r io.ReaderAt, size int64) (*File, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("pte: negative file size %d", size)
+	}
+	head := make([]byte, min(size, rdHeadBytes))
+	if err := readFullAt(r, head, 0); err != nil {
+		return nil, fmt.Errorf("pte: reading file head: %w", err)
+	}
+	if what := foreignFormat(head); what != "" {
+		return nil, &FormatError{Off: 4, Path: "file_identifier", Msg: "file is " + what, Code: CodeInvalidProgram}
+	}
+	if size < rdHeadBytes {
+		return nil, &FormatError{Off: size,
+			Msg:  fmt.Sprintf("file is %d bytes; ExecuTorch reads %d head bytes before anything else and cannot load it", size, rdHeadBytes),
+			Code: CodeInvalidArgument}
+	}
+	f := &File{Size: size, r: r}
+	h, err := parseHeader(head)
+	if err != nil {
+		return nil, err
+	}
+	programSize := uint64(size)
+	if h != nil {
+		if err := checkHeaderSize(h, size); err != nil {
+			return nil, err
+		}
+		if h.ProgramSize > uint64(size) {
+			return nil, &FormatError{Off: 16, Path: "extended_header.program_size",
+				Msg:  fmt.Sprintf("program_size %d is past the end of the %d-byte file", h.ProgramSize, size),
+				Code: CodeInvalidArgument}
+		}
+		programSize = h.ProgramSize
+		f.Header = h
+	}
+	f.RootOffset = uint32(head[0]) | uint32(head[1])<<8 | uint32(head[2])<<16 | uint32(head[3])<<24
+	f.Identifier = string(head[4:8])
+	if f.Identifier != identET12 {
+		msg := fmt.Sprintf("not an ExecuTorch program: file identifier %q, want %q", f.Identifier, identET12)
+		if f.Identifier[:2] == "ET" {
+			msg = fmt.Sprintf("incompatible program version: file identifier %q, this reader supports %q", f.Identifier, identET12)
+		}
+		return nil, &FormatError{Off: 4, Path: "file_identifier", Msg: msg, Code: CodeInvalidProgram}
+	}
+	if programSize > rdMaxRegionSize {
+		return nil, &FormatError{Off: 16, Path: "extended_header.program_size",
+			Msg:  fmt.Sprintf("flatbuffer region of %d bytes exceeds the FlatBuffers limit of %d", programSize, rdMaxRegionSize),
+			Code: CodeInvalidProgram}
+	}
+	f.region = make([]byte, programSize)
+	if err := readFullAt(r, f.region, 0); err != nil {
+		return nil, fmt.Errorf("pte: reading %d-byte flatbuffer region: %w", programSize, err)
+	}
+	if err := verifyProgramBuffer(f.region); err != nil {
+		return nil, err
+	}
+	f.Program, f.dec = decodeProgram(f.region)
+	if err := f.checkLoad(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// readFullAt fills buf from r at off.
+func readFullAt(r io.ReaderAt, buf []byte, off int64) error {
+	n, err := r.ReadAt(buf, off)
+	if n == len(buf) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// Payload is a lazily read byte range of a file, like an io.SectionReader,
+// plus where it starts.
+type Payload struct {
+	*io.SectionReader
+	// FileOffset is the absolute offset of the first byte in the file, or -1
+	// when the bytes do not come from the file (a modified Program).
+	FileOffset int64
+}
+
+// Data reads the whole range into memory.
+func (p *Payload) Data() ([]byte, error) {
+	buf := make([]byte, p.Size())
+	if err := readFullAt(p.SectionReader, buf, 0); err != nil {
+		return nil, fmt.Errorf("pte: reading %d-byte payload at file offset %d: %w", len(buf), p.FileOffset, err)
+	}
+	return buf, nil
+}
+
+// regionPayload returns a payload over bytes of the flatbuffer region,
+// starting at start when known (data aliases the region), else over data
+// itself.
+func (f *File) regionPayload(data []byte, start uint32, known bool) *Payload {
+	if known && uint64(start)+uint64(len(data)) <= uint64(len(f.region)) {
+		return &Payload{SectionReader: io.NewSectionReader(bytes.NewReader(f.region), int64(start), int64(len(data))),
+			FileOffset: int64(start)}
+	}
+	return &Payload{SectionReader: io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))), FileOffset: -1}
+}
+
+// segmentRange resolves Program.Segments[i] to an absolute file range the
+// way ExecuTorch's Program::LoadSegment does, with its error classes.
+func (f *File) segmentRange(i int, path string) (off, size int64, err error) {
+	p := f.Program
+	if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
+		return 0, 0, &FormatError{Off: -1, Path: path,
+			Msg:  fmt.Sprintf("segment %d is unreachable: the file has no extended header with a segment base offset", i),
+			Code: CodeNotFound}
+	}
+	if p.Segments == nil {
+		return 0, 0, &FormatError{Off: -1, Path: path, Msg: "program has no segments table", Code: CodeInvalidProgram}
+	}
+	if i < 0 || i >= len(p.Segments) {
+		return 0, 0, &FormatError{Off: -1, Path: path,
+			Msg:  fmt.Sprintf("segment index %d out of range (%d segments)", i, len(p.Segments)),
+			Code: CodeNotFound}
+	}
+	s := p.Segments[i]
+	segPath := fmt.Sprintf("segments[%d]", i)
+	start := f.Header.SegmentBaseOffset + s.Offset
+	if start < s.Offset || start+s.Size < start {
+		return 0, 0, &FormatError{Off: f.posOf(s), Path: segPath,
+			Msg: fmt.Sprintf("segment base %d + offset %d + size %d overflows", f.Header.SegmentBaseOffset, s.Offset, s.Size), Code: CodeInvalidProgram}
+	}
+	if start+s.Size > uint64(f.Size) {
+		return 0, 0, &FormatError{Off: f.posOf(s), Path: segPath,
+			Msg:  fmt.Sprintf("segment bytes [%d, %d) run past the end of the %d-byte file", start, start+s.Size, f.Size),
+			Code: CodeInvalidArgument}
+	}
+	return int64(start), int64(s.Size), nil
+}
+
+// Segment returns the bytes of Program.Segments[i]. It needs the extended
+// header (without it ExecuTorch cannot locate segment data).
+func (f *File) Segment(i int) (*Payload, error) {
+	off, size, err := f.segmentRange(i, fmt.Sprintf("segments[%d]", i))
+	if err != nil {
+		return nil, err
+	}
+	return &Payload{SectionReader: io.NewSectionReader(f.r, off, size), FileOffset: off}, nil
+}
+
+// DelegateData returns the processed payload of
+// Program.ExecutionPlan[plan].Delegates[delegate]: a slice of
+// backend_delegate_data (INLINE) or a segment (SEGMENT). Errors carry the
+// error class ExecuTorch reports when it initializes that delegate.
+func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
+	p := f.Program
+	if plan < 0 || plan >= len(p.ExecutionPlan) {
+		return nil, fmt.Errorf("pte: execution plan %d out of range (%d plans)", plan, len(p.ExecutionPlan))
+	}
+	ep := p.ExecutionPlan[plan]
+	if delegate < 0 || delegate >= len(ep.Delegates) {
+		return nil, fmt.Errorf("pte: execution_plan[%d] (%q): delegate %d out of range (%d delegates)", plan, ep.Name, delegate, len(ep.Delegates))
+	}
+	d := ep.Delegates[delegate]
+	path := fmt.Sprintf("execution_plan[%d].delegates[%d].processed", plan, delegate)
+	if d.Processed == nil {
+		return nil, &FormatError{Off: f.posOf(d), Path: path, Msg: "delegate has no processed data reference", Code: CodeInvalidProgram}
+	}
+	ref := d.Processed
+	switch ref.Location {
+	case schema.DataLocationINLINE:
+		if p.BackendDelegateData == nil {
+			return nil, &FormatError{Off: f.posOf(ref), Path: path + ".location",
+				Msg: "INLINE delegate data but the program has no backend_delegate_data", Code: CodeInvalidProgram}
+		}
+		if uint64(ref.Index) >= uint64(len(p.BackendDelegateData)) {
+			return nil, &FormatError{Off: f.posOf(ref), Path: path + ".index",
+				Msg:  fmt.Sprintf("INLINE index %d out of range (%d backend_delegate_data entries)", ref.Index, len(p.BackendDelegateData)),
+				Code: CodeNotFound}
+		}
+		bd := p.BackendDelegateData[ref.Index]
+		if bd == nil || bd.Data == nil {
+			return nil, &FormatError{Off: f.posOf(bd), Path: fmt.Sprintf("backend_delegate_data[%d].data", ref.Index),
+				Msg: "inline delegate data is absent", Code: CodeInvalidProgram}
+		}
+		start, known := f.dec.vec[bd]
+		return f.regionPayload(bd.Data, start, known), nil
+	case schema.DataLocationSEGMENT:
+		off, size, err := f.segmentRange(int(ref.Index), path+".index")
+		if err != nil {
+			return nil, err
+		}
+		return &Payload{SectionReader: io.NewSectionReader(f.r, off, size), FileOffset: off}, nil
+	}
+	return nil, &FormatError{Off: f.posOf(ref), Path: path + ".location",
+		Msg: fmt.Sprintf("unknown data location %d", ref.Location), Code: CodeInternal}
+}
+
+// ConstantData returns constant buffer bufferIndex (a Tensor's
+// data_buffer_idx): from the constant segment when
+// Program.ConstantSegment lists more than the placeholder offset, else from
+// the deprecated inline Program.ConstantBuffer. A constant-segment entry runs
+// to the next larger offset or to the segment end, so it may include
+// alignment padding after the tensor's bytes.
+func (f *File) ConstantData(bufferIndex int) (*Payload, error) {
+	p := f.Program
+	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 {
+		path := fmt.Sprintf("constant_segment.offsets[%d]", bufferIndex)
+		if bufferIndex < 0 || bufferIndex >= len(cs.Offsets) {
+			return nil, &FormatError{Off: f.posOf(cs), Path: "constant_segment.offsets",
+				Msg: fmt.Sprintf("constant index %d out of range (%d offsets)", bufferIndex, len(cs.Offsets)), Code: CodeInvalidArgument}
+		}
+		segOff, segSize, err := f.segmentRange(int(cs.SegmentIndex), "constant_segment.segment_index")
+		if err != nil {
+			return nil, err
+		}
+		start := cs.Offsets[bufferIndex]
+		if start > uint64(segSize) {
+			return nil, &FormatError{Off: f.posOf(cs), Path: path,
+				Msg: fmt.Sprintf("constant offset %d is past the %d-byte constant segment", start, segSize), Code: CodeInvalidArgument}
+		}
+		end := uint64(segSize)
+		for _, o := range cs.Offsets {
+			if o > start && o < end {
+				end = o
+			}
+		}
+		return &Payload{SectionReader: io.NewSectionReader(f.r, segOff+int64(start), int64(end-start)),
+			FileOffset: segOff + int64(start)}, nil
+	}
+	if bufferIndex < 0 || bufferIndex >= len(p.ConstantBuffer) {
+		return nil, &FormatError{Off: -1, Path: "constant_buffer",
+			Msg: fmt.Sprintf("constant index %d out of range (%d constant buffers)", bufferIndex, len(p.ConstantBuffer)), Code: CodeInvalidArgument}
+	}
+	b := p.ConstantBuffer[bufferIndex]
+	if b == nil {
+		return nil, &FormatError{Off: -1, Path: fmt.Sprintf("constant_buffer[%d]", bufferIndex), Msg: "constant buffer is absent", Code: CodeInvalidArgument}
+	}
+	start, known := f.dec.vec[b]
+	return f.regionPayload(b.Storage, start, known), nil
+}
+
+// NamedData returns the payload stored under key in Program.NamedData (the
+// first entry with that key, as ExecuTorch looks it up).
+func (f *File) NamedData(key string) (*Payload, error) {
+	p := f.Program
+	for i, nd := range p.NamedData {
+		if nd == nil || nd.Key != key {
+			continue
+		}
+		path := fmt.Sprintf("named_data[%d].segment_index", i)
+		if p.Segments == nil || uint64(nd.SegmentIndex) >= uint64(len(p.Segments)) {
+			return nil, &FormatError{Off: f.posOf(nd), Path: path,
+				Msg: fmt.Sprintf("named data %q: segment index %d out of range (%d segments)", key, nd.SegmentIndex, len(p.Segments)), Code: CodeInvalidArgument}
+		}
+		return f.Segment(int(nd.SegmentIndex))
+	}
+	return nil, &FormatError{Off: -1, Path: "named_data", Msg: fmt.Sprintf("no named data with key %q", key), Code: CodeNotFound}
+}
+
+// posOf returns the file offset of the flatbuffer table a model object was
+// decoded from, or -1.
+func (f *File) posOf(x any) int64 {
+	if f.dec == nil || x == nil {
+		return -1
+	}
+	if p, ok := f.dec.pos[x]; ok {
+		return int64(p)
+	}
+	return -1
+}

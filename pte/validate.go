@@ -1,0 +1,254 @@
+package pte
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// Runtime limits (runtime/core/portable_type/scalar_type.h, method.cpp).
+const (
+	numScalarTypes      = 30  // ScalarType codes accepted by the runtime: [0, 30)
+	maxTensorRank       = 16  // kTensorDimensionLimit
+	maxOperatorNameSize = 100 // kernel name + "." + overload, incl. NUL
+)
+
+// elementSizes gives the element size of every runtime ScalarType code,
+// including the codes the schema leaves out (complex, bits).
+var elementSizes = [numScalarTypes]uint64{
+	1, 1, 2, 4, 8, 2, 4, 8, // BYTE CHAR SHORT INT LONG HALF FLOAT DOUBLE
+	4, 8, 16, // ComplexHalf ComplexFloat ComplexDouble
+	1, 1, 1, 4, 2, 1, 1, // BOOL QINT8 QUINT8 QINT32 BFLOAT16 QUINT4X2 QUINT2X4
+	1, 1, 1, 1, // Bits1x8 Bits2x4 Bits4x2 Bits8
+	2, 1, 1, 1, 1, // BITS16 FLOAT8E5M2 FLOAT8E4M3FN FLOAT8E5M2FNUZ FLOAT8E4M3FNUZ
+	2, 4, 8, // UINT16 UINT32 UINT64
+}
+
+// tensorBytes returns numel * element size, ok=false on an invalid type,
+// a negative size or overflow.
+func tensorBytes(t *Tensor) (numel, nbytes uint64, ok bool) {
+	numel = 1
+	for _, s := range t.Sizes {
+		if s < 0 {
+			return 0, 0, false
+		}
+		hi, lo := bits.Mul64(numel, uint64(s))
+		if hi != 0 || lo > 1<<63-1 {
+			return 0, 0, false
+		}
+		numel = lo
+	}
+	if int(t.ScalarType) >= numScalarTypes {
+		return numel, 0, false
+	}
+	hi, lo := bits.Mul64(numel, elementSizes[t.ScalarType])
+	if hi != 0 {
+		return numel, 0, false
+	}
+	return numel, lo, true
+}
+
+// checkLoad applies what Program::load checks with InternalConsistency
+// verification once the flatbuffer verified: validate_program, named data
+// and the constant segment.
+func (f *File) checkLoad() error {
+	p := f.Program
+	if p.ExecutionPlan == nil {
+		return &FormatError{Off: f.posOf(p), Path: "execution_plan", Msg: "program has no execution_plan", Code: CodeInvalidProgram}
+	}
+	for i, ep := range p.ExecutionPlan {
+		if err := f.checkPlanValues(i, ep); err != nil {
+			return err
+		}
+	}
+	if p.NamedData != nil && p.Segments == nil {
+		return &FormatError{Off: f.posOf(p), Path: "segments",
+			Msg: "program has named_data but no segments table", Code: CodeInvalidArgument}
+	}
+	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 {
+		if len(p.ConstantBuffer) > 0 {
+			return &FormatError{Off: f.posOf(cs), Path: "constant_buffer",
+				Msg:  fmt.Sprintf("both constant_buffer (%d entries) and constant_segment (%d offsets) are used", len(p.ConstantBuffer), len(cs.Offsets)),
+				Code: CodeInvalidProgram}
+		}
+		if p.Segments == nil {
+			return &FormatError{Off: f.posOf(cs), Path: "segments", Msg: "constant_segment is used but the program has no segments table", Code: CodeInvalidProgram}
+		}
+		if uint64(cs.SegmentIndex) >= uint64(len(p.Segments)) {
+			return &FormatError{Off: f.posOf(cs), Path: "constant_segment.segment_index",
+				Msg: fmt.Sprintf("constant segment index %d out of range (%d segments)", cs.SegmentIndex, len(p.Segments)), Code: CodeInvalidProgram}
+		}
+		// Program::load reads the whole constant segment from
+		// segment_base_offset (0 without a header) + offset.
+		s := p.Segments[cs.SegmentIndex]
+		var base uint64
+		if f.Header != nil {
+			base = f.Header.SegmentBaseOffset
+		}
+		start := base + s.Offset
+		if start < base || start+s.Size < start || start+s.Size > uint64(f.Size) {
+			return &FormatError{Off: f.posOf(s), Path: fmt.Sprintf("segments[%d]", cs.SegmentIndex),
+				Msg:  fmt.Sprintf("constant segment (offset %d, size %d, base %d) runs past the end of the %d-byte file", s.Offset, s.Size, base, f.Size),
+				Code: CodeInvalidArgument}
+		}
+	}
+	return nil
+}
+
+// checkPlanValues is validate_program for one plan.
+func (f *File) checkPlanValues(i int, ep *ExecutionPlan) error {
+	path := fmt.Sprintf("execution_plan[%d]", i)
+	if ep.Values == nil {
+		return &FormatError{Off: f.posOf(ep), Path: path + ".values", Msg: "execution plan has no values table", Code: CodeInvalidProgram}
+	}
+	for j, ev := range ep.Values {
+		vpath := fmt.Sprintf("%s.values[%d].val", path, j)
+		switch x := ev.Val.(type) {
+		case *Tensor:
+			if x == nil {
+				return &FormatError{Off: f.posOf(ev), Path: vpath, Msg: "Tensor value has no Tensor table", Code: CodeInvalidProgram}
+			}
+			if x.Sizes == nil {
+				return &FormatError{Off: f.posOf(x), Path: vpath + ".sizes", Msg: "tensor has no sizes", Code: CodeInvalidProgram}
+			}
+			if int(x.ScalarType) >= numScalarTypes {
+				return &FormatError{Off: f.posOf(x), Path: vpath + ".scalar_type",
+					Msg: fmt.Sprintf("invalid scalar type %d", x.ScalarType), Code: CodeInvalidProgram}
+			}
+			if _, _, ok := tensorBytes(x); !ok {
+				return &FormatError{Off: f.posOf(x), Path: vpath + ".sizes",
+					Msg: fmt.Sprintf("tensor sizes %v are negative or overflow the element count", x.Sizes), Code: CodeInvalidProgram}
+			}
+		case *TensorList:
+			if x == nil {
+				return &FormatError{Off: f.posOf(ev), Path: vpath, Msg: "TensorList value has no TensorList table", Code: CodeInvalidProgram}
+			}
+			if x.Items == nil {
+				return &FormatError{Off: f.posOf(ev), Path: vpath + ".items", Msg: "TensorList has no items", Code: CodeInvalidProgram}
+			}
+			for k, it := range x.Items {
+				if it < 0 || int(it) >= len(ep.Values) {
+					return &FormatError{Off: f.posOf(ev), Path: fmt.Sprintf("%s.items[%d]", vpath, k),
+						Msg: fmt.Sprintf("TensorList item %d out of range (%d values)", it, len(ep.Values)), Code: CodeInvalidProgram}
+				}
+				if _, isT := ep.Values[it].Val.(*Tensor); !isT {
+					return &FormatError{Off: f.posOf(ev), Path: fmt.Sprintf("%s.items[%d]", vpath, k),
+						Msg: fmt.Sprintf("TensorList item refers to value %d, which is not a Tensor", it), Code: CodeInvalidProgram}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// validator collects Verify findings.
+type validator struct {
+	f         *File
+	findings  []Finding
+	curMethod string
+}
+
+func (v *validator) add(sev Severity, code Code, off int64, path, format string, args ...any) {
+	v.findings = append(v.findings, Finding{Severity: sev, Method: v.curMethod,
+		Err: &FormatError{Off: off, Path: path, Msg: fmt.Sprintf(format, args...), Code: code}})
+}
+
+// addErr records a *FormatError returned by a payload accessor.
+func (v *validator) addErr(sev Severity, err error) {
+	if fe, ok := err.(*FormatError); ok {
+		v.findings = append(v.findings, Finding{Severity: sev, Method: v.curMethod, Err: fe})
+		return
+	}
+	v.add(sev, CodeAccessFailed, -1, "", "%v", err)
+}
+
+// hasField reports whether the table decoded into x stores slot.
+func (v *validator) hasField(x any, slot int) bool {
+	pos := v.f.posOf(x)
+	if pos < 0 {
+		return true // not from this file: assume present
+	}
+	return fbTabAt(v.f.region, uint32(pos)).field(slot) != 0
+}
+
+// program checks program-level facts: segments, constant data, named data,
+// mutable data and inline payload alignment.
+func (v *validator) program() {
+	f, p := v.f, v.f.Program
+	for i, s := range p.Segments {
+		if s.Size == 0 {
+			continue
+		}
+		if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
+			v.add(Error, CodeNotFound, f.posOf(s), fmt.Sprintf("segments[%d]", i),
+				"segment holds %d bytes but the file has no extended header, so ExecuTorch cannot locate it", s.Size)
+			continue
+		}
+		if _, err := f.Segment(i); err != nil {
+			v.addErr(Error, err)
+		}
+	}
+	cs := p.ConstantSegment
+	switch {
+	case cs == nil || len(cs.Offsets) == 0:
+		if len(p.ConstantBuffer) > 0 {
+			v.add(Warning, CodeInvalidProgram, f.posOf(p), "constant_buffer",
+				"program uses the deprecated inline constant_buffer (%d entries); runtimes built with ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0 refuse it", len(p.ConstantBuffer))
+		} else {
+			v.add(Warning, CodeInvalidProgram, f.posOf(p), "constant_segment",
+				"program has no constant_segment offsets; runtimes built with ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0 refuse it")
+		}
+	default:
+		if cs.Offsets[0] != 0 {
+			v.add(Warning, CodeOk, f.posOf(cs), "constant_segment.offsets[0]", "placeholder offset is %d, want 0", cs.Offsets[0])
+		}
+		if len(cs.Offsets) > 1 {
+			if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
+				v.add(Error, CodeInvalidProgram, f.posOf(cs), "constant_segment",
+					"constant data is in a segment but the file has no extended header: ExecuTorch would read it from file offset 0")
+			} else if uint64(cs.SegmentIndex) < uint64(len(p.Segments)) {
+				size := p.Segments[cs.SegmentIndex].Size
+				for k, o := range cs.Offsets {
+					if o > size {
+						v.add(Error, CodeInvalidArgument, f.posOf(cs), fmt.Sprintf("constant_segment.offsets[%d]", k),
+							"offset %d is past the %d-byte constant segment", o, size)
+					}
+				}
+			}
+		}
+	}
+	for i, b := range p.ConstantBuffer {
+		if start, ok := f.dec.vec[b]; ok && len(b.Storage) > 0 && start%16 != 0 {
+			v.add(Warning, CodeOk, int64(start), fmt.Sprintf("constant_buffer[%d].storage", i),
+				"constant data at byte %d is not 16-byte aligned (schema force_align 16)", start)
+		}
+	}
+	for i, d := range p.BackendDelegateData {
+		if start, ok := f.dec.vec[d]; ok && len(d.Data) > 0 && start%16 != 0 {
+			v.add(Warning, CodeOk, int64(start), fmt.Sprintf("backend_delegate_data[%d].data", i),
+				"inline delegate data at byte %d is not 16-byte aligned (schema force_align 16)", start)
+		}
+	}
+	seen := map[string]int{}
+	for i, nd := range p.NamedData {
+		path := fmt.Sprintf("named_data[%d]", i)
+		if j, dup := seen[nd.Key]; dup {
+			v.add(Warning, CodeOk, f.posOf(nd), path+".key", "key %q repeats named_data[%d]; lookups find only the first", nd.Key, j)
+		} else {
+			seen[nd.Key] = i
+		}
+		if uint64(nd.SegmentIndex) >= uint64(len(p.Segments)) {
+			v.add(Error, CodeInvalidArgument, f.posOf(nd), path+".segment_index",
+				"segment index %d out of range (%d segments)", nd.SegmentIndex, len(p.Segments))
+		}
+	}
+	if len(p.MutableDataSegments) > 1 {
+		v.add(Warning, CodeOk, f.posOf(p), "mutable_data_segments",
+			"%d mutable data segments; ExecuTorch uses only the first and EXIR refuses more than one", len(p.MutableDataSegments))
+	}
+	for i, m := range p.MutableDataSegments {
+		if uint64(m.SegmentIndex) >= uint64(len(p.Segments)) {
+			v.add(Error, CodeNotFound, f.posOf(m), fmt.Sprintf("mutable_data_segments[%d].segment_index", i),
+				"segment index %d out of range (%d segments)", m.SegmentIndex, len(p.Segments))
+		}
+	}
+}

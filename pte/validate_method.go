@@ -1,0 +1,411 @@
+package pte
+
+import (
+	"fmt"
+
+	"github.com/ptekit/ptekit/schema"
+)
+
+// method checks one execution plan the way Program::method_meta and
+// Method::init do (pte-format.md sections 6 and 8).
+func (v *validator) method(i int, ep *ExecutionPlan) {
+	f := v.f
+	v.curMethod = ep.Name
+	if v.curMethod == "" {
+		v.curMethod = fmt.Sprintf("execution_plan[%d]", i)
+	}
+	defer func() { v.curMethod = "" }()
+	path := fmt.Sprintf("execution_plan[%d]", i)
+	off := f.posOf(ep)
+	// ExecutionPlan slots: 0 name, 3 inputs, 4 outputs, 8 non_const_buffer_sizes.
+	if !v.hasField(ep, 0) {
+		v.add(Error, CodeInvalidProgram, off, path+".name", "method has no name")
+	}
+	if ep.NonConstBufferSizes == nil {
+		v.add(Error, CodeInvalidProgram, off, path+".non_const_buffer_sizes", "method has no non_const_buffer_sizes")
+	}
+	if ep.Inputs == nil {
+		v.add(Error, CodeInvalidProgram, off, path+".inputs", "method has no inputs")
+	}
+	if ep.Outputs == nil {
+		v.add(Error, CodeInvalidProgram, off, path+".outputs", "method has no outputs")
+	}
+	for k, s := range ep.NonConstBufferSizes {
+		if s < 0 {
+			v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.non_const_buffer_sizes[%d]", path, k), "negative arena size %d", s)
+		}
+	}
+	if len(ep.NonConstBufferSizes) > 0 && ep.NonConstBufferSizes[0] != 0 {
+		v.add(Warning, CodeOk, off, path+".non_const_buffer_sizes[0]", "reserved entry 0 is %d, want 0", ep.NonConstBufferSizes[0])
+	}
+	for k, d := range ep.NonConstBufferDevice {
+		if d.BufferIdx < 1 || int(d.BufferIdx) >= len(ep.NonConstBufferSizes) {
+			v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.non_const_buffer_device[%d].buffer_idx", path, k),
+				"buffer index %d is not a planned arena (1..%d)", d.BufferIdx, len(ep.NonConstBufferSizes)-1)
+		}
+	}
+	n := len(ep.Values)
+	for k, x := range ep.Inputs {
+		if x < 0 || int(x) >= n {
+			v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.inputs[%d]", path, k),
+				"input value index %d out of range (%d values); ExecuTorch loads the method but aborts in set_input", x, n)
+		}
+	}
+	for k, x := range ep.Outputs {
+		if x < 0 || int(x) >= n {
+			v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.outputs[%d]", path, k),
+				"output value index %d out of range (%d values)", x, n)
+		}
+	}
+	for k, ev := range ep.Values {
+		v.value(ep, path, k, ev)
+	}
+	v.delegates(i, ep, path)
+	v.chains(ep, path)
+	for k, op := range ep.Operators {
+		name := op.Name
+		if op.Overload != "" {
+			name += "." + op.Overload
+		}
+		if len(name)+1 > maxOperatorNameSize {
+			v.add(Error, CodeInternal, f.posOf(op), fmt.Sprintf("%s.operators[%d]", path, k),
+				"operator name %q is %d bytes; ExecuTorch allows %d including the NUL", name, len(name), maxOperatorNameSize-1)
+		}
+		if !v.hasField(op, 0) {
+			v.add(Error, CodeInvalidProgram, f.posOf(op), fmt.Sprintf("%s.operators[%d].name", path, k), "operator has no name")
+		}
+	}
+}
+
+// valueIs reports whether values[idx] exists and satisfies ok.
+func valueIs(ep *ExecutionPlan, idx int64, ok func(Value) bool) bool {
+	return idx >= 0 && idx < int64(len(ep.Values)) && ok(ep.Values[idx].Val)
+}
+
+func isTensor(x Value) bool { t, ok := x.(*Tensor); return ok && t != nil }
+func isInt(x Value) bool    { t, ok := x.(*Int); return ok && t != nil }
+
+// value checks one EValue as the tensor and list parsers do.
+func (v *validator) value(ep *ExecutionPlan, plan string, k int, ev *EValue) {
+	f := v.f
+	path := fmt.Sprintf("%s.values[%d].val", plan, k)
+	off := f.posOf(ev)
+	switch x := ev.Val.(type) {
+	case nil:
+		v.add(Error, CodeInvalidProgram, off, path, "value has union tag NONE")
+	case *UnknownValue:
+		v.add(Error, CodeInvalidProgram, off, path, "unknown KernelTypes union tag %d", uint8(x.Tag))
+	case *Null:
+	case *Tensor:
+		if x == nil {
+			v.add(Error, CodeInvalidProgram, off, path, "Tensor value has no Tensor table")
+			return
+		}
+		v.tensor(ep, path, x)
+	case *IntList:
+		if x == nil || x.Items == nil {
+			v.add(Error, CodeInvalidProgram, off, path, "IntList has no items")
+			return
+		}
+		for j, it := range x.Items {
+			if !valueIs(ep, it, isInt) {
+				v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.items[%d]", path, j), "item %d is not the index of an Int value", it)
+			}
+		}
+	case *TensorList:
+		if x == nil || x.Items == nil {
+			v.add(Error, CodeInvalidProgram, off, path, "TensorList has no items")
+			return
+		}
+		v.tensorItems(ep, path, k, x.Items, false)
+	case *OptionalTensorList:
+		if x == nil || x.Items == nil {
+			v.add(Error, CodeInvalidProgram, off, path, "OptionalTensorList has no items")
+			return
+		}
+		v.tensorItems(ep, path, k, x.Items, true)
+	default:
+		if isNilValue(x) {
+			v.add(Error, CodeInvalidProgram, off, path, "%v value has no %v table", x.KernelType(), x.KernelType())
+		}
+	}
+}
+
+func isNilValue(x Value) bool {
+	switch y := x.(type) {
+	case *Int:
+		return y == nil
+	case *Bool:
+		return y == nil
+	case *Double:
+		return y == nil
+	case *String:
+		return y == nil
+	case *DoubleList:
+		return y == nil || y.Items == nil
+	case *BoolList:
+		return y == nil || y.Items == nil
+	}
+	return false
+}
+
+// tensorItems checks list items: indices of earlier Tensor values (-1 = None
+// when optional).
+func (v *validator) tensorItems(ep *ExecutionPlan, path string, self int, items []int32, optional bool) {
+	for j, it := range items {
+		if optional && it == -1 {
+			continue
+		}
+		ipath := fmt.Sprintf("%s.items[%d]", path, j)
+		switch {
+		case !valueIs(ep, int64(it), isTensor):
+			v.add(Error, CodeInvalidProgram, v.f.posOf(ep.Values[self]), ipath, "item %d is not the index of a Tensor value", it)
+		case int(it) >= self:
+			v.add(Error, CodeInvalidProgram, v.f.posOf(ep.Values[self]), ipath,
+				"item %d does not precede the list (value %d); the runtime reads it before it exists", it, self)
+		}
+	}
+}
+
+// tensor checks a Tensor as tensor_parser does, and its data source.
+func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
+	f, p := v.f, v.f.Program
+	off := f.posOf(t)
+	if int(t.ScalarType) >= numScalarTypes {
+		v.add(Error, CodeInvalidProgram, off, path+".scalar_type", "invalid scalar type %d", t.ScalarType)
+	}
+	if t.StorageOffset != 0 {
+		v.add(Error, CodeNotSupported, off, path+".storage_offset", "storage_offset %d is not supported (must be 0)", t.StorageOffset)
+	}
+	switch t.ShapeDynamism {
+	case schema.TensorShapeDynamismSTATIC, schema.TensorShapeDynamismDYNAMIC_BOUND:
+	case schema.TensorShapeDynamismDYNAMIC_UNBOUND:
+		v.add(Error, CodeNotSupported, off, path+".shape_dynamism", "DYNAMIC_UNBOUND tensors are not supported")
+	default:
+		v.add(Warning, CodeOk, off, path+".shape_dynamism", "unknown shape dynamism %d", t.ShapeDynamism)
+	}
+	if t.Sizes == nil {
+		v.add(Error, CodeInvalidProgram, off, path+".sizes", "tensor has no sizes")
+		return
+	}
+	if t.DimOrder == nil {
+		v.add(Error, CodeInvalidProgram, off, path+".dim_order", "tensor has no dim_order")
+	}
+	rank := len(t.Sizes)
+	if rank > maxTensorRank {
+		v.add(Error, CodeInvalidProgram, off, path+".sizes", "rank %d exceeds the runtime limit %d", rank, maxTensorRank)
+	}
+	for d, s := range t.Sizes {
+		if s < 0 {
+			v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.sizes[%d]", path, d), "negative size %d", s)
+		}
+	}
+	if t.DimOrder != nil {
+		if len(t.DimOrder) != rank {
+			v.add(Error, CodeInvalidProgram, off, path+".dim_order", "dim_order has %d entries for rank %d", len(t.DimOrder), rank)
+		} else {
+			seen := make([]bool, rank)
+			for _, d := range t.DimOrder {
+				if int(d) >= rank || seen[d] {
+					v.add(Error, CodeInternal, off, path+".dim_order", "dim_order %v is not a permutation of 0..%d", t.DimOrder, rank-1)
+					break
+				}
+				seen[d] = true
+			}
+		}
+	}
+	_, nbytes, sized := tensorBytes(t)
+	if e := t.ExtraTensorInfo; e != nil && e.Location == schema.TensorDataLocationEXTERNAL {
+		if e.FullyQualifiedName == "" {
+			v.add(Error, CodeInvalidExternal, off, path+".extra_tensor_info.fully_qualified_name", "EXTERNAL tensor has no fully_qualified_name")
+		} else {
+			v.add(Warning, CodeNotFound, off, path+".extra_tensor_info",
+				"tensor data %q is external: the method loads only with a .ptd data map that provides it", e.FullyQualifiedName)
+		}
+		return
+	}
+	if a := t.AllocationInfo; a != nil {
+		apath := path + ".allocation_info"
+		if a.MemoryID == 0 || uint64(a.MemoryID) >= uint64(len(ep.NonConstBufferSizes)) {
+			v.add(Error, CodeInvalidArgument, f.posOf(a), apath+".memory_id",
+				"memory_id %d is not a planned arena (1..%d)", a.MemoryID, len(ep.NonConstBufferSizes)-1)
+		} else if arena := ep.NonConstBufferSizes[a.MemoryID]; sized && arena >= 0 && (a.Offset() > uint64(arena) || nbytes > uint64(arena)-a.Offset()) {
+			v.add(Error, CodeInvalidArgument, f.posOf(a), apath,
+				"tensor bytes [%d, %d+%d) exceed arena %d of %d bytes", a.Offset(), a.Offset(), nbytes, a.MemoryID, arena)
+		}
+		if a.MemoryOffsetHigh != 0 {
+			v.add(Warning, CodeNotSupported, f.posOf(a), apath+".memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
+		}
+		if t.DataBufferIdx > 0 {
+			v.mutableInit(path, t, nbytes, sized)
+		}
+		return
+	}
+	if t.DataBufferIdx == 0 {
+		return
+	}
+	idx := uint64(t.DataBufferIdx)
+	dpath := path + ".data_buffer_idx"
+	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 {
+		if idx >= uint64(len(cs.Offsets)) {
+			v.add(Error, CodeInvalidArgument, off, dpath, "constant index %d out of range (%d constant offsets)", idx, len(cs.Offsets))
+			return
+		}
+		if uint64(cs.SegmentIndex) < uint64(len(p.Segments)) && sized {
+			o, size := cs.Offsets[idx], p.Segments[cs.SegmentIndex].Size
+			if o > size || nbytes > size-o {
+				v.add(Error, CodeInvalidArgument, off, dpath,
+					"constant bytes [%d, %d+%d) exceed the %d-byte constant segment", o, o, nbytes, size)
+			}
+		}
+		return
+	}
+	if idx >= uint64(len(p.ConstantBuffer)) {
+		v.add(Error, CodeInvalidArgument, off, dpath, "constant index %d out of range (%d constant buffers)", idx, len(p.ConstantBuffer))
+		return
+	}
+	if sized && uint64(len(p.ConstantBuffer[idx].Storage)) > nbytes {
+		v.add(Error, CodeInvalidArgument, off, dpath, "constant buffer holds %d bytes, more than the tensor's %d", len(p.ConstantBuffer[idx].Storage), nbytes)
+	}
+}
+
+// mutableInit checks the initial value of a planned tensor, which comes
+// from mutable_data_segments[0] whatever mutable_data_segments_idx says.
+func (v *validator) mutableInit(path string, t *Tensor, nbytes uint64, sized bool) {
+	f, p := v.f, v.f.Program
+	off := f.posOf(t)
+	dpath := path + ".data_buffer_idx"
+	if len(p.MutableDataSegments) == 0 {
+		v.add(Error, CodeNotFound, off, dpath, "planned tensor has initial data index %d but the program has no mutable_data_segments", t.DataBufferIdx)
+		return
+	}
+	if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
+		v.add(Error, CodeNotFound, off, dpath, "mutable data needs an extended header; the file has none")
+		return
+	}
+	m := p.MutableDataSegments[0]
+	if uint64(t.DataBufferIdx) >= uint64(len(m.Offsets)) {
+		v.add(Error, CodeNotFound, off, dpath, "mutable data index %d out of range (%d offsets)", t.DataBufferIdx, len(m.Offsets))
+		return
+	}
+	if uint64(m.SegmentIndex) >= uint64(len(p.Segments)) || !sized {
+		return
+	}
+	o, size := m.Offsets[t.DataBufferIdx], p.Segments[m.SegmentIndex].Size
+	if o > size || nbytes > size-o {
+		v.add(Error, CodeInvalidArgument, off, dpath, "mutable data bytes [%d, %d+%d) exceed the %d-byte segment", o, o, nbytes, size)
+	}
+}
+
+// delegates checks each BackendDelegate and that its payload is reachable.
+func (v *validator) delegates(plan int, ep *ExecutionPlan, path string) {
+	f := v.f
+	if ep.Delegates == nil {
+		v.add(Error, CodeInvalidProgram, f.posOf(ep), path+".delegates", "method has no delegates table")
+		return
+	}
+	for k, d := range ep.Delegates {
+		dpath := fmt.Sprintf("%s.delegates[%d]", path, k)
+		if !v.hasField(d, 0) {
+			v.add(Error, CodeInvalidProgram, f.posOf(d), dpath+".id", "delegate has no backend id")
+		}
+		for j, cs := range d.CompileSpecs {
+			cpath := fmt.Sprintf("%s.compile_specs[%d]", dpath, j)
+			if !v.hasField(cs, 0) {
+				v.add(Error, CodeInvalidProgram, f.posOf(cs), cpath+".key", "compile spec has no key")
+			}
+			if cs.Value == nil {
+				v.add(Error, CodeInvalidProgram, f.posOf(cs), cpath+".value", "compile spec has no value")
+			}
+		}
+		if _, err := f.DelegateData(plan, k); err != nil {
+			v.addErr(Error, err)
+		}
+	}
+}
+
+// chains checks chains and instructions.
+func (v *validator) chains(ep *ExecutionPlan, path string) {
+	f := v.f
+	if len(ep.Chains) == 0 {
+		v.add(Error, CodeInvalidProgram, f.posOf(ep), path+".chains", "method has no chains")
+		return
+	}
+	n := int64(len(ep.Values))
+	inRange := func(x int32) bool { return x >= 0 && int64(x) < n }
+	for c, ch := range ep.Chains {
+		cpath := fmt.Sprintf("%s.chains[%d]", path, c)
+		if ch.Instructions == nil {
+			v.add(Error, CodeInvalidProgram, f.posOf(ch), cpath+".instructions", "chain has no instructions")
+			continue
+		}
+		for k, in := range ch.Instructions {
+			ipath := fmt.Sprintf("%s.instructions[%d].instr_args", cpath, k)
+			off := f.posOf(in)
+			args := func(a []int32) {
+				if a == nil {
+					v.add(Error, CodeInvalidProgram, off, ipath+".args", "instruction has no args")
+				}
+				for j, x := range a {
+					if !inRange(x) {
+						v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.args[%d]", ipath, j), "value index %d out of range (%d values)", x, n)
+					}
+				}
+			}
+			switch x := in.Args.(type) {
+			case nil:
+				v.add(Error, CodeInvalidProgram, off, ipath, "instruction has union tag NONE")
+			case *UnknownInstruction:
+				v.add(Error, CodeInvalidProgram, off, ipath, "unknown InstructionArguments union tag %d", uint8(x.Tag))
+			case *KernelCall:
+				if x == nil {
+					v.add(Error, CodeInvalidProgram, off, ipath, "KernelCall has no table")
+					continue
+				}
+				if ep.Operators == nil {
+					v.add(Error, CodeInvalidProgram, off, path+".operators", "method has a KernelCall but no operators table")
+				} else if x.OpIndex < 0 || int(x.OpIndex) >= len(ep.Operators) {
+					v.add(Error, CodeInvalidProgram, off, ipath+".op_index", "operator index %d out of range (%d operators)", x.OpIndex, len(ep.Operators))
+				}
+				args(x.Args)
+			case *DelegateCall:
+				if x == nil {
+					v.add(Error, CodeInvalidProgram, off, ipath, "DelegateCall has no table")
+					continue
+				}
+				if x.DelegateIndex < 0 || int(x.DelegateIndex) >= len(ep.Delegates) {
+					v.add(Error, CodeInternal, off, ipath+".delegate_index",
+						"delegate index %d out of range (%d delegates); ExecuTorch loads the method and fails only when the call executes", x.DelegateIndex, len(ep.Delegates))
+				}
+				args(x.Args)
+			case *MoveCall:
+				if x == nil {
+					v.add(Error, CodeInvalidProgram, off, ipath, "MoveCall has no table")
+					continue
+				}
+				if !inRange(x.MoveFrom) || !inRange(x.MoveTo) {
+					v.add(Error, CodeInvalidProgram, off, ipath, "move %d -> %d out of range (%d values)", x.MoveFrom, x.MoveTo, n)
+				}
+			case *JumpFalseCall:
+				if x == nil {
+					v.add(Error, CodeInvalidProgram, off, ipath, "JumpFalseCall has no table")
+					continue
+				}
+				if !inRange(x.CondValueIndex) {
+					v.add(Error, CodeInvalidProgram, off, ipath+".cond_value_index", "value index %d out of range (%d values)", x.CondValueIndex, n)
+				}
+				if x.DestinationInstruction < 0 || int(x.DestinationInstruction) >= len(ch.Instructions) {
+					v.add(Warning, CodeOk, off, ipath+".destination_instruction", "jump destination %d is outside the chain (%d instructions)", x.DestinationInstruction, len(ch.Instructions))
+				}
+			case *FreeCall:
+				if x == nil {
+					v.add(Error, CodeInvalidProgram, off, ipath, "FreeCall has no table")
+					continue
+				}
+				if !valueIs(ep, int64(x.ValueIndex), isTensor) {
+					v.add(Error, CodeInvalidProgram, off, ipath+".value_index", "value %d is not a Tensor", x.ValueIndex)
+				}
+			}
+		}
+	}
+}

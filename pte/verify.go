@@ -1,0 +1,60 @@
+package pte
+
+import "fmt"
+
+// Severity says how serious a Finding is.
+type Severity uint8
+
+const (
+	// Error marks a problem that makes ExecuTorch refuse the program or one
+	// of its methods (or that makes it misbehave at run time).
+	Error Severity = iota + 1
+	// Warning marks something legal but suspicious or unportable.
+	Warning
+)
+
+// String returns "error" or "warning".
+func (s Severity) String() string {
+	switch s {
+	case Error:
+		return "error"
+	case Warning:
+		return "warning"
+	}
+	return fmt.Sprintf("Severity(%d)", uint8(s))
+}
+
+// A Finding is one problem reported by Verify.
+type Finding struct {
+	// Severity is Error or Warning.
+	Severity Severity
+	// Method is the name of the execution plan the finding is about, empty
+	// for program-level findings.
+	Method string
+	// Err says what and where; Err.Code is the error ExecuTorch reports.
+	Err *FormatError
+}
+
+// String formats the finding as "error: [method] pte: path: msg (at byte N) [Code]".
+func (fd Finding) String() string {
+	m := ""
+	if fd.Method != "" {
+		m = "[" + fd.Method + "] "
+	}
+	return fmt.Sprintf("%s: %s%v [%v]", fd.Severity, m, fd.Err, fd.Err.Code)
+}
+
+// Verify runs every check this package knows beyond what Open already
+// enforced, method by method, the way ExecuTorch's Program::method_meta and
+// Method::load check a method, plus payload reachability and portability
+// warnings. Findings of Severity Error carry the Code ExecuTorch would
+// return; a file with no Error findings loads and all its methods load, as
+// far as the file itself can tell (registered kernels and backends aside).
+func (f *File) Verify() []Finding {
+	v := &validator{f: f}
+	v.program()
+	for i, ep := range f.Program.ExecutionPlan {
+		v.method(i, ep)
+	}
+	return v.findings
+}
