@@ -187,18 +187,18 @@ func (f *File) regionPayload(data []byte, start uint32, known bool) *Payload {
 
 // segmentRange resolves Program.Segments[i] to an absolute file range the
 // way ExecuTorch's Program::LoadSegment does, with its error classes.
-func (f *File) segmentRange(i int, path string) (off, size int64, err error) {
+func (f *File) segmentRange(i int, path string, refOff int64) (off, size int64, err error) {
 	p := f.Program
 	if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
-		return 0, 0, &FormatError{Off: -1, Path: path,
+		return 0, 0, &FormatError{Off: refOff, Path: path,
 			Msg:  fmt.Sprintf("segment %d is unreachable: the file has no extended header with a segment base offset", i),
 			Code: CodeNotFound}
 	}
 	if p.Segments == nil {
-		return 0, 0, &FormatError{Off: -1, Path: path, Msg: "program has no segments table", Code: CodeInvalidProgram}
+		return 0, 0, &FormatError{Off: refOff, Path: path, Msg: "program has no segments table", Code: CodeInvalidProgram}
 	}
 	if i < 0 || i >= len(p.Segments) {
-		return 0, 0, &FormatError{Off: -1, Path: path,
+		return 0, 0, &FormatError{Off: refOff, Path: path,
 			Msg:  fmt.Sprintf("segment index %d out of range (%d segments)", i, len(p.Segments)),
 			Code: CodeNotFound}
 	}
@@ -220,7 +220,7 @@ func (f *File) segmentRange(i int, path string) (off, size int64, err error) {
 // Segment returns the bytes of Program.Segments[i]. It needs the extended
 // header (without it ExecuTorch cannot locate segment data).
 func (f *File) Segment(i int) (*Payload, error) {
-	off, size, err := f.segmentRange(i, fmt.Sprintf("segments[%d]", i))
+	off, size, err := f.segmentRange(i, fmt.Sprintf("segments[%d]", i), -1)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
 		start, known := f.dec.vec[bd]
 		return f.regionPayload(bd.Data, start, known), nil
 	case schema.DataLocationSEGMENT:
-		off, size, err := f.segmentRange(int(ref.Index), path+".index")
+		off, size, err := f.segmentRange(int(ref.Index), path+".index", f.posOf(ref))
 		if err != nil {
 			return nil, err
 		}
@@ -289,7 +289,7 @@ func (f *File) ConstantData(bufferIndex int) (*Payload, error) {
 			return nil, &FormatError{Off: f.posOf(cs), Path: "constant_segment.offsets",
 				Msg: fmt.Sprintf("constant index %d out of range (%d offsets)", bufferIndex, len(cs.Offsets)), Code: CodeInvalidArgument}
 		}
-		segOff, segSize, err := f.segmentRange(int(cs.SegmentIndex), "constant_segment.segment_index")
+		segOff, segSize, err := f.segmentRange(int(cs.SegmentIndex), "constant_segment.segment_index", f.posOf(cs))
 		if err != nil {
 			return nil, err
 		}

@@ -37,7 +37,7 @@ func tensorBytes(t *Tensor) (numel, nbytes uint64, ok bool) {
 		}
 		numel = lo
 	}
-	if int(t.ScalarType) >= numScalarTypes {
+	if !validScalarType(t.ScalarType) {
 		return numel, 0, false
 	}
 	hi, lo := bits.Mul64(numel, elementSizes[t.ScalarType])
@@ -110,9 +110,9 @@ func (f *File) checkPlanValues(i int, ep *ExecutionPlan) error {
 			if x.Sizes == nil {
 				return &FormatError{Off: f.posOf(x), Path: vpath + ".sizes", Msg: "tensor has no sizes", Code: CodeInvalidProgram}
 			}
-			if int(x.ScalarType) >= numScalarTypes {
+			if !validScalarType(x.ScalarType) {
 				return &FormatError{Off: f.posOf(x), Path: vpath + ".scalar_type",
-					Msg: fmt.Sprintf("invalid scalar type %d", x.ScalarType), Code: CodeInvalidProgram}
+					Msg: fmt.Sprintf("invalid scalar type %d", int8(x.ScalarType)), Code: CodeInvalidProgram}
 			}
 			if _, _, ok := tensorBytes(x); !ok {
 				return &FormatError{Off: f.posOf(x), Path: vpath + ".sizes",
@@ -252,3 +252,7 @@ func (v *validator) program() {
 		}
 	}
 }
+
+// validScalarType reports whether the runtime accepts s: a code in
+// [0, numScalarTypes), including the runtime-only codes the schema omits.
+func validScalarType(s ScalarType) bool { return s >= 0 && int(s) < numScalarTypes }

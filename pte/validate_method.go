@@ -1,7 +1,9 @@
 package pte
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ptekit/ptekit/schema"
 )
@@ -171,8 +173,8 @@ func (v *validator) tensorItems(ep *ExecutionPlan, path string, self int, items 
 func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 	f, p := v.f, v.f.Program
 	off := f.posOf(t)
-	if int(t.ScalarType) >= numScalarTypes {
-		v.add(Error, CodeInvalidProgram, off, path+".scalar_type", "invalid scalar type %d", t.ScalarType)
+	if !validScalarType(t.ScalarType) {
+		v.add(Error, CodeInvalidProgram, off, path+".scalar_type", "invalid scalar type %d", int8(t.ScalarType))
 	}
 	if t.StorageOffset != 0 {
 		v.add(Error, CodeNotSupported, off, path+".storage_offset", "storage_offset %d is not supported (must be 0)", t.StorageOffset)
@@ -226,7 +228,9 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 	}
 	if a := t.AllocationInfo; a != nil {
 		apath := path + ".allocation_info"
-		if a.MemoryID == 0 || uint64(a.MemoryID) >= uint64(len(ep.NonConstBufferSizes)) {
+		if ep.NonConstBufferSizes == nil {
+			// Reported once for the method.
+		} else if a.MemoryID == 0 || uint64(a.MemoryID) >= uint64(len(ep.NonConstBufferSizes)) {
 			v.add(Error, CodeInvalidArgument, f.posOf(a), apath+".memory_id",
 				"memory_id %d is not a planned arena (1..%d)", a.MemoryID, len(ep.NonConstBufferSizes)-1)
 		} else if arena := ep.NonConstBufferSizes[a.MemoryID]; sized && arena >= 0 && (a.Offset() > uint64(arena) || nbytes > uint64(arena)-a.Offset()) {
@@ -319,6 +323,12 @@ func (v *validator) delegates(plan int, ep *ExecutionPlan, path string) {
 			}
 		}
 		if _, err := f.DelegateData(plan, k); err != nil {
+			var fe *FormatError
+			if errors.As(err, &fe) && !strings.HasPrefix(fe.Path, dpath) {
+				// Say which delegate needs the broken segment.
+				err = &FormatError{Off: fe.Off, Path: dpath + ".processed",
+					Msg: fmt.Sprintf("payload unreadable: %s: %s", fe.Path, fe.Msg), Code: fe.Code}
+			}
 			v.addErr(Error, err)
 		}
 	}
