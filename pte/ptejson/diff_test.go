@@ -1,0 +1,51 @@
+package ptejson
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDiff(t *testing.T) {
+	a := json.RawMessage(`{"x":1,"y":[1,2,3],"z":{"s":"a","n":null},"big":18446744073709551615,"f":1.0}`)
+	b := json.RawMessage(`{"f":1,"y":[1,5],"x":1,"z":{"s":"b","n":null,"extra":true},"big":18446744073709551614}`)
+	got, err := Diff(a, b)
+	require.NoError(t, err)
+	var lines []string
+	for _, d := range got {
+		lines = append(lines, d.String())
+	}
+	assert.Equal(t, []string{
+		"y[1]: 2 -> 5",
+		"y[2]: 3 -> (absent)",
+		`z.s: "a" -> "b"`,
+		"z.extra: (absent) -> true",
+		"big: 18446744073709551615 -> 18446744073709551614",
+	}, lines)
+
+	same, err := Diff(a, a)
+	require.NoError(t, err)
+	assert.Empty(t, same)
+}
+
+func TestDiffKindChangeAndLongValues(t *testing.T) {
+	long := make([]int, 100)
+	got, err := Diff(map[string]any{"v": nil}, map[string]any{"v": long})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "v", got[0].Path)
+	assert.Equal(t, "null", string(got[0].A))
+	s := got[0].String()
+	assert.Contains(t, s, "v: null -> [0,0,")
+	assert.Contains(t, s, "...")
+	assert.Less(t, len(s), 100)
+}
+
+func TestDiffRejectsBadJSON(t *testing.T) {
+	_, err := Diff(json.RawMessage(`{"a":`), json.RawMessage(`{}`))
+	assert.Error(t, err)
+	_, err = Diff(json.RawMessage(`{}`), json.RawMessage(`{} {}`))
+	assert.Error(t, err)
+}

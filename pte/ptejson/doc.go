@@ -1,0 +1,28 @@
+// Package ptejson maps ExecuTorch program files to a stable JSON form.
+//
+// The form is a compatibility promise for pipelines (it is what
+// `pteinspect --json` prints) and is documented in docs/json.md. A Document
+// has five members: file, extended_header, segments, delegates and program.
+// The program member is the whole Program table with the schema's snake_case
+// field names, in schema field order:
+//
+//   - absent tables, vectors and byte vectors are null, present empty
+//     vectors are [];
+//   - absent scalars are their schema default;
+//   - enums are written by member name ("FLOAT", "SEGMENT"), or as a number
+//     when the value has no name in the schema;
+//   - a union field f is written as two members, f_type holding the member
+//     name ("Tensor", "DelegateCall", "NONE") and f holding the member table
+//     (null for NONE and for tags the schema does not know);
+//   - byte vectors are {"size": N}, plus "sha256" when hashing is on;
+//   - non-finite doubles are the strings "inf", "-inf" and "nan".
+//
+// With hashing on, the extended_header, segments, delegates and program
+// members carry the same values as the upstream ExecuTorch Python
+// deserializer's view of a file (its raw_program is our program).
+//
+// Build reads only what it needs: the file prefix, header and flatbuffer
+// region (already read by pte.Open), the first bytes of each delegate
+// payload and, for TensorRT delegates, the blob header and metadata. Hashing
+// streams every payload through SHA-256 and never loads one whole.
+package ptejson

@@ -1,0 +1,481 @@
+package ptejson
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/schema"
+)
+
+// The types below are the JSON form of the Program table. Their fields are
+// in schema field order, and the JSON names are the schema's field names.
+// Slices keep the absent (nil, null) / empty ([]) distinction of package pte.
+
+// Program is the JSON form of pte.Program.
+type Program struct {
+	Version             uint32                       `json:"version"`
+	ExecutionPlan       []*ExecutionPlan             `json:"execution_plan"`
+	ConstantBuffer      []*Buffer                    `json:"constant_buffer"`
+	BackendDelegateData []*BackendDelegateInlineData `json:"backend_delegate_data"`
+	Segments            []*DataSegment               `json:"segments"`
+	ConstantSegment     *SubsegmentOffsets           `json:"constant_segment"`
+	MutableDataSegments []*SubsegmentOffsets         `json:"mutable_data_segments"`
+	NamedData           []*NamedData                 `json:"named_data"`
+}
+
+// ExecutionPlan is the JSON form of pte.ExecutionPlan.
+type ExecutionPlan struct {
+	Name                 string                  `json:"name"`
+	ContainerMetaType    *ContainerMetadata      `json:"container_meta_type"`
+	Values               []*EValue               `json:"values"`
+	Inputs               []int32                 `json:"inputs"`
+	Outputs              []int32                 `json:"outputs"`
+	Chains               []*Chain                `json:"chains"`
+	Operators            []*Operator             `json:"operators"`
+	Delegates            []*BackendDelegate      `json:"delegates"`
+	NonConstBufferSizes  []int64                 `json:"non_const_buffer_sizes"`
+	NonConstBufferDevice []*NonConstBufferDevice `json:"non_const_buffer_device"`
+}
+
+// ContainerMetadata is the JSON form of pte.ContainerMetadata.
+type ContainerMetadata struct {
+	EncodedInpStr string `json:"encoded_inp_str"`
+	EncodedOutStr string `json:"encoded_out_str"`
+}
+
+// EValue is the JSON form of pte.EValue: the union tag and its member. Val
+// is one of the *XxxVal types of this package, or nil (null) for NONE and
+// for tags the schema does not know.
+type EValue struct {
+	ValType Enum `json:"val_type"`
+	Val     any  `json:"val"`
+}
+
+// NullVal is the member table of a Null value; it has no fields ({}).
+type NullVal struct{}
+
+// IntVal is the member table of an Int value.
+type IntVal struct {
+	IntVal int64 `json:"int_val"`
+}
+
+// BoolVal is the member table of a Bool value.
+type BoolVal struct {
+	BoolVal bool `json:"bool_val"`
+}
+
+// DoubleVal is the member table of a Double value.
+type DoubleVal struct {
+	DoubleVal Float `json:"double_val"`
+}
+
+// StringVal is the member table of a String value.
+type StringVal struct {
+	StringVal string `json:"string_val"`
+}
+
+// IntListVal is the member table of an IntList value.
+type IntListVal struct {
+	Items []int64 `json:"items"`
+}
+
+// DoubleListVal is the member table of a DoubleList value.
+type DoubleListVal struct {
+	Items []Float `json:"items"`
+}
+
+// BoolListVal is the member table of a BoolList value.
+type BoolListVal struct {
+	Items []bool `json:"items"`
+}
+
+// TensorListVal is the member table of a TensorList or OptionalTensorList
+// value (the two have the same fields).
+type TensorListVal struct {
+	Items []int32 `json:"items"`
+}
+
+// Tensor is the member table of a Tensor value.
+type Tensor struct {
+	ScalarType      Enum               `json:"scalar_type"`
+	StorageOffset   int32              `json:"storage_offset"`
+	Sizes           []int32            `json:"sizes"`
+	DimOrder        []int              `json:"dim_order"`
+	RequiresGrad    bool               `json:"requires_grad"`
+	DataBufferIdx   uint32             `json:"data_buffer_idx"`
+	AllocationInfo  *AllocationDetails `json:"allocation_info"`
+	Layout          int8               `json:"layout"`
+	ShapeDynamism   Enum               `json:"shape_dynamism"`
+	ExtraTensorInfo *ExtraTensorInfo   `json:"extra_tensor_info"`
+}
+
+// AllocationDetails is the JSON form of pte.AllocationDetails.
+type AllocationDetails struct {
+	MemoryID         uint32 `json:"memory_id"`
+	MemoryOffsetLow  uint32 `json:"memory_offset_low"`
+	MemoryOffsetHigh uint32 `json:"memory_offset_high"`
+}
+
+// ExtraTensorInfo is the JSON form of pte.ExtraTensorInfo.
+type ExtraTensorInfo struct {
+	MutableDataSegmentsIdx uint64 `json:"mutable_data_segments_idx"`
+	FullyQualifiedName     string `json:"fully_qualified_name"`
+	Location               Enum   `json:"location"`
+	DeviceType             Enum   `json:"device_type"`
+	DeviceIndex            int8   `json:"device_index"`
+}
+
+// Operator is the JSON form of pte.Operator.
+type Operator struct {
+	Name     string `json:"name"`
+	Overload string `json:"overload"`
+}
+
+// Chain is the JSON form of pte.Chain.
+type Chain struct {
+	Inputs       []int32        `json:"inputs"`
+	Outputs      []int32        `json:"outputs"`
+	Instructions []*Instruction `json:"instructions"`
+	Stacktrace   []*FrameList   `json:"stacktrace"`
+}
+
+// Instruction is the JSON form of pte.Instruction: the union tag and its
+// member. InstrArgs is one of *KernelCall, *DelegateCall, *MoveCall,
+// *JumpFalseCall, *FreeCall, or nil (null) for NONE and unknown tags.
+type Instruction struct {
+	InstrArgsType Enum `json:"instr_args_type"`
+	InstrArgs     any  `json:"instr_args"`
+}
+
+// KernelCall is the JSON form of pte.KernelCall.
+type KernelCall struct {
+	OpIndex int32   `json:"op_index"`
+	Args    []int32 `json:"args"`
+}
+
+// DelegateCall is the JSON form of pte.DelegateCall.
+type DelegateCall struct {
+	DelegateIndex int32   `json:"delegate_index"`
+	Args          []int32 `json:"args"`
+}
+
+// MoveCall is the JSON form of pte.MoveCall.
+type MoveCall struct {
+	MoveFrom int32 `json:"move_from"`
+	MoveTo   int32 `json:"move_to"`
+}
+
+// JumpFalseCall is the JSON form of pte.JumpFalseCall.
+type JumpFalseCall struct {
+	CondValueIndex         int32 `json:"cond_value_index"`
+	DestinationInstruction int32 `json:"destination_instruction"`
+}
+
+// FreeCall is the JSON form of pte.FreeCall.
+type FreeCall struct {
+	ValueIndex int32 `json:"value_index"`
+}
+
+// FrameList is the JSON form of pte.FrameList.
+type FrameList struct {
+	Items []*Frame `json:"items"`
+}
+
+// Frame is the JSON form of pte.Frame.
+type Frame struct {
+	Filename string `json:"filename"`
+	Lineno   int32  `json:"lineno"`
+	Name     string `json:"name"`
+	Context  string `json:"context"`
+}
+
+// BackendDelegate is the JSON form of pte.BackendDelegate.
+type BackendDelegate struct {
+	ID           string                        `json:"id"`
+	Processed    *BackendDelegateDataReference `json:"processed"`
+	CompileSpecs []*CompileSpec                `json:"compile_specs"`
+}
+
+// BackendDelegateDataReference is the JSON form of
+// pte.BackendDelegateDataReference.
+type BackendDelegateDataReference struct {
+	Location Enum   `json:"location"`
+	Index    uint32 `json:"index"`
+}
+
+// CompileSpec is the JSON form of pte.CompileSpec. The value bytes are
+// summarised; the delegates member of a Document shows them in full.
+type CompileSpec struct {
+	Key   string `json:"key"`
+	Value *Bytes `json:"value"`
+}
+
+// NonConstBufferDevice is the JSON form of pte.NonConstBufferDevice.
+type NonConstBufferDevice struct {
+	BufferIdx   int32 `json:"buffer_idx"`
+	DeviceType  Enum  `json:"device_type"`
+	DeviceIndex int8  `json:"device_index"`
+}
+
+// Buffer is the JSON form of pte.Buffer.
+type Buffer struct {
+	Storage *Bytes `json:"storage"`
+}
+
+// BackendDelegateInlineData is the JSON form of pte.BackendDelegateInlineData.
+type BackendDelegateInlineData struct {
+	Data *Bytes `json:"data"`
+}
+
+// DataSegment is the JSON form of pte.DataSegment.
+type DataSegment struct {
+	Offset uint64 `json:"offset"`
+	Size   uint64 `json:"size"`
+}
+
+// SubsegmentOffsets is the JSON form of pte.SubsegmentOffsets.
+type SubsegmentOffsets struct {
+	SegmentIndex uint32   `json:"segment_index"`
+	Offsets      []uint64 `json:"offsets"`
+}
+
+// NamedData is the JSON form of pte.NamedData.
+type NamedData struct {
+	Key          string `json:"key"`
+	SegmentIndex uint32 `json:"segment_index"`
+}
+
+// Bytes summarises a byte vector: its length and, when hashing is on, the
+// lowercase hex SHA-256 of its bytes.
+type Bytes struct {
+	Size   int    `json:"size"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// NewProgram returns the JSON form of p. With hash set, byte vectors carry
+// their SHA-256. p must not be nil.
+func NewProgram(p *pte.Program, hash bool) *Program {
+	c := converter{hash: hash}
+	return c.program(p)
+}
+
+type converter struct{ hash bool }
+
+// mapSlice converts each element of a slice, keeping nil apart from empty.
+func mapSlice[S, D any](src []S, f func(S) D) []D {
+	if src == nil {
+		return nil
+	}
+	dst := make([]D, len(src))
+	for i, s := range src {
+		dst[i] = f(s)
+	}
+	return dst
+}
+
+// ptr converts a pointer, keeping nil.
+func ptr[S, D any](src *S, f func(*S) *D) *D {
+	if src == nil {
+		return nil
+	}
+	return f(src)
+}
+
+func (c *converter) bytes(b []byte) *Bytes {
+	if b == nil {
+		return nil
+	}
+	out := &Bytes{Size: len(b)}
+	if c.hash {
+		sum := sha256.Sum256(b)
+		out.SHA256 = hex.EncodeToString(sum[:])
+	}
+	return out
+}
+
+func (c *converter) program(p *pte.Program) *Program {
+	return &Program{
+		Version:       p.Version,
+		ExecutionPlan: mapSlice(p.ExecutionPlan, c.plan),
+		ConstantBuffer: mapSlice(p.ConstantBuffer, func(b *pte.Buffer) *Buffer {
+			return ptr(b, func(b *pte.Buffer) *Buffer { return &Buffer{Storage: c.bytes(b.Storage)} })
+		}),
+		BackendDelegateData: mapSlice(p.BackendDelegateData, func(d *pte.BackendDelegateInlineData) *BackendDelegateInlineData {
+			return ptr(d, func(d *pte.BackendDelegateInlineData) *BackendDelegateInlineData {
+				return &BackendDelegateInlineData{Data: c.bytes(d.Data)}
+			})
+		}),
+		Segments: mapSlice(p.Segments, func(s *pte.DataSegment) *DataSegment {
+			return ptr(s, func(s *pte.DataSegment) *DataSegment { return &DataSegment{Offset: s.Offset, Size: s.Size} })
+		}),
+		ConstantSegment:     ptr(p.ConstantSegment, subsegments),
+		MutableDataSegments: mapSlice(p.MutableDataSegments, func(s *pte.SubsegmentOffsets) *SubsegmentOffsets { return ptr(s, subsegments) }),
+		NamedData: mapSlice(p.NamedData, func(n *pte.NamedData) *NamedData {
+			return ptr(n, func(n *pte.NamedData) *NamedData { return &NamedData{Key: n.Key, SegmentIndex: n.SegmentIndex} })
+		}),
+	}
+}
+
+func subsegments(s *pte.SubsegmentOffsets) *SubsegmentOffsets {
+	return &SubsegmentOffsets{SegmentIndex: s.SegmentIndex, Offsets: s.Offsets}
+}
+
+func (c *converter) plan(ep *pte.ExecutionPlan) *ExecutionPlan {
+	if ep == nil {
+		return nil
+	}
+	return &ExecutionPlan{
+		Name: ep.Name,
+		ContainerMetaType: ptr(ep.ContainerMetaType, func(m *pte.ContainerMetadata) *ContainerMetadata {
+			return &ContainerMetadata{EncodedInpStr: m.EncodedInpStr, EncodedOutStr: m.EncodedOutStr}
+		}),
+		Values:              mapSlice(ep.Values, c.evalue),
+		Inputs:              ep.Inputs,
+		Outputs:             ep.Outputs,
+		Chains:              mapSlice(ep.Chains, chain),
+		Operators:           mapSlice(ep.Operators, func(o *pte.Operator) *Operator { return ptr(o, operator) }),
+		Delegates:           mapSlice(ep.Delegates, c.delegate),
+		NonConstBufferSizes: ep.NonConstBufferSizes,
+		NonConstBufferDevice: mapSlice(ep.NonConstBufferDevice, func(d *pte.NonConstBufferDevice) *NonConstBufferDevice {
+			return ptr(d, func(d *pte.NonConstBufferDevice) *NonConstBufferDevice {
+				return &NonConstBufferDevice{
+					BufferIdx:   d.BufferIdx,
+					DeviceType:  enum(d.DeviceType, schema.EnumNamesDeviceType, int64(d.DeviceType)),
+					DeviceIndex: d.DeviceIndex,
+				}
+			})
+		}),
+	}
+}
+
+func operator(o *pte.Operator) *Operator { return &Operator{Name: o.Name, Overload: o.Overload} }
+
+func (c *converter) delegate(d *pte.BackendDelegate) *BackendDelegate {
+	if d == nil {
+		return nil
+	}
+	return &BackendDelegate{
+		ID: d.ID,
+		Processed: ptr(d.Processed, func(r *pte.BackendDelegateDataReference) *BackendDelegateDataReference {
+			return &BackendDelegateDataReference{Location: location(r.Location), Index: r.Index}
+		}),
+		CompileSpecs: mapSlice(d.CompileSpecs, func(s *pte.CompileSpec) *CompileSpec {
+			return ptr(s, func(s *pte.CompileSpec) *CompileSpec { return &CompileSpec{Key: s.Key, Value: c.bytes(s.Value)} })
+		}),
+	}
+}
+
+func location(l pte.DataLocation) Enum {
+	return enum(l, schema.EnumNamesDataLocation, int64(l))
+}
+
+func (c *converter) evalue(v *pte.EValue) *EValue {
+	if v == nil {
+		return nil
+	}
+	if v.Val == nil {
+		return &EValue{ValType: Enum{Name: "NONE"}}
+	}
+	tag := v.Val.KernelType()
+	out := &EValue{ValType: enum(tag, schema.EnumNamesKernelTypes, int64(tag))}
+	switch x := v.Val.(type) {
+	case *pte.Null:
+		out.Val = &NullVal{}
+	case *pte.Int:
+		out.Val = &IntVal{IntVal: x.IntVal}
+	case *pte.Bool:
+		out.Val = &BoolVal{BoolVal: x.BoolVal}
+	case *pte.Double:
+		out.Val = &DoubleVal{DoubleVal: Float(x.DoubleVal)}
+	case *pte.String:
+		out.Val = &StringVal{StringVal: x.StringVal}
+	case *pte.IntList:
+		out.Val = &IntListVal{Items: x.Items}
+	case *pte.DoubleList:
+		out.Val = &DoubleListVal{Items: mapSlice(x.Items, func(f float64) Float { return Float(f) })}
+	case *pte.BoolList:
+		out.Val = &BoolListVal{Items: x.Items}
+	case *pte.TensorList:
+		out.Val = &TensorListVal{Items: x.Items}
+	case *pte.OptionalTensorList:
+		out.Val = &TensorListVal{Items: x.Items}
+	case *pte.Tensor:
+		out.Val = tensor(x)
+	default:
+		// *pte.UnknownValue: the tag is reported, the table cannot be.
+		out.ValType = Enum{Value: int64(tag)}
+	}
+	return out
+}
+
+func tensor(t *pte.Tensor) *Tensor {
+	return &Tensor{
+		ScalarType:    enum(t.ScalarType, schema.EnumNamesScalarType, int64(t.ScalarType)),
+		StorageOffset: t.StorageOffset,
+		Sizes:         t.Sizes,
+		DimOrder:      mapSlice(t.DimOrder, func(u uint8) int { return int(u) }),
+		RequiresGrad:  t.RequiresGrad,
+		DataBufferIdx: t.DataBufferIdx,
+		AllocationInfo: ptr(t.AllocationInfo, func(a *pte.AllocationDetails) *AllocationDetails {
+			return &AllocationDetails{MemoryID: a.MemoryID, MemoryOffsetLow: a.MemoryOffsetLow, MemoryOffsetHigh: a.MemoryOffsetHigh}
+		}),
+		Layout:        t.Layout,
+		ShapeDynamism: enum(t.ShapeDynamism, schema.EnumNamesTensorShapeDynamism, int64(t.ShapeDynamism)),
+		ExtraTensorInfo: ptr(t.ExtraTensorInfo, func(e *pte.ExtraTensorInfo) *ExtraTensorInfo {
+			return &ExtraTensorInfo{
+				MutableDataSegmentsIdx: e.MutableDataSegmentsIdx,
+				FullyQualifiedName:     e.FullyQualifiedName,
+				Location:               enum(e.Location, schema.EnumNamesTensorDataLocation, int64(e.Location)),
+				DeviceType:             enum(e.DeviceType, schema.EnumNamesDeviceType, int64(e.DeviceType)),
+				DeviceIndex:            e.DeviceIndex,
+			}
+		}),
+	}
+}
+
+func chain(ch *pte.Chain) *Chain {
+	if ch == nil {
+		return nil
+	}
+	return &Chain{
+		Inputs:       ch.Inputs,
+		Outputs:      ch.Outputs,
+		Instructions: mapSlice(ch.Instructions, instruction),
+		Stacktrace: mapSlice(ch.Stacktrace, func(fl *pte.FrameList) *FrameList {
+			return ptr(fl, func(fl *pte.FrameList) *FrameList {
+				return &FrameList{Items: mapSlice(fl.Items, func(f *pte.Frame) *Frame {
+					return ptr(f, func(f *pte.Frame) *Frame {
+						return &Frame{Filename: f.Filename, Lineno: f.Lineno, Name: f.Name, Context: f.Context}
+					})
+				})}
+			})
+		}),
+	}
+}
+
+func instruction(in *pte.Instruction) *Instruction {
+	if in == nil {
+		return nil
+	}
+	if in.Args == nil {
+		return &Instruction{InstrArgsType: Enum{Name: "NONE"}}
+	}
+	tag := in.Args.InstructionType()
+	out := &Instruction{InstrArgsType: enum(tag, schema.EnumNamesInstructionArguments, int64(tag))}
+	switch x := in.Args.(type) {
+	case *pte.KernelCall:
+		out.InstrArgs = &KernelCall{OpIndex: x.OpIndex, Args: x.Args}
+	case *pte.DelegateCall:
+		out.InstrArgs = &DelegateCall{DelegateIndex: x.DelegateIndex, Args: x.Args}
+	case *pte.MoveCall:
+		out.InstrArgs = &MoveCall{MoveFrom: x.MoveFrom, MoveTo: x.MoveTo}
+	case *pte.JumpFalseCall:
+		out.InstrArgs = &JumpFalseCall{CondValueIndex: x.CondValueIndex, DestinationInstruction: x.DestinationInstruction}
+	case *pte.FreeCall:
+		out.InstrArgs = &FreeCall{ValueIndex: x.ValueIndex}
+	default:
+		out.InstrArgsType = Enum{Value: int64(tag)}
+	}
+	return out
+}
