@@ -69,6 +69,13 @@ func (k HazardKind) String() string {
 	return "HazardKind(" + strconv.Itoa(int(k)) + ")"
 }
 
+// Disagreement reports whether the kind is a difference between the two
+// readers (as opposed to a property both readers share, such as trailing
+// bytes or a negative device id).
+func (k HazardKind) Disagreement() bool {
+	return k >= HazardDeployedRejects && k <= HazardEngineSizeWraps
+}
+
 // Hazard is one way in which the deployed runtime reads a blob differently
 // from what its metadata says, or a property of the blob that makes the
 // deployed runtime fail or misbehave.
@@ -111,8 +118,8 @@ func Hazards(b *Blob, decodeErr error, d *DeployedView) []Hazard {
 		add(HazardDeployedRejects, "the deployed reader rejects this blob (%s); TensorRTBackend init would fail with InvalidProgram", d.Reason)
 		return hz
 	}
-	compareNames(&hz, HazardInputs, "input", m.Inputs(), d.Inputs, m)
-	compareNames(&hz, HazardOutputs, "output", m.Outputs(), d.Outputs, m)
+	compareNames(&hz, HazardInputs, "input", m.Inputs(), d.Inputs, m.Outputs(), d.Outputs)
+	compareNames(&hz, HazardOutputs, "output", m.Outputs(), d.Outputs, m.Inputs(), d.Inputs)
 	if !slices.Equal(m.AliasedIO, d.AliasedIO) {
 		add(HazardAliasedIO, "aliased_io differs: the metadata says %s, the deployed reader sees %s", formatAliases(m.AliasedIO), formatAliases(d.AliasedIO))
 	}
@@ -140,8 +147,10 @@ func Hazards(b *Blob, decodeErr error, d *DeployedView) []Hazard {
 	return hz
 }
 
-// compareNames reports how the deployed names differ from the metadata's.
-func compareNames(hz *[]Hazard, kind HazardKind, what string, want, got []string, m *Metadata) {
+// compareNames reports how the deployed names of one direction (got)
+// differ from the metadata's (want); otherWant and otherGot are the names
+// of the other direction, to recognise a binding that changed direction.
+func compareNames(hz *[]Hazard, kind HazardKind, what string, want, got, otherWant, otherGot []string) {
 	if slices.Equal(want, got) {
 		return
 	}
@@ -158,15 +167,19 @@ func compareNames(hz *[]Hazard, kind HazardKind, what string, want, got []string
 			case slices.Contains(got, n):
 			case n == "":
 				details = append(details, fmt.Sprintf("the %s with an empty name is dropped", what))
-			case slices.Contains(otherNames(m, what), n):
-				details = append(details, fmt.Sprintf("%q is read with the other direction", n))
+			case slices.Contains(otherGot, n):
+				opposite := "an output"
+				if what == "output" {
+					opposite = "an input"
+				}
+				details = append(details, fmt.Sprintf("%q is read as %s", n, opposite))
 			default:
 				details = append(details, fmt.Sprintf("%q is missing", n))
 			}
 		}
 		for _, n := range got {
-			if !slices.Contains(want, n) {
-				details = append(details, fmt.Sprintf("%q is extra", n))
+			if !slices.Contains(want, n) && !slices.Contains(otherWant, n) {
+				details = append(details, fmt.Sprintf("%q is not in the metadata", n))
 			}
 		}
 	}
@@ -175,13 +188,6 @@ func compareNames(hz *[]Hazard, kind HazardKind, what string, want, got []string
 		msg += " (" + strings.Join(details, "; ") + ")"
 	}
 	*hz = append(*hz, Hazard{Kind: kind, Msg: msg})
-}
-
-func otherNames(m *Metadata, what string) []string {
-	if what == "input" {
-		return m.Outputs()
-	}
-	return m.Inputs()
 }
 
 func formatAliases(a []AliasedIO) string {

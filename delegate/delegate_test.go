@@ -1,0 +1,399 @@
+package delegate
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// The golden example of trt-delegate.md §1.1, produced by the real writer.
+func TestGoldenExample(t *testing.T) {
+	m := &Metadata{IOBindings: []Binding{{Name: "x", IsInput: true}, {Name: "y"}}}
+	engine := []byte("EEEEE")
+	var buf bytes.Buffer
+	n, err := Encode(&buf, m, bytes.NewReader(engine), int64(len(engine)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := buf.Bytes()
+	const wantHeader = "54523031" + "20000000" + "e0000000" + "00010000" + "0500000000000000" + "0100000000000000"
+	if got := hex.EncodeToString(blob[:32]); got != wantHeader {
+		t.Errorf("header = %s, want %s", got, wantHeader)
+	}
+	if n != 261 || len(blob) != 261 {
+		t.Errorf("size = %d (returned %d), want 261", len(blob), n)
+	}
+	const wantMeta = `{"io_bindings":[{"name":"x","dtype":"","shape":[],"is_input":true},{"name":"y","dtype":"","shape":[],"is_input":false}],"aliased_io":[],"hardware_compatible":false,"device_id":0,"serialized_metadata":"","target_platform":""}`
+	if got := string(blob[32 : 32+224]); got != wantMeta {
+		t.Errorf("metadata = %s\nwant %s", got, wantMeta)
+	}
+	if !bytes.Equal(blob[256:], engine) {
+		t.Errorf("engine bytes = %q", blob[256:])
+	}
+}
+
+func TestPythonEscaping(t *testing.T) {
+	for _, c := range []struct{ in, py, safe string }{
+		{"plain", `"plain"`, `"plain"`},
+		{`q"b\s/`, `"q\"b\\s/"`, `"q\"b\\s/"`},
+		{"\n\r\t\b\f", `"\n\r\t\b\f"`, ``},
+		{"\x00\x01\x1f", `"\u0000\u0001\u001f"`, ``},
+		{"del\x7f", `"del\u007f"`, "\"del\x7f\""},
+		{"<>&'", `"<>&'"`, `"<>&'"`},
+		{"é", `"\u00e9"`, "\"é\""},
+		{"\u2028\uffff", `"\u2028\uffff"`, "\"\u2028\uffff\""},
+		{"😀", `"\ud83d\ude00"`, "\"😀\""},
+		{"\U0010ffff", `"\udbff\udfff"`, "\"\U0010ffff\""},
+	} {
+		if got := string(appendString(nil, c.in, false)); got != c.py {
+			t.Errorf("python escaping of %q = %s, want %s", c.in, got, c.py)
+		}
+		if c.safe != "" {
+			if got := string(appendString(nil, c.in, true)); got != c.safe {
+				t.Errorf("safe escaping of %q = %s, want %s", c.in, got, c.safe)
+			}
+		}
+	}
+}
+
+func TestSafeModeRefusals(t *testing.T) {
+	base := func() *Metadata {
+		return &Metadata{
+			IOBindings: []Binding{{Name: "x", IsInput: true}, {Name: "y"}},
+			AliasedIO:  []AliasedIO{{Output: "y", Input: "x", Kind: KindUser}},
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		edit  func(m *Metadata)
+		field string
+	}{
+		{"empty name", func(m *Metadata) { m.IOBindings[1].Name = "" }, "io_bindings[1].name"},
+		{"tab in name", func(m *Metadata) { m.IOBindings[0].Name = "a\tb" }, "io_bindings[0].name"},
+		{"empty alias output", func(m *Metadata) { m.AliasedIO[0].Output = "" }, "aliased_io[0].output"},
+		{"empty alias input", func(m *Metadata) { m.AliasedIO[0].Input = "" }, "aliased_io[0].input"},
+		{"empty kind", func(m *Metadata) { m.AliasedIO[0].Kind = "" }, "aliased_io[0].kind"},
+		{"alias named hardware_compatible", func(m *Metadata) { m.AliasedIO[0].Input = "hardware_compatible" }, "aliased_io[0].input"},
+		{"alias kind ending in quoted key", func(m *Metadata) { m.AliasedIO[0].Kind = `x"device_id` }, "aliased_io[0].kind"},
+		{"device id over int32", func(m *Metadata) { m.DeviceID = 1 << 31 }, "device_id"},
+		{"device id under int32", func(m *Metadata) { m.DeviceID = -1<<31 - 1 }, "device_id"},
+		{"duplicate aliased output", func(m *Metadata) { m.AliasedIO = append(m.AliasedIO, m.AliasedIO[0]) }, "aliased_io[1].output"},
+		{"invalid UTF-8", func(m *Metadata) { m.TargetPlatform = "\xff" }, "target_platform"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := base()
+			c.edit(m)
+			_, err := EncodedSize(m, 4)
+			var me *MetadataError
+			if !errors.As(err, &me) || me.Field != c.field {
+				t.Fatalf("error = %v, want a *MetadataError for %s", err, c.field)
+			}
+			if !strings.Contains(err.Error(), c.field) {
+				t.Errorf("message does not name the field: %v", err)
+			}
+		})
+	}
+	// What safe mode does accept: names the C++ reader searches for, when
+	// they are bindings (the search starts after the io_bindings array),
+	// quotes and backslashes, DEL and non-ASCII.
+	m := &Metadata{
+		IOBindings: []Binding{{Name: "device_id", IsInput: true}, {Name: "hardware_compatible"}, {Name: `a"b\c` + "\x7fé"}},
+		AliasedIO:  []AliasedIO{{Output: "hardware_compatible", Input: `a"b\c` + "\x7fé", Kind: "device_id_x"}},
+		DeviceID:   -1 << 31, HardwareCompatible: true,
+	}
+	var buf bytes.Buffer
+	if _, err := Encode(&buf, m, strings.NewReader("ENG"), 3); err == nil {
+		t.Fatal("aliased output named hardware_compatible accepted")
+	}
+	m.AliasedIO[0].Output = "hardware_compatible_"
+	buf.Reset()
+	if _, err := Encode(&buf, m, strings.NewReader("ENG"), 3); err != nil {
+		t.Fatal(err)
+	}
+	full := func() *Metadata { // Decode fills the defaults
+		c := *m
+		for i := range m.IOBindings {
+			c.IOBindings[i].Shape = []int64{}
+		}
+		return &c
+	}()
+	checkBothReadersRead(t, buf.Bytes(), full, []byte("ENG"))
+	if buf.Bytes()[3] != '2' {
+		t.Errorf("magic %q, want TR02 for aliased I/O", buf.Bytes()[:4])
+	}
+}
+
+func TestUpstreamModeWritesWhatSafeModeRefuses(t *testing.T) {
+	m := &Metadata{IOBindings: []Binding{{Name: "", IsInput: true}, {Name: "a\nb"}}, DeviceID: 1 << 40}
+	up := &EncodeOptions{UpstreamCompatible: true}
+	var buf bytes.Buffer
+	if _, err := up.Encode(&buf, m, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Decode(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Metadata.IOBindings[1].Name != "a\nb" || b.Metadata.DeviceID != 1<<40 {
+		t.Errorf("decoded %+v", b.Metadata)
+	}
+	if _, err := Encode(io.Discard, m, nil, 0); err == nil {
+		t.Error("safe mode accepted it")
+	}
+}
+
+func TestEncodeEngineErrors(t *testing.T) {
+	m := &Metadata{IOBindings: []Binding{{Name: "x", IsInput: true}}}
+	if _, err := Encode(io.Discard, m, strings.NewReader("abc"), 10); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("short engine: err = %v, want ErrUnexpectedEOF", err)
+	}
+	if _, err := Encode(io.Discard, m, strings.NewReader("abc"), -1); err == nil {
+		t.Error("negative engine size accepted")
+	}
+	if _, err := Encode(io.Discard, nil, nil, 0); err == nil {
+		t.Error("nil metadata accepted")
+	}
+	sr, err := NewBlobReader(m, strings.NewReader("abc"), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(sr); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("blob reader over a short engine: err = %v", err)
+	}
+	if _, err := Encode(failWriter{}, m, strings.NewReader("abc"), 3); err == nil {
+		t.Error("writer error lost")
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write(p []byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestBlobReaderAt(t *testing.T) {
+	m := &Metadata{IOBindings: []Binding{{Name: "in", IsInput: true}, {Name: "out"}}, TargetPlatform: "linux_x86_64"}
+	engine := bytes.Repeat([]byte("0123456789abcdef!"), 100)
+	var want bytes.Buffer
+	if _, err := Encode(&want, m, bytes.NewReader(engine), int64(len(engine))); err != nil {
+		t.Fatal(err)
+	}
+	sr, err := NewBlobReader(m, bytes.NewReader(engine), int64(len(engine)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := iotest.TestReader(io.NewSectionReader(sr, 0, sr.Size()), want.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	// Reads straddling the metadata/engine boundary and the end.
+	b := make([]byte, 64)
+	for _, off := range []int64{0, 200, 250, sr.Size() - 10, sr.Size()} {
+		n, err := sr.ReadAt(b, off)
+		end := min(off+64, sr.Size())
+		if n != int(end-off) || !bytes.Equal(b[:n], want.Bytes()[off:end]) {
+			t.Errorf("ReadAt(%d) = %d bytes, want %d", off, n, end-off)
+		}
+		if (end-off < 64) != (err == io.EOF) {
+			t.Errorf("ReadAt(%d) err = %v", off, err)
+		}
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	good := func() []byte {
+		var buf bytes.Buffer
+		m := &Metadata{IOBindings: []Binding{{Name: "x", IsInput: true}}}
+		if _, err := Encode(&buf, m, strings.NewReader("ENGINE"), 6); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	withMeta := func(js string) []byte {
+		b := good()[:32]
+		b = append(b, js...)
+		for len(b)%16 != 0 {
+			b = append(b, 0)
+		}
+		eo := len(b)
+		b = append(b, "ENGINE"...)
+		putLE32(b[8:], uint32(len(js)))
+		putLE32(b[12:], uint32(eo))
+		return b
+	}
+	for _, c := range []struct {
+		name  string
+		blob  []byte
+		field string
+		off   int64
+	}{
+		{"short", good()[:20], "header", 20},
+		{"magic", patch(good(), 0, "TR1\x00"), "magic", 0},
+		{"metadata offset", patch(good(), 4, "\x10\x00\x00\x00"), "metadata_offset", 4},
+		{"unaligned engine", patch(good(), 12, "\x41\x00\x00\x00"), "engine_offset", 12},
+		{"metadata past end", patch(good(), 8, "\xff\xff\x00\x00"), "metadata_size", 8},
+		{"engine past end", patch(good(), 16, "\x07"), "engine_size", 16},
+		{"engine size wraps", patch(good(), 16, "\xf0\xff\xff\xff\xff\xff\xff\xff"), "engine_size", 16},
+		{"bad UTF-8", withMeta("{\"io_bindings\":[{\"name\":\"\xc3\"}]}"), "metadata", 32 + 25},
+		{"syntax", withMeta(`{"io_bindings":[}`), "metadata", 32 + 16},
+		{"BOM", withMeta("\ufeff{}"), "metadata", 32},
+		{"NaN", withMeta(`{"device_id":NaN}`), "metadata", 32 + 13},
+		{"lone surrogate", withMeta(`{"target_platform":"\ud800"}`), "metadata", 32 + 20},
+		{"not object", withMeta(`[]`), "metadata", 32},
+		{"io_bindings object", withMeta(`{"io_bindings":{}}`), "metadata.io_bindings", 32 + 15},
+		{"shape float", withMeta(`{"io_bindings":[{"name":"x","shape":[1.0]}]}`), "metadata.io_bindings[0].shape[0]", 32 + 37},
+		{"device id huge", withMeta(`{"device_id":9223372036854775808}`), "metadata.device_id", 32 + 13},
+		{"aliased no output", withMeta(`{"aliased_io":[{"input":"x"}]}`), "metadata.aliased_io[0]", 32 + 15},
+		{"kind null", withMeta(`{"aliased_io":[{"output":"o","input":"x","kind":null}]}`), "metadata.aliased_io[0].kind", 32 + 48},
+		{"duplicate aliased output", withMeta(`{"aliased_io":[{"output":"o","input":"x"},{"output":"o","input":"y"}]}`), "metadata.aliased_io[1].output", 32 + 52},
+		{"deep nesting", withMeta(`{"x":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`), "metadata", 32 + 5 + 999}, // the object is level 1
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Decode(bytes.NewReader(c.blob), int64(len(c.blob)))
+			var be *BlobError
+			if !errors.As(err, &be) {
+				t.Fatalf("err = %v, want *BlobError", err)
+			}
+			if be.Field != c.field || be.Off != c.off {
+				t.Errorf("error at %s byte %d, want %s byte %d: %v", be.Field, be.Off, c.field, c.off, err)
+			}
+		})
+	}
+	// Python's defaults for absent keys; last duplicate key wins.
+	dflt := withMeta(`{"io_bindings":[{"name":"a","name":"b"}],"aliased_io":[{"output":"o","input":"b"}],"device_id":1,"device_id":2}`)
+	b, err := Decode(bytes.NewReader(dflt), int64(len(dflt)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Metadata{IOBindings: []Binding{{Name: "b", Shape: []int64{}, IsInput: true}}, AliasedIO: []AliasedIO{{"o", "b", KindKVCacheUpdate}}, DeviceID: 2}
+	if got := b.Metadata; got.IOBindings[0].Name != "b" || !got.IOBindings[0].IsInput || got.AliasedIO[0] != want.AliasedIO[0] || got.DeviceID != 2 || got.HardwareCompatible {
+		t.Errorf("defaults: got %+v, want %+v", got, want)
+	}
+}
+
+func TestReadErrors(t *testing.T) {
+	var buf bytes.Buffer
+	if _, err := Encode(&buf, &Metadata{IOBindings: []Binding{{Name: "x", IsInput: true}}}, strings.NewReader("E"), 1); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	r := iotest.ErrReader(boom)
+	ra := readerAtFunc(func(p []byte, off int64) (int, error) { return r.Read(p) })
+	if _, err := Decode(ra, int64(buf.Len())); !errors.Is(err, boom) {
+		t.Errorf("Decode err = %v", err)
+	}
+	if _, err := ReadDeployed(ra, int64(buf.Len())); !errors.Is(err, boom) {
+		t.Errorf("ReadDeployed err = %v", err)
+	}
+	if _, err := Check(ra, int64(buf.Len())); !errors.Is(err, boom) {
+		t.Errorf("Check err = %v", err)
+	}
+	// A reader shorter than the size claimed.
+	short := bytes.NewReader(buf.Bytes()[:40])
+	if _, err := Decode(short, int64(buf.Len())); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("short reader: err = %v", err)
+	}
+}
+
+type readerAtFunc func(p []byte, off int64) (int, error)
+
+func (f readerAtFunc) ReadAt(p []byte, off int64) (int, error) { return f(p, off) }
+
+func TestDeployedScanner(t *testing.T) {
+	for _, c := range []struct {
+		name, meta string
+		ok         bool
+		in, out    []string
+		hw         bool
+		dev        int32
+		aliases    int
+	}{
+		{"commas tolerated", `{"io_bindings":[,{"name":"a",,"is_input":true},]}`, true, []string{"a"}, nil, false, 0, 0},
+		{"key without colon", `{"io_bindings":[{"name" "a"}]}`, false, nil, nil, false, 0, 0},
+		{"unterminated", `{"io_bindings":[{"name":"a"`, false, nil, nil, false, 0, 0},
+		{"trailing backslash", `{"io_bindings":[{"name":"a\`, false, nil, nil, false, 0, 0},
+		{"nested skip", `{"io_bindings":[{"x":{"y":["}",{"z":1}]},"name":"a","is_input":false}]}`, true, nil, []string{"a"}, false, 0, 0},
+		{"is_input trueX in binding", `{"io_bindings":[{"name":"a","is_input":trueX}]}`, false, nil, nil, false, 0, 0},
+		{"hw prefix", `{"io_bindings":[],"hardware_compatible": falsey}`, true, nil, nil, false, 0, 0},
+		{"hw missing colon", `{"io_bindings":[],"hardware_compatible"}`, false, nil, nil, false, 0, 0},
+		{"device wraps negative", `{"io_bindings":[],"device_id":-4294967297}`, true, nil, nil, false, -1, 0},
+		{"escaped key text is no match", `{"io_bindings":[],"note":"\"device_id\":7","device_id":3}`, true, nil, nil, false, 3, 0},
+		{"device in string value", `{"io_bindings":[],"note":"device_id","other":7,"device_id":3}`, true, nil, nil, false, 7, 0},
+		{"aliased drops empty", `{"io_bindings":[],"aliased_io":[{"output":"","input":"x"},{"output":"o","input":"x","kind":""}]}`, true, nil, nil, false, 0, 1},
+		{"aliased no bracket", `{"io_bindings":[],"aliased_io":5}`, false, nil, nil, false, 0, 0},
+		{"aliased before bindings ignored", `{"aliased_io":[{"output":"o","input":"x"}],"io_bindings":[]}`, true, nil, nil, false, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var v DeployedView
+			reason := scanMetadata([]byte(c.meta), &v)
+			if (reason == "") != c.ok {
+				t.Fatalf("ok = %v (reason %q), want %v", reason == "", reason, c.ok)
+			}
+			if !c.ok {
+				return
+			}
+			if !equalStringSlices(v.Inputs, nz(c.in)) || !equalStringSlices(v.Outputs, nz(c.out)) ||
+				v.HardwareCompatible != c.hw || v.DeviceID != c.dev || len(v.AliasedIO) != c.aliases {
+				t.Errorf("got in %q out %q hw %v dev %d aliases %v", v.Inputs, v.Outputs, v.HardwareCompatible, v.DeviceID, v.AliasedIO)
+			}
+		})
+	}
+}
+
+func nz(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func TestHazardMessages(t *testing.T) {
+	blob := func(meta string) []byte {
+		b := make([]byte, 32, 32+len(meta)+16)
+		copy(b, "TR01")
+		b = append(b, meta...)
+		for len(b)%16 != 0 {
+			b = append(b, ' ')
+		}
+		putLE32(b[4:], 32)
+		putLE32(b[8:], uint32(len(meta)))
+		putLE32(b[12:], uint32(len(b)))
+		return b
+	}
+	for _, c := range []struct {
+		meta string
+		kind HazardKind
+		text string
+	}{
+		{`{"io_bindings":[{"name":"x"}]}`, HazardInputs, `"x" is read as an output`},
+		{`{"io_bindings":[{"name":"x"}]}`, HazardOutputs, `outputs differ: the metadata says [], the deployed reader sees ["x"]`},
+		{`{"io_bindings":[{"name":"","is_input":true},{"name":"y","is_input":true}]}`, HazardInputs, `empty name is dropped`},
+		{`{"io_bindings":[{"name":"caf\u00e9","is_input":true}]}`, HazardInputs, `input 0 "café" is read as "cafu00e9"`},
+		{`{"io_bindings":[{"name":"o","is_input":false}],"aliased_io":[{"output":"o","input":"device_id","kind":"user"}],"device_id":1}`, HazardDeployedRejects, `InvalidProgram`},
+		{`{"io_bindings":[],"device_id":-2}`, HazardNegativeDeviceID, `-2`},
+		{`{"io_bindings":[{"name":"x","is_input":true}]} junk`, HazardDeployedAccepts, `extra data`},
+	} {
+		b := blob(c.meta)
+		rep, err := Check(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, h := range rep.Hazards {
+			if h.Kind == c.kind && strings.Contains(h.String(), c.text) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no %s hazard containing %q in %v", c.meta, c.kind, c.text, rep.Hazards)
+		}
+	}
+}
+
+func patch(b []byte, off int, s string) []byte {
+	copy(b[off:], s)
+	return b
+}
+
+func putLE32(b []byte, v uint32) { copy(b, appendLE32(nil, v)) }
