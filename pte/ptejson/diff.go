@@ -253,3 +253,59 @@ func sameNumber(x, y string) bool {
 	fy, erry := strconv.ParseFloat(y, 64)
 	return errx == nil && erry == nil && fx == fy
 }
+
+// UpstreamMembers are the members DiffUpstream compares, in order. The
+// upstream view calls the program member "raw_program".
+var UpstreamMembers = []string{"file", "extended_header", "segments", "delegates", "program"}
+
+// DiffUpstream compares ours, the JSON form of a Document built with
+// hashing on, with upstream, the view of the same file printed by the
+// ExecuTorch reference tooling around the upstream Python deserializer
+// (the NAME.json files of the shared corpus and vectors): its file,
+// extended_header, segments, delegates and raw_program members against our
+// file, extended_header, segments, delegates and program. Members only we
+// have (each delegate's tensorrt) are not compared. Paths in the result use
+// our member names.
+func DiffUpstream(ours, upstream []byte) ([]Difference, error) {
+	a, err := toNode(json.RawMessage(ours))
+	if err != nil {
+		return nil, fmt.Errorf("ptejson: our document: %w", err)
+	}
+	b, err := toNode(json.RawMessage(upstream))
+	if err != nil {
+		return nil, fmt.Errorf("ptejson: upstream document: %w", err)
+	}
+	if a.kind != 'o' || b.kind != 'o' {
+		return nil, fmt.Errorf("ptejson: both documents must be JSON objects")
+	}
+	if del := a.obj["delegates"]; del != nil && del.kind == 'a' {
+		for _, d := range del.arr {
+			d.remove("tensorrt")
+		}
+	}
+	var out []Difference
+	for _, m := range UpstreamMembers {
+		um := m
+		if m == "program" {
+			um = "raw_program"
+		}
+		diffNodes(m, a.obj[m], b.obj[um], &out)
+	}
+	return out, nil
+}
+
+func (n *node) remove(key string) {
+	if n.kind != 'o' {
+		return
+	}
+	if _, ok := n.obj[key]; !ok {
+		return
+	}
+	delete(n.obj, key)
+	for i, k := range n.keys {
+		if k == key {
+			n.keys = append(n.keys[:i], n.keys[i+1:]...)
+			break
+		}
+	}
+}

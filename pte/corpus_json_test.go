@@ -1,0 +1,79 @@
+package pte_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/pte/ptejson"
+)
+
+// jsonShared returns ../../shared/<sub>. When it is missing the test fails
+// in CI (env CI non-empty) and is skipped elsewhere.
+func jsonShared(t *testing.T, sub string) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "shared", sub)
+	if _, err := os.Stat(dir); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("shared data %s missing in CI: %v", dir, err)
+		}
+		t.Skipf("shared data %s missing: %v", dir, err)
+	}
+	return dir
+}
+
+// TestCorpus reads every real program of the shared corpus and compares
+// what we decoded, field by field, with the upstream Python deserializer's
+// view of it (corpus/ref/NAME.json): the extended header, the segments with
+// their sha256, the delegates with their compile specs and payload digests,
+// and the whole raw Program table. It reports the first differing JSON path
+// of each file (and how many paths differ).
+func TestCorpus(t *testing.T) {
+	dir := jsonShared(t, "corpus")
+	checkAgainstUpstream(t, dir, filepath.Join(dir, "ref"), "*.pte")
+}
+
+// TestVectorsJSON does the same for the TensorRT programs of vectors/pte,
+// whose NAME.json uses the same mapping.
+func TestVectorsJSON(t *testing.T) {
+	dir := jsonShared(t, "vectors/pte")
+	checkAgainstUpstream(t, dir, dir, "*.pte")
+}
+
+func checkAgainstUpstream(t *testing.T, dir, refDir, pattern string) {
+	files, err := filepath.Glob(filepath.Join(dir, pattern))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no %s in %s (%v)", pattern, dir, err)
+	}
+	for _, path := range files {
+		name := strings.TrimSuffix(filepath.Base(path), ".pte")
+		t.Run(name, func(t *testing.T) {
+			ref, err := os.ReadFile(filepath.Join(refDir, name+".json"))
+			if err != nil {
+				t.Fatalf("reference view: %v", err)
+			}
+			f, err := pte.Open(path)
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			defer f.Close()
+			doc, err := ptejson.Build(f, &ptejson.Options{Hash: true})
+			if err != nil {
+				t.Fatalf("build: %v", err)
+			}
+			ours, err := ptejson.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			diffs, err := ptejson.DiffUpstream(ours, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(diffs) > 0 {
+				t.Errorf("%d paths differ from the upstream view; first: %s", len(diffs), diffs[0])
+			}
+		})
+	}
+}

@@ -1,0 +1,398 @@
+package ptejson
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/schema"
+)
+
+// Document is the JSON form of a whole .pte file: what `pteinspect --json`
+// prints. Member order is fixed; see docs/json.md for the schema.
+type Document struct {
+	File           File            `json:"file"`
+	ExtendedHeader *ExtendedHeader `json:"extended_header"`
+	Segments       []*Segment      `json:"segments"`
+	Delegates      []*Delegate     `json:"delegates"`
+	Program        *Program        `json:"program"`
+}
+
+// File holds file-level facts.
+type File struct {
+	Size           int64  `json:"size"`
+	SHA256         Digest `json:"sha256,omitzero"`
+	RootOffset     uint32 `json:"root_offset"`     // u32 at byte 0
+	FileIdentifier string `json:"file_identifier"` // bytes 4..8, "ET12"
+}
+
+// ExtendedHeader is the eh00 header. SegmentDataSize is 0 for the 24-byte
+// header, which has no such field.
+type ExtendedHeader struct {
+	Magic             string `json:"magic"`
+	Length            uint32 `json:"length"`
+	ProgramSize       uint64 `json:"program_size"`
+	SegmentBaseOffset uint64 `json:"segment_base_offset"`
+	SegmentDataSize   uint64 `json:"segment_data_size"`
+}
+
+// Segment describes one entry of Program.segments and where its bytes are.
+type Segment struct {
+	Index  int    `json:"index"`
+	Offset uint64 `json:"offset"` // as stored: relative to segment_base_offset
+	Size   uint64 `json:"size"`
+	// FileOffset is segment_base_offset + offset, or offset alone when the
+	// file has no extended header.
+	FileOffset uint64 `json:"file_offset"`
+	// Resolvable is true when the file has an extended header with a
+	// non-zero segment_base_offset and the segment lies inside the file.
+	Resolvable bool `json:"resolvable"`
+	// SHA256 is present with hashing on; null when not resolvable.
+	SHA256 Digest `json:"sha256,omitzero"`
+	// UsedBy lists what refers to the segment: "constant_segment",
+	// "mutable_data_segment", "named_data:KEY" and
+	// "delegate:PLAN:DELEGATE:ID" (plan and delegate indices, backend id).
+	UsedBy []string `json:"used_by"`
+}
+
+// Delegate describes one delegate of one method, with its payload.
+type Delegate struct {
+	PlanIndex     int    `json:"plan_index"`
+	Plan          string `json:"plan"` // method name
+	DelegateIndex int    `json:"delegate_index"`
+	ID            string `json:"id"` // backend id, e.g. "TensorRTBackend"
+	// Location and Index are BackendDelegate.processed; null when absent.
+	Location     *Enum             `json:"location"`
+	Index        *uint32           `json:"index"`
+	CompileSpecs []*CompileSpecRaw `json:"compile_specs"`
+	// Size, SHA256 and Magic describe the payload; null when it cannot be
+	// located (a bad reference, or a segment outside the file).
+	Size   *int64 `json:"size"`
+	SHA256 Digest `json:"sha256,omitzero"`
+	// Magic is the payload's first four bytes (fewer when it is shorter),
+	// each byte as the Unicode code point of the same value (Latin-1).
+	Magic *string `json:"magic"`
+	// TensorRT is present for TensorRTBackend delegates whose payload could
+	// be located.
+	TensorRT *TensorRT `json:"tensorrt,omitempty"`
+}
+
+// CompileSpecRaw is a compile spec with its value bytes in full.
+type CompileSpecRaw struct {
+	Key      string `json:"key"`
+	ValueHex string `json:"value_hex"` // lowercase hex, "" for no bytes
+	// ValueUTF8 is the value as text; null when it is not valid UTF-8.
+	ValueUTF8 *string `json:"value_utf8"`
+}
+
+// Options control Build. The zero value (or nil) builds everything without
+// hashes.
+type Options struct {
+	// Hash adds SHA-256 digests: of the file, of every segment, of every
+	// delegate payload and of every byte vector in the program. Payloads
+	// are streamed, never loaded whole.
+	Hash bool
+	// Method, when not empty, keeps only that method in program.execution_plan
+	// and delegates (plan_index still counts every method).
+	Method string
+	// Backend, when not empty, keeps only delegates with this id.
+	Backend string
+}
+
+// ErrNoMethod is returned (wrapped) by Build when Options.Method names no
+// method of the program.
+var ErrNoMethod = errors.New("no such method")
+
+// Build returns the JSON form of f. It reads the first bytes of each
+// delegate payload (and the header and metadata of TensorRT blobs), and with
+// Options.Hash every segment, payload and the file itself.
+func Build(f *pte.File, opts *Options) (*Document, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	p := f.Program
+	if p == nil {
+		return nil, errors.New("ptejson: file has no decoded program")
+	}
+	b := &builder{f: f, r: f.ReaderAt(), opts: opts}
+	if opts.Method != "" {
+		found := false
+		for _, ep := range p.ExecutionPlan {
+			if ep != nil && ep.Name == opts.Method {
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("ptejson: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(MethodNames(p), ", "))
+		}
+	}
+
+	doc := &Document{
+		File: File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier},
+	}
+	if h := f.Header; h != nil {
+		doc.ExtendedHeader = &ExtendedHeader{
+			Magic:             h.Magic,
+			Length:            h.Length,
+			ProgramSize:       h.ProgramSize,
+			SegmentBaseOffset: h.SegmentBaseOffset,
+			SegmentDataSize:   h.SegmentDataSize,
+		}
+	}
+	if opts.Hash {
+		d, err := b.hashRange(0, f.Size)
+		if err != nil {
+			return nil, err
+		}
+		doc.File.SHA256 = d
+	}
+
+	var err error
+	if doc.Segments, err = b.segments(); err != nil {
+		return nil, err
+	}
+	if doc.Delegates, err = b.delegates(); err != nil {
+		return nil, err
+	}
+	doc.Program = NewProgram(p, opts.Hash)
+	if opts.Method != "" {
+		plans := doc.Program.ExecutionPlan[:0:0]
+		for _, ep := range doc.Program.ExecutionPlan {
+			if ep != nil && ep.Name == opts.Method {
+				plans = append(plans, ep)
+			}
+		}
+		doc.Program.ExecutionPlan = plans
+	}
+	return doc, nil
+}
+
+// MethodNames returns the names of p's methods in order.
+func MethodNames(p *pte.Program) []string {
+	names := make([]string, 0, len(p.ExecutionPlan))
+	for _, ep := range p.ExecutionPlan {
+		if ep != nil {
+			names = append(names, ep.Name)
+		}
+	}
+	return names
+}
+
+type builder struct {
+	f    *pte.File
+	r    io.ReaderAt
+	opts *Options
+}
+
+// segmentRange returns where segment i is in the file, and whether its
+// bytes can be reached there (header with a non-zero base, inside the file).
+func (b *builder) segmentRange(i int) (fileOff uint64, ok bool) {
+	s := b.f.Program.Segments[i]
+	if s == nil {
+		return 0, false
+	}
+	h := b.f.Header
+	if h == nil {
+		return s.Offset, false
+	}
+	fileOff = h.SegmentBaseOffset + s.Offset
+	size := uint64(b.f.Size)
+	ok = h.SegmentBaseOffset != 0 && fileOff >= h.SegmentBaseOffset &&
+		fileOff <= size && s.Size <= size-fileOff
+	return fileOff, ok
+}
+
+func (b *builder) hashRange(off, n int64) (Digest, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(b.r, off, n)); err != nil {
+		return Digest{}, fmt.Errorf("ptejson: hashing bytes %d..%d: %w", off, off+n, err)
+	}
+	return Digest{Hex: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+func (b *builder) segments() ([]*Segment, error) {
+	p := b.f.Program
+	out := make([]*Segment, len(p.Segments))
+	for i, s := range p.Segments {
+		off, ok := b.segmentRange(i)
+		seg := &Segment{Index: i, FileOffset: off, Resolvable: ok, UsedBy: []string{}}
+		if s != nil {
+			seg.Offset, seg.Size = s.Offset, s.Size
+		}
+		if b.opts.Hash {
+			if ok {
+				d, err := b.hashRange(int64(off), int64(s.Size))
+				if err != nil {
+					return nil, err
+				}
+				seg.SHA256 = d
+			} else {
+				seg.SHA256 = Digest{Unavailable: true}
+			}
+		}
+		out[i] = seg
+	}
+	use := func(idx uint64, what string) {
+		if idx < uint64(len(out)) {
+			out[idx].UsedBy = append(out[idx].UsedBy, what)
+		}
+	}
+	if cs := p.ConstantSegment; cs != nil {
+		use(uint64(cs.SegmentIndex), "constant_segment")
+	}
+	for _, m := range p.MutableDataSegments {
+		if m != nil {
+			use(uint64(m.SegmentIndex), "mutable_data_segment")
+		}
+	}
+	for _, nd := range p.NamedData {
+		if nd != nil {
+			use(uint64(nd.SegmentIndex), "named_data:"+nd.Key)
+		}
+	}
+	for pi, ep := range p.ExecutionPlan {
+		if ep == nil {
+			continue
+		}
+		for di, d := range ep.Delegates {
+			if d != nil && d.Processed != nil && d.Processed.Location == schema.DataLocationSEGMENT {
+				use(uint64(d.Processed.Index), fmt.Sprintf("delegate:%d:%d:%s", pi, di, d.ID))
+			}
+		}
+	}
+	return out, nil
+}
+
+// payload locates a delegate's processed bytes: in memory for INLINE, a
+// file range for SEGMENT. ok is false when the reference cannot be followed.
+type payload struct {
+	inline []byte
+	r      io.ReaderAt
+	off    int64
+	size   int64
+}
+
+func (pl *payload) reader() io.ReaderAt {
+	if pl.r == nil {
+		return bytes.NewReader(pl.inline)
+	}
+	return io.NewSectionReader(pl.r, pl.off, pl.size)
+}
+
+func (b *builder) locate(ref *pte.BackendDelegateDataReference) (*payload, bool) {
+	p := b.f.Program
+	if ref == nil {
+		return nil, false
+	}
+	switch ref.Location {
+	case schema.DataLocationINLINE:
+		if uint64(ref.Index) >= uint64(len(p.BackendDelegateData)) || p.BackendDelegateData[ref.Index] == nil {
+			return nil, false
+		}
+		data := p.BackendDelegateData[ref.Index].Data
+		return &payload{inline: data, size: int64(len(data))}, true
+	case schema.DataLocationSEGMENT:
+		if uint64(ref.Index) >= uint64(len(p.Segments)) {
+			return nil, false
+		}
+		off, ok := b.segmentRange(int(ref.Index))
+		if !ok {
+			return nil, false
+		}
+		return &payload{r: b.r, off: int64(off), size: int64(p.Segments[ref.Index].Size)}, true
+	}
+	return nil, false
+}
+
+func (b *builder) delegates() ([]*Delegate, error) {
+	p := b.f.Program
+	out := []*Delegate{}
+	for pi, ep := range p.ExecutionPlan {
+		if ep == nil || (b.opts.Method != "" && ep.Name != b.opts.Method) {
+			continue
+		}
+		for di, d := range ep.Delegates {
+			if d == nil || (b.opts.Backend != "" && d.ID != b.opts.Backend) {
+				continue
+			}
+			del, err := b.delegate(pi, ep.Name, di, d)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, del)
+		}
+	}
+	return out, nil
+}
+
+func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) (*Delegate, error) {
+	del := &Delegate{
+		PlanIndex:     pi,
+		Plan:          plan,
+		DelegateIndex: di,
+		ID:            d.ID,
+		CompileSpecs:  make([]*CompileSpecRaw, 0, len(d.CompileSpecs)),
+	}
+	if ref := d.Processed; ref != nil {
+		loc := location(ref.Location)
+		idx := ref.Index
+		del.Location, del.Index = &loc, &idx
+	}
+	for _, cs := range d.CompileSpecs {
+		if cs == nil {
+			continue
+		}
+		raw := &CompileSpecRaw{Key: cs.Key, ValueHex: hex.EncodeToString(cs.Value)}
+		if utf8.Valid(cs.Value) {
+			s := string(cs.Value)
+			raw.ValueUTF8 = &s
+		}
+		del.CompileSpecs = append(del.CompileSpecs, raw)
+	}
+
+	pl, ok := b.locate(d.Processed)
+	if !ok {
+		if b.opts.Hash {
+			del.SHA256 = Digest{Unavailable: true}
+		}
+		return del, nil
+	}
+	size := pl.size
+	del.Size = &size
+	r := pl.reader()
+	var head [4]byte
+	n, err := r.ReadAt(head[:min(4, size)], 0)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == min(4, size)) {
+		return nil, fmt.Errorf("ptejson: execution_plan[%d].delegates[%d]: reading payload: %w", pi, di, err)
+	}
+	magic := latin1(head[:n])
+	del.Magic = &magic
+	if b.opts.Hash {
+		h := sha256.New()
+		if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
+			return nil, fmt.Errorf("ptejson: execution_plan[%d].delegates[%d]: hashing payload: %w", pi, di, err)
+		}
+		del.SHA256 = Digest{Hex: hex.EncodeToString(h.Sum(nil))}
+	}
+	if d.ID == trtBackendID {
+		if del.TensorRT, err = newTensorRT(r, size); err != nil {
+			return nil, fmt.Errorf("ptejson: execution_plan[%d].delegates[%d]: reading TensorRT blob: %w", pi, di, err)
+		}
+	}
+	return del, nil
+}
+
+// latin1 maps each byte to the code point of the same value.
+func latin1(b []byte) string {
+	var s strings.Builder
+	for _, c := range b {
+		s.WriteRune(rune(c))
+	}
+	return s.String()
+}

@@ -1,0 +1,162 @@
+package ptejson
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/ptekit/ptekit/delegate"
+)
+
+const trtBackendID = delegate.BackendID
+
+// TensorRT describes the payload of a TensorRTBackend delegate: its blob
+// header, its metadata as the exporter meant it, what the deployed C++
+// reader makes of it, and the differences between the two.
+type TensorRT struct {
+	// The header fields; null when the payload is shorter than the header.
+	Magic          *string `json:"magic"` // four bytes, Latin-1
+	MetadataOffset *uint32 `json:"metadata_offset"`
+	MetadataSize   *uint32 `json:"metadata_size"`
+	EngineOffset   *uint32 `json:"engine_offset"`
+	EngineSize     *uint64 `json:"engine_size"`
+	// Metadata is the parsed metadata JSON (strict JSON, as the upstream
+	// Python reader reads it); null when the blob is unreadable.
+	Metadata *TRTMetadata `json:"metadata"`
+	// Error says why the blob is unreadable; absent when it is readable.
+	Error string `json:"error,omitempty"`
+	// Deployed is what the C++ delegate's reader yields at load time.
+	Deployed *Deployed `json:"deployed"`
+	// Hazards lists, in words, every way the deployed reader's view differs
+	// from what the metadata says; [] when none.
+	Hazards []string `json:"hazards"`
+}
+
+// TRTMetadata is the JSON form of delegate.Metadata.
+type TRTMetadata struct {
+	IOBindings         []TRTBinding   `json:"io_bindings"`
+	AliasedIO          []TRTAliasedIO `json:"aliased_io"`
+	HardwareCompatible bool           `json:"hardware_compatible"`
+	DeviceID           int64          `json:"device_id"`
+	SerializedMetadata string         `json:"serialized_metadata"`
+	TargetPlatform     string         `json:"target_platform"`
+}
+
+// TRTBinding is the JSON form of delegate.Binding.
+type TRTBinding struct {
+	Name    string  `json:"name"`
+	DType   string  `json:"dtype"`
+	Shape   []int64 `json:"shape"`
+	IsInput bool    `json:"is_input"`
+}
+
+// TRTAliasedIO is the JSON form of delegate.AliasedIO.
+type TRTAliasedIO struct {
+	Output string `json:"output"`
+	Input  string `json:"input"`
+	Kind   string `json:"kind"`
+}
+
+// Deployed is the JSON form of delegate.DeployedView. When OK is false the
+// blob is rejected at load time (the backend's init fails with
+// InvalidProgram) and only {"ok": false} is written.
+type Deployed struct {
+	OK                 bool           `json:"ok"`
+	Inputs             []string       `json:"inputs"`
+	Outputs            []string       `json:"outputs"`
+	AliasedIO          []TRTAliasedIO `json:"aliased_io"`
+	HardwareCompatible bool           `json:"hardware_compatible"`
+	DeviceID           int32          `json:"device_id"`
+}
+
+// MarshalJSON writes only {"ok": false} for a rejected blob.
+func (d *Deployed) MarshalJSON() ([]byte, error) {
+	if !d.OK {
+		return []byte(`{"ok":false}`), nil
+	}
+	type plain Deployed
+	return json.Marshal((*plain)(d))
+}
+
+// newTensorRT reads a TensorRT blob of size bytes from r both ways (the
+// strict reading and the deployed C++ reader's) and lists the hazards. The
+// error is only for failures to read r.
+func newTensorRT(r io.ReaderAt, size int64) (*TensorRT, error) {
+	rep, err := delegate.Check(r, size)
+	if err != nil {
+		return nil, err
+	}
+	t := &TensorRT{Hazards: []string{}}
+	dv := rep.Deployed
+	switch {
+	case rep.Blob != nil:
+		h := &rep.Blob.Header
+		t.setHeader(h.Magic, &h.MetadataOffset, &h.MetadataSize, &h.EngineOffset, &h.EngineSize)
+	case dv.Magic == delegate.MagicTR01 || dv.Magic == delegate.MagicTR02:
+		// The deployed reader stores the offsets once the magic is known.
+		t.setHeader(dv.Magic, &dv.MetadataOffset, &dv.MetadataSize, &dv.EngineOffset, &dv.EngineSize)
+	case size >= delegate.HeaderSize:
+		t.setHeader(dv.Magic, nil, nil, nil, nil)
+	}
+	if rep.Err != nil {
+		t.Error = rep.Err.Error()
+	} else {
+		t.Metadata = trtMetadata(&rep.Blob.Metadata)
+	}
+	t.Deployed = &Deployed{
+		OK:                 dv.OK,
+		Inputs:             nonNil(dv.Inputs),
+		Outputs:            nonNil(dv.Outputs),
+		AliasedIO:          aliased(dv.AliasedIO),
+		HardwareCompatible: dv.HardwareCompatible,
+		DeviceID:           dv.DeviceID,
+	}
+	for _, hz := range rep.Hazards {
+		t.Hazards = append(t.Hazards, hz.String())
+	}
+	return t, nil
+}
+
+func (t *TensorRT) setHeader(magic [4]byte, mo, ms, eo *uint32, es *uint64) {
+	m := latin1(magic[:])
+	t.Magic = &m
+	t.MetadataOffset, t.MetadataSize, t.EngineOffset, t.EngineSize = cp(mo), cp(ms), cp(eo), cp(es)
+}
+
+// cp returns a pointer to a copy of *p, or nil.
+func cp[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func aliased(a []delegate.AliasedIO) []TRTAliasedIO {
+	out := make([]TRTAliasedIO, len(a))
+	for i, x := range a {
+		out[i] = TRTAliasedIO{Output: x.Output, Input: x.Input, Kind: x.Kind}
+	}
+	return out
+}
+
+func trtMetadata(m *delegate.Metadata) *TRTMetadata {
+	out := &TRTMetadata{
+		IOBindings:         make([]TRTBinding, len(m.IOBindings)),
+		AliasedIO:          aliased(m.AliasedIO),
+		HardwareCompatible: m.HardwareCompatible,
+		DeviceID:           m.DeviceID,
+		SerializedMetadata: m.SerializedMetadata,
+		TargetPlatform:     m.TargetPlatform,
+	}
+	for i, b := range m.IOBindings {
+		out.IOBindings[i] = TRTBinding{Name: b.Name, DType: b.DType, Shape: nonNil(b.Shape), IsInput: b.IsInput}
+	}
+	return out
+}
