@@ -1,0 +1,153 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/pte"
+)
+
+// BudgetSource says where a weight streaming budget came from.
+type BudgetSource string
+
+// Budget sources, in the TensorRT delegate's order of precedence.
+const (
+	SourceLoadOption  BudgetSource = "load_option"  // load-time option weight_streaming_budget
+	SourceCompileSpec BudgetSource = "compile_spec" // the delegate's weight_streaming_budget compile spec
+	SourceAutomatic   BudgetSource = "automatic"    // neither: TensorRT's automatic budget
+	SourceSetBudget   BudgetSource = "set_budget"   // changed after load with Method.SetBudget
+)
+
+// Plan is what the TensorRT backend decided for one engine. Every pointer
+// field is nil when the value is not known (a stand-in engine whose facts
+// were not stated) or does not apply.
+type Plan struct {
+	Method   string `json:"method"`
+	Delegate int    `json:"delegate"`
+	Backend  string `json:"backend"`
+	// Device is the CUDA device the engine runs on: the blob's device_id as
+	// the deployed reader reads it.
+	Device int `json:"device"`
+	// Inputs and Outputs are the engine's binding names as the deployed
+	// reader reads them.
+	Inputs  []string `json:"inputs"`
+	Outputs []string `json:"outputs"`
+
+	// Source is where the budget came from.
+	Source BudgetSource `json:"source"`
+	// Requested is the explicit budget in bytes (nil for automatic).
+	Requested *int64 `json:"requested"`
+	// Streamable is the engine's streamable weight size.
+	Streamable *int64 `json:"streamable"`
+	// Applied is the budget in force on the engine: Requested clamped to
+	// Streamable, or the automatic budget, or 0 after the automatic
+	// fallback. Nil when the engine has nothing streamable (all weights
+	// stay resident) or when it depends on an engine fact nobody stated.
+	Applied *int64 `json:"applied"`
+	// Reason explains the outcome in one sentence.
+	Reason string `json:"reason"`
+	// Notes lists other decisions worth knowing, such as an empty load-time
+	// option that was ignored.
+	Notes []string `json:"notes,omitempty"`
+
+	// Scratch is the activation scratch memory the execution context needs.
+	Scratch *int64 `json:"scratch"`
+	// SharedScratch says whether the engine uses the shared scratch pool
+	// (the setting in force when it was initialized).
+	SharedScratch bool `json:"shared_scratch"`
+	// Assumed lists the figures that come from a stand-in engine rather
+	// than a real one (e.g. "streamable", "scratch", "automatic").
+	Assumed []string `json:"assumed,omitempty"`
+}
+
+// Resolution is the outcome of ResolveBudget: which budget the delegate
+// asks for, before the engine is consulted.
+type Resolution struct {
+	Source BudgetSource
+	// Explicit is true for SourceLoadOption and SourceCompileSpec.
+	Explicit bool
+	// Bytes is the explicit budget (0 for automatic).
+	Bytes int64
+	// Notes holds non-fatal findings (an empty load-time string).
+	Notes []string
+}
+
+// Messages of the TensorRT delegate for a rejected budget, kept close to
+// the upstream log text.
+const (
+	msgMalformedOption   = "malformed weight_streaming_budget runtime option"
+	msgBadOptionType     = "weight_streaming_budget runtime option must be a non-negative int or a decimal byte string"
+	msgEmptyOption       = "weight_streaming_budget runtime option is empty and was ignored"
+	msgDuplicateSpec     = "duplicate weight_streaming_budget compile spec"
+	msgMalformedSpec     = "malformed weight_streaming_budget compile spec"
+	msgNotStreamable     = "weight_streaming_budget ignored; engine has no streamable weights (it was not built with enable_weight_streaming=True, or none of its weights are streamable). The engine runs with all weights resident."
+	msgAutomaticFallback = "automatic weight streaming budget failed; falling back to budget 0 (stream all weights)"
+)
+
+// ResolveBudget decides the weight streaming budget of one TensorRT delegate
+// from its load-time options (runtimeSpecs: the options addressed to
+// TensorRTBackend) and compile specs, exactly as TensorRTBackend::init does:
+//
+//  1. The first load-time option weight_streaming_budget, if any: a
+//     non-empty string is parsed with compilespec.ParseBudgetOption (a
+//     malformed one fails); an empty string is noted and ignored; an int
+//     >= 0 is taken as is; a bool or a negative int fails.
+//  2. Otherwise the compile specs: two with the key (compared as C strings)
+//     fail; one is parsed with compilespec.ParseBudget (malformed fails).
+//     When step 1 produced a value the compile specs are not examined at
+//     all, so a broken spec is then harmless.
+//  3. Otherwise the budget is automatic.
+//
+// Failures are *Error with code InvalidProgram.
+func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution, error) {
+	var res Resolution
+	if v, ok := LookupOption(runtimeSpecs, compilespec.KeyWeightStreamingBudget); ok {
+		switch v.Kind() {
+		case OptionString:
+			s, _ := v.Str()
+			n, err := compilespec.ParseBudgetOption(s)
+			switch {
+			case errors.Is(err, compilespec.ErrEmptyBudgetOption):
+				res.Notes = append(res.Notes, msgEmptyOption)
+			case err != nil:
+				return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: msgMalformedOption, Err: err}
+			default:
+				return Resolution{Source: SourceLoadOption, Explicit: true, Bytes: n}, nil
+			}
+		case OptionInt:
+			if n, _ := v.Int(); n >= 0 {
+				return Resolution{Source: SourceLoadOption, Explicit: true, Bytes: int64(n)}, nil
+			}
+			return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
+				Msg: fmt.Sprintf("%s (got the int %s)", msgBadOptionType, v)}
+		default:
+			return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
+				Msg: fmt.Sprintf("%s (got the %s %s)", msgBadOptionType, v.Kind(), v)}
+		}
+	}
+	found := -1
+	for i, s := range specs {
+		if s == nil || !compilespec.CKeyEqual(s.Key, compilespec.KeyWeightStreamingBudget) {
+			continue
+		}
+		if found >= 0 {
+			return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
+				Msg: fmt.Sprintf("%s (compile_specs[%d] and compile_specs[%d])", msgDuplicateSpec, found, i)}
+		}
+		found = i
+	}
+	if found >= 0 {
+		n, err := compilespec.ParseBudget(specs[found].Value)
+		if err != nil {
+			return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
+				Msg: fmt.Sprintf("%s (compile_specs[%d])", msgMalformedSpec, found), Err: err}
+		}
+		res.Source, res.Explicit, res.Bytes = SourceCompileSpec, true, n
+		return res, nil
+	}
+	res.Source = SourceAutomatic
+	return res, nil
+}
+
+func ptr(n int64) *int64 { return &n }

@@ -1,0 +1,143 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/ptekit/ptekit/pte"
+)
+
+// Error codes used by this package; they are ExecuTorch's (see pte.Code).
+const (
+	CodeInternal         = pte.CodeInternal
+	CodeInvalidState     = pte.CodeInvalidState
+	CodeNotSupported     = pte.CodeNotSupported
+	CodeInvalidArgument  = pte.CodeInvalidArgument
+	CodeOperatorMissing  = pte.CodeOperatorMissing
+	CodeNotFound         = pte.CodeNotFound
+	CodeMemoryAllocation = pte.CodeMemoryAllocation
+	CodeInvalidProgram   = pte.CodeInvalidProgram
+)
+
+// Error is a load or execution failure. Code is the ExecuTorch error class
+// the deployed runtime reports for the same failure; Method, Delegate,
+// Backend and Instruction say where it happened when known.
+type Error struct {
+	Code        pte.Code
+	Method      string // method name, "" when not method-specific
+	Delegate    int    // delegate index in the method, -1 when not about a delegate
+	Backend     string // backend id, "" when not about a backend
+	Instruction int    // instruction index in the chain, -1 when not executing
+	Msg         string // what went wrong, lower case
+	Err         error  // underlying error, may be nil
+}
+
+// errorf returns an *Error with no location; callers fill it in.
+func errorf(code pte.Code, format string, args ...any) *Error {
+	return &Error{Code: code, Delegate: -1, Instruction: -1, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Errorf returns an *Error with the given code and message. Backends use it
+// to report failures with an ExecuTorch error class; the loader adds the
+// method, delegate and backend.
+func Errorf(code pte.Code, format string, args ...any) error {
+	return errorf(code, format, args...)
+}
+
+// Error formats the error as
+// `runtime: method "forward" delegate 0 (TensorRTBackend): MSG: CODE`.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("runtime: ")
+	if e.Method != "" {
+		fmt.Fprintf(&b, "method %q ", e.Method)
+	}
+	if e.Instruction >= 0 {
+		fmt.Fprintf(&b, "instruction %d ", e.Instruction)
+	}
+	if e.Delegate >= 0 {
+		fmt.Fprintf(&b, "delegate %d ", e.Delegate)
+	}
+	if e.Backend != "" {
+		fmt.Fprintf(&b, "(%s) ", e.Backend)
+	}
+	s := strings.TrimSuffix(b.String(), " ")
+	b.Reset()
+	b.WriteString(s)
+	if s != "runtime:" {
+		b.WriteString(":")
+	}
+	b.WriteString(" ")
+	b.WriteString(e.Msg)
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	b.WriteString(" [")
+	b.WriteString(e.Code.String())
+	b.WriteString("]")
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Kind returns the code's name in snake case, as the JSON outputs spell it:
+// "invalid_program", "invalid_argument", "not_found", ...
+func (e *Error) Kind() string { return KindOf(e.Code) }
+
+// KindOf converts an ExecuTorch error code to snake case: InvalidProgram
+// becomes "invalid_program".
+func KindOf(c pte.Code) string {
+	var b strings.Builder
+	for i, r := range c.String() {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// CodeOf returns the ExecuTorch error class of err: the Code of an *Error or
+// *pte.FormatError in its chain, CodeOk for nil, and CodeInternal otherwise.
+func CodeOf(err error) pte.Code {
+	if err == nil {
+		return pte.CodeOk
+	}
+	var re *Error
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	var fe *pte.FormatError
+	if errors.As(err, &fe) {
+		return fe.Code
+	}
+	return CodeInternal
+}
+
+// locate returns err as an *Error carrying the given location, keeping a
+// backend-supplied code. Fields already set are kept.
+func locate(err error, method string, delegate int, backend string) *Error {
+	var re *Error
+	if errors.As(err, &re) {
+		out := *re
+		if out.Method == "" {
+			out.Method = method
+		}
+		if out.Delegate < 0 {
+			out.Delegate = delegate
+		}
+		if out.Backend == "" {
+			out.Backend = backend
+		}
+		return &out
+	}
+	return &Error{Code: CodeOf(err), Method: method, Delegate: delegate, Backend: backend, Instruction: -1,
+		Msg: "failed", Err: err}
+}

@@ -1,0 +1,71 @@
+package runtime
+
+import (
+	"errors"
+	"io"
+)
+
+// StandIn is an EngineFactory for planning without a GPU. Its engines take
+// the streamable weight size and activation scratch size stated here (nil:
+// not stated, so every figure depending on it stays unknown in the plan),
+// accept any budget between 0 and the streamable size, never know TensorRT's
+// automatic budget, and cannot execute.
+type StandIn struct {
+	Streamable *int64
+	Scratch    *int64
+}
+
+// ErrStandIn is returned when a stand-in engine is asked to execute.
+var ErrStandIn = errors.New("runtime: a stand-in engine cannot execute")
+
+// Deserialize implements EngineFactory. The engine bytes are not read.
+func (s StandIn) Deserialize(device int, engine *io.SectionReader) (Engine, error) {
+	e := &standInEngine{streamKnown: s.Streamable != nil, scratchKnown: s.Scratch != nil}
+	if s.Streamable != nil {
+		e.streamable = max(*s.Streamable, 0)
+	}
+	if s.Scratch != nil {
+		e.scratch = max(*s.Scratch, 0)
+	}
+	return e, nil
+}
+
+type standInEngine struct {
+	streamable, scratch, budget int64
+	streamKnown, scratchKnown   bool
+}
+
+func (e *standInEngine) KnownFacts() (streamable, automatic, scratch bool) {
+	return e.streamKnown, false, e.scratchKnown
+}
+func (e *standInEngine) StreamableWeightsSize() int64 { return e.streamable }
+func (e *standInEngine) AutomaticBudget() int64       { return 0 }
+func (e *standInEngine) SetBudget(n int64) bool {
+	if n < 0 || n > e.streamable {
+		return false
+	}
+	e.budget = n
+	return true
+}
+func (e *standInEngine) Budget() int64      { return e.budget }
+func (e *standInEngine) ScratchSize() int64 { return e.scratch }
+func (e *standInEngine) CreateContext(ContextOptions) (Context, error) {
+	return standInContext{scratch: e.scratch}, nil
+}
+func (e *standInEngine) Close() error { return nil }
+
+type standInContext struct{ scratch int64 }
+
+func (c standInContext) ScratchSize([]Arg) (int64, error)          { return c.scratch, nil }
+func (c standInContext) Enqueue(Stream, []Arg, DeviceBuffer) error { return ErrStandIn }
+func (c standInContext) Synchronize() error                        { return nil }
+func (c standInContext) Close() error                              { return nil }
+
+// noScratch is a ScratchAllocator for planning: the pool can be switched
+// on, but nothing ever executes, so it never allocates.
+type noScratch struct{}
+
+func (noScratch) Alloc(int, int64) (DeviceBuffer, error) { return nil, ErrStandIn }
+func (noScratch) Free(int, DeviceBuffer, Event)          {}
+func (noScratch) Record(int, Stream) (Event, error)      { return nil, ErrStandIn }
+func (noScratch) Wait(int, Stream, Event) error          { return ErrStandIn }

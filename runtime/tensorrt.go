@@ -1,0 +1,514 @@
+package runtime
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte"
+)
+
+// TensorRTBackendID is the backend id of TensorRT delegates.
+const TensorRTBackendID = delegate.BackendID
+
+// KeySharedScratch is the process-wide TensorRTBackend option that turns the
+// shared activation scratch pool on for engines initialized afterwards
+// (upstream PR pytorch/TensorRT#4600, not merged). Set it with
+// TensorRTBackend.SetOptions.
+const KeySharedScratch = "use_shared_activation_scratch"
+
+// EngineFactory deserializes TensorRT engines. A TensorRT binding outside
+// this repository implements it; StandIn provides a GPU-less stand-in.
+type EngineFactory interface {
+	// Deserialize makes the CUDA device current and deserializes the engine
+	// bytes (read lazily from engine) into an engine on it.
+	Deserialize(device int, engine *io.SectionReader) (Engine, error)
+}
+
+// Engine is a deserialized TensorRT engine (nvinfer1::ICudaEngine). Calls
+// on one engine are serialized by the backend.
+type Engine interface {
+	// StreamableWeightsSize is getStreamableWeightsSize: > 0 only for
+	// engines built with weight streaming.
+	StreamableWeightsSize() int64
+	// AutomaticBudget is getWeightStreamingAutomaticBudget.
+	AutomaticBudget() int64
+	// SetBudget is setWeightStreamingBudgetV2; false when refused.
+	SetBudget(bytes int64) bool
+	// Budget is getWeightStreamingBudgetV2.
+	Budget() int64
+	// ScratchSize is the activation scratch (device memory) one execution
+	// context needs at the largest shapes (getDeviceMemorySizeV2).
+	ScratchSize() int64
+	// CreateContext creates an execution context.
+	CreateContext(opts ContextOptions) (Context, error)
+	// Close releases the engine.
+	Close() error
+}
+
+// ContextOptions configures an execution context.
+type ContextOptions struct {
+	// UserManagedScratch asks for a context whose activation scratch the
+	// backend supplies at each enqueue (kUSER_MANAGED), for the shared pool.
+	UserManagedScratch bool
+}
+
+// Context is an execution context (nvinfer1::IExecutionContext).
+type Context interface {
+	// ScratchSize returns the activation scratch the next enqueue needs for
+	// the shapes of args (updateDeviceMemorySizeForShapes). Only called on
+	// user-managed contexts.
+	ScratchSize(args []Arg) (int64, error)
+	// Enqueue binds args (engine inputs in blob input order, then outputs)
+	// and queues one inference on stream (nil: the binding's default).
+	// scratch is nil unless the context is user-managed.
+	Enqueue(stream Stream, args []Arg, scratch DeviceBuffer) error
+	// Synchronize waits until all work this context queued has finished.
+	Synchronize() error
+	// Close releases the context.
+	Close() error
+}
+
+// FactsReporter is implemented by engines that may not know some of their
+// facts (the stand-in). For such engines the plan leaves the dependent
+// figures nil instead of inventing them.
+type FactsReporter interface {
+	// KnownFacts reports which of StreamableWeightsSize, AutomaticBudget
+	// and ScratchSize return real values.
+	KnownFacts() (streamable, automatic, scratch bool)
+}
+
+// TensorRTBackend is the TensorRT delegate: it reads each blob with the
+// deployed C++ reader's rules (delegate.ReadDeployed), deserializes the
+// engine through an EngineFactory, resolves and applies the weight
+// streaming budget exactly as upstream TensorRTBackend::init does, and
+// creates the execution context. Beyond upstream it can change the budget
+// of a loaded engine (Method.SetBudget) and share one activation scratch
+// buffer per device between engines (SetOptions with KeySharedScratch).
+type TensorRTBackend struct {
+	factory EngineFactory
+	pool    *ScratchPool
+	shared  atomic.Bool
+
+	mu   sync.Mutex
+	live map[*trtHandle]struct{}
+}
+
+// NewTensorRTBackend returns a backend that deserializes engines with
+// factory. scratch is needed only for the shared activation scratch pool
+// (nil leaves it unavailable).
+func NewTensorRTBackend(factory EngineFactory, scratch ScratchAllocator) *TensorRTBackend {
+	b := &TensorRTBackend{factory: factory, live: make(map[*trtHandle]struct{})}
+	if scratch != nil {
+		b.pool = NewScratchPool(scratch)
+	}
+	return b
+}
+
+// IsAvailable reports whether an engine factory is configured.
+func (b *TensorRTBackend) IsAvailable() bool { return b.factory != nil }
+
+// SetOptions applies process-wide backend options (ExecuTorch's
+// set_option("TensorRTBackend", ...)). The only key is KeySharedScratch, a
+// bool: engines initialized afterwards use the shared scratch pool (each
+// engine keeps the setting in force at its init). A non-bool value is
+// InvalidArgument; enabling it without a ScratchAllocator is NotSupported;
+// unknown keys are ignored.
+func (b *TensorRTBackend) SetOptions(opts ...Option) error {
+	for _, o := range opts {
+		if o.Key != KeySharedScratch {
+			continue
+		}
+		on, ok := o.Value.Bool()
+		if !ok {
+			return errorf(CodeInvalidArgument, "%s must be a bool, got the %s %s", KeySharedScratch, o.Value.Kind(), o.Value)
+		}
+		if on && b.pool == nil {
+			return errorf(CodeNotSupported, "%s needs a scratch allocator", KeySharedScratch)
+		}
+		b.shared.Store(on)
+	}
+	return nil
+}
+
+// Pool returns the shared scratch pool, nil without a ScratchAllocator.
+func (b *TensorRTBackend) Pool() *ScratchPool { return b.pool }
+
+// trtHandle is one initialized TensorRT delegate.
+type trtHandle struct {
+	backend *TensorRTBackend
+	log     *slog.Logger
+
+	mu      sync.Mutex // serializes Execute, SetBudget and Destroy
+	engine  Engine
+	ctx     Context // nil after a failed context re-creation or Destroy
+	device  int
+	inputs  []string
+	outputs []string
+	shared  bool
+	plan    Plan
+}
+
+// Init implements Backend, following TensorRTBackend::init step by step.
+func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []*pte.CompileSpec) (Handle, error) {
+	log := ictx.Logger
+	if payload == nil {
+		return nil, errorf(CodeInvalidArgument, "null processed buffer")
+	}
+	view, err := delegate.ReadDeployed(payload, payload.Size())
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: "failed to read TensorRT blob", Err: err}
+	}
+	if !view.OK {
+		log.Error("TensorRTBackend::init: failed to parse TensorRT blob", slog.String("reason", view.Reason))
+		return nil, errorf(CodeInvalidProgram, "failed to parse TensorRT blob: %s", view.Reason)
+	}
+	if view.EngineSizeWraps {
+		// Upstream accepts this and hands TensorRT an out-of-bounds range.
+		log.Error("TensorRTBackend::init: engine range wraps around", slog.Uint64("engine_size", view.EngineSize))
+		return nil, errorf(CodeInvalidProgram, "failed to parse TensorRT blob: engine_offset %d + engine_size %d wraps around (upstream would read out of bounds)",
+			view.EngineOffset, view.EngineSize)
+	}
+	plan := Plan{Device: int(view.DeviceID), Inputs: view.Inputs, Outputs: view.Outputs, Source: SourceAutomatic}
+	if len(view.Inputs) == 0 && len(view.Outputs) == 0 {
+		plan.Notes = append(plan.Notes, "the blob names no bindings; upstream infers them from the engine's tensor names (not modelled here)")
+	}
+	if view.DeviceID < 0 {
+		log.Error("TensorRTBackend::init: cudaSetDevice failed", slog.Int("device", int(view.DeviceID)))
+		return nil, errorf(CodeInvalidProgram, "cudaSetDevice(%d) failed: invalid device ordinal", view.DeviceID)
+	}
+	engine, err := b.factory.Deserialize(int(view.DeviceID), io.NewSectionReader(payload, int64(view.EngineOffset), int64(view.EngineSize)))
+	if err != nil || engine == nil {
+		log.Error("TensorRTBackend::init: failed to deserialize TensorRT engine", slog.Any("error", err))
+		return nil, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: "failed to deserialize TensorRT engine", Err: err}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			engine.Close()
+		}
+	}()
+
+	res, err := ResolveBudget(ictx.RuntimeSpecs, specs)
+	for _, n := range res.Notes {
+		log.Error("TensorRTBackend::init: " + n)
+	}
+	if err != nil {
+		e := err.(*Error)
+		log.Error("TensorRTBackend::init: "+e.Msg, slog.Any("error", e.Err))
+		return nil, e
+	}
+	plan.Notes = append(plan.Notes, res.Notes...)
+	if err := applyBudget(log, engine, res, &plan); err != nil {
+		ictx.ReportPlan(clonePlan(&plan))
+		return nil, err
+	}
+
+	h := &trtHandle{backend: b, log: log, engine: engine, device: plan.Device,
+		inputs: view.Inputs, outputs: view.Outputs, shared: b.shared.Load() && b.pool != nil}
+	plan.SharedScratch = h.shared
+	streamKnown, _, scratchKnown := knownFacts(engine)
+	if scratchKnown {
+		plan.Scratch = ptr(engine.ScratchSize())
+	} else {
+		plan.Assumed = appendOnce(plan.Assumed, "scratch")
+	}
+	if !streamKnown {
+		plan.Assumed = appendOnce(plan.Assumed, "streamable")
+	}
+	h.ctx, err = engine.CreateContext(ContextOptions{UserManagedScratch: h.shared})
+	if err != nil || h.ctx == nil {
+		ictx.ReportPlan(clonePlan(&plan))
+		log.Error("TensorRTBackend::init: failed to create execution context", slog.Any("error", err))
+		return nil, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: "failed to create execution context", Err: err}
+	}
+	h.plan = plan
+	ictx.ReportPlan(clonePlan(&plan))
+	log.Info("TensorRTBackend::init: TensorRT engine ready",
+		slog.Int("inputs", len(h.inputs)), slog.Int("outputs", len(h.outputs)), slog.Bool("shared_scratch", h.shared))
+	b.mu.Lock()
+	b.live[h] = struct{}{}
+	b.mu.Unlock()
+	ok = true
+	return h, nil
+}
+
+func knownFacts(e Engine) (streamable, automatic, scratch bool) {
+	if f, ok := e.(FactsReporter); ok {
+		return f.KnownFacts()
+	}
+	return true, true, true
+}
+
+func appendOnce(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func clonePlan(p *Plan) *Plan {
+	c := *p
+	c.Notes = append([]string(nil), p.Notes...)
+	c.Assumed = append([]string(nil), p.Assumed...)
+	return &c
+}
+
+// applyBudget applies a resolved budget to engine the way
+// TensorRTBackend::init does and fills in plan.
+func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) error {
+	plan.Source = res.Source
+	plan.Requested, plan.Applied, plan.Streamable = nil, nil, nil
+	if res.Explicit {
+		plan.Requested = ptr(res.Bytes)
+	}
+	streamKnown, autoKnown, _ := knownFacts(engine)
+	if !streamKnown {
+		plan.Assumed = appendOnce(plan.Assumed, "streamable")
+		if res.Explicit {
+			plan.Reason = fmt.Sprintf("budget %d bytes requested; the applied budget is that clamped to the engine's streamable weight size, which is not known (none applies if the engine has no streamable weights)", res.Bytes)
+		} else {
+			plan.Reason = "automatic budget chosen by TensorRT on the device; not known without the engine"
+		}
+		return nil
+	}
+	streamable := engine.StreamableWeightsSize()
+	plan.Streamable = ptr(streamable)
+	if streamable <= 0 {
+		if res.Explicit {
+			log.Error("TensorRTBackend::init: "+msgNotStreamable, slog.Int64("requested", res.Bytes))
+			plan.Reason = "engine has no streamable weights: the requested budget is ignored and all weights stay resident"
+		} else {
+			plan.Reason = "engine has no streamable weights: all weights stay resident"
+		}
+		return nil
+	}
+	var budget int64
+	if res.Explicit {
+		budget = min(res.Bytes, streamable)
+	} else {
+		if !autoKnown {
+			plan.Assumed = appendOnce(plan.Assumed, "automatic")
+			plan.Reason = "automatic budget chosen by TensorRT on the device; not known without a GPU"
+			return nil
+		}
+		budget = engine.AutomaticBudget()
+	}
+	if !engine.SetBudget(budget) {
+		if res.Explicit || !engine.SetBudget(0) {
+			suffix := ""
+			if !res.Explicit {
+				suffix = ", and fallback to 0 also failed"
+			}
+			log.Error("TensorRTBackend::init: setWeightStreamingBudgetV2 failed", slog.Int64("requested", budget), slog.Bool("explicit", res.Explicit))
+			plan.Reason = fmt.Sprintf("the engine refused budget %d%s", budget, suffix)
+			return errorf(CodeInvalidProgram, "setWeightStreamingBudgetV2 failed (requested=%d%s)", budget, suffix)
+		}
+		log.Info("TensorRTBackend::init: " + msgAutomaticFallback)
+		plan.Notes = append(plan.Notes, fmt.Sprintf("the engine refused the automatic budget %d", budget))
+		plan.Reason = "automatic budget could not be set; fell back to 0 (stream all weights)"
+	} else {
+		switch {
+		case res.Explicit && budget < res.Bytes:
+			plan.Reason = fmt.Sprintf("requested budget clamped to the streamable weight size %d", streamable)
+		case res.Explicit:
+			plan.Reason = "requested budget applied"
+		default:
+			plan.Reason = "automatic budget applied"
+		}
+	}
+	applied := engine.Budget()
+	plan.Applied = ptr(applied)
+	log.Info("TensorRTBackend::init: weight streaming budget",
+		slog.String("source", string(res.Source)), slog.Int64("budget", applied), slog.Int64("streamable", streamable),
+		slog.Int64("scratch", engine.ScratchSize()))
+	return nil
+}
+
+// Execute implements Backend: it binds the delegate's inputs then outputs
+// and enqueues one inference, through the shared scratch pool when the
+// engine was initialized with it.
+func (b *TensorRTBackend) Execute(ctx *ExecuteContext, h Handle, args []Arg) error {
+	th, ok := h.(*trtHandle)
+	if !ok || th == nil {
+		return errorf(CodeInvalidArgument, "not a TensorRT handle")
+	}
+	if need := len(th.inputs) + len(th.outputs); len(args) < need {
+		return errorf(CodeInvalidArgument, "got %d arguments, the engine has %d inputs and %d outputs", len(args), len(th.inputs), len(th.outputs))
+	}
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	if th.ctx == nil {
+		return errorf(CodeInvalidState, "the engine has no execution context (destroyed, or a budget change failed to recreate it)")
+	}
+	var lease *ScratchLease
+	if th.shared {
+		size, err := th.ctx.ScratchSize(args)
+		if err != nil {
+			return &Error{Code: CodeInvalidState, Delegate: -1, Instruction: -1, Msg: "cannot size activation scratch", Err: err}
+		}
+		if size > 0 {
+			lease, err = b.pool.Acquire(th.device, size, ctx.Stream)
+			if err != nil {
+				return &Error{Code: CodeMemoryAllocation, Delegate: -1, Instruction: -1, Msg: "shared scratch pool", Err: err}
+			}
+		}
+	}
+	var scratch DeviceBuffer
+	if lease != nil {
+		scratch = lease.Buffer()
+	}
+	err := th.ctx.Enqueue(ctx.Stream, args, scratch)
+	if lease != nil {
+		if rerr := lease.Release(ctx.Stream); rerr != nil && err == nil {
+			return &Error{Code: CodeInvalidState, Delegate: -1, Instruction: -1, Msg: "shared scratch pool", Err: rerr}
+		}
+	}
+	if err != nil {
+		return &Error{Code: CodeInvalidState, Delegate: -1, Instruction: -1,
+			Msg: fmt.Sprintf("enqueue failed (the stream must belong to device %d)", th.device), Err: err}
+	}
+	return nil
+}
+
+// Destroy implements Backend: it waits for queued work, then releases the
+// context and the engine.
+func (b *TensorRTBackend) Destroy(h Handle) {
+	th, ok := h.(*trtHandle)
+	if !ok || th == nil {
+		return
+	}
+	b.mu.Lock()
+	delete(b.live, th)
+	b.mu.Unlock()
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	if th.ctx != nil {
+		th.ctx.Synchronize()
+		th.ctx.Close()
+		th.ctx = nil
+	}
+	if th.engine != nil {
+		th.engine.Close()
+		th.engine = nil
+	}
+}
+
+// ScratchMemory reports the activation scratch of every live engine of this
+// backend, with and without the shared pool.
+func (b *TensorRTBackend) ScratchMemory() ScratchMemory {
+	b.mu.Lock()
+	hs := make([]*trtHandle, 0, len(b.live))
+	for h := range b.live {
+		hs = append(hs, h)
+	}
+	b.mu.Unlock()
+	var es []EngineScratch
+	for _, h := range hs {
+		h.mu.Lock()
+		if h.plan.Scratch != nil {
+			es = append(es, EngineScratch{Device: h.device, Bytes: *h.plan.Scratch, Shared: h.shared})
+		}
+		h.mu.Unlock()
+	}
+	return ComputeScratchMemory(es)
+}
+
+// BudgetRequest asks for a new weight streaming budget on a loaded engine.
+type BudgetRequest struct {
+	// Automatic selects TensorRT's automatic budget; Bytes is then ignored.
+	Automatic bool
+	// Bytes is the budget; it is clamped to the streamable weight size.
+	Bytes int64
+}
+
+// budgetSetter is implemented by handles whose budget can change after load.
+type budgetSetter interface {
+	setBudget(req BudgetRequest) (*Plan, error)
+}
+
+// setBudget waits for in-flight work on the engine, drops the execution
+// context, applies the new budget with init's rules and recreates the
+// context. When the engine refuses the budget the previous one is restored
+// and the error returned.
+func (th *trtHandle) setBudget(req BudgetRequest) (*Plan, error) {
+	if !req.Automatic && req.Bytes < 0 {
+		return nil, errorf(CodeInvalidArgument, "budget %d is negative", req.Bytes)
+	}
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	if th.engine == nil {
+		return nil, errorf(CodeInvalidState, "the engine was destroyed")
+	}
+	if th.ctx != nil {
+		if err := th.ctx.Synchronize(); err != nil {
+			return nil, &Error{Code: CodeInvalidState, Delegate: -1, Instruction: -1, Msg: "waiting for in-flight work", Err: err}
+		}
+		th.ctx.Close()
+		th.ctx = nil
+	}
+	previous := th.engine.Budget()
+	plan := th.plan
+	plan.Notes = nil
+	res := Resolution{Source: SourceSetBudget, Explicit: !req.Automatic, Bytes: req.Bytes}
+	if req.Automatic {
+		res.Source = SourceAutomatic
+	}
+	applyErr := applyBudget(th.log, th.engine, res, &plan)
+	if applyErr != nil {
+		th.engine.SetBudget(previous)
+	}
+	ctx, err := th.engine.CreateContext(ContextOptions{UserManagedScratch: th.shared})
+	if err != nil || ctx == nil {
+		th.log.Error("TensorRTBackend: failed to recreate execution context after a budget change", slog.Any("error", err))
+		return nil, &Error{Code: CodeInvalidState, Delegate: -1, Instruction: -1, Msg: "failed to recreate the execution context", Err: err}
+	}
+	th.ctx = ctx
+	if applyErr != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Delegate: -1, Instruction: -1, Msg: applyErr.(*Error).Msg}
+	}
+	th.plan = plan
+	return clonePlan(&plan), nil
+}
+
+// SetBudget changes the weight streaming budget of delegate i of a loaded
+// method (a TensorRT delegate). It waits for executions running on that
+// engine, recreates its execution context and applies the budget with the
+// same rules as at load (clamping, non-streamable engines); the returned
+// plan replaces the delegate's plan in Plans. Concurrent Execute calls
+// simply wait for the change.
+func (m *Method) SetBudget(i int, req BudgetRequest) (*Plan, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, &Error{Code: CodeInvalidState, Method: m.name, Delegate: i, Instruction: -1, Msg: "method is closed"}
+	}
+	if i < 0 || i >= len(m.delegates) {
+		return nil, &Error{Code: CodeInvalidArgument, Method: m.name, Delegate: i, Instruction: -1,
+			Msg: fmt.Sprintf("no delegate %d (%d delegates)", i, len(m.delegates))}
+	}
+	d := m.delegates[i]
+	bs, ok := d.handle.(budgetSetter)
+	if !ok {
+		return nil, &Error{Code: CodeNotSupported, Method: m.name, Delegate: i, Backend: d.id, Instruction: -1,
+			Msg: "this backend's budget cannot be changed"}
+	}
+	p, err := bs.setBudget(req)
+	if err != nil {
+		return nil, locate(err, m.name, i, d.id)
+	}
+	p.Method, p.Delegate, p.Backend = m.name, i, d.id
+	m.planMu.Lock()
+	for j, q := range m.plans {
+		if q.Delegate == i {
+			m.plans[j] = clonePlan(p)
+		}
+	}
+	m.planMu.Unlock()
+	return p, nil
+}
