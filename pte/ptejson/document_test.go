@@ -1,0 +1,250 @@
+package ptejson
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/pte"
+)
+
+// sharedDir returns ../../shared/<sub>. When it is missing the test fails in
+// CI (env CI non-empty) and is skipped elsewhere.
+func sharedDir(t testing.TB, sub string) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", sub)
+	if _, err := os.Stat(dir); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("shared data %s missing in CI: %v", dir, err)
+		}
+		t.Skipf("shared data %s missing: %v", dir, err)
+	}
+	return dir
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.ReaderAt
+	n atomic.Int64
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func openCounting(t testing.TB, path string) (*pte.File, *countingReader) {
+	t.Helper()
+	fh, err := os.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { fh.Close() })
+	fi, err := fh.Stat()
+	require.NoError(t, err)
+	cr := &countingReader{r: fh}
+	f, err := pte.NewFile(cr, fi.Size())
+	require.NoError(t, err)
+	return f, cr
+}
+
+func openShared(t testing.TB, sub string) *pte.File {
+	t.Helper()
+	dir, file := filepath.Split(sub)
+	f, err := pte.Open(filepath.Join(sharedDir(t, filepath.Clean(dir)), file))
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// backendInit is the part of a pte_cpp_check backend_init event that the
+// deployed view must reproduce.
+type backendInit struct {
+	Method        string `json:"method"`
+	ProcessedSize int64  `json:"processed_size"`
+	HeadHex       string `json:"processed_head_hex"`
+	Parse         struct {
+		OK           bool     `json:"ok"`
+		EngineOffset uint32   `json:"engine_offset"`
+		EngineSize   uint64   `json:"engine_size"`
+		Inputs       []string `json:"inputs"`
+		Outputs      []string `json:"outputs"`
+		NumAliasedIO int      `json:"num_aliased_io"`
+		DeviceID     int32    `json:"device_id"`
+	} `json:"upstream_trt_blob_parse"`
+}
+
+func readBackendInits(t *testing.T, path string) map[string][]backendInit {
+	fh, err := os.Open(path)
+	require.NoError(t, err)
+	defer fh.Close()
+	out := map[string][]backendInit{}
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		if !strings.Contains(sc.Text(), `"event":"backend_init"`) {
+			continue
+		}
+		var ev backendInit
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
+		out[ev.Method] = append(out[ev.Method], ev)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// TestTensorRTMemberMatchesDeployedRuntime checks, for every TensorRT
+// program of vectors/pte, that each delegate's tensorrt.deployed member is
+// what the upstream C++ runtime's blob reader yielded when ExecuTorch
+// initialised that delegate (NAME.cpp.jsonl), and that the strict reading
+// agrees with it (no hazards).
+func TestTensorRTMemberMatchesDeployedRuntime(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte")
+	files, err := filepath.Glob(filepath.Join(dir, "*.pte"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, path := range files {
+		name := strings.TrimSuffix(filepath.Base(path), ".pte")
+		t.Run(name, func(t *testing.T) {
+			f, err := pte.Open(path)
+			require.NoError(t, err)
+			defer f.Close()
+			doc, err := Build(f, nil)
+			require.NoError(t, err)
+			inits := readBackendInits(t, filepath.Join(dir, name+".cpp.jsonl"))
+			seen := map[string]int{}
+			for _, d := range doc.Delegates {
+				require.NotNil(t, d.TensorRT, "delegate %d of %s", d.DelegateIndex, d.Plan)
+				require.Less(t, seen[d.Plan], len(inits[d.Plan]), "more delegates than backend_init events in %s", d.Plan)
+				want := inits[d.Plan][seen[d.Plan]]
+				seen[d.Plan]++
+				trt := d.TensorRT
+				require.NotNil(t, d.Size)
+				assert.Equal(t, want.ProcessedSize, *d.Size)
+				assert.Equal(t, latin1(mustHex(t, want.HeadHex)[:4]), *d.Magic)
+				dv := trt.Deployed
+				assert.Equal(t, want.Parse.OK, dv.OK)
+				assert.Equal(t, want.Parse.Inputs, dv.Inputs)
+				assert.Equal(t, want.Parse.Outputs, dv.Outputs)
+				assert.Equal(t, want.Parse.NumAliasedIO, len(dv.AliasedIO))
+				assert.Equal(t, want.Parse.DeviceID, dv.DeviceID)
+				assert.Equal(t, want.Parse.EngineOffset, *trt.EngineOffset)
+				assert.Equal(t, want.Parse.EngineSize, *trt.EngineSize)
+				require.NotNil(t, trt.Metadata, "error: %s", trt.Error)
+				assert.Empty(t, trt.Error)
+				assert.Empty(t, trt.Hazards)
+			}
+			for m, evs := range inits {
+				assert.Equal(t, len(evs), seen[m], "backend_init events of %s", m)
+			}
+		})
+	}
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	b, err := hex.DecodeString(s)
+	require.NoError(t, err)
+	return b
+}
+
+func TestBuildAliasedIOBlob(t *testing.T) {
+	doc, err := Build(openShared(t, "vectors/pte/trt_aliased_io_tr02.pte"), nil)
+	require.NoError(t, err)
+	require.Len(t, doc.Delegates, 1)
+	trt := doc.Delegates[0].TensorRT
+	require.NotNil(t, trt)
+	assert.Equal(t, "TR02", *trt.Magic)
+	require.NotNil(t, trt.Metadata)
+	assert.Equal(t, []TRTAliasedIO{{Output: "k_cache_out", Input: "k_cache", Kind: "kv_cache_update"}}, trt.Metadata.AliasedIO)
+	assert.Equal(t, trt.Metadata.AliasedIO, trt.Deployed.AliasedIO)
+
+	b, err := Marshal(doc)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), `"sha256"`, "no digests without Options.Hash")
+	assert.NotContains(t, string(b), `"error"`, "error is absent for a readable blob")
+}
+
+// TestBuildReadsOnlyHeadsOfPayloads: without hashing, the delegates member of
+// a program with a 1 MiB engine costs the blob header and metadata, not
+// the engine.
+func TestBuildReadsOnlyHeadsOfPayloads(t *testing.T) {
+	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_large_engine_1mib.pte")
+	f, cr := openCounting(t, path)
+	opened := cr.n.Load()
+	doc, err := Build(f, nil)
+	require.NoError(t, err)
+	require.Len(t, doc.Delegates, 1)
+	assert.EqualValues(t, 1048864, *doc.Delegates[0].Size)
+	assert.Less(t, cr.n.Load()-opened, int64(4096), "Build read %d bytes", cr.n.Load()-opened)
+
+	before := cr.n.Load()
+	_, err = Build(f, &Options{Hash: true})
+	require.NoError(t, err)
+	// The file hash reads everything once, the segments and payloads once more.
+	assert.GreaterOrEqual(t, cr.n.Load()-before, 2*f.Size)
+}
+
+func TestBuildFilters(t *testing.T) {
+	f := openShared(t, "vectors/pte/trt_two_methods_prefill_decode.pte")
+	doc, err := Build(f, &Options{Method: "decode"})
+	require.NoError(t, err)
+	require.Len(t, doc.Program.ExecutionPlan, 1)
+	assert.Equal(t, "decode", doc.Program.ExecutionPlan[0].Name)
+	require.Len(t, doc.Delegates, 1)
+	assert.Equal(t, 1, doc.Delegates[0].PlanIndex, "plan_index counts every method")
+	assert.Len(t, doc.Segments, len(f.Program.Segments), "the segment table is not narrowed")
+
+	doc, err = Build(f, &Options{Backend: "XnnpackBackend"})
+	require.NoError(t, err)
+	assert.Empty(t, doc.Delegates)
+	assert.NotNil(t, doc.Delegates, "an empty list, not null")
+
+	_, err = Build(f, &Options{Method: "nope"})
+	assert.True(t, errors.Is(err, ErrNoMethod), "%v", err)
+	assert.Contains(t, err.Error(), "prefill, decode")
+}
+
+// TestBuildUnreachablePayload: a delegate segment that runs past the end of
+// the file (ExecuTorch loads the program, the method fails) has a null
+// size, digest and magic, and its segment is not resolvable.
+func TestBuildUnreachablePayload(t *testing.T) {
+	f := openShared(t, "vectors/pte-bad/segment_size_past_eof.pte")
+	doc, err := Build(f, &Options{Hash: true})
+	require.NoError(t, err)
+	require.Len(t, doc.Delegates, 1)
+	d := doc.Delegates[0]
+	assert.Nil(t, d.Size)
+	assert.Nil(t, d.Magic)
+	assert.Nil(t, d.TensorRT)
+	assert.Equal(t, Digest{Unavailable: true}, d.SHA256)
+	assert.False(t, doc.Segments[1].Resolvable)
+	assert.True(t, doc.Segments[0].Resolvable)
+
+	b, err := Marshal(doc)
+	require.NoError(t, err)
+	var generic struct {
+		Delegates []map[string]json.RawMessage `json:"delegates"`
+	}
+	require.NoError(t, json.Unmarshal(b, &generic))
+	for _, k := range []string{"size", "sha256", "magic"} {
+		assert.Equal(t, "null", string(generic.Delegates[0][k]), k)
+	}
+}
+
+func BenchmarkBuildLargeEngine(b *testing.B) {
+	f := openShared(b, "vectors/pte/trt_large_engine_1mib.pte")
+	for b.Loop() {
+		if _, err := Build(f, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
