@@ -1,0 +1,325 @@
+package pte
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+)
+
+// DefaultSegmentAlignment is the segment alignment ExecuTorch's serializer
+// has used since 2024-08 (it was 4096 before).
+const DefaultSegmentAlignment = 128
+
+// Layout of the extended header this package writes.
+const (
+	// wrHeaderLength is the header length written: magic, length,
+	// program_size, segment_base_offset and segment_data_size.
+	wrHeaderLength = 32
+	// wrHeaderPad is the room the header takes after the 8-byte prefix:
+	// wrHeaderLength rounded up to the largest alignment in the flatbuffer
+	// (inlineAlign), so that every offset inside it keeps its alignment.
+	wrHeaderPad = (wrHeaderLength + inlineAlign - 1) / inlineAlign * inlineAlign
+)
+
+// WriteOptions controls how Write lays out a program file. The zero value
+// (and a nil *WriteOptions) gives ExecuTorch's defaults.
+type WriteOptions struct {
+	// SegmentAlignment aligns the segment base offset and every segment
+	// offset. 0 means DefaultSegmentAlignment (128). It need not be a power
+	// of two (ExecuTorch does not require one), but a value so large that
+	// offsets overflow is refused.
+	SegmentAlignment uint64
+	// Dedup stores byte-identical segment payloads once and remaps every
+	// reference to them: delegate SEGMENT indices, constant_segment,
+	// mutable_data_segments and named_data segment indices. Without Dedup
+	// the file has exactly one segment per payload.
+	Dedup bool
+}
+
+// WriteInfo describes a file written by Write.
+type WriteInfo struct {
+	// Size is the number of bytes written.
+	Size int64
+	// ProgramSize is the size of the FlatBuffers region (prefix, extended
+	// header and tables), the offset at which padding and segments begin.
+	ProgramSize int64
+	// Header is the extended header written, nil when the file has none
+	// (no segment holds a byte).
+	Header *ExtendedHeader
+	// Segments is Program.Segments as written: offsets relative to
+	// Header.SegmentBaseOffset.
+	Segments []*DataSegment
+	// SegmentIndex maps each payload given to Write to the index of the
+	// segment that holds it. Without Dedup it is the identity.
+	SegmentIndex []int
+}
+
+// SegmentError reports a segment payload that could not be copied: its
+// source failed or ended early (errors.Is(err, io.ErrUnexpectedEOF)).
+type SegmentError struct {
+	// Index is the position of the payload in the slice given to Write.
+	Index int
+	// Err is the underlying error.
+	Err error
+}
+
+func (e *SegmentError) Error() string {
+	return fmt.Sprintf("pte: segment payload %d: %v", e.Index, e.Err)
+}
+
+func (e *SegmentError) Unwrap() error { return e.Err }
+
+// Write writes p as a program file to w, followed by one segment per entry
+// of segments, in order (or one per distinct payload with opts.Dedup).
+//
+// Write computes Program.Segments itself from the payload sizes: the
+// segments field of p is replaced in the output by that layout, and p is not
+// modified. Segment references in p (delegate SEGMENT indices,
+// constant_segment, mutable_data_segments, named_data) are indices into
+// segments. The "eh00" extended header (length 32) is inserted when any
+// segment holds at least one byte, as ExecuTorch's serializer does; without
+// segment bytes the file is the bare flatbuffer.
+//
+// Payload bytes are streamed from their sources with a bounded buffer (or
+// copied by the kernel when both ends are files), never held in memory.
+// Each source is read from its start, regardless of its current seek
+// offset. Inline payloads (ConstantBuffer, BackendDelegateData) live inside
+// the flatbuffer, which must stay under 2 GiB; a larger program is refused
+// with an error matching ErrProgramTooLarge.
+//
+// Errors in p are reported as *FormatError with the path of the field;
+// failing sources as *SegmentError.
+func Write(w io.Writer, p *Program, segments []*io.SectionReader, opts *WriteOptions) (*WriteInfo, error) {
+	plan, err := planWrite(p, segments, opts)
+	if err != nil {
+		return nil, err
+	}
+	return plan.writeTo(w)
+}
+
+// writePlan is everything decided before the first byte is written.
+type writePlan struct {
+	srcs        []*io.SectionReader
+	unique      []int // payload index of each written segment
+	head        []byte
+	flatbuffer  []byte // without its first 8 bytes when head is set
+	info        *WriteInfo
+	segmentBase uint64
+}
+
+func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*writePlan, error) {
+	if p == nil {
+		return nil, errors.New("pte: write: nil program")
+	}
+	align := uint64(DefaultSegmentAlignment)
+	dedup := false
+	if opts != nil {
+		if opts.SegmentAlignment != 0 {
+			align = opts.SegmentAlignment
+		}
+		dedup = opts.Dedup
+	}
+	if align > math.MaxInt32 {
+		// No sane layout needs more; it also keeps offsets far from overflow.
+		return nil, fmt.Errorf("pte: write: segment alignment %d is larger than %d", align, math.MaxInt32)
+	}
+	sizes := make([]uint64, len(segments))
+	for i, s := range segments {
+		if s == nil {
+			return nil, &SegmentError{Index: i, Err: errors.New("nil source")}
+		}
+		sizes[i] = uint64(s.Size())
+	}
+	pl := &writePlan{srcs: segments, info: &WriteInfo{}}
+	var remap []int
+	if dedup {
+		var err error
+		if remap, pl.unique, err = dedupe(segments); err != nil {
+			return nil, err
+		}
+	} else {
+		remap = make([]int, len(segments))
+		pl.unique = make([]int, len(segments))
+		for i := range segments {
+			remap[i], pl.unique[i] = i, i
+		}
+	}
+	pl.info.SegmentIndex = remap
+
+	// Lay the segments out: each starts at the end of the previous list
+	// entry rounded up to the alignment, so a 0-byte segment shares the
+	// offset of the next one.
+	layout := make([]*DataSegment, len(pl.unique))
+	var end, dataSize uint64
+	hasData := false
+	for k, i := range pl.unique {
+		off := roundUp(end, align)
+		if off < end || off+sizes[i] < off || off+sizes[i] > math.MaxInt64/2 {
+			return nil, &SegmentError{Index: i, Err: fmt.Errorf("segment offset %d + size %d overflows", off, sizes[i])}
+		}
+		layout[k] = &DataSegment{Offset: off, Size: sizes[i]}
+		end = off + sizes[i]
+		dataSize = end
+		hasData = hasData || sizes[i] > 0
+	}
+	pl.info.Segments = layout
+
+	refs := &segmentRefs{layout: layout, layoutPresent: p.Segments != nil || len(layout) > 0}
+	if dedup {
+		refs.remap = remap
+	}
+	var reserve int64
+	if hasData {
+		reserve = wrHeaderPad
+	}
+	fb, err := encodeProgram(p, refs, reserve)
+	if err != nil {
+		return nil, err
+	}
+	if !hasData {
+		pl.flatbuffer = fb
+		pl.info.ProgramSize = int64(len(fb))
+		pl.info.Size = int64(len(fb))
+		return pl, nil
+	}
+
+	programSize := uint64(len(fb)) + wrHeaderPad
+	base := roundUp(programSize, align)
+	h := &ExtendedHeader{
+		Magic:             "eh00",
+		Length:            wrHeaderLength,
+		ProgramSize:       programSize,
+		SegmentBaseOffset: base,
+		SegmentDataSize:   dataSize,
+	}
+	if base+dataSize > math.MaxInt64 {
+		return nil, fmt.Errorf("pte: write: file would be %d+%d bytes", base, dataSize)
+	}
+	head := make([]byte, 8+wrHeaderPad)
+	binary.LittleEndian.PutUint32(head[0:], binary.LittleEndian.Uint32(fb)+wrHeaderPad)
+	copy(head[4:8], fb[4:8])
+	copy(head[8:12], h.Magic)
+	binary.LittleEndian.PutUint32(head[12:], h.Length)
+	binary.LittleEndian.PutUint64(head[16:], h.ProgramSize)
+	binary.LittleEndian.PutUint64(head[24:], h.SegmentBaseOffset)
+	binary.LittleEndian.PutUint64(head[32:], h.SegmentDataSize)
+	pl.head, pl.flatbuffer, pl.segmentBase = head, fb[8:], base
+	pl.info.Header = h
+	pl.info.ProgramSize = int64(programSize)
+	pl.info.Size = int64(base + dataSize)
+	return pl, nil
+}
+
+// roundUp rounds x up to a multiple of a (a > 0); on overflow the result is
+// smaller than x.
+func roundUp(x, a uint64) uint64 {
+	r := x % a
+	if r == 0 {
+		return x
+	}
+	return x + (a - r)
+}
+
+// countingWriter tracks the output position.
+type countingWriter struct {
+	w   io.Writer
+	pos int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.pos += int64(n)
+	return n, err
+}
+
+var zeros [4096]byte
+
+// padTo writes zero bytes up to position to.
+func (c *countingWriter) padTo(to int64) error {
+	for c.pos < to {
+		n := min(to-c.pos, int64(len(zeros)))
+		if _, err := c.Write(zeros[:n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyBufferSize bounds the memory a segment copy uses.
+const copyBufferSize = 1 << 20
+
+func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
+	cw := &countingWriter{w: w}
+	for _, b := range [][]byte{pl.head, pl.flatbuffer} {
+		if _, err := cw.Write(b); err != nil {
+			return nil, fmt.Errorf("pte: write: %w", err)
+		}
+	}
+	var buf []byte
+	for k, i := range pl.unique {
+		seg := pl.info.Segments[k]
+		if seg.Size == 0 {
+			continue
+		}
+		if err := cw.padTo(int64(pl.segmentBase + seg.Offset)); err != nil {
+			return nil, fmt.Errorf("pte: write: %w", err)
+		}
+		if _, _, _, ok := fileEnds(w, pl.srcs[i]); buf == nil && !ok {
+			buf = make([]byte, copyBufferSize)
+		}
+		if err := copySegment(cw, pl.srcs[i], int64(seg.Size), buf); err != nil {
+			return nil, &SegmentError{Index: i, Err: err}
+		}
+	}
+	if cw.pos != pl.info.Size {
+		return nil, fmt.Errorf("pte: write: wrote %d bytes, layout says %d", cw.pos, pl.info.Size)
+	}
+	return pl.info, nil
+}
+
+// fileEnds returns the destination and source files when a segment can be
+// copied between them by the kernel: w is an *os.File and src is a section
+// of an *os.File (at absolute offset off).
+func fileEnds(w io.Writer, src *io.SectionReader) (dst, in *os.File, off int64, ok bool) {
+	dst, ok = w.(*os.File)
+	if !ok || !copyFileRangeSupported {
+		return nil, nil, 0, false
+	}
+	ra, off, _ := src.Outer()
+	in, ok = ra.(*os.File)
+	return dst, in, off, ok
+}
+
+// copySegment copies the first n bytes of src to cw, by copy_file_range
+// when both ends are files, else through buf (allocated when nil).
+func copySegment(cw *countingWriter, src *io.SectionReader, n int64, buf []byte) error {
+	var done int64
+	if dst, in, off, ok := fileEnds(cw.w, src); ok {
+		var err error
+		done, err = copyFileRange(dst, in, off, n)
+		cw.pos += done
+		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+		if done == n {
+			return nil
+		}
+	}
+	if buf == nil {
+		buf = make([]byte, min(n, copyBufferSize))
+	}
+	for done < n {
+		k := min(int64(len(buf)), n-done)
+		if err := readFull(src, buf[:k], done, n); err != nil {
+			return err
+		}
+		if _, err := cw.Write(buf[:k]); err != nil {
+			return err
+		}
+		done += k
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package pte
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+// copyFileRangeTrap is the copy_file_range(2) system call number; the
+// syscall package only defines it for a few architectures.
+var copyFileRangeTrap = map[string]uintptr{
+	"amd64": 326, "386": 377, "arm": 391, "arm64": 285, "riscv64": 285,
+	"loong64": 285, "ppc64": 379, "ppc64le": 379, "s390x": 375,
+}[runtime.GOARCH]
+
+var copyFileRangeSupported = copyFileRangeTrap != 0
+
+// copyFileRange copies up to n bytes from src at offset off to dst at its
+// current file offset, inside the kernel (no user-space buffer, and a
+// reflink on file systems that support it). It never moves src's file
+// offset. It returns errors.ErrUnsupported, with the bytes copied so far,
+// when the kernel cannot do it for these files; the caller then continues
+// with an ordinary copy. It stops early without error at the end of src.
+func copyFileRange(dst, src *os.File, off, n int64) (int64, error) {
+	sc, err := src.SyscallConn()
+	if err != nil {
+		return 0, errors.ErrUnsupported
+	}
+	dc, err := dst.SyscallConn()
+	if err != nil {
+		return 0, errors.ErrUnsupported
+	}
+	var done int64
+	var opErr error
+	cerr := sc.Control(func(sfd uintptr) {
+		opErr = dc.Control(func(dfd uintptr) {
+			for done < n {
+				o := off + done
+				chunk := min(n-done, 1<<30)
+				r, _, errno := syscall.Syscall6(copyFileRangeTrap, sfd, uintptr(unsafe.Pointer(&o)), dfd, 0, uintptr(chunk), 0)
+				switch errno {
+				case 0:
+				case syscall.EINTR, syscall.EAGAIN:
+					continue
+				case syscall.ENOSYS, syscall.EXDEV, syscall.EINVAL, syscall.EOPNOTSUPP, syscall.EPERM, syscall.EBADF:
+					opErr = errors.ErrUnsupported
+					return
+				default:
+					opErr = os.NewSyscallError("copy_file_range", errno)
+					return
+				}
+				if r == 0 {
+					return // end of src: the caller reports the short read
+				}
+				done += int64(r)
+			}
+		})
+	})
+	if cerr != nil {
+		return done, errors.ErrUnsupported
+	}
+	return done, opErr
+}
