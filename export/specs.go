@@ -91,17 +91,8 @@ func delegateSpecs(extra []*pte.CompileSpec, sp *specPlan, deviceID int64) []*pt
 
 // methodWarnings returns the warnings for one method.
 func methodWarnings(md *methodDef, extra []*pte.CompileSpec, sp *specPlan) []Warning {
-	var ws []Warning
 	name := md.m.Name
-	if n := len(md.calls); n > 1 {
-		ws = append(ws, Warning{Kind: WarnMultipleEngines, Method: name, Msg: fmt.Sprintf(
-			"%d TensorRT engine calls; each becomes its own delegate, so the delegate boundary overhead is paid %d times", n, n)})
-		if sp.budget != nil {
-			ws = append(ws, Warning{Kind: WarnBudgetPerEngine, Method: name, Msg: fmt.Sprintf(
-				"the weight streaming budget (%s bytes) applies to each of the %d engines separately, not as a total, so resident weights can reach %d times the value given",
-				sp.budget, n, n)})
-		}
-	}
+	ws := engineCountWarnings(name, len(md.calls), sp.budget)
 	pin := sp.pinned
 	if pin == nil {
 		if v, ok, _ := compilespec.Get(extra, compilespec.KeyTargetDevice); ok {
@@ -132,4 +123,21 @@ func usedByCall(md *methodDef, t *tensorDef) bool {
 		}
 	}
 	return false
+}
+
+// engineCountWarnings returns the warnings for a method with n engine
+// calls: each call pays the delegate boundary, and a budget applies to
+// each engine separately.
+func engineCountWarnings(method string, n int, budget []byte) []Warning {
+	if n <= 1 {
+		return nil
+	}
+	ws := []Warning{{Kind: WarnMultipleEngines, Method: method, Msg: fmt.Sprintf(
+		"%d TensorRT engine calls; each becomes its own delegate, so the delegate boundary overhead is paid %d times", n, n)}}
+	if budget != nil {
+		ws = append(ws, Warning{Kind: WarnBudgetPerEngine, Method: method, Msg: fmt.Sprintf(
+			"the weight streaming budget (%s bytes) applies to each of the %d engines separately, not as a total, so resident weights can reach %d times the value given",
+			budget, n, n)})
+	}
+	return ws
 }

@@ -1,0 +1,390 @@
+package export
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/schema"
+)
+
+// maxInlineBytes bounds the delegate data stored inside the flatbuffer,
+// whose offsets are 32-bit.
+const maxInlineBytes = 1 << 30
+
+// Write writes p, built with opts (nil means defaults), as a .pte program to
+// w. Engine bytes are streamed from their sources.
+func Write(w io.Writer, p *Program, opts *Options) (*Result, error) {
+	b, err := build(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	info, err := pte.Write(w, b.prog, b.segments, b.writeOptions())
+	if err != nil {
+		return nil, fmt.Errorf("export: writing the program: %w", err)
+	}
+	b.result.Size = info.Size
+	return b.result, nil
+}
+
+// WriteFile writes p to path through a temporary file in the same
+// directory that is renamed into place, so that path never holds a partial
+// program. An existing file at path is replaced.
+func WriteFile(path string, p *Program, opts *Options) (*Result, error) {
+	b, err := build(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	size, err := writeAtomic(path, b.total, b.progress, func(f *os.File) (int64, error) {
+		info, err := pte.Write(f, b.prog, b.segments, b.writeOptions())
+		if err != nil {
+			return 0, err
+		}
+		return info.Size, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("export: writing %s: %w", path, err)
+	}
+	b.result.Path = path
+	b.result.Size = size
+	return b.result, nil
+}
+
+// built is a program ready to be written.
+type built struct {
+	prog     *pte.Program
+	segments []*io.SectionReader
+	align    uint64
+	result   *Result
+	total    int64 // bytes of segment data, for progress
+	progress func(written, total int64)
+	closers  []io.Closer
+}
+
+func (b *built) writeOptions() *pte.WriteOptions {
+	return &pte.WriteOptions{SegmentAlignment: b.align}
+}
+
+func (b *built) close() {
+	for _, c := range b.closers {
+		c.Close()
+	}
+}
+
+// source is an opened engine or blob source.
+type source struct {
+	r    io.ReaderAt
+	size int64
+	id   any // identity: same id and size means same bytes
+}
+
+// blobEntry is one distinct delegate blob.
+type blobEntry struct {
+	sr     *io.SectionReader
+	prefix []byte // bytes before the engine (nil for a passed-through blob)
+	src    *source
+}
+
+func build(p *Program, opts *Options) (_ *built, err error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	b := &built{align: opts.SegmentAlignment, progress: opts.Progress}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	sp, err := newSpecPlan(opts)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil || len(p.Methods) == 0 {
+		return nil, &Error{Msg: "the program has no methods"}
+	}
+
+	// Open every source once per path, and read the metadata of blobs.
+	files := map[string]*source{}
+	srcs := map[*EngineCall]*source{}
+	blobs := map[*EngineCall]*blobMeta{}
+	decoded := map[*EngineCall]*delegate.Blob{}
+	for _, m := range p.Methods {
+		if m == nil {
+			continue
+		}
+		for i, c := range m.Calls {
+			if c == nil {
+				continue
+			}
+			label := callLabel(i, c)
+			s, err := b.open(c.Engine, files)
+			if err != nil {
+				return nil, &Error{Method: m.Name, Call: label, Msg: "cannot read the engine source", Err: err}
+			}
+			if s.size == 0 {
+				return nil, &Error{Method: m.Name, Call: label, Msg: "the engine is empty (0 bytes)"}
+			}
+			srcs[c] = s
+			if c.Engine.Kind == SourceBlob {
+				blob, err := delegate.Decode(s.r, s.size)
+				if err != nil {
+					return nil, &Error{Method: m.Name, Call: label, Msg: "not a valid TensorRT blob", Err: err}
+				}
+				if err := delegate.CheckNames(&blob.Metadata); err != nil {
+					return nil, &Error{Method: m.Name, Call: label,
+						Msg: "the blob's names would be misread by the deployed C++ reader", Err: err}
+				}
+				if blob.Header.EngineSize == 0 {
+					return nil, &Error{Method: m.Name, Call: label, Msg: "the blob's engine is empty (0 bytes)"}
+				}
+				decoded[c] = blob
+				blobs[c] = &blobMeta{inputs: blob.Metadata.Inputs(), outputs: blob.Metadata.Outputs(),
+					deviceID: blob.Metadata.DeviceID}
+			}
+		}
+	}
+
+	mds, err := resolve(p, blobs)
+	if err != nil {
+		return nil, err
+	}
+
+	res := &Result{}
+	if opts.WeightStreamingBudget != nil {
+		v := *opts.WeightStreamingBudget
+		res.Budget = &v
+	}
+	var entries []*blobEntry
+	prog := &pte.Program{
+		ConstantBuffer:      []*pte.Buffer{},
+		BackendDelegateData: []*pte.BackendDelegateInlineData{},
+		ConstantSegment:     &pte.SubsegmentOffsets{SegmentIndex: 0, Offsets: []uint64{0}},
+	}
+	for _, md := range mds {
+		if err := planMemory(md); err != nil {
+			return nil, err
+		}
+		extra, err := methodSpecs(opts, md.m, sp)
+		if err != nil {
+			return nil, err
+		}
+		res.Warnings = append(res.Warnings, methodWarnings(md, extra, sp)...)
+		var dels []*pte.BackendDelegate
+		for _, cd := range md.calls {
+			e, err := b.blobFor(md, cd, srcs[cd.call], decoded[cd.call])
+			if err != nil {
+				return nil, err
+			}
+			idx, err := dedupIndex(entries, e)
+			if err != nil {
+				return nil, &Error{Method: md.m.Name, Call: cd.label, Msg: "cannot compare engine bytes", Err: err}
+			}
+			if idx < 0 {
+				idx = len(entries)
+				entries = append(entries, e)
+			}
+			dels = append(dels, &pte.BackendDelegate{
+				ID:           delegate.BackendID,
+				Processed:    &pte.BackendDelegateDataReference{Index: uint32(idx)},
+				CompileSpecs: delegateSpecs(extra, sp, cd.deviceID),
+			})
+		}
+		prog.ExecutionPlan = append(prog.ExecutionPlan, executionPlan(md, dels))
+		res.Methods = append(res.Methods, MethodSummary{Name: md.m.Name, Delegates: len(dels), PlannedBytes: md.arena})
+		res.Delegates += len(dels)
+	}
+	res.Blobs = len(entries)
+
+	// Place the blobs: in segments after the constant segment (index 0,
+	// empty, as upstream writes it), or inline.
+	b.segments = []*io.SectionReader{io.NewSectionReader(bytes.NewReader(nil), 0, 0)}
+	var inline int64
+	for _, e := range entries {
+		if opts.InlineDelegateData {
+			inline += e.sr.Size()
+			if inline > maxInlineBytes {
+				return nil, &Error{Msg: fmt.Sprintf("inline delegate data exceeds %d bytes; store it in segments (drop the inline option)", maxInlineBytes)}
+			}
+			data := make([]byte, e.sr.Size())
+			if _, err := e.sr.ReadAt(data, 0); err != nil && !(errors.Is(err, io.EOF) && len(data) == 0) {
+				return nil, &Error{Msg: "cannot read delegate data", Err: err}
+			}
+			prog.BackendDelegateData = append(prog.BackendDelegateData, &pte.BackendDelegateInlineData{Data: data})
+			continue
+		}
+		b.segments = append(b.segments, e.sr)
+		b.total += e.sr.Size()
+	}
+	for _, ep := range prog.ExecutionPlan {
+		for _, d := range ep.Delegates {
+			if opts.InlineDelegateData {
+				d.Processed.Location = schema.DataLocationINLINE
+			} else {
+				d.Processed.Location = schema.DataLocationSEGMENT
+				d.Processed.Index++ // after the constant segment
+			}
+		}
+	}
+	b.prog = prog
+	b.result = res
+	return b, nil
+}
+
+// open opens a source, once per path.
+func (b *built) open(s Source, files map[string]*source) (*source, error) {
+	switch {
+	case s.Path != "" && s.ReaderAt != nil:
+		return nil, errors.New("source has both a path and a reader")
+	case s.Path != "":
+		if src, ok := files[s.Path]; ok {
+			return src, nil
+		}
+		f, err := os.Open(s.Path)
+		if err != nil {
+			return nil, err
+		}
+		b.closers = append(b.closers, f)
+		st, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file", s.Path)
+		}
+		src := &source{r: f, size: st.Size(), id: st}
+		// Two paths naming the same file are one source.
+		for _, o := range files {
+			if ost, ok := o.id.(os.FileInfo); ok && os.SameFile(ost, st) {
+				src.id = o.id
+			}
+		}
+		files[s.Path] = src
+		return src, nil
+	case s.ReaderAt != nil:
+		if s.Size < 0 {
+			return nil, fmt.Errorf("negative size %d", s.Size)
+		}
+		var id any = new(int) // unique
+		if reflect.TypeOf(s.ReaderAt).Comparable() {
+			id = s.ReaderAt
+		}
+		return &source{r: s.ReaderAt, size: s.Size, id: id}, nil
+	default:
+		return nil, errors.New("source has neither a path nor a reader")
+	}
+}
+
+// blobFor returns the delegate blob of one call.
+func (b *built) blobFor(md *methodDef, cd *callDef, src *source, blob *delegate.Blob) (*blobEntry, error) {
+	if blob != nil {
+		return &blobEntry{sr: io.NewSectionReader(src.r, 0, src.size), src: src}, nil
+	}
+	c := cd.call
+	meta := &delegate.Metadata{
+		HardwareCompatible: c.HardwareCompatible,
+		DeviceID:           int64(c.DeviceID),
+		SerializedMetadata: c.SerializedMetadata,
+		TargetPlatform:     c.TargetPlatform,
+	}
+	for k, t := range cd.inputs {
+		meta.IOBindings = append(meta.IOBindings, delegate.Binding{Name: cd.inNames[k], DType: string(t.dtype), Shape: t.shape, IsInput: true})
+	}
+	for k, t := range cd.outputs {
+		meta.IOBindings = append(meta.IOBindings, delegate.Binding{Name: cd.outNames[k], DType: string(t.dtype), Shape: t.shape})
+	}
+	for _, a := range c.AliasedIO {
+		meta.AliasedIO = append(meta.AliasedIO, delegate.AliasedIO{Output: a.Output, Input: a.Input, Kind: a.Kind})
+	}
+	if err := delegate.CheckNames(meta); err != nil {
+		return nil, &Error{Method: md.m.Name, Call: cd.label,
+			Msg: "binding names the deployed C++ reader would misread", Err: err}
+	}
+	sr, err := delegate.NewBlobReader(meta, src.r, src.size)
+	if err != nil {
+		return nil, &Error{Method: md.m.Name, Call: cd.label, Msg: "cannot encode the TensorRT blob", Err: err}
+	}
+	prefix := make([]byte, sr.Size()-src.size)
+	if _, err := sr.ReadAt(prefix, 0); err != nil {
+		return nil, &Error{Method: md.m.Name, Call: cd.label, Msg: "cannot encode the TensorRT blob", Err: err}
+	}
+	return &blobEntry{sr: sr, prefix: prefix, src: src}, nil
+}
+
+// dedupIndex returns the index of an entry holding the same bytes as e, or
+// -1. Blobs of different sizes differ; blobs built from the same source
+// with the same metadata are equal without reading; otherwise the bytes
+// are compared, cheapest evidence first.
+func dedupIndex(entries []*blobEntry, e *blobEntry) (int, error) {
+	for i, o := range entries {
+		if o.sr.Size() != e.sr.Size() {
+			continue
+		}
+		if (o.prefix == nil) == (e.prefix == nil) && bytes.Equal(o.prefix, e.prefix) &&
+			o.src.id == e.src.id && o.src.size == e.src.size {
+			return i, nil
+		}
+		same, err := sameBytes(o.sr, e.sr)
+		if err != nil {
+			return -1, err
+		}
+		if same {
+			return i, nil
+		}
+	}
+	return -1, nil
+}
+
+// sampleSize is how much of each end of two equal-sized blobs is compared
+// before hashing them whole.
+const sampleSize = 64 << 10
+
+func sameBytes(a, b *io.SectionReader) (bool, error) {
+	n := a.Size()
+	if n <= 2*sampleSize {
+		return sameRange(a, b, 0, n)
+	}
+	for _, off := range []int64{0, n - sampleSize} {
+		same, err := sameRange(a, b, off, sampleSize)
+		if err != nil || !same {
+			return false, err
+		}
+	}
+	ha, err := hashOf(a)
+	if err != nil {
+		return false, err
+	}
+	hb, err := hashOf(b)
+	if err != nil {
+		return false, err
+	}
+	return ha == hb, nil
+}
+
+func sameRange(a, b *io.SectionReader, off, n int64) (bool, error) {
+	ba, bb := make([]byte, n), make([]byte, n)
+	if _, err := a.ReadAt(ba, off); err != nil && !(err == io.EOF && n == 0) {
+		return false, err
+	}
+	if _, err := b.ReadAt(bb, off); err != nil && !(err == io.EOF && n == 0) {
+		return false, err
+	}
+	return bytes.Equal(ba, bb), nil
+}
+
+func hashOf(r *io.SectionReader) ([32]byte, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(r, 0, r.Size())); err != nil {
+		return [32]byte{}, err
+	}
+	var sum [32]byte
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
+}

@@ -1,0 +1,260 @@
+package export
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte"
+)
+
+// RebakeOptions says what Rebake changes. At least one change is needed.
+type RebakeOptions struct {
+	// WeightStreamingBudget, when non-nil, is written as the
+	// weight_streaming_budget of every TensorRTBackend delegate.
+	WeightStreamingBudget *int64
+	// ClearBudget removes the weight_streaming_budget key from every
+	// TensorRTBackend delegate, restoring TensorRT's automatic budget.
+	ClearBudget bool
+	// TargetDevice, when non-empty, is written verbatim as the
+	// target_device of every TensorRTBackend delegate.
+	TargetDevice string
+	// SegmentAlignment is the alignment of segment data in the output;
+	// 0 keeps the input's (the largest power of two, up to 64 KiB, that
+	// aligns its segment base and every segment offset).
+	SegmentAlignment uint64
+	// Progress, when non-nil, is called as output bytes are written.
+	Progress func(written, total int64)
+}
+
+// Rebake rewrites the program in, changing only the compile specs of its
+// TensorRTBackend delegates as opts says, and writes it to out through a
+// temporary file renamed into place; out may equal in. Segment bytes are
+// copied as they are (never decoded or re-encoded), inline delegate data
+// stays inline, and everything else in the program is kept. On failure the
+// input is untouched and out is not created or changed.
+//
+// For each TensorRTBackend delegate a budget is set in place of the first
+// existing weight_streaming_budget entry (dropping any duplicates, which
+// the runtime rejects) or, when there is none, inserted before
+// target_device, which is the order upstream writes; a target device is set
+// the same way, or appended.
+func Rebake(in, out string, opts *RebakeOptions) (*Result, error) {
+	return rebake(in, out, opts, nil)
+}
+
+// rebake is Rebake with a hook that may wrap the segment sources (tests
+// use it to make a source fail mid-write).
+func rebake(in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) []*io.SectionReader) (*Result, error) {
+	if opts == nil {
+		opts = &RebakeOptions{}
+	}
+	var budget []byte
+	switch {
+	case opts.WeightStreamingBudget != nil && opts.ClearBudget:
+		return nil, &Error{Msg: "set the budget or clear it, not both"}
+	case opts.WeightStreamingBudget != nil:
+		v, err := compilespec.FormatBudget(*opts.WeightStreamingBudget)
+		if err != nil {
+			return nil, &Error{Msg: "bad weight streaming budget", Err: err}
+		}
+		budget = v
+	case !opts.ClearBudget && opts.TargetDevice == "":
+		return nil, &Error{Msg: "nothing to change: give a budget, clear it, or give a target device"}
+	}
+	if opts.TargetDevice != "" {
+		if _, _, err := compilespec.ParseTargetDevice([]byte(opts.TargetDevice)); err != nil {
+			return nil, &Error{Msg: "bad target device", Err: err}
+		}
+	}
+
+	f, err := pte.Open(in)
+	if err != nil {
+		return nil, fmt.Errorf("export: rebake: %w", err)
+	}
+	defer f.Close()
+	prog := cloneForRebake(f.Program)
+	res := &Result{}
+	if budget != nil {
+		v := *opts.WeightStreamingBudget
+		res.Budget = &v
+	}
+	for _, ep := range prog.ExecutionPlan {
+		n := 0
+		for _, d := range ep.Delegates {
+			if d == nil || d.ID != delegate.BackendID {
+				continue
+			}
+			n++
+			specs := d.CompileSpecs
+			switch {
+			case budget != nil:
+				specs = setSpec(specs, compilespec.KeyWeightStreamingBudget, budget, compilespec.KeyTargetDevice)
+			case opts.ClearBudget:
+				specs = deleteSpec(specs, compilespec.KeyWeightStreamingBudget)
+			}
+			if opts.TargetDevice != "" {
+				specs = setSpec(specs, compilespec.KeyTargetDevice, []byte(opts.TargetDevice), "")
+			}
+			d.CompileSpecs = specs
+		}
+		res.Methods = append(res.Methods, MethodSummary{Name: ep.Name, Delegates: n, PlannedBytes: plannedBytes(ep)})
+		res.Delegates += n
+		res.Warnings = append(res.Warnings, engineCountWarnings(ep.Name, n, budget)...)
+	}
+	if res.Delegates == 0 {
+		return nil, &Error{Msg: fmt.Sprintf("%s has no %s delegate; nothing to re-bake", in, delegate.BackendID)}
+	}
+
+	segs, err := f.SegmentReaders()
+	if err != nil {
+		return nil, fmt.Errorf("export: rebake: %w", err)
+	}
+	res.Blobs = countBlobs(prog)
+	var total int64
+	for _, s := range segs {
+		total += s.Size()
+	}
+	if wrap != nil {
+		segs = wrap(segs)
+	}
+	align := opts.SegmentAlignment
+	if align == 0 {
+		align = inferAlignment(f)
+	}
+	size, err := writeAtomic(out, total, opts.Progress, func(w *os.File) (int64, error) {
+		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align})
+		if err != nil {
+			return 0, err
+		}
+		return info.Size, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("export: rebake: writing %s: %w", out, err)
+	}
+	res.Path = out
+	res.Size = size
+	return res, nil
+}
+
+// cloneForRebake copies the parts of p that Rebake changes: the plans'
+// delegate lists and their compile spec lists. Everything else is shared.
+func cloneForRebake(p *pte.Program) *pte.Program {
+	cp := *p
+	cp.ExecutionPlan = slices.Clone(p.ExecutionPlan)
+	for i, ep := range cp.ExecutionPlan {
+		if ep == nil {
+			continue
+		}
+		e := *ep
+		e.Delegates = slices.Clone(ep.Delegates)
+		for j, d := range e.Delegates {
+			if d == nil {
+				continue
+			}
+			dd := *d
+			dd.CompileSpecs = slices.Clone(d.CompileSpecs)
+			e.Delegates[j] = &dd
+		}
+		cp.ExecutionPlan[i] = &e
+	}
+	return &cp
+}
+
+// setSpec sets key to value: in place of the first entry with the key
+// (dropping later ones), else before the first entry named before (when
+// given and present), else at the end. Keys are matched as the runtime
+// matches them (as C strings).
+func setSpec(specs []*pte.CompileSpec, key string, value []byte, before string) []*pte.CompileSpec {
+	entry := &pte.CompileSpec{Key: key, Value: slices.Clone(value)}
+	out := make([]*pte.CompileSpec, 0, len(specs)+1)
+	placed := false
+	for _, s := range specs {
+		if s != nil && compilespec.CKeyEqual(s.Key, key) {
+			if !placed {
+				out = append(out, entry)
+				placed = true
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	if placed {
+		return out
+	}
+	if before != "" {
+		if i := slices.IndexFunc(out, func(s *pte.CompileSpec) bool { return s != nil && s.Key == before }); i >= 0 {
+			return slices.Insert(out, i, entry)
+		}
+	}
+	return append(out, entry)
+}
+
+// deleteSpec removes every entry the runtime would read as key.
+func deleteSpec(specs []*pte.CompileSpec, key string) []*pte.CompileSpec {
+	if specs == nil {
+		return nil
+	}
+	return slices.DeleteFunc(specs, func(s *pte.CompileSpec) bool {
+		return s != nil && compilespec.CKeyEqual(s.Key, key)
+	})
+}
+
+func plannedBytes(ep *pte.ExecutionPlan) int64 {
+	var n int64
+	for _, s := range ep.NonConstBufferSizes {
+		n += s
+	}
+	return n
+}
+
+// countBlobs counts the distinct delegate payloads of TensorRT delegates.
+func countBlobs(p *pte.Program) int {
+	type ref struct {
+		loc pte.DataLocation
+		idx uint32
+	}
+	seen := map[ref]bool{}
+	for _, ep := range p.ExecutionPlan {
+		for _, d := range ep.Delegates {
+			if d != nil && d.ID == delegate.BackendID && d.Processed != nil {
+				seen[ref{d.Processed.Location, d.Processed.Index}] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+// inferAlignment returns the largest power of two, between 128 and 64 KiB,
+// that divides the input's segment base offset and every segment offset:
+// an alignment the input certainly honoured. Without segments it is 128.
+func inferAlignment(f *pte.File) uint64 {
+	const lo, hi = pte.DefaultSegmentAlignment, 64 << 10
+	if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
+		return lo
+	}
+	offs := []uint64{f.Header.SegmentBaseOffset}
+	for _, s := range f.Program.Segments {
+		if s != nil && s.Size > 0 {
+			offs = append(offs, s.Offset)
+		}
+	}
+	a := uint64(hi)
+	for a > lo {
+		ok := true
+		for _, o := range offs {
+			if o%a != 0 {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			break
+		}
+		a /= 2
+	}
+	return a
+}
