@@ -399,7 +399,10 @@ func (e *encoder) program(p *Program) (flatbuffers.UOffsetT, error) {
 		return 0, err
 	}
 	layout := e.refs.layout
-	if layout == nil && e.refs.layoutPresent {
+	switch {
+	case !e.refs.layoutPresent:
+		layout = nil
+	case layout == nil:
 		layout = []*DataSegment{}
 	}
 	segs, err := tables(e, "segments", layout, func(x *DataSegment) (flatbuffers.UOffsetT, error) {

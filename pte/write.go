@@ -261,11 +261,11 @@ func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 	var buf []byte
 	for k, i := range pl.unique {
 		seg := pl.info.Segments[k]
-		if seg.Size == 0 {
-			continue
-		}
 		if err := cw.padTo(int64(pl.segmentBase + seg.Offset)); err != nil {
 			return nil, fmt.Errorf("pte: write: %w", err)
+		}
+		if seg.Size == 0 {
+			continue
 		}
 		if _, _, _, ok := fileEnds(w, pl.srcs[i]); buf == nil && !ok {
 			buf = make([]byte, copyBufferSize)
