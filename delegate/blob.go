@@ -100,7 +100,7 @@ func parseHeader(b []byte) Header {
 	return h
 }
 
-// appendHeader appends the little-endian encoding of h.
+// appendTo appends the little-endian encoding of h.
 func (h *Header) appendTo(dst []byte) []byte {
 	dst = append(dst, h.Magic[:]...)
 	dst = appendLE32(dst, h.MetadataOffset)
