@@ -17,6 +17,12 @@ import (
 // be a string, is_input and hardware_compatible booleans, device_id and
 // shape entries integers that fit in an int64, and so on.
 //
+// Decode also refuses a few things Python accepts, because they cannot be
+// represented faithfully or are not JSON: NaN and Infinity, an unpaired
+// UTF-16 surrogate escape, integers outside int64, two aliased_io entries
+// for one output (Python keeps only the last), and io_bindings or
+// aliased_io that are not arrays.
+//
 // Only the header and metadata are read. A malformed blob gives a
 // *BlobError; failures to read r are returned as they are, wrapped.
 func Decode(r io.ReaderAt, size int64) (*Blob, error) {
