@@ -275,4 +275,3 @@ func (p *progress) done() {
 		fmt.Fprintln(p.w)
 	}
 }
-
