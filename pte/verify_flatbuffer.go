@@ -163,11 +163,21 @@ func (p *fbPath) String() string {
 }
 
 // fbVerifier walks a flatbuffer region.
+//
+// Besides the C++ limits it bounds the work a hostile buffer can cause by
+// pointing many offsets at one table or vector (FlatBuffers offsets form a
+// DAG): decoding expands shared data once per reference, so table visits
+// are limited to one per 4 bytes and vector bytes to twice the buffer size.
+// Writers of real .pte files never share tables or vectors.
 type fbVerifier struct {
-	buf    []byte
-	depth  int
-	tables int
+	buf      []byte
+	depth    int
+	tables   int
+	vecBytes uint64
 }
+
+// maxVisits is the largest number of table visits an unshared buffer needs.
+func (v *fbVerifier) maxVisits() int { return len(v.buf)/4 + 1 }
 
 func (v *fbVerifier) fail(off uint64, p *fbPath, format string, args ...any) error {
 	path := ""
@@ -234,6 +244,9 @@ func (v *fbVerifier) table(pos uint64, t *fbTableT, p *fbPath) error {
 	}
 	if v.tables > fbMaxTables {
 		return v.fail(pos, p, "more than %d tables", fbMaxTables)
+	}
+	if v.tables > v.maxVisits() {
+		return v.fail(pos, p, "more table visits (%d) than a %d-byte flatbuffer can hold without sharing tables", v.tables, len(v.buf))
 	}
 	if pos%4 != 0 {
 		return v.fail(pos, p, "%s table at byte %d is not 4-byte aligned", t.name, pos)
@@ -349,6 +362,10 @@ func (v *fbVerifier) vector(pos, elem uint64, p *fbPath) (uint64, error) {
 	}
 	if !v.within(pos+4, n*elem) {
 		return 0, v.fail(pos, p, "vector of %d %d-byte elements runs past the %d-byte flatbuffer", n, elem, len(v.buf))
+	}
+	v.vecBytes += n * elem
+	if v.vecBytes > 2*uint64(len(v.buf)) {
+		return 0, v.fail(pos, p, "vectors referenced %d bytes in total, more than a %d-byte flatbuffer can hold without sharing vectors", v.vecBytes, len(v.buf))
 	}
 	if elem == 8 && (pos+4)%8 != 0 {
 		return 0, v.fail(pos+4, p, "elements of a vector of 8-byte values at byte %d are not 8-byte aligned", pos+4)

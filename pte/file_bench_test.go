@@ -1,0 +1,304 @@
+package pte
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/ptekit/ptekit/schema"
+)
+
+// rdTestProgram builds, with the generated schema builders, a one-method
+// program whose n TensorRT-like delegates each live in their own segment of
+// segSize bytes, and returns the file's bytes up to the end of the flatbuffer
+// region plus the full file size and each segment's absolute offset. Segment
+// bytes are not materialised (callers write them or leave the file sparse).
+func rdTestProgram(n int, segSize uint64) (head []byte, size int64, segOffs []int64) {
+	b := flatbuffers.NewBuilder(1024)
+	str := func(s string) flatbuffers.UOffsetT { return b.CreateString(s) }
+	i32s := func(xs ...int32) flatbuffers.UOffsetT {
+		b.StartVector(4, len(xs), 4)
+		for i := len(xs) - 1; i >= 0; i-- {
+			b.PrependInt32(xs[i])
+		}
+		return b.EndVector(len(xs))
+	}
+	tables := func(xs []flatbuffers.UOffsetT) flatbuffers.UOffsetT {
+		b.StartVector(4, len(xs), 4)
+		for i := len(xs) - 1; i >= 0; i-- {
+			b.PrependUOffsetT(xs[i])
+		}
+		return b.EndVector(len(xs))
+	}
+	// Two float tensors [1, 4].
+	var values []flatbuffers.UOffsetT
+	for range 2 {
+		sizes := i32s(1, 4)
+		b.StartVector(1, 2, 1)
+		b.PrependByte(1)
+		b.PrependByte(0)
+		dims := b.EndVector(2)
+		schema.TensorStart(b)
+		schema.TensorAddScalarType(b, schema.ScalarTypeFLOAT)
+		schema.TensorAddSizes(b, sizes)
+		schema.TensorAddDimOrder(b, dims)
+		t := schema.TensorEnd(b)
+		schema.EValueStart(b)
+		schema.EValueAddValType(b, schema.KernelTypesTensor)
+		schema.EValueAddVal(b, t)
+		values = append(values, schema.EValueEnd(b))
+	}
+	var delegates, instrs []flatbuffers.UOffsetT
+	for i := range n {
+		key, val := str("weight_streaming_budget"), b.CreateByteVector([]byte("1073741824"))
+		schema.CompileSpecStart(b)
+		schema.CompileSpecAddKey(b, key)
+		schema.CompileSpecAddValue(b, val)
+		spec := schema.CompileSpecEnd(b)
+		specs := tables([]flatbuffers.UOffsetT{spec})
+		schema.BackendDelegateDataReferenceStart(b)
+		schema.BackendDelegateDataReferenceAddLocation(b, schema.DataLocationSEGMENT)
+		schema.BackendDelegateDataReferenceAddIndex(b, uint32(i+1))
+		ref := schema.BackendDelegateDataReferenceEnd(b)
+		id := str("TensorRTBackend")
+		schema.BackendDelegateStart(b)
+		schema.BackendDelegateAddId(b, id)
+		schema.BackendDelegateAddProcessed(b, ref)
+		schema.BackendDelegateAddCompileSpecs(b, specs)
+		delegates = append(delegates, schema.BackendDelegateEnd(b))
+		args := i32s(0, 1)
+		schema.DelegateCallStart(b)
+		schema.DelegateCallAddDelegateIndex(b, int32(i))
+		schema.DelegateCallAddArgs(b, args)
+		call := schema.DelegateCallEnd(b)
+		schema.InstructionStart(b)
+		schema.InstructionAddInstrArgsType(b, schema.InstructionArgumentsDelegateCall)
+		schema.InstructionAddInstrArgs(b, call)
+		instrs = append(instrs, schema.InstructionEnd(b))
+	}
+	instrVec := tables(instrs)
+	empty := i32s()
+	schema.ChainStart(b)
+	schema.ChainAddInputs(b, empty)
+	schema.ChainAddOutputs(b, empty)
+	schema.ChainAddInstructions(b, instrVec)
+	chain := schema.ChainEnd(b)
+	name, vals, ins, outs := str("forward"), tables(values), i32s(0), i32s(1)
+	chains, ops, dels := tables([]flatbuffers.UOffsetT{chain}), tables(nil), tables(delegates)
+	b.StartVector(8, 1, 8)
+	b.PrependInt64(0)
+	ncbs := b.EndVector(1)
+	schema.ExecutionPlanStart(b)
+	schema.ExecutionPlanAddName(b, name)
+	schema.ExecutionPlanAddValues(b, vals)
+	schema.ExecutionPlanAddInputs(b, ins)
+	schema.ExecutionPlanAddOutputs(b, outs)
+	schema.ExecutionPlanAddChains(b, chains)
+	schema.ExecutionPlanAddOperators(b, ops)
+	schema.ExecutionPlanAddDelegates(b, dels)
+	schema.ExecutionPlanAddNonConstBufferSizes(b, ncbs)
+	plan := schema.ExecutionPlanEnd(b)
+
+	// Segment 0 is the empty constant segment; 1..n hold the engines.
+	const align = 128
+	var segs []flatbuffers.UOffsetT
+	var rel []uint64
+	cursor := uint64(0)
+	for i := 0; i <= n; i++ {
+		sz := segSize
+		if i == 0 {
+			sz = 0
+		}
+		rel = append(rel, cursor)
+		schema.DataSegmentStart(b)
+		schema.DataSegmentAddOffset(b, cursor)
+		schema.DataSegmentAddSize(b, sz)
+		segs = append(segs, schema.DataSegmentEnd(b))
+		cursor = (cursor + sz + align - 1) / align * align
+	}
+	dataSize := rel[n] + segSize
+	b.StartVector(8, 1, 8)
+	b.PrependUint64(0)
+	offs := b.EndVector(1)
+	schema.SubsegmentOffsetsStart(b)
+	schema.SubsegmentOffsetsAddOffsets(b, offs)
+	cs := schema.SubsegmentOffsetsEnd(b)
+	plans, segVec, cbuf, bdd := tables([]flatbuffers.UOffsetT{plan}), tables(segs), tables(nil), tables(nil)
+	schema.ProgramStart(b)
+	schema.ProgramAddExecutionPlan(b, plans)
+	schema.ProgramAddConstantBuffer(b, cbuf)
+	schema.ProgramAddBackendDelegateData(b, bdd)
+	schema.ProgramAddSegments(b, segVec)
+	schema.ProgramAddConstantSegment(b, cs)
+	b.FinishWithFileIdentifier(schema.ProgramEnd(b), []byte("ET12"))
+	fb := b.FinishedBytes()
+
+	// Insert the 32-byte eh00 header after the prefix; only the root offset
+	// moves, every other flatbuffer offset is relative.
+	const h = 32
+	programSize := uint64(len(fb) + h)
+	base := (programSize + align - 1) / align * align
+	head = make([]byte, base)
+	copy(head, fb[:8])
+	binary.LittleEndian.PutUint32(head, binary.LittleEndian.Uint32(fb)+h)
+	copy(head[8:], "eh00")
+	binary.LittleEndian.PutUint32(head[12:], 32)
+	binary.LittleEndian.PutUint64(head[16:], programSize)
+	binary.LittleEndian.PutUint64(head[24:], base)
+	binary.LittleEndian.PutUint64(head[32:], dataSize)
+	copy(head[8+h:], fb[8:])
+	for _, r := range rel[1:] {
+		segOffs = append(segOffs, int64(base+r))
+	}
+	return head, int64(base + dataSize), segOffs
+}
+
+// rdWriteTestProgram writes rdTestProgram's file to path, sparse: only the
+// flatbuffer region and a "TR01" magic at each engine segment are written.
+func rdWriteTestProgram(tb testing.TB, path string, n int, segSize uint64) {
+	tb.Helper()
+	head, size, segOffs := rdTestProgram(n, segSize)
+	fh, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer fh.Close()
+	if _, err := fh.WriteAt(head, 0); err != nil {
+		tb.Fatal(err)
+	}
+	for _, o := range segOffs {
+		if _, err := fh.WriteAt([]byte("TR01"), o); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := fh.Truncate(size); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// countingReaderAt counts the bytes read through it.
+type countingReaderAt struct {
+	r io.ReaderAt
+	n atomic.Int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestTestProgram checks the benchmark's generated program: it opens,
+// verifies clean and resolves every delegate to its segment.
+func TestTestProgram(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.pte")
+	rdWriteTestProgram(t, path, 3, 1000)
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, fd := range f.Verify() {
+		if fd.Severity == Error {
+			t.Error(fd)
+		}
+	}
+	if got := len(f.Program.ExecutionPlan[0].Delegates); got != 3 {
+		t.Fatalf("%d delegates, want 3", got)
+	}
+	for j := range 3 {
+		pl, err := f.DelegateData(0, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := pl.Data()
+		if err != nil || len(data) != 1000 || string(data[:4]) != "TR01" {
+			t.Fatalf("delegate %d: %d bytes %q, err %v", j, len(data), data[:4], err)
+		}
+	}
+}
+
+// benchmarkOpen opens a generated program with 64 segment delegates of
+// total size total, lists every method's delegates and compile specs and
+// resolves each payload handle (without reading it).
+func benchmarkOpen(b *testing.B, total uint64) {
+	const n = 64
+	path := filepath.Join(b.TempDir(), "bench.pte")
+	rdWriteTestProgram(b, path, n, total/n)
+	fh, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cr := &countingReaderAt{r: fh}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		f, err := NewFile(cr, fi.Size())
+		if err != nil {
+			b.Fatal(err)
+		}
+		specs := 0
+		for i, ep := range f.Program.ExecutionPlan {
+			for j, d := range ep.Delegates {
+				specs += len(d.CompileSpecs)
+				if _, err := f.DelegateData(i, j); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		if specs != n {
+			b.Fatalf("%d compile specs, want %d", specs, n)
+		}
+	}
+	b.ReportMetric(float64(cr.n.Load())/float64(b.N), "bytes-read/op")
+}
+
+// BenchmarkOpen2MiB opens a 2 MiB program with 64 engines.
+func BenchmarkOpen2MiB(b *testing.B) { benchmarkOpen(b, 2<<20) }
+
+// BenchmarkOpen2GiB opens a 2 GiB (sparse) program with 64 engines; it must
+// read as few bytes and take about as long as BenchmarkOpen2MiB.
+func BenchmarkOpen2GiB(b *testing.B) { benchmarkOpen(b, 2<<30) }
+
+// TestOpenFuzzSeeds keeps testdata/fuzz/FuzzOpen in step with the generator:
+// with PTE_UPDATE_FUZZ_SEEDS=1 it (re)writes the seeds, otherwise it checks
+// that they exist and match.
+func TestOpenFuzzSeeds(t *testing.T) {
+	small, _, segOffs := rdTestProgram(2, 40)
+	full := make([]byte, int(segOffs[1])+40)
+	copy(full, small)
+	for _, o := range segOffs {
+		copy(full[o:], "TR01")
+	}
+	seeds := map[string][]byte{"two_segment_delegates": full, "flatbuffer_only": small[:len(small)-8]}
+	dir := filepath.Join("testdata", "fuzz", "FuzzOpen")
+	for name, data := range seeds {
+		want := []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data))
+		path := filepath.Join(dir, name)
+		if os.Getenv("PTE_UPDATE_FUZZ_SEEDS") != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is missing or stale (err %v); run with PTE_UPDATE_FUZZ_SEEDS=1", path, err)
+		}
+	}
+}
