@@ -1,0 +1,152 @@
+package export
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReadExampleManifest(t *testing.T) {
+	path := filepath.Join("..", "testdata", "examples", "model.json")
+	m, err := ReadManifest(path)
+	require.NoError(t, err)
+	require.Len(t, m.Program.Methods, 2)
+	assert.Nil(t, m.Options.WeightStreamingBudget, `"auto" means no budget`)
+	dec := m.Program.Methods[1]
+	assert.Equal(t, "decode", dec.Name)
+	require.Len(t, dec.Calls, 1)
+	c := dec.Calls[0]
+	assert.Equal(t, filepath.Join("..", "testdata", "examples", "decode.engine"), c.Engine.Path)
+	assert.Equal(t, SourceEngine, c.Engine.Kind)
+	assert.Equal(t, []AliasedIO{{Output: "present_k", Input: "past_k", Kind: "kv_cache_update"}}, c.AliasedIO)
+	assert.Equal(t, "k_cache_out", c.Outputs[1].Tensor)
+
+	res, err := WriteFile(filepath.Join(t.TempDir(), "m.pte"), m.Program, &m.Options)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Blobs)
+	assert.Empty(t, res.Warnings)
+}
+
+func TestParseManifestForms(t *testing.T) {
+	m, err := ParseManifest([]byte(`{
+		"methods": [{"name": "f", "inputs": [{"name": "x", "dtype": "int32", "shape": []}], "outputs": ["x"],
+		  "engines": [{"blob": "/abs/b.bin", "inputs": ["x"], "outputs": [{"tensor": "y", "dtype": "bool", "shape": [1]}]}]}],
+		"weight_streaming_budget_per_engine": 8589934592,
+		"compile_specs": [{"key": "a", "value": "v"}, {"key": "b", "value_hex": "0001"}],
+		"segment_alignment": 4096, "inline_delegate_data": true, "target_device": "cuda:2"}`), "/base")
+	require.NoError(t, err)
+	require.NotNil(t, m.Options.WeightStreamingBudget)
+	assert.Equal(t, int64(8<<30), *m.Options.WeightStreamingBudget)
+	assert.Equal(t, []byte{0, 1}, m.Options.CompileSpecs[1].Value)
+	assert.Equal(t, uint64(4096), m.Options.SegmentAlignment)
+	assert.True(t, m.Options.InlineDelegateData)
+	assert.Equal(t, "cuda:2", m.Options.TargetDevice)
+	c := m.Program.Methods[0].Calls[0]
+	assert.Equal(t, BlobFile("/abs/b.bin"), c.Engine)
+	assert.Equal(t, "x", c.Inputs[0].Name)
+	assert.Equal(t, "b.bin", c.Name)
+
+	m, err = ParseManifest([]byte(`{"methods": [{"name": "f"}], "weight_streaming_budget_per_engine": "512MiB"}`), "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(512<<20), *m.Options.WeightStreamingBudget)
+}
+
+func TestParseManifestErrors(t *testing.T) {
+	for _, c := range []struct{ in, field, msg string }{
+		{``, "", "empty manifest"},
+		{`{"methods": [}`, "", "invalid JSON"},
+		{`{"methods": []} x`, "", "after the JSON object"},
+		{`{"methods": []}`, "methods", "at least one"},
+		{`{"methods": [{"name": "f", "bogus": 1}]}`, "", "bogus"},
+		{`{"methods": [{"name": "f", "inputs": [{"name": "x", "dtype": "f", "shape": [], "extra": 1}]}]}`, "", "extra"},
+		{`{"methods": [{"name": ""}]}`, "methods[0].name", "required"},
+		{`{"methods": [{"name": "f", "inputs": [{"name": "x"}]}]}`, "methods[0].inputs[0]", "dtype"},
+		{`{"methods": [{"name": "f", "engines": [{}]}]}`, "methods[0].engines[0]", "required"},
+		{`{"methods": [{"name": "f", "engines": [{"engine": "a", "blob": "b"}]}]}`, "methods[0].engines[0]", "not both"},
+		{`{"methods": [{"name": "f", "engines": [{"blob": "b", "device_id": 1}]}]}`, "methods[0].engines[0].device_id", "own device_id"},
+		{`{"methods": [{"name": "f"}], "compile_specs": [{"key": "k"}]}`, "compile_specs[0]", "value"},
+		{`{"methods": [{"name": "f"}], "compile_specs": [{"key": "k", "value_hex": "zz"}]}`, "compile_specs[0].value_hex", "hex"},
+		{`{"methods": [{"name": "f"}], "weight_streaming_budget_per_engine": 1.5}`, "weight_streaming_budget_per_engine", "whole number"},
+		{`{"methods": [{"name": "f"}], "weight_streaming_budget_per_engine": "-1"}`, "weight_streaming_budget_per_engine", "negative"},
+		{`{"methods": [{"name": "f"}], "weight_streaming_budget_per_engine": true}`, "weight_streaming_budget_per_engine", "byte count"},
+		{`{"methods": [{"name": "f", "inputs": [{"name": "x", "dtype": "int8", "shape": "big"}]}]}`, "methods.inputs.shape", "wrong JSON type"},
+	} {
+		_, err := ParseManifest([]byte(c.in), "")
+		require.Error(t, err, c.in)
+		var me *ManifestError
+		require.True(t, errors.As(err, &me), "%T %v", err, err)
+		assert.Equal(t, c.field, me.Field, c.in)
+		assert.Contains(t, err.Error(), c.msg, c.in)
+	}
+	_, err := ParseManifest([]byte("{\n  \"methods\": [\n    {,}\n  ]\n}"), "")
+	var me *ManifestError
+	require.True(t, errors.As(err, &me))
+	assert.Equal(t, 3, me.Line)
+
+	_, err = ReadManifest(filepath.Join(t.TempDir(), "none.json"))
+	assert.ErrorContains(t, err, "none.json")
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"methods": 1}`), 0o644))
+	_, err = ReadManifest(bad)
+	assert.ErrorContains(t, err, "bad.json")
+}
+
+// FuzzParseManifest checks that no manifest makes the parser or the
+// validator panic, and that accepted manifests resolve or fail with *Error.
+func FuzzParseManifest(f *testing.F) {
+	if data, err := os.ReadFile(filepath.Join("..", "testdata", "examples", "model.json")); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte(`{"methods": [{"name": "f", "inputs": ["x"], "outputs": [{"name": "y", "shape": [-1], "max_shape": [3]}],
+		"engines": [{"engine": "e", "inputs": ["x"], "outputs": [{"binding": "y", "dtype": "float16", "shape": [-1], "max_shape": [4]}],
+		"aliased_io": [{"output": "y", "input": "x"}]}]}], "weight_streaming_budget_per_engine": "1.5GiB"}`))
+	f.Add([]byte(`{"methods": [{"name": "f", "inputs": [{"name": "x", "dtype": "int64", "shape": [2147483648]}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := ParseManifest(data, "")
+		if err != nil {
+			var me *ManifestError
+			if !errors.As(err, &me) {
+				t.Fatalf("error is %T, not *ManifestError: %v", err, err)
+			}
+			return
+		}
+		// Resolve with every engine source replaced by a tiny reader.
+		for _, meth := range m.Program.Methods {
+			for _, c := range meth.Calls {
+				c.Engine = EngineReader(nil, 0)
+			}
+		}
+		mds, err := resolve(m.Program, nil)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error is %T, not *Error: %v", err, err)
+			}
+			return
+		}
+		for _, md := range mds {
+			if err := planMemory(md); err != nil {
+				return
+			}
+			for _, tt := range md.tensors {
+				if tt.offset%planAlign != 0 || tt.offset < 0 || tt.offset+tt.nbytes > md.arena {
+					t.Fatalf("tensor %q placed at %d+%d outside arena %d", tt.name, tt.offset, tt.nbytes, md.arena)
+				}
+			}
+			for i, a := range md.tensors {
+				for _, b := range md.tensors[:i] {
+					live := a.produced <= b.lastUse && b.produced <= a.lastUse
+					space := a.nbytes > 0 && b.nbytes > 0 && a.offset < b.offset+b.nbytes && b.offset < a.offset+a.nbytes
+					if live && space {
+						t.Fatalf("tensors %q and %q are alive together and overlap", a.name, b.name)
+					}
+				}
+			}
+			_ = executionPlan(md, nil)
+		}
+	})
+}
