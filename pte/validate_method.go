@@ -228,14 +228,9 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 	}
 	if a := t.AllocationInfo; a != nil {
 		apath := path + ".allocation_info"
-		if ep.NonConstBufferSizes == nil {
-			// Reported once for the method.
-		} else if a.MemoryID == 0 || uint64(a.MemoryID) >= uint64(len(ep.NonConstBufferSizes)) {
-			v.add(Error, CodeInvalidArgument, f.posOf(a), apath+".memory_id",
-				"memory_id %d is not a planned arena (1..%d)", a.MemoryID, len(ep.NonConstBufferSizes)-1)
-		} else if arena := ep.NonConstBufferSizes[a.MemoryID]; sized && arena >= 0 && (a.Offset() > uint64(arena) || nbytes > uint64(arena)-a.Offset()) {
-			v.add(Error, CodeInvalidArgument, f.posOf(a), apath,
-				"tensor bytes [%d, %d+%d) exceed arena %d of %d bytes", a.Offset(), a.Offset(), nbytes, a.MemoryID, arena)
+		// A missing non_const_buffer_sizes is reported once for the method.
+		if ep.NonConstBufferSizes != nil {
+			v.arena(ep, apath, a, nbytes, sized)
 		}
 		if a.MemoryOffsetHigh != 0 {
 			v.add(Warning, CodeNotSupported, f.posOf(a), apath+".memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
@@ -417,5 +412,20 @@ func (v *validator) chains(ep *ExecutionPlan, path string) {
 				}
 			}
 		}
+	}
+}
+
+// arena checks that a planned tensor fits its arena.
+func (v *validator) arena(ep *ExecutionPlan, apath string, a *AllocationDetails, nbytes uint64, sized bool) {
+	off := v.f.posOf(a)
+	if a.MemoryID == 0 || uint64(a.MemoryID) >= uint64(len(ep.NonConstBufferSizes)) {
+		v.add(Error, CodeInvalidArgument, off, apath+".memory_id",
+			"memory_id %d is not a planned arena (1..%d)", a.MemoryID, len(ep.NonConstBufferSizes)-1)
+		return
+	}
+	arena := ep.NonConstBufferSizes[a.MemoryID]
+	if sized && arena >= 0 && (a.Offset() > uint64(arena) || nbytes > uint64(arena)-a.Offset()) {
+		v.add(Error, CodeInvalidArgument, off, apath,
+			"tensor bytes [%d, %d+%d) exceed arena %d of %d bytes", a.Offset(), a.Offset(), nbytes, a.MemoryID, arena)
 	}
 }
