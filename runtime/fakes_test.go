@@ -115,6 +115,8 @@ type fakeFactory struct {
 	template fakeEngine
 	err      error
 	engines  []*fakeEngine
+	// scratch, when set, gives the n-th engine's scratch size.
+	scratch []int64
 }
 
 func (f *fakeFactory) Deserialize(device int, engine *io.SectionReader) (Engine, error) {
@@ -124,6 +126,9 @@ func (f *fakeFactory) Deserialize(device int, engine *io.SectionReader) (Engine,
 	e := f.template // copy the facts
 	e.device, e.engineSize = device, engine.Size()
 	f.mu.Lock()
+	if n := len(f.engines); n < len(f.scratch) {
+		e.scratch = f.scratch[n]
+	}
 	f.engines = append(f.engines, &e)
 	f.mu.Unlock()
 	return &e, nil
