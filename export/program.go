@@ -161,8 +161,9 @@ type Options struct {
 	InlineDelegateData bool
 	// SegmentAlignment is the alignment of segment data; 0 means 128.
 	SegmentAlignment uint64
-	// Progress, when non-nil, is called as output bytes are written with
-	// the number written so far and the total.
+	// Progress, when non-nil, is called by WriteFile about five times a
+	// second while the file is written, with the bytes written so far and
+	// the expected total. Write does not call it.
 	Progress func(written, total int64)
 }
 

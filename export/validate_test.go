@@ -1,7 +1,11 @@
 package export
 
 import (
+	"bytes"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -180,4 +184,82 @@ func TestConsumerShapeRules(t *testing.T) {
 	assert.NoError(t, checkConsumer(dyn, "", []int64{-1, 4}, []int64{8, 4}))
 	assert.Error(t, checkConsumer(dyn, "", []int64{8, 4}, nil), "fixed consumer of a dynamic producer")
 	assert.NoError(t, checkConsumer(dyn, Float32, nil, nil))
+}
+
+// TestBlobSourcePassThrough stores an existing TensorRT blob unchanged and
+// takes its binding names from it.
+func TestBlobSourcePassThrough(t *testing.T) {
+	dir := t.TempDir()
+	first := filepath.Join(dir, "first.pte")
+	_, err := WriteFile(first, &Program{Methods: []*Method{chainMethod("forward", 1)}}, nil)
+	require.NoError(t, err)
+	f, err := pte.Open(first)
+	require.NoError(t, err)
+	pl, err := f.DelegateData(0, 0)
+	require.NoError(t, err)
+	blob, err := pl.Data()
+	require.NoError(t, err)
+	f.Close()
+	blobPath := filepath.Join(dir, "x.blob")
+	require.NoError(t, os.WriteFile(blobPath, blob, 0o644))
+
+	m := chainMethod("forward", 1)
+	m.Calls[0].Engine = BlobFile(blobPath)
+	m.Calls[0].Inputs[0].Name = "" // taken from the blob
+	out := filepath.Join(dir, "second.pte")
+	res, err := WriteFile(out, &Program{Methods: []*Method{m}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Blobs)
+	g, err := pte.Open(out)
+	require.NoError(t, err)
+	defer g.Close()
+	pl, err = g.DelegateData(0, 0)
+	require.NoError(t, err)
+	got, err := pl.Data()
+	require.NoError(t, err)
+	assert.Equal(t, blob, got)
+
+	m.Calls[0].Outputs[0].Name = "other"
+	_, err = WriteFile(out, &Program{Methods: []*Method{m}}, nil)
+	assert.ErrorContains(t, err, `does not match the blob's binding "out"`)
+	m.Calls[0].Outputs[0].Name = "out"
+	m.Calls[0].DeviceID = 1
+	_, err = WriteFile(out, &Program{Methods: []*Method{m}}, nil)
+	assert.ErrorContains(t, err, "come from the blob")
+	m.Calls[0].DeviceID = 0
+	m.Calls[0].Engine = BlobReader(bytes.NewReader([]byte("TR99 not a blob at all, really not")), 34)
+	_, err = WriteFile(out, &Program{Methods: []*Method{m}}, nil)
+	assert.ErrorContains(t, err, "not a valid TensorRT blob")
+}
+
+func TestEngineSourceErrors(t *testing.T) {
+	m := chainMethod("forward", 1)
+	m.Calls[0].Engine = EngineReader(bytes.NewReader(nil), 0)
+	_, err := Write(io.Discard, &Program{Methods: []*Method{m}}, nil)
+	assert.ErrorContains(t, err, "empty")
+	m.Calls[0].Engine = EngineFile(filepath.Join(t.TempDir(), "missing.engine"))
+	_, err = Write(io.Discard, &Program{Methods: []*Method{m}}, nil)
+	assert.ErrorContains(t, err, "missing.engine")
+	m.Calls[0].Engine = Source{}
+	_, err = Write(io.Discard, &Program{Methods: []*Method{m}}, nil)
+	assert.ErrorContains(t, err, "neither a path nor a reader")
+	m.Calls[0].Engine = EngineReader(strings.NewReader("e"), 1)
+	m.Calls[0].Outputs[0].Name = "bad\nname"
+	_, err = Write(io.Discard, &Program{Methods: []*Method{m}}, nil)
+	assert.ErrorContains(t, err, "misread")
+	m.Calls[0].Outputs[0].Name = "out"
+	m.CompileSpecs = []*pte.CompileSpec{{Key: "weight_streaming_budget\x00", Value: []byte("1")}}
+	_, err = Write(io.Discard, &Program{Methods: []*Method{m}}, nil)
+	assert.ErrorContains(t, err, `method "forward"`)
+	m.CompileSpecs = []*pte.CompileSpec{{Key: "target_device", Value: []byte("cuda:0")}}
+	_, err = Write(io.Discard, &Program{Methods: []*Method{m}}, &Options{TargetDevice: "cuda:1"})
+	assert.ErrorContains(t, err, "use one of them")
+	var buf bytes.Buffer
+	res, err := Write(&buf, &Program{Methods: []*Method{m}}, &Options{InlineDelegateData: true})
+	require.NoError(t, err)
+	assert.Equal(t, int64(buf.Len()), res.Size)
+	f, err := pte.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	assert.Nil(t, f.Header, "inline data: no segment bytes, no extended header")
+	assert.Len(t, f.Program.BackendDelegateData, 1)
 }
