@@ -22,6 +22,9 @@ const (
 	// wrHeaderLength rounded up to the largest alignment in the flatbuffer
 	// (inlineAlign), so that every offset inside it keeps its alignment.
 	wrHeaderPad = (wrHeaderLength + inlineAlign - 1) / inlineAlign * inlineAlign
+	// wrMinFileSize is the smallest file ExecuTorch can load: it reads this
+	// many head bytes first. The flatbuffer region is padded up to it.
+	wrMinFileSize = 64
 )
 
 // WriteOptions controls how Write lays out a program file. The zero value
@@ -165,9 +168,13 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 		dataSize = end
 		hasData = hasData || sizes[i] > 0
 	}
+	present := p.Segments != nil || len(layout) > 0
+	if !present {
+		layout = nil // no payloads and no table in p: keep the field absent
+	}
 	pl.info.Segments = layout
 
-	refs := &segmentRefs{layout: layout, layoutPresent: p.Segments != nil || len(layout) > 0}
+	refs := &segmentRefs{layout: layout, layoutPresent: present}
 	if dedup {
 		refs.remap = remap
 	}
@@ -178,6 +185,12 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 	fb, err := encodeProgram(p, refs, reserve)
 	if err != nil {
 		return nil, err
+	}
+	// ExecuTorch reads 64 head bytes before anything else, so a shorter
+	// file cannot be loaded. Zeros after the tables are not part of any
+	// table, so a tiny program is simply padded.
+	if n := int(reserve) + len(fb); n < wrMinFileSize {
+		fb = append(fb, make([]byte, wrMinFileSize-n)...)
 	}
 	if !hasData {
 		pl.flatbuffer = fb

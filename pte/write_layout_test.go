@@ -46,13 +46,13 @@ func wrProgram(nDelegates int, named ...uint32) *Program {
 	return p
 }
 
-// countingReaderAt counts the bytes read from it.
-type countingReaderAt struct {
+// wrCountingReaderAt counts the bytes read from it.
+type wrCountingReaderAt struct {
 	r io.ReaderAt
 	n atomic.Int64
 }
 
-func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+func (c *wrCountingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	n, err := c.r.ReadAt(p, off)
 	c.n.Add(int64(n))
 	return n, err
@@ -71,10 +71,10 @@ func TestWriteDedup(t *testing.T) {
 		{},                                // 7 named "d": empty, like 0
 		append(bytes.Clone(x[:299]), 'Q'), // 8 named "e": differs from 1 in the last byte
 	}
-	counters := make([]*countingReaderAt, len(payloads))
+	counters := make([]*wrCountingReaderAt, len(payloads))
 	srcs := make([]*io.SectionReader, len(payloads)+1)
 	for i, b := range payloads {
-		counters[i] = &countingReaderAt{r: bytes.NewReader(b)}
+		counters[i] = &wrCountingReaderAt{r: bytes.NewReader(b)}
 		srcs[i] = io.NewSectionReader(counters[i], 0, int64(len(b)))
 	}
 	// 9 named "f": the very same section as payload 1, recognised unread.
