@@ -1,0 +1,73 @@
+package ptejson
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ptekit/ptekit/pte"
+)
+
+// addSharedSeeds adds the small programs of the shared corpus, vectors and
+// damaged vectors as seeds, when they are there.
+func addSharedSeeds(f *testing.F) {
+	for _, pat := range []string{"corpus/*.pte", "vectors/pte/*.pte", "vectors/pte-bad/*.pte"} {
+		files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", pat))
+		for _, name := range files {
+			if fi, err := os.Stat(name); err != nil || fi.Size() > 8<<10 {
+				continue
+			}
+			if b, err := os.ReadFile(name); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+}
+
+// FuzzBuild opens arbitrary bytes as a program and, when the reader accepts
+// them, builds and encodes the JSON form with hashing on. Whatever the
+// references in the program say, Build must not panic, and the document
+// must compare equal to itself.
+func FuzzBuild(f *testing.F) {
+	addSharedSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pf, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return
+		}
+		doc, err := Build(pf, &Options{Hash: true})
+		if err != nil {
+			t.Fatalf("Build failed on an in-memory file: %v", err)
+		}
+		b, err := Marshal(doc)
+		if err != nil {
+			t.Fatalf("Marshal: %v", err)
+		}
+		if !json.Valid(b) {
+			t.Fatalf("invalid JSON")
+		}
+		diffs, err := Diff(json.RawMessage(b), doc)
+		if err != nil || len(diffs) != 0 {
+			t.Fatalf("document differs from itself: %v %v", err, diffs)
+		}
+	})
+}
+
+// FuzzDiff feeds arbitrary text to the JSON reader of Diff: no panic, and a
+// valid document equals itself.
+func FuzzDiff(f *testing.F) {
+	f.Add([]byte(`{"a":[1,2,{"b":null}],"c":"d","e":1.5e300,"f":true}`), []byte(`{"a":[1]}`))
+	f.Add([]byte(`[[[[[]]]]]`), []byte(`"x"`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		_, _ = Diff(json.RawMessage(a), json.RawMessage(b))
+		if !json.Valid(a) {
+			return
+		}
+		d, err := Diff(json.RawMessage(a), json.RawMessage(a))
+		if err == nil && len(d) != 0 {
+			t.Fatalf("%q differs from itself: %v", a, d)
+		}
+	})
+}
