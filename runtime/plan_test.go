@@ -1,0 +1,163 @@
+package runtime
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func planVector(t *testing.T, name string, o PlanOptions) *ProgramPlan {
+	t.Helper()
+	pp, err := PlanProgram(openVector(t, name), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pp
+}
+
+func TestPlanProgramStandIn(t *testing.T) {
+	tests := []struct {
+		name       string
+		vector     string
+		opts       PlanOptions
+		ok         bool
+		kind       string
+		source     BudgetSource
+		requested  *int64
+		applied    *int64
+		assumed    []string
+		reasonPart string
+	}{
+		{name: "nothing stated", vector: "trt_segment", ok: true, source: SourceCompileSpec, requested: i64(mib),
+			assumed: []string{"streamable", "scratch"}, reasonPart: "not known"},
+		{name: "streamable stated, clamped", vector: "trt_segment", opts: PlanOptions{Streamable: i64(512 << 10)}, ok: true,
+			source: SourceCompileSpec, requested: i64(mib), applied: i64(512 << 10), assumed: []string{"scratch"}, reasonPart: "clamped"},
+		{name: "streamable stated, fits", vector: "trt_segment", opts: PlanOptions{Streamable: i64(gib), Scratch: i64(4096)}, ok: true,
+			source: SourceCompileSpec, requested: i64(mib), applied: i64(mib), assumed: []string{}},
+		{name: "nothing streamable", vector: "trt_segment", opts: PlanOptions{Streamable: i64(0)}, ok: true,
+			source: SourceCompileSpec, requested: i64(mib), assumed: []string{"scratch"}, reasonPart: "no streamable weights"},
+		{name: "automatic is never known", vector: "trt_no_budget_spec", opts: PlanOptions{Streamable: i64(gib), Scratch: i64(1)}, ok: true,
+			source: SourceAutomatic, assumed: []string{"automatic"}, reasonPart: "automatic budget chosen by TensorRT"},
+		{name: "load option", vector: "trt_segment", opts: PlanOptions{Streamable: i64(gib), LoadOptions: mustOpts(t, wsb(String("2048")))}, ok: true,
+			source: SourceLoadOption, requested: i64(2048), applied: i64(2048), assumed: []string{"scratch"}},
+		{name: "bool option", vector: "trt_segment", opts: PlanOptions{LoadOptions: mustOpts(t, wsb(Bool(true)))}, kind: "invalid_program"},
+		{name: "duplicate spec", vector: "trt_budget_spec_twice", kind: "invalid_program"},
+		{name: "duplicate spec masked", vector: "trt_budget_spec_twice", opts: PlanOptions{LoadOptions: mustOpts(t, wsb(Int(4096)))}, ok: true,
+			source: SourceLoadOption, requested: i64(4096), assumed: []string{"streamable", "scratch"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pp := planVector(t, tc.vector, tc.opts)
+			if len(pp.Methods) != 1 {
+				t.Fatalf("%d methods", len(pp.Methods))
+			}
+			mp := pp.Methods[0]
+			if mp.Name != "forward" || mp.OK != tc.ok {
+				t.Fatalf("method = %+v", mp)
+			}
+			if !tc.ok {
+				if mp.Error == nil || mp.Error.Kind != tc.kind || mp.Error.Delegate == nil || *mp.Error.Delegate != 0 ||
+					!strings.Contains(mp.Error.Message, "TensorRTBackend") {
+					t.Errorf("error = %+v", mp.Error)
+				}
+				return
+			}
+			if mp.Error != nil || len(mp.Delegates) != 1 {
+				t.Fatalf("method = %+v", mp)
+			}
+			d := mp.Delegates[0]
+			if d.Index != 0 || d.Backend != TensorRTBackendID || d.Device == nil || *d.Device != 0 ||
+				!reflect.DeepEqual(d.Inputs, []string{"x"}) || !reflect.DeepEqual(d.Outputs, []string{"y"}) {
+				t.Errorf("delegate = %+v", d)
+			}
+			b := d.Budget
+			if b.Source != tc.source || !eqPtr(b.Requested, tc.requested) || !eqPtr(b.Applied, tc.applied) ||
+				!strings.Contains(b.Reason, tc.reasonPart) {
+				t.Errorf("budget = %s %s %s %q", b.Source, fmtPtr(b.Requested), fmtPtr(b.Applied), b.Reason)
+			}
+			if !reflect.DeepEqual(pp.Assumed, tc.assumed) {
+				t.Errorf("assumed = %q, want %q", pp.Assumed, tc.assumed)
+			}
+		})
+	}
+}
+
+func mustOpts(t *testing.T, o ...Option) *LoadOptions {
+	lo := &LoadOptions{}
+	if err := lo.Add(TensorRTBackendID, o...); err != nil {
+		t.Fatal(err)
+	}
+	return lo
+}
+
+func TestPlanProgramScratchAndMethods(t *testing.T) {
+	pp := planVector(t, "trt_two_methods_prefill_decode", PlanOptions{Streamable: i64(gib), Scratch: i64(1000), SharedScratch: true})
+	if len(pp.Methods) != 2 || pp.Methods[0].Name != "prefill" || pp.Methods[1].Name != "decode" {
+		t.Fatalf("methods = %+v", pp.Methods)
+	}
+	if *pp.Methods[0].Delegates[0].Budget.Applied != 1048576 || *pp.Methods[1].Delegates[0].Budget.Applied != 262144 {
+		t.Errorf("per-method budgets wrong")
+	}
+	want := ScratchMemory{WithoutPool: 2000, WithPool: 1000, Current: 1000, PoolPerDevice: map[int]int64{0: 1000}}
+	if pp.ScratchMemory == nil || !reflect.DeepEqual(*pp.ScratchMemory, want) {
+		t.Errorf("scratch = %+v", pp.ScratchMemory)
+	}
+	if !pp.Methods[0].Delegates[0].SharedScratch {
+		t.Error("shared scratch not planned")
+	}
+	pp = planVector(t, "trt_delegate_kernel_delegate_with_constant", PlanOptions{})
+	if mp := pp.Methods[0]; !mp.OK || len(mp.Delegates) != 2 || !reflect.DeepEqual(mp.MissingOperators, []string{"aten::add.out"}) {
+		t.Errorf("kernel program = %+v", mp)
+	}
+	if pp.ScratchMemory != nil {
+		t.Errorf("scratch reported although unknown: %+v", pp.ScratchMemory)
+	}
+}
+
+// TestPlanProgramJSON pins the JSON field names pteinspect --plan --json
+// prints.
+func TestPlanProgramJSON(t *testing.T) {
+	pp := planVector(t, "trt_segment", PlanOptions{LoadOptions: mustOpts(t, wsb(Bool(true)))})
+	ok := planVector(t, "trt_segment", PlanOptions{})
+	for _, p := range []*ProgramPlan{pp, ok} {
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Methods []map[string]json.RawMessage `json:"methods"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		m := doc.Methods[0]
+		for _, k := range []string{"name", "ok", "error", "delegates"} {
+			if _, has := m[k]; !has {
+				t.Errorf("method lacks %q: %s", k, raw)
+			}
+		}
+	}
+	raw, _ := json.Marshal(pp.Methods[0].Error)
+	var e map[string]any
+	json.Unmarshal(raw, &e)
+	if e["kind"] != "invalid_program" || !strings.Contains(e["message"].(string), "weight_streaming_budget") {
+		t.Errorf("error JSON = %s", raw)
+	}
+	raw, _ = json.Marshal(ok.Methods[0])
+	for _, want := range []string{`"error":null`, `"ok":true`, `"index":0`, `"backend":"TensorRTBackend"`, `"device":0`,
+		`"source":"compile_spec"`, `"requested":1048576`, `"applied":null`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("JSON lacks %s: %s", want, raw)
+		}
+	}
+}
+
+func TestPlanProgramUsesRegistry(t *testing.T) {
+	reg := &Registry{}
+	reg.RegisterBackend(TensorRTBackendID, &toyBackend{available: false})
+	pp := planVector(t, "trt_segment", PlanOptions{Registry: reg})
+	if mp := pp.Methods[0]; mp.OK || mp.Error.Kind != "not_found" || len(mp.Delegates) != 0 {
+		t.Errorf("plan with an unavailable backend = %+v", mp)
+	}
+}
