@@ -1,0 +1,145 @@
+package runtime
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte"
+)
+
+// programWithBlob returns trt_segment's program rewritten (with pte.Write)
+// so that its TensorRT delegate's payload is blob.
+func programWithBlob(t *testing.T, blob *io.SectionReader) *pte.File {
+	t.Helper()
+	src := openVector(t, "trt_segment")
+	p := *src.Program
+	if got := p.ExecutionPlan[0].Delegates[0].Processed; got.Location != pte.DataLocation(1) || got.Index != 1 {
+		t.Fatalf("unexpected vector layout: %+v", got)
+	}
+	empty := io.NewSectionReader(bytes.NewReader(nil), 0, 0)
+	var buf bytes.Buffer
+	if _, err := pte.Write(&buf, &p, []*io.SectionReader{empty, blob}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := pte.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func blobFor(t *testing.T, device int64) *io.SectionReader {
+	t.Helper()
+	m := &delegate.Metadata{DeviceID: device, IOBindings: []delegate.Binding{{Name: "in", IsInput: true}, {Name: "out"}}}
+	engine := []byte("ENGINE-BYTES")
+	r, err := delegate.NewBlobReader(m, bytes.NewReader(engine), int64(len(engine)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func initWith(t *testing.T, f *pte.File, fac *fakeFactory) (*Method, error) {
+	t.Helper()
+	reg := &Registry{}
+	reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(fac, nil))
+	prog, err := Load(f, Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadMethod("forward", nil)
+	if err == nil {
+		t.Cleanup(func() { m.Close() })
+	}
+	return m, err
+}
+
+func TestTensorRTInitDeviceAndEngine(t *testing.T) {
+	fac := &fakeFactory{template: fakeEngine{streamable: gib}}
+	m, err := initWith(t, programWithBlob(t, blobFor(t, 3)), fac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Plans()[0]
+	if p.Device != 3 || fac.engines[0].device != 3 || fac.engines[0].engineSize != int64(len("ENGINE-BYTES")) ||
+		strings.Join(p.Inputs, ",") != "in" || strings.Join(p.Outputs, ",") != "out" {
+		t.Errorf("plan %+v, engine on device %d with %d bytes", p, fac.engines[0].device, fac.engines[0].engineSize)
+	}
+}
+
+func TestTensorRTInitFailures(t *testing.T) {
+	wraps, err := os.ReadFile(sharedPath(t, "vectors/trt-blob-read/diff_engine_size_2_64_minus_16.blob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := func(b []byte) *io.SectionReader { return io.NewSectionReader(bytes.NewReader(b), 0, int64(len(b))) }
+	tests := []struct {
+		name   string
+		blob   *io.SectionReader
+		fac    *fakeFactory
+		errSub string
+	}{
+		{"blob too short", raw([]byte("TR01 short")), &fakeFactory{}, "failed to parse TensorRT blob"},
+		{"not a blob", raw(bytes.Repeat([]byte{'x'}, 64)), &fakeFactory{}, "failed to parse TensorRT blob"},
+		{"engine range wraps", raw(wraps), &fakeFactory{}, "wraps around"},
+		{"negative device", blobFor(t, -1), &fakeFactory{}, "cudaSetDevice(-1) failed"},
+		{"deserialize fails", blobFor(t, 0), &fakeFactory{err: errors.New("bad engine")}, "failed to deserialize TensorRT engine: bad engine"},
+		{"context fails", blobFor(t, 0), &fakeFactory{template: fakeEngine{ctxErr: errors.New("no memory")}}, "failed to create execution context: no memory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := initWith(t, programWithBlob(t, tc.blob), tc.fac)
+			var re *Error
+			if !errors.As(err, &re) || re.Code != CodeInvalidProgram || re.Delegate != 0 || !strings.Contains(err.Error(), tc.errSub) {
+				t.Fatalf("error = %v; want InvalidProgram containing %q", err, tc.errSub)
+			}
+			for _, e := range tc.fac.engines {
+				if !e.closed {
+					t.Error("engine leaked")
+				}
+			}
+		})
+	}
+}
+
+// countingReaderAt counts the bytes read through it.
+type countingReaderAt struct {
+	r io.ReaderAt
+	n int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestPlanReadsNoEngineBytes plans the 1 MiB-engine vector and checks that
+// the engine bytes are never read: only the program and the blob's header
+// and metadata are.
+func TestPlanReadsNoEngineBytes(t *testing.T) {
+	path := sharedPath(t, "vectors/pte/trt_large_engine_1mib.pte")
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	st, _ := fh.Stat()
+	cr := &countingReaderAt{r: fh}
+	f, err := pte.NewFile(cr, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp, err := PlanProgram(f, PlanOptions{Streamable: i64(gib)})
+	if err != nil || !pp.Methods[0].OK {
+		t.Fatalf("plan: %+v, %v", pp, err)
+	}
+	if cr.n > 64<<10 {
+		t.Errorf("planning read %d bytes of a %d-byte file", cr.n, st.Size())
+	}
+}
