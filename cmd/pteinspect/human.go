@@ -1,0 +1,352 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/pte/ptejson"
+)
+
+// humanSize formats a byte count for people: "384 B", "1.5 KiB", "2.0 GiB".
+func humanSize[T int64 | uint64 | int | uint32](n T) string {
+	const units = "KMGTPE"
+	v := float64(n)
+	if v < 1024 {
+		return strconv.FormatInt(int64(n), 10) + " B"
+	}
+	i := -1
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}
+
+// table writes aligned columns indented by indent.
+type table struct {
+	tw     *tabwriter.Writer
+	indent string
+}
+
+func newTable(w io.Writer, indent string) *table {
+	return &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0), indent: indent}
+}
+
+func (t *table) row(cols ...string) {
+	fmt.Fprintln(t.tw, t.indent+strings.Join(cols, "\t"))
+}
+
+func (t *table) flush() { t.tw.Flush() }
+
+// printHuman prints the summary view of a program.
+func printHuman(w io.Writer, name string, f *pte.File, doc *ptejson.Document, o *options) {
+	p := f.Program
+	t := newTable(w, "")
+	t.row("file", name)
+	t.row("size", fmt.Sprintf("%s (%d bytes)", humanSize(f.Size), f.Size))
+	if doc.File.SHA256.Hex != "" {
+		t.row("sha256", doc.File.SHA256.Hex)
+	}
+	t.row("identifier", fmt.Sprintf("%s, root table at byte %d", f.Identifier, f.RootOffset))
+	if h := f.Header; h != nil {
+		t.row("header", fmt.Sprintf("%s length %d: program %s, segment base %d, segment data %s",
+			h.Magic, h.Length, humanSize(h.ProgramSize), h.SegmentBaseOffset, humanSize(h.SegmentDataSize)))
+	} else {
+		t.row("header", "none")
+	}
+	t.row("version", strconv.FormatUint(uint64(p.Version), 10))
+	t.row("methods", fmt.Sprintf("%d: %s", len(p.ExecutionPlan), joinOr(ptejson.MethodNames(p))))
+	t.flush()
+
+	printSegments(w, doc)
+	if len(p.ConstantBuffer) > 0 {
+		var total int
+		for _, b := range p.ConstantBuffer {
+			if b != nil {
+				total += len(b.Storage)
+			}
+		}
+		fmt.Fprintf(w, "\nconstant buffers (deprecated inline): %d, %s\n", len(p.ConstantBuffer), humanSize(total))
+	}
+
+	delegates := map[[2]int]*ptejson.Delegate{}
+	for _, d := range doc.Delegates {
+		delegates[[2]int{d.PlanIndex, d.DelegateIndex}] = d
+	}
+	for pi, ep := range p.ExecutionPlan {
+		if ep == nil || (o.method != "" && ep.Name != o.method) {
+			continue
+		}
+		printMethod(w, pi, ep, delegates, o)
+	}
+}
+
+func printSegments(w io.Writer, doc *ptejson.Document) {
+	fmt.Fprintf(w, "\nsegments (%d)\n", len(doc.Segments))
+	if len(doc.Segments) == 0 {
+		return
+	}
+	t := newTable(w, "  ")
+	hashed := len(doc.Segments) > 0 && !doc.Segments[0].SHA256.IsZero()
+	head := []string{"INDEX", "FILE OFFSET", "SIZE", "USED BY"}
+	if hashed {
+		head = append(head, "SHA256")
+	}
+	t.row(head...)
+	for _, s := range doc.Segments {
+		off := strconv.FormatUint(s.FileOffset, 10)
+		if !s.Resolvable {
+			off += " (unreachable)"
+		}
+		used := "unused"
+		if len(s.UsedBy) > 0 {
+			used = strings.Join(s.UsedBy, ", ")
+		}
+		row := []string{strconv.Itoa(s.Index), off, humanSize(s.Size), used}
+		if hashed {
+			row = append(row, hashText(s.SHA256))
+		}
+		t.row(row...)
+	}
+	t.flush()
+}
+
+func hashText(d ptejson.Digest) string {
+	if d.Hex == "" {
+		return "-"
+	}
+	return d.Hex
+}
+
+func printMethod(w io.Writer, pi int, ep *pte.ExecutionPlan, delegates map[[2]int]*ptejson.Delegate, o *options) {
+	fmt.Fprintf(w, "\nmethod %s (#%d)\n", ep.Name, pi)
+	printIO(w, "inputs", ep.Inputs, ep.Values)
+	printIO(w, "outputs", ep.Outputs, ep.Values)
+
+	t := newTable(w, "  ")
+	t.row("values", strconv.Itoa(len(ep.Values)))
+	t.row("instructions", instructionCounts(ep.Chains))
+	ops := make([]string, 0, len(ep.Operators))
+	for _, op := range ep.Operators {
+		if op == nil {
+			continue
+		}
+		s := op.Name
+		if op.Overload != "" {
+			s += "." + op.Overload
+		}
+		ops = append(ops, s)
+	}
+	t.row("operators", joinOr(ops))
+	t.row("memory plan", memoryPlan(ep.NonConstBufferSizes))
+	t.flush()
+
+	shown := 0
+	for di := range ep.Delegates {
+		if delegates[[2]int{pi, di}] != nil {
+			shown++
+		}
+	}
+	if o.backend != "" {
+		fmt.Fprintf(w, "  delegates (%d of %d, backend %s)\n", shown, len(ep.Delegates), o.backend)
+	} else {
+		fmt.Fprintf(w, "  delegates (%d)\n", len(ep.Delegates))
+	}
+	for di := range ep.Delegates {
+		if d := delegates[[2]int{pi, di}]; d != nil {
+			printDelegate(w, d, ep.Delegates[di])
+		}
+	}
+}
+
+func printIO(w io.Writer, what string, idx []int32, values []*pte.EValue) {
+	fmt.Fprintf(w, "  %s (%d)\n", what, len(idx))
+	if len(idx) == 0 {
+		return
+	}
+	t := newTable(w, "    ")
+	t.row("VALUE", "TYPE", "DTYPE", "SHAPE", "DYNAMISM")
+	for _, i := range idx {
+		if i < 0 || int(i) >= len(values) || values[i] == nil {
+			t.row(strconv.Itoa(int(i)), "(index out of range)", "", "", "")
+			continue
+		}
+		v := values[i].Val
+		switch x := v.(type) {
+		case *pte.Tensor:
+			t.row(strconv.Itoa(int(i)), "Tensor", x.ScalarType.String(), shape(x.Sizes), x.ShapeDynamism.String())
+		case nil:
+			t.row(strconv.Itoa(int(i)), "NONE", "", "", "")
+		default:
+			t.row(strconv.Itoa(int(i)), v.KernelType().String(), "", "", "")
+		}
+	}
+	t.flush()
+}
+
+func shape(s []int32) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = strconv.Itoa(int(d))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func instructionCounts(chains []*pte.Chain) string {
+	counts := map[string]int{}
+	total := 0
+	for _, c := range chains {
+		if c == nil {
+			continue
+		}
+		for _, in := range c.Instructions {
+			kind := "NONE"
+			if in != nil && in.Args != nil {
+				kind = in.Args.InstructionType().String()
+			}
+			counts[kind]++
+			total++
+		}
+	}
+	if total == 0 {
+		return "0"
+	}
+	kinds := make([]string, 0, len(counts))
+	for k := range counts {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	return fmt.Sprintf("%d (%s) in %d chain(s)", total, strings.Join(parts, ", "), len(chains))
+}
+
+func memoryPlan(sizes []int64) string {
+	if len(sizes) <= 1 {
+		return "no planned memory"
+	}
+	var total int64
+	parts := []string{}
+	for i, s := range sizes[1:] {
+		total += s
+		parts = append(parts, fmt.Sprintf("#%d %s", i+1, humanSize(s)))
+	}
+	return fmt.Sprintf("%d arena(s), %s: %s", len(sizes)-1, humanSize(total), strings.Join(parts, ", "))
+}
+
+func printDelegate(w io.Writer, d *ptejson.Delegate, bd *pte.BackendDelegate) {
+	where := "no processed data reference"
+	if d.Location != nil && d.Index != nil {
+		where = fmt.Sprintf("%s #%d", d.Location, *d.Index)
+	}
+	size := "payload not reachable"
+	if d.Size != nil {
+		size = humanSize(*d.Size)
+	}
+	fmt.Fprintf(w, "    [%d] %s  %s  %s\n", d.DelegateIndex, d.ID, where, size)
+	if d.SHA256.Hex != "" {
+		fmt.Fprintf(w, "        sha256  %s\n", d.SHA256.Hex)
+	}
+	if len(bd.CompileSpecs) > 0 {
+		fmt.Fprintf(w, "        compile specs\n")
+		t := newTable(w, "          ")
+		for _, cs := range bd.CompileSpecs {
+			if cs != nil {
+				t.row(cs.Key, decodeSpec(cs.Key, cs.Value))
+			}
+		}
+		t.flush()
+	}
+	if trt := d.TensorRT; trt != nil {
+		printTensorRT(w, trt)
+	}
+}
+
+func printTensorRT(w io.Writer, trt *ptejson.TensorRT) {
+	head := "too short for a header"
+	if trt.Magic != nil {
+		head = "magic " + strconv.Quote(*trt.Magic)
+		if isPlain(*trt.Magic) {
+			head = *trt.Magic
+		}
+	}
+	if trt.MetadataOffset != nil {
+		head += fmt.Sprintf(", metadata %s at %d, engine %s at %d", humanSize(*trt.MetadataSize), *trt.MetadataOffset,
+			humanSize(*trt.EngineSize), *trt.EngineOffset)
+	}
+	fmt.Fprintf(w, "        tensorrt blob  %s\n", head)
+	t := newTable(w, "          ")
+	if m := trt.Metadata; m != nil {
+		var in, out []string
+		for _, b := range m.IOBindings {
+			if b.IsInput {
+				in = append(in, strconv.Quote(b.Name))
+			} else {
+				out = append(out, strconv.Quote(b.Name))
+			}
+		}
+		t.row("inputs", joinOr(in))
+		t.row("outputs", joinOr(out))
+		t.row("aliased io", aliases(m.AliasedIO))
+		t.row("device", fmt.Sprintf("%d, hardware compatible: %s", m.DeviceID, yesNo(m.HardwareCompatible)))
+		if m.TargetPlatform != "" {
+			t.row("platform", m.TargetPlatform)
+		}
+	} else {
+		t.row("metadata", "UNREADABLE: "+trt.Error)
+	}
+	switch {
+	case trt.Deployed == nil:
+	case !trt.Deployed.OK:
+		t.row("deployed", "the C++ reader REJECTS this blob: init fails with InvalidProgram")
+	case trt.Metadata == nil:
+		t.row("deployed", fmt.Sprintf("the C++ reader accepts it: inputs %s, outputs %s, device %d",
+			quoteAll(trt.Deployed.Inputs), quoteAll(trt.Deployed.Outputs), trt.Deployed.DeviceID))
+	}
+	if len(trt.Hazards) == 0 {
+		t.row("hazards", "none")
+	}
+	t.flush()
+	for _, h := range trt.Hazards {
+		fmt.Fprintf(w, "          HAZARD: %s\n", h)
+	}
+}
+
+func isPlain(s string) bool {
+	for _, r := range s {
+		if r < 0x21 || r > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func quoteAll(s []string) string {
+	q := make([]string, len(s))
+	for i, x := range s {
+		q[i] = strconv.Quote(x)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+func aliases(a []ptejson.TRTAliasedIO) string {
+	parts := make([]string, len(a))
+	for i, x := range a {
+		parts[i] = fmt.Sprintf("%q <- %q (%s)", x.Output, x.Input, x.Kind)
+	}
+	return joinOr(parts)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

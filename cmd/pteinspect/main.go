@@ -1,0 +1,42 @@
+// Command pteinspect shows what is inside an ExecuTorch program file (.pte),
+// for people and for pipelines.
+//
+// Usage:
+//
+//	pteinspect [flags] FILE.pte
+//	pteinspect diff [--json] A.pte B.pte
+//
+// By default it prints a summary for a terminal: file size, extended header,
+// segment table, and for each method its inputs and outputs, instruction
+// counts, operators, memory plan and delegates (backend, payload location
+// and size, decoded compile specs, and for TensorRT delegates the blob
+// header, bindings and any hazard where the deployed C++ reader reads the
+// metadata differently from what it says).
+//
+// Flags:
+//
+//	--json               print the stable JSON form (see docs/json.md)
+//	--hash               add SHA-256 digests of the file, segments, payloads
+//	--method NAME        only this method
+//	--delegate ID        only delegates of this backend id
+//	--compile-specs      print only the compile spec table
+//	--verify             run every check the reader knows; exit 1 on any error
+//	--extract P:D -o F   write the payload of delegate D of method P (index or
+//	                     name) to F ("-" for standard output); --engine writes
+//	                     the TensorRT engine inside it instead
+//	--plan               print the per-engine load plan (weight streaming
+//	                     budget, device, bindings) without a GPU
+//
+// FILE "-" reads the program from standard input.
+//
+// Exit status: 0 on success, 1 when the file is damaged or a check fails
+// (and for diff: the files differ), 2 on a usage error (diff: any error).
+// pteinspect never reads payload bytes it does not need: the default and
+// --json views of a multi-gigabyte program read a few kilobytes.
+package main
+
+import "os"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

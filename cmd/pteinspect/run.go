@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/pte/ptejson"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitFail  = 1 // damaged input, failed check, differences found
+	exitUsage = 2 // bad command line (and any error of diff)
+)
+
+// maxStdin bounds a program read from standard input, which has to be held
+// in memory.
+const maxStdin = 1 << 32
+
+const usageText = `usage: pteinspect [flags] FILE.pte
+       pteinspect diff [--json] A.pte B.pte
+
+Shows what is inside an ExecuTorch program (.pte). FILE "-" reads standard input.
+
+Flags:
+`
+
+type options struct {
+	json, hash, compileSpecs, verify, engine, plan bool
+	method, backend, extract, output               string
+	backendOptions                                 []string
+	streamable, scratch                            string
+}
+
+func newFlagSet(o *options) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("pteinspect", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&o.json, "json", false, "print the stable JSON form (docs/json.md)")
+	fs.BoolVar(&o.hash, "hash", false, "add SHA-256 digests of the file, segments, payloads and byte vectors")
+	fs.StringVar(&o.method, "method", "", "show only the method `NAME`")
+	fs.StringVar(&o.backend, "delegate", "", "show only delegates of backend `ID` (e.g. TensorRTBackend)")
+	fs.BoolVar(&o.compileSpecs, "compile-specs", false, "print only the compile spec table")
+	fs.BoolVar(&o.verify, "verify", false, "run every check the reader knows; exit 1 when any finding is an error")
+	fs.StringVar(&o.extract, "extract", "", "write the payload of delegate `PLAN:DELEGATE` (method index or name : delegate index)")
+	fs.StringVarP(&o.output, "output", "o", "", "output `FILE` for --extract (\"-\" for standard output)")
+	fs.BoolVar(&o.engine, "engine", false, "with --extract, write the TensorRT engine inside the payload")
+	fs.BoolVar(&o.plan, "plan", false, "print the per-engine load plan (budget, device, bindings) without a GPU")
+	fs.StringArrayVar(&o.backendOptions, "backend-option", nil, "with --plan, a load-time option `BACKEND:KEY=VALUE` (repeatable)")
+	fs.StringVar(&o.streamable, "streamable-bytes", "", "with --plan, the engines' streamable weight `SIZE` (e.g. 2GiB)")
+	fs.StringVar(&o.scratch, "scratch-bytes", "", "with --plan, the engines' scratch `SIZE`")
+	return fs
+}
+
+func printUsage(w io.Writer, fs *pflag.FlagSet) {
+	io.WriteString(w, usageText)
+	io.WriteString(w, fs.FlagUsages())
+}
+
+// usageErr reports a command line problem.
+func usageErr(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "pteinspect: %s (see pteinspect --help)\n", fmt.Sprintf(format, args...))
+	return exitUsage
+}
+
+// failErr reports a failure in one line, with a hint when there is one.
+func failErr(stderr io.Writer, name string, err error) int {
+	fmt.Fprintf(stderr, "pteinspect: %s%s\n", oneLine(err.Error()), hint(name, err))
+	return exitFail
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func hint(name string, err error) string {
+	var fe *pte.FormatError
+	switch {
+	case errors.As(err, &fe) && strings.Contains(fe.Msg, "not a program"),
+		errors.As(err, &fe) && strings.Contains(fe.Msg, "bundled program"):
+		return ""
+	case errors.As(err, &fe):
+		return " (hint: pteinspect --verify " + name + " lists every problem found)"
+	case errors.Is(err, os.ErrNotExist):
+		return " (hint: check the path)"
+	case errors.Is(err, ptejson.ErrNoMethod):
+		return ""
+	}
+	return ""
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "diff" {
+		return runDiff(args[1:], stdin, stdout, stderr)
+	}
+	var o options
+	fs := newFlagSet(&o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printUsage(stdout, fs)
+			return exitOK
+		}
+		return usageErr(stderr, "%v", err)
+	}
+	if fs.NArg() != 1 {
+		return usageErr(stderr, "expected one FILE, got %d arguments", fs.NArg())
+	}
+	if code := o.check(stderr); code != exitOK {
+		return code
+	}
+	name := fs.Arg(0)
+
+	if o.verify {
+		return runVerify(name, stdin, stdout, stderr, &o)
+	}
+	f, err := openInput(name, stdin)
+	if err != nil {
+		return failErr(stderr, name, err)
+	}
+	defer f.Close()
+
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	switch {
+	case o.extract != "":
+		w.Flush()
+		return runExtract(f, name, stdout, stderr, &o)
+	case o.plan:
+		return runPlan(f, name, w, stderr, &o)
+	case o.compileSpecs:
+		return runCompileSpecs(f, name, w, stderr, &o)
+	}
+	doc, err := ptejson.Build(f, &ptejson.Options{Hash: o.hash, Method: o.method, Backend: o.backend})
+	if err != nil {
+		return failErr(stderr, name, err)
+	}
+	if o.json {
+		if err := ptejson.Encode(w, doc); err != nil {
+			return failErr(stderr, name, err)
+		}
+		return exitOK
+	}
+	printHuman(w, name, f, doc, &o)
+	return exitOK
+}
+
+// check rejects flag combinations that make no sense.
+func (o *options) check(stderr io.Writer) int {
+	modes := []string{}
+	for _, m := range []struct {
+		on   bool
+		name string
+	}{{o.verify, "--verify"}, {o.compileSpecs, "--compile-specs"}, {o.extract != "", "--extract"}, {o.plan, "--plan"}} {
+		if m.on {
+			modes = append(modes, m.name)
+		}
+	}
+	switch {
+	case len(modes) > 1:
+		return usageErr(stderr, "%s cannot be combined", strings.Join(modes, " and "))
+	case o.extract != "" && o.output == "":
+		return usageErr(stderr, "--extract needs -o FILE")
+	case o.extract == "" && (o.output != "" || o.engine):
+		return usageErr(stderr, "-o and --engine go with --extract")
+	case o.extract != "" && (o.json || o.hash):
+		return usageErr(stderr, "--extract writes bytes; --json and --hash do not apply")
+	case !o.plan && (len(o.backendOptions) > 0 || o.streamable != "" || o.scratch != ""):
+		return usageErr(stderr, "--backend-option, --streamable-bytes and --scratch-bytes go with --plan")
+	}
+	return exitOK
+}
+
+// openInput opens a program file, or reads one from stdin for "-".
+func openInput(name string, stdin io.Reader) (*pte.File, error) {
+	if name != "-" {
+		return pte.Open(name)
+	}
+	data, err := io.ReadAll(io.LimitReader(stdin, maxStdin+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	if len(data) > maxStdin {
+		return nil, fmt.Errorf("standard input holds more than %d bytes; pass a file name instead", int64(maxStdin))
+	}
+	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("<stdin>: %w", err)
+	}
+	return f, nil
+}
