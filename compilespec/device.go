@@ -15,7 +15,9 @@ const (
 )
 
 // FormatTargetDevice returns the target_device value for CUDA device index,
-// "cuda:N", as the Torch-TensorRT partitioner writes it.
+// "cuda:N", as the Torch-TensorRT partitioner writes it. The index is
+// written as given; ExecuTorch stores device indices as int8, so callers
+// should keep it in [0, 127].
 func FormatTargetDevice(index int) []byte {
 	return []byte("cuda:" + strconv.Itoa(index))
 }

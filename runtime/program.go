@@ -266,10 +266,16 @@ func (m *Method) MissingOperators() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, ch := range m.plan.Chains {
+		if ch == nil {
+			continue
+		}
 		for _, ins := range ch.Instructions {
-			kc, ok := ins.Args.(*pte.KernelCall)
-			if !ok {
+			if ins == nil {
 				continue
+			}
+			kc, ok := ins.Args.(*pte.KernelCall)
+			if !ok || kc.OpIndex < 0 || int(kc.OpIndex) >= len(m.plan.Operators) {
+				continue // out-of-range indices fail LoadMethod
 			}
 			name := OperatorName(m.plan.Operators[kc.OpIndex])
 			if _, ok := m.prog.reg.Kernel(name); !ok && !seen[name] {
