@@ -66,7 +66,10 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if diffs == nil {
 			diffs = []ptejson.Difference{}
 		}
-		if err := ptejson.Encode(stdout, map[string]any{"equal": len(diffs) == 0, "differences": diffs}); err != nil {
+		if err := ptejson.Encode(stdout, struct {
+			Equal       bool                 `json:"equal"`
+			Differences []ptejson.Difference `json:"differences"`
+		}{len(diffs) == 0, diffs}); err != nil {
 			fmt.Fprintf(stderr, "pteinspect: diff: %v\n", err)
 			return exitUsage
 		}

@@ -104,7 +104,9 @@ func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o 
 		}
 	}
 	if o.json {
-		if err := ptejson.Encode(w, map[string]any{"compile_specs": rows}); err != nil {
+		if err := ptejson.Encode(w, struct {
+			CompileSpecs []specRow `json:"compile_specs"`
+		}{rows}); err != nil {
 			return failErr(stderr, name, err)
 		}
 		return exitOK

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
@@ -79,9 +80,13 @@ func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *option
 		}
 	}
 	if o.json {
-		err = ptejson.Encode(stdout, map[string]any{
-			"file": name, "ok": errs == 0, "errors": errs, "warnings": len(fds) - errs, "findings": nonNilFindings(fds),
-		})
+		err = ptejson.Encode(stdout, struct {
+			File     string    `json:"file"`
+			OK       bool      `json:"ok"`
+			Errors   int       `json:"errors"`
+			Warnings int       `json:"warnings"`
+			Findings []finding `json:"findings"`
+		}{name, errs == 0, errs, len(fds) - errs, nonNilFindings(fds)})
 		if err != nil {
 			return failErr(stderr, name, err)
 		}
@@ -117,6 +122,9 @@ func tensorRTFindings(f *pte.File) ([]finding, error) {
 		for di, d := range ep.Delegates {
 			if d == nil || d.ID != delegate.BackendID {
 				continue
+			}
+			if fd, bad := budgetFinding(ep.Name, pi, di, d); bad {
+				fds = append(fds, fd)
 			}
 			pl, err := f.DelegateData(pi, di)
 			if err != nil {
@@ -159,4 +167,25 @@ func tensorRTFindings(f *pte.File) ([]finding, error) {
 		}
 	}
 	return fds, nil
+}
+
+// budgetFinding reports a weight_streaming_budget compile spec that the
+// TensorRT delegate refuses at init: duplicated or malformed. (A valid
+// load-time option would hide it; the file alone cannot know.)
+func budgetFinding(method string, pi, di int, d *pte.BackendDelegate) (finding, bool) {
+	v, ok, err := compilespec.Get(d.CompileSpecs, compilespec.KeyWeightStreamingBudget)
+	fd := finding{Severity: "error", Method: method, Code: pte.CodeInvalidProgram.String(),
+		Path: fmt.Sprintf("execution_plan[%d].delegates[%d].compile_specs", pi, di)}
+	switch {
+	case err != nil:
+		fd.Message = err.Error() + "; TensorRTBackend init fails unless a load-time budget option is given"
+		return fd, true
+	case !ok:
+		return fd, false
+	}
+	if _, err := compilespec.ParseBudget(v); err != nil {
+		fd.Message = err.Error() + "; TensorRTBackend init fails unless a load-time budget option is given"
+		return fd, true
+	}
+	return fd, false
 }
