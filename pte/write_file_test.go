@@ -116,15 +116,7 @@ func TestWriteFileOverItsOwnSource(t *testing.T) {
 	}
 	want := wrOpenBytes(t, orig)
 
-	f, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	srcs, err := f.SegmentReaders()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, srcs := wrOpenSources(t, path)
 	// Through a symbolic link, so that the link's target is what changes.
 	link := filepath.Join(dir, "link.pte")
 	if err := os.Symlink(filepath.Base(path), link); err != nil {
@@ -156,15 +148,7 @@ func TestWriteFileOverItsOwnSource(t *testing.T) {
 // memory; the bytes must be identical.
 func TestWriteFileKernelCopyMatchesBufferedCopy(t *testing.T) {
 	dir := t.TempDir()
-	f, err := Open(filepath.Join(rdShared(t, "vectors/pte"), "trt_large_engine_1mib.pte"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	srcs, err := f.SegmentReaders()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, srcs := wrOpenSources(t, filepath.Join(rdShared(t, "vectors/pte"), "trt_large_engine_1mib.pte"))
 	var mem bytes.Buffer
 	if _, err := Write(&mem, f.Program, srcs, nil); err != nil {
 		t.Fatal(err)

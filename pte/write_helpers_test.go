@@ -90,6 +90,22 @@ func wrData(p *Payload, err error) ([]byte, error) {
 	return p.Data()
 }
 
+// wrOpenSources opens path and returns it with its segment readers; the
+// file is closed when the test ends.
+func wrOpenSources(t testing.TB, path string) (*File, []*io.SectionReader) {
+	t.Helper()
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	srcs, err := f.SegmentReaders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, srcs
+}
+
 // wrSection is a SectionReader over b.
 func wrSection(b []byte) *io.SectionReader {
 	return io.NewSectionReader(bytes.NewReader(b), 0, int64(len(b)))

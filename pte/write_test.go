@@ -92,15 +92,7 @@ func TestWriteVectorsMatchUpstreamLayout(t *testing.T) {
 			if align == 0 {
 				align = DefaultSegmentAlignment
 			}
-			orig, err := Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer orig.Close()
-			srcs, err := orig.SegmentReaders()
-			if err != nil {
-				t.Fatal(err)
-			}
+			orig, srcs := wrOpenSources(t, path)
 			var buf bytes.Buffer
 			info, err := Write(&buf, orig.Program, srcs, &WriteOptions{SegmentAlignment: in.SerializeOptions.SegmentAlignment})
 			if err != nil {
