@@ -38,7 +38,9 @@ type WriteOptions struct {
 	// Dedup stores byte-identical segment payloads once and remaps every
 	// reference to them: delegate SEGMENT indices, constant_segment,
 	// mutable_data_segments and named_data segment indices. Without Dedup
-	// the file has exactly one segment per payload.
+	// the file has exactly one segment per payload. Only payloads that
+	// share their size with another are read before writing: a pair is
+	// compared byte by byte, larger groups are hashed (SHA-256).
 	Dedup bool
 }
 
@@ -69,10 +71,12 @@ type SegmentError struct {
 	Err error
 }
 
+// Error formats the error as "pte: segment payload <index>: <cause>".
 func (e *SegmentError) Error() string {
 	return fmt.Sprintf("pte: segment payload %d: %v", e.Index, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *SegmentError) Unwrap() error { return e.Err }
 
 // Write writes p as a program file to w, followed by one segment per entry
