@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/pte/ptejson"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
+
+// sharedDir returns ../../../shared/<sub>. When it is missing the test fails
+// in CI (env CI non-empty) and is skipped elsewhere.
+func sharedDir(t testing.TB, sub string) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", sub)
+	if _, err := os.Stat(dir); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("shared data %s missing in CI: %v", dir, err)
+		}
+		t.Skipf("shared data %s missing: %v", dir, err)
+	}
+	return dir
+}
+
+func glob(t testing.TB, dir, pattern string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, pattern))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no %s in %s", pattern, dir)
+	return files
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func runArgs(stdin []byte, args ...string) result {
+	var out, errb bytes.Buffer
+	code := run(args, bytes.NewReader(stdin), &out, &errb)
+	return result{out.String(), errb.String(), code}
+}
+
+// TestCorpusJSON: for every corpus program, `pteinspect --json --hash`
+// carries the values of the upstream deserializer's view in the members
+// file, extended_header, segments, delegates and program.
+func TestCorpusJSON(t *testing.T) {
+	dir := sharedDir(t, "corpus")
+	for _, path := range glob(t, dir, "*.pte") {
+		name := strings.TrimSuffix(filepath.Base(path), ".pte")
+		t.Run(name, func(t *testing.T) {
+			r := runArgs(nil, "--json", "--hash", path)
+			require.Equal(t, 0, r.code, r.stderr)
+			ref, err := os.ReadFile(filepath.Join(dir, "ref", name+".json"))
+			require.NoError(t, err)
+			diffs, err := ptejson.DiffUpstream([]byte(r.stdout), ref)
+			require.NoError(t, err)
+			if len(diffs) > 0 {
+				t.Errorf("%d paths differ from the upstream view; first: %s", len(diffs), diffs[0])
+			}
+		})
+	}
+}
+
+// TestGolden compares the human view with testdata/golden/NAME.txt;
+// `go test ./cmd/pteinspect -update` rewrites them.
+func TestGolden(t *testing.T) {
+	cases := []struct{ golden, sub, file string }{
+		{"corpus_add", "corpus", "et__resources__add__43252ca7.pte"},
+		{"corpus_xnnpack_stress_mlp", "corpus", "djl__stress_mlp__3022a8a3.pte"},
+		{"corpus_qnn_two_methods", "corpus", "et__artifacts__stories260k_hybrid_llama_qnn__01e15984.pte"},
+		{"corpus_ethos_inline", "corpus", "cmsis__ethos_u_minimal_example__14bf7636.pte"},
+		{"corpus_training", "corpus", "dnf__dnf__010f4666.pte"},
+		{"trt_aliased_io_tr02", "vectors/pte", "trt_aliased_io_tr02.pte"},
+		{"trt_two_methods_prefill_decode", "vectors/pte", "trt_two_methods_prefill_decode.pte"},
+		{"trt_budget_spec_twice", "vectors/pte", "trt_budget_spec_twice.pte"},
+		{"trt_inline", "vectors/pte", "trt_inline.pte"},
+		{"trt_inline_hash", "vectors/pte", "trt_inline.pte"},
+		{"trt_plan", "vectors/pte", "trt_two_engines_chain.pte"},
+		{"trt_compile_specs", "vectors/pte", "trt_delegate_kernel_delegate_with_constant.pte"},
+	}
+	for _, c := range cases {
+		t.Run(c.golden, func(t *testing.T) {
+			path := filepath.Join(sharedDir(t, c.sub), c.file)
+			args := []string{path}
+			switch {
+			case strings.HasSuffix(c.golden, "_hash"):
+				args = append(args, "--hash")
+			case strings.HasSuffix(c.golden, "_plan"):
+				args = append(args, "--plan", "--streamable-bytes", "1MiB", "--scratch-bytes", "4KiB")
+			case strings.HasSuffix(c.golden, "_compile_specs"):
+				args = append(args, "--compile-specs")
+			}
+			r := runArgs(nil, args...)
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Empty(t, r.stderr)
+			golden := filepath.Join("testdata", "golden", c.golden+".txt")
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
+				require.NoError(t, os.WriteFile(golden, []byte(r.stdout), 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run with -update to create it")
+			assert.Equal(t, string(want), r.stdout)
+		})
+	}
+}
+
+// TestVerifyDamaged: every damaged vector gets at least one error line and
+// exit status 1, and never a panic.
+func TestVerifyDamaged(t *testing.T) {
+	for _, path := range glob(t, sharedDir(t, "vectors/pte-bad"), "*.pte") {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			r := runArgs(nil, "--verify", path)
+			assert.Equal(t, 1, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			assert.Contains(t, "\n"+r.stdout, "\nerror: ")
+
+			// The JSON form says the same.
+			r = runArgs(nil, "--verify", "--json", path)
+			assert.Equal(t, 1, r.code)
+			var v struct {
+				OK       bool `json:"ok"`
+				Errors   int  `json:"errors"`
+				Findings []struct {
+					Severity, Path, Message, Code string
+				} `json:"findings"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+			assert.False(t, v.OK)
+			assert.Positive(t, v.Errors)
+			require.NotEmpty(t, v.Findings)
+			assert.NotEmpty(t, v.Findings[0].Message)
+			assert.NotEmpty(t, v.Findings[0].Code)
+		})
+	}
+}
+
+// TestVerifyVectors: the TensorRT vectors load upstream, so they verify
+// clean, except the one whose budget spec appears twice (the delegate
+// refuses it at init).
+func TestVerifyVectors(t *testing.T) {
+	for _, path := range glob(t, sharedDir(t, "vectors/pte"), "*.pte") {
+		name := filepath.Base(path)
+		t.Run(name, func(t *testing.T) {
+			r := runArgs(nil, "--verify", path)
+			if name == "trt_budget_spec_twice.pte" {
+				assert.Equal(t, 1, r.code)
+				assert.Contains(t, r.stdout, `key "weight_streaming_budget" occurs 2 times`)
+				return
+			}
+			assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+			assert.Contains(t, r.stdout, "0 error(s), 0 warning(s)")
+		})
+	}
+}
+
+func TestDiff(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte")
+	a := filepath.Join(dir, "trt_segment.pte")
+	b := filepath.Join(dir, "trt_no_budget_spec.pte")
+
+	r := runArgs(nil, "diff", a, a)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Empty(t, r.stdout)
+
+	r = runArgs(nil, "diff", a, b)
+	assert.Equal(t, 1, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	assert.Contains(t, lines, "segments[1].size: 384 -> 336")
+	assert.Contains(t, lines, `delegates[0].compile_specs[0].key: "weight_streaming_budget" -> "target_device"`)
+	for _, l := range lines {
+		assert.Regexp(t, `^[a-z_\[\]0-9.]+: .* -> .*$`, l)
+	}
+
+	r = runArgs(nil, "diff", "--json", a, b)
+	assert.Equal(t, 1, r.code)
+	var v struct {
+		Equal       bool                 `json:"equal"`
+		Differences []ptejson.Difference `json:"differences"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v))
+	assert.False(t, v.Equal)
+	assert.Len(t, v.Differences, len(lines))
+	assert.Equal(t, "file.size", v.Differences[0].Path)
+	assert.JSONEq(t, "1152", string(v.Differences[0].A))
+
+	r = runArgs(nil, "diff", "--json", a, a)
+	assert.Equal(t, 0, r.code)
+	assert.JSONEq(t, `{"equal":true,"differences":[]}`, r.stdout)
+
+	// Errors exit 2: a missing file, a damaged file, a usage error.
+	for _, args := range [][]string{
+		{"diff", a, filepath.Join(dir, "missing.pte")},
+		{"diff", filepath.Join(sharedDir(t, "vectors/pte-bad"), "trunc_64_bytes.pte"), a},
+		{"diff", a},
+		{"diff", "--bogus", a, b},
+	} {
+		r = runArgs(nil, args...)
+		assert.Equal(t, 2, r.code, "%v", args)
+		assert.NotEmpty(t, r.stderr)
+		assert.Empty(t, r.stdout)
+	}
+}
+
+func TestExtract(t *testing.T) {
+	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_two_engines_chain.pte")
+	f, err := pte.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	pl, err := f.DelegateData(0, 1)
+	require.NoError(t, err)
+	want, err := pl.Data()
+	require.NoError(t, err)
+	blob, err := delegate.Decode(pl, pl.Size())
+	require.NoError(t, err)
+	engine := make([]byte, blob.Header.EngineSize)
+	_, err = blob.Engine().ReadAt(engine, 0)
+	require.NoError(t, err)
+
+	out := t.TempDir()
+	r := runArgs(nil, "--extract", "forward:1", "-o", filepath.Join(out, "payload.bin"), path)
+	require.Equal(t, 0, r.code, r.stderr)
+	got, err := os.ReadFile(filepath.Join(out, "payload.bin"))
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	r = runArgs(nil, "--extract", "0:1", "--engine", "-o", filepath.Join(out, "engine.bin"), path)
+	require.Equal(t, 0, r.code, r.stderr)
+	got, err = os.ReadFile(filepath.Join(out, "engine.bin"))
+	require.NoError(t, err)
+	assert.Equal(t, engine, got)
+
+	r = runArgs(nil, "--extract", "forward:1", "--engine", "-o", "-", path)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, engine, []byte(r.stdout))
+
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "no temporary files left behind")
+
+	for _, bad := range []string{"forward:2", "decode:0", "forward", "forward:x"} {
+		r = runArgs(nil, "--extract", bad, "-o", filepath.Join(out, "x.bin"), path)
+		assert.Equal(t, 2, r.code, bad)
+		assert.Contains(t, r.stderr, "--extract")
+	}
+	_, err = os.Stat(filepath.Join(out, "x.bin"))
+	assert.True(t, os.IsNotExist(err))
+
+	// --engine on a delegate that is not TensorRT, or an output directory
+	// that does not exist: failures, no file.
+	r = runArgs(nil, "--extract", "forward:0", "-o", filepath.Join(out, "no", "such", "dir"), path)
+	assert.Equal(t, 1, r.code)
+	corpus := filepath.Join(sharedDir(t, "corpus"), "djl__add__8371b86d.pte")
+	r = runArgs(nil, "--extract", "forward:0", "--engine", "-o", filepath.Join(out, "x.bin"), corpus)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "XnnpackBackend")
+}
+
+func TestPlanJSON(t *testing.T) {
+	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_segment.pte")
+	r := runArgs(nil, "--plan", "--json", path)
+	require.Equal(t, 0, r.code, r.stderr)
+	var v struct {
+		Methods []struct {
+			Name      string `json:"name"`
+			OK        bool   `json:"ok"`
+			Error     *struct{ Kind string }
+			Delegates []struct {
+				Budget struct {
+					Source    string `json:"source"`
+					Requested *int64 `json:"requested"`
+					Applied   *int64 `json:"applied"`
+				} `json:"budget"`
+			} `json:"delegates"`
+		} `json:"methods"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v))
+	require.Len(t, v.Methods, 1)
+	m := v.Methods[0]
+	assert.True(t, m.OK)
+	require.Len(t, m.Delegates, 1)
+	assert.Equal(t, "compile_spec", m.Delegates[0].Budget.Source)
+	assert.EqualValues(t, 1048576, *m.Delegates[0].Budget.Requested)
+	assert.Nil(t, m.Delegates[0].Budget.Applied, "depends on the unstated streamable size")
+
+	r = runArgs(nil, "--plan", "--json", "--backend-option", "TensorRTBackend:weight_streaming_budget=2048", "--streamable-bytes", "1GiB", path)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v))
+	assert.Equal(t, "load_option", v.Methods[0].Delegates[0].Budget.Source)
+	assert.EqualValues(t, 2048, *v.Methods[0].Delegates[0].Budget.Applied)
+
+	r = runArgs(nil, "--plan", "--json", "--backend-option", "TensorRTBackend:weight_streaming_budget=true", path)
+	assert.Equal(t, 1, r.code)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v))
+	assert.False(t, v.Methods[0].OK)
+	assert.Equal(t, "invalid_program", v.Methods[0].Error.Kind)
+}
+
+func TestUsageAndFailures(t *testing.T) {
+	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_segment.pte")
+	usage := [][]string{
+		{},
+		{path, path},
+		{"--bogus", path},
+		{"--verify", "--plan", path},
+		{"--extract", "forward:0", path},
+		{"-o", "x", path},
+		{"--engine", path},
+		{"--streamable-bytes", "1GiB", path},
+		{"--plan", "--streamable-bytes", "lots", path},
+		{"--plan", "--backend-option", "nocolon", path},
+		{"--extract", "forward:0", "-o", "x", "--json", path},
+	}
+	for _, args := range usage {
+		r := runArgs(nil, args...)
+		assert.Equal(t, 2, r.code, "%v", args)
+		assert.Empty(t, r.stdout, "%v", args)
+		assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+		assert.Contains(t, r.stderr, "--help")
+	}
+
+	r := runArgs(nil, "--help")
+	assert.Equal(t, 0, r.code)
+	assert.Contains(t, r.stdout, "--extract")
+
+	failures := map[string]string{
+		filepath.Join(sharedDir(t, "corpus"), "et__resources__linear__edab857b.ptd"):           "external tensor data",
+		filepath.Join(sharedDir(t, "corpus"), "et__resources__bundled_program__ea5b42c0.bpte"): "bundled program",
+		filepath.Join(sharedDir(t, "vectors/pte-bad"), "root_offset_past_end.pte"):             "--verify",
+		filepath.Join(sharedDir(t, "vectors/pte"), "does_not_exist.pte"):                       "no such file",
+	}
+	for file, want := range failures {
+		r := runArgs(nil, file)
+		assert.Equal(t, 1, r.code, file)
+		assert.Empty(t, r.stdout)
+		assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+		assert.Contains(t, r.stderr, want)
+	}
+
+	r = runArgs(nil, "--method", "nope", path)
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, `no such method "nope" (methods: forward)`)
+}
+
+func TestStdinAndFilters(t *testing.T) {
+	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_two_methods_prefill_decode.pte")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	fromFile := runArgs(nil, "--json", "--hash", path)
+	fromStdin := runArgs(data, "--json", "--hash", "-")
+	require.Equal(t, 0, fromStdin.code, fromStdin.stderr)
+	assert.Equal(t, fromFile.stdout, fromStdin.stdout)
+
+	r := runArgs(nil, "--method", "decode", path)
+	require.Equal(t, 0, r.code)
+	assert.Contains(t, r.stdout, "method decode")
+	assert.NotContains(t, r.stdout, "method prefill")
+
+	r = runArgs(nil, "--json", "--delegate", "XnnpackBackend", path)
+	require.Equal(t, 0, r.code)
+	var doc ptejson.Document
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &struct {
+		Delegates *[]*ptejson.Delegate `json:"delegates"`
+	}{&doc.Delegates}))
+	assert.Empty(t, doc.Delegates)
+}
