@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/pte/ptejson"
+)
+
+const bigEngine = 2 << 30 // engine bytes of the generated program
+
+var (
+	bigOnce sync.Once
+	bigDir  string
+	bigPath string
+	bigErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bigDir != "" {
+		os.RemoveAll(bigDir)
+	}
+	os.Exit(code)
+}
+
+// zeros is an io.ReaderAt of zero bytes.
+type zeros struct{}
+
+func (zeros) ReadAt(p []byte, off int64) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// sparseWriter writes to a file, seeking over blocks of zeros so that the
+// file stays sparse.
+type sparseWriter struct {
+	f   *os.File
+	off int64
+}
+
+var zeroBlock = make([]byte, 64<<10)
+
+func (w *sparseWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		c := min(len(p), len(zeroBlock))
+		if bytes.Equal(p[:c], zeroBlock[:c]) {
+			if _, err := w.f.Seek(int64(c), io.SeekCurrent); err != nil {
+				return 0, err
+			}
+		} else if _, err := w.f.Write(p[:c]); err != nil {
+			return 0, err
+		}
+		w.off += int64(c)
+		p = p[c:]
+	}
+	return n, nil
+}
+
+// bigProgram returns a TensorRT program whose engine is 2 GiB of zeros,
+// written sparse: the program of vectors/pte/trt_large_engine_1mib.pte with
+// its blob rebuilt around the big engine.
+func bigProgram(tb testing.TB) string {
+	src := filepath.Join(sharedDir(tb, "vectors/pte"), "trt_large_engine_1mib.pte")
+	bigOnce.Do(func() { bigPath, bigErr = writeBigProgram(src) })
+	require.NoError(tb, bigErr)
+	return bigPath
+}
+
+func writeBigProgram(src string) (string, error) {
+	f, err := pte.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	segs, err := f.SegmentReaders()
+	if err != nil {
+		return "", err
+	}
+	pl, err := f.DelegateData(0, 0)
+	if err != nil {
+		return "", err
+	}
+	blob, err := delegate.Decode(pl, pl.Size())
+	if err != nil {
+		return "", err
+	}
+	segs[f.Program.ExecutionPlan[0].Delegates[0].Processed.Index], err = delegate.NewBlobReader(&blob.Metadata, zeros{}, bigEngine)
+	if err != nil {
+		return "", err
+	}
+	if bigDir, err = os.MkdirTemp("", "pteinspect-big"); err != nil {
+		return "", err
+	}
+	path := filepath.Join(bigDir, "trt_2gib.pte")
+	out, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	defer out.Close()
+	sw := &sparseWriter{f: out}
+	if _, err := pte.Write(sw, f.Program, segs, nil); err != nil {
+		return "", err
+	}
+	return path, out.Truncate(sw.off)
+}
+
+// countingFile counts the bytes read through it.
+type countingFile struct {
+	r io.ReaderAt
+	n atomic.Int64
+}
+
+func (c *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestBigProgramViewsReadLittle: opening a 2 GiB TensorRT program and
+// building both the JSON and the human view reads under 1 MiB.
+func TestBigProgramViewsReadLittle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 2 GiB sparse file")
+	}
+	path := bigProgram(t)
+	fh, err := os.Open(path)
+	require.NoError(t, err)
+	defer fh.Close()
+	fi, err := fh.Stat()
+	require.NoError(t, err)
+	require.Greater(t, fi.Size(), int64(bigEngine))
+
+	cr := &countingFile{r: fh}
+	f, err := pte.NewFile(cr, fi.Size())
+	require.NoError(t, err)
+	doc, err := ptejson.Build(f, nil)
+	require.NoError(t, err)
+	require.Len(t, doc.Delegates, 1)
+	require.NotNil(t, doc.Delegates[0].TensorRT)
+	require.EqualValues(t, bigEngine, *doc.Delegates[0].TensorRT.EngineSize)
+	require.Empty(t, doc.Delegates[0].TensorRT.Hazards)
+	require.NoError(t, ptejson.Encode(io.Discard, doc))
+	printHuman(io.Discard, path, f, doc, &options{})
+	require.Less(t, cr.n.Load(), int64(1<<20), "read %d bytes", cr.n.Load())
+}
+
+// BenchmarkJSONProcess runs `pteinspect --json` as a whole process on the
+// largest corpus program and on a generated 2 GiB TensorRT program, and
+// reports the time of each and their ratio (target: both under 20 ms, the
+// 2 GiB case within 1.5x of the small one).
+func BenchmarkJSONProcess(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "pteinspect")
+	goCmd := filepath.Join(goruntime.GOROOT(), "bin", "go")
+	if out, err := exec.Command(goCmd, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	corpus := largestCorpusFile(b)
+	big := bigProgram(b)
+	runOnce := func(path string) time.Duration {
+		start := time.Now()
+		cmd := exec.Command(bin, "--json", path)
+		cmd.Stdout = io.Discard
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s: %v", path, err)
+		}
+		return time.Since(start)
+	}
+	runOnce(corpus) // warm the page cache
+	runOnce(big)
+	var small, large time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		small += runOnce(corpus)
+		large += runOnce(big)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(small.Nanoseconds())/n, "corpus-ns/op")
+	b.ReportMetric(float64(large.Nanoseconds())/n, "2GiB-ns/op")
+	b.ReportMetric(float64(large)/float64(small), "ratio")
+}
+
+func largestCorpusFile(tb testing.TB) string {
+	var best string
+	var size int64 = -1
+	for _, p := range glob(tb, sharedDir(tb, "corpus"), "*.pte") {
+		if fi, err := os.Stat(p); err == nil && fi.Size() > size {
+			best, size = p, fi.Size()
+		}
+	}
+	return best
+}
