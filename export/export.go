@@ -91,6 +91,9 @@ type blobEntry struct {
 	sr     *io.SectionReader
 	prefix []byte // bytes before the engine (nil for a passed-through blob)
 	src    *source
+
+	// Cached digests for deduplication, computed on first use.
+	sample, full *[32]byte
 }
 
 func build(p *Program, opts *Options) (_ *built, err error) {
@@ -331,7 +334,7 @@ func dedupIndex(entries []*blobEntry, e *blobEntry) (int, error) {
 			o.src.id == e.src.id && o.src.size == e.src.size {
 			return i, nil
 		}
-		same, err := sameBytes(o.sr, e.sr)
+		same, err := sameBytes(o, e)
 		if err != nil {
 			return -1, err
 		}
@@ -346,45 +349,46 @@ func dedupIndex(entries []*blobEntry, e *blobEntry) (int, error) {
 // before hashing them whole.
 const sampleSize = 64 << 10
 
-func sameBytes(a, b *io.SectionReader) (bool, error) {
-	n := a.Size()
-	if n <= 2*sampleSize {
-		return sameRange(a, b, 0, n)
-	}
-	for _, off := range []int64{0, n - sampleSize} {
-		same, err := sameRange(a, b, off, sampleSize)
-		if err != nil || !same {
+// sameBytes compares two equal-sized blobs: first by a digest of their
+// first and last sampleSize bytes, then by a digest of everything. Digests
+// are cached, so each blob is read at most once in full however many
+// blobs it is compared with.
+func sameBytes(a, b *blobEntry) (bool, error) {
+	for _, whole := range []bool{false, true} {
+		da, err := a.digest(whole)
+		if err != nil {
 			return false, err
 		}
+		db, err := b.digest(whole)
+		if err != nil {
+			return false, err
+		}
+		if *da != *db {
+			return false, nil
+		}
 	}
-	ha, err := hashOf(a)
-	if err != nil {
-		return false, err
-	}
-	hb, err := hashOf(b)
-	if err != nil {
-		return false, err
-	}
-	return ha == hb, nil
+	return true, nil
 }
 
-func sameRange(a, b *io.SectionReader, off, n int64) (bool, error) {
-	ba, bb := make([]byte, n), make([]byte, n)
-	if _, err := a.ReadAt(ba, off); err != nil && !(err == io.EOF && n == 0) {
-		return false, err
+func (e *blobEntry) digest(whole bool) (*[32]byte, error) {
+	cache := &e.sample
+	if whole {
+		cache = &e.full
 	}
-	if _, err := b.ReadAt(bb, off); err != nil && !(err == io.EOF && n == 0) {
-		return false, err
+	if *cache != nil {
+		return *cache, nil
 	}
-	return bytes.Equal(ba, bb), nil
-}
-
-func hashOf(r *io.SectionReader) ([32]byte, error) {
+	n := e.sr.Size()
+	var r io.Reader = io.NewSectionReader(e.sr, 0, n)
+	if !whole && n > 2*sampleSize {
+		r = io.MultiReader(io.NewSectionReader(e.sr, 0, sampleSize), io.NewSectionReader(e.sr, n-sampleSize, sampleSize))
+	}
 	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(r, 0, r.Size())); err != nil {
-		return [32]byte{}, err
+	if _, err := io.Copy(h, r); err != nil {
+		return nil, err
 	}
 	var sum [32]byte
 	copy(sum[:], h.Sum(nil))
-	return sum, nil
+	*cache = &sum
+	return &sum, nil
 }

@@ -263,3 +263,29 @@ func TestEngineSourceErrors(t *testing.T) {
 	assert.Nil(t, f.Header, "inline data: no segment bytes, no extended header")
 	assert.Len(t, f.Program.BackendDelegateData, 1)
 }
+
+// TestDedupByContent stores blobs with equal bytes once, whatever their
+// source, and keeps equal-sized blobs that differ (even only in the middle)
+// apart.
+func TestDedupByContent(t *testing.T) {
+	big := func(mid byte) []byte {
+		b := bytes.Repeat([]byte{7}, 3*sampleSize)
+		b[len(b)/2] = mid
+		return b
+	}
+	m := chainMethod("forward", 4)
+	for i, data := range [][]byte{big(1), big(1), big(2), []byte("small")} {
+		m.Calls[i].Engine = EngineReader(bytes.NewReader(data), int64(len(data)))
+	}
+	var buf bytes.Buffer
+	res, err := Write(&buf, &Program{Methods: []*Method{m}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 4, res.Delegates)
+	assert.Equal(t, 3, res.Blobs)
+	f, err := pte.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	d := f.Program.ExecutionPlan[0].Delegates
+	assert.Equal(t, d[0].Processed.Index, d[1].Processed.Index)
+	assert.NotEqual(t, d[1].Processed.Index, d[2].Processed.Index)
+	assert.Len(t, f.Program.Segments, 4)
+}
