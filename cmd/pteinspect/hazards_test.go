@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/pte"
+)
+
+// withBlob returns vectors/pte/trt_segment.pte with its TensorRT payload
+// replaced by the blob of vectors/trt-blob-read/NAME.blob, as file bytes.
+func withBlob(t *testing.T, name string) []byte {
+	t.Helper()
+	blob, err := os.ReadFile(filepath.Join(sharedDir(t, "vectors/trt-blob-read"), name+".blob"))
+	require.NoError(t, err)
+	f, err := pte.Open(filepath.Join(sharedDir(t, "vectors/pte"), "trt_segment.pte"))
+	require.NoError(t, err)
+	defer f.Close()
+	segs, err := f.SegmentReaders()
+	require.NoError(t, err)
+	segs[f.Program.ExecutionPlan[0].Delegates[0].Processed.Index] = io.NewSectionReader(bytes.NewReader(blob), 0, int64(len(blob)))
+	var out bytes.Buffer
+	_, err = pte.Write(&out, f.Program, segs, nil)
+	require.NoError(t, err)
+	return out.Bytes()
+}
+
+// TestTensorRTHazards puts blobs that the two upstream readers read
+// differently into a program and checks every view reports it.
+func TestTensorRTHazards(t *testing.T) {
+	cases := []struct {
+		blob          string
+		deployedOK    bool
+		metadataValid bool
+	}{
+		{"diff_binding_empty_name", true, true},              // the C++ reader drops the binding
+		{"diff_aliased_output_named_device_id", false, true}, // the C++ reader rejects a valid blob
+		{"diff_trailing_garbage_after_json", true, false},    // the C++ reader accepts an invalid blob
+		{"hdr_bad_magic_XXXX", false, false},                 // both reject
+	}
+	for _, c := range cases {
+		t.Run(c.blob, func(t *testing.T) {
+			data := withBlob(t, c.blob)
+
+			r := runArgs(data, "--json", "-")
+			require.Equal(t, 0, r.code, r.stderr)
+			var doc struct {
+				Delegates []struct {
+					TensorRT struct {
+						Metadata json.RawMessage `json:"metadata"`
+						Error    *string         `json:"error"`
+						Deployed struct {
+							OK bool `json:"ok"`
+						} `json:"deployed"`
+						Hazards []string `json:"hazards"`
+					} `json:"tensorrt"`
+				} `json:"delegates"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+			trt := doc.Delegates[0].TensorRT
+			assert.Equal(t, c.deployedOK, trt.Deployed.OK)
+			assert.Equal(t, c.metadataValid, string(trt.Metadata) != "null")
+			assert.Equal(t, c.metadataValid, trt.Error == nil)
+			bothReject := !c.deployedOK && !c.metadataValid
+			assert.Equal(t, bothReject, len(trt.Hazards) == 0, "%q", trt.Hazards)
+
+			r = runArgs(data, "-")
+			require.Equal(t, 0, r.code)
+			if bothReject {
+				assert.Contains(t, r.stdout, "UNREADABLE")
+				assert.Contains(t, r.stdout, "REJECTS")
+			} else {
+				assert.Contains(t, r.stdout, "HAZARD: ")
+			}
+
+			r = runArgs(data, "--verify", "-")
+			assert.Equal(t, 1, r.code, r.stdout)
+			assert.Contains(t, r.stdout, "(TensorRT blob)")
+		})
+	}
+
+	// The golden human view of one of them.
+	r := runArgs(withBlob(t, "diff_binding_empty_name"), "-")
+	golden := filepath.Join("testdata", "golden", "trt_hazard_empty_name.txt")
+	if *update {
+		require.NoError(t, os.WriteFile(golden, []byte(r.stdout), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err, "run with -update to create it")
+	assert.Equal(t, string(want), r.stdout)
+}
+
+// FuzzRun feeds arbitrary program bytes to every view through standard
+// input: any outcome but a panic (or a usage error) is fine.
+func FuzzRun(f *testing.F) {
+	for _, pat := range []string{"vectors/pte/*.pte", "vectors/pte-bad/*.pte", "corpus/*.pte"} {
+		files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", pat))
+		for _, name := range files {
+			if fi, err := os.Stat(name); err == nil && fi.Size() <= 8<<10 {
+				if b, err := os.ReadFile(name); err == nil {
+					f.Add(b)
+				}
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, args := range [][]string{{"-"}, {"--json", "--hash", "-"}, {"--verify", "-"}, {"--compile-specs", "-"}} {
+			var out, errb bytes.Buffer
+			code := run(args, bytes.NewReader(data), &out, &errb)
+			if code == exitUsage {
+				t.Fatalf("%v: usage error on data: %s", args, errb.String())
+			}
+			if code == exitOK && args[0] == "--json" && !json.Valid(out.Bytes()) {
+				t.Fatalf("invalid JSON")
+			}
+		}
+	})
+}
