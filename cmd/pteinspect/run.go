@@ -83,15 +83,12 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 func hint(name string, err error) string {
 	var fe *pte.FormatError
 	switch {
-	case errors.As(err, &fe) && strings.Contains(fe.Msg, "not a program"),
-		errors.As(err, &fe) && strings.Contains(fe.Msg, "bundled program"):
-		return ""
+	case errors.As(err, &fe) && fe.Path == "file_identifier":
+		return "" // the message says what the file is
 	case errors.As(err, &fe):
 		return " (hint: pteinspect --verify " + name + " lists every problem found)"
 	case errors.Is(err, os.ErrNotExist):
 		return " (hint: check the path)"
-	case errors.Is(err, ptejson.ErrNoMethod):
-		return ""
 	}
 	return ""
 }

@@ -165,8 +165,7 @@ func (n *node) write(b *bytes.Buffer) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			kb, _ := json.Marshal(k)
-			b.Write(kb)
+			writeString(b, k)
 			b.WriteByte(':')
 			n.obj[k].write(b)
 		}
@@ -181,13 +180,20 @@ func (n *node) write(b *bytes.Buffer) {
 		}
 		b.WriteByte(']')
 	case 's':
-		sb, _ := json.Marshal(n.str)
-		b.Write(sb)
+		writeString(b, n.str)
 	case 'z':
 		b.WriteString("null")
 	default:
 		b.WriteString(n.str)
 	}
+}
+
+// writeString writes s as a JSON string without HTML escaping.
+func writeString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	b.Truncate(b.Len() - 1) // Encode appends a newline
 }
 
 func join(path, key string) string {

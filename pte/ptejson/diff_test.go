@@ -25,6 +25,10 @@ func TestDiff(t *testing.T) {
 		"big: 18446744073709551615 -> 18446744073709551614",
 	}, lines)
 
+	html, err := Diff(json.RawMessage(`{"k":"<a&b>"}`), json.RawMessage(`{"k":"x"}`))
+	require.NoError(t, err)
+	assert.Equal(t, `k: "<a&b>" -> "x"`, html[0].String())
+
 	same, err := Diff(a, a)
 	require.NoError(t, err)
 	assert.Empty(t, same)
