@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"github.com/ptekit/ptekit/schema"
 )
 
 // DefaultSegmentAlignment is the segment alignment ExecuTorch's serializer
@@ -87,8 +89,10 @@ func (e *SegmentError) Unwrap() error { return e.Err }
 // modified. Segment references in p (delegate SEGMENT indices,
 // constant_segment, mutable_data_segments, named_data) are indices into
 // segments. The "eh00" extended header (length 32) is inserted when any
-// segment holds at least one byte, as ExecuTorch's serializer does; without
-// segment bytes the file is the bare flatbuffer.
+// segment holds at least one byte, as ExecuTorch's serializer does, and
+// also when a delegate refers to a segment (ExecuTorch cannot resolve a
+// SEGMENT reference, even to an empty segment, without the header);
+// otherwise the file is the bare flatbuffer, padded to 64 bytes.
 //
 // Payload bytes are streamed from their sources with a bounded buffer (or
 // copied by the kernel when both ends are files), never held in memory.
@@ -182,8 +186,13 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 	if dedup {
 		refs.remap = remap
 	}
+	// Like ExecuTorch's serializer, write the header only when a segment
+	// holds a byte, or else when a delegate refers to a segment: the
+	// runtime refuses SEGMENT delegate data without a header, even empty
+	// data (upstream never writes that case; it keeps empty blobs INLINE).
+	needHeader := hasData || refersToSegment(p)
 	var reserve int64
-	if hasData {
+	if needHeader {
 		reserve = wrHeaderPad
 	}
 	fb, err := encodeProgram(p, refs, reserve)
@@ -196,7 +205,7 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 	if n := int(reserve) + len(fb); n < wrMinFileSize {
 		fb = append(fb, make([]byte, wrMinFileSize-n)...)
 	}
-	if !hasData {
+	if !needHeader {
 		pl.flatbuffer = fb
 		pl.info.ProgramSize = int64(len(fb))
 		pl.info.Size = int64(len(fb))
@@ -228,6 +237,22 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 	pl.info.ProgramSize = int64(programSize)
 	pl.info.Size = int64(base + dataSize)
 	return pl, nil
+}
+
+// refersToSegment reports whether a delegate of p keeps its data in a
+// segment.
+func refersToSegment(p *Program) bool {
+	for _, ep := range p.ExecutionPlan {
+		if ep == nil {
+			continue
+		}
+		for _, d := range ep.Delegates {
+			if d != nil && d.Processed != nil && d.Processed.Location == schema.DataLocationSEGMENT {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // roundUp rounds x up to a multiple of a (a > 0); on overflow the result is
@@ -274,6 +299,9 @@ func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 		if _, err := cw.Write(b); err != nil {
 			return nil, fmt.Errorf("pte: write: %w", err)
 		}
+	}
+	if err := cw.padTo(int64(pl.segmentBase)); err != nil {
+		return nil, fmt.Errorf("pte: write: %w", err)
 	}
 	var buf []byte
 	for k, i := range pl.unique {

@@ -165,6 +165,22 @@ func TestWriteHeaderOnlyWithSegmentBytes(t *testing.T) {
 		}
 	}
 
+	// A delegate that refers to an empty segment still needs the header:
+	// ExecuTorch cannot resolve any SEGMENT reference without it.
+	buf.Reset()
+	info, err = Write(&buf, wrProgram(1), []*io.SectionReader{wrSection(nil), wrSection(nil)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = wrOpenBytes(t, buf.Bytes())
+	if f.Header == nil || f.Header.SegmentBaseOffset == 0 || f.Size != int64(f.Header.SegmentBaseOffset) {
+		t.Errorf("empty SEGMENT delegate data: header %+v, size %d", f.Header, f.Size)
+	}
+	wrCheckLayout(t, f, info, DefaultSegmentAlignment)
+	if got, err := wrData(f.DelegateData(0, 0)); err != nil || len(got) != 0 {
+		t.Errorf("empty delegate payload: %q (%v)", got, err)
+	}
+
 	// A trailing empty segment is aligned like any other: the segment
 	// data runs to its offset, as upstream's concatenation does.
 	p = wrProgram(1)

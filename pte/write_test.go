@@ -16,7 +16,7 @@ func wrCheckLayout(t *testing.T, f *File, info *WriteInfo, align uint64) {
 	if info.Size != f.Size {
 		t.Errorf("WriteInfo.Size %d, file has %d bytes", info.Size, f.Size)
 	}
-	hasData := false
+	hasData := refersToSegment(f.Program)
 	for _, s := range f.Program.Segments {
 		hasData = hasData || s.Size > 0
 	}
