@@ -8,12 +8,25 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+)
+
+// Kind says how an element differs between the two sides.
+type Kind string
+
+// The kinds of Difference.
+const (
+	Added   Kind = "added"   // present only in the second value
+	Removed Kind = "removed" // present only in the first value
+	Changed Kind = "changed" // present in both, with different values
 )
 
 // Difference is one difference between two JSON forms.
 type Difference struct {
 	// Path locates the value, e.g. "program.execution_plan[0].values[3].val.sizes[1]".
 	Path string `json:"path"`
+	// Kind is Added, Removed or Changed.
+	Kind Kind `json:"kind"`
 	// A and B are the values on each side as JSON text; "" when the member
 	// or element is absent on that side.
 	A json.RawMessage `json:"a,omitempty"`
@@ -26,14 +39,16 @@ func (d Difference) String() string {
 	return d.Path + ": " + short(d.A) + " -> " + short(d.B)
 }
 
+// shortLen is the longest value String writes in full.
+const shortLen = 72
+
 func short(v json.RawMessage) string {
 	if len(v) == 0 {
 		return "(absent)"
 	}
-	const max = 72
 	s := string(v)
-	if len(s) > max {
-		return s[:max-3] + "..."
+	if len(s) > shortLen {
+		return s[:shortLen-3] + "..."
 	}
 	return s
 }
@@ -52,18 +67,24 @@ func Diff(a, b any) ([]Difference, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ptejson: diff: second value: %w", err)
 	}
-	var out []Difference
-	diffNodes("", na, nb, &out)
-	return out, nil
+	var d differ
+	d.walk("", na, nb)
+	return d.out, nil
 }
 
 // node is a decoded JSON value that remembers object member order.
 type node struct {
-	kind byte // 'o' object, 'a' array, 's' string, 'n' number, 'b' bool, 'z' null
-	keys []string
-	obj  map[string]*node
-	arr  []*node
-	str  string // string value, number text, "true"/"false"
+	// kind is 'o' object, 'a' array, 's' string, 'n' number, 'b' bool,
+	// 'z' null, or 'm' for a list matched by key: written as an object, its
+	// members are compared by key and named "path[key]".
+	kind byte
+	// union marks an object holding one union member under its tag name:
+	// when the tags differ, the whole value is one difference.
+	union bool
+	keys  []string
+	obj   map[string]*node
+	arr   []*node
+	str   string // string value, number text, "true"/"false"
 }
 
 func toNode(v any) (*node, error) {
@@ -159,7 +180,7 @@ func (n *node) raw() json.RawMessage {
 
 func (n *node) write(b *bytes.Buffer) {
 	switch n.kind {
-	case 'o':
+	case 'o', 'm':
 		b.WriteByte('{')
 		for i, k := range n.keys {
 			if i > 0 {
@@ -203,25 +224,64 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func diffNodes(path string, a, b *node, out *[]Difference) {
+// differ walks two node trees and collects their differences.
+type differ struct {
+	// compact compares lists of scalars that print in full on a line
+	// (shortLen bytes) as one value, so that a changed shape is one line.
+	compact bool
+	// first stops the walk at the first difference.
+	first bool
+	out   []Difference
+}
+
+func (d *differ) add(path string, a, b *node) {
+	kind := Changed
+	switch {
+	case a == nil:
+		kind = Added
+	case b == nil:
+		kind = Removed
+	}
+	d.out = append(d.out, Difference{Path: path, Kind: kind, A: a.raw(), B: b.raw()})
+}
+
+// child returns the path of member k of n.
+func (n *node) child(path, k string) string {
+	if n.kind == 'm' {
+		return path + "[" + formatKey(k) + "]"
+	}
+	return join(path, k)
+}
+
+func (d *differ) walk(path string, a, b *node) {
+	if (a == nil && b == nil) || (d.first && len(d.out) > 0) {
+		return
+	}
 	if a == nil || b == nil || a.kind != b.kind {
-		if a == nil && b == nil {
-			return
-		}
-		*out = append(*out, Difference{Path: path, A: a.raw(), B: b.raw()})
+		d.add(path, a, b)
 		return
 	}
 	switch a.kind {
-	case 'o':
+	case 'o', 'm':
+		if (a.union || b.union) && (len(a.keys) != 1 || len(b.keys) != 1 || a.keys[0] != b.keys[0]) {
+			d.add(path, a, b)
+			return
+		}
 		for _, k := range a.keys {
-			diffNodes(join(path, k), a.obj[k], b.obj[k], out)
+			d.walk(a.child(path, k), a.obj[k], b.obj[k])
 		}
 		for _, k := range b.keys {
 			if _, ok := a.obj[k]; !ok {
-				diffNodes(join(path, k), nil, b.obj[k], out)
+				d.walk(a.child(path, k), nil, b.obj[k])
 			}
 		}
 	case 'a':
+		if d.compact && a.shortScalars() && b.shortScalars() {
+			if !sameScalars(a.arr, b.arr) {
+				d.add(path, a, b)
+			}
+			return
+		}
 		for i := 0; i < max(len(a.arr), len(b.arr)); i++ {
 			var ea, eb *node
 			if i < len(a.arr) {
@@ -230,17 +290,63 @@ func diffNodes(path string, a, b *node, out *[]Difference) {
 			if i < len(b.arr) {
 				eb = b.arr[i]
 			}
-			diffNodes(path+"["+strconv.Itoa(i)+"]", ea, eb, out)
-		}
-	case 'n':
-		if !sameNumber(a.str, b.str) {
-			*out = append(*out, Difference{Path: path, A: a.raw(), B: b.raw()})
+			d.walk(path+"["+strconv.Itoa(i)+"]", ea, eb)
 		}
 	default:
-		if a.str != b.str {
-			*out = append(*out, Difference{Path: path, A: a.raw(), B: b.raw()})
+		if !sameScalar(a, b) {
+			d.add(path, a, b)
 		}
 	}
+}
+
+// sameScalar compares two scalar nodes of the same kind.
+func sameScalar(a, b *node) bool {
+	if a.kind == 'n' {
+		return sameNumber(a.str, b.str)
+	}
+	return a.str == b.str
+}
+
+// shortScalars reports whether n is an array of scalars that prints in
+// full on a line.
+func (n *node) shortScalars() bool {
+	size := 1
+	for _, e := range n.arr {
+		if e.kind == 'o' || e.kind == 'm' || e.kind == 'a' {
+			return false
+		}
+		size += len(e.str) + 3 // separator, and quotes of strings
+		if size > shortLen {
+			return false
+		}
+	}
+	return len(n.raw()) <= shortLen
+}
+
+func sameScalars(a, b []*node) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].kind != b[i].kind || !sameScalar(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// formatKey writes a key of a keyed list as it appears between brackets in
+// a path: as it is when that is unambiguous, else as a quoted Go string.
+func formatKey(k string) string {
+	if k == "" {
+		return `""`
+	}
+	for _, r := range k {
+		if r <= ' ' || r == '[' || r == ']' || r == '"' || r == 0x7f || r == utf8.RuneError {
+			return strconv.Quote(k)
+		}
+	}
+	return k
 }
 
 // sameNumber compares two JSON numbers by value: integers exactly (of any
@@ -289,15 +395,15 @@ func DiffUpstream(ours, upstream []byte) ([]Difference, error) {
 			d.remove("tensorrt")
 		}
 	}
-	var out []Difference
+	var d differ
 	for _, m := range UpstreamMembers {
 		um := m
 		if m == "program" {
 			um = "raw_program"
 		}
-		diffNodes(m, a.obj[m], b.obj[um], &out)
+		d.walk(m, a.obj[m], b.obj[um])
 	}
-	return out, nil
+	return d.out, nil
 }
 
 func (n *node) remove(key string) {

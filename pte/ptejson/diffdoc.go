@@ -1,0 +1,492 @@
+package ptejson
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// DiffOptions control DiffDocuments. The zero value (or nil) compares what
+// a program is, not where its parts are in the file.
+type DiffOptions struct {
+	// Layout also compares where things are: the file size and root
+	// offset; the extended header's program_size, segment_base_offset and
+	// segment_data_size; each segment's offset, file_offset and resolvable;
+	// and the metadata_offset and engine_offset of TensorRT blobs. These
+	// follow from any change in the size of the flatbuffer.
+	Layout bool
+}
+
+// DiffDocuments compares two programs structurally and returns one
+// Difference per fact that differs, in a stable order. Both documents
+// should be built by Build without Options.Method or Options.Backend, and
+// with Options.Hash so that payload bytes are compared (without it only
+// their sizes are).
+//
+// The comparison sees a program as these paths (docs/json.md, section
+// "diff", has the full list):
+//
+//	file.file_identifier
+//	extended_header                      null or {magic, length}
+//	version
+//	methods[NAME]                        execution plans, matched by name
+//	methods[NAME].values[i].TAG...       EValues by position; TAG is the union member, e.g. Tensor
+//	methods[NAME].chains[i].instructions[j].TAG...
+//	methods[NAME].operators[NAME.OVERLOAD]
+//	methods[NAME].delegates[i]           {id, location, index, size, sha256, compile_specs, tensorrt}
+//	methods[NAME].delegates[i].compile_specs[KEY]   the value as text, or {"hex": ...}
+//	segments[i]                          {size, sha256, used_by}
+//	constant_buffer[i], backend_delegate_data[i], constant_segment,
+//	mutable_data_segments[i], named_data[KEY]
+//
+// Named lists (methods, operators, compile specs, named data) are matched
+// by name; a repeated name gets "#2", "#3", ... in the order of the list. A
+// method present on one side only whose content equals that of a method
+// present on the other side only is reported as one rename, at
+// methods[OLD].name. Values, instructions, delegates and segments are
+// matched by position, as the program refers to them by index.
+//
+// Each fact is reported once: the payload of a delegate (its size and
+// SHA-256) is reported under the delegate, and a segment or inline data
+// entry that only delegates use shows only its used_by list. Lists of
+// scalars that fit on a line (shapes, argument lists) differ as a whole.
+func DiffDocuments(a, b *Document, opts *DiffOptions) ([]Difference, error) {
+	if a == nil || b == nil || a.Program == nil || b.Program == nil {
+		return nil, errors.New("ptejson: diff: both documents need a program")
+	}
+	if opts == nil {
+		opts = &DiffOptions{}
+	}
+	va := &viewer{doc: a, layout: opts.Layout}
+	vb := &viewer{doc: b, layout: opts.Layout}
+	for _, v := range []*viewer{va, vb} {
+		if err := v.buildMethods(); err != nil {
+			return nil, err
+		}
+	}
+	matchRenames(va, vb)
+	ra, err := va.root()
+	if err != nil {
+		return nil, err
+	}
+	rb, err := vb.root()
+	if err != nil {
+		return nil, err
+	}
+	d := differ{compact: true}
+	d.walk("", ra, rb)
+	return d.out, nil
+}
+
+// viewer builds the structural view of one document.
+type viewer struct {
+	doc    *Document
+	layout bool
+	// keys[i] is the key of execution_plan[i] in methods[...]; methods[i]
+	// is its view.
+	keys    []string
+	methods []*node
+}
+
+func newObject() *node { return &node{kind: 'o', obj: map[string]*node{}} }
+
+func newKeyed() *node { return &node{kind: 'm', obj: map[string]*node{}} }
+
+func newString(s string) *node { return &node{kind: 's', str: s} }
+
+func newNumber(v int64) *node { return &node{kind: 'n', str: strconv.FormatInt(v, 10)} }
+
+func newUint(v uint64) *node { return &node{kind: 'n', str: strconv.FormatUint(v, 10)} }
+
+// set sets member k of the object n.
+func (n *node) set(k string, v *node) *node {
+	if v == nil {
+		v = &node{kind: 'z'}
+	}
+	if _, ok := n.obj[k]; !ok {
+		n.keys = append(n.keys, k)
+	}
+	n.obj[k] = v
+	return n
+}
+
+// setUnique adds v under k, or under "k#2", "k#3", ... when k is taken, and
+// returns the key used.
+func (n *node) setUnique(k string, v *node) string {
+	key := k
+	for i := 2; ; i++ {
+		if _, taken := n.obj[key]; !taken {
+			break
+		}
+		key = k + "#" + strconv.Itoa(i)
+	}
+	n.set(key, v)
+	return key
+}
+
+// jsonNode returns the JSON form of v as a node.
+func jsonNode(v any) (*node, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("ptejson: diff: %w", err)
+	}
+	return toNode(json.RawMessage(data))
+}
+
+// buildMethods builds the view of each method and its key.
+func (v *viewer) buildMethods() error {
+	plans := v.doc.Program.ExecutionPlan
+	summaries := map[[2]int]*Delegate{}
+	for _, d := range v.doc.Delegates {
+		if d != nil && d.PlanIndex < len(plans) && plans[d.PlanIndex] != nil && plans[d.PlanIndex].Name == d.Plan {
+			summaries[[2]int{d.PlanIndex, d.DelegateIndex}] = d
+		}
+	}
+	taken := newKeyed()
+	for pi, ep := range plans {
+		var n *node
+		name := ""
+		if ep != nil {
+			name = ep.Name
+			var err error
+			if n, err = v.method(pi, ep, summaries); err != nil {
+				return err
+			}
+		}
+		v.keys = append(v.keys, taken.setUnique(name, n))
+		v.methods = append(v.methods, n)
+	}
+	return nil
+}
+
+func (v *viewer) method(pi int, ep *ExecutionPlan, summaries map[[2]int]*Delegate) (*node, error) {
+	n, err := jsonNode(ep)
+	if err != nil {
+		return nil, err
+	}
+	n.set("values", unions(n.obj["values"], "val_type", "val"))
+	if chains := n.obj["chains"]; chains.kind == 'a' {
+		for _, ch := range chains.arr {
+			if ch.kind == 'o' {
+				ch.set("instructions", unions(ch.obj["instructions"], "instr_args_type", "instr_args"))
+			}
+		}
+	}
+	if ops := n.obj["operators"]; ops.kind == 'a' {
+		keyed := newKeyed()
+		for _, op := range ops.arr {
+			key := ""
+			if op.kind == 'o' {
+				key = op.obj["name"].str
+				if ov := op.obj["overload"].str; ov != "" {
+					key += "." + ov
+				}
+			}
+			keyed.setUnique(key, op)
+		}
+		n.set("operators", keyed)
+	}
+	if ep.Delegates != nil {
+		dels := &node{kind: 'a', arr: []*node{}}
+		for di, d := range ep.Delegates {
+			dn, err := v.delegate(d, summaries[[2]int{pi, di}])
+			if err != nil {
+				return nil, err
+			}
+			dels.arr = append(dels.arr, dn)
+		}
+		n.set("delegates", dels)
+	}
+	return n, nil
+}
+
+// unions rewrites a list of union-holding tables ({"T_type": TAG, "T":
+// MEMBER}) as [{TAG: MEMBER}], so that paths name the member.
+func unions(list *node, typeKey, valKey string) *node {
+	if list == nil || list.kind != 'a' {
+		return list
+	}
+	for i, e := range list.arr {
+		if e.kind != 'o' || e.obj[typeKey] == nil {
+			continue
+		}
+		u := newObject()
+		u.union = true
+		list.arr[i] = u.set(e.obj[typeKey].str, e.obj[valKey])
+	}
+	return list
+}
+
+// delegate is the view of one delegate: the program's reference and
+// compile specs with the payload facts of its summary s (nil when the
+// document has none).
+func (v *viewer) delegate(d *BackendDelegate, s *Delegate) (*node, error) {
+	if d == nil {
+		return &node{kind: 'z'}, nil
+	}
+	n := newObject().set("id", newString(d.ID))
+	if r := d.Processed; r != nil {
+		n.set("location", newString(r.Location.String()))
+		n.set("index", newNumber(int64(r.Index)))
+	} else {
+		n.set("location", nil)
+		n.set("index", nil)
+	}
+	if s != nil {
+		if s.Size != nil {
+			n.set("size", newNumber(*s.Size))
+		} else {
+			n.set("size", nil)
+		}
+		if !s.SHA256.IsZero() {
+			n.set("sha256", digestNode(s.SHA256))
+		}
+	}
+	switch {
+	case d.CompileSpecs == nil:
+		n.set("compile_specs", nil)
+	case s != nil && len(s.CompileSpecs) == len(d.CompileSpecs):
+		specs := newKeyed()
+		for _, cs := range s.CompileSpecs {
+			val := newObject().set("hex", newString(cs.ValueHex))
+			if cs.ValueUTF8 != nil {
+				val = newString(*cs.ValueUTF8)
+			}
+			specs.setUnique(cs.Key, val)
+		}
+		n.set("compile_specs", specs)
+	default:
+		specs := newKeyed()
+		for _, cs := range d.CompileSpecs {
+			if cs == nil {
+				continue
+			}
+			val, err := jsonNode(cs.Value)
+			if err != nil {
+				return nil, err
+			}
+			specs.setUnique(cs.Key, val)
+		}
+		n.set("compile_specs", specs)
+	}
+	if s != nil && s.TensorRT != nil {
+		t, err := jsonNode(s.TensorRT)
+		if err != nil {
+			return nil, err
+		}
+		// The deployed view is summarised by the hazards, which say how it
+		// differs from the metadata.
+		t.remove("deployed")
+		if !v.layout {
+			t.remove("metadata_offset")
+			t.remove("engine_offset")
+		}
+		n.set("tensorrt", t)
+	}
+	return n, nil
+}
+
+func digestNode(d Digest) *node {
+	if d.Hex == "" {
+		return &node{kind: 'z'}
+	}
+	return newString(d.Hex)
+}
+
+// matchRenames gives a method that only b has the key of a method that
+// only a has when the two are equal but for their names.
+func matchRenames(a, b *viewer) {
+	inA := map[string]bool{}
+	for _, k := range a.keys {
+		inA[k] = true
+	}
+	inB := map[string]bool{}
+	for _, k := range b.keys {
+		inB[k] = true
+	}
+	used := map[int]bool{}
+	for j, kb := range b.keys {
+		if inA[kb] || b.methods[j] == nil {
+			continue
+		}
+		for i, ka := range a.keys {
+			if inB[ka] || used[i] || a.methods[i] == nil || !equalExcept(a.methods[i], b.methods[j], "name") {
+				continue
+			}
+			used[i] = true
+			b.keys[j] = ka
+			break
+		}
+	}
+}
+
+// equalExcept reports whether objects a and b are equal but for member k.
+func equalExcept(a, b *node, k string) bool {
+	strip := func(n *node) *node {
+		c := *n
+		c.keys = nil
+		for _, key := range n.keys {
+			if key != k {
+				c.keys = append(c.keys, key)
+			}
+		}
+		return &c
+	}
+	d := differ{first: true}
+	d.walk("", strip(a), strip(b))
+	return len(d.out) == 0
+}
+
+// root builds the whole view; buildMethods and matchRenames come first.
+func (v *viewer) root() (*node, error) {
+	doc, p := v.doc, v.doc.Program
+	file := newObject().set("file_identifier", newString(doc.File.FileIdentifier))
+	if v.layout {
+		file.set("size", newNumber(doc.File.Size))
+		file.set("root_offset", newNumber(int64(doc.File.RootOffset)))
+	}
+	root := newObject().set("file", file)
+	if h := doc.ExtendedHeader; h != nil {
+		eh := newObject().set("magic", newString(h.Magic)).set("length", newNumber(int64(h.Length)))
+		if v.layout {
+			eh.set("program_size", newUint(h.ProgramSize))
+			eh.set("segment_base_offset", newUint(h.SegmentBaseOffset))
+			eh.set("segment_data_size", newUint(h.SegmentDataSize))
+		}
+		root.set("extended_header", eh)
+	} else {
+		root.set("extended_header", nil)
+	}
+	root.set("version", newNumber(int64(p.Version)))
+
+	var methods *node
+	if p.ExecutionPlan != nil {
+		methods = newKeyed()
+		for i, k := range v.keys {
+			methods.set(k, v.methods[i])
+		}
+	}
+	root.set("methods", methods)
+
+	segUsers, inlineUsers := v.users()
+	segs := &node{kind: 'a', arr: []*node{}}
+	for i, s := range doc.Segments {
+		n := storage(segUsers[i], newUint(s.Size), s.SHA256)
+		if v.layout {
+			n.set("offset", newUint(s.Offset))
+			n.set("file_offset", newUint(s.FileOffset))
+			n.set("resolvable", &node{kind: 'b', str: strconv.FormatBool(s.Resolvable)})
+		}
+		segs.arr = append(segs.arr, n)
+	}
+	root.set("segments", segs)
+
+	cb, err := jsonNode(p.ConstantBuffer)
+	if err != nil {
+		return nil, err
+	}
+	root.set("constant_buffer", cb)
+	var inline *node
+	if p.BackendDelegateData != nil {
+		inline = &node{kind: 'a', arr: []*node{}}
+		for i, d := range p.BackendDelegateData {
+			switch {
+			case d == nil:
+				inline.arr = append(inline.arr, &node{kind: 'z'})
+			case d.Data == nil:
+				inline.arr = append(inline.arr, newObject().set("data", nil))
+			default:
+				inline.arr = append(inline.arr, storage(inlineUsers[i], newNumber(int64(d.Data.Size)), Digest{Hex: d.Data.SHA256}))
+			}
+		}
+	}
+	root.set("backend_delegate_data", inline)
+	for _, m := range []struct {
+		key string
+		v   any
+	}{{"constant_segment", p.ConstantSegment}, {"mutable_data_segments", p.MutableDataSegments}} {
+		n, err := jsonNode(m.v)
+		if err != nil {
+			return nil, err
+		}
+		root.set(m.key, n)
+	}
+	var named *node
+	if p.NamedData != nil {
+		named = newKeyed()
+		for _, nd := range p.NamedData {
+			if nd == nil {
+				named.setUnique("", nil)
+				continue
+			}
+			named.setUnique(nd.Key, newObject().set("segment_index", newNumber(int64(nd.SegmentIndex))))
+		}
+	}
+	root.set("named_data", named)
+	return root, nil
+}
+
+// users lists, for each segment and each inline data entry, the paths of
+// what refers to it. Only delegates refer to inline data.
+func (v *viewer) users() (seg, inline map[int][]string) {
+	p := v.doc.Program
+	seg, inline = map[int][]string{}, map[int][]string{}
+	if cs := p.ConstantSegment; cs != nil {
+		seg[int(cs.SegmentIndex)] = append(seg[int(cs.SegmentIndex)], "constant_segment")
+	}
+	for i, m := range p.MutableDataSegments {
+		if m != nil {
+			seg[int(m.SegmentIndex)] = append(seg[int(m.SegmentIndex)], "mutable_data_segments["+strconv.Itoa(i)+"]")
+		}
+	}
+	named := newKeyed()
+	for _, nd := range p.NamedData {
+		if nd != nil {
+			key := named.setUnique(nd.Key, nil)
+			seg[int(nd.SegmentIndex)] = append(seg[int(nd.SegmentIndex)], "named_data["+formatKey(key)+"]")
+		}
+	}
+	for pi, ep := range p.ExecutionPlan {
+		if ep == nil {
+			continue
+		}
+		for di, d := range ep.Delegates {
+			if d == nil || d.Processed == nil {
+				continue
+			}
+			path := "methods[" + formatKey(v.keys[pi]) + "].delegates[" + strconv.Itoa(di) + "]"
+			idx := int(d.Processed.Index)
+			switch d.Processed.Location.Name {
+			case "SEGMENT":
+				seg[idx] = append(seg[idx], path)
+			case "INLINE":
+				inline[idx] = append(inline[idx], path)
+			}
+		}
+	}
+	return seg, inline
+}
+
+// storage is the view of a segment or inline data entry: its users, and its
+// size and digest unless only delegates use it (their view has both).
+func storage(users []string, size *node, sha Digest) *node {
+	n := newObject()
+	onlyDelegates := len(users) > 0
+	for _, u := range users {
+		if len(u) < 8 || u[:8] != "methods[" {
+			onlyDelegates = false
+		}
+	}
+	if !onlyDelegates {
+		n.set("size", size)
+		if !sha.IsZero() {
+			n.set("sha256", digestNode(sha))
+		}
+	}
+	list := &node{kind: 'a', arr: []*node{}}
+	for _, u := range users {
+		list.arr = append(list.arr, newString(u))
+	}
+	return n.set("used_by", list)
+}
