@@ -33,24 +33,50 @@ type Difference struct {
 	B json.RawMessage `json:"b,omitempty"`
 }
 
-// String formats the difference as "PATH: A -> B", with long values
-// shortened and an absent side written as "(absent)".
+// String formats the difference as "PATH: A -> B", with an absent side
+// written as "(absent)" and long values shortened; when both values are
+// long, they are shown from a little before the first byte where they
+// differ.
 func (d Difference) String() string {
-	return d.Path + ": " + short(d.A) + " -> " + short(d.B)
+	from := 0
+	if len(d.A) > shortLen && len(d.B) > shortLen {
+		n := 0
+		for n < len(d.A) && n < len(d.B) && d.A[n] == d.B[n] {
+			n++
+		}
+		from = max(0, n-shortLen/3)
+	}
+	return d.Path + ": " + short(d.A, from) + " -> " + short(d.B, from)
 }
 
 // shortLen is the longest value String writes in full.
 const shortLen = 72
 
-func short(v json.RawMessage) string {
+// short returns v, or at most shortLen bytes of it starting near byte from,
+// with "..." where it was cut.
+func short(v json.RawMessage, from int) string {
 	if len(v) == 0 {
 		return "(absent)"
 	}
 	s := string(v)
-	if len(s) > shortLen {
-		return s[:shortLen-3] + "..."
+	if len(s) <= shortLen {
+		return s
 	}
-	return s
+	prefix := ""
+	if from > 0 {
+		for from < len(s) && !utf8.RuneStart(s[from]) {
+			from++
+		}
+		s, prefix = s[from:], "..."
+	}
+	if len(prefix)+len(s) <= shortLen {
+		return prefix + s
+	}
+	end := shortLen - 3 - len(prefix)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return prefix + s[:end] + "..."
 }
 
 // Diff compares the JSON forms of a and b (any values that encoding/json can
@@ -85,6 +111,8 @@ type node struct {
 	obj   map[string]*node
 	arr   []*node
 	str   string // string value, number text, "true"/"false"
+	// repeats counts the keys setUnique has seen more than once.
+	repeats map[string]int
 }
 
 func toNode(v any) (*node, error) {

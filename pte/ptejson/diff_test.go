@@ -2,7 +2,9 @@ package ptejson
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,4 +54,23 @@ func TestDiffRejectsBadJSON(t *testing.T) {
 	assert.Error(t, err)
 	_, err = Diff(json.RawMessage(`{}`), json.RawMessage(`{} {}`))
 	assert.Error(t, err)
+}
+
+func TestDifferenceStringShowsWhereLongValuesDiffer(t *testing.T) {
+	long := func(c string) string { return `"` + strings.Repeat("x", 100) + c + strings.Repeat("y", 50) + `"` }
+	d := Difference{Path: "p", A: json.RawMessage(long("A")), B: json.RawMessage(long("B"))}
+	s := d.String()
+	assert.Regexp(t, `^p: \.\.\.x+Ay+\.\.\. -> \.\.\.x+By+\.\.\.$`, s)
+	assert.Less(t, len(s), 2*shortLen+12)
+
+	// Cuts fall between characters.
+	e := strings.Repeat("é", 60)
+	for _, d := range []Difference{
+		{Path: "q", A: json.RawMessage(`"` + e + `a"`), B: json.RawMessage(`"` + e + `b"`)},
+		{Path: "q", A: json.RawMessage(`"` + e + `"`)},
+	} {
+		s := d.String()
+		assert.True(t, utf8.ValidString(s), "%q", s)
+		assert.Contains(t, s, "...")
+	}
 }

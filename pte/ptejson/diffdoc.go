@@ -115,11 +115,17 @@ func (n *node) set(k string, v *node) *node {
 // returns the key used.
 func (n *node) setUnique(k string, v *node) string {
 	key := k
-	for i := 2; ; i++ {
-		if _, taken := n.obj[key]; !taken {
-			break
+	if _, taken := n.obj[key]; taken {
+		if n.repeats == nil {
+			n.repeats = map[string]int{}
 		}
-		key = k + "#" + strconv.Itoa(i)
+		i := max(n.repeats[k], 1)
+		for taken {
+			i++
+			key = k + "#" + strconv.Itoa(i)
+			_, taken = n.obj[key]
+		}
+		n.repeats[k] = i
 	}
 	n.set(key, v)
 	return key
@@ -372,7 +378,13 @@ func (v *viewer) root() (*node, error) {
 	segUsers, inlineUsers := v.users()
 	segs := &node{kind: 'a', arr: []*node{}}
 	for i, s := range doc.Segments {
-		n := storage(segUsers[i], newUint(s.Size), s.SHA256)
+		sha := s.SHA256
+		if s.Size == 0 && !v.layout {
+			// No bytes to compare: whether an empty segment can be located
+			// only depends on the header.
+			sha = Digest{}
+		}
+		n := storage(segUsers[i], newUint(s.Size), sha)
 		if v.layout {
 			n.set("offset", newUint(s.Offset))
 			n.set("file_offset", newUint(s.FileOffset))

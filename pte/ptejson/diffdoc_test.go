@@ -1,0 +1,352 @@
+package ptejson
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/pte"
+)
+
+// buildShared returns the hashed document of a shared program.
+func buildShared(t *testing.T, sub string) *Document {
+	t.Helper()
+	doc, err := Build(openShared(t, sub), &Options{Hash: true})
+	require.NoError(t, err)
+	return doc
+}
+
+// variant opens a shared program, lets edit change its program and segment
+// payloads, writes the result to memory and returns its hashed document.
+func variant(t *testing.T, sub string, edit func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader) *Document {
+	t.Helper()
+	f := openShared(t, sub)
+	segs, err := f.SegmentReaders()
+	require.NoError(t, err)
+	segs = edit(f.Program, segs)
+	var buf bytes.Buffer
+	_, err = pte.Write(&buf, f.Program, segs, nil)
+	require.NoError(t, err)
+	nf, err := pte.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	require.NoError(t, err)
+	doc, err := Build(nf, &Options{Hash: true})
+	require.NoError(t, err)
+	return doc
+}
+
+func diffLines(t *testing.T, a, b *Document, opts *DiffOptions) []string {
+	t.Helper()
+	diffs, err := DiffDocuments(a, b, opts)
+	require.NoError(t, err)
+	lines := []string{}
+	for _, d := range diffs {
+		lines = append(lines, d.String())
+	}
+	return lines
+}
+
+func keep(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader { return segs }
+
+// TestDiffDocumentsIgnoresLayout: a program written again (with another
+// segment alignment, so that every offset moves) is structurally equal to
+// the original; only Layout shows the moves.
+func TestDiffDocumentsIgnoresLayout(t *testing.T) {
+	for _, sub := range []string{
+		"vectors/pte/trt_two_methods_prefill_decode.pte",
+		"vectors/pte/trt_segment_alignment_4096.pte",
+		"vectors/pte/trt_inline.pte",
+		"corpus/et__resources__add__43252ca7.pte",
+		"corpus/djl__stress_mlp__3022a8a3.pte",
+	} {
+		t.Run(filepath.Base(sub), func(t *testing.T) {
+			a := buildShared(t, sub)
+			b := variant(t, sub, keep)
+			assert.Empty(t, diffLines(t, a, a, nil))
+			assert.Empty(t, diffLines(t, a, b, nil))
+		})
+	}
+	a := buildShared(t, "vectors/pte/trt_segment_alignment_4096.pte")
+	b := variant(t, "vectors/pte/trt_segment_alignment_4096.pte", keep)
+	lines := diffLines(t, a, b, &DiffOptions{Layout: true})
+	assert.Contains(t, lines, "extended_header.segment_base_offset: 4096 -> 768")
+	assert.Contains(t, lines, "segments[1].file_offset: 4096 -> 768")
+	for _, l := range lines {
+		assert.Regexp(t, `^(file\.size|extended_header\.(program_size|segment_base_offset|segment_data_size)|segments\[\d\]\.(offset|file_offset)): \d+ -> \d+$`, l)
+	}
+}
+
+func TestDiffDocumentsBudgetByKey(t *testing.T) {
+	const sub = "vectors/pte/trt_two_methods_prefill_decode.pte"
+	a := buildShared(t, sub)
+	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+		for _, ep := range p.ExecutionPlan {
+			d := ep.Delegates[0]
+			// Insert the budget first and move target_device after it.
+			specs := []*pte.CompileSpec{}
+			for _, cs := range d.CompileSpecs {
+				if cs.Key != "weight_streaming_budget" {
+					specs = append(specs, cs)
+				}
+			}
+			d.CompileSpecs = append([]*pte.CompileSpec{{Key: "weight_streaming_budget", Value: []byte("4294967296")}}, specs...)
+		}
+		return segs
+	})
+	assert.Equal(t, []string{
+		`methods[prefill].delegates[0].compile_specs[weight_streaming_budget]: "1048576" -> "4294967296"`,
+		`methods[decode].delegates[0].compile_specs[weight_streaming_budget]: "262144" -> "4294967296"`,
+	}, diffLines(t, a, b, nil))
+
+	diffs, err := DiffDocuments(b, a, nil)
+	require.NoError(t, err)
+	require.Len(t, diffs, 2)
+	assert.Equal(t, Changed, diffs[0].Kind)
+	assert.JSONEq(t, `"4294967296"`, string(diffs[0].A))
+}
+
+func TestDiffDocumentsDuplicateAndBinarySpecs(t *testing.T) {
+	const sub = "vectors/pte/trt_budget_spec_twice.pte"
+	a := buildShared(t, sub)
+	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+		d := p.ExecutionPlan[0].Delegates[0]
+		var specs []*pte.CompileSpec
+		seen := false
+		for _, cs := range d.CompileSpecs {
+			if cs.Key == "weight_streaming_budget" {
+				if seen {
+					continue
+				}
+				seen = true
+			}
+			specs = append(specs, cs)
+		}
+		d.CompileSpecs = append(specs, &pte.CompileSpec{Key: "opaque]", Value: []byte{0xff, 0x00}})
+		return segs
+	})
+	lines := diffLines(t, a, b, nil)
+	require.Len(t, lines, 2, "%q", lines)
+	assert.Regexp(t, `^methods\[forward\]\.delegates\[0\]\.compile_specs\[weight_streaming_budget#2\]: "\d+" -> \(absent\)$`, lines[0])
+	assert.Equal(t, `methods[forward].delegates[0].compile_specs["opaque]"]: (absent) -> {"hex":"ff00"}`, lines[1])
+}
+
+func TestDiffDocumentsMethods(t *testing.T) {
+	const sub = "vectors/pte/trt_two_methods_prefill_decode.pte"
+	a := buildShared(t, sub)
+
+	renamed := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+		p.ExecutionPlan[1].Name = "generate"
+		return segs
+	})
+	assert.Equal(t, []string{`methods[decode].name: "decode" -> "generate"`}, diffLines(t, a, renamed, nil))
+
+	// A rename together with another change is a removal and an addition.
+	changed := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+		p.ExecutionPlan[1].Name = "generate"
+		p.ExecutionPlan[1].NonConstBufferSizes = append(p.ExecutionPlan[1].NonConstBufferSizes, 64)
+		return segs
+	})
+	diffs, err := DiffDocuments(a, changed, nil)
+	require.NoError(t, err)
+	var paths []string
+	for _, d := range diffs {
+		paths = append(paths, d.Path+" "+string(d.Kind))
+	}
+	assert.Equal(t, []string{
+		"methods[decode] removed",
+		"methods[generate] added",
+		"segments[2].used_by changed",
+	}, paths)
+
+	// Another method using the same delegate payload.
+	added := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+		ep := *p.ExecutionPlan[0]
+		ep.Name = "prefill_long"
+		p.ExecutionPlan = append(p.ExecutionPlan, &ep)
+		return segs
+	})
+	lines := diffLines(t, a, added, nil)
+	require.Len(t, lines, 2, "%q", lines)
+	assert.Regexp(t, `^methods\[prefill_long\]: \(absent\) -> \{"name":"prefill_long",`, lines[0])
+	assert.Regexp(t, `^segments\[\d\]\.used_by: \["methods\[prefill\]\.delegates\[0\]"\] -> \["methods\[prefill\]\.delegates\[0\]","methods\[prefill_long\]\.delegates\[0\]"\]$`, lines[1])
+}
+
+// TestDiffDocumentsPayload: a changed engine byte is one line, the
+// delegate's digest, and not also the segment's.
+func TestDiffDocumentsPayload(t *testing.T) {
+	const sub = "vectors/pte/trt_segment.pte"
+	a := buildShared(t, sub)
+	i := int(*a.Delegates[0].Index)
+	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+		data, err := io.ReadAll(segs[i])
+		require.NoError(t, err)
+		data[len(data)-1] ^= 0xff // the last engine byte
+		segs[i] = io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+		return segs
+	})
+	lines := diffLines(t, a, b, nil)
+	require.Len(t, lines, 1, "%q", lines)
+	assert.Regexp(t, `^methods\[forward\]\.delegates\[0\]\.sha256: "[0-9a-f]{64}" -> "[0-9a-f]{64}"$`, lines[0])
+
+	// A longer engine also changes the sizes the blob header records.
+	c := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+		data, err := io.ReadAll(segs[i])
+		require.NoError(t, err)
+		data = append(data, 0)
+		segs[i] = io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+		return segs
+	})
+	lines = diffLines(t, a, c, nil)
+	assert.Contains(t, lines, "methods[forward].delegates[0].size: 384 -> 385")
+	for _, l := range lines {
+		assert.Regexp(t, `^methods\[forward\]\.delegates\[0\]\.(size|sha256|tensorrt\.)`, l)
+	}
+}
+
+func TestDiffDocumentsInlineVersusSegment(t *testing.T) {
+	a := buildShared(t, "vectors/pte/trt_segment.pte")
+	b := buildShared(t, "vectors/pte/trt_inline.pte")
+	assert.Equal(t, []string{
+		`extended_header: {"magic":"eh00","length":32} -> null`,
+		`methods[forward].delegates[0].location: "SEGMENT" -> "INLINE"`,
+		`methods[forward].delegates[0].index: 1 -> 0`,
+		`segments[1]: {"used_by":["methods[forward].delegates[0]"]} -> (absent)`,
+		`backend_delegate_data[0]: (absent) -> {"used_by":["methods[forward].delegates[0]"]}`,
+	}, diffLines(t, a, b, nil))
+}
+
+func TestDiffDocumentsValuesAndOperators(t *testing.T) {
+	const sub = "corpus/et__resources__add__43252ca7.pte"
+	a := buildShared(t, sub)
+	var tensor, other int
+	for i, v := range a.Program.ExecutionPlan[0].Values {
+		switch v.Val.(type) {
+		case *Tensor:
+			tensor = i
+		default:
+			other = i
+		}
+	}
+	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+		ep := p.ExecutionPlan[0]
+		tv := ep.Values[tensor].Val.(*pte.Tensor)
+		tv.Sizes = append(append([]int32{}, tv.Sizes...), 7)
+		ep.Values[other] = &pte.EValue{Val: &pte.String{StringVal: "x"}}
+		ep.Operators = append(ep.Operators, &pte.Operator{Name: "aten::mul", Overload: "out"})
+		return segs
+	})
+	diffs, err := DiffDocuments(a, b, nil)
+	require.NoError(t, err)
+	require.Len(t, diffs, 3, "%v", diffs)
+	assert.Regexp(t, `^methods\[forward\]\.values\[\d+\]\.Tensor\.sizes: \[[0-9,]*\] -> \[[0-9,]*7\]$`, diffs[0].String())
+	// A changed union member is one difference, not one per member.
+	assert.Regexp(t, `^methods\[forward\]\.values\[\d+\]: \{"\w+":.*\} -> \{"String":\{"string_val":"x"\}\}$`, diffs[1].String())
+	assert.Equal(t, "methods[forward].operators[aten::mul.out]", diffs[2].Path)
+	assert.Equal(t, Added, diffs[2].Kind)
+	assert.JSONEq(t, `{"name":"aten::mul","overload":"out"}`, string(diffs[2].B))
+	assert.Empty(t, diffs[2].A)
+}
+
+func TestDiffDocumentsInstructions(t *testing.T) {
+	const sub = "vectors/pte/trt_two_engines_chain.pte"
+	a := buildShared(t, sub)
+	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+		ch := p.ExecutionPlan[0].Chains[0]
+		ch.Instructions = append(ch.Instructions, &pte.Instruction{Args: &pte.FreeCall{ValueIndex: 0}})
+		return segs
+	})
+	lines := diffLines(t, a, b, nil)
+	require.Len(t, lines, 1)
+	assert.Regexp(t, `^methods\[forward\]\.chains\[0\]\.instructions\[\d+\]: \(absent\) -> \{"FreeCall":\{"value_index":0\}\}$`, lines[0])
+}
+
+func TestDiffDocumentsErrors(t *testing.T) {
+	_, err := DiffDocuments(nil, &Document{}, nil)
+	assert.Error(t, err)
+	_, err = DiffDocuments(&Document{Program: &Program{}}, &Document{}, nil)
+	assert.Error(t, err)
+}
+
+func TestDiffDocumentsJSON(t *testing.T) {
+	a := buildShared(t, "vectors/pte/trt_segment.pte")
+	b := buildShared(t, "vectors/pte/trt_inline.pte")
+	diffs, err := DiffDocuments(a, b, nil)
+	require.NoError(t, err)
+	out, err := json.Marshal(diffs[1])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"path":"methods[forward].delegates[0].location","kind":"changed","a":"SEGMENT","b":"INLINE"}`, string(out))
+	out, err = json.Marshal(diffs[3])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"path":"segments[1]","kind":"removed","a":{"used_by":["methods[forward].delegates[0]"]}}`, string(out))
+}
+
+func TestFormatKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"forward":        "forward",
+		"aten::add.out":  "aten::add.out",
+		"":               `""`,
+		"a b":            `"a b"`,
+		"x]":             `"x]"`,
+		"\xff":           `"\xff"`,
+		"weight#2":       "weight#2",
+		"ünïcode":        "ünïcode",
+		"new\nline":      `"new\nline"`,
+		`quote"d`:        `"quote\"d"`,
+		"tab\tseparated": `"tab\tseparated"`,
+	} {
+		assert.Equal(t, want, formatKey(in), "%q", in)
+	}
+}
+
+// FuzzDiffDocuments compares whatever two inputs the reader accepts: no
+// panic, a document equals itself, and no path is reported twice.
+func FuzzDiffDocuments(f *testing.F) {
+	addSharedSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pf, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return
+		}
+		a, err := Build(pf, &Options{Hash: true})
+		if err != nil {
+			t.Fatalf("Build: %v", err)
+		}
+		for _, layout := range []bool{false, true} {
+			if d, err := DiffDocuments(a, a, &DiffOptions{Layout: layout}); err != nil || len(d) != 0 {
+				t.Fatalf("document differs from itself: %v %v", err, d)
+			}
+		}
+		// The same program without hashes and with its first method renamed.
+		b, err := Build(pf, nil)
+		if err != nil {
+			t.Fatalf("Build: %v", err)
+		}
+		if len(b.Program.ExecutionPlan) > 0 && b.Program.ExecutionPlan[0] != nil {
+			b.Program.ExecutionPlan[0].Name += "'"
+		}
+		diffs, err := DiffDocuments(a, b, &DiffOptions{Layout: true})
+		if err != nil {
+			t.Fatalf("DiffDocuments: %v", err)
+		}
+		seen := map[string]bool{}
+		for _, d := range diffs {
+			if seen[d.Path] {
+				t.Fatalf("path %s reported twice in %v", d.Path, diffs)
+			}
+			seen[d.Path] = true
+		}
+	})
+}
+
+func TestSetUniqueKeys(t *testing.T) {
+	n := newKeyed()
+	var got []string
+	for _, k := range []string{"a", "a", "a#2", "a", "b"} {
+		got = append(got, n.setUnique(k, nil))
+	}
+	assert.Equal(t, []string{"a", "a#2", "a#2#2", "a#3", "b"}, got)
+}
