@@ -10,11 +10,18 @@ import (
 	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
-const diffUsage = `usage: pteinspect diff [--json] A.pte B.pte
+const diffUsage = `usage: pteinspect diff [--json] [--layout] A.pte B.pte
 
-Compares two programs structurally: methods, values, instructions, delegates,
-compile specs, segment sizes and hashes. Prints one line per difference,
-"PATH: A -> B". Exit status 0 when equal, 1 when different, 2 on error.
+Compares two programs structurally: methods (matched by name), values,
+instructions, operators, delegates and their compile specs (matched by key),
+payload and segment sizes and hashes. Prints one line per difference,
+"PATH: A -> B", e.g.
+
+  methods[forward].delegates[0].compile_specs[weight_streaming_budget]: (absent) -> "4294967296"
+
+Where things are in the file (file size, header offsets, segment offsets) is
+left out unless --layout is given. Exit status 0 when equal, 1 when
+different, 2 on error.
 
 Flags:
 `
@@ -22,10 +29,11 @@ Flags:
 // runDiff compares two programs. Every error exits 2, so that 1 always
 // means "different".
 func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var asJSON bool
+	var asJSON, layout bool
 	fs := pflag.NewFlagSet("pteinspect diff", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.BoolVar(&asJSON, "json", false, `print {"equal": BOOL, "differences": [{"path", "a", "b"}]}`)
+	fs.BoolVar(&asJSON, "json", false, `print {"equal": BOOL, "differences": [{"path", "kind", "a", "b"}]}`)
+	fs.BoolVar(&layout, "layout", false, "also compare file size, header offsets and segment offsets")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			io.WriteString(stdout, diffUsage)
@@ -53,11 +61,8 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			failErr(stderr, name, err)
 			return exitUsage
 		}
-		// The whole-file digest changes with any other difference; leave it
-		// out so that the lines say what changed.
-		docs[i].File.SHA256 = ptejson.Digest{}
 	}
-	diffs, err := ptejson.Diff(docs[0], docs[1])
+	diffs, err := ptejson.DiffDocuments(docs[0], docs[1], &ptejson.DiffOptions{Layout: layout})
 	if err != nil {
 		fmt.Fprintf(stderr, "pteinspect: diff: %v\n", err)
 		return exitUsage

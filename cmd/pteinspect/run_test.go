@@ -165,54 +165,6 @@ func TestVerifyVectors(t *testing.T) {
 	}
 }
 
-func TestDiff(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
-	a := filepath.Join(dir, "trt_segment.pte")
-	b := filepath.Join(dir, "trt_no_budget_spec.pte")
-
-	r := runArgs(nil, "diff", a, a)
-	assert.Equal(t, 0, r.code, r.stderr)
-	assert.Empty(t, r.stdout)
-
-	r = runArgs(nil, "diff", a, b)
-	assert.Equal(t, 1, r.code, r.stderr)
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	assert.Contains(t, lines, "segments[1].size: 384 -> 336")
-	assert.Contains(t, lines, `delegates[0].compile_specs[0].key: "weight_streaming_budget" -> "target_device"`)
-	for _, l := range lines {
-		assert.Regexp(t, `^[a-z_\[\]0-9.]+: .* -> .*$`, l)
-	}
-
-	r = runArgs(nil, "diff", "--json", a, b)
-	assert.Equal(t, 1, r.code)
-	var v struct {
-		Equal       bool                 `json:"equal"`
-		Differences []ptejson.Difference `json:"differences"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v))
-	assert.False(t, v.Equal)
-	assert.Len(t, v.Differences, len(lines))
-	assert.Equal(t, "file.size", v.Differences[0].Path)
-	assert.JSONEq(t, "1152", string(v.Differences[0].A))
-
-	r = runArgs(nil, "diff", "--json", a, a)
-	assert.Equal(t, 0, r.code)
-	assert.JSONEq(t, `{"equal":true,"differences":[]}`, r.stdout)
-
-	// Errors exit 2: a missing file, a damaged file, a usage error.
-	for _, args := range [][]string{
-		{"diff", a, filepath.Join(dir, "missing.pte")},
-		{"diff", filepath.Join(sharedDir(t, "vectors/pte-bad"), "trunc_64_bytes.pte"), a},
-		{"diff", a},
-		{"diff", "--bogus", a, b},
-	} {
-		r = runArgs(nil, args...)
-		assert.Equal(t, 2, r.code, "%v", args)
-		assert.NotEmpty(t, r.stderr)
-		assert.Empty(t, r.stdout)
-	}
-}
-
 func TestExtract(t *testing.T) {
 	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_two_engines_chain.pte")
 	f, err := pte.Open(path)

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/pte/ptejson"
+)
+
+// rebake writes the shared vector NAME with a 4 GiB budget on every
+// TensorRT delegate, as `pteexport --from` does, and returns the new path.
+func rebake(t *testing.T, name string) string {
+	t.Helper()
+	in := filepath.Join(sharedDir(t, "vectors/pte"), name)
+	out := filepath.Join(t.TempDir(), name)
+	budget := int64(4 << 30)
+	_, err := export.Rebake(in, out, &export.RebakeOptions{WeightStreamingBudget: &budget})
+	require.NoError(t, err)
+	return out
+}
+
+// variant writes the shared vector NAME after edit has changed its program
+// and segment payloads, and returns the new path.
+func variant(t *testing.T, name string, edit func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader) string {
+	t.Helper()
+	f, err := pte.Open(filepath.Join(sharedDir(t, "vectors/pte"), name))
+	require.NoError(t, err)
+	defer f.Close()
+	segs, err := f.SegmentReaders()
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), name)
+	_, err = pte.WriteFile(out, f.Program, edit(f.Program, segs), nil)
+	require.NoError(t, err)
+	return out
+}
+
+func trtDelegates(t *testing.T, path string) int {
+	t.Helper()
+	f, err := pte.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	n := 0
+	for _, ep := range f.Program.ExecutionPlan {
+		for _, d := range ep.Delegates {
+			if d.ID == delegate.BackendID {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestDiffRebake: setting the budget of a program with pteexport --from
+// changes one thing per TensorRT delegate, and diff says exactly that.
+func TestDiffRebake(t *testing.T) {
+	line := regexp.MustCompile(`^methods\[\w+\]\.delegates\[\d+\]\.compile_specs\[weight_streaming_budget\]: (\(absent\)|"\d+") -> "4294967296"$`)
+	for _, name := range []string{
+		"trt_two_methods_prefill_decode.pte",
+		"trt_no_budget_spec.pte",
+		"trt_two_engines_chain.pte",
+		"trt_identical_blobs_dedup.pte",
+		"trt_inline.pte",
+		"trt_segment_alignment_4096.pte",
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := filepath.Join(sharedDir(t, "vectors/pte"), name)
+			b := rebake(t, name)
+			r := runArgs(nil, "diff", a, b)
+			require.Equal(t, 1, r.code, r.stderr)
+			lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+			assert.Len(t, lines, trtDelegates(t, a), r.stdout)
+			for _, l := range lines {
+				assert.Regexp(t, line, l)
+			}
+		})
+	}
+}
+
+// TestDiffGolden compares diff outputs with testdata/golden/diff_NAME.txt;
+// `go test ./cmd/pteinspect -update` rewrites them.
+func TestDiffGolden(t *testing.T) {
+	vec := func(name string) string { return filepath.Join(sharedDir(t, "vectors/pte"), name) }
+	const twoMethods = "trt_two_methods_prefill_decode.pte"
+	cases := []struct {
+		golden string
+		args   func() []string
+	}{
+		{"rebake", func() []string { return []string{vec(twoMethods), rebake(t, twoMethods)} }},
+		{"rebake_insert", func() []string {
+			return []string{vec("trt_no_budget_spec.pte"), rebake(t, "trt_no_budget_spec.pte")}
+		}},
+		{"rebake_layout", func() []string {
+			return []string{"--layout", vec("trt_no_budget_spec.pte"), rebake(t, "trt_no_budget_spec.pte")}
+		}},
+		{"rebake_json", func() []string { return []string{"--json", vec(twoMethods), rebake(t, twoMethods)} }},
+		{"inline_vs_segment", func() []string { return []string{vec("trt_segment.pte"), vec("trt_inline.pte")} }},
+		{"inline_vs_segment_json", func() []string {
+			return []string{"--json", vec("trt_segment.pte"), vec("trt_inline.pte")}
+		}},
+		{"rename", func() []string {
+			return []string{vec(twoMethods), variant(t, twoMethods, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+				p.ExecutionPlan[1].Name = "generate"
+				return segs
+			})}
+		}},
+		{"added_method", func() []string {
+			return []string{vec("trt_segment.pte"), variant(t, "trt_segment.pte", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+				ep := *p.ExecutionPlan[0]
+				ep.Name = "forward_copy"
+				p.ExecutionPlan = append(p.ExecutionPlan, &ep)
+				return segs
+			})}
+		}},
+		{"segment_payload", func() []string {
+			return []string{vec("trt_segment.pte"), variant(t, "trt_segment.pte", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+				i := p.ExecutionPlan[0].Delegates[0].Processed.Index
+				data, err := io.ReadAll(segs[i])
+				require.NoError(t, err)
+				data[len(data)-1] ^= 0xff // the last engine byte
+				segs[i] = io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+				return segs
+			})}
+		}},
+		{"two_programs", func() []string { return []string{vec("trt_segment.pte"), vec(twoMethods)} }},
+	}
+	for _, c := range cases {
+		t.Run(c.golden, func(t *testing.T) {
+			r := runArgs(nil, append([]string{"diff"}, c.args()...)...)
+			require.Equal(t, 1, r.code, r.stderr)
+			require.Empty(t, r.stderr)
+			assertGolden(t, "diff_"+c.golden+".txt", r.stdout)
+		})
+	}
+}
+
+// assertGolden compares got with testdata/golden/NAME, which -update
+// rewrites.
+func assertGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run with -update to create %s", path)
+	assert.Equal(t, string(want), got, "%s differs", path)
+}
+
+func TestDiff(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte")
+	a := filepath.Join(dir, "trt_segment.pte")
+	b := filepath.Join(dir, "trt_no_budget_spec.pte")
+
+	r := runArgs(nil, "diff", a, a)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Empty(t, r.stdout)
+
+	// The same program written again, every offset moved: equal unless
+	// --layout is given.
+	moved := filepath.Join(dir, "trt_segment_alignment_4096.pte")
+	again := variant(t, "trt_segment_alignment_4096.pte", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader { return segs })
+	r = runArgs(nil, "diff", moved, again)
+	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+	r = runArgs(nil, "diff", "--layout", moved, again)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "extended_header.segment_base_offset: 4096 -> ")
+
+	r = runArgs(nil, "diff", a, b)
+	assert.Equal(t, 1, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	assert.Contains(t, lines, `methods[forward].delegates[0].compile_specs[weight_streaming_budget]: "1048576" -> (absent)`)
+	for _, l := range lines {
+		assert.Regexp(t, `^[a-z_]+(\[[^\]]+\])?[a-z_\[\]0-9.]*: .* -> .*$`, l)
+	}
+
+	// Standard input is one side, and --json lists the same differences.
+	data, err := os.ReadFile(a)
+	require.NoError(t, err)
+	r = runArgs(data, "diff", "--json", "-", b)
+	assert.Equal(t, 1, r.code, r.stderr)
+	var v struct {
+		Equal       bool                 `json:"equal"`
+		Differences []ptejson.Difference `json:"differences"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v))
+	assert.False(t, v.Equal)
+	require.Len(t, v.Differences, len(lines))
+	for i, d := range v.Differences {
+		assert.Equal(t, lines[i], d.String())
+		assert.Contains(t, []ptejson.Kind{ptejson.Added, ptejson.Removed, ptejson.Changed}, d.Kind)
+	}
+
+	r = runArgs(nil, "diff", "--json", a, a)
+	assert.Equal(t, 0, r.code)
+	assert.JSONEq(t, `{"equal":true,"differences":[]}`, r.stdout)
+
+	r = runArgs(nil, "diff", "--help")
+	assert.Equal(t, 0, r.code)
+	assert.Contains(t, r.stdout, "--layout")
+
+	// Errors exit 2: a missing file, a damaged file, a usage error.
+	for _, args := range [][]string{
+		{"diff", a, filepath.Join(dir, "missing.pte")},
+		{"diff", filepath.Join(sharedDir(t, "vectors/pte-bad"), "trunc_64_bytes.pte"), a},
+		{"diff", a},
+		{"diff", "--bogus", a, b},
+		{"diff", "-", "-"},
+	} {
+		r = runArgs(nil, args...)
+		assert.Equal(t, 2, r.code, "%v", args)
+		assert.NotEmpty(t, r.stderr)
+		assert.Empty(t, r.stdout)
+	}
+}
