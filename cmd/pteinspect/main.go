@@ -4,7 +4,7 @@
 // Usage:
 //
 //	pteinspect [flags] FILE.pte
-//	pteinspect diff [--json] A.pte B.pte
+//	pteinspect diff [--json] [--layout] A.pte B.pte
 //
 // By default it prints a summary for a terminal: file size, extended header,
 // segment table, and for each method its inputs and outputs, instruction

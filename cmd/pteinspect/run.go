@@ -27,7 +27,7 @@ const (
 const maxStdin = 1 << 32
 
 const usageText = `usage: pteinspect [flags] FILE.pte
-       pteinspect diff [--json] A.pte B.pte
+       pteinspect diff [--json] [--layout] A.pte B.pte
 
 Shows what is inside an ExecuTorch program (.pte). FILE "-" reads standard input.
 
