@@ -350,3 +350,20 @@ func TestSetUniqueKeys(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a", "a#2", "a#2#2", "a#3", "b"}, got)
 }
+
+// BenchmarkDiffDocuments compares two builds of the same large program
+// (thousands of values and instructions), the common case of diff.
+func BenchmarkDiffDocuments(b *testing.B) {
+	const sub = "corpus/et__artifacts__stories260k_hybrid_llama_qnn__01e15984.pte"
+	f := openShared(b, sub)
+	x, err := Build(f, &Options{Hash: true})
+	require.NoError(b, err)
+	y, err := Build(f, &Options{Hash: true})
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, err := DiffDocuments(x, y, nil); err != nil || len(d) != 0 {
+			b.Fatalf("%v %v", err, d)
+		}
+	}
+}
