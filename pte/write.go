@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 
 	"github.com/ptekit/ptekit/schema"
 )
@@ -303,19 +302,13 @@ func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 	if err := cw.padTo(int64(pl.segmentBase)); err != nil {
 		return nil, fmt.Errorf("pte: write: %w", err)
 	}
-	var buf []byte
+	pc := &payloadCopier{cw: cw}
 	for k, i := range pl.unique {
 		seg := pl.info.Segments[k]
 		if err := cw.padTo(int64(pl.segmentBase + seg.Offset)); err != nil {
 			return nil, fmt.Errorf("pte: write: %w", err)
 		}
-		if seg.Size == 0 {
-			continue
-		}
-		if _, _, _, ok := fileEnds(w, pl.srcs[i]); buf == nil && !ok {
-			buf = make([]byte, copyBufferSize)
-		}
-		if err := copySegment(cw, pl.srcs[i], int64(seg.Size), buf); err != nil {
+		if err := pc.copy(pl.srcs[i], int64(seg.Size)); err != nil {
 			return nil, &SegmentError{Index: i, Err: err}
 		}
 	}
@@ -323,48 +316,4 @@ func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 		return nil, fmt.Errorf("pte: write: wrote %d bytes, layout says %d", cw.pos, pl.info.Size)
 	}
 	return pl.info, nil
-}
-
-// fileEnds returns the destination and source files when a segment can be
-// copied between them by the kernel: w is an *os.File and src is a section
-// of an *os.File (at absolute offset off).
-func fileEnds(w io.Writer, src *io.SectionReader) (dst, in *os.File, off int64, ok bool) {
-	dst, ok = w.(*os.File)
-	if !ok || !copyFileRangeSupported {
-		return nil, nil, 0, false
-	}
-	ra, off, _ := src.Outer()
-	in, ok = ra.(*os.File)
-	return dst, in, off, ok
-}
-
-// copySegment copies the first n bytes of src to cw, by copy_file_range
-// when both ends are files, else through buf (allocated when nil).
-func copySegment(cw *countingWriter, src *io.SectionReader, n int64, buf []byte) error {
-	var done int64
-	if dst, in, off, ok := fileEnds(cw.w, src); ok {
-		var err error
-		done, err = copyFileRange(dst, in, off, n)
-		cw.pos += done
-		if err != nil && !errors.Is(err, errors.ErrUnsupported) {
-			return err
-		}
-		if done == n {
-			return nil
-		}
-	}
-	if buf == nil {
-		buf = make([]byte, min(n, copyBufferSize))
-	}
-	for done < n {
-		k := min(int64(len(buf)), n-done)
-		if err := readFull(src, buf[:k], done, n); err != nil {
-			return err
-		}
-		if _, err := cw.Write(buf[:k]); err != nil {
-			return err
-		}
-		done += k
-	}
-	return nil
 }

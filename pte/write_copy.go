@@ -1,8 +1,11 @@
 package pte
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"os"
 )
 
 // SegmentReaders returns one reader per entry of f.Program.Segments, over
@@ -46,4 +49,146 @@ func (f *File) SegmentReaders() ([]*io.SectionReader, error) {
 		out[i] = io.NewSectionReader(f.ReaderAt(), int64(start), int64(s.Size))
 	}
 	return out, nil
+}
+
+// Composite is implemented by an io.ReaderAt whose bytes are the
+// concatenation of other sections, in order: for example a TensorRT blob
+// made of an in-memory header followed by a range of an engine file (the
+// reader behind delegate.NewBlobReader). ReadAt must return exactly the
+// bytes of the parts.
+//
+// When Write copies a segment whose source is (a section of) a Composite
+// into an *os.File, it copies the parts one by one, so a part that is a
+// section of an *os.File is copied by the kernel instead of through a
+// user-space buffer. Other destinations read the source through its ReadAt.
+type Composite interface {
+	io.ReaderAt
+	// SegmentParts returns the parts. It is called once per segment
+	// copied and must not return sections that read from the Composite
+	// itself.
+	SegmentParts() []*io.SectionReader
+}
+
+// maxPartDepth bounds how far Write looks through nested sections and
+// Composite parts; a source nested deeper is read through its own ReadAt.
+const maxPartDepth = 8
+
+// sourceParts returns the leaf sections that together hold the n bytes of
+// src from its start: a section of a section becomes one section of the
+// outer reader, a section of a Composite becomes the matching ranges of its
+// parts. A source that ends early yields fewer than n bytes of parts.
+func sourceParts(src *io.SectionReader, n int64) []*io.SectionReader {
+	return appendParts(nil, src, 0, n, 0)
+}
+
+// appendParts appends the leaves of the n bytes of ra at off to dst.
+func appendParts(dst []*io.SectionReader, ra io.ReaderAt, off, n int64, depth int) []*io.SectionReader {
+	if n <= 0 {
+		return dst
+	}
+	if depth < maxPartDepth {
+		switch r := ra.(type) {
+		case *io.SectionReader:
+			outer, base, size := r.Outer()
+			if off >= size {
+				return dst // reading there gives io.EOF
+			}
+			// base+size cannot overflow (NewSectionReader clamps it), so
+			// neither can base+off.
+			return appendParts(dst, outer, base+off, min(n, size-off), depth+1)
+		case Composite:
+			var pos int64
+			for _, p := range r.SegmentParts() {
+				if p == nil {
+					continue
+				}
+				ps := p.Size()
+				if ps > math.MaxInt64-pos {
+					break
+				}
+				if lo, hi := max(off, pos), min(off+n, pos+ps); lo < hi {
+					dst = appendParts(dst, p, lo-pos, hi-lo, depth+1)
+				}
+				if pos += ps; pos >= off+n {
+					break
+				}
+			}
+			return dst
+		}
+	}
+	return append(dst, io.NewSectionReader(ra, off, n))
+}
+
+// payloadCopier copies segment payloads to cw. Into an *os.File a source
+// is split into its parts (see Composite) and every part that is a file
+// section is copied by copy_file_range; everything else goes through buf,
+// at most copyBufferSize bytes, allocated on first use and reused.
+type payloadCopier struct {
+	cw  *countingWriter
+	buf []byte
+}
+
+// copy copies the first n bytes of src.
+func (c *payloadCopier) copy(src *io.SectionReader, n int64) error {
+	dst, ok := c.cw.w.(*os.File)
+	if !ok || !copyFileRangeSupported {
+		return c.buffered(src, 0, n, 0, n)
+	}
+	var done int64
+	for _, part := range sourceParts(src, n) {
+		size := part.Size()
+		var k int64
+		if in, off, ok := fileSection(part); ok {
+			var err error
+			k, err = copyFileRange(dst, in, off, size)
+			c.cw.pos += k
+			if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+				return err
+			}
+		}
+		// The rest of the part (all of it when the kernel could not copy
+		// it) is read normally, which also reports a source that ended.
+		if err := c.buffered(part, k, size, done, n); err != nil {
+			return err
+		}
+		done += size
+	}
+	if done < n {
+		return fmt.Errorf("source ended after %d of %d bytes: %w", done, n, io.ErrUnexpectedEOF)
+	}
+	return nil
+}
+
+// fileSection reports whether s reads straight from an *os.File, and at
+// which file offset.
+func fileSection(s *io.SectionReader) (*os.File, int64, bool) {
+	ra, off, _ := s.Outer()
+	f, ok := ra.(*os.File)
+	return f, off, ok
+}
+
+// buffered copies bytes [from, to) of src through c.buf. src starts at
+// offset base of an n-byte payload; errors count bytes of the payload.
+func (c *payloadCopier) buffered(src *io.SectionReader, from, to, base, n int64) error {
+	if from >= to {
+		return nil
+	}
+	if want := min(to-from, copyBufferSize); int64(len(c.buf)) < want {
+		c.buf = make([]byte, want)
+	}
+	for from < to {
+		b := c.buf[:min(int64(len(c.buf)), to-from)]
+		k, err := src.ReadAt(b, from)
+		if k < len(b) {
+			if err == nil || err == io.EOF {
+				err = fmt.Errorf("source ended after %d of %d bytes: %w", base+from+int64(k), n, io.ErrUnexpectedEOF)
+			}
+			return err
+		}
+		if _, err := c.cw.Write(b); err != nil {
+			return err
+		}
+		from += int64(k)
+	}
+	return nil
 }

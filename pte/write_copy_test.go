@@ -1,0 +1,332 @@
+package pte
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// cpComposite is a Composite over its parts; ReadAt reads them in order.
+// With failReadAt set, ReadAt fails: a probe that the writer went through
+// the parts.
+type cpComposite struct {
+	parts      []*io.SectionReader
+	failReadAt bool
+}
+
+func (c *cpComposite) SegmentParts() []*io.SectionReader { return c.parts }
+
+func (c *cpComposite) ReadAt(p []byte, off int64) (int, error) {
+	if c.failReadAt {
+		return 0, errors.New("composite ReadAt called")
+	}
+	n := 0
+	var pos int64
+	for _, s := range c.parts {
+		size := s.Size()
+		if cur := off + int64(n); n < len(p) && cur >= pos && cur < pos+size {
+			want := int(min(int64(len(p)-n), pos+size-cur))
+			k, err := s.ReadAt(p[n:n+want], cur-pos)
+			n += k
+			if k < want {
+				if err == nil || err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return n, err
+			}
+		}
+		pos += size
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (c *cpComposite) size() int64 {
+	var n int64
+	for _, s := range c.parts {
+		n += s.Size()
+	}
+	return n
+}
+
+// cpPattern returns n bytes that differ from one offset to the next.
+func cpPattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7) ^ byte(i>>8) ^ seed
+	}
+	return b
+}
+
+// cpFile writes data to a file in dir and returns it open for reading.
+func cpFile(t *testing.T, dir, name string, data []byte) *os.File {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// cpLeafBytes concatenates what the leaves read, failing on short reads.
+func cpLeafBytes(t *testing.T, leaves []*io.SectionReader) []byte {
+	t.Helper()
+	var out []byte
+	for i, l := range leaves {
+		b := make([]byte, l.Size())
+		if n, err := l.ReadAt(b, 0); n != len(b) {
+			t.Fatalf("leaf %d: read %d of %d bytes: %v", i, n, len(b), err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+// TestSourcePartsFlattens checks that a segment source built from memory,
+// file sections, nested sections and a nested Composite resolves to leaves
+// that read the same bytes as the source, with every file range exposed as
+// a section of the *os.File itself (what copy_file_range needs).
+func TestSourcePartsFlattens(t *testing.T) {
+	dir := t.TempDir()
+	fileData := cpPattern(10000, 1)
+	f := cpFile(t, dir, "engine.bin", fileData)
+	head := cpPattern(300, 2)
+	inner := &cpComposite{parts: []*io.SectionReader{
+		io.NewSectionReader(io.NewSectionReader(f, 1000, 5000), 100, 2000), // file [1100, 3100)
+		wrSection(cpPattern(50, 3)),
+	}}
+	c := &cpComposite{parts: []*io.SectionReader{
+		wrSection(head),
+		io.NewSectionReader(f, 0, 4000),
+		wrSection(nil), // empty parts are skipped
+		io.NewSectionReader(inner, 0, inner.size()),
+	}}
+	whole := c.size()
+	want := make([]byte, whole)
+	if n, err := c.ReadAt(want, 0); n != len(want) {
+		t.Fatalf("reference read: %d bytes, %v", n, err)
+	}
+	if !bytes.Equal(want[300:4300], fileData[:4000]) || !bytes.Equal(want[4300:6300], fileData[1100:3100]) {
+		t.Fatal("test composite reads the wrong bytes")
+	}
+
+	leaves := sourceParts(io.NewSectionReader(c, 0, whole), whole)
+	if got := cpLeafBytes(t, leaves); !bytes.Equal(got, want) {
+		t.Fatal("leaves of the whole composite read different bytes")
+	}
+	var fileLeaves []int64
+	for _, l := range leaves {
+		if _, off, ok := fileSection(l); ok {
+			fileLeaves = append(fileLeaves, off, l.Size())
+		}
+	}
+	if want := []int64{0, 4000, 1100, 2000}; !slices.Equal(fileLeaves, want) {
+		t.Errorf("file leaves (offset, size) = %v, want %v", fileLeaves, want)
+	}
+
+	// Sections of sections are clipped to the inner section, as ReadAt is.
+	if l := sourceParts(io.NewSectionReader(io.NewSectionReader(f, 0, 10), 20, 5), 5); len(l) != 0 {
+		t.Errorf("a window past the end of the inner section gives %d leaves, want none", len(l))
+	}
+	if l := sourceParts(io.NewSectionReader(io.NewSectionReader(f, 100, 10), 5, 20), 20); len(l) != 1 || !bytes.Equal(cpLeafBytes(t, l), fileData[105:110]) {
+		t.Errorf("a window straddling the end of the inner section gives %d leaves, want one of file bytes [105,110)", len(l))
+	}
+
+	// Every window, including ones that straddle parts or run past the end.
+	for _, w := range [][2]int64{{0, 1}, {299, 2}, {250, 4100}, {4299, 3}, {4300, 2050}, {6340, 10}, {6349, 1}, {6000, 1000}, {whole, 5}} {
+		off, n := w[0], w[1]
+		leaves := sourceParts(io.NewSectionReader(c, off, n), n)
+		got := cpLeafBytes(t, leaves)
+		end := min(off+n, whole)
+		if !bytes.Equal(got, want[off:end]) {
+			t.Errorf("window [%d,+%d): leaves read %d bytes, want %d matching bytes", off, n, len(got), end-off)
+		}
+	}
+}
+
+// TestSourcePartsDeepNesting checks that sources nested deeper than the
+// writer looks are still read correctly (through their own ReadAt).
+func TestSourcePartsDeepNesting(t *testing.T) {
+	data := cpPattern(4096, 9)
+	var r io.ReaderAt = bytes.NewReader(data)
+	off, size := int64(0), int64(len(data))
+	for i := 0; i < 3*maxPartDepth; i++ {
+		r = io.NewSectionReader(r, 1, size-1)
+		off, size = off+1, size-1
+		if i%4 == 0 {
+			r = &cpComposite{parts: []*io.SectionReader{io.NewSectionReader(r, 0, size)}}
+		}
+	}
+	src := io.NewSectionReader(r, 0, size)
+	leaves := sourceParts(src, size)
+	if len(leaves) == 0 {
+		t.Fatal("no leaves")
+	}
+	if got := cpLeafBytes(t, leaves); !bytes.Equal(got, data[off:]) {
+		t.Error("deeply nested source reads different bytes")
+	}
+}
+
+// cpCompositeProgram returns a program with two segment payloads made of an
+// in-memory head and a file range (the shape of a TensorRT blob), plus the
+// bytes each payload holds.
+func cpCompositeProgram(t *testing.T, dir string, failReadAt bool) (*Program, []*io.SectionReader, [][]byte) {
+	t.Helper()
+	engine := cpPattern(3<<20+17, 5)
+	f := cpFile(t, dir, "engine.bin", engine)
+	var srcs []*io.SectionReader
+	var want [][]byte
+	srcs = append(srcs, io.NewSectionReader(bytes.NewReader(nil), 0, 0))
+	for i, r := range [][2]int64{{0, int64(len(engine))}, {12345, 1 << 20}} {
+		head := cpPattern(200+i*33, byte(i))
+		c := &cpComposite{failReadAt: failReadAt, parts: []*io.SectionReader{wrSection(head), io.NewSectionReader(f, r[0], r[1])}}
+		srcs = append(srcs, io.NewSectionReader(c, 0, c.size()))
+		want = append(want, append(bytes.Clone(head), engine[r[0]:r[0]+r[1]]...))
+	}
+	return wrProgram(2), srcs, want
+}
+
+// TestWriteCompositeSources writes blob-shaped composite payloads to a file
+// (part by part, the file ranges by the kernel) and to memory (through
+// ReadAt): the outputs must be identical and hold the payload bytes.
+func TestWriteCompositeSources(t *testing.T) {
+	dir := t.TempDir()
+	p, srcs, want := cpCompositeProgram(t, dir, false)
+	var mem bytes.Buffer
+	if _, err := Write(&mem, p, srcs, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.pte")
+	if _, err := WriteFile(out, p, srcs, nil); err != nil {
+		t.Fatal(err)
+	}
+	disk, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mem.Bytes(), disk) {
+		t.Fatal("file and memory outputs differ")
+	}
+	got := wrOpenBytes(t, disk)
+	for i, w := range want {
+		b, err := wrData(got.Segment(i + 1))
+		if err != nil || !bytes.Equal(b, w) {
+			t.Errorf("segment %d: %d bytes, want %d identical bytes (error %v)", i+1, len(b), len(w), err)
+		}
+	}
+}
+
+// TestWriteFileUsesCompositeParts proves the file path copies the parts:
+// the composites' own ReadAt fails, yet writing to a file succeeds (and
+// writing to memory, which uses ReadAt, fails with a *SegmentError).
+func TestWriteFileUsesCompositeParts(t *testing.T) {
+	if !copyFileRangeSupported {
+		t.Skip("no copy_file_range on this platform: files are written through ReadAt")
+	}
+	dir := t.TempDir()
+	p, srcs, want := cpCompositeProgram(t, dir, true)
+	out := filepath.Join(dir, "out.pte")
+	if _, err := WriteFile(out, p, srcs, nil); err != nil {
+		t.Fatalf("writing to a file read the composite itself: %v", err)
+	}
+	f, err := Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i, w := range want {
+		if b, err := wrData(f.Segment(i + 1)); err != nil || !bytes.Equal(b, w) {
+			t.Errorf("segment %d differs (error %v)", i+1, err)
+		}
+	}
+	var se *SegmentError
+	if _, err := Write(io.Discard, p, srcs, nil); !errors.As(err, &se) || se.Index != 1 {
+		t.Errorf("writing to memory: got %v, want a *SegmentError for payload 1", err)
+	}
+}
+
+// TestWriteShortCompositeSource checks that composites whose parts hold
+// fewer bytes than the segment, or whose file range runs past the end of
+// the file, fail with a *SegmentError wrapping io.ErrUnexpectedEOF, and
+// that WriteFile leaves nothing behind.
+func TestWriteShortCompositeSource(t *testing.T) {
+	dir := t.TempDir()
+	f := cpFile(t, dir, "engine.bin", cpPattern(1<<16, 4))
+	cases := map[string]*io.SectionReader{
+		// The parts hold 100+1000 bytes; the section claims 2000.
+		"parts too short": io.NewSectionReader(&cpComposite{parts: []*io.SectionReader{
+			wrSection(cpPattern(100, 1)), io.NewSectionReader(f, 0, 1000)}}, 0, 2000),
+		// The file part claims bytes past the end of the file.
+		"file too short": io.NewSectionReader(&cpComposite{parts: []*io.SectionReader{
+			wrSection(cpPattern(100, 1)), io.NewSectionReader(f, 1<<15, 1<<16)}}, 0, 100+1<<16),
+	}
+	for name, src := range cases {
+		t.Run(name, func(t *testing.T) {
+			srcs := []*io.SectionReader{wrSection(nil), src}
+			for _, dest := range []string{"file", "memory"} {
+				var err error
+				out := filepath.Join(dir, "out.pte")
+				if dest == "file" {
+					_, err = WriteFile(out, wrProgram(1), srcs, nil)
+				} else {
+					_, err = Write(io.Discard, wrProgram(1), srcs, nil)
+				}
+				var se *SegmentError
+				if !errors.As(err, &se) || se.Index != 1 || !errors.Is(err, io.ErrUnexpectedEOF) {
+					t.Errorf("%s: got %v, want a *SegmentError for payload 1 wrapping io.ErrUnexpectedEOF", dest, err)
+				}
+				if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s: output exists after a failed write", dest)
+				}
+			}
+			if names := wrDirNames(t, dir); len(names) != 1 {
+				t.Errorf("directory holds %v, want only the engine", names)
+			}
+		})
+	}
+}
+
+// FuzzSourceParts checks, for arbitrary part sizes and windows, that the
+// leaves read exactly the bytes the source reads.
+func FuzzSourceParts(f *testing.F) {
+	f.Add([]byte{3, 0, 7, 2}, int64(1), int64(9))
+	f.Add([]byte{10, 10}, int64(0), int64(25))
+	f.Add([]byte{0, 0, 1}, int64(0), int64(1))
+	f.Fuzz(func(t *testing.T, sizes []byte, off, n int64) {
+		if len(sizes) > 64 || off < 0 || n < 0 || off > 1<<12 || n > 1<<12 {
+			return
+		}
+		data := cpPattern(64*255, 6) // room for every part
+		c := &cpComposite{}
+		var pos int64
+		for i, s := range sizes {
+			size := int64(s)
+			if i%3 == 2 {
+				// A nested section of a nested composite.
+				inner := &cpComposite{parts: []*io.SectionReader{io.NewSectionReader(bytes.NewReader(data), pos, size)}}
+				c.parts = append(c.parts, io.NewSectionReader(inner, 0, size))
+			} else {
+				c.parts = append(c.parts, io.NewSectionReader(bytes.NewReader(data), pos, size))
+			}
+			pos += size
+		}
+		want := make([]byte, n)
+		k, _ := io.NewSectionReader(c, off, n).ReadAt(want, 0)
+		leaves := sourceParts(io.NewSectionReader(c, off, n), n)
+		got := cpLeafBytes(t, leaves)
+		if !bytes.Equal(got, want[:k]) {
+			t.Fatalf("leaves read %d bytes, source %d (or the bytes differ)", len(got), k)
+		}
+	})
+}
