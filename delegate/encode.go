@@ -1,6 +1,7 @@
 package delegate
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +50,11 @@ func Encode(w io.Writer, m *Metadata, engine io.ReaderAt, engineSize int64) (int
 // reader: the header and metadata are served from memory and the engine
 // bytes from engine, on demand. It suits writers that take a segment
 // source, such as pte.Write.
+//
+// The reader behind the returned section also lists its two parts through
+// a SegmentParts method (it satisfies pte.Composite): the in-memory prefix
+// and a section of engine. A writer can then copy the engine range on its
+// own, for example with copy_file_range when engine is an *os.File.
 func NewBlobReader(m *Metadata, engine io.ReaderAt, engineSize int64) (*io.SectionReader, error) {
 	return (*EncodeOptions)(nil).NewBlobReader(m, engine, engineSize)
 }
@@ -401,6 +407,16 @@ type blobReaderAt struct {
 	prefix     []byte
 	engine     io.ReaderAt
 	engineSize int64
+}
+
+// SegmentParts returns the blob as its in-memory prefix followed by the
+// engine range, sections whose bytes concatenate to what ReadAt reads.
+func (b *blobReaderAt) SegmentParts() []*io.SectionReader {
+	parts := []*io.SectionReader{io.NewSectionReader(bytes.NewReader(b.prefix), 0, int64(len(b.prefix)))}
+	if b.engineSize > 0 {
+		parts = append(parts, io.NewSectionReader(b.engine, 0, b.engineSize))
+	}
+	return parts
 }
 
 func (b *blobReaderAt) ReadAt(p []byte, off int64) (int, error) {
