@@ -23,8 +23,10 @@ type RebakeOptions struct {
 	// target_device of every TensorRTBackend delegate.
 	TargetDevice string
 	// SegmentAlignment is the alignment of segment data in the output;
-	// 0 keeps the input's (the largest power of two, up to 64 KiB, that
-	// aligns its segment base and every segment offset).
+	// 0 keeps the input's layout rules: 128 (ExecuTorch's default), unless
+	// the input was evidently written with 4096 or a larger power of two
+	// (up to 64 KiB), i.e. only that alignment reproduces its segment base
+	// and its segment offsets relative to the base.
 	SegmentAlignment uint64
 	// Progress, when non-nil, is called as output bytes are written.
 	Progress func(written, total int64)
@@ -228,33 +230,59 @@ func countBlobs(p *pte.Program) int {
 	return len(seen)
 }
 
-// inferAlignment returns the largest power of two, between 128 and 64 KiB,
-// that divides the input's segment base offset and every segment offset:
-// an alignment the input certainly honoured. Without segments it is 128.
+// alignmentCandidates are the segment alignments a re-bake may keep, in
+// order of preference: ExecuTorch's default (128), its default before
+// 2024-08 (4096), then larger powers of two.
+var alignmentCandidates = []uint64{pte.DefaultSegmentAlignment, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10}
+
+// inferAlignment returns the segment alignment that keeps the input's
+// layout rules: the first of alignmentCandidates under which the writer
+// would place every segment at the offset it has in the input (relative to
+// the segment base) and round the input's program size up to the input's
+// segment base. A file that no candidate reproduces (or one without
+// segment data) gets the default, 128.
+//
+// A file is thus re-baked at 128 unless it was evidently written with a
+// larger alignment: a 128-aligned file whose base happens to be a multiple
+// of 256 or 4096 stays 128.
 func inferAlignment(f *pte.File) uint64 {
-	const lo, hi = pte.DefaultSegmentAlignment, 64 << 10
-	if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
-		return lo
+	h := f.Header
+	if h == nil || h.SegmentBaseOffset == 0 {
+		return pte.DefaultSegmentAlignment
 	}
-	offs := []uint64{f.Header.SegmentBaseOffset}
-	for _, s := range f.Program.Segments {
-		if s != nil && s.Size > 0 {
-			offs = append(offs, s.Offset)
+	for _, a := range alignmentCandidates {
+		if reproducesLayout(h, f.Program.Segments, a) {
+			return a
 		}
 	}
-	a := uint64(hi)
-	for a > lo {
-		ok := true
-		for _, o := range offs {
-			if o%a != 0 {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			break
-		}
-		a /= 2
+	return pte.DefaultSegmentAlignment
+}
+
+// reproducesLayout reports whether writing with alignment a, as pte.Write
+// lays segments out (each at the end of the previous one rounded up to a),
+// gives the segment base and offsets of h and segs.
+func reproducesLayout(h *pte.ExtendedHeader, segs []*pte.DataSegment, a uint64) bool {
+	if roundUp(h.ProgramSize, a) != h.SegmentBaseOffset {
+		return false
 	}
-	return a
+	var end uint64
+	for _, s := range segs {
+		if s == nil || roundUp(end, a) != s.Offset {
+			return false
+		}
+		end = s.Offset + s.Size
+		if end < s.Offset {
+			return false
+		}
+	}
+	return true
+}
+
+// roundUp rounds x up to a multiple of a (a > 0); on overflow the result
+// is smaller than x, which no real layout matches.
+func roundUp(x, a uint64) uint64 {
+	if r := x % a; r != 0 {
+		return x + (a - r)
+	}
+	return x
 }
