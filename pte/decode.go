@@ -82,15 +82,6 @@ func (t fbTab) sub(slot int) (fbTab, bool) {
 	return fbTabAt(t.b, p), true
 }
 
-func (t fbTab) str(slot int) string {
-	p, ok := t.ref(slot)
-	if !ok {
-		return ""
-	}
-	n := binary.LittleEndian.Uint32(t.b[p:])
-	return string(t.b[p+4 : p+4+n])
-}
-
 // vec returns the position of the first element and the element count.
 func (t fbTab) vec(slot int) (start, n uint32, ok bool) {
 	p, ok := t.ref(slot)
@@ -162,15 +153,42 @@ func (t fbTab) i64s(slot int) []int64 {
 // table (and each byte vector payload) starts, so that findings and payloads
 // can name absolute file offsets.
 type fbDecoder struct {
-	pos map[any]uint32 // table position by model pointer
-	vec map[any]uint32 // byte-vector element start by owning model pointer
+	pos    map[any]uint32    // table position by model pointer
+	vec    map[any]uint32    // byte-vector element start by owning model pointer
+	v      *fbVerifier       // the verifier that accepted the region
+	shared map[uint32]string // decoded shared strings by position
 }
 
 func (d *fbDecoder) at(x any, t fbTab) { d.pos[x] = t.pos }
 
-// decodeProgram decodes a verified region.
-func decodeProgram(b []byte) (*Program, *fbDecoder) {
-	d := &fbDecoder{pos: map[any]uint32{}, vec: map[any]uint32{}}
+// str returns the string in slot, "" when absent. A string that several
+// fields share is copied out of the region once (Go strings are immutable),
+// which keeps decoding allocation proportional to the region size.
+func (d *fbDecoder) str(t fbTab, slot int) string {
+	p, ok := t.ref(slot)
+	if !ok {
+		return ""
+	}
+	shared := d.v != nil && d.v.sharedString(p)
+	if shared {
+		if s, ok := d.shared[p]; ok {
+			return s
+		}
+	}
+	n := binary.LittleEndian.Uint32(t.b[p:])
+	s := string(t.b[p+4 : p+4+n])
+	if shared {
+		if d.shared == nil {
+			d.shared = map[uint32]string{}
+		}
+		d.shared[p] = s
+	}
+	return s
+}
+
+// decodeProgram decodes a region that v verified.
+func decodeProgram(b []byte, v *fbVerifier) (*Program, *fbDecoder) {
+	d := &fbDecoder{pos: map[any]uint32{}, vec: map[any]uint32{}, v: v}
 	root := fbTabAt(b, binary.LittleEndian.Uint32(b))
 	p := &Program{Version: root.u32(0)}
 	d.at(p, root)
@@ -219,7 +237,7 @@ func decodeProgram(b []byte) (*Program, *fbDecoder) {
 	if ts := root.tables(7); ts != nil {
 		p.NamedData = make([]*NamedData, len(ts))
 		for i, t := range ts {
-			p.NamedData[i] = &NamedData{Key: t.str(0), SegmentIndex: t.u32(1)}
+			p.NamedData[i] = &NamedData{Key: d.str(t, 0), SegmentIndex: t.u32(1)}
 			d.at(p.NamedData[i], t)
 		}
 	}
@@ -234,14 +252,14 @@ func (d *fbDecoder) subsegment(t fbTab) *SubsegmentOffsets {
 
 func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 	ep := &ExecutionPlan{
-		Name:                t.str(0),
+		Name:                d.str(t, 0),
 		Inputs:              t.i32s(3),
 		Outputs:             t.i32s(4),
 		NonConstBufferSizes: t.i64s(8),
 	}
 	d.at(ep, t)
 	if c, ok := t.sub(1); ok {
-		ep.ContainerMetaType = &ContainerMetadata{EncodedInpStr: c.str(0), EncodedOutStr: c.str(1)}
+		ep.ContainerMetaType = &ContainerMetadata{EncodedInpStr: d.str(c, 0), EncodedOutStr: d.str(c, 1)}
 	}
 	if ts := t.tables(2); ts != nil {
 		ep.Values = make([]*EValue, len(ts))
@@ -259,7 +277,7 @@ func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 	if ts := t.tables(6); ts != nil {
 		ep.Operators = make([]*Operator, len(ts))
 		for i, o := range ts {
-			ep.Operators[i] = &Operator{Name: o.str(0), Overload: o.str(1)}
+			ep.Operators[i] = &Operator{Name: d.str(o, 0), Overload: d.str(o, 1)}
 			d.at(ep.Operators[i], o)
 		}
 	}
@@ -283,7 +301,7 @@ func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 }
 
 func (d *fbDecoder) delegate(dt fbTab) *BackendDelegate {
-	bd := &BackendDelegate{ID: dt.str(0)}
+	bd := &BackendDelegate{ID: d.str(dt, 0)}
 	d.at(bd, dt)
 	if r, ok := dt.sub(1); ok {
 		bd.Processed = &BackendDelegateDataReference{Location: DataLocation(r.u8(0)), Index: r.u32(1)}
@@ -292,7 +310,7 @@ func (d *fbDecoder) delegate(dt fbTab) *BackendDelegate {
 	if ts := dt.tables(2); ts != nil {
 		bd.CompileSpecs = make([]*CompileSpec, len(ts))
 		for i, c := range ts {
-			bd.CompileSpecs[i] = &CompileSpec{Key: c.str(0), Value: c.bytes(1)}
+			bd.CompileSpecs[i] = &CompileSpec{Key: d.str(c, 0), Value: c.bytes(1)}
 		}
 	}
 	return bd
@@ -315,7 +333,7 @@ func (d *fbDecoder) chain(c fbTab) *Chain {
 			if fs := fl.tables(0); fs != nil {
 				l.Items = make([]*Frame, len(fs))
 				for j, f := range fs {
-					l.Items[j] = &Frame{Filename: f.str(0), Lineno: f.i32(1), Name: f.str(2), Context: f.str(3)}
+					l.Items[j] = &Frame{Filename: d.str(f, 0), Lineno: f.i32(1), Name: d.str(f, 2), Context: d.str(f, 3)}
 				}
 			}
 			ch.Stacktrace[i] = l
@@ -403,14 +421,14 @@ func (d *fbDecoder) value(v fbTab) Value {
 		if !ok {
 			return (*Tensor)(nil)
 		}
-		ts := decodeTensor(t)
+		ts := d.tensor(t)
 		d.at(ts, t)
 		return ts
 	case schema.KernelTypesString:
 		if !ok {
 			return (*String)(nil)
 		}
-		return &String{StringVal: t.str(0)}
+		return &String{StringVal: d.str(t, 0)}
 	case schema.KernelTypesIntList:
 		if !ok {
 			return (*IntList)(nil)
@@ -454,7 +472,7 @@ func (d *fbDecoder) value(v fbTab) Value {
 	return &UnknownValue{Tag: tag}
 }
 
-func decodeTensor(t fbTab) *Tensor {
+func (d *fbDecoder) tensor(t fbTab) *Tensor {
 	ts := &Tensor{
 		ScalarType:    ScalarType(t.u8(0)),
 		StorageOffset: t.i32(1),
@@ -475,7 +493,7 @@ func decodeTensor(t fbTab) *Tensor {
 	if e, ok := t.sub(9); ok {
 		ts.ExtraTensorInfo = &ExtraTensorInfo{
 			MutableDataSegmentsIdx: e.u64(0),
-			FullyQualifiedName:     e.str(1),
+			FullyQualifiedName:     d.str(e, 1),
 			Location:               TensorDataLocation(e.u8(2)),
 			DeviceType:             DeviceType(e.u8(3)),
 			DeviceIndex:            int8(e.u8(4)),

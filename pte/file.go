@@ -134,10 +134,11 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 	if err := readFullAt(r, f.region, 0); err != nil {
 		return nil, fmt.Errorf("pte: reading %d-byte flatbuffer region: %w", programSize, err)
 	}
-	if err := verifyProgramBuffer(f.region); err != nil {
+	v, err := verifyProgramBuffer(f.region)
+	if err != nil {
 		return nil, err
 	}
-	f.Program, f.dec = decodeProgram(f.region)
+	f.Program, f.dec = decodeProgram(f.region, v)
 	if err := f.checkLoad(); err != nil {
 		return nil, err
 	}

@@ -39,6 +39,7 @@ type fbField struct {
 	name  string
 	kind  fbKind
 	size  uint32      // scalar or vector element size
+	alias bool        // fbVecScalar: decoding aliases the bytes instead of copying them
 	table *fbTableT   // fbTable, fbVecTable
 	union []*fbTableT // fbUnion: member table per tag; nil = NONE or unknown
 }
@@ -56,6 +57,12 @@ func fbT(name string, t *fbTableT) fbField {
 }
 func fbV(name string, size uint32) fbField {
 	return fbField{name: name, kind: fbVecScalar, size: size}
+}
+
+// fbVA is a byte vector that decoding aliases (Buffer.storage,
+// BackendDelegateInlineData.data, CompileSpec.value).
+func fbVA(name string) fbField {
+	return fbField{name: name, kind: fbVecScalar, size: 1, alias: true}
 }
 func fbVT(name string, t *fbTableT) fbField {
 	return fbField{name: name, kind: fbVecTable, table: t}
@@ -104,7 +111,7 @@ var (
 	fbFrameList = &fbTableT{name: "FrameList", fields: []fbField{fbVT("items", fbFrame)}}
 	fbDataRef   = &fbTableT{name: "BackendDelegateDataReference", fields: []fbField{
 		fbS("location", 1), fbS("index", 4)}}
-	fbCompileSpec = &fbTableT{name: "CompileSpec", fields: []fbField{fbStr("key"), fbV("value", 1)}}
+	fbCompileSpec = &fbTableT{name: "CompileSpec", fields: []fbField{fbStr("key"), fbVA("value")}}
 	fbDelegate    = &fbTableT{name: "BackendDelegate", fields: []fbField{
 		fbStr("id"), fbT("processed", fbDataRef), fbVT("compile_specs", fbCompileSpec)}}
 	fbChain = &fbTableT{name: "Chain", fields: []fbField{
@@ -116,8 +123,8 @@ var (
 		fbV("inputs", 4), fbV("outputs", 4), fbVT("chains", fbChain), fbVT("operators", fbOperator),
 		fbVT("delegates", fbDelegate), fbV("non_const_buffer_sizes", 8),
 		fbVT("non_const_buffer_device", fbNonConstBufferDevice)}}
-	fbBuffer       = &fbTableT{name: "Buffer", fields: []fbField{fbV("storage", 1)}}
-	fbInlineData   = &fbTableT{name: "BackendDelegateInlineData", fields: []fbField{fbV("data", 1)}}
+	fbBuffer       = &fbTableT{name: "Buffer", fields: []fbField{fbVA("storage")}}
+	fbInlineData   = &fbTableT{name: "BackendDelegateInlineData", fields: []fbField{fbVA("data")}}
 	fbDataSegment  = &fbTableT{name: "DataSegment", fields: []fbField{fbS("offset", 8), fbS("size", 8)}}
 	fbSubsegOffset = &fbTableT{name: "SubsegmentOffsets", fields: []fbField{
 		fbS("segment_index", 4), fbV("offsets", 8)}}
@@ -164,20 +171,49 @@ func (p *fbPath) String() string {
 
 // fbVerifier walks a flatbuffer region.
 //
-// Besides the C++ limits it bounds the work a hostile buffer can cause by
-// pointing many offsets at one table or vector (FlatBuffers offsets form a
-// DAG): decoding expands shared data once per reference, so table visits
-// are limited to one per 4 bytes and vector bytes to twice the buffer size.
-// Writers of real .pte files never share tables or vectors.
+// Besides the C++ limits it bounds the work and memory a hostile buffer can
+// cause by pointing many offsets at one table or vector (FlatBuffers offsets
+// form a DAG, and writers legitimately share strings, as
+// FlatBufferBuilder.CreateSharedString does):
+//   - table visits are limited to one per 4 bytes of buffer, because decoding
+//     expands a shared table once per reference;
+//   - each distinct vector or string (by position and element size) is
+//     verified once and its bytes counted once; their total may not exceed
+//     twice the buffer size (only overlapping vectors get there);
+//   - vectors that decoding copies (every scalar vector except the aliased
+//     byte vectors Buffer.storage, BackendDelegateInlineData.data and
+//     CompileSpec.value) are also counted once per reference, and that total
+//     may not exceed twice the buffer size either. Strings are not: the
+//     decoder copies a shared string once (see fbSeenShared).
+//
+// Decoding a verified buffer therefore allocates O(len(buf)) bytes.
 type fbVerifier struct {
-	buf      []byte
-	depth    int
-	tables   int
-	vecBytes uint64
+	buf       []byte
+	depth     int
+	tables    int
+	vecBytes  uint64  // bytes of distinct vectors and strings
+	copyBytes uint64  // bytes of copied vectors, once per reference
+	seen      []uint8 // fbSeen* bits by position/4 of a vector's length prefix
 }
+
+// Bits of fbVerifier.seen. Vector and string positions are 4-aligned, so
+// one byte per 4 bytes of buffer records every kind of use of a position.
+const (
+	fbSeenString uint8 = 1 << iota // verified as a string
+	fbSeenShared                   // referenced as a string more than once
+	fbSeenVec1                     // verified as a vector of 1-byte elements
+	fbSeenVec4                     // ... of 4-byte elements
+	fbSeenVec8                     // ... of 8-byte elements
+)
 
 // maxVisits is the largest number of table visits an unshared buffer needs.
 func (v *fbVerifier) maxVisits() int { return len(v.buf)/4 + 1 }
+
+// sharedString reports whether the string at pos was referenced more than
+// once; the decoder copies those once.
+func (v *fbVerifier) sharedString(pos uint32) bool {
+	return int(pos/4) < len(v.seen) && v.seen[pos/4]&fbSeenShared != 0
+}
 
 func (v *fbVerifier) fail(off uint64, p *fbPath, format string, args ...any) error {
 	path := ""
@@ -197,20 +233,25 @@ func (v *fbVerifier) u16(off uint64) uint16 { return binary.LittleEndian.Uint16(
 func (v *fbVerifier) u32(off uint64) uint32 { return binary.LittleEndian.Uint32(v.buf[off:]) }
 
 // verifyProgramBuffer verifies buf as a Program flatbuffer. The caller has
-// checked the identifier; buf starts at file offset 0.
-func verifyProgramBuffer(buf []byte) error {
+// checked the identifier; buf starts at file offset 0. The returned verifier
+// tells the decoder which strings are shared.
+func verifyProgramBuffer(buf []byte) (*fbVerifier, error) {
 	v := &fbVerifier{buf: buf}
 	if len(buf) > rdMaxRegionSize {
-		return v.fail(0, nil, "flatbuffer region of %d bytes exceeds the FlatBuffers limit of %d", len(buf), rdMaxRegionSize)
+		return nil, v.fail(0, nil, "flatbuffer region of %d bytes exceeds the FlatBuffers limit of %d", len(buf), rdMaxRegionSize)
 	}
 	if !v.within(0, 8) {
-		return v.fail(0, nil, "flatbuffer region of %d bytes is shorter than the 8-byte prefix", len(buf))
+		return nil, v.fail(0, nil, "flatbuffer region of %d bytes is shorter than the 8-byte prefix", len(buf))
 	}
+	v.seen = make([]uint8, len(buf)/4+1)
 	root, err := v.offset(0, nil, "root table offset")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return v.table(root, fbProgram, nil)
+	if err := v.table(root, fbProgram, nil); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // offset reads the uoffset at off and returns its target, which is checked
@@ -318,7 +359,7 @@ func (v *fbVerifier) table(pos uint64, t *fbTableT, p *fbPath) error {
 			if err != nil {
 				return err
 			}
-			if _, err := v.vector(target, uint64(f.size), fp); err != nil {
+			if _, err := v.vector(target, uint64(f.size), !f.alias, fp); err != nil {
 				return err
 			}
 		case fbVecTable:
@@ -348,8 +389,9 @@ func (v *fbVerifier) table(pos uint64, t *fbTableT, p *fbPath) error {
 }
 
 // vector verifies the vector whose length prefix is at pos and returns its
-// element count.
-func (v *fbVerifier) vector(pos, elem uint64, p *fbPath) (uint64, error) {
+// element count. copied says that decoding copies the elements for every
+// reference (see fbVerifier).
+func (v *fbVerifier) vector(pos, elem uint64, copied bool, p *fbPath) (uint64, error) {
 	if pos%4 != 0 {
 		return 0, v.fail(pos, p, "vector at byte %d is not 4-byte aligned", pos)
 	}
@@ -357,25 +399,46 @@ func (v *fbVerifier) vector(pos, elem uint64, p *fbPath) (uint64, error) {
 		return 0, v.fail(pos, p, "vector length is outside the %d-byte flatbuffer", len(v.buf))
 	}
 	n := uint64(v.u32(pos))
-	if n >= rdMaxRegionSize/elem {
-		return 0, v.fail(pos, p, "vector length %d is too large", n)
+	bit := fbSeenVec1
+	switch elem {
+	case 4:
+		bit = fbSeenVec4
+	case 8:
+		bit = fbSeenVec8
 	}
-	if !v.within(pos+4, n*elem) {
-		return 0, v.fail(pos, p, "vector of %d %d-byte elements runs past the %d-byte flatbuffer", n, elem, len(v.buf))
+	if v.seen[pos/4]&bit == 0 {
+		if n >= rdMaxRegionSize/elem {
+			return 0, v.fail(pos, p, "vector length %d is too large", n)
+		}
+		if !v.within(pos+4, n*elem) {
+			return 0, v.fail(pos, p, "vector of %d %d-byte elements runs past the %d-byte flatbuffer", n, elem, len(v.buf))
+		}
+		if elem == 8 && (pos+4)%8 != 0 {
+			return 0, v.fail(pos+4, p, "elements of a vector of 8-byte values at byte %d are not 8-byte aligned", pos+4)
+		}
+		v.vecBytes += n * elem
+		if v.vecBytes > 2*uint64(len(v.buf)) {
+			return 0, v.fail(pos, p, "distinct vectors and strings hold %d bytes in total, more than twice the %d-byte flatbuffer: they overlap", v.vecBytes, len(v.buf))
+		}
+		v.seen[pos/4] |= bit
 	}
-	v.vecBytes += n * elem
-	if v.vecBytes > 2*uint64(len(v.buf)) {
-		return 0, v.fail(pos, p, "vectors referenced %d bytes in total, more than a %d-byte flatbuffer can hold without sharing vectors", v.vecBytes, len(v.buf))
-	}
-	if elem == 8 && (pos+4)%8 != 0 {
-		return 0, v.fail(pos+4, p, "elements of a vector of 8-byte values at byte %d are not 8-byte aligned", pos+4)
+	if copied {
+		v.copyBytes += n * elem
+		if v.copyBytes > 2*uint64(len(v.buf)) {
+			return 0, v.fail(pos, p, "vectors referenced %d bytes in total, more than twice the %d-byte flatbuffer: one vector is shared by too many tables", v.copyBytes, len(v.buf))
+		}
 	}
 	return n, nil
 }
 
-// string verifies the string at pos: length, bytes and NUL terminator.
+// string verifies the string at pos: length, bytes and NUL terminator. A
+// string verified before is only marked shared.
 func (v *fbVerifier) string(pos uint64, p *fbPath) error {
-	n, err := v.vector(pos, 1, p)
+	if pos%4 == 0 && v.within(pos, 4) && v.seen[pos/4]&fbSeenString != 0 {
+		v.seen[pos/4] |= fbSeenShared
+		return nil
+	}
+	n, err := v.vector(pos, 1, false, p)
 	if err != nil {
 		return err
 	}
@@ -386,12 +449,14 @@ func (v *fbVerifier) string(pos uint64, p *fbPath) error {
 	if v.buf[end] != 0 {
 		return v.fail(end, p, "string of %d bytes is not NUL-terminated", n)
 	}
+	v.seen[pos/4] |= fbSeenString
 	return nil
 }
 
-// tableVector verifies a vector of tables.
+// tableVector verifies a vector of tables. Its element tables are visited
+// (and counted) for every reference, as decoding expands them.
 func (v *fbVerifier) tableVector(pos uint64, t *fbTableT, p *fbPath) error {
-	n, err := v.vector(pos, 4, p)
+	n, err := v.vector(pos, 4, false, p)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,221 @@
+package pte
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/ptekit/ptekit/schema"
+)
+
+// shWrite writes p with an empty constant segment and returns the bytes.
+func shWrite(t *testing.T, p *Program) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := Write(&buf, p, []*io.SectionReader{wrSection(nil)}, nil); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// shOpen opens b and fails the test on error.
+func shOpen(t *testing.T, b []byte) *File {
+	t.Helper()
+	f, err := NewFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("NewFile: %v", err)
+	}
+	return f
+}
+
+// shFieldPos returns the absolute position of slot in the table that model
+// object x was decoded from.
+func shFieldPos(t *testing.T, f *File, x any, slot int) uint32 {
+	t.Helper()
+	pos := f.posOf(x)
+	if pos < 0 {
+		t.Fatalf("no table position for %T", x)
+	}
+	fp := fbTabAt(f.region, uint32(pos)).field(slot)
+	if fp == 0 {
+		t.Fatalf("%T slot %d is absent", x, slot)
+	}
+	return fp
+}
+
+// shPointAt rewrites the uoffset at field so that it refers to target.
+func shPointAt(b []byte, field, target uint32) {
+	binary.LittleEndian.PutUint32(b[field:], target-field)
+}
+
+// shTarget returns where the uoffset at field points.
+func shTarget(b []byte, field uint32) uint32 {
+	return field + binary.LittleEndian.Uint32(b[field:])
+}
+
+// TestVerifySharedStrings: the writer shares equal strings
+// (CreateSharedString); the verifier must count a shared string once, so
+// that realistic stack traces and many methods with one container spec
+// read back, and the decoder must copy a shared string once.
+func TestVerifySharedStrings(t *testing.T) {
+	long := strings.Repeat("x", 4000)
+
+	// 200 instructions whose stack traces repeat file, function and context.
+	p := wrProgram(0)
+	ep := p.ExecutionPlan[0]
+	ep.ContainerMetaType = &ContainerMetadata{EncodedInpStr: long, EncodedOutStr: long}
+	ch := ep.Chains[0]
+	ch.Instructions, ch.Stacktrace = []*Instruction{}, []*FrameList{}
+	for i := range 200 {
+		ch.Instructions = append(ch.Instructions, &Instruction{Args: &FreeCall{ValueIndex: 0}})
+		ch.Stacktrace = append(ch.Stacktrace, &FrameList{Items: []*Frame{{
+			Filename: "/home/user/project/models/very/long/path/to/model_definition.py", Lineno: int32(i),
+			Name: "forward", Context: "x = torch.nn.functional.scaled_dot_product_attention(q, k, v)"}}})
+	}
+	b := shWrite(t, p)
+	f := shOpen(t, b)
+	if d := wrDiff(wrWithSegments(p, f.Program.Segments), f.Program); d != "" {
+		t.Fatalf("stack trace program: %s", d)
+	}
+	if errs := wrErrorFindings(f); len(errs) != 0 {
+		t.Errorf("stack trace program: Verify errors %v", errs)
+	}
+	st := f.Program.ExecutionPlan[0].Chains[0].Stacktrace
+	if unsafe.StringData(st[0].Items[0].Filename) != unsafe.StringData(st[199].Items[0].Filename) {
+		t.Error("a shared filename was decoded into separate copies")
+	}
+	cm := f.Program.ExecutionPlan[0].ContainerMetaType
+	if unsafe.StringData(cm.EncodedInpStr) != unsafe.StringData(cm.EncodedOutStr) {
+		t.Error("a shared container spec was decoded into separate copies")
+	}
+
+	// 11 methods sharing one 4000-byte container spec.
+	p = wrProgram(0)
+	base := p.ExecutionPlan[0]
+	base.ContainerMetaType = &ContainerMetadata{EncodedInpStr: long, EncodedOutStr: long}
+	for i := range 10 {
+		c := *base
+		c.Name = "m" + string(rune('a'+i))
+		p.ExecutionPlan = append(p.ExecutionPlan, &c)
+	}
+	b = shWrite(t, p)
+	if len(b) > 3*len(long) {
+		t.Fatalf("%d-byte file: the writer did not share the spec string", len(b))
+	}
+	f = shOpen(t, b)
+	if d := wrDiff(wrWithSegments(p, f.Program.Segments), f.Program); d != "" {
+		t.Fatalf("11-method program: %s", d)
+	}
+	if errs := wrErrorFindings(f); len(errs) != 0 {
+		t.Errorf("11-method program: Verify errors %v", errs)
+	}
+}
+
+// shTensorProgram returns a program whose values[1] is a tensor with a
+// 200-element sizes vector, followed by n tensors of rank 1. The builder
+// writes back to front, so values[1]'s vector lies after the later tensors
+// and their (forward) offsets can be pointed at it.
+func shTensorProgram(n int) *Program {
+	p := wrProgram(0)
+	ep := p.ExecutionPlan[0]
+	big := make([]int32, 200)
+	for i := range big {
+		big[i] = 1
+	}
+	ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: schema.ScalarTypeFLOAT, Sizes: big, DimOrder: []uint8{0}}})
+	for range n {
+		ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: schema.ScalarTypeFLOAT, Sizes: []int32{1}, DimOrder: []uint8{0}}})
+	}
+	return p
+}
+
+// TestVerifySharedVectorLimit: decoding copies a scalar vector once per
+// reference, so pointing many tables at one large vector must be refused
+// before it multiplies memory; a little sharing is accepted and decodes
+// into independent slices.
+func TestVerifySharedVectorLimit(t *testing.T) {
+	share := func(t *testing.T, n int) ([]byte, error) {
+		b := shWrite(t, shTensorProgram(n))
+		f := shOpen(t, b)
+		vals := f.Program.ExecutionPlan[0].Values
+		bigField := shFieldPos(t, f, vals[1].Val, 2)
+		for _, v := range vals[2:] {
+			shPointAt(b, shFieldPos(t, f, v.Val, 2), shTarget(b, bigField))
+		}
+		_, err := NewFile(bytes.NewReader(b), int64(len(b)))
+		return b, err
+	}
+	b, err := share(t, 2)
+	if err != nil {
+		t.Fatalf("two tensors sharing a sizes vector: %v", err)
+	}
+	f := shOpen(t, b)
+	vals := f.Program.ExecutionPlan[0].Values
+	s1, s2 := vals[2].Val.(*Tensor).Sizes, vals[3].Val.(*Tensor).Sizes
+	if len(s1) != 200 || len(s2) != 200 {
+		t.Fatalf("shared sizes decoded as %d and %d elements", len(s1), len(s2))
+	}
+	s1[0] = 7
+	if s2[0] != 1 {
+		t.Error("tensors sharing a sizes vector decoded into aliased slices")
+	}
+
+	_, err = share(t, 60)
+	var fe *FormatError
+	if !errors.As(err, &fe) {
+		t.Fatalf("60 tensors sharing an 800-byte sizes vector: err %v, want a *FormatError", err)
+	}
+	if !strings.Contains(fe.Msg, "shared by too many tables") || !strings.HasSuffix(fe.Path, ".sizes") || fe.Code != CodeInvalidProgram {
+		t.Errorf("got %v [%v], want the copied-vector limit on a sizes field", fe, fe.Code)
+	}
+}
+
+// TestVerifyOverlappingStrings: strings at distinct but overlapping
+// positions are each verified and copied; their total size is limited so
+// that a small buffer cannot decode into a quadratic amount of text.
+func TestVerifyOverlappingStrings(t *testing.T) {
+	const k = 100
+	// A dim_order made of k u32 lengths and a NUL: the string at element j
+	// has length 4*(k-j-1) and ends at the NUL. Values are written before
+	// operators, so they lie after them and operator names can point there.
+	val := make([]byte, 4*k+1)
+	for j := range k {
+		binary.LittleEndian.PutUint32(val[4*j:], uint32(4*(k-j-1)))
+	}
+	build := func(t *testing.T, n int) ([]byte, error) {
+		p := wrProgram(0)
+		ep := p.ExecutionPlan[0]
+		ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: schema.ScalarTypeFLOAT, Sizes: []int32{1}, DimOrder: val}})
+		for j := range n {
+			ep.Operators = append(ep.Operators, &Operator{Name: "op" + string(rune('A'+j%26)) + string(rune('A'+j/26)), Overload: ""})
+		}
+		b := shWrite(t, p)
+		f := shOpen(t, b)
+		start := uint32(bytes.Index(b, val))
+		if start%4 != 0 {
+			t.Fatalf("dim_order bytes at unaligned %d", start)
+		}
+		for j, op := range f.Program.ExecutionPlan[0].Operators {
+			shPointAt(b, shFieldPos(t, f, op, 0), start+4*uint32(j))
+		}
+		_, err := NewFile(bytes.NewReader(b), int64(len(b)))
+		return b, err
+	}
+	// A few overlapping names are legal FlatBuffers.
+	b, err := build(t, 3)
+	if err != nil {
+		t.Fatalf("3 overlapping names: %v", err)
+	}
+	if ops := shOpen(t, b).Program.ExecutionPlan[0].Operators; len(ops[0].Name) != 4*(k-1) || len(ops[2].Name) != 4*(k-3) {
+		t.Errorf("overlapping names decoded with %d and %d bytes", len(ops[0].Name), len(ops[2].Name))
+	}
+	_, err = build(t, k)
+	var fe *FormatError
+	if !errors.As(err, &fe) || !strings.Contains(fe.Msg, "they overlap") || !strings.HasSuffix(fe.Path, ".name") {
+		t.Fatalf("%d overlapping names: err %v, want the distinct-bytes limit on an operator name", k, err)
+	}
+}
