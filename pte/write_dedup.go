@@ -102,15 +102,18 @@ func classify(srcs []*io.SectionReader, group []int, size int64, same []int) err
 }
 
 // sameSection reports whether a and b are the same range of the same
-// source.
+// source. Only pointer-shaped sources (*os.File, *bytes.Reader, ...) are
+// recognised: comparing two interface values whose dynamic type is, say, a
+// struct holding a slice-based reader panics, even though the struct type
+// itself reports Comparable. Everything else is compared by content.
 func sameSection(a, b *io.SectionReader) bool {
 	ra, oa, na := a.Outer()
 	rb, ob, nb := b.Outer()
 	if oa != ob || na != nb || ra == nil || rb == nil {
 		return false
 	}
-	ta, tb := reflect.TypeOf(ra), reflect.TypeOf(rb)
-	return ta == tb && ta.Comparable() && ra == rb
+	va, vb := reflect.ValueOf(ra), reflect.ValueOf(rb)
+	return va.Type() == vb.Type() && va.Kind() == reflect.Pointer && va.Pointer() == vb.Pointer()
 }
 
 // dedupChunk is the read size used when comparing or hashing payloads.

@@ -135,8 +135,9 @@ func TestCorpusRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			orig, err := Open(path)
 			if err != nil {
-				// ExecuTorch rejects these too; the reader's tests check why.
-				t.Skipf("not loadable: %v", err)
+				// Every real program must open: one the runtime rejects
+				// at method load is still a readable file.
+				t.Fatalf("corpus program does not open: %v", err)
 			}
 			defer orig.Close()
 			opened++
