@@ -7,11 +7,12 @@ import (
 	"strconv"
 )
 
-// MaxBudgetOptionScan is how many bytes of a load-time string option the
-// TensorRT delegate looks at: ExecuTorch keeps string options in a
-// NUL-terminated 256-byte buffer and the delegate measures the value with
-// strnlen(value, 256).
-const MaxBudgetOptionScan = 256
+// MaxOptionStringLen is the longest load-time string option value ExecuTorch
+// keeps: BackendOptions stores a string option in a NUL-terminated
+// char[256], so set_option copies at most 255 bytes and the terminating NUL.
+// The TensorRT delegate then measures the stored value with
+// strnlen(value, 256), which always stops at that NUL.
+const MaxOptionStringLen = 255
 
 // ErrEmptyBudgetOption is returned by ParseBudgetOption for an empty string
 // option. The TensorRT delegate logs such an option as an error and then
@@ -110,16 +111,18 @@ func ParseBudget(v []byte) (int64, error) {
 	return int64(n), nil
 }
 
-// ParseBudgetOption parses a load-time string option the way the TensorRT
-// delegate reads it: it looks at no more than the first MaxBudgetOptionScan
-// bytes and stops at the first NUL (ExecuTorch keeps the option in a C string
-// buffer), then applies ParseBudget to what remains. An empty result gives
-// ErrEmptyBudgetOption, which the delegate logs and ignores.
+// ParseBudgetOption parses a load-time string option, given as the C string
+// passed to ExecuTorch's BackendOptions::set_option, the way the TensorRT
+// delegate ends up reading it: the value ends at its first NUL and ExecuTorch
+// keeps no more than its first MaxOptionStringLen (255) bytes, then
+// ParseBudget applies to what is kept. So a 256-digit value is read as its
+// first 255 digits, and anything after byte 255 is never seen. An empty
+// result gives ErrEmptyBudgetOption, which the delegate logs and ignores.
 func ParseBudgetOption(s string) (int64, error) {
-	if len(s) > MaxBudgetOptionScan {
-		s = s[:MaxBudgetOptionScan]
-	}
 	s = cString(s)
+	if len(s) > MaxOptionStringLen {
+		s = s[:MaxOptionStringLen]
+	}
 	if s == "" {
 		return 0, ErrEmptyBudgetOption
 	}

@@ -108,7 +108,10 @@ func TestParseBudgetCases(t *testing.T) {
 }
 
 func TestParseBudgetOption(t *testing.T) {
-	long := strings.Repeat("0", 255) + "7" // 256 bytes: all scanned
+	// ExecuTorch keeps at most 255 bytes of a string option (char[256] with
+	// its NUL), so the 256th byte and later are never seen.
+	kept := strings.Repeat("0", 254) + "7" // 255 bytes: all kept
+	zeros := strings.Repeat("0", 255)
 	tests := []struct {
 		in    string
 		want  int64
@@ -119,8 +122,12 @@ func TestParseBudgetOption(t *testing.T) {
 		{"128\x00999", 128, nil, true}, // the C string ends at the NUL
 		{"", 0, ErrEmptyBudgetOption, false},
 		{"\x00123", 0, ErrEmptyBudgetOption, false},
-		{long, 7, nil, true},
-		{long + "x", 7, nil, true}, // bytes past 256 are never seen
+		{kept, 7, nil, true},
+		{kept + "x", 7, nil, true},  // the 256th byte is cut off
+		{zeros + "5", 0, nil, true}, // so is a 256th digit
+		{zeros + "x", 0, nil, true},
+		{strings.Repeat("1", 254) + "x", 0, nil, false}, // the 255th byte is kept
+		{"7\x00" + zeros + "x", 7, nil, true},
 		{"-1", 0, nil, false},
 		{" 1", 0, nil, false},
 	}

@@ -14,19 +14,46 @@ const (
 	DeviceCUDA = "cuda"
 )
 
-// FormatTargetDevice returns the target_device value for CUDA device index,
-// "cuda:N", as the Torch-TensorRT partitioner writes it. The index is
-// written as given; ExecuTorch stores device indices as int8, so callers
-// should keep it in [0, 127].
+// MaxDeviceIndex is the largest device index a program can carry:
+// ExecuTorch's schema stores device indices as a signed byte (int8).
+const MaxDeviceIndex = 127
+
+// EncodeTargetDevice returns the target_device value for CUDA device index,
+// "cuda:N", as the Torch-TensorRT partitioner writes it. An index outside
+// [0, MaxDeviceIndex] is refused with a *TargetDeviceError: it names no CUDA
+// device a program can record.
+func EncodeTargetDevice(index int) ([]byte, error) {
+	v := []byte(DeviceCUDA + ":" + strconv.Itoa(index))
+	if err := checkDeviceIndex(v, index); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// FormatTargetDevice returns "cuda:N" for index without checking it.
+//
+// Deprecated: FormatTargetDevice writes any index, including negative ones
+// and ones ExecuTorch cannot store; use EncodeTargetDevice, which refuses
+// them.
 func FormatTargetDevice(index int) []byte {
-	return []byte("cuda:" + strconv.Itoa(index))
+	return []byte(DeviceCUDA + ":" + strconv.Itoa(index))
+}
+
+// checkDeviceIndex refuses an index outside [0, MaxDeviceIndex].
+func checkDeviceIndex(v []byte, index int) error {
+	if index < 0 || index > MaxDeviceIndex {
+		return &TargetDeviceError{Value: v, Reason: fmt.Sprintf(
+			"device index %d is outside [0, %d] (ExecuTorch stores it as int8, and CUDA devices are numbered from 0)", index, MaxDeviceIndex)}
+	}
+	return nil
 }
 
 // TargetDeviceError reports a target_device value that ExecuTorch's device
-// propagation pass rejects (to_executorch raises ValueError).
+// propagation pass rejects (to_executorch raises ValueError) or that names
+// a device index a program cannot carry.
 type TargetDeviceError struct {
-	Value  []byte
-	Reason string
+	Value  []byte // the value as given
+	Reason string // what is wrong, in lower case
 }
 
 // Error implements error.
@@ -41,10 +68,13 @@ func (e *TargetDeviceError) Error() string {
 // part after it as an integer (Python int(): optional sign, surrounding
 // whitespace and single underscores between digits allowed), and require
 // the part before it to name a schema DeviceType ("cpu" or "cuda"). A value
-// without ':' means index 0. deviceType is DeviceCPU or DeviceCUDA.
+// without ':' means index 0, as in the pass (it has an explicit branch for
+// that). deviceType is DeviceCPU or DeviceCUDA.
 //
-// Python's int() also accepts non-ASCII decimal digits; this function does
-// not, and reports them as an error.
+// The index must also lie in [0, MaxDeviceIndex]: the pass would write a
+// larger one into the program's int8 device_index field, which fails, and a
+// negative one names no device. Python's int() also accepts non-ASCII
+// decimal digits; this function does not, and reports them as an error.
 func ParseTargetDevice(v []byte) (deviceType string, index int, err error) {
 	fail := func(reason string) (string, int, error) {
 		return "", 0, &TargetDeviceError{Value: v, Reason: reason}
@@ -65,6 +95,9 @@ func ParseTargetDevice(v []byte) (deviceType string, index int, err error) {
 	n, ok := parsePyInt(idx)
 	if !ok {
 		return fail(fmt.Sprintf("device index %s is not an integer", strconv.Quote(idx)))
+	}
+	if err := checkDeviceIndex(v, n); err != nil {
+		return "", 0, err
 	}
 	return typ, n, nil
 }
@@ -108,6 +141,14 @@ func isPySpace(r rune) bool {
 // device the TensorRT engine runs on (the blob's device_id). ExecuTorch then
 // places the delegate's inputs and outputs on one device while the engine
 // runs on another.
+//
+// The device id has three Go types across ptekit, each the width of the
+// place it comes from: the blob's JSON metadata holds an integer of any size
+// (delegate.Metadata.DeviceID is an int64), the deployed C++ reader keeps a
+// C++ int (delegate.DeployedView.DeviceID is an int32), and a target_device
+// index is a small int8 held here in an int. BlobDeviceID takes the widest
+// reading converted by the caller; any value outside [0, MaxDeviceIndex]
+// simply never matches.
 type DeviceMismatchError struct {
 	Pinned       []byte // the target_device value
 	DeviceType   string // as parsed from Pinned

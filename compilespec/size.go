@@ -37,8 +37,8 @@ const acceptedSizes = `a whole number of bytes below 2^63, written as digits ("8
 
 // SizeError reports a size that ParseSize does not accept.
 type SizeError struct {
-	Input  string
-	Reason string
+	Input  string // the text as given
+	Reason string // what is wrong with it, in lower case
 }
 
 // Error implements error.

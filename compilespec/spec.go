@@ -22,6 +22,7 @@ const (
 // DuplicateKeyError reports that a key occurs more than once in a compile
 // spec list where at most one entry was expected.
 type DuplicateKeyError struct {
+	// Key is the duplicated key.
 	Key string
 	// Indices are the positions of every entry with the key, in order.
 	Indices []int

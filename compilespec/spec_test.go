@@ -69,6 +69,10 @@ func TestSetDelete(t *testing.T) {
 	if len(dup) != 2 {
 		t.Errorf("Delete modified its input")
 	}
+	withNil := []*pte.CompileSpec{nil, {Key: "k", Value: []byte("1")}, nil, {Key: "j"}}
+	if got, n := Delete(withNil, "k"); n != 1 || len(got) != 3 || got[0] != nil || got[1] != nil || got[2].Key != "j" {
+		t.Errorf("Delete with nil entries = %v, %d; want the nil entries kept in place", got, n)
+	}
 	if got, n := Delete(nil, "k"); got != nil || n != 0 {
 		t.Errorf("Delete(nil) = %v, %d", got, n)
 	}
