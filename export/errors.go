@@ -9,10 +9,18 @@ import (
 // names the method, engine call and tensor concerned when there is one.
 type Error struct {
 	Method string // method name, "" when not method-specific
-	Call   string // engine call label, e.g. `calls[1] ("decoder")`
-	Tensor string // tensor name
-	Msg    string // what is wrong, lower case
-	Err    error  // underlying cause, may be nil
+	// CallIndex is the index of the engine call in Method.Calls, or -1 when
+	// the error is not about one engine call.
+	CallIndex int
+	Call      string // the engine call's Name, "" when unnamed
+	Tensor    string // tensor name
+	Msg       string // what is wrong, lower case
+	Err       error  // underlying cause, may be nil
+}
+
+// newError returns an Error that is not about one engine call.
+func newError(method, tensor, msg string, err error) *Error {
+	return &Error{Method: method, CallIndex: -1, Tensor: tensor, Msg: msg, Err: err}
 }
 
 // Error formats the error as
@@ -24,8 +32,8 @@ func (e *Error) Error() string {
 	if e.Method != "" {
 		where = append(where, fmt.Sprintf("method %q", e.Method))
 	}
-	if e.Call != "" {
-		where = append(where, "engine "+e.Call)
+	if e.CallIndex >= 0 {
+		where = append(where, "engine "+callLabel(e.CallIndex, e.Call))
 	}
 	if e.Tensor != "" {
 		where = append(where, fmt.Sprintf("tensor %q", e.Tensor))
@@ -40,6 +48,14 @@ func (e *Error) Error() string {
 		b.WriteString(e.Err.Error())
 	}
 	return b.String()
+}
+
+// callLabel names engine call i in messages: `calls[i] ("name")`.
+func callLabel(i int, name string) string {
+	if name != "" {
+		return fmt.Sprintf("calls[%d] (%q)", i, name)
+	}
+	return fmt.Sprintf("calls[%d]", i)
 }
 
 // Unwrap returns the underlying cause.

@@ -111,7 +111,7 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 		return nil, err
 	}
 	if p == nil || len(p.Methods) == 0 {
-		return nil, &Error{Msg: "the program has no methods"}
+		return nil, newError("", "", "the program has no methods", nil)
 	}
 
 	// Open every source once per path, and read the metadata of blobs.
@@ -127,30 +127,35 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 			if c == nil {
 				continue
 			}
-			label := callLabel(i, c)
 			s, err := b.open(c.Engine, files)
 			if err != nil {
-				return nil, &Error{Method: m.Name, Call: label, Msg: "cannot read the engine source", Err: err}
+				return nil, callError(m, i, "", "cannot read the engine source", err)
 			}
 			if s.size == 0 {
-				return nil, &Error{Method: m.Name, Call: label, Msg: "the engine is empty (0 bytes)"}
+				return nil, callError(m, i, "", "the engine is empty (0 bytes)", nil)
 			}
 			srcs[c] = s
 			if c.Engine.Kind == SourceBlob {
 				blob, err := delegate.Decode(s.r, s.size)
 				if err != nil {
-					return nil, &Error{Method: m.Name, Call: label, Msg: "not a valid TensorRT blob", Err: err}
+					return nil, callError(m, i, "", "not a valid TensorRT blob", err)
 				}
 				if err := delegate.CheckNames(&blob.Metadata); err != nil {
-					return nil, &Error{Method: m.Name, Call: label,
-						Msg: "the blob's names would be misread by the deployed C++ reader", Err: err}
+					return nil, callError(m, i, "", "the blob's names would be misread by the deployed C++ reader", err)
 				}
 				if blob.Header.EngineSize == 0 {
-					return nil, &Error{Method: m.Name, Call: label, Msg: "the blob's engine is empty (0 bytes)"}
+					return nil, callError(m, i, "", "the blob's engine is empty (0 bytes)", nil)
 				}
 				decoded[c] = blob
-				blobs[c] = &blobMeta{inputs: blob.Metadata.Inputs(), outputs: blob.Metadata.Outputs(),
-					deviceID: blob.Metadata.DeviceID}
+				meta := &blobMeta{deviceID: blob.Metadata.DeviceID}
+				for _, bd := range blob.Metadata.IOBindings {
+					if bd.IsInput {
+						meta.inputs = append(meta.inputs, bd)
+					} else {
+						meta.outputs = append(meta.outputs, bd)
+					}
+				}
+				blobs[c] = meta
 			}
 		}
 	}
@@ -175,12 +180,12 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 		if err := planMemory(md); err != nil {
 			return nil, err
 		}
-		extra, err := methodSpecs(opts, md.m, sp)
+		extra, pin, err := methodSpecs(md.m, sp)
 		if err != nil {
 			return nil, err
 		}
-		res.Warnings = append(res.Warnings, methodWarnings(md, extra, sp)...)
-		var dels []*pte.BackendDelegate
+		res.Warnings = append(res.Warnings, methodWarnings(md, pin, sp)...)
+		dels := []*pte.BackendDelegate{} // present even when empty: the runtime requires it
 		for _, cd := range md.calls {
 			e, err := b.blobFor(md, cd, srcs[cd.call], decoded[cd.call])
 			if err != nil {
@@ -188,7 +193,7 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 			}
 			idx, err := dedupIndex(entries, e)
 			if err != nil {
-				return nil, &Error{Method: md.m.Name, Call: cd.label, Msg: "cannot compare engine bytes", Err: err}
+				return nil, cd.err(md.m, "", "cannot compare engine bytes", err)
 			}
 			if idx < 0 {
 				idx = len(entries)
@@ -214,11 +219,11 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 		if opts.InlineDelegateData {
 			inline += e.sr.Size()
 			if inline > maxInlineBytes {
-				return nil, &Error{Msg: fmt.Sprintf("inline delegate data exceeds %d bytes; store it in segments (drop the inline option)", maxInlineBytes)}
+				return nil, newError("", "", fmt.Sprintf("inline delegate data exceeds %d bytes; store it in segments (drop the inline option)", maxInlineBytes), nil)
 			}
 			data := make([]byte, e.sr.Size())
 			if _, err := e.sr.ReadAt(data, 0); err != nil && !(errors.Is(err, io.EOF) && len(data) == 0) {
-				return nil, &Error{Msg: "cannot read delegate data", Err: err}
+				return nil, newError("", "", "cannot read delegate data", err)
 			}
 			prog.BackendDelegateData = append(prog.BackendDelegateData, &pte.BackendDelegateInlineData{Data: data})
 			continue
@@ -250,18 +255,11 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 		if src, ok := files[s.Path]; ok {
 			return src, nil
 		}
-		f, err := os.Open(s.Path)
+		f, st, err := openRegular(s.Path)
 		if err != nil {
 			return nil, err
 		}
 		b.closers = append(b.closers, f)
-		st, err := f.Stat()
-		if err != nil {
-			return nil, err
-		}
-		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s is not a regular file", s.Path)
-		}
 		src := &source{r: f, size: st.Size(), id: st}
 		// Two paths naming the same file are one source.
 		for _, o := range files {
@@ -275,11 +273,7 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 		if s.Size < 0 {
 			return nil, fmt.Errorf("negative size %d", s.Size)
 		}
-		var id any = new(int) // unique
-		if reflect.TypeOf(s.ReaderAt).Comparable() {
-			id = s.ReaderAt
-		}
-		return &source{r: s.ReaderAt, size: s.Size, id: id}, nil
+		return &source{r: s.ReaderAt, size: s.Size, id: readerIdentity(s.ReaderAt)}, nil
 	default:
 		return nil, errors.New("source has neither a path nor a reader")
 	}
@@ -307,16 +301,15 @@ func (b *built) blobFor(md *methodDef, cd *callDef, src *source, blob *delegate.
 		meta.AliasedIO = append(meta.AliasedIO, delegate.AliasedIO{Output: a.Output, Input: a.Input, Kind: a.Kind})
 	}
 	if err := delegate.CheckNames(meta); err != nil {
-		return nil, &Error{Method: md.m.Name, Call: cd.label,
-			Msg: "binding names the deployed C++ reader would misread", Err: err}
+		return nil, cd.err(md.m, "", "binding names the deployed C++ reader would misread", err)
 	}
 	sr, err := delegate.NewBlobReader(meta, src.r, src.size)
 	if err != nil {
-		return nil, &Error{Method: md.m.Name, Call: cd.label, Msg: "cannot encode the TensorRT blob", Err: err}
+		return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
 	}
 	prefix := make([]byte, sr.Size()-src.size)
 	if _, err := sr.ReadAt(prefix, 0); err != nil {
-		return nil, &Error{Method: md.m.Name, Call: cd.label, Msg: "cannot encode the TensorRT blob", Err: err}
+		return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
 	}
 	return &blobEntry{sr: sr, prefix: prefix, src: src}, nil
 }
@@ -391,4 +384,63 @@ func (e *blobEntry) digest(whole bool) (*[32]byte, error) {
 	copy(sum[:], h.Sum(nil))
 	*cache = &sum
 	return &sum, nil
+}
+
+// readerIdentity returns an identity for a reader: readers that are the
+// same pointer (of the same type) read the same bytes. Other readers get a
+// unique identity, so that their bytes are compared; comparing the readers
+// themselves with == could panic (a struct holding a func or a map).
+func readerIdentity(r io.ReaderAt) any {
+	v := reflect.ValueOf(r)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		return readerID{typ: v.Type(), ptr: v.Pointer()}
+	}
+	return new(int)
+}
+
+type readerID struct {
+	typ reflect.Type
+	ptr uintptr
+}
+
+// openRegular opens path for reading after checking that it is a regular
+// file, so that a FIFO or a device is refused instead of blocking the open
+// or reading forever; the opened file is checked to be the file inspected.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	fst, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !os.SameFile(st, fst) {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s changed while it was opened", path)
+	}
+	return f, fst, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	default:
+		return "mode " + m.String()
+	}
 }

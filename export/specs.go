@@ -10,9 +10,12 @@ import (
 
 // specPlan holds what the options say about compile specs.
 type specPlan struct {
-	budget       []byte // canonical budget value, nil for none
-	pinned       []byte // pinned target_device value, nil when derived
-	pinnedByUser bool   // the pin came from Options.TargetDevice
+	budget []byte // canonical budget value, nil for none
+	pinned []byte // Options.TargetDevice, nil when not given
+	// top are the checked Options.CompileSpecs; topPin is the target_device
+	// among them, nil when there is none.
+	top    []*pte.CompileSpec
+	topPin []byte
 }
 
 func newSpecPlan(opts *Options) (*specPlan, error) {
@@ -20,18 +23,40 @@ func newSpecPlan(opts *Options) (*specPlan, error) {
 	if opts.WeightStreamingBudget != nil {
 		v, err := compilespec.FormatBudget(*opts.WeightStreamingBudget)
 		if err != nil {
-			return nil, &Error{Msg: "bad weight streaming budget", Err: err}
+			return nil, newError("", "", "bad weight streaming budget", err)
 		}
 		sp.budget = v
 	}
 	if opts.TargetDevice != "" {
-		if _, _, err := compilespec.ParseTargetDevice([]byte(opts.TargetDevice)); err != nil {
-			return nil, &Error{Msg: "bad target device", Err: err}
+		if err := checkTargetDevice([]byte(opts.TargetDevice)); err != nil {
+			return nil, newError("", "", "bad target device", err)
 		}
 		sp.pinned = []byte(opts.TargetDevice)
-		sp.pinnedByUser = true
 	}
+	top, pin, err := checkSpecs(opts.CompileSpecs, "top-level compile_specs", "")
+	if err != nil {
+		return nil, err
+	}
+	if pin != nil && sp.pinned != nil {
+		return nil, newError("", "", fmt.Sprintf(
+			"top-level compile specs pin %q and the target device option is also given; use one of them", compilespec.KeyTargetDevice), nil)
+	}
+	sp.top, sp.topPin = top, pin
 	return sp, nil
+}
+
+// checkTargetDevice checks a target_device value the way ExecuTorch's
+// device propagation pass reads it, and that its index fits the int8 that
+// ExecuTorch stores device indices in.
+func checkTargetDevice(v []byte) error {
+	_, idx, err := compilespec.ParseTargetDevice(v)
+	if err != nil {
+		return err
+	}
+	if idx < 0 || idx > maxDeviceIndex {
+		return fmt.Errorf("target_device %q: device index %d is outside [0, %d] (ExecuTorch stores device indices as int8)", v, idx, maxDeviceIndex)
+	}
+	return nil
 }
 
 // isBudgetKey reports whether a caller's key would be read as the budget
@@ -40,42 +65,76 @@ func isBudgetKey(key string) bool {
 	return compilespec.CKeyEqual(key, compilespec.KeyWeightStreamingBudget)
 }
 
-// methodSpecs returns the caller's compile specs for method m (the
-// options' specs, then the method's), refusing a hand-written budget.
-func methodSpecs(opts *Options, m *Method, sp *specPlan) ([]*pte.CompileSpec, error) {
-	var extra []*pte.CompileSpec
-	for _, list := range [][]*pte.CompileSpec{opts.CompileSpecs, m.CompileSpecs} {
-		for i, s := range list {
-			if s == nil {
-				return nil, &Error{Method: m.Name, Msg: fmt.Sprintf("compile_specs[%d] is nil", i)}
-			}
-			if isBudgetKey(s.Key) {
-				return nil, &Error{Method: m.Name, Msg: fmt.Sprintf(
-					"compile specs carry %q; set the budget with the weight streaming budget option (--weight-streaming-budget-per-engine, Options.WeightStreamingBudget) instead",
-					compilespec.KeyWeightStreamingBudget)}
-			}
-			v := slices.Clone(s.Value)
-			if v == nil {
-				v = []byte{}
-			}
-			extra = append(extra, &pte.CompileSpec{Key: s.Key, Value: v})
+// isDeviceKey reports whether a key reads as target_device when compared
+// as a C string.
+func isDeviceKey(key string) bool {
+	return compilespec.CKeyEqual(key, compilespec.KeyTargetDevice)
+}
+
+// checkSpecs checks a caller's compile spec list (where names it in
+// errors; method is "" for the top-level list) and returns a copy, and the
+// value of its target_device entry (nil when there is none). A
+// weight_streaming_budget key is refused, and so is a malformed or repeated
+// target_device. Keys are compared as C strings, as C++ backends do.
+func checkSpecs(list []*pte.CompileSpec, where, method string) (out []*pte.CompileSpec, pin []byte, err error) {
+	for i, s := range list {
+		if s == nil {
+			return nil, nil, newError(method, "", fmt.Sprintf("%s[%d] is nil", where, i), nil)
 		}
+		if isBudgetKey(s.Key) {
+			return nil, nil, newError(method, "", fmt.Sprintf(
+				"%s[%d] carries %q; set the budget with the weight streaming budget option (--weight-streaming-budget-per-engine, Options.WeightStreamingBudget) instead",
+				where, i, compilespec.KeyWeightStreamingBudget), nil)
+		}
+		v := slices.Clone(s.Value)
+		if v == nil {
+			v = []byte{}
+		}
+		if isDeviceKey(s.Key) {
+			if pin != nil {
+				return nil, nil, newError(method, "", fmt.Sprintf("%s[%d]: %q is given twice", where, i, compilespec.KeyTargetDevice), nil)
+			}
+			if err := checkTargetDevice(v); err != nil {
+				return nil, nil, newError(method, "", fmt.Sprintf("%s[%d]: bad %s", where, i, compilespec.KeyTargetDevice), err)
+			}
+			pin = v
+		}
+		out = append(out, &pte.CompileSpec{Key: s.Key, Value: v})
 	}
-	if len(compilespec.Find(extra, compilespec.KeyTargetDevice)) > 0 && sp.pinnedByUser {
-		return nil, &Error{Method: m.Name, Msg: fmt.Sprintf(
-			"compile specs pin %q and the target device option is also given; use one of them", compilespec.KeyTargetDevice)}
+	return out, pin, nil
+}
+
+// methodSpecs returns the caller's compile specs for method m (the
+// options' specs, then the method's) and the target_device they pin (nil
+// when none).
+func methodSpecs(m *Method, sp *specPlan) ([]*pte.CompileSpec, []byte, error) {
+	own, pin, err := checkSpecs(m.CompileSpecs, "compile_specs", m.Name)
+	if err != nil {
+		return nil, nil, err
 	}
-	return extra, nil
+	switch {
+	case pin != nil && sp.pinned != nil:
+		return nil, nil, newError(m.Name, "", fmt.Sprintf(
+			"compile specs pin %q and the target device option is also given; use one of them", compilespec.KeyTargetDevice), nil)
+	case pin != nil && sp.topPin != nil:
+		return nil, nil, newError(m.Name, "", fmt.Sprintf(
+			"compile specs pin %q and the top-level compile specs pin it too; use one of them", compilespec.KeyTargetDevice), nil)
+	case pin == nil:
+		pin = sp.topPin
+	}
+	return append(slices.Clone(sp.top), own...), pin, nil
 }
 
 // delegateSpecs returns the compile specs of one delegate, in upstream
 // order: the caller's specs, then weight_streaming_budget (when a budget is
 // set), then target_device (derived from the engine's device unless the
-// caller pinned one).
+// caller pinned one; a pin in the caller's specs stays where it is).
 func delegateSpecs(extra []*pte.CompileSpec, sp *specPlan, deviceID int64) []*pte.CompileSpec {
 	specs := make([]*pte.CompileSpec, 0, len(extra)+2)
+	pinnedInSpecs := false
 	for _, s := range extra {
 		specs = append(specs, &pte.CompileSpec{Key: s.Key, Value: slices.Clone(s.Value)})
+		pinnedInSpecs = pinnedInSpecs || isDeviceKey(s.Key)
 	}
 	if sp.budget != nil {
 		specs = append(specs, &pte.CompileSpec{Key: compilespec.KeyWeightStreamingBudget, Value: slices.Clone(sp.budget)})
@@ -83,28 +142,23 @@ func delegateSpecs(extra []*pte.CompileSpec, sp *specPlan, deviceID int64) []*pt
 	switch {
 	case sp.pinned != nil:
 		specs = append(specs, &pte.CompileSpec{Key: compilespec.KeyTargetDevice, Value: slices.Clone(sp.pinned)})
-	case len(compilespec.Find(extra, compilespec.KeyTargetDevice)) == 0:
+	case !pinnedInSpecs:
 		specs = append(specs, &pte.CompileSpec{Key: compilespec.KeyTargetDevice, Value: compilespec.FormatTargetDevice(int(deviceID))})
 	}
 	return specs
 }
 
-// methodWarnings returns the warnings for one method.
-func methodWarnings(md *methodDef, extra []*pte.CompileSpec, sp *specPlan) []Warning {
+// methodWarnings returns the warnings for one method; pin is the
+// target_device pinned by the caller's specs, nil when none.
+func methodWarnings(md *methodDef, pin []byte, sp *specPlan) []Warning {
 	name := md.m.Name
 	ws := engineCountWarnings(name, len(md.calls), sp.budget)
-	pin := sp.pinned
-	if pin == nil {
-		if v, ok, _ := compilespec.Get(extra, compilespec.KeyTargetDevice); ok {
-			pin = v
-		}
+	if sp.pinned != nil {
+		pin = sp.pinned
 	}
 	if pin != nil {
 		for _, c := range md.calls {
-			if err := compilespec.CheckTargetDevice(pin, int(c.deviceID)); err != nil {
-				ws = append(ws, Warning{Kind: WarnDeviceMismatch, Method: name, Msg: fmt.Sprintf(
-					"engine %s: %v", c.label, err)})
-			}
+			ws = append(ws, deviceWarnings(name, callLabel(c.index, c.call.Name), pin, c.deviceID)...)
 		}
 	}
 	for _, t := range md.inputs {
@@ -114,6 +168,15 @@ func methodWarnings(md *methodDef, extra []*pte.CompileSpec, sp *specPlan) []War
 		}
 	}
 	return ws
+}
+
+// deviceWarnings warns when a pinned target_device disagrees with the
+// device an engine was built for.
+func deviceWarnings(method, engine string, pin []byte, deviceID int64) []Warning {
+	if err := compilespec.CheckTargetDevice(pin, int(deviceID)); err != nil {
+		return []Warning{{Kind: WarnDeviceMismatch, Method: method, Msg: fmt.Sprintf("engine %s: %v", engine, err)}}
+	}
+	return nil
 }
 
 func usedByCall(md *methodDef, t *tensorDef) bool {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -31,7 +32,6 @@ type tensorDef struct {
 // callDef is a resolved engine call.
 type callDef struct {
 	index    int
-	label    string
 	call     *EngineCall
 	inNames  []string // binding names, blob order
 	outNames []string
@@ -53,34 +53,45 @@ type methodDef struct {
 
 // blobMeta is what an existing blob says about its bindings.
 type blobMeta struct {
-	inputs, outputs []string
+	inputs, outputs []delegate.Binding
 	deviceID        int64
 }
 
-func callLabel(i int, c *EngineCall) string {
-	if c != nil && c.Name != "" {
-		return fmt.Sprintf("calls[%d] (%q)", i, c.Name)
+// maxDeviceIndex is the largest CUDA device index a program can name:
+// ExecuTorch stores device indices as int8.
+const maxDeviceIndex = 127
+
+// callError returns an Error about engine call ci of m (-1: none).
+func callError(m *Method, ci int, tensor, msg string, err error) *Error {
+	e := &Error{Method: m.Name, CallIndex: ci, Tensor: tensor, Msg: msg, Err: err}
+	if ci >= 0 && ci < len(m.Calls) && m.Calls[ci] != nil {
+		e.Call = m.Calls[ci].Name
 	}
-	return fmt.Sprintf("calls[%d]", i)
+	return e
+}
+
+// err returns an Error about this call.
+func (cd *callDef) err(m *Method, tensor, msg string, err error) *Error {
+	return callError(m, cd.index, tensor, msg, err)
 }
 
 // resolve validates p and returns its resolved methods. blobs gives the
 // metadata of calls whose source is an existing blob.
 func resolve(p *Program, blobs map[*EngineCall]*blobMeta) ([]*methodDef, error) {
 	if p == nil || len(p.Methods) == 0 {
-		return nil, &Error{Msg: "the program has no methods"}
+		return nil, newError("", "", "the program has no methods", nil)
 	}
 	seen := map[string]bool{}
 	var out []*methodDef
 	for i, m := range p.Methods {
 		if m == nil {
-			return nil, &Error{Msg: fmt.Sprintf("methods[%d] is nil", i)}
+			return nil, newError("", "", fmt.Sprintf("methods[%d] is nil", i), nil)
 		}
 		if err := checkName(m.Name); err != nil {
-			return nil, &Error{Msg: fmt.Sprintf("methods[%d] name %q %v", i, m.Name, err)}
+			return nil, newError("", "", fmt.Sprintf("methods[%d] name %q %v", i, m.Name, err), nil)
 		}
 		if seen[m.Name] {
-			return nil, &Error{Method: m.Name, Msg: "method name is used twice"}
+			return nil, newError(m.Name, "", "method name is used twice", nil)
 		}
 		seen[m.Name] = true
 		md, err := resolveMethod(m, blobs)
@@ -104,11 +115,12 @@ func checkName(s string) error {
 
 func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, error) {
 	md := &methodDef{m: m, byName: map[string]*tensorDef{}}
-	fail := func(call, tensor, format string, args ...any) error {
-		return &Error{Method: m.Name, Call: call, Tensor: tensor, Msg: fmt.Sprintf(format, args...)}
+	fail := func(call int, tensor, format string, args ...any) error {
+		return callError(m, call, tensor, fmt.Sprintf(format, args...), nil)
 	}
-	// declare registers a produced tensor.
-	declare := func(call string, name string, dt DType, shape, maxShape []int64, producer int) (*tensorDef, error) {
+	// declare registers a produced tensor; producer is the call index, -1
+	// for a method input.
+	declare := func(call int, name string, dt DType, shape, maxShape []int64, producer int) (*tensorDef, error) {
 		if err := checkName(name); err != nil {
 			return nil, fail(call, name, "tensor name %v", err)
 		}
@@ -116,21 +128,21 @@ func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, erro
 			if prev.produced < 0 {
 				return nil, fail(call, name, "tensor is declared twice (it is already a method input)")
 			}
-			return nil, fail(call, name, "tensor is declared twice (already produced by %s)", md.calls[prev.produced].label)
+			return nil, fail(call, name, "tensor is declared twice (already produced by %s)", callLabel(prev.produced, m.Calls[prev.produced].Name))
 		}
 		if dt == "" {
 			return nil, fail(call, name, "dtype is missing")
 		}
 		scalar, err := dt.ScalarType()
 		if err != nil {
-			return nil, &Error{Method: m.Name, Call: call, Tensor: name, Msg: "bad dtype", Err: err}
+			return nil, callError(m, call, name, "bad dtype", err)
 		}
 		if shape == nil {
 			return nil, fail(call, name, "shape is missing (use [] for a scalar)")
 		}
 		sizes, err := upperSizes(shape, maxShape)
 		if err != nil {
-			return nil, &Error{Method: m.Name, Call: call, Tensor: name, Msg: "bad shape", Err: err}
+			return nil, callError(m, call, name, "bad shape", err)
 		}
 		nbytes := dt.Size()
 		for _, s := range sizes {
@@ -149,9 +161,9 @@ func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, erro
 
 	for i, in := range m.Inputs {
 		if in == nil {
-			return nil, fail("", "", "inputs[%d] is nil", i)
+			return nil, fail(-1, "", "inputs[%d] is nil", i)
 		}
-		t, err := declare("", in.Name, in.DType, in.Shape, in.MaxShape, -1)
+		t, err := declare(-1, in.Name, in.DType, in.Shape, in.MaxShape, -1)
 		if err != nil {
 			return nil, err
 		}
@@ -179,28 +191,31 @@ func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, erro
 	}
 
 	for i, c := range m.Calls {
-		label := callLabel(i, c)
 		if c == nil {
-			return nil, fail(label, "", "engine call is nil")
+			return nil, fail(i, "", "engine call is nil")
 		}
-		cd := &callDef{index: i, label: label, call: c, deviceID: int64(c.DeviceID)}
+		cd := &callDef{index: i, call: c, deviceID: int64(c.DeviceID)}
 		md.calls = append(md.calls, cd)
 		meta := blobs[c]
 		if c.Engine.Kind == SourceBlob {
 			if meta == nil {
-				return nil, fail(label, "", "blob metadata was not read")
+				return nil, fail(i, "", "blob metadata was not read")
 			}
 			if c.DeviceID != 0 || c.HardwareCompatible || len(c.AliasedIO) > 0 ||
 				c.SerializedMetadata != "" || c.TargetPlatform != "" {
-				return nil, fail(label, "", "device_id, hardware_compatible, aliased_io, serialized_metadata and target_platform come from the blob and must not be set for a blob source")
+				return nil, fail(i, "", "device_id, hardware_compatible, aliased_io, serialized_metadata and target_platform come from the blob and must not be set for a blob source")
 			}
 			if len(c.Inputs) != len(meta.inputs) || len(c.Outputs) != len(meta.outputs) {
-				return nil, fail(label, "", "the call binds %d inputs and %d outputs but the blob has %d and %d",
+				return nil, fail(i, "", "the call binds %d inputs and %d outputs but the blob has %d and %d",
 					len(c.Inputs), len(c.Outputs), len(meta.inputs), len(meta.outputs))
 			}
 			cd.deviceID = meta.deviceID
-		} else if c.DeviceID < 0 {
-			return nil, fail(label, "", "device_id %d is negative", c.DeviceID)
+			if cd.deviceID < 0 || cd.deviceID > maxDeviceIndex {
+				return nil, fail(i, "", "the blob's device_id %d is outside [0, %d] (ExecuTorch stores device indices as int8, so target_device cuda:%d cannot be written)",
+					cd.deviceID, maxDeviceIndex, cd.deviceID)
+			}
+		} else if c.DeviceID < 0 || c.DeviceID > maxDeviceIndex {
+			return nil, fail(i, "", "device_id %d is outside [0, %d] (ExecuTorch stores device indices as int8)", c.DeviceID, maxDeviceIndex)
 		}
 		bindingSeen := map[string]string{}
 		bindName := func(b *Binding, j int, input bool) (string, error) {
@@ -209,25 +224,25 @@ func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, erro
 				kind = "inputs"
 			}
 			if b == nil {
-				return "", fail(label, "", "%s[%d] is nil", kind, j)
+				return "", fail(i, "", "%s[%d] is nil", kind, j)
 			}
 			name := b.Name
 			if meta != nil {
-				want := meta.outputs
+				want := meta.outputs[j].Name
 				if input {
-					want = meta.inputs
+					want = meta.inputs[j].Name
 				}
 				if name == "" {
-					name = want[j]
-				} else if name != want[j] {
-					return "", fail(label, "", "%s[%d] binding %q does not match the blob's binding %q", kind, j, name, want[j])
+					name = want
+				} else if name != want {
+					return "", fail(i, "", "%s[%d] binding %q does not match the blob's binding %q", kind, j, name, want)
 				}
 			}
 			if name == "" {
-				return "", fail(label, b.Tensor, "%s[%d] binding name is empty", kind, j)
+				return "", fail(i, b.Tensor, "%s[%d] binding name is empty", kind, j)
 			}
 			if prev, ok := bindingSeen[name]; ok {
-				return "", fail(label, "", "binding name %q is used twice (%s and %s[%d])", name, prev, kind, j)
+				return "", fail(i, "", "binding name %q is used twice (%s and %s[%d])", name, prev, kind, j)
 			}
 			bindingSeen[name] = fmt.Sprintf("%s[%d]", kind, j)
 			return name, nil
@@ -244,13 +259,17 @@ func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, erro
 			t, ok := md.byName[tname]
 			if !ok {
 				if p, later := producedBy[tname]; later && p >= i {
-					return nil, fail(label, tname, "input binding %q consumes the tensor before it is produced (by %s)", bname, callLabel(p, m.Calls[p]))
+					return nil, fail(i, tname, "input binding %q consumes the tensor before it is produced (by %s)", bname, callLabel(p, m.Calls[p].Name))
 				}
-				return nil, fail(label, tname, "input binding %q names an unknown tensor", bname)
+				return nil, fail(i, tname, "input binding %q names an unknown tensor", bname)
 			}
 			if err := checkConsumer(t, b.DType, b.Shape, b.MaxShape); err != nil {
-				return nil, &Error{Method: m.Name, Call: label, Tensor: tname,
-					Msg: fmt.Sprintf("input binding %q disagrees with the producer", bname), Err: err}
+				return nil, cd.err(m, tname, fmt.Sprintf("input binding %q disagrees with the producer", bname), err)
+			}
+			if meta != nil {
+				if err := checkBlobBinding(t, meta.inputs[j]); err != nil {
+					return nil, cd.err(m, tname, fmt.Sprintf("input binding %q disagrees with the blob", bname), err)
+				}
 			}
 			t.lastUse = i
 			cd.inNames = append(cd.inNames, bname)
@@ -265,15 +284,20 @@ func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, erro
 			if tname == "" {
 				tname = bname
 			}
-			t, err := declare(label, tname, b.DType, b.Shape, b.MaxShape, i)
+			t, err := declare(i, tname, b.DType, b.Shape, b.MaxShape, i)
 			if err != nil {
 				return nil, err
+			}
+			if meta != nil {
+				if err := checkBlobBinding(t, meta.outputs[j]); err != nil {
+					return nil, cd.err(m, tname, fmt.Sprintf("output binding %q disagrees with the blob", bname), err)
+				}
 			}
 			cd.outNames = append(cd.outNames, bname)
 			cd.outputs = append(cd.outputs, t)
 		}
 		if len(cd.inputs)+len(cd.outputs) == 0 {
-			return nil, fail(label, "", "engine call has no bindings")
+			return nil, fail(i, "", "engine call has no bindings")
 		}
 		if err := checkAliases(md, cd); err != nil {
 			return nil, err
@@ -282,17 +306,17 @@ func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, erro
 
 	for i, o := range m.Outputs {
 		if o == nil {
-			return nil, fail("", "", "outputs[%d] is nil", i)
+			return nil, fail(-1, "", "outputs[%d] is nil", i)
 		}
 		t, ok := md.byName[o.Name]
 		if !ok {
-			return nil, fail("", o.Name, "method output is not produced by any engine call or method input")
+			return nil, fail(-1, o.Name, "method output is not produced by any engine call or method input")
 		}
 		if t.output {
-			return nil, fail("", o.Name, "method output is listed twice")
+			return nil, fail(-1, o.Name, "method output is listed twice")
 		}
 		if err := checkConsumer(t, o.DType, o.Shape, o.MaxShape); err != nil {
-			return nil, &Error{Method: m.Name, Tensor: o.Name, Msg: "method output disagrees with its producer", Err: err}
+			return nil, callError(m, -1, o.Name, "method output disagrees with its producer", err)
 		}
 		t.output = true
 		md.outputs = append(md.outputs, t)
@@ -311,8 +335,7 @@ func checkAliases(md *methodDef, cd *callDef) error {
 	outs := map[string]bool{}
 	for k, a := range cd.call.AliasedIO {
 		fail := func(format string, args ...any) error {
-			return &Error{Method: md.m.Name, Call: cd.label,
-				Msg: fmt.Sprintf("aliased_io[%d]: ", k) + fmt.Sprintf(format, args...)}
+			return cd.err(md.m, "", fmt.Sprintf("aliased_io[%d]: ", k)+fmt.Sprintf(format, args...), nil)
 		}
 		oi := slices.Index(cd.outNames, a.Output)
 		ii := slices.Index(cd.inNames, a.Input)
@@ -361,8 +384,8 @@ func upperSizes(shape, maxShape []int64) ([]int32, error) {
 			if u < 0 || u > math.MaxInt32 {
 				return nil, fmt.Errorf("max_shape dimension %d (%d) is outside [0, 2^31-1]", d, u)
 			}
-			if s >= 0 && u < s {
-				return nil, fmt.Errorf("max_shape dimension %d (%d) is below the shape's %d", d, u, s)
+			if s >= 0 && u != s {
+				return nil, fmt.Errorf("max_shape dimension %d (%d) differs from the static dimension %d of %v; write -1 in shape to make the dimension dynamic", d, u, s, shape)
 			}
 		}
 		sizes[d] = int32(u)
@@ -395,8 +418,30 @@ func checkConsumer(t *tensorDef, dt DType, shape, maxShape []int64) error {
 			return fmt.Errorf("shape %v, but the tensor's shape is %v (dimension %d)", shape, t.shape, d)
 		case c >= 0 && p < 0:
 			return fmt.Errorf("shape %v is fixed in dimension %d, but the tensor's shape %v is dynamic there", shape, d, t.shape)
+		case c >= 0 && maxShape != nil && maxShape[d] != c:
+			return fmt.Errorf("max_shape %v differs from the static dimension %d of shape %v", maxShape, d, shape)
 		case c < 0 && maxShape != nil && int64(t.sizes[d]) > maxShape[d]:
 			return fmt.Errorf("accepts at most %d in dimension %d, but the tensor can be %d", maxShape[d], d, t.sizes[d])
+		}
+	}
+	return nil
+}
+
+// checkBlobBinding checks the dtype and shape an existing blob records for
+// a binding against the method tensor bound to it. Torch-TensorRT's
+// exporter records neither (dtype "" and shape []), and then there is
+// nothing to check; neither is a dtype spelled in a way this package does
+// not know (the runtime never reads it). A "torch." prefix is accepted.
+func checkBlobBinding(t *tensorDef, b delegate.Binding) error {
+	if b.DType != "" {
+		dt := DType(strings.TrimPrefix(b.DType, "torch."))
+		if _, err := dt.ScalarType(); err == nil && dt != t.dtype {
+			return fmt.Errorf("the blob records dtype %s, but the tensor is %s", b.DType, t.dtype)
+		}
+	}
+	if len(b.Shape) > 0 {
+		if err := checkConsumer(t, "", b.Shape, nil); err != nil {
+			return fmt.Errorf("the blob records shape %v: %w", b.Shape, err)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -125,30 +126,36 @@ func TestValidationErrors(t *testing.T) {
 		name   string
 		edit   func(m *Method)
 		tensor string
-		call   string
+		call   int
 		msg    string
 	}{
-		{"unknown tensor", func(m *Method) { m.Calls[1].Inputs[0].Tensor = "nope" }, "nope", "calls[1]", "unknown tensor"},
-		{"consumed before produced", func(m *Method) { m.Calls[0].Inputs[0].Tensor = "y" }, "y", "calls[0]", "before it is produced"},
-		{"consumes own output", func(m *Method) { m.Calls[0].Inputs[0].Tensor = "t1" }, "t1", "calls[0]", "before it is produced"},
-		{"duplicate tensor", func(m *Method) { m.Calls[1].Outputs[0].Tensor = "t1" }, "t1", "calls[1]", "declared twice"},
-		{"output shadows input", func(m *Method) { m.Calls[0].Outputs[0].Tensor = "x" }, "x", "calls[0]", "already a method input"},
-		{"duplicate binding", func(m *Method) { m.Calls[0].Outputs[0].Name = "in" }, "", "calls[0]", `binding name "in" is used twice`},
-		{"empty binding", func(m *Method) { m.Calls[0].Outputs[0].Name = ""; m.Calls[0].Outputs[0].Tensor = "t1" }, "t1", "calls[0]", "binding name is empty"},
-		{"output not produced", func(m *Method) { m.Outputs[0].Name = "z" }, "z", "", "not produced"},
-		{"output twice", func(m *Method) { m.Outputs = append(m.Outputs, &Tensor{Name: "y"}) }, "y", "", "listed twice"},
-		{"dtype mismatch", func(m *Method) { m.Calls[1].Inputs[0].DType = Float16 }, "t1", "calls[1]", "dtype float16, but the tensor is float32"},
-		{"shape mismatch", func(m *Method) { m.Calls[1].Inputs[0].Shape = []int64{2, 3} }, "t1", "calls[1]", "dimension 1"},
-		{"rank mismatch", func(m *Method) { m.Outputs[0].Shape = []int64{4} }, "y", "", "rank"},
-		{"bad dtype", func(m *Method) { m.Calls[0].Outputs[0].DType = "float" }, "t1", "calls[0]", "unknown dtype"},
-		{"missing dtype", func(m *Method) { m.Calls[0].Outputs[0].DType = "" }, "t1", "calls[0]", "dtype is missing"},
-		{"missing shape", func(m *Method) { m.Calls[0].Outputs[0].Shape = nil }, "t1", "calls[0]", "shape is missing"},
-		{"dynamic without bound", func(m *Method) { m.Inputs[0].Shape = []int64{-1, 2} }, "x", "", "no max_shape"},
-		{"bound below shape", func(m *Method) { m.Inputs[0].MaxShape = []int64{1, 2} }, "x", "", "below"},
-		{"negative device", func(m *Method) { m.Calls[1].DeviceID = -1 }, "", "calls[1]", "negative"},
-		{"no bindings", func(m *Method) { m.Calls[0].Inputs = nil; m.Calls[0].Outputs = nil; m.Calls[1].Inputs[0].Tensor = "x" }, "", "calls[0]", "no bindings"},
-		{"alias unknown output", func(m *Method) { m.Calls[0].AliasedIO = []AliasedIO{{Output: "q", Input: "in", Kind: "user"}} }, "", "calls[0]", `output "q"`},
-		{"alias bad kind", func(m *Method) { m.Calls[0].AliasedIO = []AliasedIO{{Output: "out", Input: "in", Kind: "x"}} }, "", "calls[0]", "kind"},
+		{"unknown tensor", func(m *Method) { m.Calls[1].Inputs[0].Tensor = "nope" }, "nope", 1, "unknown tensor"},
+		{"consumed before produced", func(m *Method) { m.Calls[0].Inputs[0].Tensor = "y" }, "y", 0, "before it is produced"},
+		{"consumes own output", func(m *Method) { m.Calls[0].Inputs[0].Tensor = "t1" }, "t1", 0, "before it is produced"},
+		{"duplicate tensor", func(m *Method) { m.Calls[1].Outputs[0].Tensor = "t1" }, "t1", 1, "declared twice"},
+		{"output shadows input", func(m *Method) { m.Calls[0].Outputs[0].Tensor = "x" }, "x", 0, "already a method input"},
+		{"duplicate binding", func(m *Method) { m.Calls[0].Outputs[0].Name = "in" }, "", 0, `binding name "in" is used twice`},
+		{"empty binding", func(m *Method) { m.Calls[0].Outputs[0].Name = ""; m.Calls[0].Outputs[0].Tensor = "t1" }, "t1", 0, "binding name is empty"},
+		{"output not produced", func(m *Method) { m.Outputs[0].Name = "z" }, "z", -1, "not produced"},
+		{"output twice", func(m *Method) { m.Outputs = append(m.Outputs, &Tensor{Name: "y"}) }, "y", -1, "listed twice"},
+		{"dtype mismatch", func(m *Method) { m.Calls[1].Inputs[0].DType = Float16 }, "t1", 1, "dtype float16, but the tensor is float32"},
+		{"shape mismatch", func(m *Method) { m.Calls[1].Inputs[0].Shape = []int64{2, 3} }, "t1", 1, "dimension 1"},
+		{"rank mismatch", func(m *Method) { m.Outputs[0].Shape = []int64{4} }, "y", -1, "rank"},
+		{"bad dtype", func(m *Method) { m.Calls[0].Outputs[0].DType = "float" }, "t1", 0, "unknown dtype"},
+		{"missing dtype", func(m *Method) { m.Calls[0].Outputs[0].DType = "" }, "t1", 0, "dtype is missing"},
+		{"missing shape", func(m *Method) { m.Calls[0].Outputs[0].Shape = nil }, "t1", 0, "shape is missing"},
+		{"dynamic without bound", func(m *Method) { m.Inputs[0].Shape = []int64{-1, 2} }, "x", -1, "no max_shape"},
+		{"bound below shape", func(m *Method) { m.Inputs[0].MaxShape = []int64{1, 2} }, "x", -1, "differs from the static dimension 2"},
+		{"bound on a static dimension", func(m *Method) { m.Inputs[0].MaxShape = []int64{8, 2} }, "x", -1, "write -1 in shape"},
+		{"consumer bound on a static dimension", func(m *Method) {
+			m.Calls[1].Inputs[0].Shape = []int64{2, -1}
+			m.Calls[1].Inputs[0].MaxShape = []int64{4, 8}
+		}, "t1", 1, "differs from the static dimension"},
+		{"negative device", func(m *Method) { m.Calls[1].DeviceID = -1 }, "", 1, "outside [0, 127]"},
+		{"device beyond int8", func(m *Method) { m.Calls[1].DeviceID = 128 }, "", 1, "outside [0, 127]"},
+		{"no bindings", func(m *Method) { m.Calls[0].Inputs = nil; m.Calls[0].Outputs = nil; m.Calls[1].Inputs[0].Tensor = "x" }, "", 0, "no bindings"},
+		{"alias unknown output", func(m *Method) { m.Calls[0].AliasedIO = []AliasedIO{{Output: "q", Input: "in", Kind: "user"}} }, "", 0, `output "q"`},
+		{"alias bad kind", func(m *Method) { m.Calls[0].AliasedIO = []AliasedIO{{Output: "out", Input: "in", Kind: "x"}} }, "", 0, "kind"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -160,7 +167,10 @@ func TestValidationErrors(t *testing.T) {
 			require.True(t, errors.As(err, &e), "%T %v", err, err)
 			assert.Equal(t, "forward", e.Method)
 			assert.Equal(t, c.tensor, e.Tensor)
-			assert.True(t, strings.HasPrefix(e.Call, c.call), "call %q", e.Call)
+			assert.Equal(t, c.call, e.CallIndex)
+			if c.call >= 0 {
+				assert.Contains(t, err.Error(), fmt.Sprintf("engine calls[%d]", c.call))
+			}
 			assert.Contains(t, err.Error(), c.msg)
 			assert.Contains(t, err.Error(), `method "forward"`)
 		})

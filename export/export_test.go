@@ -1,0 +1,215 @@
+package export
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// verifyClean parses a written program and fails on any Error finding of
+// the reader's verifier.
+func verifyClean(t testing.TB, data []byte) *pte.File {
+	t.Helper()
+	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	for _, fd := range f.Verify() {
+		require.NotEqual(t, pte.Error, fd.Severity, "verify: %v", fd)
+	}
+	return f
+}
+
+// TestMethodWithoutEngines: a method with no engine call (empty, or
+// returning its inputs) is legal in ExecuTorch and must verify clean: its
+// delegates and instructions are present, empty vectors.
+func TestMethodWithoutEngines(t *testing.T) {
+	for _, m := range []*Method{
+		{Name: "empty"},
+		{Name: "identity", Inputs: []*Tensor{{Name: "x", DType: Int64, Shape: []int64{3}}}, Outputs: []*Tensor{{Name: "x"}}},
+	} {
+		var buf bytes.Buffer
+		res, err := Write(&buf, &Program{Methods: []*Method{m, chainMethod("forward", 1)}}, nil)
+		require.NoError(t, err, m.Name)
+		assert.Equal(t, 0, res.Methods[0].Delegates)
+		f := verifyClean(t, buf.Bytes())
+		ep := f.Program.ExecutionPlan[0]
+		assert.NotNil(t, ep.Delegates, m.Name)
+		assert.Empty(t, ep.Delegates, m.Name)
+		require.Len(t, ep.Chains, 1)
+		assert.NotNil(t, ep.Chains[0].Instructions, m.Name)
+	}
+}
+
+// funcReader is a ReaderAt that == cannot compare (it holds a func).
+type funcReader struct {
+	read func(p []byte, off int64) (int, error)
+}
+
+func (r funcReader) ReadAt(p []byte, off int64) (int, error) { return r.read(p, off) }
+
+// TestUncomparableReaderAt: two calls sharing a reader whose dynamic type
+// is not comparable must not panic; equal bytes are still stored once.
+func TestUncomparableReaderAt(t *testing.T) {
+	data := strings.NewReader("engine")
+	r := funcReader{read: data.ReadAt}
+	m := chainMethod("forward", 2)
+	for _, c := range m.Calls {
+		c.Engine = EngineReader(r, 6)
+	}
+	var buf bytes.Buffer
+	res, err := Write(&buf, &Program{Methods: []*Method{m}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Blobs)
+	verifyClean(t, buf.Bytes())
+
+	// The same pointer twice: one blob without reading (identity).
+	p := &funcReader{read: data.ReadAt}
+	for _, c := range m.Calls {
+		c.Engine = EngineReader(p, 6)
+	}
+	res, err = Write(&buf, &Program{Methods: []*Method{m}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Blobs)
+}
+
+// TestTargetDeviceSpecs: a target_device in the caller's compile specs is
+// checked as ExecuTorch's device propagation reads it, matched as a C
+// string (so "target_device\x00" is a pin, not an extra entry), and may not
+// be given twice.
+func TestTargetDeviceSpecs(t *testing.T) {
+	write := func(specs []*pte.CompileSpec, top []*pte.CompileSpec, opts *Options) (*pte.File, *Result, error) {
+		m := chainMethod("forward", 1)
+		m.Calls[0].DeviceID = 1
+		m.CompileSpecs = specs
+		if opts == nil {
+			opts = &Options{}
+		}
+		opts.CompileSpecs = top
+		var buf bytes.Buffer
+		res, err := Write(&buf, &Program{Methods: []*Method{m}}, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		return verifyClean(t, buf.Bytes()), res, nil
+	}
+	spec := func(k, v string) []*pte.CompileSpec { return []*pte.CompileSpec{{Key: k, Value: []byte(v)}} }
+	for _, v := range []string{"banana", "cuda:x", "cuda:128", "cuda:-1"} {
+		_, _, err := write(spec("target_device", v), nil, nil)
+		assert.ErrorContains(t, err, "bad target_device", v)
+		_, _, err = write(nil, spec("target_device", v), nil)
+		assert.ErrorContains(t, err, "top-level compile_specs[0]: bad target_device", v)
+	}
+	_, _, err := write(nil, nil, &Options{TargetDevice: "cuda:200"})
+	assert.ErrorContains(t, err, "outside [0, 127]")
+
+	f, res, err := write(spec("target_device\x00", "cuda:0"), nil, nil)
+	require.NoError(t, err)
+	specs := f.Program.ExecutionPlan[0].Delegates[0].CompileSpecs
+	require.Len(t, specs, 1, "a C-string target_device key pins the device: no derived entry")
+	assert.Equal(t, "target_device\x00", specs[0].Key)
+	require.Len(t, res.Warnings, 1, "cuda:0 pinned for an engine of device 1")
+	assert.Equal(t, WarnDeviceMismatch, res.Warnings[0].Kind)
+
+	_, _, err = write(append(spec("target_device", "cuda:1"), spec("target_device\x00x", "cuda:1")...), nil, nil)
+	assert.ErrorContains(t, err, "given twice")
+	_, _, err = write(spec("target_device", "cuda:1"), spec("target_device", "cuda:1"), nil)
+	assert.ErrorContains(t, err, "top-level compile specs pin it too")
+	_, _, err = write(nil, spec("target_device", "cuda:1"), &Options{TargetDevice: "cuda:1"})
+	assert.ErrorContains(t, err, "use one of them")
+
+	// A hand-written budget in the top-level specs is blamed on them, not on
+	// a method.
+	_, _, err = write(nil, spec("weight_streaming_budget", "1"), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "top-level compile_specs[0]")
+	assert.NotContains(t, err.Error(), "method")
+}
+
+// TestEngineFIFORefused: an engine path naming a FIFO is refused at once
+// instead of blocking in open(2).
+func TestEngineFIFORefused(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "engine.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	m := chainMethod("forward", 1)
+	m.Calls[0].Engine = EngineFile(fifo)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Write(&bytes.Buffer{}, &Program{Methods: []*Method{m}}, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.ErrorContains(t, err, "not a regular file (a named pipe)")
+	case <-time.After(5 * time.Second):
+		// Unblock the open so the goroutine ends.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("opening a FIFO engine blocked")
+	}
+}
+
+// blobFile writes an existing TensorRT blob whose bindings record dtype
+// and shape (as this package writes them) and returns its path.
+func blobFile(t *testing.T, meta *delegate.Metadata) string {
+	t.Helper()
+	sr, err := delegate.NewBlobReader(meta, strings.NewReader("engine"), 6)
+	require.NoError(t, err)
+	data := make([]byte, sr.Size())
+	_, err = sr.ReadAt(data, 0)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "b.blob")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	return path
+}
+
+// TestBlobBindingTypesChecked: the dtype and shape a passed-through blob
+// records for its bindings must agree with the method tensors; a blob that
+// records none (as Torch-TensorRT writes it) is not checked.
+func TestBlobBindingTypesChecked(t *testing.T) {
+	typed := blobFile(t, &delegate.Metadata{IOBindings: []delegate.Binding{
+		{Name: "in", DType: "float32", Shape: []int64{2, 2}, IsInput: true},
+		{Name: "out", DType: "torch.float32", Shape: []int64{2, -1}},
+	}})
+	untyped := blobFile(t, &delegate.Metadata{IOBindings: []delegate.Binding{
+		{Name: "in", Shape: []int64{}, IsInput: true}, {Name: "out", Shape: []int64{}},
+	}})
+	build := func(blob string, edit func(m *Method)) error {
+		m := chainMethod("forward", 1)
+		m.Calls[0].Engine = BlobFile(blob)
+		edit(m)
+		var buf bytes.Buffer
+		_, err := Write(&buf, &Program{Methods: []*Method{m}}, nil)
+		if err == nil {
+			verifyClean(t, buf.Bytes())
+		}
+		return err
+	}
+	assert.NoError(t, build(typed, func(m *Method) {}))
+	for _, c := range []struct {
+		edit func(m *Method)
+		msg  string
+	}{
+		{func(m *Method) { m.Inputs[0].DType = Int8 }, `input binding "in" disagrees with the blob: the blob records dtype float32, but the tensor is int8`},
+		{func(m *Method) { m.Inputs[0].Shape = []int64{7, 3, 5} }, `input binding "in" disagrees with the blob: the blob records shape [2 2]`},
+		{func(m *Method) { m.Calls[0].Outputs[0].DType = Bool }, `output binding "out" disagrees with the blob: the blob records dtype torch.float32, but the tensor is bool`},
+		{func(m *Method) { m.Calls[0].Outputs[0].Shape = []int64{9} }, `output binding "out" disagrees with the blob: the blob records shape [2 -1]`},
+		{func(m *Method) { m.Calls[0].Outputs[0].Shape = []int64{3, 2} }, `output binding "out" disagrees with the blob`},
+	} {
+		err := build(typed, c.edit)
+		require.Error(t, err, c.msg)
+		assert.Contains(t, err.Error(), c.msg)
+		assert.Contains(t, err.Error(), "engine calls[0]")
+		assert.NoError(t, build(untyped, c.edit), "no recorded types: %s", c.msg)
+	}
+}
