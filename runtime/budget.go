@@ -42,9 +42,14 @@ type Plan struct {
 	Streamable *int64 `json:"streamable"`
 	// Applied is the budget in force on the engine: Requested clamped to
 	// Streamable, or the automatic budget, or 0 after the automatic
-	// fallback. Nil when the engine has nothing streamable (all weights
-	// stay resident) or when it depends on an engine fact nobody stated.
+	// fallback. Nil in exactly two cases: Streaming is false (the engine
+	// has nothing streamable; no budget applies and every weight stays
+	// resident), or the value depends on an engine fact nobody stated
+	// (listed in Assumed).
 	Applied *int64 `json:"applied"`
+	// Streaming is true when the engine streams weights (streamable size >
+	// 0), false when it has nothing streamable, nil when that is unknown.
+	Streaming *bool `json:"streaming"`
 	// Reason explains the outcome in one sentence.
 	Reason string `json:"reason"`
 	// Notes lists other decisions worth knowing, such as an empty load-time
@@ -56,8 +61,9 @@ type Plan struct {
 	// SharedScratch says whether the engine uses the shared scratch pool
 	// (the setting in force when it was initialized).
 	SharedScratch bool `json:"shared_scratch"`
-	// Assumed lists the figures that come from a stand-in engine rather
-	// than a real one (e.g. "streamable", "scratch", "automatic").
+	// Assumed lists the engine facts (FactStreamable, FactScratch,
+	// FactAutomatic) this plan needed but the (stand-in) engine was not
+	// told: the figures that depend on them are nil.
 	Assumed []string `json:"assumed,omitempty"`
 }
 
@@ -99,16 +105,20 @@ const (
 //     all, so a broken spec is then harmless.
 //  3. Otherwise the budget is automatic.
 //
-// Failures are *Error with code InvalidProgram.
+// Failures are *Error with code InvalidProgram; the Resolution returned
+// with them has Source set to the input that was rejected
+// (SourceLoadOption or SourceCompileSpec), for the plan of the failed load.
 func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution, error) {
 	var res Resolution
 	if v, ok := LookupOption(runtimeSpecs, compilespec.KeyWeightStreamingBudget); ok {
+		res.Source = SourceLoadOption
 		switch v.Kind() {
 		case OptionString:
 			s, _ := v.Str()
 			n, err := compilespec.ParseBudgetOption(s)
 			switch {
 			case errors.Is(err, compilespec.ErrEmptyBudgetOption):
+				res.Source = ""
 				res.Notes = append(res.Notes, msgEmptyOption)
 			case err != nil:
 				return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: msgMalformedOption, Err: err}
@@ -132,6 +142,7 @@ func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution,
 			continue
 		}
 		if found >= 0 {
+			res.Source = SourceCompileSpec
 			return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
 				Msg: fmt.Sprintf("%s (compile_specs[%d] and compile_specs[%d])", msgDuplicateSpec, found, i)}
 		}
@@ -140,6 +151,7 @@ func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution,
 	if found >= 0 {
 		n, err := compilespec.ParseBudget(specs[found].Value)
 		if err != nil {
+			res.Source = SourceCompileSpec
 			return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
 				Msg: fmt.Sprintf("%s (compile_specs[%d])", msgMalformedSpec, found), Err: err}
 		}

@@ -32,6 +32,10 @@ type Error struct {
 	Instruction int    // instruction index in the chain, -1 when not executing
 	Msg         string // what went wrong, lower case
 	Err         error  // underlying error, may be nil
+	// Plans holds, for a LoadMethod failure, the plans the backends
+	// reported before it (the failing delegate's included when its backend
+	// reported one), so that a failed load still shows every decision.
+	Plans []*Plan
 }
 
 // errorf returns an *Error with no location; callers fill it in.

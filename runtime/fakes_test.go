@@ -158,6 +158,8 @@ type fakeAllocator struct {
 	peak     int64
 	failAt   int64 // Alloc of this size fails
 	resident int64
+	// recordErr and syncErr, when set, fail Record and Synchronize.
+	recordErr, syncErr error
 }
 
 func newFakeAllocator() *fakeAllocator { return &fakeAllocator{live: map[int]*fakeBuffer{}} }
@@ -194,6 +196,10 @@ func (a *fakeAllocator) Free(device int, buf DeviceBuffer, after Event) {
 func (a *fakeAllocator) Record(device int, stream Stream) (Event, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.recordErr != nil {
+		a.log = append(a.log, fmt.Sprintf("record-fail d%d on %v", device, stream))
+		return nil, a.recordErr
+	}
 	a.seq++
 	a.log = append(a.log, fmt.Sprintf("record d%d e%d on %v", device, a.seq, stream))
 	return &fakeEvent{seq: a.seq, stream: stream}, nil
@@ -203,6 +209,17 @@ func (a *fakeAllocator) Wait(device int, stream Stream, ev Event) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.log = append(a.log, fmt.Sprintf("wait d%d %v on e%d", device, stream, ev.(*fakeEvent).seq))
+	return nil
+}
+
+func (a *fakeAllocator) Synchronize(device int, stream Stream) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.syncErr != nil {
+		a.log = append(a.log, fmt.Sprintf("sync-fail d%d %v", device, stream))
+		return a.syncErr
+	}
+	a.log = append(a.log, fmt.Sprintf("sync d%d %v", device, stream))
 	return nil
 }
 

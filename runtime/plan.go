@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/ptekit/ptekit/pte"
@@ -17,6 +16,10 @@ type PlanOptions struct {
 	// Streamable and Scratch are the stand-in engine's facts when Factory
 	// is nil; nil means not stated.
 	Streamable, Scratch *int64
+	// Automatic is the stand-in engine's automatic budget (on a GPU,
+	// TensorRT computes it from the free device memory); nil means not
+	// stated, so a plan with the automatic budget leaves applied open.
+	Automatic *int64
 	// SharedScratch plans with the shared activation scratch pool on.
 	SharedScratch bool
 	// Registry may hold further backends and kernels. A TensorRT backend
@@ -31,10 +34,16 @@ type PlanOptions struct {
 // meant for JSON output (pteinspect --plan --json).
 type ProgramPlan struct {
 	Methods []MethodPlan `json:"methods"`
-	// Assumed lists which figures come from a stand-in rather than from a
-	// real engine: "streamable", "scratch", "automatic". Empty with a real
-	// engine factory.
+	// Assumed lists the engine facts (FactStreamable, FactScratch,
+	// FactAutomatic) that some engine's plan needed but nobody stated: the
+	// figures that depend on them are null. Empty with a real engine
+	// factory.
 	Assumed []string `json:"assumed"`
+	// Stated lists the engine facts the caller stated for the stand-in
+	// engine (PlanOptions.Streamable, Scratch, Automatic): the figures
+	// that depend on them are the caller's assumptions, not an engine's.
+	// Empty with a real engine factory.
+	Stated []string `json:"stated"`
 	// ScratchMemory is the activation scratch of all loaded engines with
 	// and without the shared pool; nil when some engine's scratch size is
 	// unknown.
@@ -55,12 +64,19 @@ type MethodPlan struct {
 	// MissingOperators are operators without a registered kernel; they
 	// fail execution, not loading.
 	MissingOperators []string `json:"missing_operators,omitempty"`
+	// NotModelled lists the backend ids of this method's delegates that
+	// PlanProgram does not model (no backend registered for them): their
+	// delegates are assumed to load, and only the loader's own checks
+	// (payload reachable, compile specs present) apply to them.
+	NotModelled []string `json:"not_modelled,omitempty"`
 }
 
 // PlanError is a load error in JSON form.
 type PlanError struct {
-	// Kind is the ExecuTorch error class in snake case: "invalid_program",
-	// "invalid_argument", "not_found", ...
+	// Kind is the ExecuTorch error class in snake case (see KindOf):
+	// "invalid_program", "invalid_argument", "not_found", and, for the
+	// rarer failures, "internal", "invalid_state", "not_supported",
+	// "memory_allocation_failed" or "operator_missing".
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
 	// Delegate is the index of the failing delegate, nil when the failure
@@ -72,6 +88,9 @@ type PlanError struct {
 type DelegatePlan struct {
 	Index   int    `json:"index"`
 	Backend string `json:"backend"`
+	// Modelled is false for a delegate whose backend PlanProgram does not
+	// model (see MethodPlan.NotModelled).
+	Modelled bool `json:"modelled"`
 	// Device is the CUDA device of a TensorRT engine, nil for other
 	// backends.
 	Device *int `json:"device"`
@@ -93,10 +112,15 @@ type BudgetPlan struct {
 	Source BudgetSource `json:"source"`
 	// Requested is the explicit budget in bytes, nil for automatic.
 	Requested *int64 `json:"requested"`
-	// Applied is the budget in force, nil when it depends on an engine
-	// fact nobody stated or when the engine has nothing streamable (Reason
-	// says which).
+	// Applied is the budget in force. It is nil in exactly two cases:
+	// Streaming is false (the engine has nothing streamable, so no budget
+	// applies and every weight stays resident), or the figure depends on
+	// an engine fact nobody stated (listed in ProgramPlan.Assumed).
 	Applied *int64 `json:"applied"`
+	// Streaming is true when the engine streams weights (its streamable
+	// size is > 0), false when it has nothing streamable, nil when the
+	// streamable size is not known.
+	Streaming *bool `json:"streaming"`
 	// Streamable is the engine's streamable weight size, nil when unknown.
 	Streamable *int64 `json:"streamable"`
 	Reason     string `json:"reason"`
@@ -106,12 +130,32 @@ type BudgetPlan struct {
 // GPU unless opts.Factory is a real engine binding, and reports for each
 // method whether it loads (or the exact load error) and, per TensorRT
 // engine, the device, the binding names and the budget decision. Methods
-// are loaded one at a time and closed again. The error is non-nil only
-// when planning itself is impossible (no program).
+// are loaded one at a time and closed again.
+//
+// Backends other than TensorRT that opts.Registry does not provide are not
+// modelled: their delegates get the loader's checks (payload reachable,
+// compile specs present) and are otherwise assumed to load, so that the
+// TensorRT delegates after them are planned too (MethodPlan.NotModelled).
+// Program.LoadMethod, by contrast, fails such methods with NotFound.
+//
+// The error is non-nil only when planning itself is impossible (no
+// program).
 func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
+	if f == nil || f.Program == nil {
+		return nil, errorf(CodeInvalidArgument, "no program")
+	}
 	factory := opts.Factory
+	out := &ProgramPlan{Methods: []MethodPlan{}, Assumed: []string{}, Stated: []string{}}
 	if factory == nil {
-		factory = StandIn{Streamable: opts.Streamable, Scratch: opts.Scratch}
+		factory = StandIn{Streamable: opts.Streamable, Scratch: opts.Scratch, Automatic: opts.Automatic}
+		for _, s := range []struct {
+			fact string
+			v    *int64
+		}{{FactStreamable, opts.Streamable}, {FactScratch, opts.Scratch}, {FactAutomatic, opts.Automatic}} {
+			if s.v != nil {
+				out.Stated = append(out.Stated, s.fact)
+			}
+		}
 	}
 	reg := &Registry{}
 	if opts.Registry != nil {
@@ -124,33 +168,45 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 		}
 		opts.Registry.mu.RUnlock()
 	}
-	var trt *TensorRTBackend
 	if _, ok := reg.Backend(TensorRTBackendID); !ok {
-		trt = NewTensorRTBackend(factory, noScratch{})
+		trt := NewTensorRTBackend(factory, noScratch{})
 		if opts.SharedScratch {
 			trt.SetOptions(Option{Key: KeySharedScratch, Value: Bool(true)})
 		}
 		reg.RegisterBackend(TensorRTBackendID, trt)
 	}
+	stubbed := map[string]bool{}
+	for _, ep := range f.Program.ExecutionPlan {
+		if ep == nil {
+			continue
+		}
+		for _, d := range ep.Delegates {
+			if d == nil {
+				continue
+			}
+			if _, ok := reg.Backend(d.ID); !ok {
+				reg.RegisterBackend(d.ID, notModelled{})
+				stubbed[d.ID] = true
+			}
+		}
+	}
 	prog, err := Load(f, Config{Registry: reg, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
-	out := &ProgramPlan{Methods: []MethodPlan{}, Assumed: []string{}}
 	var scratch []EngineScratch
 	scratchKnown := true
 	for _, name := range prog.MethodNames() {
-		m, err := prog.LoadMethod(name, opts.LoadOptions)
-		mp := MethodPlan{Name: name, OK: err == nil, Delegates: []DelegatePlan{}}
+		m, lerr := prog.loadMethod(name, opts.LoadOptions)
+		mp := MethodPlan{Name: name, OK: lerr == nil, Delegates: []DelegatePlan{}}
 		failing := -1
-		if err != nil {
-			pe := &PlanError{Kind: KindOf(CodeOf(err)), Message: err.Error()}
-			var re *Error
-			if errors.As(err, &re) && re.Delegate >= 0 {
-				pe.Delegate = &re.Delegate
-				failing = re.Delegate
+		if lerr != nil {
+			mp.Error = &PlanError{Kind: lerr.Kind(), Message: lerr.Error()}
+			if lerr.Delegate >= 0 {
+				d := lerr.Delegate
+				mp.Error.Delegate = &d
+				failing = d
 			}
-			mp.Error = pe
 		}
 		if m != nil {
 			plans := map[int]*Plan{}
@@ -159,21 +215,26 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 			}
 			for di, d := range m.plan.Delegates {
 				p, hasPlan := plans[di]
-				reached := di < len(m.delegates) || (di == failing && hasPlan)
-				if !reached || d == nil {
+				loaded := di < len(m.delegates)
+				if d == nil || !(loaded || (di == failing && hasPlan)) {
 					continue
 				}
-				dp := DelegatePlan{Index: di, Backend: d.ID}
+				dp := DelegatePlan{Index: di, Backend: d.ID, Modelled: !stubbed[d.ID]}
+				if !dp.Modelled {
+					mp.NotModelled = appendOnce(mp.NotModelled, d.ID)
+					dp.Notes = []string{"backend " + d.ID + " is not modelled here; its delegate is assumed to load"}
+				}
 				if hasPlan {
 					dev := p.Device
 					dp.Device = &dev
-					dp.Budget = &BudgetPlan{Source: p.Source, Requested: p.Requested, Applied: p.Applied, Streamable: p.Streamable, Reason: p.Reason}
+					dp.Budget = &BudgetPlan{Source: p.Source, Requested: p.Requested, Applied: p.Applied,
+						Streaming: p.Streaming, Streamable: p.Streamable, Reason: p.Reason}
 					dp.Inputs, dp.Outputs = p.Inputs, p.Outputs
 					dp.Scratch, dp.SharedScratch, dp.Notes = p.Scratch, p.SharedScratch, p.Notes
 					for _, a := range p.Assumed {
 						out.Assumed = appendOnce(out.Assumed, a)
 					}
-					if di < len(m.delegates) {
+					if loaded {
 						if p.Scratch == nil {
 							scratchKnown = false
 						} else {
@@ -183,10 +244,10 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 				}
 				mp.Delegates = append(mp.Delegates, dp)
 			}
-			if err == nil {
+			if lerr == nil {
 				mp.MissingOperators = m.MissingOperators()
+				m.Close()
 			}
-			m.Close()
 		}
 		out.Methods = append(out.Methods, mp)
 	}
@@ -196,3 +257,16 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 	}
 	return out, nil
 }
+
+// notModelled stands in for a backend PlanProgram does not model: it
+// accepts every delegate and cannot execute.
+type notModelled struct{}
+
+func (notModelled) IsAvailable() bool { return true }
+func (notModelled) Init(*InitContext, *pte.Payload, []*pte.CompileSpec) (Handle, error) {
+	return nil, nil
+}
+func (notModelled) Execute(*ExecuteContext, Handle, []Arg) error {
+	return errorf(CodeNotSupported, "backend not modelled by the planner")
+}
+func (notModelled) Destroy(Handle) {}

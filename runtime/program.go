@@ -82,22 +82,45 @@ type Method struct {
 	plans  []*Plan
 }
 
-// LoadMethod loads the named method the way ExecuTorch's Method::init does:
-// each delegate, in order, is handed to the backend registered under its id
-// (an unregistered or unavailable backend is a NotFound error naming the
-// backend and the method) with its payload, its compile specs and the
-// load-time options addressed to that backend id. If any delegate fails,
-// the handles created so far are destroyed and the error is returned. The
-// instructions are then checked (indices in range, known instruction
-// kinds). Operators are resolved when the method executes, not here, so
-// that a method can be loaded (and planned) without kernels; see
+// LoadMethod loads the named method the way ExecuTorch does (the checks of
+// Program::method_meta, then Method::init), in upstream order:
+//
+//  1. non_const_buffer_sizes, inputs and outputs must be present;
+//  2. every value must be well formed: a known union tag with its table,
+//     list items that refer to existing values, tensors with sizes and a
+//     matching dim_order;
+//  3. each delegate, in order, is handed to the backend registered under
+//     its id (an unregistered or unavailable backend is a NotFound error
+//     naming the backend and the method) with its payload, its compile
+//     specs and the load-time options addressed to that backend id;
+//  4. the chains must exist and every instruction must have a known type,
+//     its table, and in-range value and operator indices.
+//
+// As upstream, a DelegateCall's delegate index and the method's input and
+// output indices are not checked at load: Execute reports them (Internal
+// and InvalidProgram). Operators are resolved when the method executes, not
+// here, so that a method can be loaded (and planned) without kernels; see
 // MissingOperators.
 //
-// The error is an *Error; with errors.As callers can read its Code, Method,
-// Delegate and Backend. LoadMethod also returns the plans recorded so far
-// in the error case through Plans of the returned (closed) method, which is
-// non-nil whenever the method was found.
+// When any step fails, the handles created so far are destroyed and
+// LoadMethod returns a nil *Method and an *Error (use errors.As) carrying
+// the Code, Method, Delegate and Backend, and in Plans the plans the
+// backends reported before the failure.
 func (p *Program) LoadMethod(name string, opts *LoadOptions) (*Method, error) {
+	m, err := p.loadMethod(name, opts)
+	if err != nil {
+		if m != nil {
+			err.Plans = m.Plans()
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+// loadMethod is LoadMethod; on failure it also returns the closed method
+// (nil when the method does not exist), whose delegates and plans say how
+// far loading got.
+func (p *Program) loadMethod(name string, opts *LoadOptions) (*Method, *Error) {
 	idx := -1
 	for i, ep := range p.file.Program.ExecutionPlan {
 		if ep != nil && ep.Name == name {
@@ -112,24 +135,38 @@ func (p *Program) LoadMethod(name string, opts *LoadOptions) (*Method, error) {
 	ep := p.file.Program.ExecutionPlan[idx]
 	m := &Method{prog: p, name: name, planIndex: idx, plan: ep,
 		log: p.log.With(slog.String("method", name))}
-	if err := m.initDelegates(opts); err != nil {
-		m.Close()
-		return m, err
+	err := checkMeta(name, ep)
+	if err == nil {
+		err = checkValues(name, ep)
 	}
-	if err := m.checkInstructions(); err != nil {
+	if err == nil {
+		err = m.initDelegates(opts)
+	}
+	if err == nil {
+		err = checkChains(name, ep)
+	}
+	if err != nil {
+		if err.Delegate < 0 {
+			m.log.Error("method failed to load", slog.String("code", err.Code.String()), slog.String("error", err.Error()))
+		}
 		m.Close()
 		return m, err
 	}
 	return m, nil
 }
 
-func (m *Method) initDelegates(opts *LoadOptions) error {
+func (m *Method) initDelegates(opts *LoadOptions) *Error {
+	if m.plan.Delegates == nil {
+		return methodError(m.name, CodeInvalidProgram, "delegates", "field is missing")
+	}
 	for di, d := range m.plan.Delegates {
-		if d == nil {
-			return &Error{Code: CodeInvalidProgram, Method: m.name, Delegate: di, Instruction: -1, Msg: "delegate entry is missing"}
-		}
-		at := func(code pte.Code, format string, args ...any) error {
+		at := func(code pte.Code, format string, args ...any) *Error {
 			return &Error{Code: code, Method: m.name, Delegate: di, Backend: d.ID, Instruction: -1, Msg: fmt.Sprintf(format, args...)}
+		}
+		if d == nil {
+			e := checkDelegateEntry(m.name, di, d)
+			e.Delegate = di
+			return e
 		}
 		b, ok := m.prog.reg.Backend(d.ID)
 		if !ok {
@@ -144,6 +181,12 @@ func (m *Method) initDelegates(opts *LoadOptions) error {
 		if err != nil {
 			e := locate(err, m.name, di, d.ID)
 			e.Msg = "cannot read the delegate payload"
+			m.log.Error("failed to load data for backend", slog.Int("delegate", di), slog.String("backend", d.ID),
+				slog.String("code", e.Code.String()), slog.Any("error", err))
+			return e
+		}
+		if e := checkDelegateEntry(m.name, di, d); e != nil {
+			e.Delegate, e.Backend = di, d.ID
 			return e
 		}
 		ictx := &InitContext{
@@ -162,72 +205,6 @@ func (m *Method) initDelegates(opts *LoadOptions) error {
 			return e
 		}
 		m.delegates = append(m.delegates, delegateState{id: d.ID, backend: b, handle: h})
-	}
-	return nil
-}
-
-// checkInstructions verifies every index an instruction uses, so Execute
-// cannot go out of range.
-func (m *Method) checkInstructions() error {
-	ep := m.plan
-	nv := len(ep.Values)
-	bad := func(ci, ii int, format string, args ...any) error {
-		return &Error{Code: CodeInvalidProgram, Method: m.name, Delegate: -1, Instruction: ii,
-			Msg: fmt.Sprintf("chains[%d].instructions[%d]: ", ci, ii) + fmt.Sprintf(format, args...)}
-	}
-	value := func(v int32) bool { return v >= 0 && int(v) < nv }
-	for i, v := range ep.Inputs {
-		if !value(v) {
-			return &Error{Code: CodeInvalidProgram, Method: m.name, Delegate: -1, Instruction: -1,
-				Msg: fmt.Sprintf("inputs[%d] = %d is not a value index (%d values)", i, v, nv)}
-		}
-	}
-	for i, v := range ep.Outputs {
-		if !value(v) {
-			return &Error{Code: CodeInvalidProgram, Method: m.name, Delegate: -1, Instruction: -1,
-				Msg: fmt.Sprintf("outputs[%d] = %d is not a value index (%d values)", i, v, nv)}
-		}
-	}
-	for ci, ch := range ep.Chains {
-		if ch == nil {
-			return bad(ci, -1, "chain is missing")
-		}
-		for ii, ins := range ch.Instructions {
-			if ins == nil {
-				return bad(ci, ii, "instruction is missing")
-			}
-			var idx []int32
-			switch a := ins.Args.(type) {
-			case *pte.KernelCall:
-				if a.OpIndex < 0 || int(a.OpIndex) >= len(ep.Operators) || ep.Operators[a.OpIndex] == nil {
-					return bad(ci, ii, "operator index %d out of range (%d operators)", a.OpIndex, len(ep.Operators))
-				}
-				idx = a.Args
-			case *pte.DelegateCall:
-				if a.DelegateIndex < 0 || int(a.DelegateIndex) >= len(m.delegates) {
-					return bad(ci, ii, "delegate index %d out of range (%d delegates)", a.DelegateIndex, len(m.delegates))
-				}
-				idx = a.Args
-			case *pte.MoveCall:
-				idx = []int32{a.MoveFrom, a.MoveTo}
-			case *pte.JumpFalseCall:
-				if a.DestinationInstruction < 0 || int(a.DestinationInstruction) >= len(ch.Instructions) {
-					return bad(ci, ii, "jump destination %d out of range (%d instructions)", a.DestinationInstruction, len(ch.Instructions))
-				}
-				idx = []int32{a.CondValueIndex}
-			case *pte.FreeCall:
-				idx = []int32{a.ValueIndex}
-			case nil:
-				return bad(ci, ii, "instruction has no arguments (union tag NONE)")
-			default:
-				return bad(ci, ii, "unknown instruction type %d", a.InstructionType())
-			}
-			for _, v := range idx {
-				if !value(v) {
-					return bad(ci, ii, "value index %d out of range (%d values)", v, nv)
-				}
-			}
-		}
 	}
 	return nil
 }
@@ -274,8 +251,8 @@ func (m *Method) MissingOperators() []string {
 				continue
 			}
 			kc, ok := ins.Args.(*pte.KernelCall)
-			if !ok || kc.OpIndex < 0 || int(kc.OpIndex) >= len(m.plan.Operators) {
-				continue // out-of-range indices fail LoadMethod
+			if !ok || kc == nil || kc.OpIndex < 0 || int(kc.OpIndex) >= len(m.plan.Operators) {
+				continue // such instructions fail LoadMethod
 			}
 			name := OperatorName(m.plan.Operators[kc.OpIndex])
 			if _, ok := m.prog.reg.Kernel(name); !ok && !seen[name] {
@@ -302,6 +279,14 @@ func (m *Method) Close() error {
 	return nil
 }
 
+// MaxInstructions is how many instructions one Execute call runs before it
+// gives up with InvalidProgram, as ExecuTorch's ET_MAX_INSTRUCTIONS guards
+// against programs that loop forever (a JumpFalseCall to itself).
+const MaxInstructions = 10_000_000
+
+// maxInstructions is MaxInstructions; tests lower it.
+var maxInstructions = MaxInstructions
+
 // Execute runs the method's chains with the given inputs (one per method
 // input, stored in the input value slots) and returns the values of the
 // method outputs. Each call has its own value slots, so calls may run
@@ -309,9 +294,12 @@ func (m *Method) Close() error {
 // caller stream set with WithStream is handed to the backends.
 //
 // DelegateCall hands the backend the delegate's inputs then outputs, as
-// listed in the instruction; KernelCall runs the registered kernel (an
+// listed in the instruction (a delegate index out of range is Internal, as
+// upstream checks it only here); KernelCall runs the registered kernel (an
 // unregistered operator is an OperatorMissing error naming it); MoveCall,
-// JumpFalseCall and FreeCall act on the slots.
+// JumpFalseCall and FreeCall act on the slots. A jump outside the chain
+// ends the chain, as upstream. An input or output index outside the value
+// table is InvalidProgram (ExecuTorch aborts the process there).
 func (m *Method) Execute(ctx context.Context, inputs []any) ([]any, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -319,11 +307,24 @@ func (m *Method) Execute(ctx context.Context, inputs []any) ([]any, error) {
 		return nil, &Error{Code: CodeInvalidState, Method: m.name, Delegate: -1, Instruction: -1, Msg: "method is closed"}
 	}
 	ep := m.plan
-	if len(inputs) != len(ep.Inputs) {
-		return nil, &Error{Code: CodeInvalidArgument, Method: m.name, Delegate: -1, Instruction: -1,
-			Msg: fmt.Sprintf("got %d inputs, the method takes %d", len(inputs), len(ep.Inputs))}
+	fail := func(code pte.Code, pc int, format string, args ...any) error {
+		return &Error{Code: code, Method: m.name, Delegate: -1, Instruction: pc, Msg: fmt.Sprintf(format, args...)}
 	}
-	slots := make([]any, len(ep.Values))
+	if len(inputs) != len(ep.Inputs) {
+		return nil, fail(CodeInvalidArgument, -1, "got %d inputs, the method takes %d", len(inputs), len(ep.Inputs))
+	}
+	nv := len(ep.Values)
+	for _, l := range []struct {
+		name string
+		idx  []int32
+	}{{"inputs", ep.Inputs}, {"outputs", ep.Outputs}} {
+		for i, v := range l.idx {
+			if v < 0 || int(v) >= nv {
+				return nil, fail(CodeInvalidProgram, -1, "%s[%d] = %d is not a value index (%d values)", l.name, i, v, nv)
+			}
+		}
+	}
+	slots := make([]any, nv)
 	for i, v := range ep.Values {
 		slots[i] = constantValue(v)
 	}
@@ -338,11 +339,16 @@ func (m *Method) Execute(ctx context.Context, inputs []any) ([]any, error) {
 		}
 		return out
 	}
+	count := 0
 	for _, ch := range ep.Chains {
-		for pc := 0; pc < len(ch.Instructions); {
+		for pc := 0; pc >= 0 && pc < len(ch.Instructions); {
 			if err := ctx.Err(); err != nil {
 				return nil, &Error{Code: CodeInvalidState, Method: m.name, Delegate: -1, Instruction: pc, Msg: "cancelled", Err: err}
 			}
+			if count >= maxInstructions {
+				return nil, fail(CodeInvalidProgram, pc, "instruction limit %d reached: the program loops", maxInstructions)
+			}
+			count++
 			ectx := &ExecuteContext{Context: ctx, Method: m.name, DelegateIndex: -1, Instruction: pc, Stream: stream, Logger: m.log}
 			next := pc + 1
 			switch a := ch.Instructions[pc].Args.(type) {
@@ -350,8 +356,7 @@ func (m *Method) Execute(ctx context.Context, inputs []any) ([]any, error) {
 				name := OperatorName(ep.Operators[a.OpIndex])
 				k, ok := m.prog.reg.Kernel(name)
 				if !ok {
-					return nil, &Error{Code: CodeOperatorMissing, Method: m.name, Delegate: -1, Instruction: pc,
-						Msg: fmt.Sprintf("operator %s is not registered", name)}
+					return nil, fail(CodeOperatorMissing, pc, "operator %s is not registered", name)
 				}
 				if err := k(ectx, args(a.Args)); err != nil {
 					e := locate(err, m.name, -1, "")
@@ -359,6 +364,9 @@ func (m *Method) Execute(ctx context.Context, inputs []any) ([]any, error) {
 					return nil, e
 				}
 			case *pte.DelegateCall:
+				if a.DelegateIndex < 0 || int(a.DelegateIndex) >= len(m.delegates) {
+					return nil, fail(CodeInternal, pc, "DelegateCall index %d >= number of delegates %d", a.DelegateIndex, len(m.delegates))
+				}
 				d := m.delegates[a.DelegateIndex]
 				ectx.DelegateIndex = int(a.DelegateIndex)
 				if err := d.backend.Execute(ectx, d.handle, args(a.Args)); err != nil {
@@ -371,13 +379,15 @@ func (m *Method) Execute(ctx context.Context, inputs []any) ([]any, error) {
 			case *pte.JumpFalseCall:
 				cond, ok := slots[a.CondValueIndex].(bool)
 				if !ok {
-					return nil, &Error{Code: CodeInvalidProgram, Method: m.name, Delegate: -1, Instruction: pc,
-						Msg: fmt.Sprintf("jump condition value %d is %T, not a bool", a.CondValueIndex, slots[a.CondValueIndex])}
+					return nil, fail(CodeInvalidProgram, pc, "jump condition value %d is %T, not a bool", a.CondValueIndex, slots[a.CondValueIndex])
 				}
 				if !cond {
 					next = int(a.DestinationInstruction)
 				}
 			case *pte.FreeCall:
+				if t, ok := ep.Values[a.ValueIndex].Val.(*pte.Tensor); !ok || t == nil {
+					return nil, fail(CodeInvalidProgram, pc, "FreeCall target value %d is not a Tensor", a.ValueIndex)
+				}
 				slots[a.ValueIndex] = nil
 			}
 			pc = next

@@ -31,6 +31,10 @@ type ScratchAllocator interface {
 	Record(device int, stream Stream) (Event, error)
 	// Wait makes work queued later on stream wait for ev.
 	Wait(device int, stream Stream, ev Event) error
+	// Synchronize blocks until all work queued on stream has finished
+	// (cudaStreamSynchronize). The pool uses it only when it cannot
+	// record a handoff event.
+	Synchronize(device int, stream Stream) error
 }
 
 // ScratchPool is the opt-in shared activation scratch pool: one grow-only
@@ -55,9 +59,14 @@ type ScratchPool struct {
 type devicePool struct {
 	mu    sync.Mutex // held from Acquire to Release
 	buf   DeviceBuffer
-	last  Event // recorded after the latest enqueue, nil before the first
+	last  Event // recorded after the latest enqueue, nil before the first or after a synchronize
 	grows int
 	uses  int
+	// broken is set when an enqueue's completion could be neither
+	// recorded nor waited for: the buffer may still be in use by work
+	// nothing can order after, so the device's pool refuses every later
+	// Acquire.
+	broken error
 }
 
 // NewScratchPool returns an empty pool over alloc.
@@ -93,6 +102,10 @@ func (p *ScratchPool) Acquire(device int, size int64, stream Stream) (*ScratchLe
 	}
 	dp := p.device(device)
 	dp.mu.Lock()
+	if dp.broken != nil {
+		dp.mu.Unlock()
+		return nil, fmt.Errorf("runtime: scratch pool on device %d is unusable after a failed handoff: %w", device, dp.broken)
+	}
 	if dp.buf == nil || dp.buf.Size() < size {
 		nb, err := p.alloc.Alloc(device, size)
 		if err != nil {
@@ -119,7 +132,12 @@ func (p *ScratchPool) Acquire(device int, size int64, stream Stream) (*ScratchLe
 func (l *ScratchLease) Buffer() DeviceBuffer { return l.dp.buf }
 
 // Release records the handoff event on stream (the stream the enqueue used)
-// and returns the buffer to the pool. Calling it again does nothing.
+// and returns the buffer to the pool; the next Acquire orders its stream
+// after that event. When the event cannot be recorded, Release waits for
+// stream instead, so that the buffer is idle when the next user gets it;
+// when that fails too, the device's pool is unusable from then on (later
+// Acquire calls fail) and Release returns the error. Calling it again does
+// nothing.
 func (l *ScratchLease) Release(stream Stream) error {
 	if l.done {
 		return nil
@@ -127,12 +145,16 @@ func (l *ScratchLease) Release(stream Stream) error {
 	l.done = true
 	defer l.dp.mu.Unlock()
 	ev, err := l.pool.alloc.Record(l.device, stream)
-	if err != nil {
-		// The next user is then ordered only after the previous event;
-		// the caller sees the error and should synchronize the stream.
-		return fmt.Errorf("runtime: scratch pool: recording the handoff event on device %d: %w", l.device, err)
+	if err == nil {
+		l.dp.last = ev
+		return nil
 	}
-	l.dp.last = ev
+	if serr := l.pool.alloc.Synchronize(l.device, stream); serr != nil {
+		l.dp.broken = fmt.Errorf("recording the handoff event: %w; synchronizing the stream: %w", err, serr)
+		return fmt.Errorf("runtime: scratch pool on device %d: %w", l.device, l.dp.broken)
+	}
+	// Every use of the buffer has finished: no event is needed.
+	l.dp.last = nil
 	return nil
 }
 

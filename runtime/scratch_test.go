@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -190,5 +191,54 @@ func TestTensorRTSharedScratch(t *testing.T) {
 	}
 	if err := NewTensorRTBackend(fac, nil).SetOptions(Option{Key: KeySharedScratch, Value: Bool(true)}); CodeOf(err) != CodeNotSupported {
 		t.Errorf("pool without allocator: %v", err)
+	}
+}
+
+// TestScratchPoolFailedHandoff checks that a failed event record never lets
+// the next user of the buffer run unordered: the pool synchronizes the
+// stream instead, and when that fails too it refuses further use.
+func TestScratchPoolFailedHandoff(t *testing.T) {
+	a := newFakeAllocator()
+	p := NewScratchPool(a)
+	acquire := func(stream string) *ScratchLease {
+		t.Helper()
+		l, err := p.Acquire(0, 64, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	if err := acquire("s1").Release("s1"); err != nil {
+		t.Fatal(err)
+	}
+	a.recordErr = errors.New("cudaEventRecord failed")
+	if err := acquire("s2").Release("s2"); err != nil {
+		t.Fatalf("release with a synchronize fallback: %v", err)
+	}
+	a.recordErr = nil
+	if err := acquire("s3").Release("s3"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"alloc d0 #1 64", "record d0 e1 on s1",
+		"wait d0 s2 on e1", "record-fail d0 on s2", "sync d0 s2",
+		// s2 finished: s3 needs no wait, and must not wait on the stale e1 alone.
+		"record d0 e2 on s3",
+	}
+	if got := a.entries(); !reflect.DeepEqual(got, want) {
+		t.Errorf("device calls:\n got %q\nwant %q", got, want)
+	}
+
+	a.recordErr, a.syncErr = errors.New("record failed"), errors.New("sync failed")
+	err := acquire("s4").Release("s4")
+	if err == nil || !strings.Contains(err.Error(), "sync failed") || !strings.Contains(err.Error(), "record failed") {
+		t.Fatalf("release with both failing: %v", err)
+	}
+	a.recordErr, a.syncErr = nil, nil
+	if _, err := p.Acquire(0, 64, "s5"); err == nil || !strings.Contains(err.Error(), "unusable") {
+		t.Errorf("acquire after an unordered handoff: %v", err)
+	}
+	if _, err := p.Acquire(1, 64, "s5"); err != nil {
+		t.Errorf("another device's pool is affected: %v", err)
 	}
 }

@@ -5,14 +5,26 @@ import (
 	"io"
 )
 
+// Engine facts a stand-in engine may be told (StandIn) and a plan may lack
+// (ProgramPlan.Assumed, Plan.Assumed).
+const (
+	FactStreamable = "streamable" // the streamable weight size
+	FactScratch    = "scratch"    // the activation scratch size
+	FactAutomatic  = "automatic"  // TensorRT's automatic budget
+)
+
 // StandIn is an EngineFactory for planning without a GPU. Its engines take
-// the streamable weight size and activation scratch size stated here (nil:
-// not stated, so every figure depending on it stays unknown in the plan),
-// accept any budget between 0 and the streamable size, never know TensorRT's
-// automatic budget, and cannot execute.
+// the streamable weight size, activation scratch size and automatic budget
+// stated here (nil: not stated, so every figure depending on it stays
+// unknown in the plan), accept any budget between 0 and the streamable
+// size, have no aliased outputs or shape-tensor inputs they could report,
+// and cannot execute.
 type StandIn struct {
 	Streamable *int64
 	Scratch    *int64
+	// Automatic is the automatic budget; on a GPU TensorRT computes it
+	// from the free device memory.
+	Automatic *int64
 }
 
 // ErrStandIn is returned when a stand-in engine is asked to execute.
@@ -20,7 +32,10 @@ var ErrStandIn = errors.New("runtime: a stand-in engine cannot execute")
 
 // Deserialize implements EngineFactory. The engine bytes are not read.
 func (s StandIn) Deserialize(device int, engine *io.SectionReader) (Engine, error) {
-	e := &standInEngine{streamKnown: s.Streamable != nil, scratchKnown: s.Scratch != nil}
+	e := &standInEngine{streamKnown: s.Streamable != nil, scratchKnown: s.Scratch != nil, autoKnown: s.Automatic != nil}
+	if s.Automatic != nil {
+		e.automatic = max(*s.Automatic, 0)
+	}
 	if s.Streamable != nil {
 		e.streamable = max(*s.Streamable, 0)
 	}
@@ -31,15 +46,15 @@ func (s StandIn) Deserialize(device int, engine *io.SectionReader) (Engine, erro
 }
 
 type standInEngine struct {
-	streamable, scratch, budget int64
-	streamKnown, scratchKnown   bool
+	streamable, scratch, automatic, budget int64
+	streamKnown, scratchKnown, autoKnown   bool
 }
 
 func (e *standInEngine) KnownFacts() (streamable, automatic, scratch bool) {
-	return e.streamKnown, false, e.scratchKnown
+	return e.streamKnown, e.autoKnown, e.scratchKnown
 }
 func (e *standInEngine) StreamableWeightsSize() int64 { return e.streamable }
-func (e *standInEngine) AutomaticBudget() int64       { return 0 }
+func (e *standInEngine) AutomaticBudget() int64       { return e.automatic }
 func (e *standInEngine) SetBudget(n int64) bool {
 	if n < 0 || n > e.streamable {
 		return false
@@ -69,3 +84,4 @@ func (noScratch) Alloc(int, int64) (DeviceBuffer, error) { return nil, ErrStandI
 func (noScratch) Free(int, DeviceBuffer, Event)          {}
 func (noScratch) Record(int, Stream) (Event, error)      { return nil, ErrStandIn }
 func (noScratch) Wait(int, Stream, Event) error          { return ErrStandIn }
+func (noScratch) Synchronize(int, Stream) error          { return ErrStandIn }

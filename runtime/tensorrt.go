@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -70,6 +71,25 @@ type Context interface {
 	Synchronize() error
 	// Close releases the context.
 	Close() error
+}
+
+// EngineTensors is implemented by engines that can describe their I/O
+// tensors. When an engine implements it, Init makes the checks of
+// TensorRTBackend::init that need the engine: an aliased_io pair of kind
+// kv_cache_update must be the engine's own alias, a pair of kind user must
+// have equal shapes, and no input may be a shape tensor. Without it those
+// checks are skipped and the plan says so.
+type EngineTensors interface {
+	// AliasedInputTensor is getAliasedInputTensor: the input the output
+	// aliases, "" when none.
+	AliasedInputTensor(output string) string
+	// TensorShape is getTensorShape: the dimensions of the named I/O
+	// tensor (-1 for a dynamic dimension), nil when there is no such
+	// tensor.
+	TensorShape(name string) []int64
+	// IsShapeTensor is isShapeInferenceIO: whether the named input is a
+	// shape tensor.
+	IsShapeTensor(name string) bool
 }
 
 // FactsReporter is implemented by engines that may not know some of their
@@ -196,12 +216,17 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	for _, n := range res.Notes {
 		log.Error("TensorRTBackend::init: " + n)
 	}
+	plan.Notes = append(plan.Notes, res.Notes...)
 	if err != nil {
 		e := err.(*Error)
 		log.Error("TensorRTBackend::init: "+e.Msg, slog.Any("error", e.Err))
+		plan.Source, plan.Reason = res.Source, "load fails: "+e.Msg
+		if e.Err != nil {
+			plan.Reason += ": " + e.Err.Error()
+		}
+		ictx.ReportPlan(clonePlan(&plan))
 		return nil, e
 	}
-	plan.Notes = append(plan.Notes, res.Notes...)
 	if err := applyBudget(log, engine, res, &plan); err != nil {
 		ictx.ReportPlan(clonePlan(&plan))
 		return nil, err
@@ -214,16 +239,21 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	if scratchKnown {
 		plan.Scratch = ptr(engine.ScratchSize())
 	} else {
-		plan.Assumed = appendOnce(plan.Assumed, "scratch")
+		plan.Assumed = appendOnce(plan.Assumed, FactScratch)
 	}
 	if !streamKnown {
-		plan.Assumed = appendOnce(plan.Assumed, "streamable")
+		plan.Assumed = appendOnce(plan.Assumed, FactStreamable)
 	}
 	h.ctx, err = engine.CreateContext(ContextOptions{UserManagedScratch: h.shared})
 	if err != nil || h.ctx == nil {
 		ictx.ReportPlan(clonePlan(&plan))
 		log.Error("TensorRTBackend::init: failed to create execution context", slog.Any("error", err))
 		return nil, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: "failed to create execution context", Err: err}
+	}
+	if err := checkEngineIO(log, engine, view, &plan); err != nil {
+		h.ctx.Close()
+		ictx.ReportPlan(clonePlan(&plan))
+		return nil, err
 	}
 	h.plan = plan
 	ictx.ReportPlan(clonePlan(&plan))
@@ -234,6 +264,56 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	b.mu.Unlock()
 	ok = true
 	return h, nil
+}
+
+// checkEngineIO makes init's steps 10 (aliased_io mapping) and 11 (input
+// profiles): every aliased pair names an existing output and input and has
+// a known kind; with an engine that describes its tensors (EngineTensors),
+// a kv_cache_update pair must be the engine's own alias, a user pair must
+// have equal shapes, and no input may be a shape tensor. Failures are
+// InvalidProgram.
+func checkEngineIO(log *slog.Logger, engine Engine, view *delegate.DeployedView, plan *Plan) error {
+	fail := func(format string, args ...any) error {
+		msg := fmt.Sprintf(format, args...)
+		log.Error("TensorRTBackend::init: " + msg)
+		plan.Notes = append(plan.Notes, "load fails: "+msg)
+		return errorf(CodeInvalidProgram, "%s", msg)
+	}
+	tensors, described := engine.(EngineTensors)
+	for _, a := range view.AliasedIO {
+		if !slices.Contains(view.Outputs, a.Output) || !slices.Contains(view.Inputs, a.Input) {
+			return fail("aliased_io names not found (output=%q, input=%q)", a.Output, a.Input)
+		}
+		switch a.Kind {
+		case delegate.KindKVCacheUpdate:
+			if described {
+				if got := tensors.AliasedInputTensor(a.Output); got != a.Input {
+					return fail("kv_cache_update alias for output %q disagrees with the engine (engine aliases %q, blob says %q)", a.Output, got, a.Input)
+				}
+			}
+		case delegate.KindUser:
+			if described {
+				if o, i := tensors.TensorShape(a.Output), tensors.TensorShape(a.Input); o == nil || !slices.Equal(o, i) {
+					return fail("user alias output %q shape %v is incompatible with input %q shape %v", a.Output, o, a.Input, i)
+				}
+			}
+		default:
+			return fail("aliased_io entry for output %q has unknown kind %q", a.Output, a.Kind)
+		}
+	}
+	if described {
+		for _, in := range view.Inputs {
+			if tensors.IsShapeTensor(in) {
+				return fail("shape tensor input %q is not supported", in)
+			}
+		}
+	} else if len(view.AliasedIO) > 0 {
+		plan.Notes = append(plan.Notes, "aliased_io kinds and names checked; their agreement with the engine is not (the engine does not describe its tensors)")
+	}
+	if len(view.AliasedIO) > 0 {
+		log.Info("TensorRTBackend::init: aliased output(s) bound in-place to caller-owned inputs", slog.Int("aliased", len(view.AliasedIO)))
+	}
+	return nil
 }
 
 func knownFacts(e Engine) (streamable, automatic, scratch bool) {
@@ -263,13 +343,13 @@ func clonePlan(p *Plan) *Plan {
 // TensorRTBackend::init does and fills in plan.
 func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) error {
 	plan.Source = res.Source
-	plan.Requested, plan.Applied, plan.Streamable = nil, nil, nil
+	plan.Requested, plan.Applied, plan.Streamable, plan.Streaming = nil, nil, nil, nil
 	if res.Explicit {
 		plan.Requested = ptr(res.Bytes)
 	}
 	streamKnown, autoKnown, _ := knownFacts(engine)
 	if !streamKnown {
-		plan.Assumed = appendOnce(plan.Assumed, "streamable")
+		plan.Assumed = appendOnce(plan.Assumed, FactStreamable)
 		if res.Explicit {
 			plan.Reason = fmt.Sprintf("budget %d bytes requested; the applied budget is that clamped to the engine's streamable weight size, which is not known (none applies if the engine has no streamable weights)", res.Bytes)
 		} else {
@@ -279,7 +359,9 @@ func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) er
 	}
 	streamable := engine.StreamableWeightsSize()
 	plan.Streamable = ptr(streamable)
-	if streamable <= 0 {
+	streaming := streamable > 0
+	plan.Streaming = &streaming
+	if !streaming {
 		if res.Explicit {
 			log.Error("TensorRTBackend::init: "+msgNotStreamable, slog.Int64("requested", res.Bytes))
 			plan.Reason = "engine has no streamable weights: the requested budget is ignored and all weights stay resident"
@@ -293,7 +375,7 @@ func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) er
 		budget = min(res.Bytes, streamable)
 	} else {
 		if !autoKnown {
-			plan.Assumed = appendOnce(plan.Assumed, "automatic")
+			plan.Assumed = appendOnce(plan.Assumed, FactAutomatic)
 			plan.Reason = "automatic budget chosen by TensorRT on the device; not known without a GPU"
 			return nil
 		}
@@ -469,6 +551,12 @@ func (th *trtHandle) setBudget(req BudgetRequest) (*Plan, error) {
 		return nil, &Error{Code: CodeInvalidState, Delegate: -1, Instruction: -1, Msg: "failed to recreate the execution context", Err: err}
 	}
 	th.ctx = ctx
+	if _, _, scratchKnown := knownFacts(th.engine); scratchKnown {
+		// The activation scratch depends on how much of the weights stay
+		// resident, so it may change with the budget.
+		th.plan.Scratch = ptr(th.engine.ScratchSize())
+		plan.Scratch = th.plan.Scratch
+	}
 	if applyErr != nil {
 		return nil, &Error{Code: CodeInvalidArgument, Delegate: -1, Instruction: -1, Msg: applyErr.(*Error).Msg}
 	}

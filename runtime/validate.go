@@ -1,0 +1,323 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/schema"
+)
+
+// maxTensorRank is ExecuTorch's kTensorDimensionLimit.
+const maxTensorRank = 16
+
+// The checks in this file are the ones ExecuTorch makes when a method is
+// loaded (Program::method_meta, then Method::init), in the same order and
+// with the same error classes, so that LoadMethod fails exactly where the
+// deployed runtime does. Every pointer of the decoded model is guarded: a
+// union whose tag is set but whose table is absent decodes as a typed nil
+// (for instance a (*pte.FreeCall)(nil) in Instruction.Args).
+
+// methodError returns an InvalidProgram *Error for method at path.
+func methodError(method string, code pte.Code, path, format string, args ...any) *Error {
+	msg := fmt.Sprintf(format, args...)
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	return &Error{Code: code, Method: method, Delegate: -1, Instruction: -1, Msg: msg}
+}
+
+// checkMeta models Program::method_meta, which a caller needs before
+// Method::init to size the planned memory: the method's
+// non_const_buffer_sizes, inputs and outputs must be present.
+func checkMeta(method string, ep *pte.ExecutionPlan) *Error {
+	switch {
+	case ep.NonConstBufferSizes == nil:
+		return methodError(method, CodeInvalidProgram, "non_const_buffer_sizes", "field is missing (method_meta)")
+	case ep.Inputs == nil:
+		return methodError(method, CodeInvalidProgram, "inputs", "field is missing (method_meta)")
+	case ep.Outputs == nil:
+		return methodError(method, CodeInvalidProgram, "outputs", "field is missing (method_meta)")
+	}
+	return nil
+}
+
+// checkValues models Method::parse_values: the values table is present,
+// every entry has a known union tag and its table, lists refer to values
+// that exist, and tensors have what tensor_parser requires. Tensor data
+// (constant buffers, planned arenas) is not resolved here: this runtime
+// does not plan memory.
+func checkValues(method string, ep *pte.ExecutionPlan) *Error {
+	if ep.Values == nil {
+		return methodError(method, CodeInvalidProgram, "values", "field is missing")
+	}
+	n := len(ep.Values)
+	for i, ev := range ep.Values {
+		path := fmt.Sprintf("values[%d]", i)
+		bad := func(format string, args ...any) *Error {
+			return methodError(method, CodeInvalidProgram, path, format, args...)
+		}
+		if ev == nil {
+			return bad("value is missing")
+		}
+		if ev.Val == nil {
+			return bad("value has union tag NONE")
+		}
+		if _, null := ev.Val.(*pte.Null); !null && isNilValue(ev.Val) {
+			return bad("%s has no table (union tag set, table absent)", valueTypeName(ev.Val))
+		}
+		switch x := ev.Val.(type) {
+		case *pte.Null, *pte.Int, *pte.Bool, *pte.Double, *pte.String:
+		case *pte.UnknownValue:
+			return bad("unknown KernelTypes union tag %d", uint8(x.Tag))
+		case *pte.IntList:
+			if x.Items == nil {
+				return bad("IntList has no items")
+			}
+			for j, it := range x.Items {
+				if it < 0 || it >= int64(n) {
+					return bad("IntList item %d is value %d, out of range (%d values)", j, it, n)
+				}
+			}
+		case *pte.BoolList:
+			if x.Items == nil {
+				return bad("BoolList has no items")
+			}
+		case *pte.DoubleList:
+			if x.Items == nil {
+				return bad("DoubleList has no items")
+			}
+		case *pte.Tensor:
+			if err := checkTensor(x); err != "" {
+				return bad("%s", err)
+			}
+		case *pte.TensorList:
+			if x.Items == nil {
+				return bad("TensorList has no items")
+			}
+			if err := checkTensorItems(ep, i, x.Items, false); err != "" {
+				return bad("TensorList %s", err)
+			}
+		case *pte.OptionalTensorList:
+			if x.Items == nil {
+				return bad("OptionalTensorList has no items")
+			}
+			if err := checkTensorItems(ep, i, x.Items, true); err != "" {
+				return bad("OptionalTensorList %s", err)
+			}
+		default:
+			return bad("unknown value type %T", x)
+		}
+	}
+	return nil
+}
+
+// valueTypeName names the Go type of v as the schema does ("Tensor").
+func valueTypeName(v pte.Value) string {
+	return strings.TrimPrefix(fmt.Sprintf("%T", v), "*pte.")
+}
+
+// isNilValue reports whether v is a typed nil pointer.
+func isNilValue(v pte.Value) bool {
+	switch x := v.(type) {
+	case *pte.Null:
+		return x == nil
+	case *pte.Int:
+		return x == nil
+	case *pte.Bool:
+		return x == nil
+	case *pte.Double:
+		return x == nil
+	case *pte.String:
+		return x == nil
+	case *pte.Tensor:
+		return x == nil
+	case *pte.IntList:
+		return x == nil
+	case *pte.DoubleList:
+		return x == nil
+	case *pte.BoolList:
+		return x == nil
+	case *pte.TensorList:
+		return x == nil
+	case *pte.OptionalTensorList:
+		return x == nil
+	case *pte.UnknownValue:
+		return x == nil
+	}
+	return v == nil
+}
+
+// checkTensor applies tensor_parser's structural checks; it returns "" when
+// the tensor passes.
+func checkTensor(t *pte.Tensor) string {
+	switch {
+	case t.StorageOffset != 0:
+		return fmt.Sprintf("tensor storage_offset %d is not supported", t.StorageOffset)
+	case t.ShapeDynamism == schema.TensorShapeDynamismDYNAMIC_UNBOUND:
+		return "DYNAMIC_UNBOUND tensors are not supported"
+	case t.Sizes == nil:
+		return "tensor has no sizes"
+	case len(t.Sizes) > maxTensorRank:
+		return fmt.Sprintf("tensor rank %d exceeds %d", len(t.Sizes), maxTensorRank)
+	case t.DimOrder == nil:
+		return "tensor has no dim_order"
+	case len(t.DimOrder) != len(t.Sizes):
+		return fmt.Sprintf("tensor dim_order has %d entries for rank %d", len(t.DimOrder), len(t.Sizes))
+	}
+	for d, s := range t.Sizes {
+		if s < 0 {
+			return fmt.Sprintf("tensor sizes[%d] is negative (%d)", d, s)
+		}
+	}
+	for d, o := range t.DimOrder {
+		if int(o) >= len(t.Sizes) {
+			return fmt.Sprintf("tensor dim_order[%d] = %d is not a dimension (rank %d)", d, o, len(t.Sizes))
+		}
+	}
+	return ""
+}
+
+// checkTensorItems checks the items of a tensor list at values[self]: each
+// must be an earlier Tensor value (the runtime reads them while parsing the
+// list), or -1 (None) in an optional list.
+func checkTensorItems(ep *pte.ExecutionPlan, self int, items []int32, optional bool) string {
+	for j, it := range items {
+		if optional && it == -1 {
+			continue
+		}
+		if it < 0 || int(it) >= self {
+			return fmt.Sprintf("item %d is value %d, which is not an earlier value (list is value %d)", j, it, self)
+		}
+		ev := ep.Values[it]
+		if t, ok := ev.Val.(*pte.Tensor); !ok || t == nil {
+			return fmt.Sprintf("item %d is value %d, which is not a Tensor", j, it)
+		}
+	}
+	return ""
+}
+
+// checkDelegateEntry checks what Method::init reads of a delegate before
+// handing it to its backend. The payload reference is checked by
+// pte.File.DelegateData.
+func checkDelegateEntry(method string, di int, d *pte.BackendDelegate) *Error {
+	path := fmt.Sprintf("delegates[%d]", di)
+	if d == nil {
+		return methodError(method, CodeInvalidProgram, path, "delegate is missing")
+	}
+	if d.CompileSpecs == nil {
+		return methodError(method, CodeInvalidProgram, path+".compile_specs", "field is missing")
+	}
+	for j, s := range d.CompileSpecs {
+		if s == nil {
+			return methodError(method, CodeInvalidProgram, fmt.Sprintf("%s.compile_specs[%d]", path, j), "compile spec is missing")
+		}
+		if s.Value == nil {
+			return methodError(method, CodeInvalidProgram, fmt.Sprintf("%s.compile_specs[%d].value", path, j), "field is missing")
+		}
+	}
+	return nil
+}
+
+// checkChains models the chain part of Method::init: there is at least one
+// chain, every instruction has a known type and its table, and the value
+// indices each type uses are in range. As upstream, a DelegateCall's
+// delegate_index and a JumpFalseCall's destination are not checked here:
+// the first fails when it executes (Internal), the second ends the chain.
+// An out-of-range operator index is reported after every other instruction
+// has been checked, as upstream delays it.
+func checkChains(method string, ep *pte.ExecutionPlan) *Error {
+	if len(ep.Chains) == 0 {
+		return methodError(method, CodeInvalidProgram, "chains", "method has no chains")
+	}
+	nv := len(ep.Values)
+	var delayed *Error
+	for ci, ch := range ep.Chains {
+		cpath := fmt.Sprintf("chains[%d]", ci)
+		if ch == nil {
+			return methodError(method, CodeInvalidProgram, cpath, "chain is missing")
+		}
+		if ch.Instructions == nil {
+			return methodError(method, CodeInvalidProgram, cpath+".instructions", "field is missing")
+		}
+		for ii, ins := range ch.Instructions {
+			path := fmt.Sprintf("%s.instructions[%d]", cpath, ii)
+			bad := func(format string, args ...any) *Error {
+				e := methodError(method, CodeInvalidProgram, path, format, args...)
+				e.Instruction = ii
+				return e
+			}
+			values := func(what string, idx ...int32) *Error {
+				for j, v := range idx {
+					if v < 0 || int(v) >= nv {
+						return bad("%s[%d] = %d is not a value index (%d values)", what, j, v, nv)
+					}
+				}
+				return nil
+			}
+			if ins == nil || ins.Args == nil || isNilInstruction(ins.Args) {
+				return bad("instruction or its arguments are missing")
+			}
+			switch a := ins.Args.(type) {
+			case *pte.KernelCall:
+				if a.Args == nil {
+					return bad("KernelCall args missing")
+				}
+				if err := values("args", a.Args...); err != nil {
+					return err
+				}
+				if a.OpIndex < 0 || int(a.OpIndex) >= len(ep.Operators) {
+					delayed = bad("operator index %d out of range (%d operators)", a.OpIndex, len(ep.Operators))
+				} else if ep.Operators[a.OpIndex] == nil {
+					delayed = bad("operators[%d] is missing", a.OpIndex)
+				}
+			case *pte.DelegateCall:
+				if a.Args == nil {
+					return bad("DelegateCall args missing")
+				}
+				if err := values("args", a.Args...); err != nil {
+					return err
+				}
+			case *pte.JumpFalseCall:
+				if err := values("cond_value_index", a.CondValueIndex); err != nil {
+					return err
+				}
+			case *pte.MoveCall:
+				if err := values("move_from", a.MoveFrom); err != nil {
+					return err
+				}
+				if err := values("move_to", a.MoveTo); err != nil {
+					return err
+				}
+			case *pte.FreeCall:
+				if err := values("value_index", a.ValueIndex); err != nil {
+					return err
+				}
+			case *pte.UnknownInstruction:
+				return bad("unknown instruction type %d", uint8(a.Tag))
+			default:
+				return bad("unknown instruction type %T", a)
+			}
+		}
+	}
+	return delayed
+}
+
+// isNilInstruction reports whether a is a typed nil pointer.
+func isNilInstruction(a pte.InstructionArgs) bool {
+	switch x := a.(type) {
+	case *pte.KernelCall:
+		return x == nil
+	case *pte.DelegateCall:
+		return x == nil
+	case *pte.MoveCall:
+		return x == nil
+	case *pte.JumpFalseCall:
+		return x == nil
+	case *pte.FreeCall:
+		return x == nil
+	case *pte.UnknownInstruction:
+		return x == nil
+	}
+	return a == nil
+}
