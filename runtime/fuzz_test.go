@@ -1,8 +1,15 @@
 package runtime
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/pte"
 )
 
 func FuzzParseBackendOption(f *testing.F) {
@@ -27,6 +34,67 @@ func FuzzParseBackendOption(f *testing.F) {
 		var lo LoadOptions
 		if err := lo.Add(id, o); err != nil && len(id) <= MaxBackendIDLen {
 			t.Fatalf("Add refused a parsed option: %v", err)
+		}
+	})
+}
+
+// FuzzLoad feeds arbitrary bytes through pte.NewFile, PlanProgram (stand-in
+// engine) and LoadMethod plus Execute (accepting backends): whatever the
+// input, nothing panics, every failure is an *Error with a code, and the
+// plan agrees with LoadMethod.
+func FuzzLoad(f *testing.F) {
+	f.Add(writeProgram(f, seedProgram(f, seedMetadata()), seedMetadata()))
+	for _, dir := range []string{"vectors/pte", "vectors/pte-bad", "vectors/pte-bad/sources"} {
+		ms, _ := filepath.Glob(filepath.Join("..", "..", "shared", dir, "*.pte"))
+		for _, m := range ms {
+			if b, err := os.ReadFile(m); err == nil && len(b) < 64<<10 {
+				f.Add(b)
+			}
+		}
+	}
+	limit := maxInstructions
+	maxInstructions = 1000 // keep looping inputs fast
+	f.Cleanup(func() { maxInstructions = limit })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return
+		}
+		pp, err := PlanProgram(file, PlanOptions{Streamable: i64(gib), Scratch: i64(mib), Automatic: i64(mib)})
+		if err != nil {
+			t.Fatalf("PlanProgram: %v", err)
+		}
+		reg := &Registry{}
+		reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(StandIn{Streamable: i64(gib), Scratch: i64(mib)}, nil))
+		for _, ep := range file.Program.ExecutionPlan {
+			for _, d := range ep.Delegates {
+				if d != nil {
+					reg.RegisterBackend(d.ID, acceptingBackend{})
+				}
+			}
+		}
+		prog, err := Load(file, Config{Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, name := range prog.MethodNames() {
+			m, err := prog.LoadMethod(name, nil)
+			if err != nil {
+				var re *Error
+				if m != nil || !errors.As(err, &re) || re.Code == pte.CodeOk {
+					t.Fatalf("LoadMethod(%q) = %v, %#v", name, m, err)
+				}
+				continue
+			}
+			if i < len(pp.Methods) && pp.Methods[i].Name == name && !pp.Methods[i].OK &&
+				pp.Methods[i].Error.Kind == "not_found" {
+				t.Fatalf("plan says %q fails with not_found but it loads", name)
+			}
+			inputs := make([]any, len(file.Program.ExecutionPlan[i].Inputs))
+			if _, err := m.Execute(context.Background(), inputs); err != nil && CodeOf(err) == pte.CodeOk {
+				t.Fatalf("Execute: %v", err)
+			}
+			m.Close()
 		}
 	})
 }

@@ -52,19 +52,34 @@ func checkValues(method string, ep *pte.ExecutionPlan) *Error {
 		return methodError(method, CodeInvalidProgram, "values", "field is missing")
 	}
 	n := len(ep.Values)
+	// First pass (get_num_external_constants): every entry is present and
+	// has its table, unless it is a Null.
+	for i, ev := range ep.Values {
+		path := fmt.Sprintf("values[%d]", i)
+		switch {
+		case ev == nil:
+			return methodError(method, CodeInvalidProgram, path, "value is missing")
+		case ev.Val == nil:
+			return methodError(method, CodeInvalidProgram, path, "value has union tag NONE")
+		}
+		if _, null := ev.Val.(*pte.Null); !null && isNilValue(ev.Val) {
+			return methodError(method, CodeInvalidProgram, path, "%s has no table (union tag set, table absent)", valueTypeName(ev.Val))
+		}
+	}
+	// Second pass (parse_external_constants): constants stored outside the
+	// program need a named data map (.ptd), which this runtime does not take.
+	for i, ev := range ep.Values {
+		t, ok := ev.Val.(*pte.Tensor)
+		if ok && t.AllocationInfo == nil && t.ExtraTensorInfo != nil && t.ExtraTensorInfo.Location == schema.TensorDataLocationEXTERNAL {
+			return methodError(method, CodeInvalidState, fmt.Sprintf("values[%d]", i),
+				"tensor %q is an external constant; loading it needs a named data map (.ptd), which this runtime does not support",
+				t.ExtraTensorInfo.FullyQualifiedName)
+		}
+	}
 	for i, ev := range ep.Values {
 		path := fmt.Sprintf("values[%d]", i)
 		bad := func(format string, args ...any) *Error {
 			return methodError(method, CodeInvalidProgram, path, format, args...)
-		}
-		if ev == nil {
-			return bad("value is missing")
-		}
-		if ev.Val == nil {
-			return bad("value has union tag NONE")
-		}
-		if _, null := ev.Val.(*pte.Null); !null && isNilValue(ev.Val) {
-			return bad("%s has no table (union tag set, table absent)", valueTypeName(ev.Val))
 		}
 		switch x := ev.Val.(type) {
 		case *pte.Null, *pte.Int, *pte.Bool, *pte.Double, *pte.String:
@@ -88,8 +103,8 @@ func checkValues(method string, ep *pte.ExecutionPlan) *Error {
 				return bad("DoubleList has no items")
 			}
 		case *pte.Tensor:
-			if err := checkTensor(x); err != "" {
-				return bad("%s", err)
+			if code, err := checkTensor(x); err != "" {
+				return methodError(method, code, path, "%s", err)
 			}
 		case *pte.TensorList:
 			if x.Items == nil {
@@ -149,33 +164,33 @@ func isNilValue(v pte.Value) bool {
 }
 
 // checkTensor applies tensor_parser's structural checks; it returns "" when
-// the tensor passes.
-func checkTensor(t *pte.Tensor) string {
+// the tensor passes, else the error class and message.
+func checkTensor(t *pte.Tensor) (pte.Code, string) {
 	switch {
 	case t.StorageOffset != 0:
-		return fmt.Sprintf("tensor storage_offset %d is not supported", t.StorageOffset)
+		return CodeNotSupported, fmt.Sprintf("tensor storage_offset %d is not supported", t.StorageOffset)
 	case t.ShapeDynamism == schema.TensorShapeDynamismDYNAMIC_UNBOUND:
-		return "DYNAMIC_UNBOUND tensors are not supported"
+		return CodeNotSupported, "DYNAMIC_UNBOUND tensors are not supported"
 	case t.Sizes == nil:
-		return "tensor has no sizes"
+		return CodeInvalidProgram, "tensor has no sizes"
 	case len(t.Sizes) > maxTensorRank:
-		return fmt.Sprintf("tensor rank %d exceeds %d", len(t.Sizes), maxTensorRank)
+		return CodeInvalidProgram, fmt.Sprintf("tensor rank %d exceeds %d", len(t.Sizes), maxTensorRank)
 	case t.DimOrder == nil:
-		return "tensor has no dim_order"
+		return CodeInvalidProgram, "tensor has no dim_order"
 	case len(t.DimOrder) != len(t.Sizes):
-		return fmt.Sprintf("tensor dim_order has %d entries for rank %d", len(t.DimOrder), len(t.Sizes))
+		return CodeInvalidProgram, fmt.Sprintf("tensor dim_order has %d entries for rank %d", len(t.DimOrder), len(t.Sizes))
 	}
 	for d, s := range t.Sizes {
 		if s < 0 {
-			return fmt.Sprintf("tensor sizes[%d] is negative (%d)", d, s)
+			return CodeInvalidProgram, fmt.Sprintf("tensor sizes[%d] is negative (%d)", d, s)
 		}
 	}
 	for d, o := range t.DimOrder {
 		if int(o) >= len(t.Sizes) {
-			return fmt.Sprintf("tensor dim_order[%d] = %d is not a dimension (rank %d)", d, o, len(t.Sizes))
+			return CodeInvalidProgram, fmt.Sprintf("tensor dim_order[%d] = %d is not a dimension (rank %d)", d, o, len(t.Sizes))
 		}
 	}
-	return ""
+	return pte.CodeOk, ""
 }
 
 // checkTensorItems checks the items of a tensor list at values[self]: each

@@ -24,6 +24,7 @@ type cppEvent struct {
 	Names []string `json:"names"`
 	Name  string   `json:"name"`
 	OK    *bool    `json:"ok"`
+	Error string   `json:"error"`
 
 	Backend          string `json:"backend"`
 	Method           string `json:"method"`

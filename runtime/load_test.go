@@ -1,0 +1,236 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/ptekit/ptekit/pte"
+)
+
+// openBytes decodes a program file held in memory.
+func openBytes(t testing.TB, data []byte) *pte.File {
+	t.Helper()
+	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// loadSeed loads seedProgram after mutate changed it, with accepting
+// backends, and returns LoadMethod's outcome.
+func loadSeed(t *testing.T, mutate func(ep *pte.ExecutionPlan)) (*Method, error) {
+	t.Helper()
+	f := openBytes(t, writeProgram(t, seedProgram(t, seedMetadata()), seedMetadata()))
+	if mutate != nil {
+		mutate(f.Program.ExecutionPlan[0])
+	}
+	reg := &Registry{}
+	reg.RegisterBackend(TensorRTBackendID, acceptingBackend{})
+	prog, err := Load(f, Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := prog.LoadMethod("forward", nil)
+	if m != nil {
+		t.Cleanup(func() { m.Close() })
+	}
+	return m, err
+}
+
+// TestLoadMethodChecks covers Method::init's checks one by one, including
+// every union member decoded as a typed nil (tag set, table absent), which
+// used to panic.
+func TestLoadMethodChecks(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(ep *pte.ExecutionPlan)
+		code   pte.Code // CodeOk: loads
+		errSub string
+		instr  int // Error.Instruction when it fails, -1 otherwise
+	}{
+		{"seed loads", nil, pte.CodeOk, "", -1},
+		{"no non_const_buffer_sizes", func(ep *pte.ExecutionPlan) { ep.NonConstBufferSizes = nil }, CodeInvalidProgram, "non_const_buffer_sizes", -1},
+		{"no inputs", func(ep *pte.ExecutionPlan) { ep.Inputs = nil }, CodeInvalidProgram, "inputs: field is missing", -1},
+		{"no outputs", func(ep *pte.ExecutionPlan) { ep.Outputs = nil }, CodeInvalidProgram, "outputs: field is missing", -1},
+		{"no values", func(ep *pte.ExecutionPlan) { ep.Values = nil }, CodeInvalidProgram, "values: field is missing", -1},
+		{"nil value", func(ep *pte.ExecutionPlan) { ep.Values[2] = nil }, CodeInvalidProgram, "values[2]: value is missing", -1},
+		{"value tag NONE", func(ep *pte.ExecutionPlan) { ep.Values[2].Val = nil }, CodeInvalidProgram, "values[2]: value has union tag NONE", -1},
+		{"unknown value tag", func(ep *pte.ExecutionPlan) { ep.Values[0].Val = &pte.UnknownValue{Tag: 99} }, CodeInvalidProgram, "unknown KernelTypes union tag 99", -1},
+		{"typed nil Tensor", func(ep *pte.ExecutionPlan) { ep.Values[0].Val = (*pte.Tensor)(nil) }, CodeInvalidProgram, "values[0]: Tensor has no table", -1},
+		{"typed nil Int", func(ep *pte.ExecutionPlan) { ep.Values[2].Val = (*pte.Int)(nil) }, CodeInvalidProgram, "Int has no table", -1},
+		{"typed nil unknown", func(ep *pte.ExecutionPlan) { ep.Values[2].Val = (*pte.UnknownValue)(nil) }, CodeInvalidProgram, "UnknownValue has no table", -1},
+		{"typed nil Null is a None", func(ep *pte.ExecutionPlan) { ep.Values[5].Val = (*pte.Null)(nil) }, pte.CodeOk, "", -1},
+		{"IntList out of range", func(ep *pte.ExecutionPlan) { ep.Values[6].Val = &pte.IntList{Items: []int64{9}} }, CodeInvalidProgram, "IntList item 0 is value 9", -1},
+		{"IntList without items", func(ep *pte.ExecutionPlan) { ep.Values[6].Val = &pte.IntList{} }, CodeInvalidProgram, "IntList has no items", -1},
+		{"TensorList refers forward", func(ep *pte.ExecutionPlan) { ep.Values[4].Val = &pte.TensorList{Items: []int32{8}} }, CodeInvalidProgram, "not an earlier value", -1},
+		{"TensorList of a non-tensor", func(ep *pte.ExecutionPlan) { ep.Values[4].Val = &pte.TensorList{Items: []int32{2}} }, CodeInvalidProgram, "which is not a Tensor", -1},
+		{"OptionalTensorList of an Int", func(ep *pte.ExecutionPlan) { ep.Values[7].Val = &pte.OptionalTensorList{Items: []int32{2}} }, CodeInvalidProgram, "which is not a Tensor", -1},
+		{"tensor without dim_order", func(ep *pte.ExecutionPlan) { ep.Values[0].Val.(*pte.Tensor).DimOrder = nil }, CodeInvalidProgram, "tensor has no dim_order", -1},
+		{"tensor storage offset", func(ep *pte.ExecutionPlan) { ep.Values[0].Val.(*pte.Tensor).StorageOffset = 4 }, CodeNotSupported, "storage_offset", -1},
+		{"external constant", func(ep *pte.ExecutionPlan) {
+			ep.Values[0].Val.(*pte.Tensor).ExtraTensorInfo = &pte.ExtraTensorInfo{FullyQualifiedName: "w", Location: 1}
+		}, CodeInvalidState, `tensor "w" is an external constant`, -1},
+		{"no delegates field", func(ep *pte.ExecutionPlan) { ep.Delegates = nil }, CodeInvalidProgram, "delegates: field is missing", -1},
+		{"no compile specs field", func(ep *pte.ExecutionPlan) { ep.Delegates[0].CompileSpecs = nil }, CodeInvalidProgram, "delegates[0].compile_specs: field is missing", -1},
+		{"no chains", func(ep *pte.ExecutionPlan) { ep.Chains = []*pte.Chain{} }, CodeInvalidProgram, "method has no chains", -1},
+		{"chain without instructions", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions = nil }, CodeInvalidProgram, "chains[0].instructions: field is missing", -1},
+		{"instruction tag NONE", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[2].Args = nil }, CodeInvalidProgram, "chains[0].instructions[2]: instruction or its arguments are missing", 2},
+		{"typed nil KernelCall", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[3].Args = (*pte.KernelCall)(nil) }, CodeInvalidProgram, "instructions[3]: instruction or its arguments are missing", 3},
+		{"typed nil DelegateCall", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[0].Args = (*pte.DelegateCall)(nil) }, CodeInvalidProgram, "instructions[0]: instruction", 0},
+		{"typed nil JumpFalseCall", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[1].Args = (*pte.JumpFalseCall)(nil) }, CodeInvalidProgram, "instructions[1]: instruction", 1},
+		{"typed nil MoveCall", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[2].Args = (*pte.MoveCall)(nil) }, CodeInvalidProgram, "instructions[2]: instruction", 2},
+		{"typed nil FreeCall", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[4].Args = (*pte.FreeCall)(nil) }, CodeInvalidProgram, "instructions[4]: instruction", 4},
+		{"typed nil unknown instruction", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[4].Args = (*pte.UnknownInstruction)(nil) }, CodeInvalidProgram, "instructions[4]", 4},
+		{"unknown instruction", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[4].Args = &pte.UnknownInstruction{Tag: 42} }, CodeInvalidProgram, "unknown instruction type 42", 4},
+		{"kernel args missing", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[3].Args.(*pte.KernelCall).Args = nil }, CodeInvalidProgram, "KernelCall args missing", 3},
+		{"kernel arg out of range", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[3].Args.(*pte.KernelCall).Args[1] = 99 }, CodeInvalidProgram, "args[1] = 99 is not a value index", 3},
+		{"operator index out of range", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[3].Args.(*pte.KernelCall).OpIndex = 5 }, CodeInvalidProgram, "operator index 5 out of range", 3},
+		{"delegate arg out of range", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[0].Args.(*pte.DelegateCall).Args[0] = -1 }, CodeInvalidProgram, "args[0] = -1", 0},
+		{"move out of range", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[2].Args.(*pte.MoveCall).MoveTo = 9 }, CodeInvalidProgram, "move_to[0] = 9", 2},
+		{"free out of range", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[4].Args.(*pte.FreeCall).ValueIndex = 9 }, CodeInvalidProgram, "value_index[0] = 9", 4},
+		{"jump condition out of range", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[1].Args.(*pte.JumpFalseCall).CondValueIndex = 9 }, CodeInvalidProgram, "cond_value_index[0] = 9", 1},
+		// As upstream, these are checked only when the method executes.
+		{"delegate index out of range loads", func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[0].Args.(*pte.DelegateCall).DelegateIndex = 7 }, pte.CodeOk, "", -1},
+		{"input index out of range loads", func(ep *pte.ExecutionPlan) { ep.Inputs[0] = 1000 }, pte.CodeOk, "", -1},
+		{"jump outside the chain loads", func(ep *pte.ExecutionPlan) {
+			ep.Chains[0].Instructions[1].Args.(*pte.JumpFalseCall).DestinationInstruction = 99
+		}, pte.CodeOk, "", -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := loadSeed(t, tc.mutate)
+			if tc.code == pte.CodeOk {
+				if err != nil || m == nil {
+					t.Fatalf("LoadMethod: %v", err)
+				}
+				return
+			}
+			var re *Error
+			if !errors.As(err, &re) || re.Code != tc.code || !strings.Contains(err.Error(), tc.errSub) {
+				t.Fatalf("error = %v; want %v containing %q", err, tc.code, tc.errSub)
+			}
+			if m != nil || re.Method != "forward" || re.Instruction != tc.instr {
+				t.Errorf("method %v, error location %q instruction %d", m, re.Method, re.Instruction)
+			}
+		})
+	}
+}
+
+// TestLoadMethodDestroysOnChainFailure checks that a chain error found
+// after the delegates were initialized destroys their handles.
+func TestLoadMethodDestroysOnChainFailure(t *testing.T) {
+	f := openBytes(t, writeProgram(t, seedProgram(t, seedMetadata()), seedMetadata()))
+	f.Program.ExecutionPlan[0].Chains[0].Instructions[2].Args = (*pte.MoveCall)(nil)
+	cb := &countingBackend{Backend: acceptingBackend{}}
+	reg := &Registry{}
+	reg.RegisterBackend(TensorRTBackendID, cb)
+	prog, _ := Load(f, Config{Registry: reg})
+	if _, err := prog.LoadMethod("forward", nil); CodeOf(err) != CodeInvalidProgram {
+		t.Fatalf("error = %v", err)
+	}
+	if cb.inits.Load() != 1 || cb.destroys.Load() != 1 {
+		t.Errorf("inits %d destroys %d", cb.inits.Load(), cb.destroys.Load())
+	}
+}
+
+// TestTypedNilFromFile decodes a real program whose FreeCall union tag is
+// set while its table offset is 0, which used to panic pteinspect --plan.
+func TestTypedNilFromFile(t *testing.T) {
+	data, err := os.ReadFile(sharedPath(t, "corpus/npr__dtypes__65298504.pte"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(data[329:333], []byte{0xda, 0x0a, 0, 0})
+	f := openBytes(t, data)
+	pp, err := PlanProgram(f, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, mp := range pp.Methods {
+		if !mp.OK {
+			failed++
+			if mp.Error.Kind != "invalid_program" || !strings.Contains(mp.Error.Message, "instruction or its arguments are missing") {
+				t.Errorf("%s: %+v", mp.Name, mp.Error)
+			}
+		}
+	}
+	if failed == 0 {
+		t.Errorf("no method failed: %+v", pp.Methods)
+	}
+}
+
+// TestExecuteDeferredChecks covers what upstream checks only when the
+// method runs.
+func TestExecuteDeferredChecks(t *testing.T) {
+	run := func(mutate func(ep *pte.ExecutionPlan)) error {
+		t.Helper()
+		m, err := loadSeed(t, mutate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.Execute(context.Background(), []any{1.0, 2.0})
+		return err
+	}
+	var re *Error
+	err := run(func(ep *pte.ExecutionPlan) { ep.Chains[0].Instructions[0].Args.(*pte.DelegateCall).DelegateIndex = 7 })
+	if !errors.As(err, &re) || re.Code != CodeInternal || re.Instruction != 0 || !strings.Contains(err.Error(), "DelegateCall index 7") {
+		t.Errorf("delegate index: %v", err)
+	}
+	err = run(func(ep *pte.ExecutionPlan) { ep.Inputs[1] = 1000 })
+	if CodeOf(err) != CodeInvalidProgram || !strings.Contains(err.Error(), "inputs[1] = 1000") {
+		t.Errorf("input index: %v", err)
+	}
+	err = run(func(ep *pte.ExecutionPlan) { ep.Outputs[0] = -3 })
+	if CodeOf(err) != CodeInvalidProgram || !strings.Contains(err.Error(), "outputs[0] = -3") {
+		t.Errorf("output index: %v", err)
+	}
+	// A jump outside the chain ends it, as upstream (no kernel runs).
+	err = run(func(ep *pte.ExecutionPlan) {
+		ep.Values[3].Val = &pte.Bool{BoolVal: false}
+		ep.Chains[0].Instructions[1].Args.(*pte.JumpFalseCall).DestinationInstruction = 99
+	})
+	if err != nil {
+		t.Errorf("jump past the end: %v", err)
+	}
+	// A jump to itself loops until the instruction limit.
+	limit := maxInstructions
+	maxInstructions = 50
+	defer func() { maxInstructions = limit }()
+	err = run(func(ep *pte.ExecutionPlan) {
+		ep.Values[3].Val = &pte.Bool{BoolVal: false}
+		ep.Chains[0].Instructions[1].Args.(*pte.JumpFalseCall).DestinationInstruction = 1
+	})
+	if !errors.As(err, &re) || re.Code != CodeInvalidProgram || !strings.Contains(err.Error(), "instruction limit 50") {
+		t.Errorf("loop: %v", err)
+	}
+}
+
+// TestFreeCallNonTensor checks that freeing a non-tensor fails when the
+// FreeCall runs (kernel registered so execution reaches it).
+func TestFreeCallNonTensor(t *testing.T) {
+	f := openBytes(t, writeProgram(t, seedProgram(t, seedMetadata()), seedMetadata()))
+	f.Program.ExecutionPlan[0].Chains[0].Instructions[4].Args.(*pte.FreeCall).ValueIndex = 2
+	reg := &Registry{}
+	reg.RegisterBackend(TensorRTBackendID, acceptingBackend{})
+	reg.RegisterKernel("aten::add.out", func(*ExecuteContext, []Arg) error { return nil })
+	prog, _ := Load(f, Config{Registry: reg})
+	m, err := prog.LoadMethod("forward", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, err = m.Execute(context.Background(), []any{1.0, 2.0})
+	if CodeOf(err) != CodeInvalidProgram || !strings.Contains(err.Error(), "FreeCall target value 2 is not a Tensor") {
+		t.Errorf("error = %v", err)
+	}
+	f.Program.ExecutionPlan[0].Chains[0].Instructions[4].Args.(*pte.FreeCall).ValueIndex = 0
+	if _, err := m.Execute(context.Background(), []any{1.0, 2.0}); err != nil {
+		t.Errorf("valid program: %v", err)
+	}
+}
