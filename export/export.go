@@ -110,6 +110,9 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAlignment(opts.SegmentAlignment); err != nil {
+		return nil, err
+	}
 	if p == nil || len(p.Methods) == 0 {
 		return nil, newError("", "", "the program has no methods", nil)
 	}
@@ -443,4 +446,12 @@ func fileKind(m os.FileMode) string {
 	default:
 		return "mode " + m.String()
 	}
+}
+
+// checkAlignment refuses a segment alignment above MaxSegmentAlignment.
+func checkAlignment(a uint64) error {
+	if a > MaxSegmentAlignment {
+		return newError("", "", fmt.Sprintf("segment alignment %d exceeds %d (1 MiB): each segment would be padded with up to that many zero bytes", a, MaxSegmentAlignment), nil)
+	}
+	return nil
 }

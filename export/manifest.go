@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/pte"
@@ -26,7 +28,7 @@ type Manifest struct {
 
 // ManifestError reports a manifest that cannot be used. Field is the JSON
 // path of the offending value, e.g. "methods[0].engines[1].outputs[0].dtype";
-// Line and Column locate JSON syntax errors (0 when unknown).
+// Line and Column locate it in the manifest (1-based; 0 when unknown).
 type ManifestError struct {
 	File  string
 	Field string
@@ -60,90 +62,15 @@ func (e *ManifestError) Error() string {
 // Unwrap returns the underlying cause.
 func (e *ManifestError) Unwrap() error { return e.Err }
 
-type manifestJSON struct {
-	Methods            []*methodJSON   `json:"methods"`
-	CompileSpecs       []*specJSON     `json:"compile_specs"`
-	Budget             json.RawMessage `json:"weight_streaming_budget_per_engine"`
-	TargetDevice       string          `json:"target_device"`
-	InlineDelegateData bool            `json:"inline_delegate_data"`
-	SegmentAlignment   uint64          `json:"segment_alignment"`
-}
-
-type methodJSON struct {
-	Name         string        `json:"name"`
-	Inputs       []*tensorJSON `json:"inputs"`
-	Outputs      []*tensorJSON `json:"outputs"`
-	Engines      []*engineJSON `json:"engines"`
-	CompileSpecs []*specJSON   `json:"compile_specs"`
-}
-
-type tensorJSON struct {
-	Name     string  `json:"name"`
-	DType    string  `json:"dtype"`
-	Shape    []int64 `json:"shape"`
-	MaxShape []int64 `json:"max_shape"`
-}
-
-// UnmarshalJSON accepts a tensor object or a bare tensor name.
-func (t *tensorJSON) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &t.Name)
-	}
-	type plain tensorJSON
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	return d.Decode((*plain)(t))
-}
-
-type bindingJSON struct {
-	Binding  string  `json:"binding"`
-	Tensor   string  `json:"tensor"`
-	DType    string  `json:"dtype"`
-	Shape    []int64 `json:"shape"`
-	MaxShape []int64 `json:"max_shape"`
-}
-
-// UnmarshalJSON accepts a binding object or a bare name (binding and
-// tensor named alike).
-func (bj *bindingJSON) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &bj.Binding)
-	}
-	type plain bindingJSON
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	return d.Decode((*plain)(bj))
-}
-
-type aliasJSON struct {
-	Output string `json:"output"`
-	Input  string `json:"input"`
-	Kind   string `json:"kind"`
-}
-
-type engineJSON struct {
-	Name               string         `json:"name"`
-	Engine             string         `json:"engine"`
-	Blob               string         `json:"blob"`
-	DeviceID           *int           `json:"device_id"`
-	HardwareCompatible bool           `json:"hardware_compatible"`
-	Inputs             []*bindingJSON `json:"inputs"`
-	Outputs            []*bindingJSON `json:"outputs"`
-	AliasedIO          []*aliasJSON   `json:"aliased_io"`
-	SerializedMetadata string         `json:"serialized_metadata"`
-	TargetPlatform     string         `json:"target_platform"`
-}
-
-type specJSON struct {
-	Key      string  `json:"key"`
-	Value    *string `json:"value"`
-	ValueHex *string `json:"value_hex"`
-}
-
 // ReadManifest reads a manifest file. Engine and blob paths in it are
 // relative to the manifest's directory.
 func ReadManifest(path string) (*Manifest, error) {
-	data, err := os.ReadFile(path)
+	f, _, err := openRegular(path)
+	if err != nil {
+		return nil, &ManifestError{File: path, Msg: "cannot read", Err: err}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
 	if err != nil {
 		return nil, &ManifestError{File: path, Msg: "cannot read", Err: err}
 	}
@@ -161,43 +88,156 @@ func ReadManifest(path string) (*Manifest, error) {
 // maxManifestSize bounds what ParseManifest accepts.
 const maxManifestSize = 64 << 20
 
+// maxManifestDepth bounds the nesting of a manifest; the schema needs 6.
+const maxManifestDepth = 32
+
 // ParseManifest parses a manifest. Relative engine and blob paths are
-// resolved against baseDir. Unknown fields are errors. Engine files are not
-// opened.
+// resolved against baseDir. Unknown members, members given twice and values
+// of the wrong type are errors that give the member's path, line and
+// column. Engine files are not opened.
 func ParseManifest(data []byte, baseDir string) (*Manifest, error) {
 	if len(data) > maxManifestSize {
 		return nil, &ManifestError{Msg: fmt.Sprintf("manifest is larger than %d bytes", maxManifestSize)}
 	}
-	var raw manifestJSON
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
-	d.UseNumber()
-	if err := d.Decode(&raw); err != nil {
-		return nil, jsonError(data, err)
+	root, err := parseJSON(data)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := d.Token(); err != io.EOF {
-		line, col := lineCol(data, d.InputOffset())
-		return nil, &ManifestError{Line: line, Col: col, Msg: "unexpected data after the JSON object"}
-	}
-	return raw.convert(baseDir)
+	c := &manifestReader{data: data, baseDir: baseDir}
+	return c.manifest(root)
 }
 
-func jsonError(data []byte, err error) error {
+// jkind is the type of a JSON value.
+type jkind uint8
+
+const (
+	jNull jkind = iota
+	jBool
+	jNumber
+	jString
+	jArray
+	jObject
+)
+
+var jkindNames = [...]string{"null", "a boolean", "a number", "a string", "an array", "an object"}
+
+// jval is a parsed JSON value and the offset of its first byte. Object
+// members keep their order.
+type jval struct {
+	off   int64
+	kind  jkind
+	b     bool
+	num   json.Number
+	str   string
+	items []*jval // array items, object member values
+	keys  []string
+	koffs []int64
+}
+
+// jsonParser builds jvals from the tokens of a json.Decoder, recording
+// where each value starts.
+type jsonParser struct {
+	data []byte
+	d    *json.Decoder
+}
+
+func parseJSON(data []byte) (*jval, error) {
+	p := &jsonParser{data: data, d: json.NewDecoder(bytes.NewReader(data))}
+	p.d.UseNumber()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &ManifestError{Msg: "empty manifest"}
+	}
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.d.Token(); err != io.EOF {
+		line, col := lineCol(data, p.next())
+		return nil, &ManifestError{Line: line, Col: col, Msg: "unexpected data after the JSON object"}
+	}
+	return v, nil
+}
+
+// next returns the offset of the next token: the decoder's offset past
+// white space and the ',' and ':' separators it consumes with a token.
+func (p *jsonParser) next() int64 {
+	off := p.d.InputOffset()
+	for off < int64(len(p.data)) && strings.IndexByte(" \t\r\n,:", p.data[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
+func (p *jsonParser) syntaxError(err error) error {
 	me := &ManifestError{Msg: "invalid JSON", Err: err}
 	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
-		me.Line, me.Col = lineCol(data, se.Offset)
-	case errors.As(err, &te):
-		me.Line, me.Col = lineCol(data, te.Offset)
-		me.Field = te.Field
-		me.Msg = "wrong JSON type"
-	case errors.Is(err, io.EOF):
-		me.Msg = "empty manifest"
-		me.Err = nil
+		me.Line, me.Col = lineCol(p.data, se.Offset)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		me.Line, me.Col = lineCol(p.data, int64(len(p.data)))
+		me.Err = errors.New("unexpected end of the manifest")
 	}
 	return me
+}
+
+func (p *jsonParser) value(depth int) (*jval, error) {
+	off := p.next()
+	tok, err := p.d.Token()
+	if err != nil {
+		return nil, p.syntaxError(err)
+	}
+	v := &jval{off: off}
+	switch t := tok.(type) {
+	case nil:
+		v.kind = jNull
+	case bool:
+		v.kind, v.b = jBool, t
+	case json.Number:
+		v.kind, v.num = jNumber, t
+	case string:
+		v.kind, v.str = jString, t
+	case json.Delim:
+		if depth >= maxManifestDepth {
+			line, col := lineCol(p.data, off)
+			return nil, &ManifestError{Line: line, Col: col, Msg: fmt.Sprintf("nested deeper than %d levels", maxManifestDepth)}
+		}
+		if t == '[' {
+			v.kind = jArray
+			for p.d.More() {
+				item, err := p.value(depth + 1)
+				if err != nil {
+					return nil, err
+				}
+				v.items = append(v.items, item)
+			}
+		} else {
+			v.kind = jObject
+			for p.d.More() {
+				koff := p.next()
+				ktok, err := p.d.Token()
+				if err != nil {
+					return nil, p.syntaxError(err)
+				}
+				key, _ := ktok.(string)
+				if slices.Contains(v.keys, key) {
+					line, col := lineCol(p.data, koff)
+					return nil, &ManifestError{Line: line, Col: col, Msg: fmt.Sprintf("member %q is given twice", key)}
+				}
+				item, err := p.value(depth + 1)
+				if err != nil {
+					return nil, err
+				}
+				v.keys = append(v.keys, key)
+				v.koffs = append(v.koffs, koff)
+				v.items = append(v.items, item)
+			}
+		}
+		if _, err := p.d.Token(); err != nil { // the closing delimiter
+			return nil, p.syntaxError(err)
+		}
+	}
+	return v, nil
 }
 
 func lineCol(data []byte, off int64) (int, int) {
@@ -210,188 +250,476 @@ func lineCol(data []byte, off int64) (int, int) {
 	return line, col
 }
 
-func (raw *manifestJSON) convert(baseDir string) (*Manifest, error) {
-	fail := func(field, format string, args ...any) error {
-		return &ManifestError{Field: field, Msg: fmt.Sprintf(format, args...)}
+// manifestReader converts parsed JSON to a Manifest, locating every error.
+type manifestReader struct {
+	data    []byte
+	baseDir string
+}
+
+// jobj is an object's members by name, with the object's path.
+type jobj struct {
+	path    string
+	members map[string]*jval
+}
+
+func (r *manifestReader) fail(v *jval, path, format string, args ...any) *ManifestError {
+	e := &ManifestError{Field: path, Msg: fmt.Sprintf(format, args...)}
+	if v != nil {
+		e.Line, e.Col = lineCol(r.data, v.off)
 	}
-	m := &Manifest{Program: &Program{}}
-	if len(raw.Methods) == 0 {
-		return nil, fail("methods", "at least one method is required")
+	return e
+}
+
+func (r *manifestReader) wrongType(v *jval, path, want string) *ManifestError {
+	return r.fail(v, path, "wrong JSON type: want %s, found %s", want, jkindNames[v.kind])
+}
+
+// object checks that v is an object whose members are all in allowed.
+func (r *manifestReader) object(v *jval, path string, allowed ...string) (*jobj, error) {
+	if v.kind != jObject {
+		return nil, r.wrongType(v, path, "an object")
 	}
-	specs, err := convertSpecs(raw.CompileSpecs, "compile_specs")
+	o := &jobj{path: path, members: map[string]*jval{}}
+	for i, k := range v.keys {
+		if !slices.Contains(allowed, k) {
+			line, col := lineCol(r.data, v.koffs[i])
+			return nil, &ManifestError{Field: join(path, k), Line: line, Col: col,
+				Msg: fmt.Sprintf("unknown member %q (known: %s)", k, strings.Join(allowed, ", "))}
+		}
+		o.members[k] = v.items[i]
+	}
+	return o, nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// get returns member k, nil when it is absent or null.
+func (o *jobj) get(k string) *jval {
+	if v := o.members[k]; v != nil && v.kind != jNull {
+		return v
+	}
+	return nil
+}
+
+func (r *manifestReader) str(o *jobj, k string) (string, error) {
+	v := o.get(k)
+	if v == nil {
+		return "", nil
+	}
+	if v.kind != jString {
+		return "", r.wrongType(v, join(o.path, k), "a string")
+	}
+	return v.str, nil
+}
+
+func (r *manifestReader) boolean(o *jobj, k string) (bool, error) {
+	v := o.get(k)
+	if v == nil {
+		return false, nil
+	}
+	if v.kind != jBool {
+		return false, r.wrongType(v, join(o.path, k), "true or false")
+	}
+	return v.b, nil
+}
+
+// integer reads v as a whole number in [lo, hi].
+func (r *manifestReader) integer(v *jval, path string, lo, hi int64) (int64, error) {
+	if v.kind != jNumber {
+		return 0, r.wrongType(v, path, "an integer")
+	}
+	n, err := strconv.ParseInt(v.num.String(), 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, r.fail(v, path, "%s is not a whole number in [%d, %d]", v.num, lo, hi)
+	}
+	return n, nil
+}
+
+// array returns the items of member k (nil when absent or null).
+func (r *manifestReader) array(o *jobj, k string) ([]*jval, error) {
+	v := o.get(k)
+	if v == nil {
+		return nil, nil
+	}
+	if v.kind != jArray {
+		return nil, r.wrongType(v, join(o.path, k), "an array")
+	}
+	if v.items == nil {
+		return []*jval{}, nil
+	}
+	return v.items, nil
+}
+
+func (r *manifestReader) dims(o *jobj, k string) ([]int64, error) {
+	items, err := r.array(o, k)
+	if err != nil || items == nil {
+		return nil, err
+	}
+	out := make([]int64, len(items))
+	for i, it := range items {
+		if out[i], err = r.integer(it, fmt.Sprintf("%s.%s[%d]", o.path, k, i), math.MinInt64, math.MaxInt64); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (r *manifestReader) dtype(o *jobj) (DType, error) {
+	s, err := r.str(o, "dtype")
+	if err != nil || s == "" {
+		return "", err
+	}
+	dt := DType(s)
+	if _, err := dt.ScalarType(); err != nil {
+		return "", &ManifestError{Field: join(o.path, "dtype"), Msg: "bad dtype", Err: err,
+			Line: r.line(o.get("dtype")), Col: r.col(o.get("dtype"))}
+	}
+	return dt, nil
+}
+
+func (r *manifestReader) line(v *jval) int { l, _ := lineCol(r.data, v.off); return l }
+func (r *manifestReader) col(v *jval) int  { _, c := lineCol(r.data, v.off); return c }
+
+func (r *manifestReader) manifest(root *jval) (*Manifest, error) {
+	o, err := r.object(root, "", "methods", "compile_specs", "weight_streaming_budget_per_engine",
+		"target_device", "inline_delegate_data", "segment_alignment")
 	if err != nil {
 		return nil, err
 	}
-	m.Options.CompileSpecs = specs
-	if len(raw.Budget) > 0 && string(raw.Budget) != "null" {
-		b, err := parseBudgetJSON(raw.Budget)
-		if err != nil {
-			return nil, &ManifestError{Field: "weight_streaming_budget_per_engine", Msg: "bad budget", Err: err}
-		}
-		m.Options.WeightStreamingBudget = b
+	m := &Manifest{Program: &Program{}}
+	methods, err := r.array(o, "methods")
+	if err != nil {
+		return nil, err
 	}
-	m.Options.TargetDevice = raw.TargetDevice
-	m.Options.InlineDelegateData = raw.InlineDelegateData
-	m.Options.SegmentAlignment = raw.SegmentAlignment
-
-	for i, rm := range raw.Methods {
-		mf := fmt.Sprintf("methods[%d]", i)
-		if rm == nil {
-			return nil, fail(mf, "method is null")
-		}
-		if rm.Name == "" {
-			return nil, fail(mf+".name", "method name is required")
-		}
-		meth := &Method{Name: rm.Name}
-		if meth.CompileSpecs, err = convertSpecs(rm.CompileSpecs, mf+".compile_specs"); err != nil {
+	if len(methods) == 0 {
+		return nil, r.fail(o.get("methods"), "methods", "at least one method is required")
+	}
+	if m.Options.CompileSpecs, err = r.specs(o, "compile_specs"); err != nil {
+		return nil, err
+	}
+	if v := o.get("weight_streaming_budget_per_engine"); v != nil {
+		if m.Options.WeightStreamingBudget, err = r.budget(v, "weight_streaming_budget_per_engine"); err != nil {
 			return nil, err
 		}
-		for j, t := range rm.Inputs {
-			f := fmt.Sprintf("%s.inputs[%d]", mf, j)
-			if t == nil || t.Name == "" {
-				return nil, fail(f, "input name is required")
-			}
-			if t.DType == "" || t.Shape == nil {
-				return nil, fail(f, "input %q needs \"dtype\" and \"shape\"", t.Name)
-			}
-			meth.Inputs = append(meth.Inputs, &Tensor{Name: t.Name, DType: DType(t.DType), Shape: t.Shape, MaxShape: t.MaxShape})
+	}
+	if m.Options.TargetDevice, err = r.str(o, "target_device"); err != nil {
+		return nil, err
+	}
+	if m.Options.TargetDevice != "" {
+		if err := checkTargetDevice([]byte(m.Options.TargetDevice)); err != nil {
+			v := o.get("target_device")
+			return nil, &ManifestError{Field: "target_device", Msg: "bad target device", Err: err, Line: r.line(v), Col: r.col(v)}
 		}
-		for j, t := range rm.Outputs {
-			if t == nil || t.Name == "" {
-				return nil, fail(fmt.Sprintf("%s.outputs[%d]", mf, j), "output name is required")
-			}
-			meth.Outputs = append(meth.Outputs, &Tensor{Name: t.Name, DType: DType(t.DType), Shape: t.Shape, MaxShape: t.MaxShape})
+	}
+	if m.Options.InlineDelegateData, err = r.boolean(o, "inline_delegate_data"); err != nil {
+		return nil, err
+	}
+	if v := o.get("segment_alignment"); v != nil {
+		n, err := r.integer(v, "segment_alignment", 1, MaxSegmentAlignment)
+		if err != nil {
+			return nil, err
 		}
-		for j, e := range rm.Engines {
-			call, err := e.convert(fmt.Sprintf("%s.engines[%d]", mf, j), baseDir)
-			if err != nil {
-				return nil, err
-			}
-			meth.Calls = append(meth.Calls, call)
+		m.Options.SegmentAlignment = uint64(n)
+	}
+	for i, mv := range methods {
+		meth, err := r.method(mv, fmt.Sprintf("methods[%d]", i))
+		if err != nil {
+			return nil, err
 		}
 		m.Program.Methods = append(m.Program.Methods, meth)
 	}
 	return m, nil
 }
 
-func (e *engineJSON) convert(field, baseDir string) (*EngineCall, error) {
-	fail := func(f, format string, args ...any) error {
-		return &ManifestError{Field: field + f, Msg: fmt.Sprintf(format, args...)}
+func (r *manifestReader) method(v *jval, path string) (*Method, error) {
+	o, err := r.object(v, path, "name", "inputs", "outputs", "engines", "compile_specs")
+	if err != nil {
+		return nil, err
 	}
-	if e == nil {
-		return nil, fail("", "engine is null")
+	meth := &Method{}
+	if meth.Name, err = r.str(o, "name"); err != nil {
+		return nil, err
 	}
-	c := &EngineCall{Name: e.Name, HardwareCompatible: e.HardwareCompatible,
-		SerializedMetadata: e.SerializedMetadata, TargetPlatform: e.TargetPlatform}
+	if meth.Name == "" {
+		return nil, r.fail(v, join(path, "name"), "method name is required")
+	}
+	if meth.CompileSpecs, err = r.specs(o, "compile_specs"); err != nil {
+		return nil, err
+	}
+	inputs, err := r.array(o, "inputs")
+	if err != nil {
+		return nil, err
+	}
+	for j, iv := range inputs {
+		t, err := r.tensor(iv, fmt.Sprintf("%s.inputs[%d]", path, j))
+		if err != nil {
+			return nil, err
+		}
+		if t.DType == "" || t.Shape == nil {
+			return nil, r.fail(iv, fmt.Sprintf("%s.inputs[%d]", path, j), "input %q needs \"dtype\" and \"shape\"", t.Name)
+		}
+		meth.Inputs = append(meth.Inputs, t)
+	}
+	outputs, err := r.array(o, "outputs")
+	if err != nil {
+		return nil, err
+	}
+	for j, ov := range outputs {
+		t, err := r.tensor(ov, fmt.Sprintf("%s.outputs[%d]", path, j))
+		if err != nil {
+			return nil, err
+		}
+		meth.Outputs = append(meth.Outputs, t)
+	}
+	engines, err := r.array(o, "engines")
+	if err != nil {
+		return nil, err
+	}
+	for j, ev := range engines {
+		call, err := r.engine(ev, fmt.Sprintf("%s.engines[%d]", path, j))
+		if err != nil {
+			return nil, err
+		}
+		meth.Calls = append(meth.Calls, call)
+	}
+	return meth, nil
+}
+
+// tensor reads a tensor object or a bare tensor name.
+func (r *manifestReader) tensor(v *jval, path string) (*Tensor, error) {
+	if v.kind == jString {
+		if v.str == "" {
+			return nil, r.fail(v, path, "tensor name is empty")
+		}
+		return &Tensor{Name: v.str}, nil
+	}
+	if v.kind != jObject {
+		return nil, r.wrongType(v, path, "a tensor object or a tensor name")
+	}
+	o, err := r.object(v, path, "name", "dtype", "shape", "max_shape")
+	if err != nil {
+		return nil, err
+	}
+	t := &Tensor{}
+	if t.Name, err = r.str(o, "name"); err != nil {
+		return nil, err
+	}
+	if t.Name == "" {
+		return nil, r.fail(v, join(path, "name"), "tensor name is required")
+	}
+	if t.DType, err = r.dtype(o); err != nil {
+		return nil, err
+	}
+	if t.Shape, err = r.dims(o, "shape"); err != nil {
+		return nil, err
+	}
+	if t.MaxShape, err = r.dims(o, "max_shape"); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// binding reads a binding object or a bare name (binding and tensor named
+// alike).
+func (r *manifestReader) binding(v *jval, path string) (*Binding, error) {
+	if v.kind == jString {
+		return &Binding{Name: v.str}, nil
+	}
+	if v.kind != jObject {
+		return nil, r.wrongType(v, path, "a binding object or a binding name")
+	}
+	o, err := r.object(v, path, "binding", "tensor", "dtype", "shape", "max_shape")
+	if err != nil {
+		return nil, err
+	}
+	b := &Binding{}
+	if b.Name, err = r.str(o, "binding"); err != nil {
+		return nil, err
+	}
+	if b.Tensor, err = r.str(o, "tensor"); err != nil {
+		return nil, err
+	}
+	if b.DType, err = r.dtype(o); err != nil {
+		return nil, err
+	}
+	if b.Shape, err = r.dims(o, "shape"); err != nil {
+		return nil, err
+	}
+	if b.MaxShape, err = r.dims(o, "max_shape"); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (r *manifestReader) engine(v *jval, path string) (*EngineCall, error) {
+	o, err := r.object(v, path, "name", "engine", "blob", "device_id", "hardware_compatible",
+		"inputs", "outputs", "aliased_io", "serialized_metadata", "target_platform")
+	if err != nil {
+		return nil, err
+	}
+	c := &EngineCall{}
+	var engine, blob string
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"name", &c.Name}, {"engine", &engine}, {"blob", &blob},
+		{"serialized_metadata", &c.SerializedMetadata}, {"target_platform", &c.TargetPlatform}} {
+		if *f.dst, err = r.str(o, f.key); err != nil {
+			return nil, err
+		}
+	}
+	if c.HardwareCompatible, err = r.boolean(o, "hardware_compatible"); err != nil {
+		return nil, err
+	}
 	resolvePath := func(p string) string {
-		if filepath.IsAbs(p) || baseDir == "" {
+		if filepath.IsAbs(p) || r.baseDir == "" {
 			return p
 		}
-		return filepath.Join(baseDir, p)
+		return filepath.Join(r.baseDir, p)
 	}
 	switch {
-	case e.Engine != "" && e.Blob != "":
-		return nil, fail("", "give \"engine\" or \"blob\", not both")
-	case e.Engine != "":
-		c.Engine = EngineFile(resolvePath(e.Engine))
+	case engine != "" && blob != "":
+		return nil, r.fail(v, path, "give \"engine\" or \"blob\", not both")
+	case engine != "":
+		c.Engine = EngineFile(resolvePath(engine))
 		if c.Name == "" {
-			c.Name = filepath.Base(e.Engine)
+			c.Name = filepath.Base(engine)
 		}
-	case e.Blob != "":
-		c.Engine = BlobFile(resolvePath(e.Blob))
+	case blob != "":
+		c.Engine = BlobFile(resolvePath(blob))
 		if c.Name == "" {
-			c.Name = filepath.Base(e.Blob)
+			c.Name = filepath.Base(blob)
 		}
 	default:
-		return nil, fail("", "\"engine\" (a serialized TensorRT engine) or \"blob\" (an existing TensorRT delegate blob) is required")
+		return nil, r.fail(v, path, "\"engine\" (a serialized TensorRT engine) or \"blob\" (an existing TensorRT delegate blob) is required")
 	}
-	if e.DeviceID != nil {
-		if e.Blob != "" {
-			return nil, fail(".device_id", "a blob carries its own device_id")
+	if dv := o.get("device_id"); dv != nil {
+		if blob != "" {
+			return nil, r.fail(dv, join(path, "device_id"), "a blob carries its own device_id")
 		}
-		c.DeviceID = *e.DeviceID
+		n, err := r.integer(dv, join(path, "device_id"), 0, maxDeviceIndex)
+		if err != nil {
+			return nil, err
+		}
+		c.DeviceID = int(n)
 	}
-	conv := func(list []*bindingJSON, kind string) ([]*Binding, error) {
-		var out []*Binding
-		for k, b := range list {
-			if b == nil {
-				return nil, fail(fmt.Sprintf(".%s[%d]", kind, k), "binding is null")
+	for _, kind := range []string{"inputs", "outputs"} {
+		items, err := r.array(o, kind)
+		if err != nil {
+			return nil, err
+		}
+		for k, it := range items {
+			b, err := r.binding(it, fmt.Sprintf("%s.%s[%d]", path, kind, k))
+			if err != nil {
+				return nil, err
 			}
-			out = append(out, &Binding{Name: b.Binding, Tensor: b.Tensor, DType: DType(b.DType), Shape: b.Shape, MaxShape: b.MaxShape})
+			if kind == "inputs" {
+				c.Inputs = append(c.Inputs, b)
+			} else {
+				c.Outputs = append(c.Outputs, b)
+			}
 		}
-		return out, nil
 	}
-	var err error
-	if c.Inputs, err = conv(e.Inputs, "inputs"); err != nil {
+	aliases, err := r.array(o, "aliased_io")
+	if err != nil {
 		return nil, err
 	}
-	if c.Outputs, err = conv(e.Outputs, "outputs"); err != nil {
-		return nil, err
-	}
-	for k, a := range e.AliasedIO {
-		if a == nil {
-			return nil, fail(fmt.Sprintf(".aliased_io[%d]", k), "entry is null")
+	for k, av := range aliases {
+		ap := fmt.Sprintf("%s.aliased_io[%d]", path, k)
+		ao, err := r.object(av, ap, "output", "input", "kind")
+		if err != nil {
+			return nil, err
 		}
-		kind := a.Kind
-		if kind == "" {
-			kind = "kv_cache_update"
+		var a AliasedIO
+		for _, f := range []struct {
+			key string
+			dst *string
+		}{{"output", &a.Output}, {"input", &a.Input}, {"kind", &a.Kind}} {
+			if *f.dst, err = r.str(ao, f.key); err != nil {
+				return nil, err
+			}
 		}
-		c.AliasedIO = append(c.AliasedIO, AliasedIO{Output: a.Output, Input: a.Input, Kind: kind})
+		if a.Kind == "" {
+			a.Kind = "kv_cache_update"
+		}
+		c.AliasedIO = append(c.AliasedIO, a)
 	}
 	return c, nil
 }
 
-func convertSpecs(list []*specJSON, field string) ([]*pte.CompileSpec, error) {
+func (r *manifestReader) specs(o *jobj, k string) ([]*pte.CompileSpec, error) {
+	items, err := r.array(o, k)
+	if err != nil {
+		return nil, err
+	}
 	var out []*pte.CompileSpec
-	for i, s := range list {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		if s == nil || s.Key == "" {
-			return nil, &ManifestError{Field: f, Msg: "compile spec needs a non-empty \"key\""}
+	for i, sv := range items {
+		path := fmt.Sprintf("%s[%d]", join(o.path, k), i)
+		so, err := r.object(sv, path, "key", "value", "value_hex")
+		if err != nil {
+			return nil, err
 		}
+		key, err := r.str(so, "key")
+		if err != nil {
+			return nil, err
+		}
+		if key == "" {
+			return nil, r.fail(sv, path, "compile spec needs a non-empty \"key\"")
+		}
+		val, hexVal := so.get("value"), so.get("value_hex")
 		var v []byte
 		switch {
-		case s.Value != nil && s.ValueHex != nil:
-			return nil, &ManifestError{Field: f, Msg: "give \"value\" or \"value_hex\", not both"}
-		case s.Value != nil:
-			v = []byte(*s.Value)
-		case s.ValueHex != nil:
-			b, err := hex.DecodeString(*s.ValueHex)
+		case val != nil && hexVal != nil:
+			return nil, r.fail(sv, path, "give \"value\" or \"value_hex\", not both")
+		case val != nil:
+			s, err := r.str(so, "value")
 			if err != nil {
-				return nil, &ManifestError{Field: f + ".value_hex", Msg: "not hex", Err: err}
+				return nil, err
 			}
-			v = b
+			v = []byte(s)
+		case hexVal != nil:
+			s, err := r.str(so, "value_hex")
+			if err != nil {
+				return nil, err
+			}
+			if v, err = hex.DecodeString(s); err != nil {
+				return nil, &ManifestError{Field: path + ".value_hex", Msg: "not hex", Err: err,
+					Line: r.line(hexVal), Col: r.col(hexVal)}
+			}
 		default:
-			return nil, &ManifestError{Field: f, Msg: "compile spec needs \"value\" or \"value_hex\""}
+			return nil, r.fail(sv, path, "compile spec needs \"value\" or \"value_hex\"")
 		}
 		if v == nil {
 			v = []byte{}
 		}
-		out = append(out, &pte.CompileSpec{Key: s.Key, Value: v})
+		out = append(out, &pte.CompileSpec{Key: key, Value: v})
 	}
 	return out, nil
 }
 
-// parseBudgetJSON reads a budget given as a JSON integer (bytes) or as a
-// size string ("4GiB", "auto"). "auto" yields nil.
-func parseBudgetJSON(raw json.RawMessage) (*int64, error) {
+// budget reads a budget given as a JSON integer (bytes) or as a size
+// string ("4GiB", "auto"). "auto" yields nil.
+func (r *manifestReader) budget(v *jval, path string) (*int64, error) {
 	var s string
-	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, err
+	switch v.kind {
+	case jString:
+		s = v.str
+	case jNumber:
+		if _, err := strconv.ParseInt(v.num.String(), 10, 64); err != nil {
+			return nil, r.fail(v, path, "bad budget: %s is not a whole number of bytes below 2^63", v.num)
 		}
-	} else {
-		var n json.Number
-		if err := json.Unmarshal(raw, &n); err != nil {
-			return nil, fmt.Errorf("want a byte count or a size string such as \"4GiB\" or \"auto\"")
-		}
-		if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
-			return nil, fmt.Errorf("%s is not a whole number of bytes below 2^63", n)
-		}
-		s = n.String()
+		s = v.num.String()
+	default:
+		return nil, r.fail(v, path, "bad budget: want a byte count or a size string such as \"4GiB\" or \"auto\", found %s", jkindNames[v.kind])
 	}
 	n, auto, err := compilespec.ParseSize(s)
 	if err != nil {
-		return nil, err
+		return nil, &ManifestError{Field: path, Msg: "bad budget", Err: err, Line: r.line(v), Col: r.col(v)}
 	}
 	if auto {
 		return nil, nil

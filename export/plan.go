@@ -44,13 +44,13 @@ func planMemory(md *methodDef) error {
 			}
 			end, err := alignUp(p.offset + p.nbytes)
 			if err != nil {
-				return &Error{Method: md.m.Name, Tensor: t.name, Msg: "planned memory overflows", Err: err}
+				return newError(md.m.Name, t.name, "planned memory overflows", err)
 			}
 			off = end
 		}
 		t.offset = off
 		if off > math.MaxInt64-t.nbytes {
-			return &Error{Method: md.m.Name, Tensor: t.name, Msg: "planned memory overflows int64"}
+			return newError(md.m.Name, t.name, "planned memory overflows int64", nil)
 		}
 		if e := off + t.nbytes; e > md.arena {
 			md.arena = e
@@ -59,7 +59,7 @@ func planMemory(md *methodDef) error {
 	}
 	a, err := alignUp(md.arena)
 	if err != nil {
-		return &Error{Method: md.m.Name, Msg: "planned memory overflows", Err: err}
+		return newError(md.m.Name, "", "planned memory overflows", err)
 	}
 	md.arena = a
 	return nil

@@ -142,6 +142,12 @@ func BlobReader(r io.ReaderAt, size int64) Source {
 	return Source{Kind: SourceBlob, ReaderAt: r, Size: size}
 }
 
+// MaxSegmentAlignment is the largest segment alignment accepted, 1 MiB.
+// Every segment is padded to the alignment, so a larger value mostly adds
+// zeros to the file; ExecuTorch's defaults (128 bytes, 4 KiB before
+// 2024-08) and the largest memory page size in use (64 KiB) are well below.
+const MaxSegmentAlignment = 1 << 20
+
 // Options controls how a Program is written.
 type Options struct {
 	// WeightStreamingBudget is the per-engine weight streaming budget in
@@ -159,7 +165,9 @@ type Options struct {
 	// InlineDelegateData stores delegate blobs inside the flatbuffer instead
 	// of in segments after it. The flatbuffer must stay below 2 GiB.
 	InlineDelegateData bool
-	// SegmentAlignment is the alignment of segment data; 0 means 128.
+	// SegmentAlignment is the alignment of segment data in bytes; 0 means
+	// 128 (ExecuTorch's default). It need not be a power of two (ExecuTorch
+	// does not require one) but may not exceed MaxSegmentAlignment.
 	SegmentAlignment uint64
 	// Progress, when non-nil, is called by WriteFile about five times a
 	// second while the file is written, with the bytes written so far and

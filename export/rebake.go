@@ -57,20 +57,23 @@ func rebake(in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) 
 	var budget []byte
 	switch {
 	case opts.WeightStreamingBudget != nil && opts.ClearBudget:
-		return nil, &Error{Msg: "set the budget or clear it, not both"}
+		return nil, newError("", "", "set the budget or clear it, not both", nil)
 	case opts.WeightStreamingBudget != nil:
 		v, err := compilespec.FormatBudget(*opts.WeightStreamingBudget)
 		if err != nil {
-			return nil, &Error{Msg: "bad weight streaming budget", Err: err}
+			return nil, newError("", "", "bad weight streaming budget", err)
 		}
 		budget = v
 	case !opts.ClearBudget && opts.TargetDevice == "":
-		return nil, &Error{Msg: "nothing to change: give a budget, clear it, or give a target device"}
+		return nil, newError("", "", "nothing to change: give a budget, clear it, or give a target device", nil)
 	}
 	if opts.TargetDevice != "" {
-		if _, _, err := compilespec.ParseTargetDevice([]byte(opts.TargetDevice)); err != nil {
-			return nil, &Error{Msg: "bad target device", Err: err}
+		if err := checkTargetDevice([]byte(opts.TargetDevice)); err != nil {
+			return nil, newError("", "", "bad target device", err)
 		}
+	}
+	if err := checkAlignment(opts.SegmentAlignment); err != nil {
+		return nil, err
 	}
 
 	f, err := pte.Open(in)
@@ -108,7 +111,7 @@ func rebake(in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) 
 		res.Warnings = append(res.Warnings, engineCountWarnings(ep.Name, n, budget)...)
 	}
 	if res.Delegates == 0 {
-		return nil, &Error{Msg: fmt.Sprintf("%s has no %s delegate; nothing to re-bake", in, delegate.BackendID)}
+		return nil, newError("", "", fmt.Sprintf("%s has no %s delegate; nothing to re-bake", in, delegate.BackendID), nil)
 	}
 
 	segs, err := f.SegmentReaders()
