@@ -2,7 +2,9 @@
 //
 // The form is a compatibility promise for pipelines (it is what
 // `pteinspect --json` prints) and is documented in docs/json.md. A Document
-// has five members: file, extended_header, segments, delegates and program.
+// has six members: file, extended_header, segments, delegates, program and
+// problems (what Check finds: the reader's verification and the TensorRT
+// blob checks).
 // The program member is the whole Program table with the schema's snake_case
 // field names, in schema field order:
 //

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -22,6 +23,10 @@ type Document struct {
 	Segments       []*Segment      `json:"segments"`
 	Delegates      []*Delegate     `json:"delegates"`
 	Program        *Program        `json:"program"`
+	// Problems lists what Check finds (narrowed like the rest by
+	// Options.Method); [] when nothing. An addition to the original five
+	// members.
+	Problems []Problem `json:"problems"`
 }
 
 // File holds file-level facts.
@@ -109,6 +114,10 @@ type Options struct {
 // method of the program.
 var ErrNoMethod = errors.New("no such method")
 
+// ErrNoBackend is returned (wrapped) by Build when Options.Backend names no
+// backend of the program's delegates (of Options.Method, when set).
+var ErrNoBackend = errors.New("no delegate of backend")
+
 // Build returns the JSON form of f. It reads the first bytes of each
 // delegate payload (and the header and metadata of TensorRT blobs), and with
 // Options.Hash every segment, payload and the file itself.
@@ -130,6 +139,12 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 		}
 		if !found {
 			return nil, fmt.Errorf("ptejson: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(MethodNames(p), ", "))
+		}
+	}
+	if opts.Backend != "" {
+		ids := BackendIDs(p, opts.Method)
+		if !slices.Contains(ids, opts.Backend) {
+			return nil, fmt.Errorf("ptejson: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
 		}
 	}
 
@@ -160,6 +175,12 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 	if doc.Delegates, err = b.delegates(); err != nil {
 		return nil, err
 	}
+	if doc.Problems, err = check(f, opts.Method); err != nil {
+		return nil, err
+	}
+	if doc.Problems == nil {
+		doc.Problems = []Problem{}
+	}
 	doc.Program = NewProgram(p, opts.Hash)
 	if opts.Method != "" {
 		plans := doc.Program.ExecutionPlan[:0:0]
@@ -182,6 +203,31 @@ func MethodNames(p *pte.Program) []string {
 		}
 	}
 	return names
+}
+
+// BackendIDs returns the distinct backend ids of the delegates of p, in
+// order of first use; only those of the method named method when it is not
+// empty.
+func BackendIDs(p *pte.Program, method string) []string {
+	ids := []string{}
+	for _, ep := range p.ExecutionPlan {
+		if ep == nil || (method != "" && ep.Name != method) {
+			continue
+		}
+		for _, d := range ep.Delegates {
+			if d != nil && !slices.Contains(ids, d.ID) {
+				ids = append(ids, d.ID)
+			}
+		}
+	}
+	return ids
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }
 
 type builder struct {

@@ -203,10 +203,15 @@ func TestBuildFilters(t *testing.T) {
 	assert.Equal(t, 1, doc.Delegates[0].PlanIndex, "plan_index counts every method")
 	assert.Len(t, doc.Segments, len(f.Program.Segments), "the segment table is not narrowed")
 
-	doc, err = Build(f, &Options{Backend: "XnnpackBackend"})
+	doc, err = Build(f, &Options{Backend: "TensorRTBackend", Method: "prefill"})
 	require.NoError(t, err)
-	assert.Empty(t, doc.Delegates)
-	assert.NotNil(t, doc.Delegates, "an empty list, not null")
+	require.Len(t, doc.Delegates, 1)
+	assert.Equal(t, "prefill", doc.Delegates[0].Plan)
+
+	// A filter that matches nothing is a mistake, not an empty document.
+	_, err = Build(f, &Options{Backend: "XnnpackBackend"})
+	assert.True(t, errors.Is(err, ErrNoBackend), "%v", err)
+	assert.Contains(t, err.Error(), "(backends: TensorRTBackend)")
 
 	_, err = Build(f, &Options{Method: "nope"})
 	assert.True(t, errors.Is(err, ErrNoMethod), "%v", err)
@@ -228,6 +233,14 @@ func TestBuildUnreachablePayload(t *testing.T) {
 	assert.Equal(t, Digest{Unavailable: true}, d.SHA256)
 	assert.False(t, doc.Segments[1].Resolvable)
 	assert.True(t, doc.Segments[0].Resolvable)
+
+	// The damage is listed, with where it is and what ExecuTorch returns.
+	require.NotEmpty(t, doc.Problems)
+	p := doc.Problems[0]
+	assert.True(t, p.IsError())
+	assert.Equal(t, "segments[1]", p.Path)
+	assert.Equal(t, "InvalidArgument", p.Code)
+	require.NotNil(t, p.Offset)
 
 	b, err := Marshal(doc)
 	require.NoError(t, err)

@@ -27,7 +27,9 @@ type TensorRT struct {
 	// Deployed is what the C++ delegate's reader yields at load time.
 	Deployed *Deployed `json:"deployed"`
 	// Hazards lists, in words, every way the deployed reader's view differs
-	// from what the metadata says; [] when none.
+	// from what the metadata says, and every property of the blob that makes
+	// the deployed runtime fail (a blob both readers reject, aliased I/O
+	// that init cannot bind); [] when none.
 	Hazards []string `json:"hazards"`
 }
 
@@ -112,6 +114,11 @@ func newTensorRT(r io.ReaderAt, size int64) (*TensorRT, error) {
 	}
 	for _, hz := range rep.Hazards {
 		t.Hazards = append(t.Hazards, hz.String())
+	}
+	t.Hazards = append(t.Hazards, aliasFailures(dv)...)
+	if rep.Err != nil && !dv.OK {
+		// Both readers reject it: no disagreement, but the runtime fails.
+		t.Hazards = append(t.Hazards, "the deployed C++ reader rejects this blob ("+dv.Reason+"); TensorRTBackend init fails with InvalidProgram")
 	}
 	return t, nil
 }

@@ -1,0 +1,109 @@
+package ptejson
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte"
+)
+
+// withTRTBlob returns the shared vector trt_aliased_io_tr02.pte with its
+// TensorRT payload replaced by blob, opened.
+func withTRTBlob(t *testing.T, blob []byte) *pte.File {
+	t.Helper()
+	src := openShared(t, "vectors/pte/trt_aliased_io_tr02.pte")
+	segs, err := src.SegmentReaders()
+	require.NoError(t, err)
+	segs[src.Program.ExecutionPlan[0].Delegates[0].Processed.Index] = io.NewSectionReader(bytes.NewReader(blob), 0, int64(len(blob)))
+	var out bytes.Buffer
+	_, err = pte.Write(&out, src.Program, segs, nil)
+	require.NoError(t, err)
+	f, err := pte.NewFile(bytes.NewReader(out.Bytes()), int64(out.Len()))
+	require.NoError(t, err)
+	return f
+}
+
+func encodeBlob(t *testing.T, m *delegate.Metadata) []byte {
+	t.Helper()
+	engine := bytes.Repeat([]byte{0xee}, 64)
+	var b bytes.Buffer
+	_, err := (&delegate.EncodeOptions{UpstreamCompatible: true}).Encode(&b, m, bytes.NewReader(engine), int64(len(engine)))
+	require.NoError(t, err)
+	return b.Bytes()
+}
+
+// TestCheckAliasedIOThatInitRefuses: both readers accept an aliased_io
+// entry with an unknown kind or a name that is not a binding, but
+// TensorRTBackend init fails on it (trt-delegate.md section 4.1 step 10), so
+// it is an error and a hazard.
+func TestCheckAliasedIOThatInitRefuses(t *testing.T) {
+	m := &delegate.Metadata{
+		IOBindings: []delegate.Binding{{Name: "k_cache", IsInput: true}, {Name: "k_cache_out"}},
+		AliasedIO:  []delegate.AliasedIO{{Output: "k_cache_out", Input: "no_such_input", Kind: "bogus"}},
+	}
+	f := withTRTBlob(t, encodeBlob(t, m))
+	probs, err := Check(f)
+	require.NoError(t, err)
+	var msgs []string
+	for _, p := range probs {
+		if p.IsError() {
+			assert.Equal(t, "InvalidProgram", p.Code, p.String())
+			assert.Equal(t, "forward", p.Method)
+			assert.Equal(t, "execution_plan[0].delegates[0] (TensorRT blob)", p.Path)
+			require.NotNil(t, p.Offset)
+			msgs = append(msgs, p.Message)
+		}
+	}
+	all := strings.Join(msgs, "\n")
+	assert.Contains(t, all, `has kind "bogus"`)
+	assert.Contains(t, all, `input "no_such_input" is not an input binding`)
+	assert.NotContains(t, all, `output "k_cache_out"`, "the output is a binding")
+
+	doc, err := Build(f, nil)
+	require.NoError(t, err)
+	assert.Len(t, doc.Delegates[0].TensorRT.Hazards, 2, "%q", doc.Delegates[0].TensorRT.Hazards)
+	assert.Equal(t, probs, doc.Problems)
+
+	// The exporter's own aliases are fine.
+	m.AliasedIO = []delegate.AliasedIO{{Output: "k_cache_out", Input: "k_cache", Kind: delegate.KindUser}}
+	probs, err = Check(withTRTBlob(t, encodeBlob(t, m)))
+	require.NoError(t, err)
+	assert.Empty(t, probs)
+}
+
+// TestBothReadersRejectIsAHazard: a blob that the strict reader and the
+// deployed reader both reject has no disagreement to report, but the
+// runtime fails, and the hazards say so.
+func TestBothReadersRejectIsAHazard(t *testing.T) {
+	for _, name := range []string{"diff_is_input_as_1", "json_device_id_true"} {
+		t.Run(name, func(t *testing.T) {
+			blob := readShared(t, filepath.Join("vectors/trt-blob-read", name+".blob"))
+			doc, err := Build(withTRTBlob(t, blob), nil)
+			require.NoError(t, err)
+			trt := doc.Delegates[0].TensorRT
+			require.False(t, trt.Deployed.OK)
+			require.NotEmpty(t, trt.Error)
+			require.Len(t, trt.Hazards, 1)
+			assert.Contains(t, trt.Hazards[0], "the deployed C++ reader rejects this blob")
+			require.NotEmpty(t, doc.Problems)
+			assert.True(t, doc.Problems[0].IsError())
+		})
+	}
+}
+
+// readShared reads ../../../shared/<sub>.
+func readShared(t *testing.T, sub string) []byte {
+	t.Helper()
+	dir, file := filepath.Split(sub)
+	b, err := os.ReadFile(filepath.Join(sharedDir(t, filepath.Clean(dir)), file))
+	require.NoError(t, err)
+	return b
+}
