@@ -6,12 +6,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 // withBlob returns vectors/pte/trt_segment.pte with its TensorRT payload
@@ -20,6 +23,24 @@ func withBlob(t *testing.T, name string) []byte {
 	t.Helper()
 	blob, err := os.ReadFile(filepath.Join(sharedDir(t, "vectors/trt-blob-read"), name+".blob"))
 	require.NoError(t, err)
+	return withBlobBytes(t, blob)
+}
+
+// withMetadata is withBlob for a blob holding m (written as upstream's
+// writer would) and a small engine.
+func withMetadata(t *testing.T, m *delegate.Metadata) []byte {
+	t.Helper()
+	engine := bytes.Repeat([]byte{0xee}, 48)
+	var blob bytes.Buffer
+	_, err := (&delegate.EncodeOptions{UpstreamCompatible: true}).Encode(&blob, m, bytes.NewReader(engine), int64(len(engine)))
+	require.NoError(t, err)
+	return withBlobBytes(t, blob.Bytes())
+}
+
+// withBlobBytes returns vectors/pte/trt_segment.pte with its TensorRT
+// payload replaced by blob, as file bytes.
+func withBlobBytes(t *testing.T, blob []byte) []byte {
+	t.Helper()
 	f, err := pte.Open(filepath.Join(sharedDir(t, "vectors/pte"), "trt_segment.pte"))
 	require.NoError(t, err)
 	defer f.Close()
@@ -49,8 +70,10 @@ func TestTensorRTHazards(t *testing.T) {
 		t.Run(c.blob, func(t *testing.T) {
 			data := withBlob(t, c.blob)
 
+			// Every case is an error at load time: the views are complete
+			// and exit 1.
 			r := runArgs(data, "--json", "-")
-			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, exitFail, r.code, r.stderr)
 			var doc struct {
 				Delegates []struct {
 					TensorRT struct {
@@ -62,6 +85,7 @@ func TestTensorRTHazards(t *testing.T) {
 						Hazards []string `json:"hazards"`
 					} `json:"tensorrt"`
 				} `json:"delegates"`
+				Problems []ptejson.Problem `json:"problems"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
 			trt := doc.Delegates[0].TensorRT
@@ -69,16 +93,22 @@ func TestTensorRTHazards(t *testing.T) {
 			assert.Equal(t, c.metadataValid, string(trt.Metadata) != "null")
 			assert.Equal(t, c.metadataValid, trt.Error == nil)
 			bothReject := !c.deployedOK && !c.metadataValid
-			assert.Equal(t, bothReject, len(trt.Hazards) == 0, "%q", trt.Hazards)
+			require.NotEmpty(t, trt.Hazards)
+			if bothReject {
+				assert.Contains(t, strings.Join(trt.Hazards, "\n"), "the deployed C++ reader rejects this blob")
+			}
+			require.NotEmpty(t, doc.Problems)
+			assert.Equal(t, "error", doc.Problems[0].Severity)
+			assert.Equal(t, "execution_plan[0].delegates[0] (TensorRT blob)", doc.Problems[0].Path)
 
 			r = runArgs(data, "-")
-			require.Equal(t, 0, r.code)
+			require.Equal(t, exitFail, r.code)
+			assert.Contains(t, r.stdout, "HAZARD: ")
 			if bothReject {
 				assert.Contains(t, r.stdout, "UNREADABLE")
 				assert.Contains(t, r.stdout, "REJECTS")
-			} else {
-				assert.Contains(t, r.stdout, "HAZARD: ")
 			}
+			assert.Contains(t, r.stdout, "\nproblems: 1 error(s)")
 
 			r = runArgs(data, "--verify", "-")
 			assert.Equal(t, 1, r.code, r.stdout)

@@ -84,6 +84,21 @@ func printHuman(w io.Writer, name string, f *pte.File, doc *ptejson.Document, o 
 		}
 		printMethod(w, pi, ep, delegates, o)
 	}
+	printProblems(w, doc.Problems)
+}
+
+// printProblems ends the view with what ptejson.Check found, so that damage
+// is not only visible inline.
+func printProblems(w io.Writer, probs []ptejson.Problem) {
+	if len(probs) == 0 {
+		fmt.Fprintf(w, "\nproblems: none\n")
+		return
+	}
+	errs := countErrors(probs)
+	fmt.Fprintf(w, "\nproblems: %d error(s), %d warning(s)\n", errs, len(probs)-errs)
+	for _, p := range probs {
+		fmt.Fprintf(w, "  %s\n", p)
+	}
 }
 
 func printSegments(w io.Writer, doc *ptejson.Document) {
@@ -178,11 +193,23 @@ func printIO(w io.Writer, what string, idx []int32, values []*pte.EValue) {
 		}
 		v := values[i].Val
 		switch x := v.(type) {
-		case *pte.Tensor:
-			t.row(strconv.Itoa(int(i)), "Tensor", x.ScalarType.String(), shape(x.Sizes), x.ShapeDynamism.String())
 		case nil:
 			t.row(strconv.Itoa(int(i)), "NONE", "", "", "")
+		case *pte.UnknownValue:
+			if x == nil {
+				t.row(strconv.Itoa(int(i)), "NONE", "", "", "")
+			} else {
+				t.row(strconv.Itoa(int(i)), "unknown tag "+strconv.Itoa(int(x.Tag)), "", "", "")
+			}
+		case *pte.Tensor:
+			if x == nil {
+				t.row(strconv.Itoa(int(i)), "Tensor (no table)", "", "", "")
+			} else {
+				t.row(strconv.Itoa(int(i)), "Tensor", x.ScalarType.String(), shape(x.Sizes), x.ShapeDynamism.String())
+			}
 		default:
+			// The other members' KernelType does not read the receiver,
+			// which may be nil in a damaged file.
 			t.row(strconv.Itoa(int(i)), v.KernelType().String(), "", "", "")
 		}
 	}
@@ -287,9 +314,9 @@ func printTensorRT(w io.Writer, trt *ptejson.TensorRT) {
 		var in, out []string
 		for _, b := range m.IOBindings {
 			if b.IsInput {
-				in = append(in, strconv.Quote(b.Name))
+				in = append(in, bindingText(b))
 			} else {
-				out = append(out, strconv.Quote(b.Name))
+				out = append(out, bindingText(b))
 			}
 		}
 		t.row("inputs", joinOr(in))
@@ -317,6 +344,23 @@ func printTensorRT(w io.Writer, trt *ptejson.TensorRT) {
 	for _, h := range trt.Hazards {
 		fmt.Fprintf(w, "          HAZARD: %s\n", h)
 	}
+}
+
+// bindingText is a binding's quoted name, followed by its dtype and shape
+// when the blob records them (the upstream exporter writes "" and []).
+func bindingText(b ptejson.TRTBinding) string {
+	s := strconv.Quote(b.Name)
+	if b.DType != "" {
+		s += " " + b.DType
+	}
+	if len(b.Shape) > 0 {
+		parts := make([]string, len(b.Shape))
+		for i, d := range b.Shape {
+			parts[i] = strconv.FormatInt(d, 10)
+		}
+		s += " [" + strings.Join(parts, ", ") + "]"
+	}
+	return s
 }
 
 func isPlain(s string) bool {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,22 +35,14 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 	if opts.Scratch, err = sizeFlag("--scratch-bytes", o.scratch); err != nil {
 		return usageErr(stderr, "%v", err)
 	}
-	if o.method != "" && !hasMethod(f.Program, o.method) {
-		return failErr(stderr, name, noMethod(f.Program, o.method))
-	}
 	plan, err := runtime.PlanProgram(f, opts)
 	if err != nil {
+		if o.json {
+			writePlanFailure(w, err)
+		}
 		return failErr(stderr, name, err)
 	}
-	if o.method != "" {
-		kept := plan.Methods[:0:0]
-		for _, m := range plan.Methods {
-			if m.Name == o.method {
-				kept = append(kept, m)
-			}
-		}
-		plan.Methods = kept
-	}
+	narrowPlan(plan, o)
 	code := exitOK
 	for _, m := range plan.Methods {
 		if !m.OK {
@@ -63,6 +57,50 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 	}
 	printPlan(w, plan)
 	return code
+}
+
+// narrowPlan keeps the method of --method and the delegates of --delegate.
+func narrowPlan(plan *runtime.ProgramPlan, o *options) {
+	if o.method != "" {
+		plan.Methods = slices.DeleteFunc(plan.Methods, func(m runtime.MethodPlan) bool { return m.Name != o.method })
+	}
+	if o.backend != "" {
+		for i := range plan.Methods {
+			m := &plan.Methods[i]
+			m.Delegates = slices.DeleteFunc(m.Delegates, func(d runtime.DelegatePlan) bool { return d.Backend != o.backend })
+		}
+	}
+}
+
+// planFailure is what --plan --json prints when there is no program to
+// plan: the reason, and no methods.
+type planFailure struct {
+	Error   planFailureError     `json:"error"`
+	Methods []runtime.MethodPlan `json:"methods"`
+}
+
+type planFailureError struct {
+	Kind    string `json:"kind"` // as runtime.PlanError.Kind
+	Message string `json:"message"`
+}
+
+// writePlanFailure prints a planFailure for err, so that pipelines reading
+// --plan --json get JSON whatever happens.
+func writePlanFailure(w io.Writer, err error) {
+	code := runtime.CodeOf(err)
+	if !isFormatOrRuntime(err) {
+		code = pte.CodeAccessFailed // the file could not be read
+	}
+	ptejson.Encode(w, planFailure{
+		Error:   planFailureError{Kind: runtime.KindOf(code), Message: oneLine(err.Error())},
+		Methods: []runtime.MethodPlan{},
+	})
+}
+
+func isFormatOrRuntime(err error) bool {
+	var fe *pte.FormatError
+	var re *runtime.Error
+	return errors.As(err, &fe) || errors.As(err, &re)
 }
 
 func sizeFlag(flag, s string) (*int64, error) {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -119,9 +121,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	f, err := openInput(name, stdin)
 	if err != nil {
+		if o.plan && o.json {
+			writePlanFailure(stdout, err)
+		}
 		return failErr(stderr, name, err)
 	}
 	defer f.Close()
+	if err := checkFilters(f.Program, &o); err != nil {
+		return failErr(stderr, name, err)
+	}
 
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
@@ -138,14 +146,36 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failErr(stderr, name, err)
 	}
+	code := exitOK
+	if countErrors(doc.Problems) > 0 {
+		code = exitFail // the output is complete; the file is damaged
+	}
 	if o.json {
 		if err := ptejson.Encode(w, doc); err != nil {
 			return failErr(stderr, name, err)
 		}
-		return exitOK
+		return code
 	}
 	printHuman(w, name, f, doc, &o)
-	return exitOK
+	return code
+}
+
+// checkFilters makes sure --method and --delegate name something in p.
+func checkFilters(p *pte.Program, o *options) error {
+	if o.method != "" && !hasMethod(p, o.method) {
+		return noMethod(p, o.method)
+	}
+	if o.backend != "" {
+		ids := ptejson.BackendIDs(p, o.method)
+		if !slices.Contains(ids, o.backend) {
+			where := ""
+			if o.method != "" {
+				where = " in method " + strconv.Quote(o.method)
+			}
+			return fmt.Errorf("%w %q%s (backends: %s)", ptejson.ErrNoBackend, o.backend, where, joinOr(ids))
+		}
+	}
+	return nil
 }
 
 // check rejects flag combinations that make no sense.
@@ -168,6 +198,12 @@ func (o *options) check(stderr io.Writer) int {
 		return usageErr(stderr, "-o and --engine go with --extract")
 	case o.extract != "" && (o.json || o.hash):
 		return usageErr(stderr, "--extract writes bytes; --json and --hash do not apply")
+	case o.extract != "" && (o.method != "" || o.backend != ""):
+		return usageErr(stderr, "--extract PLAN:DELEGATE names the delegate; --method and --delegate do not apply")
+	case o.hash && len(modes) > 0:
+		return usageErr(stderr, "--hash goes with the default view and --json, not with %s", modes[0])
+	case o.verify && o.backend != "":
+		return usageErr(stderr, "--verify checks every delegate; --delegate does not apply (--method does)")
 	case !o.plan && (len(o.backendOptions) > 0 || o.streamable != "" || o.scratch != ""):
 		return usageErr(stderr, "--backend-option, --streamable-bytes and --scratch-bytes go with --plan")
 	}

@@ -103,7 +103,11 @@ func TestGolden(t *testing.T) {
 				args = append(args, "--compile-specs")
 			}
 			r := runArgs(nil, args...)
-			require.Equal(t, 0, r.code, r.stderr)
+			wantCode := exitOK
+			if c.golden == "trt_budget_spec_twice" {
+				wantCode = exitFail // the view is complete, and ends with the problem
+			}
+			require.Equal(t, wantCode, r.code, r.stderr)
 			require.Empty(t, r.stderr)
 			golden := filepath.Join("testdata", "golden", c.golden+".txt")
 			if *update {
@@ -117,11 +121,22 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestVerifyDamaged: every damaged vector gets at least one error line and
-// exit status 1, and never a panic.
+// TestVerifyDamaged: every damaged vector gets an error and exit status 1,
+// never a panic; the first error carries the error class the upstream C++
+// runtime reported for the file (the vector's InternalConsistency verdict,
+// when it reports one) and says where the damage is.
 func TestVerifyDamaged(t *testing.T) {
-	for _, path := range glob(t, sharedDir(t, "vectors/pte-bad"), "*.pte") {
-		t.Run(filepath.Base(path), func(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte-bad")
+	verdicts := readVerdicts(t, filepath.Join(dir, "index.tsv"))
+	// The reader names no field for damage to the file as a whole; the byte
+	// offset says where it is.
+	noPath := map[string]bool{"trunc_0_bytes": true, "trunc_7_bytes": true, "trunc_63_bytes": true,
+		"root_offset_past_end": true, "root_vtable_outside_buffer": true}
+	for _, path := range glob(t, dir, "*.pte") {
+		name := strings.TrimSuffix(filepath.Base(path), ".pte")
+		t.Run(name, func(t *testing.T) {
+			verdict, ok := verdicts[name]
+			require.True(t, ok, "%s is not in index.tsv", name)
 			r := runArgs(nil, "--verify", path)
 			assert.Equal(t, 1, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 			assert.Contains(t, "\n"+r.stdout, "\nerror: ")
@@ -130,20 +145,57 @@ func TestVerifyDamaged(t *testing.T) {
 			r = runArgs(nil, "--verify", "--json", path)
 			assert.Equal(t, 1, r.code)
 			var v struct {
-				OK       bool `json:"ok"`
-				Errors   int  `json:"errors"`
-				Findings []struct {
-					Severity, Path, Message, Code string
-				} `json:"findings"`
+				OK       bool              `json:"ok"`
+				Errors   int               `json:"errors"`
+				Findings []ptejson.Problem `json:"findings"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
 			assert.False(t, v.OK)
 			assert.Positive(t, v.Errors)
 			require.NotEmpty(t, v.Findings)
-			assert.NotEmpty(t, v.Findings[0].Message)
-			assert.NotEmpty(t, v.Findings[0].Code)
+			first := v.Findings[0]
+			assert.Equal(t, "error", first.Severity)
+			assert.NotEmpty(t, first.Message)
+			if code := upstreamError(verdict); code != "" {
+				assert.Equal(t, code, first.Code, "verdict %q", verdict)
+			} else {
+				assert.NotEmpty(t, first.Code) // upstream loads it; ours says what fails later
+			}
+			if noPath[name] {
+				assert.NotNil(t, first.Offset, "%s", first)
+			} else {
+				assert.NotEmpty(t, first.Path, "%s", first)
+			}
 		})
 	}
+}
+
+// readVerdicts reads the InternalConsistency verdict column of
+// vectors/pte-bad/index.tsv.
+func readVerdicts(t *testing.T, path string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		cols := strings.Split(line, "\t")
+		require.GreaterOrEqual(t, len(cols), 3, "index.tsv line %d", i+1)
+		if i > 0 {
+			out[cols[0]] = cols[2]
+		}
+	}
+	return out
+}
+
+// upstreamError returns the first error class of a verdict such as
+// "load:ok method[forward]:InvalidProgram", or "" when it has none.
+func upstreamError(verdict string) string {
+	for _, tok := range strings.Fields(verdict) {
+		if _, code, ok := strings.Cut(tok, ":"); ok && code != "ok" {
+			return code
+		}
+	}
+	return ""
 }
 
 // TestVerifyVectors: the TensorRT vectors load upstream, so they verify
@@ -273,6 +325,12 @@ func TestUsageAndFailures(t *testing.T) {
 		{"--plan", "--streamable-bytes", "lots", path},
 		{"--plan", "--backend-option", "nocolon", path},
 		{"--extract", "forward:0", "-o", "x", "--json", path},
+		{"--extract", "forward:0", "-o", "x", "--method", "forward", path},
+		{"--extract", "forward:0", "-o", "x", "--delegate", "TensorRTBackend", path},
+		{"--hash", "--plan", path},
+		{"--hash", "--verify", path},
+		{"--hash", "--compile-specs", path},
+		{"--verify", "--delegate", "TensorRTBackend", path},
 	}
 	for _, args := range usage {
 		r := runArgs(nil, args...)
@@ -319,11 +377,38 @@ func TestStdinAndFilters(t *testing.T) {
 	assert.Contains(t, r.stdout, "method decode")
 	assert.NotContains(t, r.stdout, "method prefill")
 
-	r = runArgs(nil, "--json", "--delegate", "XnnpackBackend", path)
+	r = runArgs(nil, "--json", "--delegate", "TensorRTBackend", "--method", "prefill", path)
 	require.Equal(t, 0, r.code)
 	var doc ptejson.Document
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &struct {
 		Delegates *[]*ptejson.Delegate `json:"delegates"`
 	}{&doc.Delegates}))
-	assert.Empty(t, doc.Delegates)
+	require.Len(t, doc.Delegates, 1)
+	assert.Equal(t, "prefill", doc.Delegates[0].Plan)
+}
+
+// TestFiltersThatMatchNothing: --method and --delegate must name something
+// in the file, in every view; the error lists what there is.
+func TestFiltersThatMatchNothing(t *testing.T) {
+	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_two_methods_prefill_decode.pte")
+	for _, view := range [][]string{{}, {"--json"}, {"--verify"}, {"--compile-specs"}, {"--plan"}} {
+		r := runArgs(nil, append(view, "--method", "nope", path)...)
+		assert.Equal(t, exitFail, r.code, "%v", view)
+		assert.Contains(t, r.stderr, `no such method "nope" (methods: prefill, decode)`, "%v", view)
+		assert.Empty(t, r.stdout, "%v", view)
+		if len(view) > 0 && view[0] == "--verify" {
+			continue // --delegate does not apply
+		}
+		r = runArgs(nil, append(view, "--delegate", "XnnpackBackend", path)...)
+		assert.Equal(t, exitFail, r.code, "%v", view)
+		assert.Contains(t, r.stderr, `no delegate of backend "XnnpackBackend" (backends: TensorRTBackend)`, "%v", view)
+	}
+
+	// Narrowing works in --verify and --plan too.
+	r := runArgs(nil, "--plan", "--json", "--method", "decode", "--delegate", "TensorRTBackend", path)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"name": "decode"`)
+	assert.NotContains(t, r.stdout, `"name": "prefill"`)
+	r = runArgs(nil, "--verify", "--method", "decode", path)
+	assert.Equal(t, exitOK, r.code, r.stdout)
 }

@@ -77,9 +77,6 @@ type specRow struct {
 // runCompileSpecs prints the compile spec table: method, delegate index,
 // backend, key and decoded value.
 func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o *options) int {
-	if o.method != "" && !hasMethod(f.Program, o.method) {
-		return failErr(stderr, name, noMethod(f.Program, o.method))
-	}
 	rows := []specRow{}
 	for _, ep := range f.Program.ExecutionPlan {
 		if ep == nil || (o.method != "" && ep.Name != o.method) {

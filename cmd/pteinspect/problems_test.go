@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte/ptejson"
+)
+
+// TestDamagedMethodViews: a file that opens but whose methods cannot load
+// gets complete default and --json views that end with the verifier's
+// errors (path, byte offset, code), and exit status 1.
+func TestDamagedMethodViews(t *testing.T) {
+	cases := map[string]struct{ method, path, code string }{
+		"evalue_union_type_99":        {"forward", "execution_plan[0].values[0].val", "InvalidProgram"},
+		"segment_size_past_eof":       {"", "segments[1]", "InvalidArgument"}, // a program-level finding
+		"delegate_location_unknown_2": {"forward", "execution_plan[0].delegates[0].processed.location", "Internal"},
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(sharedDir(t, "vectors/pte-bad"), name+".pte")
+			r := runArgs(nil, path)
+			assert.Equal(t, exitFail, r.code, r.stderr)
+			assert.Empty(t, r.stderr)
+			assert.Contains(t, r.stdout, "\nmethod forward (#0)\n", "the view is complete")
+			_, tail, found := strings.Cut(r.stdout, "\nproblems: ")
+			require.True(t, found, r.stdout)
+			line := "error: " + want.path + ": "
+			if want.method != "" {
+				line = "error: [" + want.method + "] " + want.path + ": "
+			}
+			assert.Contains(t, tail, line)
+			assert.Contains(t, tail, "["+want.code+"]")
+
+			r = runArgs(nil, "--json", path)
+			assert.Equal(t, exitFail, r.code, r.stderr)
+			var doc struct {
+				Program  json.RawMessage   `json:"program"`
+				Problems []ptejson.Problem `json:"problems"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc), "stdout is complete JSON")
+			assert.NotEqual(t, "null", string(doc.Program))
+			require.NotEmpty(t, doc.Problems)
+			p := doc.Problems[0]
+			assert.Equal(t, "error", p.Severity)
+			assert.Equal(t, want.method, p.Method)
+			assert.Equal(t, want.path, p.Path)
+			assert.Equal(t, want.code, p.Code)
+			assert.NotNil(t, p.Offset)
+		})
+	}
+}
+
+// TestVerifyAliasedIOThatInitRefuses: an aliased_io entry with an unknown
+// kind and an input that is no binding is read alike by both readers, but
+// TensorRTBackend init fails on it: --verify reports errors and the human
+// view shows hazards and problems.
+func TestVerifyAliasedIOThatInitRefuses(t *testing.T) {
+	m := &delegate.Metadata{
+		IOBindings: []delegate.Binding{{Name: "x", IsInput: true}, {Name: "y"}},
+		AliasedIO:  []delegate.AliasedIO{{Output: "y", Input: "no_such_input", Kind: "bogus"}},
+	}
+	data := withMetadata(t, m)
+	r := runArgs(data, "--verify", "-")
+	assert.Equal(t, exitFail, r.code)
+	assert.Contains(t, r.stdout, `has kind "bogus"`)
+	assert.Contains(t, r.stdout, `input "no_such_input" is not an input binding`)
+	assert.Contains(t, r.stdout, "-: 2 error(s)")
+
+	r = runArgs(data, "-")
+	assert.Equal(t, exitFail, r.code)
+	assert.Contains(t, r.stdout, `HAZARD: aliased_io entry "y" <- "no_such_input" has kind "bogus"`)
+	assert.NotContains(t, r.stdout, "hazards     none")
+	assert.Contains(t, r.stdout, "\nproblems: 2 error(s)")
+}
+
+// TestPlanJSONWhenTheProgramCannotBeRead: pipelines reading --plan --json
+// get a JSON object on stdout even when there is nothing to plan.
+func TestPlanJSONWhenTheProgramCannotBeRead(t *testing.T) {
+	cases := map[string]string{
+		filepath.Join(sharedDir(t, "vectors/pte-bad"), "trunc_half_program.pte"): "invalid_program",
+		filepath.Join(sharedDir(t, "vectors/pte-bad"), "ident_ET13.pte"):         "invalid_program",
+		filepath.Join(sharedDir(t, "vectors/pte-bad"), "trunc_7_bytes.pte"):      "invalid_argument",
+		filepath.Join(t.TempDir(), "missing.pte"):                                "access_failed",
+	}
+	for path, kind := range cases {
+		r := runArgs(nil, "--plan", "--json", path)
+		assert.Equal(t, exitFail, r.code, path)
+		var v struct {
+			Error *struct {
+				Kind    string `json:"kind"`
+				Message string `json:"message"`
+			} `json:"error"`
+			Methods []json.RawMessage `json:"methods"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), "%s: %q", path, r.stdout)
+		require.NotNil(t, v.Error, path)
+		assert.Equal(t, kind, v.Error.Kind, path)
+		assert.NotEmpty(t, v.Error.Message)
+		assert.NotNil(t, v.Methods)
+		assert.Empty(t, v.Methods)
+		assert.NotEmpty(t, r.stderr, "the reason also goes to stderr")
+	}
+}
