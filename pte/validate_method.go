@@ -263,8 +263,10 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 		v.add(Error, CodeInvalidArgument, off, dpath, "constant index %d out of range (%d constant buffers)", idx, len(p.ConstantBuffer))
 		return
 	}
-	if sized && uint64(len(p.ConstantBuffer[idx].Storage)) > nbytes {
-		v.add(Error, CodeInvalidArgument, off, dpath, "constant buffer holds %d bytes, more than the tensor's %d", len(p.ConstantBuffer[idx].Storage), nbytes)
+	// Program::get_constant_buffer_data requires nbytes <= storage size; the
+	// storage may be longer (padding).
+	if sized && uint64(len(p.ConstantBuffer[idx].Storage)) < nbytes {
+		v.add(Error, CodeInvalidArgument, off, dpath, "constant buffer holds %d bytes, fewer than the tensor's %d", len(p.ConstantBuffer[idx].Storage), nbytes)
 	}
 }
 
