@@ -103,12 +103,12 @@ func TestTensorRTBudgetResolution(t *testing.T) {
 			engine: streaming, source: SourceAutomatic, applied: i64(300 * mib), setCalls: []int64{300 * mib},
 			logErr: "runtime option is empty and was ignored"},
 		{name: "bool option fails", specs: []*pte.CompileSpec{budgetSpec("1048576")}, opts: []Option{wsb(Bool(true))},
-			engine: streaming, code: CodeInvalidProgram, errSub: "must be a non-negative int or a decimal byte string",
+			engine: streaming, source: SourceLoadOption, reason: "load fails: weight_streaming_budget runtime option must be", code: CodeInvalidProgram, errSub: "must be a non-negative int or a decimal byte string",
 			logErr: "must be a non-negative int"},
 		{name: "negative int fails", specs: []*pte.CompileSpec{budgetSpec("1048576")}, opts: []Option{wsb(Int(-1))},
-			engine: streaming, code: CodeInvalidProgram, errSub: "got the int -1"},
+			engine: streaming, source: SourceLoadOption, reason: "load fails", code: CodeInvalidProgram, errSub: "got the int -1"},
 		{name: "int32 min fails", opts: []Option{wsb(Int(math.MinInt32))},
-			engine: streaming, code: CodeInvalidProgram, errSub: "-2147483648"},
+			engine: streaming, source: SourceLoadOption, reason: "load fails", code: CodeInvalidProgram, errSub: "-2147483648"},
 		{name: "int32 max clamps", opts: []Option{wsb(Int(math.MaxInt32))},
 			engine: streaming, source: SourceLoadOption, req: i64(math.MaxInt32), applied: i64(gib), setCalls: []int64{gib},
 			reason: "clamped to the streamable weight size 1073741824"},
@@ -119,41 +119,41 @@ func TestTensorRTBudgetResolution(t *testing.T) {
 		{name: "string above int32", opts: []Option{wsb(String("8589934592"))}, engine: fakeEngine{streamable: 16 * gib},
 			source: SourceLoadOption, req: i64(8 * gib), applied: i64(8 * gib), setCalls: []int64{8 * gib}},
 		{name: "malformed string option fails", specs: []*pte.CompileSpec{budgetSpec("1048576")}, opts: []Option{wsb(String("2 GiB"))},
-			engine: streaming, code: CodeInvalidProgram, errSub: "malformed weight_streaming_budget runtime option",
+			engine: streaming, source: SourceLoadOption, reason: "load fails: malformed weight_streaming_budget runtime option", code: CodeInvalidProgram, errSub: "malformed weight_streaming_budget runtime option",
 			logErr: "malformed weight_streaming_budget runtime option"},
 		{name: "malformed spec fails", specs: []*pte.CompileSpec{malformed},
-			engine: streaming, code: CodeInvalidProgram, errSub: "malformed weight_streaming_budget compile spec (compile_specs[0])"},
+			engine: streaming, source: SourceCompileSpec, reason: "load fails: malformed weight_streaming_budget compile spec", code: CodeInvalidProgram, errSub: "malformed weight_streaming_budget compile spec (compile_specs[0])"},
 		{name: "duplicate spec fails", specs: dup,
-			engine: streaming, code: CodeInvalidProgram, errSub: "duplicate weight_streaming_budget compile spec (compile_specs[0] and compile_specs[2])",
+			engine: streaming, source: SourceCompileSpec, reason: "load fails: duplicate", code: CodeInvalidProgram, errSub: "duplicate weight_streaming_budget compile spec (compile_specs[0] and compile_specs[2])",
 			logErr: "duplicate weight_streaming_budget compile spec"},
 		{name: "duplicate spec even if identical", specs: []*pte.CompileSpec{budgetSpec("7"), budgetSpec("7")},
-			engine: streaming, code: CodeInvalidProgram, errSub: "duplicate"},
+			engine: streaming, source: SourceCompileSpec, code: CodeInvalidProgram, errSub: "duplicate"},
 		{name: "key with NUL matches as C string", specs: []*pte.CompileSpec{budgetSpec("7"), spec(compilespec.KeyWeightStreamingBudget+"\x00x", "8")},
-			engine: streaming, code: CodeInvalidProgram, errSub: "duplicate"},
+			engine: streaming, source: SourceCompileSpec, code: CodeInvalidProgram, errSub: "duplicate"},
 		{name: "valid string hides duplicate spec", specs: dup, opts: []Option{wsb(String("2048"))},
 			engine: streaming, source: SourceLoadOption, req: i64(2048), applied: i64(2048), setCalls: []int64{2048}},
 		{name: "valid int hides malformed spec", specs: []*pte.CompileSpec{malformed}, opts: []Option{wsb(Int(5))},
 			engine: streaming, source: SourceLoadOption, req: i64(5), applied: i64(5), setCalls: []int64{5}},
 		{name: "empty string does not hide malformed spec", specs: []*pte.CompileSpec{malformed}, opts: []Option{wsb(String(""))},
-			engine: streaming, code: CodeInvalidProgram, errSub: "malformed weight_streaming_budget compile spec"},
+			engine: streaming, source: SourceCompileSpec, code: CodeInvalidProgram, errSub: "malformed weight_streaming_budget compile spec"},
 		{name: "first option wins", opts: []Option{wsb(String("100")), wsb(Bool(true))},
 			engine: streaming, source: SourceLoadOption, req: i64(100), applied: i64(100), setCalls: []int64{100}},
 		{name: "first option wins even if bad", opts: []Option{wsb(Bool(false)), wsb(String("100"))},
-			engine: streaming, code: CodeInvalidProgram, errSub: "got the bool false"},
+			engine: streaming, source: SourceLoadOption, code: CodeInvalidProgram, errSub: "got the bool false"},
 		{name: "clamp spec to streamable", specs: []*pte.CompileSpec{budgetSpec("1099511627776")}, engine: fakeEngine{streamable: mib},
 			source: SourceCompileSpec, req: i64(1 << 40), applied: i64(mib), setCalls: []int64{mib}, reason: "clamped"},
 		{name: "automatic falls back to 0", engine: refuseAuto,
 			source: SourceAutomatic, applied: i64(0), setCalls: []int64{300 * mib, 0}, reason: "fell back to 0"},
-		{name: "automatic and 0 refused", engine: refuseAll, code: CodeInvalidProgram,
+		{name: "automatic and 0 refused", engine: refuseAll, source: SourceAutomatic, reason: "the engine refused budget 314572800, and fallback to 0 also failed", code: CodeInvalidProgram,
 			errSub: "setWeightStreamingBudgetV2 failed (requested=314572800, and fallback to 0 also failed)", setCalls: []int64{300 * mib, 0}},
-		{name: "explicit budget refused", specs: []*pte.CompileSpec{budgetSpec("4096")}, engine: refuseAll, code: CodeInvalidProgram,
+		{name: "explicit budget refused", specs: []*pte.CompileSpec{budgetSpec("4096")}, engine: refuseAll, source: SourceCompileSpec, req: i64(4096), reason: "the engine refused budget 4096", code: CodeInvalidProgram,
 			errSub: "setWeightStreamingBudgetV2 failed (requested=4096)", setCalls: []int64{4096}},
 		{name: "non-streamable with budget is reported", specs: []*pte.CompileSpec{budgetSpec("4096")}, engine: resident,
 			source: SourceCompileSpec, req: i64(4096), reason: "no streamable weights: the requested budget is ignored",
 			logErr: "engine has no streamable weights"},
 		{name: "non-streamable without budget", engine: resident, source: SourceAutomatic, reason: "all weights stay resident"},
 		{name: "non-streamable with malformed spec still fails", specs: []*pte.CompileSpec{malformed}, engine: resident,
-			code: CodeInvalidProgram, errSub: "malformed"},
+			source: SourceCompileSpec, code: CodeInvalidProgram, errSub: "malformed"},
 		{name: "options for another backend are ignored", specs: []*pte.CompileSpec{budgetSpec("1048576")},
 			opts: []Option{wsb(Bool(true))}, backend: "XnnpackBackend",
 			engine: streaming, source: SourceCompileSpec, req: i64(mib), applied: i64(mib), setCalls: []int64{mib}},
@@ -173,19 +173,24 @@ func TestTensorRTBudgetResolution(t *testing.T) {
 				lo = opts(t, backend, tc.opts...)
 			}
 			m, err, fac, logs := loadTRT(t, "trt_segment", specs, lo, tc.engine)
+			var plans []*Plan
 			if tc.code != pte.CodeOk {
 				var re *Error
 				if !errors.As(err, &re) || re.Code != tc.code || !strings.Contains(err.Error(), tc.errSub) {
 					t.Fatalf("error = %v; want %v containing %q", err, tc.code, tc.errSub)
 				}
-				if re.Method != "forward" || re.Delegate != 0 || re.Backend != TensorRTBackendID {
-					t.Errorf("error location = %q/%d/%q", re.Method, re.Delegate, re.Backend)
+				if m != nil || re.Method != "forward" || re.Delegate != 0 || re.Backend != TensorRTBackendID {
+					t.Errorf("method %v, error location = %q/%d/%q", m, re.Method, re.Delegate, re.Backend)
 				}
 				if len(fac.engines) != 1 || !fac.engines[0].closed {
 					t.Errorf("engine not released after a failed init")
 				}
-			} else if err != nil {
-				t.Fatalf("LoadMethod: %v", err)
+				plans = re.Plans
+			} else {
+				if err != nil {
+					t.Fatalf("LoadMethod: %v", err)
+				}
+				plans = m.Plans()
 			}
 			if len(fac.engines) == 1 && !reflect.DeepEqual(fac.engines[0].setCalls, tc.setCalls) {
 				t.Errorf("SetBudget calls = %v, want %v", fac.engines[0].setCalls, tc.setCalls)
@@ -193,10 +198,6 @@ func TestTensorRTBudgetResolution(t *testing.T) {
 			if tc.logErr != "" && !hasLog(logs, slog.LevelError, tc.logErr) {
 				t.Errorf("no Error record containing %q in %v", tc.logErr, logs)
 			}
-			if tc.code != pte.CodeOk {
-				return
-			}
-			plans := m.Plans()
 			if len(plans) != 1 {
 				t.Fatalf("%d plans", len(plans))
 			}
@@ -212,8 +213,18 @@ func TestTensorRTBudgetResolution(t *testing.T) {
 				!reflect.DeepEqual(p.Inputs, []string{"x"}) || !reflect.DeepEqual(p.Outputs, []string{"y"}) {
 				t.Errorf("plan identity = %+v", p)
 			}
-			if got := *p.Streamable; got != tc.engine.streamable {
-				t.Errorf("streamable = %d", got)
+			// The engine is consulted only once the budget is resolved.
+			resolved := tc.code == pte.CodeOk || strings.Contains(tc.errSub, "setWeightStreamingBudgetV2")
+			if resolved {
+				if p.Streamable == nil || *p.Streamable != tc.engine.streamable ||
+					p.Streaming == nil || *p.Streaming != (tc.engine.streamable > 0) {
+					t.Errorf("streamable = %s, streaming = %v", fmtPtr(p.Streamable), p.Streaming)
+				}
+			} else if p.Streamable != nil || p.Streaming != nil || p.Applied != nil {
+				t.Errorf("engine facts in the plan of a budget that failed to resolve: %+v", p)
+			}
+			if p.Applied == nil && resolved && tc.code == pte.CodeOk && (p.Streaming == nil || *p.Streaming) {
+				t.Errorf("applied is null although every fact is known and the engine streams")
 			}
 			if p.Applied != nil && !hasLog(logs, slog.LevelInfo, "weight streaming budget") {
 				t.Errorf("no Info record for the applied budget")

@@ -6,23 +6,40 @@
 //
 // # Loading
 //
-// Load wraps a *pte.File; Program.LoadMethod initializes a method's
-// delegates in order. Each delegate's backend is looked up by id in a
-// Registry (an unregistered or unavailable id is a NotFound error naming the
-// backend and the method) and its Init receives the payload lazily
-// (*pte.Payload), the compile specs, and the load-time options addressed to
-// that backend id (LoadOptions, modelled on ExecuTorch's
-// LoadBackendOptionsMap: bool, int32 or string values of at most 255 bytes,
-// keys under 64 bytes, first match wins, every delegate of the backend gets
-// the same list). When a delegate fails, every handle created so far is
-// destroyed. Errors are *Error values whose Code is ExecuTorch's error class
-// (pte.Code: InvalidProgram, InvalidArgument, NotFound, ...).
+// Load wraps a *pte.File; Program.LoadMethod loads a method with the checks
+// of ExecuTorch's Program::method_meta and Method::init, in their order and
+// with their error classes: required fields, then the value table (known
+// union tags with their tables, list indices, tensor structure; an external
+// constant is InvalidState, as there is no .ptd support), then the
+// delegates, then the chains (known instruction types with their tables,
+// value and operator indices). A union whose tag is set but whose table is
+// absent (a typed nil in the pte model) is InvalidProgram, never a panic.
+// As upstream, a DelegateCall's delegate index and the method's input and
+// output indices are checked only when the method executes.
 //
-// Method.Execute runs the method's chains: a DelegateCall hands the backend
-// the delegate's inputs then outputs; a KernelCall runs a registered kernel
-// (an unregistered operator is an OperatorMissing error naming it; unlike
-// ExecuTorch, operators are resolved at execution so that kernel-free
-// planning works).
+// Each delegate's backend is looked up by id in a Registry (an
+// unregistered or unavailable id is a NotFound error naming the backend and
+// the method) and its Init receives the payload lazily (*pte.Payload), the
+// compile specs, and the load-time options addressed to that backend id
+// (LoadOptions, modelled on ExecuTorch's LoadBackendOptionsMap: bool, int32
+// or string values of at most 255 bytes, keys under 64 bytes, first match
+// wins, every delegate of the backend gets the same list). When loading
+// fails, every handle created so far is destroyed and LoadMethod returns a
+// nil *Method. Errors are *Error values whose Code is ExecuTorch's error
+// class (pte.Code) and whose Plans keep the plans reported before the
+// failure.
+//
+// # Error kinds
+//
+// KindOf spells a code in snake case, as the JSON outputs (PlanError.Kind)
+// do. Loading reports: "invalid_program" (malformed program, rejected
+// budget, engine refusing an explicit budget), "invalid_argument" (payload
+// past the end of the file, unknown method), "not_found" (backend not
+// registered or unavailable, payload segment missing), "internal"
+// (unknown payload location), "invalid_state" (external constants without
+// a data map), "not_supported" (tensor features the runtime lacks) and
+// "memory_allocation_failed". Execution adds "operator_missing" and
+// "invalid_state" (enqueue failures, cancelled or closed methods).
 //
 // # TensorRT
 //
@@ -45,9 +62,23 @@
 // # Planning without a GPU
 //
 // PlanProgram loads every method with a StandIn engine factory whose
-// streamable and scratch sizes the caller may state, and returns a
-// ProgramPlan ready for JSON: per method name, ok, error {kind, message}
-// and delegates {index, backend, device, budget {source, requested,
-// applied}}, where applied is null when it depends on an engine fact nobody
-// stated (TensorRT's automatic budget, or an unstated streamable size).
+// streamable size, scratch size and automatic budget the caller may state,
+// and returns a ProgramPlan ready for JSON: per method name, ok, error
+// {kind, message} and delegates {index, backend, device, budget {source,
+// requested, applied, streaming}}. Budget.applied is null in exactly two
+// cases: streaming is false (the engine has nothing streamable, so no
+// budget applies and all weights stay resident), or the value depends on an
+// engine fact nobody stated, which ProgramPlan.Assumed then lists
+// (FactStreamable, FactAutomatic; FactScratch for the scratch figures).
+// ProgramPlan.Stated lists the facts the caller stated, whose figures are
+// assumptions rather than an engine's. Backends other than TensorRT that
+// the caller did not register are not modelled: their delegates are
+// assumed to load (DelegatePlan.Modelled false, MethodPlan.NotModelled), so
+// that the TensorRT delegates after them are planned too.
+//
+// Init steps that need the engine's own tensor descriptions (the
+// agreement of an aliased_io pair with the engine, the refusal of
+// shape-tensor inputs) run only with engines implementing EngineTensors;
+// the names and kinds of aliased_io pairs are always checked against the
+// blob's bindings.
 package runtime

@@ -20,6 +20,7 @@ type fakeEngine struct {
 	scratch    int64
 	refuse     func(budget int64) bool // nil accepts every budget
 	ctxErr     error
+	scratchOf  func(budget int64) int64 // nil: scratch does not depend on the budget
 
 	budget     int64
 	setCalls   []int64
@@ -39,8 +40,13 @@ func (e *fakeEngine) SetBudget(n int64) bool {
 	e.budget = n
 	return true
 }
-func (e *fakeEngine) Budget() int64      { e.check(); return e.budget }
-func (e *fakeEngine) ScratchSize() int64 { return e.scratch }
+func (e *fakeEngine) Budget() int64 { e.check(); return e.budget }
+func (e *fakeEngine) ScratchSize() int64 {
+	if e.scratchOf != nil {
+		return e.scratchOf(e.budget)
+	}
+	return e.scratch
+}
 func (e *fakeEngine) CreateContext(opts ContextOptions) (Context, error) {
 	e.check()
 	if e.ctxErr != nil {

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/pte"
 )
 
 func planVector(t *testing.T, name string, o PlanOptions) *ProgramPlan {
@@ -159,5 +161,98 @@ func TestPlanProgramUsesRegistry(t *testing.T) {
 	pp := planVector(t, "trt_segment", PlanOptions{Registry: reg})
 	if mp := pp.Methods[0]; mp.OK || mp.Error.Kind != "not_found" || len(mp.Delegates) != 0 {
 		t.Errorf("plan with an unavailable backend = %+v", mp)
+	}
+}
+
+// TestPlanProgramFacts checks that applied is null only when a fact is
+// unstated or no budget applies, and that Assumed and Stated say which.
+func TestPlanProgramFacts(t *testing.T) {
+	tests := []struct {
+		name      string
+		vector    string
+		opts      PlanOptions
+		applied   *int64
+		streaming *bool
+		assumed   []string
+		stated    []string
+		reason    string
+	}{
+		{name: "nothing stated", vector: "trt_segment", assumed: []string{FactStreamable, FactScratch}, stated: []string{},
+			reason: "not known"},
+		{name: "nothing streamable", vector: "trt_segment", opts: PlanOptions{Streamable: i64(0), Scratch: i64(0)},
+			streaming: ptrBool(false), assumed: []string{}, stated: []string{FactStreamable, FactScratch}, reason: "no streamable weights"},
+		{name: "automatic unstated", vector: "trt_no_budget_spec", opts: PlanOptions{Streamable: i64(gib)},
+			streaming: ptrBool(true), assumed: []string{FactAutomatic, FactScratch}, stated: []string{FactStreamable}, reason: "automatic budget chosen by TensorRT"},
+		{name: "automatic stated", vector: "trt_no_budget_spec", opts: PlanOptions{Streamable: i64(gib), Scratch: i64(1), Automatic: i64(300 * mib)},
+			applied: i64(300 * mib), streaming: ptrBool(true), assumed: []string{}, stated: []string{FactStreamable, FactScratch, FactAutomatic},
+			reason: "automatic budget applied"},
+		{name: "automatic above streamable falls back", vector: "trt_no_budget_spec", opts: PlanOptions{Streamable: i64(mib), Scratch: i64(1), Automatic: i64(gib)},
+			applied: i64(0), streaming: ptrBool(true), assumed: []string{}, stated: []string{FactStreamable, FactScratch, FactAutomatic},
+			reason: "fell back to 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pp := planVector(t, tc.vector, tc.opts)
+			b := pp.Methods[0].Delegates[0].Budget
+			if !eqPtr(b.Applied, tc.applied) || (b.Streaming == nil) != (tc.streaming == nil) ||
+				(b.Streaming != nil && *b.Streaming != *tc.streaming) || !strings.Contains(b.Reason, tc.reason) {
+				t.Errorf("budget = applied %s streaming %v reason %q", fmtPtr(b.Applied), b.Streaming, b.Reason)
+			}
+			if !reflect.DeepEqual(pp.Assumed, tc.assumed) || !reflect.DeepEqual(pp.Stated, tc.stated) {
+				t.Errorf("assumed %q stated %q; want %q %q", pp.Assumed, pp.Stated, tc.assumed, tc.stated)
+			}
+			// applied is null exactly when a fact is missing or nothing streams.
+			missing := len(pp.Assumed) > 0 && !(len(pp.Assumed) == 1 && pp.Assumed[0] == FactScratch)
+			if (b.Applied == nil) != (missing || (b.Streaming != nil && !*b.Streaming)) {
+				t.Errorf("applied %s with assumed %q and streaming %v", fmtPtr(b.Applied), pp.Assumed, b.Streaming)
+			}
+			raw, _ := json.Marshal(b)
+			if !strings.Contains(string(raw), `"streaming":`) {
+				t.Errorf("JSON lacks streaming: %s", raw)
+			}
+		})
+	}
+}
+
+func ptrBool(b bool) *bool { return &b }
+
+// TestPlanProgramOtherBackends checks that a backend the planner does not
+// model is a note, not a failure, and that TensorRT delegates after it are
+// still planned; LoadMethod itself stays strict.
+func TestPlanProgramOtherBackends(t *testing.T) {
+	f := openVector(t, "trt_two_engines_chain")
+	f.Program.ExecutionPlan[0].Delegates[0].ID = "XnnpackBackend"
+	pp, err := PlanProgram(f, PlanOptions{Streamable: i64(gib), Scratch: i64(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp := pp.Methods[0]
+	if !mp.OK || len(mp.Delegates) != 2 || !reflect.DeepEqual(mp.NotModelled, []string{"XnnpackBackend"}) {
+		t.Fatalf("method plan = %+v", mp)
+	}
+	x, trt := mp.Delegates[0], mp.Delegates[1]
+	if x.Modelled || x.Backend != "XnnpackBackend" || x.Budget != nil || x.Device != nil || len(x.Notes) != 1 ||
+		!strings.Contains(x.Notes[0], "not modelled") {
+		t.Errorf("xnnpack delegate = %+v", x)
+	}
+	if !trt.Modelled || trt.Budget == nil || trt.Budget.Applied == nil || *trt.Budget.Applied != 524288 {
+		t.Errorf("tensorrt delegate = %+v", trt)
+	}
+	reg := &Registry{}
+	reg.RegisterBackend(TensorRTBackendID, acceptingBackend{})
+	prog, _ := Load(f, Config{Registry: reg})
+	if _, err := prog.LoadMethod("forward", nil); CodeOf(err) != CodeNotFound || !strings.Contains(err.Error(), "XnnpackBackend") {
+		t.Errorf("LoadMethod with an unregistered backend: %v", err)
+	}
+
+	// A public XNNPACK program plans without failing.
+	cf, err := pte.Open(sharedPath(t, "corpus/djl__add__8371b86d.pte"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cf.Close()
+	pp, err = PlanProgram(cf, PlanOptions{})
+	if err != nil || !pp.Methods[0].OK || pp.Methods[0].Delegates[0].Modelled {
+		t.Errorf("xnnpack corpus plan = %+v, %v", pp, err)
 	}
 }

@@ -151,3 +151,26 @@ func TestSetBudgetConcurrentExecute(t *testing.T) {
 		t.Errorf("final plans: %s %d, %d", plans[0].Source, *plans[0].Applied, *plans[1].Applied)
 	}
 }
+
+// TestSetBudgetRereadsScratch checks that the activation scratch reported
+// after a budget change is the engine's new figure, not the one from init.
+func TestSetBudgetRereadsScratch(t *testing.T) {
+	eng := fakeEngine{streamable: gib, scratchOf: func(budget int64) int64 { return 1<<20 + budget/2 }}
+	m, err, _, _ := loadTRT(t, "trt_segment", nil, nil, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Plans()[0].Scratch; got == nil || *got != 1<<20+mib/2 {
+		t.Fatalf("scratch after init = %s", fmtPtr(got))
+	}
+	p, err := m.SetBudget(0, BudgetRequest{Bytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Scratch == nil || *p.Scratch != 1<<20+2048 {
+		t.Errorf("scratch in the returned plan = %s", fmtPtr(p.Scratch))
+	}
+	if got := m.Plans()[0].Scratch; got == nil || *got != 1<<20+2048 {
+		t.Errorf("scratch in Plans = %s", fmtPtr(got))
+	}
+}
