@@ -394,10 +394,6 @@ func sameNumber(x, y string) bool {
 	return errx == nil && erry == nil && fx == fy
 }
 
-// UpstreamMembers are the members DiffUpstream compares, in order. The
-// upstream view calls the program member "raw_program".
-var UpstreamMembers = []string{"file", "extended_header", "segments", "delegates", "program"}
-
 // DiffUpstream compares ours, the JSON form of a Document built with
 // hashing on, with upstream, the view of the same file printed by the
 // ExecuTorch reference tooling around the upstream Python deserializer
@@ -406,6 +402,10 @@ var UpstreamMembers = []string{"file", "extended_header", "segments", "delegates
 // file, extended_header, segments, delegates and program. Members only we
 // have (each delegate's tensorrt) are not compared. Paths in the result use
 // our member names.
+//
+// Deprecated: DiffUpstream is a conformance-test helper, not part of the
+// JSON form's promise; compare with Diff instead. It remains only until the
+// last test that uses it has moved to Diff.
 func DiffUpstream(ours, upstream []byte) ([]Difference, error) {
 	a, err := toNode(json.RawMessage(ours))
 	if err != nil {
@@ -424,7 +424,8 @@ func DiffUpstream(ours, upstream []byte) ([]Difference, error) {
 		}
 	}
 	var d differ
-	for _, m := range UpstreamMembers {
+	// The upstream view calls the program member "raw_program".
+	for _, m := range [...]string{"file", "extended_header", "segments", "delegates", "program"} {
 		um := m
 		if m == "program" {
 			um = "raw_program"
