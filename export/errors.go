@@ -77,6 +77,13 @@ const (
 	WarnDeviceMismatch WarningKind = "device-mismatch"
 	// WarnUnusedInput: a method input is neither consumed nor returned.
 	WarnUnusedInput WarningKind = "unused-input"
+	// WarnBadBudgetSpec: a re-baked program keeps a delegate's
+	// weight_streaming_budget that the TensorRT delegate refuses (given
+	// twice, or not a byte count).
+	WarnBadBudgetSpec WarningKind = "bad-budget-spec"
+	// WarnInput: the reader's verifier has a warning about a re-baked input
+	// program.
+	WarnInput WarningKind = "input"
 )
 
 // Warning is a condition that does not stop the export but deserves the

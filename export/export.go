@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -36,14 +37,24 @@ func Write(w io.Writer, p *Program, opts *Options) (*Result, error) {
 
 // WriteFile writes p to path through a temporary file in the same
 // directory that is renamed into place, so that path never holds a partial
-// program. An existing file at path is replaced.
+// program. An existing file at path is replaced (unless
+// Options.NoOverwrite); when path is a symbolic link, the file it points
+// to is replaced.
 func WriteFile(path string, p *Program, opts *Options) (*Result, error) {
+	return WriteFileContext(context.Background(), path, p, opts)
+}
+
+// WriteFileContext is WriteFile with a context: when ctx is done before
+// the program is in place, the write stops, the temporary file is removed
+// and the error wraps ctx.Err().
+func WriteFileContext(ctx context.Context, path string, p *Program, opts *Options) (*Result, error) {
 	b, err := build(p, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer b.close()
-	size, err := writeAtomic(path, b.total, b.progress, func(f *os.File) (int64, error) {
+	ao := atomicOptions{total: b.total, progress: b.progress, noOverwrite: opts != nil && opts.NoOverwrite}
+	size, err := writeAtomic(ctx, path, ao, func(f *os.File) (int64, error) {
 		info, err := pte.Write(f, b.prog, b.segments, b.writeOptions())
 		if err != nil {
 			return 0, err
@@ -64,7 +75,7 @@ type built struct {
 	segments []*io.SectionReader
 	align    uint64
 	result   *Result
-	total    int64 // bytes of segment data, for progress
+	total    int64 // expected output size, for progress
 	progress func(written, total int64)
 	closers  []io.Closer
 }
@@ -169,10 +180,6 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	}
 
 	res := &Result{}
-	if opts.WeightStreamingBudget != nil {
-		v := *opts.WeightStreamingBudget
-		res.Budget = &v
-	}
 	var entries []*blobEntry
 	prog := &pte.Program{
 		ConstantBuffer:      []*pte.Buffer{},
@@ -209,10 +216,9 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 			})
 		}
 		prog.ExecutionPlan = append(prog.ExecutionPlan, executionPlan(md, dels))
-		res.Methods = append(res.Methods, MethodSummary{Name: md.m.Name, Delegates: len(dels), PlannedBytes: md.arena})
-		res.Delegates += len(dels)
 	}
 	res.Blobs = len(entries)
+	res.Warnings = append(res.Warnings, summarize(prog, res)...)
 
 	// Place the blobs: in segments after the constant segment (index 0,
 	// empty, as upstream writes it), or inline.
@@ -232,7 +238,16 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 			continue
 		}
 		b.segments = append(b.segments, e.sr)
-		b.total += e.sr.Size()
+	}
+	// The expected size, for progress: segment bytes with their padding,
+	// and the flatbuffer, which holds little beyond inline data.
+	align := int64(opts.SegmentAlignment)
+	if align == 0 {
+		align = pte.DefaultSegmentAlignment
+	}
+	b.total = inline + 4096
+	for _, s := range b.segments {
+		b.total += s.Size() + align
 	}
 	for _, ep := range prog.ExecutionPlan {
 		for _, d := range ep.Delegates {

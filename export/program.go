@@ -169,10 +169,15 @@ type Options struct {
 	// 128 (ExecuTorch's default). It need not be a power of two (ExecuTorch
 	// does not require one) but may not exceed MaxSegmentAlignment.
 	SegmentAlignment uint64
-	// Progress, when non-nil, is called by WriteFile about five times a
-	// second while the file is written, with the bytes written so far and
-	// the expected total. Write does not call it.
+	// Progress, when non-nil, is called by WriteFile when the output file
+	// is created, about five times a second while it is written, and at
+	// the end, with the bytes written so far and the expected total (an
+	// estimate until the end). Write does not call it.
 	Progress func(written, total int64)
+	// NoOverwrite makes WriteFile refuse to replace an existing file. The
+	// check is atomic with putting the new file in place; the error wraps
+	// fs.ErrExist.
+	NoOverwrite bool
 }
 
 // Result summarizes a written program.
@@ -188,9 +193,16 @@ type Result struct {
 	// once).
 	Delegates int
 	Blobs     int
-	// Budget is the weight_streaming_budget written on every delegate, nil
-	// when no key was written.
-	Budget *int64
+	// Budget is the weight_streaming_budget that every TensorRTBackend
+	// delegate of the written program holds; nil when none holds one, or
+	// when they hold different budgets (a re-bake that keeps the input's
+	// budgets), which MixedBudgets then reports. MethodSummary.Engines has
+	// each delegate's.
+	Budget       *int64
+	MixedBudgets bool
+	// TargetDevice is the target_device value that every TensorRTBackend
+	// delegate holds; "" when they differ or none holds one.
+	TargetDevice string
 	// Warnings are the conditions worth a user's attention.
 	Warnings []Warning
 }
@@ -198,8 +210,23 @@ type Result struct {
 // MethodSummary describes one method of a written program.
 type MethodSummary struct {
 	Name string
-	// Delegates is the number of engine calls (TensorRTBackend delegates).
+	// Delegates is the number of TensorRTBackend delegates.
 	Delegates int
-	// PlannedBytes is the size of the method's planned memory arena.
+	// PlannedBytes is the size of the method's planned memory (the sum of
+	// non_const_buffer_sizes).
 	PlannedBytes int64
+	// Engines describes the method's TensorRTBackend delegates in delegate
+	// order, as written.
+	Engines []EngineSummary
+}
+
+// EngineSummary describes the compile specs of one TensorRTBackend
+// delegate, as written.
+type EngineSummary struct {
+	// Budget is its weight_streaming_budget; nil when it has none (TensorRT
+	// then chooses the budget), or one the TensorRT delegate refuses, which
+	// is also reported as a WarnBadBudgetSpec warning.
+	Budget *int64
+	// TargetDevice is its target_device value, "" when it has none.
+	TargetDevice string
 }

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -28,8 +29,12 @@ type RebakeOptions struct {
 	// (up to 64 KiB), i.e. only that alignment reproduces its segment base
 	// and its segment offsets relative to the base.
 	SegmentAlignment uint64
-	// Progress, when non-nil, is called as output bytes are written.
+	// Progress, when non-nil, is called as output bytes are written, with
+	// the size of the input as the expected total.
 	Progress func(written, total int64)
+	// NoOverwrite refuses to replace an existing output file (atomically;
+	// the error wraps fs.ErrExist).
+	NoOverwrite bool
 }
 
 // Rebake rewrites the program in, changing only the compile specs of its
@@ -37,7 +42,12 @@ type RebakeOptions struct {
 // temporary file renamed into place; out may equal in. Segment bytes are
 // copied as they are (never decoded or re-encoded), inline delegate data
 // stays inline, and everything else in the program is kept. On failure the
-// input is untouched and out is not created or changed.
+// input is untouched and out is not created or changed. When out is a
+// symbolic link, the file it points to is replaced.
+//
+// An input that the reader's verifier finds an Error in (one that
+// ExecuTorch would refuse to load or whose methods would fail to load) is
+// refused; its verifier warnings are returned as WarnInput warnings.
 //
 // For each TensorRTBackend delegate a budget is set in place of the first
 // existing weight_streaming_budget entry (dropping any duplicates, which
@@ -45,12 +55,19 @@ type RebakeOptions struct {
 // target_device, which is the order upstream writes; a target device is set
 // the same way, or appended.
 func Rebake(in, out string, opts *RebakeOptions) (*Result, error) {
-	return rebake(in, out, opts, nil)
+	return RebakeContext(context.Background(), in, out, opts)
 }
 
-// rebake is Rebake with a hook that may wrap the segment sources (tests
-// use it to make a source fail mid-write).
-func rebake(in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) []*io.SectionReader) (*Result, error) {
+// RebakeContext is Rebake with a context: when ctx is done before the
+// output is in place, the write stops, the temporary file is removed and
+// the error wraps ctx.Err().
+func RebakeContext(ctx context.Context, in, out string, opts *RebakeOptions) (*Result, error) {
+	return rebake(ctx, in, out, opts, nil)
+}
+
+// rebake is RebakeContext with a hook that may wrap the segment sources
+// (tests use it to make a source fail mid-write).
+func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) []*io.SectionReader) (*Result, error) {
 	if opts == nil {
 		opts = &RebakeOptions{}
 	}
@@ -76,20 +93,28 @@ func rebake(in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) 
 		return nil, err
 	}
 
-	f, err := pte.Open(in)
+	fin, st, err := openRegular(in)
 	if err != nil {
 		return nil, fmt.Errorf("export: rebake: %w", err)
 	}
-	defer f.Close()
-	prog := cloneForRebake(f.Program)
-	res := &Result{}
-	if budget != nil {
-		v := *opts.WeightStreamingBudget
-		res.Budget = &v
+	defer fin.Close()
+	f, err := pte.NewFile(fin, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("export: rebake: %s: %w", in, err)
 	}
-	for _, ep := range prog.ExecutionPlan {
+	defer f.Close()
+	res := &Result{}
+	if err := verifyInput(f, in, res); err != nil {
+		return nil, err
+	}
+
+	prog := cloneForRebake(f.Program)
+	for i, ep := range prog.ExecutionPlan {
+		if ep == nil {
+			continue
+		}
 		n := 0
-		for _, d := range ep.Delegates {
+		for j, d := range ep.Delegates {
 			if d == nil || d.ID != delegate.BackendID {
 				continue
 			}
@@ -103,13 +128,13 @@ func rebake(in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) 
 			}
 			if opts.TargetDevice != "" {
 				specs = setSpec(specs, compilespec.KeyTargetDevice, []byte(opts.TargetDevice), "")
+				res.Warnings = append(res.Warnings, rebakeDeviceWarnings(f, i, j, opts.TargetDevice)...)
 			}
 			d.CompileSpecs = specs
 		}
-		res.Methods = append(res.Methods, MethodSummary{Name: ep.Name, Delegates: n, PlannedBytes: plannedBytes(ep)})
-		res.Delegates += n
 		res.Warnings = append(res.Warnings, engineCountWarnings(ep.Name, n, budget)...)
 	}
+	res.Warnings = append(res.Warnings, summarize(prog, res)...)
 	if res.Delegates == 0 {
 		return nil, newError("", "", fmt.Sprintf("%s has no %s delegate; nothing to re-bake", in, delegate.BackendID), nil)
 	}
@@ -119,10 +144,6 @@ func rebake(in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) 
 		return nil, fmt.Errorf("export: rebake: %w", err)
 	}
 	res.Blobs = countBlobs(prog)
-	var total int64
-	for _, s := range segs {
-		total += s.Size()
-	}
 	if wrap != nil {
 		segs = wrap(segs)
 	}
@@ -130,7 +151,8 @@ func rebake(in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) 
 	if align == 0 {
 		align = inferAlignment(f)
 	}
-	size, err := writeAtomic(out, total, opts.Progress, func(w *os.File) (int64, error) {
+	ao := atomicOptions{total: f.Size, progress: opts.Progress, noOverwrite: opts.NoOverwrite}
+	size, err := writeAtomic(ctx, out, ao, func(w *os.File) (int64, error) {
 		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align})
 		if err != nil {
 			return 0, err
@@ -143,6 +165,46 @@ func rebake(in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) 
 	res.Path = out
 	res.Size = size
 	return res, nil
+}
+
+// verifyInput refuses an input with an Error finding: re-baking would only
+// copy a program that ExecuTorch refuses. Its warnings become WarnInput
+// warnings in res.
+func verifyInput(f *pte.File, in string, res *Result) error {
+	var errs []pte.Finding
+	for _, fd := range f.Verify() {
+		if fd.Severity == pte.Error {
+			errs = append(errs, fd)
+			continue
+		}
+		res.Warnings = append(res.Warnings, Warning{Kind: WarnInput, Method: fd.Method,
+			Msg: fmt.Sprintf("%s: %v", in, fd.Err)})
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	more := ""
+	if len(errs) > 1 {
+		more = fmt.Sprintf(" (and %d more; pteinspect --verify lists them)", len(errs)-1)
+	}
+	return newError(errs[0].Method, "", fmt.Sprintf(
+		"%s fails verification, so it is not re-baked (ExecuTorch would refuse it): %v%s", in, errs[0].Err, more), nil)
+}
+
+// rebakeDeviceWarnings warns when the target device pinned by a re-bake
+// disagrees with the device_id in delegate j's blob of plan i.
+func rebakeDeviceWarnings(f *pte.File, i, j int, pin string) []Warning {
+	name := f.Program.ExecutionPlan[i].Name
+	label := fmt.Sprintf("delegates[%d]", j)
+	p, err := f.DelegateData(i, j)
+	if err == nil {
+		var blob *delegate.Blob
+		if blob, err = delegate.Decode(p, p.Size()); err == nil {
+			return deviceWarnings(name, label, []byte(pin), blob.Metadata.DeviceID)
+		}
+	}
+	return []Warning{{Kind: WarnDeviceMismatch, Method: name, Msg: fmt.Sprintf(
+		"engine %s: cannot read the blob's device_id to compare it with target_device %q: %v", label, pin, err)}}
 }
 
 // cloneForRebake copies the parts of p that Rebake changes: the plans'

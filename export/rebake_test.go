@@ -1,14 +1,19 @@
 package export
 
 import (
+	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,19 +33,53 @@ func fileSum(t *testing.T, path string) [32]byte {
 	return sha256.Sum256(data)
 }
 
-// budgetPaths are the JSON paths where a budget compile spec may change.
-func budgetPaths() []string {
-	return []string{
-		`delegates\[\d+\]\.compile_specs\[\d+\]\.(key|value_hex|value_utf8)`,
-		`delegates\[\d+\]\.compile_specs\[\d+\]`,
-		`raw_program\.execution_plan\[\d+\]\.delegates\[\d+\]\.compile_specs\[\d+\](\..*)?`,
+// withoutBudgets returns the compile spec lists of doc (a document of
+// documentOf's shape) with every weight_streaming_budget entry removed,
+// and the budgets removed, per delegate.
+func withoutBudgets(t *testing.T, doc map[string]any) (stripped map[string]any, budgets [][]string) {
+	t.Helper()
+	data, err := json.Marshal(doc)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(data, &out))
+	strip := func(d any) []string {
+		dm := d.(map[string]any)
+		var kept []any
+		var removed []string
+		for _, s := range dm["compile_specs"].([]any) {
+			sm := s.(map[string]any)
+			if sm["key"] == "weight_streaming_budget" {
+				if v, ok := sm["value_utf8"].(string); ok {
+					removed = append(removed, v)
+				} else {
+					removed = append(removed, "?")
+				}
+				continue
+			}
+			kept = append(kept, s)
+		}
+		if kept == nil {
+			kept = []any{}
+		}
+		dm["compile_specs"] = kept
+		return removed
 	}
+	for _, d := range out["delegates"].([]any) {
+		budgets = append(budgets, strip(d))
+	}
+	for _, ep := range out["raw_program"].(map[string]any)["execution_plan"].([]any) {
+		for _, d := range ep.(map[string]any)["delegates"].([]any) {
+			strip(d)
+		}
+	}
+	return out, budgets
 }
 
 // TestRebakeUpstreamPrograms re-bakes every upstream-written program with a
-// 4 GiB budget and checks against the reference JSON beside it: only
-// budget specs change; every segment keeps its sha256; the result carries
-// exactly one budget per TensorRT delegate, before target_device.
+// 4 GiB budget and checks against the reference JSON beside it: with the
+// budget entries taken out, nothing but the file layout differs; the
+// result carries exactly one budget per TensorRT delegate, before
+// target_device; every segment keeps its sha256 (part of the documents).
 func TestRebakeUpstreamPrograms(t *testing.T) {
 	dir, names := vectorCases(t)
 	for _, name := range names {
@@ -50,42 +89,51 @@ func TestRebakeUpstreamPrograms(t *testing.T) {
 			res, err := Rebake(filepath.Join(dir, name+".pte"), out, &RebakeOptions{WeightStreamingBudget: &budget})
 			require.NoError(t, err)
 			require.NotNil(t, res.Budget)
+			assert.Equal(t, budget, *res.Budget)
 			var want map[string]any
 			readJSON(t, filepath.Join(dir, name+".json"), &want)
 			got := documentOf(t, out)
-			for _, d := range diffExcept(t, got, want, append(budgetPaths(), layoutPaths...)...) {
+			wantRest, _ := withoutBudgets(t, want)
+			gotRest, gotBudgets := withoutBudgets(t, got)
+			for _, d := range diffExcept(t, gotRest, wantRest, layoutPaths...) {
 				t.Error(d)
 			}
 			assert.Equal(t, len(want["segments"].([]any)), len(got["segments"].([]any)))
-			for _, d := range got["delegates"].([]any) {
-				specs := d.(map[string]any)["compile_specs"].([]any)
-				var keys, budgets []string
-				for _, s := range specs {
-					sm := s.(map[string]any)
-					keys = append(keys, sm["key"].(string))
-					if sm["key"] == "weight_streaming_budget" {
-						budgets = append(budgets, sm["value_utf8"].(string))
-					}
-				}
-				assert.Equal(t, []string{"4294967296"}, budgets, "keys %v", keys)
-				assert.Equal(t, "weight_streaming_budget", keys[0], "budget first, as upstream writes it: %v", keys)
+			for i, d := range got["delegates"].([]any) {
+				assert.Equal(t, []string{"4294967296"}, gotBudgets[i])
+				first := d.(map[string]any)["compile_specs"].([]any)[0].(map[string]any)
+				assert.Equal(t, "weight_streaming_budget", first["key"], "budget first, as upstream writes it")
 			}
 
 			// Clearing ("auto") removes every budget key and nothing else.
 			out2 := filepath.Join(t.TempDir(), "auto.pte")
-			_, err = Rebake(out, out2, &RebakeOptions{ClearBudget: true})
+			res, err = Rebake(out, out2, &RebakeOptions{ClearBudget: true})
 			require.NoError(t, err)
-			got2 := documentOf(t, out2)
-			for _, d := range got2["delegates"].([]any) {
-				for _, s := range d.(map[string]any)["compile_specs"].([]any) {
-					assert.NotEqual(t, "weight_streaming_budget", s.(map[string]any)["key"])
-				}
+			assert.Nil(t, res.Budget)
+			assert.False(t, res.MixedBudgets)
+			got2Rest, got2Budgets := withoutBudgets(t, documentOf(t, out2))
+			for _, b := range got2Budgets {
+				assert.Empty(t, b)
 			}
-			for _, d := range diffExcept(t, got2, want, append(budgetPaths(), layoutPaths...)...) {
+			for _, d := range diffExcept(t, got2Rest, wantRest, layoutPaths...) {
 				t.Error(d)
 			}
 		})
 	}
+}
+
+// TestRebakeStripComparisonCatchesOtherSpecs guards the comparison above:
+// a changed spec other than the budget is a difference.
+func TestRebakeStripComparisonCatchesOtherSpecs(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte")
+	out := filepath.Join(t.TempDir(), "out.pte")
+	_, err := Rebake(filepath.Join(dir, "trt_segment.pte"), out, &RebakeOptions{TargetDevice: "cuda:1"})
+	require.NoError(t, err)
+	var want map[string]any
+	readJSON(t, filepath.Join(dir, "trt_segment.json"), &want)
+	wantRest, _ := withoutBudgets(t, want)
+	gotRest, _ := withoutBudgets(t, documentOf(t, out))
+	assert.NotEmpty(t, diffExcept(t, gotRest, wantRest, layoutPaths...))
 }
 
 func TestRebakeInPlaceAndTargetDevice(t *testing.T) {
@@ -149,7 +197,7 @@ func TestRebakeInterruptedKeepsInput(t *testing.T) {
 		}
 		return out
 	}
-	_, err := rebake(path, path, &RebakeOptions{WeightStreamingBudget: &budget}, wrap)
+	_, err := rebake(context.Background(), path, path, &RebakeOptions{WeightStreamingBudget: &budget}, wrap)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, errInjected)
 	assert.Equal(t, before, fileSum(t, path), "input changed")
@@ -159,7 +207,7 @@ func TestRebakeInterruptedKeepsInput(t *testing.T) {
 
 	// The same to a new output: it must not appear.
 	out := filepath.Join(tmp, "new.pte")
-	_, err = rebake(path, out, &RebakeOptions{WeightStreamingBudget: &budget}, wrap)
+	_, err = rebake(context.Background(), path, out, &RebakeOptions{WeightStreamingBudget: &budget}, wrap)
 	require.Error(t, err)
 	_, statErr := os.Stat(out)
 	assert.True(t, os.IsNotExist(statErr))
@@ -195,4 +243,165 @@ func TestRebakeErrors(t *testing.T) {
 	_, statErr := os.Stat(out)
 	assert.True(t, os.IsNotExist(statErr), fmt.Sprint(statErr))
 	assert.False(t, strings.Contains(out, "tmp-"))
+}
+
+// TestRebakeReportsWhatIsWritten: the Result describes the budgets and
+// target devices the output holds, also when the re-bake leaves the budget
+// alone.
+func TestRebakeReportsWhatIsWritten(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte")
+	out := filepath.Join(t.TempDir(), "o.pte")
+	res, err := Rebake(filepath.Join(dir, "trt_segment.pte"), out, &RebakeOptions{TargetDevice: "cuda:1"})
+	require.NoError(t, err)
+	require.NotNil(t, res.Budget, "the input's budget is kept and reported")
+	assert.Equal(t, int64(1048576), *res.Budget)
+	assert.False(t, res.MixedBudgets)
+	assert.Equal(t, "cuda:1", res.TargetDevice)
+	require.Len(t, res.Methods, 1)
+	assert.Equal(t, []EngineSummary{{Budget: res.Budget, TargetDevice: "cuda:1"}}, res.Methods[0].Engines)
+	// The blob was built for device 0.
+	var kinds []WarningKind
+	for _, w := range res.Warnings {
+		kinds = append(kinds, w.Kind)
+	}
+	assert.Equal(t, []WarningKind{WarnDeviceMismatch}, kinds, "%v", res.Warnings)
+	assert.Contains(t, res.Warnings[0].Msg, "delegates[0]")
+
+	// Different budgets per delegate are kept, and reported as mixed.
+	res, err = Rebake(filepath.Join(dir, "trt_two_engines_chain.pte"), out, &RebakeOptions{TargetDevice: "cuda:0"})
+	require.NoError(t, err)
+	assert.Nil(t, res.Budget)
+	assert.True(t, res.MixedBudgets)
+	var budgets []int64
+	for _, e := range res.Methods[0].Engines {
+		require.NotNil(t, e.Budget)
+		budgets = append(budgets, *e.Budget)
+	}
+	assert.ElementsMatch(t, []int64{524288, 1048576}, budgets)
+	assert.Equal(t, "cuda:0", res.TargetDevice)
+
+	// A budget given twice survives a device-only re-bake: warned about.
+	res, err = Rebake(filepath.Join(dir, "trt_budget_spec_twice.pte"), out, &RebakeOptions{TargetDevice: "cuda:0"})
+	require.NoError(t, err)
+	found := false
+	for _, w := range res.Warnings {
+		found = found || (w.Kind == WarnBadBudgetSpec && strings.Contains(w.Msg, "given 2 times"))
+	}
+	assert.True(t, found, "%v", res.Warnings)
+}
+
+// TestRebakeRefusesBrokenPrograms: an input the verifier finds an Error in
+// is not re-baked.
+func TestRebakeRefusesBrokenPrograms(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte-bad")
+	budget := int64(1 << 20)
+	for _, name := range []string{"delegate_call_index_out_of_range", "delegate_segment_index_past_segments",
+		"delegate_location_unknown_2", "delegate_location_segment_to_inline", "vtable_entry_non_const_buffer_sizes_zeroed"} {
+		out := filepath.Join(t.TempDir(), "o.pte")
+		_, err := Rebake(filepath.Join(dir, name+".pte"), out, &RebakeOptions{WeightStreamingBudget: &budget})
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "not re-baked", name)
+		_, statErr := os.Stat(out)
+		assert.True(t, os.IsNotExist(statErr), name)
+	}
+}
+
+// TestRebakeThroughSymlink: re-baking a symbolic link in place replaces
+// the file it points to and keeps the link.
+func TestRebakeThroughSymlink(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte")
+	tmp := t.TempDir()
+	target := filepath.Join(tmp, "real.pte")
+	copyFile(t, filepath.Join(dir, "trt_segment.pte"), target)
+	link := filepath.Join(tmp, "link.pte")
+	require.NoError(t, os.Symlink("real.pte", link))
+	budget := int64(4096)
+	_, err := Rebake(link, link, &RebakeOptions{WeightStreamingBudget: &budget})
+	require.NoError(t, err)
+	st, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.True(t, st.Mode()&os.ModeSymlink != 0, "the link is kept")
+	_, budgets := withoutBudgets(t, documentOf(t, target))
+	assert.Equal(t, [][]string{{"4096"}}, budgets)
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "no temporary file is left behind")
+}
+
+// TestRebakeNoOverwrite: with NoOverwrite an existing output is refused
+// with fs.ErrExist, also when it appears only during the write.
+func TestRebakeNoOverwrite(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte")
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "o.pte")
+	require.NoError(t, os.WriteFile(out, []byte("keep"), 0o644))
+	budget := int64(4096)
+	opts := &RebakeOptions{WeightStreamingBudget: &budget, NoOverwrite: true}
+	_, err := Rebake(filepath.Join(dir, "trt_segment.pte"), out, opts)
+	assert.ErrorIs(t, err, fs.ErrExist)
+	require.NoError(t, os.Remove(out))
+
+	// The file appears while the program is written.
+	opts.Progress = func(written, total int64) {
+		if written == 0 {
+			os.WriteFile(out, []byte("keep"), 0o644)
+		}
+	}
+	_, err = Rebake(filepath.Join(dir, "trt_segment.pte"), out, opts)
+	assert.ErrorIs(t, err, fs.ErrExist)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "keep", string(data))
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary file is left behind")
+}
+
+// TestRebakeCancelled: cancelling the context while the output is being
+// written stops the write, removes the temporary file and leaves the input
+// (here also the output) intact.
+func TestRebakeCancelled(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte")
+	tmp := t.TempDir()
+	path := filepath.Join(tmp, "m.pte")
+	copyFile(t, filepath.Join(dir, "trt_large_engine_1mib.pte"), path)
+	before := fileSum(t, path)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sawTemp := false
+	budget := int64(4096)
+	_, err := RebakeContext(ctx, path, path, &RebakeOptions{WeightStreamingBudget: &budget,
+		Progress: func(written, total int64) {
+			entries, _ := os.ReadDir(tmp)
+			sawTemp = len(entries) == 2
+			cancel()
+		}})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.True(t, sawTemp, "cancelled while the temporary file existed")
+	assert.Equal(t, before, fileSum(t, path))
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary file is left behind")
+}
+
+// TestRebakeFIFORefused: a FIFO input is refused instead of blocking.
+func TestRebakeFIFORefused(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "in.pte")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Rebake(fifo, filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{ClearBudget: true})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.ErrorContains(t, err, "not a regular file")
+	case <-time.After(5 * time.Second):
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("re-baking a FIFO blocked")
+	}
 }
