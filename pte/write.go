@@ -43,6 +43,12 @@ type WriteOptions struct {
 	// share their size with another are read before writing: a pair is
 	// compared byte by byte, larger groups are hashed (SHA-256).
 	Dedup bool
+	// Strict refuses a program in which Verify would find an error, with a
+	// *VerifyError listing them all. Without Strict, Write refuses only
+	// what NewFile refuses (and dangling payload references), so that a
+	// program with a damaged method can still be re-written as it is. Tools
+	// that build new programs should set Strict.
+	Strict bool
 }
 
 // WriteInfo describes a file written by Write.
@@ -93,15 +99,25 @@ func (e *SegmentError) Unwrap() error { return e.Err }
 // SEGMENT reference, even to an empty segment, without the header);
 // otherwise the file is the bare flatbuffer, padded to 64 bytes.
 //
-// Payload bytes are streamed from their sources with a bounded buffer (or
-// copied by the kernel when both ends are files), never held in memory.
+// Payload bytes are streamed from their sources with a bounded buffer, or
+// copied by the kernel when both ends are files at offsets equal modulo
+// 4096 (see Composite for sources made of parts), never held in memory.
 // Each source is read from its start, regardless of its current seek
 // offset. Inline payloads (ConstantBuffer, BackendDelegateData) live inside
 // the flatbuffer, which must stay under 2 GiB; a larger program is refused
 // with an error matching ErrProgramTooLarge.
 //
-// Errors in p are reported as *FormatError with the path of the field;
-// failing sources as *SegmentError.
+// What Write writes, NewFile reads: before writing anything, Write checks
+// that every segment reference names a payload and every INLINE reference
+// an entry of BackendDelegateData, encodes the program and reads the
+// encoded region back with NewFile. Problems ExecuTorch finds only when it
+// loads a method (what Verify reports, such as a method without chains or a
+// value of union type NONE) are written as they are unless opts.Strict is
+// set.
+//
+// Errors in p are reported as *FormatError with the path of the field; a
+// program that encodes but would not read back as *VerifyError (which
+// unwraps to its *FormatErrors); failing sources as *SegmentError.
 func Write(w io.Writer, p *Program, segments []*io.SectionReader, opts *WriteOptions) (*WriteInfo, error) {
 	plan, err := planWrite(p, segments, opts)
 	if err != nil {
@@ -120,7 +136,31 @@ type writePlan struct {
 	segmentBase uint64
 }
 
+// planWrite lays out and encodes p, and makes sure NewFile (and Verify,
+// with opts.Strict) accepts the result.
 func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*writePlan, error) {
+	if p == nil {
+		return nil, errors.New("pte: write: nil program")
+	}
+	if err := checkSources(segments); err != nil {
+		return nil, err
+	}
+	if err := checkReferences(p, len(segments)); err != nil {
+		return nil, err
+	}
+	pl, err := layoutWrite(p, segments, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := pl.check(opts != nil && opts.Strict); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// layoutWrite lays out and encodes p without checking that the result
+// loads; tests use it directly to craft damaged files.
+func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*writePlan, error) {
 	if p == nil {
 		return nil, errors.New("pte: write: nil program")
 	}
@@ -136,11 +176,11 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 		// No sane layout needs more; it also keeps offsets far from overflow.
 		return nil, fmt.Errorf("pte: write: segment alignment %d is larger than %d", align, math.MaxInt32)
 	}
+	if err := checkSources(segments); err != nil {
+		return nil, err
+	}
 	sizes := make([]uint64, len(segments))
 	for i, s := range segments {
-		if s == nil {
-			return nil, &SegmentError{Index: i, Err: errors.New("nil source")}
-		}
 		sizes[i] = uint64(s.Size())
 	}
 	pl := &writePlan{srcs: segments, info: &WriteInfo{}}
@@ -208,8 +248,15 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 		pl.flatbuffer = fb
 		pl.info.ProgramSize = int64(len(fb))
 		pl.info.Size = int64(len(fb))
-		return pl, nil
+	} else if err := pl.addHeader(fb, align, dataSize); err != nil {
+		return nil, err
 	}
+	return pl, nil
+}
+
+// addHeader places the extended header in front of the encoded program fb
+// and the segment base after it.
+func (pl *writePlan) addHeader(fb []byte, align, dataSize uint64) error {
 
 	programSize := uint64(len(fb)) + wrHeaderPad
 	base := roundUp(programSize, align)
@@ -221,7 +268,7 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 		SegmentDataSize:   dataSize,
 	}
 	if base+dataSize > math.MaxInt64 {
-		return nil, fmt.Errorf("pte: write: file would be %d+%d bytes", base, dataSize)
+		return fmt.Errorf("pte: write: file would be %d+%d bytes", base, dataSize)
 	}
 	head := make([]byte, 8+wrHeaderPad)
 	binary.LittleEndian.PutUint32(head[0:], binary.LittleEndian.Uint32(fb)+wrHeaderPad)
@@ -235,7 +282,17 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 	pl.info.Header = h
 	pl.info.ProgramSize = int64(programSize)
 	pl.info.Size = int64(base + dataSize)
-	return pl, nil
+	return nil
+}
+
+// checkSources refuses a nil payload source.
+func checkSources(segments []*io.SectionReader) error {
+	for i, s := range segments {
+		if s == nil {
+			return &SegmentError{Index: i, Err: errors.New("nil source")}
+		}
+	}
+	return nil
 }
 
 // refersToSegment reports whether a delegate of p keeps its data in a

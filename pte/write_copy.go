@@ -59,8 +59,10 @@ func (f *File) SegmentReaders() ([]*io.SectionReader, error) {
 //
 // When Write copies a segment whose source is (a section of) a Composite
 // into an *os.File, it copies the parts one by one, so a part that is a
-// section of an *os.File is copied by the kernel instead of through a
-// user-space buffer. Other destinations read the source through its ReadAt.
+// section of an *os.File can be copied by the kernel (copy_file_range,
+// which may share blocks) instead of through a user-space buffer; this
+// happens when the part's file offset and its output offset are equal
+// modulo 4096. Other destinations read the source through its ReadAt.
 type Composite interface {
 	io.ReaderAt
 	// SegmentParts returns the parts. It is called once per segment
@@ -119,10 +121,24 @@ func appendParts(dst []*io.SectionReader, ra io.ReaderAt, off, n int64, depth in
 	return append(dst, io.NewSectionReader(ra, off, n))
 }
 
+// shareAlign is the block size below which no file system shares blocks
+// between files: copy_file_range can only reflink (or move whole pages)
+// when the source and destination offsets agree modulo it.
+const shareAlign = 4096
+
+// testHookKernelCopy, when set by a test, is told how many bytes each
+// copy_file_range call copied.
+var testHookKernelCopy func(n int64)
+
 // payloadCopier copies segment payloads to cw. Into an *os.File a source
-// is split into its parts (see Composite) and every part that is a file
-// section is copied by copy_file_range; everything else goes through buf,
-// at most copyBufferSize bytes, allocated on first use and reused.
+// is split into its parts (see Composite), and a part that is a file
+// section is copied by copy_file_range when its source offset and its
+// destination offset agree modulo shareAlign, the case where a file system
+// can share blocks (as cp's copies do). Everything else goes through buf,
+// at most copyBufferSize bytes, allocated on first use and reused: with
+// misaligned offsets the kernel would copy the bytes anyway, and its
+// page-splitting splice path measured 1.5 to 2.5 times slower than a 1 MiB
+// read/write loop (ext4, Linux 6.18).
 type payloadCopier struct {
 	cw  *countingWriter
 	buf []byte
@@ -138,10 +154,13 @@ func (c *payloadCopier) copy(src *io.SectionReader, n int64) error {
 	for _, part := range sourceParts(src, n) {
 		size := part.Size()
 		var k int64
-		if in, off, ok := fileSection(part); ok {
+		if in, off, ok := fileSection(part); ok && (c.cw.pos-off)%shareAlign == 0 {
 			var err error
 			k, err = copyFileRange(dst, in, off, size)
 			c.cw.pos += k
+			if testHookKernelCopy != nil {
+				testHookKernelCopy(k)
+			}
 			if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 				return err
 			}

@@ -256,6 +256,56 @@ func TestWriteFileUsesCompositeParts(t *testing.T) {
 	}
 }
 
+// TestWriteKernelCopiesCongruentParts checks which file parts go to
+// copy_file_range: those whose file offset and output offset agree modulo
+// 4096 (blocks could be shared), not the others (the kernel would only
+// copy them, more slowly than the buffer does).
+func TestWriteKernelCopiesCongruentParts(t *testing.T) {
+	if !copyFileRangeSupported {
+		t.Skip("no copy_file_range on this platform")
+	}
+	var kernel int64
+	testHookKernelCopy = func(n int64) { kernel += n }
+	t.Cleanup(func() { testHookKernelCopy = nil })
+	dir := t.TempDir()
+	data := cpPattern(1<<20+5*shareAlign, 8)
+	f := cpFile(t, dir, "engine.bin", data)
+	const body = 1 << 20
+	blob := func(headLen int, off int64) *io.SectionReader {
+		c := &cpComposite{parts: []*io.SectionReader{wrSection(cpPattern(headLen, 1)), io.NewSectionReader(f, off, body)}}
+		return io.NewSectionReader(c, 0, c.size())
+	}
+	// Segment 1 starts at the 4096-aligned segment base.
+	for _, c := range []struct {
+		name   string
+		src    *io.SectionReader
+		kernel int64
+	}{
+		{"file section at a block", io.NewSectionReader(f, 3*shareAlign, body), body},
+		{"file section off a block", io.NewSectionReader(f, 100, body), 0},
+		{"blob with a block-sized head", blob(shareAlign, 0), body},
+		{"blob with a head congruent to its range", blob(shareAlign+100, 100), body},
+		{"blob with a 200-byte head", blob(200, 0), 0},
+	} {
+		kernel = 0
+		out := filepath.Join(dir, "out.pte")
+		srcs := []*io.SectionReader{wrSection(nil), c.src}
+		if _, err := WriteFile(out, wrProgram(1), srcs, &WriteOptions{SegmentAlignment: shareAlign}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if kernel != c.kernel {
+			t.Errorf("%s: kernel copied %d bytes, want %d", c.name, kernel, c.kernel)
+		}
+		var mem bytes.Buffer
+		if _, err := Write(&mem, wrProgram(1), srcs, &WriteOptions{SegmentAlignment: shareAlign}); err != nil {
+			t.Fatal(err)
+		}
+		if disk, err := os.ReadFile(out); err != nil || !bytes.Equal(disk, mem.Bytes()) {
+			t.Errorf("%s: file output differs from memory output (%v)", c.name, err)
+		}
+	}
+}
+
 // TestWriteShortCompositeSource checks that composites whose parts hold
 // fewer bytes than the segment, or whose file range runs past the end of
 // the file, fail with a *SegmentError wrapping io.ErrUnexpectedEOF, and
