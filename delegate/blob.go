@@ -1,8 +1,10 @@
 package delegate
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 )
 
@@ -14,6 +16,15 @@ const (
 	HeaderSize      = 32 // size of the fixed header
 	EngineAlignment = 16 // engine_offset is a multiple of this
 )
+
+// MaxMetadataSize is the largest metadata ptekit reads, 64 MiB. Real
+// metadata is a few KiB (serialized_metadata, the largest member, is a
+// base64 settings pickle), while the header allows up to 4 GiB-1: a crafted
+// 4 KiB file must not make a reader allocate gigabytes. Decode refuses
+// larger metadata with a *BlobError for metadata_size, and ReadDeployed
+// reports it as unread (DeployedView.MetadataUnread), since the deployed
+// C++ reader has no such limit and would scan it.
+const MaxMetadataSize = 64 << 20
 
 // Magic numbers. MagicTR02 marks a blob whose metadata carries aliased_io.
 var (
@@ -44,12 +55,23 @@ type AliasedIO struct {
 
 // Metadata is the JSON metadata of a blob.
 type Metadata struct {
-	IOBindings         []Binding   // inputs first, then outputs, as the exporter writes them
-	AliasedIO          []AliasedIO // written when non-empty; selects magic TR02
+	IOBindings []Binding   // inputs first, then outputs, as the exporter writes them
+	AliasedIO  []AliasedIO // written when non-empty; selects magic TR02
+	// HardwareCompatible says the engine was built hardware compatible
+	// (usable on GPU architectures other than the one it was built on).
 	HardwareCompatible bool
-	DeviceID           int64 // CUDA device index the engine was built for
+	// DeviceID is the CUDA device index the engine was built for and runs
+	// on. It is an int64 because the JSON (and upstream's Python writer)
+	// allows any integer; the deployed C++ reader keeps a 32-bit int (see
+	// DeployedView.DeviceID), and a program's target_device index is an
+	// int8. Each type is the width of the place the value comes from.
+	DeviceID int64
+	// SerializedMetadata is an opaque string (base64 of the Torch-TensorRT
+	// settings pickle). Nothing in the ExecuTorch path reads it.
 	SerializedMetadata string
-	TargetPlatform     string
+	// TargetPlatform names the platform the engine was built for, such as
+	// "linux_x86_64". The deployed reader does not read it.
+	TargetPlatform string
 }
 
 // Inputs returns the names of the input bindings, in order.
@@ -70,12 +92,14 @@ func (m *Metadata) names(input bool) []string {
 
 // Header is the fixed 32-byte blob header, as stored.
 type Header struct {
-	Magic          [4]byte
-	MetadataOffset uint32
-	MetadataSize   uint32
-	EngineOffset   uint32
-	EngineSize     uint64
-	Reserved       [8]byte
+	Magic          [4]byte // MagicTR01 or MagicTR02
+	MetadataOffset uint32  // byte offset of the metadata JSON; 32 as written
+	MetadataSize   uint32  // length of the metadata JSON
+	EngineOffset   uint32  // byte offset of the engine, a multiple of 16
+	EngineSize     uint64  // length of the engine
+	// Reserved is written as 01 00 00 00 00 00 00 00; byte 0 is a version
+	// byte that no reader checks.
+	Reserved [8]byte
 }
 
 // Byte offsets of the header fields.
@@ -141,24 +165,45 @@ func align16(n uint64) uint64 { return (n + EngineAlignment - 1) &^ (EngineAlign
 // Blob is a decoded TensorRT blob. The engine bytes are not loaded: use
 // Engine to read them.
 type Blob struct {
-	Header      Header
-	Metadata    Metadata
-	MetadataRaw []byte // the metadata bytes as stored
-	Size        int64  // size of the whole blob
+	Header      Header   // the header as stored
+	Metadata    Metadata // the metadata, with defaults for absent keys
+	MetadataRaw []byte   // the metadata bytes as stored
+	Size        int64    // size of the whole blob
 
 	r io.ReaderAt
 }
 
 // Engine returns the serialized TensorRT engine as a lazy section of the
-// blob's reader.
+// blob's reader. For a Blob not made by Decode, which has no reader, every
+// read of the section fails with an error.
 func (b *Blob) Engine() *io.SectionReader {
-	return io.NewSectionReader(b.r, int64(b.Header.EngineOffset), int64(b.Header.EngineSize))
+	return engineSection(b.r, &b.Header)
 }
 
 // TrailingBytes is the number of bytes after the end of the engine. The
 // upstream writer leaves none; both upstream readers ignore them.
-func (b *Blob) TrailingBytes() int64 {
-	return b.Size - int64(b.Header.EngineOffset) - int64(b.Header.EngineSize)
+func (b *Blob) TrailingBytes() int64 { return trailingBytes(b.Size, &b.Header) }
+
+func engineSection(r io.ReaderAt, h *Header) *io.SectionReader {
+	if r == nil {
+		r = noReader{}
+	}
+	return io.NewSectionReader(r, int64(h.EngineOffset), int64(min(h.EngineSize, math.MaxInt64)))
+}
+
+func trailingBytes(size int64, h *Header) int64 {
+	end := uint64(h.EngineOffset) + h.EngineSize
+	if end < h.EngineSize || end >= uint64(size) {
+		return 0
+	}
+	return size - int64(end)
+}
+
+// noReader is the reader of a Blob that was not decoded.
+type noReader struct{}
+
+func (noReader) ReadAt([]byte, int64) (int, error) {
+	return 0, errors.New("trt blob: the Blob has no reader (it was not made by Decode)")
 }
 
 // BlobError reports a malformed blob: which field is wrong, where, and why.
@@ -194,3 +239,26 @@ type MetadataError struct {
 func (e *MetadataError) Error() string {
 	return fmt.Sprintf("trt metadata: %s %q: %s", e.Field, e.Value, e.Msg)
 }
+
+// EngineError reports an engine source that Encode or a blob reader cannot
+// use: a negative size, a nil reader, or a reader that ends before the size
+// it was given.
+type EngineError struct {
+	Size int64  // the engine size given
+	Msg  string // what is wrong, in lower case
+	// Err is the underlying error: the reader's own error, or
+	// io.ErrUnexpectedEOF when the engine ends early. Nil otherwise.
+	Err error
+}
+
+// Error formats the error as "trt engine: <msg>[: <err>]".
+func (e *EngineError) Error() string {
+	s := "trt engine: " + e.Msg
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns Err.
+func (e *EngineError) Unwrap() error { return e.Err }

@@ -14,10 +14,21 @@ import (
 // reader itself gives no reason), and the other fields hold whatever was
 // read before the failure.
 type DeployedView struct {
-	OK     bool
+	// OK reports whether the C++ reader accepts the blob.
+	OK bool
+	// Reason says why the blob is rejected (or, with MetadataUnread, not
+	// read); empty when OK.
 	Reason string
+	// MetadataUnread is set when the header passes the C++ checks but the
+	// metadata is larger than MaxMetadataSize, so ptekit did not read it.
+	// The deployed reader would scan it; its verdict is unknown. OK is then
+	// false and the metadata fields below are empty.
+	MetadataUnread bool
 
-	Size           int64 // blob size
+	Size int64 // blob size
+
+	// The header fields as the C++ reader stores them. They are set once
+	// the magic is known (TR01 or TR02), even when a later check fails.
 	Magic          [4]byte
 	MetadataOffset uint32
 	MetadataSize   uint32
@@ -34,10 +45,13 @@ type DeployedView struct {
 	Inputs, Outputs []string
 	// AliasedIO holds the entries with a non-empty output and input; an
 	// empty or missing kind reads as KindKVCacheUpdate.
-	AliasedIO          []AliasedIO
+	AliasedIO []AliasedIO
+	// HardwareCompatible is the first "hardware_compatible" found by text
+	// search after the io_bindings array; false when there is none.
 	HardwareCompatible bool
 	// DeviceID is read as a C++ int: digits accumulated with 32-bit wrap
-	// around, stopping at the first non-digit ("1.5" reads as 1).
+	// around, stopping at the first non-digit ("1.5" reads as 1). See
+	// Metadata.DeviceID for why the types differ.
 	DeviceID int32
 }
 
@@ -51,7 +65,7 @@ func ReadDeployed(r io.ReaderAt, size int64) (*DeployedView, error) {
 		return nil, err
 	}
 	v := &DeployedView{Size: size}
-	if !deployedHeader(hdr, size, v) {
+	if !deployedHeader(hdr, size, v) || !deployedReadable(v) {
 		return v, nil
 	}
 	md, err := readMetadata(r, v.MetadataOffset, v.MetadataSize)
@@ -101,6 +115,17 @@ func deployedHeader(hdr []byte, size int64, v *DeployedView) bool {
 		return fail("metadata ends at %d, overlapping the engine at %d", mdEnd, h.EngineOffset)
 	}
 	return true
+}
+
+// deployedReadable marks a view whose metadata ptekit will not read.
+func deployedReadable(v *DeployedView) bool {
+	if v.MetadataSize <= MaxMetadataSize {
+		return true
+	}
+	v.OK, v.MetadataUnread = false, true
+	v.Reason = fmt.Sprintf("metadata of %d bytes is larger than the %d bytes ptekit reads; the deployed reader would scan it, with an unknown verdict",
+		v.MetadataSize, MaxMetadataSize)
+	return false
 }
 
 // deployedMetadata scans the metadata and sets v.OK and v.Reason.
@@ -389,7 +414,10 @@ func excerpt(s []byte, p int) string {
 	return fmt.Sprintf("%q", s[p:e])
 }
 
-// readHeader reads the first min(size, HeaderSize) bytes.
+// readHeader reads the first min(size, HeaderSize) bytes, after checking
+// that r really holds size bytes: a reader shorter than the size it is given
+// would otherwise pass for a blob whose engine lies past its end. The check
+// reads one byte, the last.
 func readHeader(r io.ReaderAt, size int64) ([]byte, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("trt blob: negative size %d", size)
@@ -397,43 +425,34 @@ func readHeader(r io.ReaderAt, size int64) ([]byte, error) {
 	n := min(size, HeaderSize)
 	hdr := make([]byte, n)
 	if got, err := r.ReadAt(hdr, 0); int64(got) < n {
-		if err == nil || err == io.EOF {
-			err = io.ErrUnexpectedEOF
+		return nil, fmt.Errorf("trt blob: reading header: %w", eofIsUnexpected(err))
+	}
+	if size > n {
+		var last [1]byte
+		if got, err := r.ReadAt(last[:], size-1); got < 1 {
+			return nil, fmt.Errorf("trt blob: reader ends before the stated blob size %d: %w", size, eofIsUnexpected(err))
 		}
-		return nil, fmt.Errorf("trt blob: reading header: %w", err)
 	}
 	return hdr, nil
 }
 
 // readMetadata reads the metadata range, already checked to lie within the
-// blob. Large ranges are read in chunks so a reader that is shorter than
-// its claimed size fails before a large allocation.
+// blob and to be at most MaxMetadataSize, with one allocation of exactly its
+// size and one read.
 func readMetadata(r io.ReaderAt, off, n uint32) ([]byte, error) {
-	const chunk = 1 << 20
-	var md []byte
-	if n <= chunk {
-		md = make([]byte, n)
-		if got, err := r.ReadAt(md, int64(off)); got < len(md) {
-			return nil, metadataReadError(err)
-		}
-		return md, nil
+	if n > MaxMetadataSize {
+		return nil, fmt.Errorf("trt blob: metadata of %d bytes is larger than %d", n, MaxMetadataSize)
 	}
-	buf := make([]byte, chunk)
-	for done := uint32(0); done < n; {
-		k := min(n-done, chunk)
-		got, err := r.ReadAt(buf[:k], int64(off)+int64(done))
-		if uint32(got) < k {
-			return nil, metadataReadError(err)
-		}
-		md = append(md, buf[:k]...)
-		done += k
+	md := make([]byte, n)
+	if got, err := r.ReadAt(md, int64(off)); got < len(md) {
+		return nil, fmt.Errorf("trt blob: reading metadata: %w", eofIsUnexpected(err))
 	}
 	return md, nil
 }
 
-func metadataReadError(err error) error {
+func eofIsUnexpected(err error) error {
 	if err == nil || err == io.EOF {
-		err = io.ErrUnexpectedEOF
+		return io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("trt blob: reading metadata: %w", err)
+	return err
 }

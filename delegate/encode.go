@@ -100,6 +100,9 @@ func (o *EncodeOptions) Encode(w io.Writer, m *Metadata, engine io.ReaderAt, eng
 	if err != nil {
 		return 0, err
 	}
+	if err := checkEngine(engine, engineSize); err != nil {
+		return 0, err
+	}
 	n, err := w.Write(prefix)
 	written := int64(n)
 	if err != nil {
@@ -108,16 +111,16 @@ func (o *EncodeOptions) Encode(w io.Writer, m *Metadata, engine io.ReaderAt, eng
 	if engineSize == 0 {
 		return written, nil
 	}
-	if engine == nil {
-		return written, errors.New("trt blob: nil engine reader")
-	}
 	c, err := io.Copy(w, io.NewSectionReader(engine, 0, engineSize))
 	written += c
 	if err != nil {
+		if _, isEngine := err.(*EngineError); isEngine {
+			return written, err
+		}
 		return written, fmt.Errorf("trt blob: copying engine: %w", err)
 	}
 	if c != engineSize {
-		return written, fmt.Errorf("trt blob: engine source ended after %d of %d bytes: %w", c, engineSize, io.ErrUnexpectedEOF)
+		return written, shortEngine(c, engineSize)
 	}
 	return written, nil
 }
@@ -129,8 +132,8 @@ func (o *EncodeOptions) NewBlobReader(m *Metadata, engine io.ReaderAt, engineSiz
 	if err != nil {
 		return nil, err
 	}
-	if engine == nil && engineSize > 0 {
-		return nil, errors.New("trt blob: nil engine reader")
+	if err := checkEngine(engine, engineSize); err != nil {
+		return nil, err
 	}
 	r := &blobReaderAt{prefix: prefix, engine: engine, engineSize: engineSize}
 	return io.NewSectionReader(r, 0, int64(len(prefix))+engineSize), nil
@@ -140,7 +143,7 @@ func (o *EncodeOptions) NewBlobReader(m *Metadata, engine io.ReaderAt, engineSiz
 // engine.
 func (o *EncodeOptions) prefix(m *Metadata, engineSize int64) ([]byte, error) {
 	if engineSize < 0 {
-		return nil, fmt.Errorf("trt blob: negative engine size %d", engineSize)
+		return nil, &EngineError{Size: engineSize, Msg: fmt.Sprintf("negative engine size %d", engineSize)}
 	}
 	js, err := o.MarshalMetadata(m)
 	if err != nil {
@@ -152,7 +155,7 @@ func (o *EncodeOptions) prefix(m *Metadata, engineSize int64) ([]byte, error) {
 			Msg: "metadata too large: the engine offset must fit in 32 bits"}
 	}
 	if uint64(engineSize) > math.MaxInt64-engineOff {
-		return nil, fmt.Errorf("trt blob: engine size %d overflows the blob size", engineSize)
+		return nil, &EngineError{Size: engineSize, Msg: fmt.Sprintf("engine size %d overflows the blob size", engineSize)}
 	}
 	h := Header{
 		Magic:          MagicTR01,
@@ -402,6 +405,19 @@ func appendU(dst []byte, r rune) []byte {
 	return append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
 }
 
+// checkEngine refuses a nil engine reader for a non-empty engine.
+func checkEngine(engine io.ReaderAt, engineSize int64) error {
+	if engine == nil && engineSize > 0 {
+		return &EngineError{Size: engineSize, Msg: fmt.Sprintf("nil engine reader for an engine of %d bytes", engineSize)}
+	}
+	return nil
+}
+
+// shortEngine reports an engine source that ended after got of size bytes.
+func shortEngine(got, size int64) error {
+	return &EngineError{Size: size, Msg: fmt.Sprintf("engine source ended after %d of %d bytes", got, size), Err: io.ErrUnexpectedEOF}
+}
+
 // blobReaderAt serves a blob from its in-memory prefix and the engine reader.
 type blobReaderAt struct {
 	prefix     []byte
@@ -440,9 +456,9 @@ func (b *blobReaderAt) ReadAt(p []byte, off int64) (int, error) {
 			continue
 		}
 		if err == nil || err == io.EOF {
-			err = fmt.Errorf("trt blob: engine source ended before %d bytes: %w", b.engineSize, io.ErrUnexpectedEOF)
+			return n, shortEngine(eoff+int64(k), b.engineSize)
 		}
-		return n, err
+		return n, &EngineError{Size: b.engineSize, Msg: fmt.Sprintf("reading the engine at %d", eoff+int64(k)), Err: err}
 	}
 	if n < len(p) {
 		return n, io.EOF

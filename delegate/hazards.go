@@ -44,6 +44,18 @@ const (
 	// HazardNegativeDeviceID: both readers agree on a negative device id,
 	// which the runtime's cudaSetDevice rejects.
 	HazardNegativeDeviceID
+	// HazardMetadataUnread: the metadata is larger than MaxMetadataSize, so
+	// ptekit did not read it; the deployed reader would scan it, with a
+	// verdict ptekit cannot tell.
+	HazardMetadataUnread
+	// HazardTypeConfused: upstream's Python reader accepts the metadata
+	// but ptekit's strict reading refuses it, because a value has the
+	// wrong JSON type (device_id "1", is_input 1, ...) or is not
+	// representable (see PyMetadata.Refused).
+	HazardTypeConfused
+	// HazardDuplicateName: two bindings carry the same name. TensorRT
+	// tensor names are unique, so the runtime binds both to one tensor.
+	HazardDuplicateName
 )
 
 var hazardKindNames = map[HazardKind]string{
@@ -59,6 +71,9 @@ var hazardKindNames = map[HazardKind]string{
 	HazardMagic:              "magic",
 	HazardTrailingBytes:      "trailing-bytes",
 	HazardNegativeDeviceID:   "negative-device-id",
+	HazardMetadataUnread:     "metadata-unread",
+	HazardTypeConfused:       "type-confused",
+	HazardDuplicateName:      "duplicate-name",
 }
 
 // String returns a short stable name for the kind, e.g. "inputs".
@@ -69,19 +84,26 @@ func (k HazardKind) String() string {
 	return "HazardKind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Disagreement reports whether the kind is a difference between the two
-// readers (as opposed to a property both readers share, such as trailing
-// bytes or a negative device id).
+// Disagreement reports whether the kind is a difference between the JSON
+// reading of the blob and the deployed C++ reader's, as opposed to a
+// property both readers share (trailing bytes, a negative device id, a
+// duplicate name), a difference between the two JSON readings
+// (HazardTypeConfused), or something ptekit did not read.
 func (k HazardKind) Disagreement() bool {
-	return k >= HazardDeployedRejects && k <= HazardEngineSizeWraps
+	switch k {
+	case HazardDeployedRejects, HazardDeployedAccepts, HazardInputs, HazardOutputs, HazardAliasedIO,
+		HazardHardwareCompatible, HazardDeviceID, HazardEngineSizeWraps:
+		return true
+	}
+	return false
 }
 
 // Hazard is one way in which the deployed runtime reads a blob differently
 // from what its metadata says, or a property of the blob that makes the
 // deployed runtime fail or misbehave.
 type Hazard struct {
-	Kind HazardKind
-	Msg  string // a complete sentence-like description, in lower case
+	Kind HazardKind // what kind of difference or property this is
+	Msg  string     // a complete sentence-like description, in lower case
 }
 
 // String returns the message.
@@ -90,8 +112,19 @@ func (h Hazard) String() string { return h.Msg }
 // Hazards compares the JSON meaning of a blob with what the deployed C++
 // reader sees. b and decodeErr are Decode's results, d is ReadDeployed's.
 // When both readers reject the blob there is nothing to compare and the
-// result is empty: the blob is simply invalid (decodeErr says why).
+// result is empty: the blob is simply invalid (decodeErr says why). Check
+// also compares with upstream's Python reader, which Hazards does not run.
 func Hazards(b *Blob, decodeErr error, d *DeployedView) []Hazard {
+	return hazards(b, decodeErr, nil, d)
+}
+
+// pyVerdict is the Python reader's verdict, when known.
+type pyVerdict struct {
+	blob *PyBlob
+	err  error
+}
+
+func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard {
 	var hz []Hazard
 	add := func(k HazardKind, format string, args ...any) {
 		hz = append(hz, Hazard{Kind: k, Msg: fmt.Sprintf(format, args...)})
@@ -99,17 +132,33 @@ func Hazards(b *Blob, decodeErr error, d *DeployedView) []Hazard {
 	if d == nil {
 		return nil
 	}
+	if d.MetadataUnread {
+		add(HazardMetadataUnread, "the metadata is %d bytes, more than the %d ptekit reads; what the deployed reader, which has no limit, makes of it is unknown",
+			d.MetadataSize, MaxMetadataSize)
+		return hz
+	}
 	if d.OK && d.EngineSizeWraps {
 		add(HazardEngineSizeWraps, "engine_size %d wraps engine_offset+engine_size past 2^64; the deployed reader accepts it and would hand TensorRT an engine far past the end of the blob", d.EngineSize)
 	}
 	if b == nil || decodeErr != nil {
+		msg := "the blob is invalid"
+		if decodeErr != nil {
+			msg = decodeErr.Error()
+		}
+		pyAccepts := py != nil && py.err == nil && py.blob != nil
+		if pyAccepts {
+			add(HazardTypeConfused, "upstream's Python reader accepts metadata that ptekit's strict reading refuses: %s", refusals(py.blob.Metadata.Refused))
+		}
 		if d.OK {
-			msg := "the blob is invalid"
-			if decodeErr != nil {
-				msg = decodeErr.Error()
+			reads := fmt.Sprintf("it reads inputs %s, outputs %s, device_id %d", quoteAll(d.Inputs), quoteAll(d.Outputs), d.DeviceID)
+			switch {
+			case py == nil:
+				add(HazardDeployedAccepts, "ptekit's strict reading rejects this blob (%s), but the deployed reader accepts it; %s", msg, reads)
+			case pyAccepts:
+				add(HazardDeployedAccepts, "ptekit's strict reading rejects this blob (%s) and upstream's Python reader accepts it with other types, while the deployed reader accepts it; %s", msg, reads)
+			default:
+				add(HazardDeployedAccepts, "the blob is invalid (%s): upstream's Python reader and ptekit reject it, but the deployed reader accepts it; %s", msg, reads)
 			}
-			add(HazardDeployedAccepts, "the deployed reader accepts a blob that is not valid (%s); it reads inputs %s, outputs %s, device_id %d",
-				msg, quoteAll(d.Inputs), quoteAll(d.Outputs), d.DeviceID)
 		}
 		return hz
 	}
@@ -134,6 +183,10 @@ func Hazards(b *Blob, decodeErr error, d *DeployedView) []Hazard {
 	if len(d.Inputs) == 0 && len(d.Outputs) == 0 {
 		add(HazardNoBindings, "the deployed reader finds no binding names and infers them from the engine's tensor names, which must end in .N or _N")
 	}
+	for _, dup := range duplicateNames(m.IOBindings) {
+		add(HazardDuplicateName, "binding name %q is used by io_bindings %s; TensorRT tensor names are unique, so the runtime binds them all to one tensor",
+			m.IOBindings[dup[0]].Name, formatIndices(dup))
+	}
 	if aliased := len(m.AliasedIO) > 0; aliased != (b.Header.Magic == MagicTR02) {
 		if aliased {
 			add(HazardMagic, "magic TR01 but the metadata has aliased_io; the upstream writer uses TR02")
@@ -145,6 +198,43 @@ func Hazards(b *Blob, decodeErr error, d *DeployedView) []Hazard {
 		add(HazardTrailingBytes, "%d bytes after the engine are ignored by both readers", n)
 	}
 	return hz
+}
+
+// refusals lists strict-reading refusals for a message.
+func refusals(errs []*BlobError) string {
+	parts := make([]string, len(errs))
+	for i, e := range errs {
+		parts[i] = fmt.Sprintf("%s: %s (at byte %d)", e.Field, e.Msg, e.Off)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// duplicateNames returns, for each binding name used more than once, the
+// indices of the bindings that use it, in order of first use.
+func duplicateNames(bs []Binding) [][]int {
+	at := map[string][]int{}
+	var order []string
+	for i, b := range bs {
+		if len(at[b.Name]) == 0 {
+			order = append(order, b.Name)
+		}
+		at[b.Name] = append(at[b.Name], i)
+	}
+	var out [][]int
+	for _, n := range order {
+		if len(at[n]) > 1 {
+			out = append(out, at[n])
+		}
+	}
+	return out
+}
+
+func formatIndices(idx []int) string {
+	parts := make([]string, len(idx))
+	for i, n := range idx {
+		parts[i] = "[" + strconv.Itoa(n) + "]"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // compareNames reports how the deployed names of one direction (got)
@@ -201,14 +291,19 @@ func formatAliases(a []AliasedIO) string {
 // Report is the result of Check: both readings of a blob and their
 // differences.
 type Report struct {
-	Blob     *Blob         // the strict reading; nil when Err is set
-	Err      error         // why Decode rejects the blob, if it does
-	Deployed *DeployedView // the deployed C++ reader's view
-	Hazards  []Hazard      // Hazards(Blob, Err, Deployed)
+	Blob      *Blob         // the strict reading; nil when Err is set
+	Err       error         // why Decode rejects the blob, if it does
+	Python    *PyBlob       // upstream's Python reading; nil when PythonErr is set
+	PythonErr error         // why DecodePython rejects the blob, if it does
+	Deployed  *DeployedView // the deployed C++ reader's view
+	// Hazards are Hazards(Blob, Err, Deployed) and, when Python's reader
+	// accepts what the strict reading refuses, a HazardTypeConfused.
+	Hazards []Hazard
 }
 
-// Check reads a blob both ways, reading its header and metadata once, and
-// lists the hazards. The error is only for failures to read r; a malformed
+// Check reads a blob three ways (the strict reading, upstream's Python
+// reading and the deployed C++ reader's), reading its header and metadata
+// once, and lists the hazards. The error is only for failures to read r; a malformed
 // blob is reported in Report.Err and Report.Deployed.
 func Check(r io.ReaderAt, size int64) (*Report, error) {
 	hdr, err := readHeader(r, size)
@@ -217,7 +312,7 @@ func Check(r io.ReaderAt, size int64) (*Report, error) {
 	}
 	rep := &Report{Deployed: &DeployedView{Size: size}}
 	h, herr := checkHeader(hdr, size)
-	scan := deployedHeader(hdr, size, rep.Deployed)
+	scan := deployedHeader(hdr, size, rep.Deployed) && deployedReadable(rep.Deployed)
 	var md []byte
 	if herr == nil || scan {
 		// Both header checks accept only the same metadata range.
@@ -230,10 +325,13 @@ func Check(r io.ReaderAt, size int64) (*Report, error) {
 		deployedMetadata(md, rep.Deployed)
 	}
 	if herr != nil {
-		rep.Err = herr
+		rep.Err, rep.PythonErr = herr, herr
+	} else if py, err := decodePyMetadata(md, int64(h.MetadataOffset)); err != nil {
+		rep.Err, rep.PythonErr = err, err
 	} else {
-		rep.Blob, rep.Err = decodeWith(r, size, h, md)
+		rep.Python = &PyBlob{Header: *h, Metadata: *py, MetadataRaw: md, Size: size, r: r}
+		rep.Blob, rep.Err = strictBlob(r, size, h, md, py)
 	}
-	rep.Hazards = Hazards(rep.Blob, rep.Err, rep.Deployed)
+	rep.Hazards = hazards(rep.Blob, rep.Err, &pyVerdict{rep.Python, rep.PythonErr}, rep.Deployed)
 	return rep, nil
 }

@@ -7,11 +7,13 @@ import (
 	"unicode/utf8"
 )
 
-// A small strict JSON parser that keeps the byte offset of every value, so
-// metadata errors can say where they are. It accepts what Python's
-// json.loads accepts with two exceptions, both refused here: the NaN and
-// Infinity extensions, and unpaired UTF-16 surrogates in \u escapes (a Go
-// string cannot carry them). Input must already be valid UTF-8.
+// A small JSON parser that keeps the byte offset of every value, so
+// metadata errors can say where they are. It accepts exactly what Python's
+// json.loads accepts, including its two extensions of JSON: the NaN,
+// Infinity and -Infinity literals, and unpaired UTF-16 surrogates in \u
+// escapes (a Go string cannot carry them: they become U+FFFD). Each use of
+// an extension is recorded, so the strict reading can refuse it. Input must
+// already be valid UTF-8.
 
 type jsonKind uint8
 
@@ -73,25 +75,36 @@ func (e *jsonSyntaxError) Error() string { return fmt.Sprintf("%s at offset %d",
 // maxJSONDepth bounds nesting, like Python's recursion limit.
 const maxJSONDepth = 1000
 
+// maxIntDigits is the most digits Python's int() converts from text (its
+// default int_max_str_digits); json.loads fails on a longer integer.
+const maxIntDigits = 4300
+
 type jsonParser struct {
 	s     []byte
 	p     int
 	depth int
+	ext   []*jsonSyntaxError // uses of Python's extensions of JSON
 }
 
-// parseJSON parses one JSON value surrounded by optional whitespace.
-func parseJSON(s []byte) (*jsonValue, error) {
+// parseJSON parses one JSON value surrounded by optional whitespace, and
+// lists where it uses Python's extensions of JSON.
+func parseJSON(s []byte) (*jsonValue, []*jsonSyntaxError, error) {
 	d := &jsonParser{s: s}
 	d.space()
 	v, err := d.value()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	d.space()
 	if d.p != len(s) {
-		return nil, d.errf("extra data after the JSON value")
+		return nil, nil, d.errf("extra data after the JSON value")
 	}
-	return v, nil
+	return v, d.ext, nil
+}
+
+// extension records a use of a Python extension at offset off.
+func (d *jsonParser) extension(off int, format string, args ...any) {
+	d.ext = append(d.ext, &jsonSyntaxError{off: off, msg: fmt.Sprintf(format, args...)})
 }
 
 func (d *jsonParser) errf(format string, args ...any) error {
@@ -133,12 +146,20 @@ func (d *jsonParser) value() (*jsonValue, error) {
 		v.kind = jsonNumber
 		return v, d.number(v)
 	}
+	for _, lit := range [...]string{"NaN", "Infinity"} {
+		if d.hasPrefix(lit) {
+			d.extension(d.p, "%s is not JSON (Python's json module accepts it)", lit)
+			d.p += len(lit)
+			v.kind, v.text = jsonNumber, lit
+			return v, nil
+		}
+	}
 	for _, lit := range [...]struct {
 		text string
 		kind jsonKind
 		b    bool
 	}{{"true", jsonBool, true}, {"false", jsonBool, false}, {"null", jsonNull, false}} {
-		if strings.HasPrefix(string(d.s[d.p:min(len(d.s), d.p+5)]), lit.text) {
+		if d.hasPrefix(lit.text) {
 			d.p += len(lit.text)
 			v.kind, v.b = lit.kind, lit.b
 			return v, nil
@@ -146,6 +167,10 @@ func (d *jsonParser) value() (*jsonValue, error) {
 	}
 	r, _ := utf8.DecodeRune(d.s[d.p:])
 	return nil, d.errf("expecting a value, found %q", r)
+}
+
+func (d *jsonParser) hasPrefix(lit string) bool {
+	return strings.HasPrefix(string(d.s[d.p:min(len(d.s), d.p+len(lit))]), lit)
 }
 
 func (d *jsonParser) object(v *jsonValue) error {
@@ -228,6 +253,12 @@ func (d *jsonParser) array(v *jsonValue) error {
 // number checks the JSON number grammar and keeps the literal.
 func (d *jsonParser) number(v *jsonValue) error {
 	start := d.p
+	if d.hasPrefix("-Infinity") {
+		d.extension(d.p, "-Infinity is not JSON (Python's json module accepts it)")
+		d.p += len("-Infinity")
+		v.text = "-Infinity"
+		return nil
+	}
 	digits := func() int {
 		n := 0
 		for d.p < len(d.s) && d.s[d.p] >= '0' && d.s[d.p] <= '9' {
@@ -239,9 +270,10 @@ func (d *jsonParser) number(v *jsonValue) error {
 	if d.s[d.p] == '-' {
 		d.p++
 	}
+	intDigits := 1
 	if d.p < len(d.s) && d.s[d.p] == '0' {
 		d.p++
-	} else if digits() == 0 {
+	} else if intDigits = digits(); intDigits == 0 {
 		return d.errf("expecting a digit")
 	}
 	if d.p < len(d.s) && d.s[d.p] == '.' {
@@ -260,6 +292,10 @@ func (d *jsonParser) number(v *jsonValue) error {
 		}
 	}
 	v.text = string(d.s[start:d.p])
+	if intDigits > maxIntDigits && !strings.ContainsAny(v.text, ".eE") {
+		d.p = start
+		return d.errf("integer with %d digits, more than the %d Python's int() reads", intDigits, maxIntDigits)
+	}
 	return nil
 }
 
@@ -306,12 +342,13 @@ func (d *jsonParser) string() (string, error) {
 			if r < 0xdc00 && d.p+1 < len(d.s) && d.s[d.p] == '\\' && d.s[d.p+1] == 'u' {
 				lo, ok = d.hex4(d.p + 2)
 			}
-			if !ok || lo < 0xdc00 || lo > 0xdfff {
-				d.p -= 6
-				return "", d.errf("unpaired UTF-16 surrogate \\u%04x", r)
+			if ok && lo >= 0xdc00 && lo <= 0xdfff {
+				r = utf16.DecodeRune(r, lo)
+				d.p += 6
+			} else {
+				d.extension(d.p-6, "unpaired UTF-16 surrogate \\u%04x (Python's json module accepts it; ptekit reads it as U+FFFD)", r)
+				r = utf8.RuneError
 			}
-			r = utf16.DecodeRune(r, lo)
-			d.p += 6
 		}
 		b.WriteRune(r)
 	}

@@ -1,0 +1,400 @@
+package delegate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// PyBlob is a blob as upstream's Python reader (deserialize_engine) reads
+// it. The engine bytes are not loaded: use Engine to read them.
+type PyBlob struct {
+	Header      Header     // the header as stored
+	Metadata    PyMetadata // the metadata, values as Python holds them
+	MetadataRaw []byte     // the metadata bytes as stored
+	Size        int64      // size of the whole blob
+
+	r io.ReaderAt
+}
+
+// Engine returns the serialized TensorRT engine as a lazy section of the
+// blob's reader. For a PyBlob not made by DecodePython every read fails.
+func (b *PyBlob) Engine() *io.SectionReader { return engineSection(b.r, &b.Header) }
+
+// PyMetadata is the metadata as upstream's Python reader returns it. That
+// reader checks no types, so every value keeps the JSON type it has in the
+// blob: nil (null), bool, json.Number, string, []any or map[string]any, as
+// encoding/json decodes with UseNumber. A json.Number holds the literal as
+// written ("1e2", "-0", "NaN", "Infinity"); Python reads a literal with a
+// fraction or an exponent as a float (1e2 is 100.0) and any other as an
+// exact integer of any size. A string holding an unpaired UTF-16 surrogate
+// escape, which a Go string cannot carry, has U+FFFD in its place.
+//
+// Absent keys take Python's defaults: dtype "", shape [], is_input true,
+// kind "kv_cache_update", hardware_compatible false, device_id 0, strings
+// "", missing arrays empty.
+type PyMetadata struct {
+	IOBindings []PyBinding
+	// AliasedIO is keyed by output, as Python's dict is: a second entry for
+	// an output replaces the first one's input and kind in its place.
+	AliasedIO          []PyAliasedIO
+	HardwareCompatible any
+	DeviceID           any
+	SerializedMetadata any
+	TargetPlatform     any
+
+	// Refused lists what ptekit's strict reading (Decode) refuses although
+	// Python accepts it, in the order found, each as the *BlobError Decode
+	// gives: a value of the wrong JSON type (device_id "1", is_input 1, a
+	// name that is a number, ...), an integer outside int64, NaN or
+	// Infinity, an unpaired surrogate, io_bindings or aliased_io given as
+	// an empty object or string rather than an array, and a second
+	// aliased_io entry for one output.
+	Refused []*BlobError
+}
+
+// PyBinding is one binding as Python's reader holds it; see PyMetadata for
+// the value types.
+type PyBinding struct{ Name, DType, Shape, IsInput any }
+
+// Input reports whether Python treats the binding as an input: is_input is
+// truthy (so the string "false" is an input, and null an output).
+func (b *PyBinding) Input() bool { return pyTruthy(b.IsInput) }
+
+// PyAliasedIO is one aliased_io entry as Python's reader holds it; see
+// PyMetadata for the value types.
+type PyAliasedIO struct{ Output, Input, Kind any }
+
+// DecodePython reads the blob in r (size bytes) as upstream's Python reader
+// does: the header checks in its order, then the metadata as strict UTF-8
+// and as JSON by Python's json.loads (which also takes NaN, Infinity and
+// unpaired surrogates), then the fields without type checks. It accepts
+// exactly what that reader accepts; a refusal is a *BlobError naming what
+// Python's reader fails on (its error would be a ValueError for the
+// header, UnicodeDecodeError or JSONDecodeError for the metadata text,
+// and KeyError, TypeError or AttributeError for the fields). Metadata
+// larger than MaxMetadataSize is refused too, without being read.
+func DecodePython(r io.ReaderAt, size int64) (*PyBlob, error) {
+	hdr, err := readHeader(r, size)
+	if err != nil {
+		return nil, err
+	}
+	h, err := checkHeader(hdr, size)
+	if err != nil {
+		return nil, err
+	}
+	md, err := readMetadata(r, h.MetadataOffset, h.MetadataSize)
+	if err != nil {
+		return nil, err
+	}
+	py, err := decodePyMetadata(md, int64(h.MetadataOffset))
+	if err != nil {
+		return nil, err
+	}
+	return &PyBlob{Header: *h, Metadata: *py, MetadataRaw: md, Size: size, r: r}, nil
+}
+
+// pyReader extracts PyMetadata from parsed JSON, reporting errors with the
+// member path and the absolute byte offset (base is metadata_offset).
+type pyReader struct {
+	base    int64
+	refused []*BlobError
+}
+
+func (d *pyReader) errAt(path string, v *jsonValue, format string, args ...any) *BlobError {
+	return &BlobError{Field: "metadata" + path, Off: d.base + int64(v.off), Msg: fmt.Sprintf(format, args...)}
+}
+
+func (d *pyReader) refuse(path string, v *jsonValue, format string, args ...any) {
+	d.refused = append(d.refused, d.errAt(path, v, format, args...))
+}
+
+// decodePyMetadata parses metadata bytes found at blob offset base the way
+// the Python reader does.
+func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
+	if !utf8.Valid(md) {
+		i := 0
+		for i < len(md) {
+			r, n := utf8.DecodeRune(md[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		return nil, &BlobError{Field: "metadata", Off: base + int64(i), Msg: fmt.Sprintf("invalid UTF-8 (byte 0x%02x)", md[i])}
+	}
+	root, ext, err := parseJSON(md)
+	if err != nil {
+		var se *jsonSyntaxError
+		if errors.As(err, &se) {
+			return nil, &BlobError{Field: "metadata", Off: base + int64(se.off), Msg: "invalid JSON: " + se.msg}
+		}
+		return nil, err
+	}
+	d := &pyReader{base: base}
+	for _, e := range ext {
+		d.refused = append(d.refused, &BlobError{Field: "metadata", Off: base + int64(e.off), Msg: "invalid JSON: " + e.msg})
+	}
+	if root.kind != jsonObject {
+		return nil, d.errAt("", root, "want a JSON object, found %s", root.describe())
+	}
+	m := &PyMetadata{IOBindings: []PyBinding{}, AliasedIO: []PyAliasedIO{}}
+	elems, err := d.iterate(".io_bindings", root.member("io_bindings"))
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range elems {
+		b, err := d.binding(fmt.Sprintf(".io_bindings[%d]", i), e)
+		if err != nil {
+			return nil, err
+		}
+		m.IOBindings = append(m.IOBindings, *b)
+	}
+	if elems, err = d.iterate(".aliased_io", root.member("aliased_io")); err != nil {
+		return nil, err
+	}
+	seen := map[string]int{} // Python dict key -> index in m.AliasedIO
+	for i, e := range elems {
+		path := fmt.Sprintf(".aliased_io[%d]", i)
+		a, out, err := d.aliased(path, e)
+		if err != nil {
+			return nil, err
+		}
+		k, ok := pyKey(out)
+		if !ok {
+			return nil, d.errAt(path+".output", out, "want a string, found %s (Python fails: unhashable dict key)", out.describe())
+		}
+		if j, dup := seen[k]; dup {
+			d.refuse(path+".output", out, "output %s is already aliased by an earlier entry (Python keeps only this one, in the first one's place)", out.describe())
+			m.AliasedIO[j].Input, m.AliasedIO[j].Kind = a.Input, a.Kind
+			continue
+		}
+		seen[k] = len(m.AliasedIO)
+		m.AliasedIO = append(m.AliasedIO, *a)
+	}
+	m.HardwareCompatible = d.member(root, "", "hardware_compatible", jsonBool, false)
+	m.DeviceID = json.Number("0")
+	if v := root.member("device_id"); v != nil {
+		m.DeviceID = v.toAny()
+		d.integer(".device_id", v)
+	}
+	m.SerializedMetadata = d.member(root, "", "serialized_metadata", jsonString, "")
+	m.TargetPlatform = d.member(root, "", "target_platform", jsonString, "")
+	m.Refused = d.refused
+	return m, nil
+}
+
+// iterate returns what Python's for loop over a list-valued member yields,
+// where each element must then be an object. An absent member is empty. An
+// empty object or string iterates as nothing (refused by the strict
+// reading); anything else that is not an array fails as in Python.
+func (d *pyReader) iterate(path string, v *jsonValue) ([]*jsonValue, error) {
+	switch {
+	case v == nil:
+		return nil, nil
+	case v.kind == jsonArray:
+		return v.elems, nil
+	case v.kind == jsonObject && len(v.elems) == 0, v.kind == jsonString && v.text == "":
+		d.refuse(path, v, "want an array, found %s", v.describe())
+		return nil, nil
+	case v.kind == jsonObject, v.kind == jsonString:
+		return nil, d.errAt(path, v, "want an array of objects, found %s (Python iterates it and fails on its first element)", v.describe())
+	}
+	return nil, d.errAt(path, v, "want an array, found %s (Python fails: not iterable)", v.describe())
+}
+
+func (d *pyReader) binding(path string, e *jsonValue) (*PyBinding, error) {
+	if e.kind != jsonObject {
+		return nil, d.errAt(path, e, "want an object, found %s", e.describe())
+	}
+	name := e.member("name")
+	if name == nil {
+		return nil, d.errAt(path, e, "missing required key %q", "name")
+	}
+	b := &PyBinding{Name: name.toAny(), Shape: []any{}}
+	if name.kind != jsonString {
+		d.refuse(path+".name", name, "want a string, found %s", name.describe())
+	}
+	b.DType = d.member(e, path, "dtype", jsonString, "")
+	if v := e.member("shape"); v != nil {
+		b.Shape = v.toAny()
+		if v.kind != jsonArray {
+			d.refuse(path+".shape", v, "want an array of integers, found %s", v.describe())
+		} else {
+			for i, x := range v.elems {
+				d.integer(fmt.Sprintf("%s.shape[%d]", path, i), x)
+			}
+		}
+	}
+	b.IsInput = d.member(e, path, "is_input", jsonBool, true)
+	return b, nil
+}
+
+// aliased reads an aliased_io entry and returns it with its output value.
+func (d *pyReader) aliased(path string, e *jsonValue) (*PyAliasedIO, *jsonValue, error) {
+	if e.kind != jsonObject {
+		return nil, nil, d.errAt(path, e, "want an object, found %s (Python fails: not subscriptable by key)", e.describe())
+	}
+	out, in := e.member("output"), e.member("input")
+	for _, kv := range [...]struct {
+		key string
+		v   *jsonValue
+	}{{"output", out}, {"input", in}} {
+		if kv.v == nil {
+			return nil, nil, d.errAt(path, e, "missing required key %q", kv.key)
+		}
+		if kv.v.kind != jsonString {
+			d.refuse(path+"."+kv.key, kv.v, "want a string, found %s", kv.v.describe())
+		}
+	}
+	a := &PyAliasedIO{Output: out.toAny(), Input: in.toAny()}
+	a.Kind = d.member(e, path, "kind", jsonString, KindKVCacheUpdate)
+	return a, out, nil
+}
+
+// member returns obj[key] as Python holds it, def when absent, and refuses
+// a value whose kind is not want.
+func (d *pyReader) member(obj *jsonValue, path, key string, want jsonKind, def any) any {
+	v := obj.member(key)
+	if v == nil {
+		return def
+	}
+	if v.kind != want {
+		if want == jsonBool {
+			d.refuse(path+"."+key, v, "want true or false, found %s", v.describe())
+		} else {
+			d.refuse(path+"."+key, v, "want %s, found %s", jsonKindNames[want], v.describe())
+		}
+	}
+	return v.toAny()
+}
+
+// integer refuses a value that is not a JSON integer (no fraction, no
+// exponent) within int64.
+func (d *pyReader) integer(path string, v *jsonValue) {
+	if _, err := v.int64(); err != nil {
+		d.refuse(path, v, "%s", err)
+	}
+}
+
+// int64 reads an integer value.
+func (v *jsonValue) int64() (int64, error) {
+	if v.kind != jsonNumber {
+		return 0, fmt.Errorf("want an integer, found %s", v.describe())
+	}
+	n, err := strconv.ParseInt(v.text, 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("integer %s does not fit in 64 bits", truncate(v.text, 40))
+		}
+		return 0, fmt.Errorf("want an integer, found %s", v.describe())
+	}
+	return n, nil
+}
+
+// toAny converts a parsed value to the Go value encoding/json would give
+// with UseNumber (objects: the last of duplicate keys wins).
+func (v *jsonValue) toAny() any {
+	switch v.kind {
+	case jsonBool:
+		return v.b
+	case jsonNumber:
+		return json.Number(v.text)
+	case jsonString:
+		return v.text
+	case jsonArray:
+		out := make([]any, len(v.elems))
+		for i, e := range v.elems {
+			out[i] = e.toAny()
+		}
+		return out
+	case jsonObject:
+		out := make(map[string]any, len(v.keys))
+		for i, k := range v.keys {
+			out[k] = v.elems[i].toAny()
+		}
+		return out
+	}
+	return nil
+}
+
+// pyKey returns a string that is equal for two values exactly when Python
+// takes them for the same dict key (1, 1.0 and true are one key; each NaN
+// is its own), or false when Python cannot hash the value (a list or dict).
+func pyKey(v *jsonValue) (string, bool) {
+	switch v.kind {
+	case jsonNull:
+		return "None", true
+	case jsonString:
+		return "s" + v.text, true
+	case jsonBool:
+		if v.b {
+			return "n1", true
+		}
+		return "n0", true
+	case jsonNumber:
+		if !strings.ContainsAny(v.text, ".eEIN") {
+			r, _ := new(big.Rat).SetString(v.text)
+			return "n" + r.RatString(), true
+		}
+		f, _ := strconv.ParseFloat(v.text, 64) // ±Inf on overflow, as in Python
+		switch {
+		case math.IsNaN(f):
+			return fmt.Sprintf("nan@%d", v.off), true
+		case math.IsInf(f, 0):
+			return fmt.Sprintf("inf%v", f), true
+		}
+		return "n" + new(big.Rat).SetFloat64(f).RatString(), true
+	}
+	return "", false
+}
+
+// pyTruthy is Python's bool() of a JSON value as PyMetadata holds it.
+func pyTruthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case json.Number:
+		if x == "NaN" {
+			return true
+		}
+		f, err := strconv.ParseFloat(string(x), 64)
+		return err != nil || f != 0 // a float that overflows is ±Inf: truthy
+	case string:
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
+}
+
+// strict converts metadata without refusals to the typed Metadata.
+func (m *PyMetadata) strict() *Metadata {
+	out := &Metadata{IOBindings: make([]Binding, 0, len(m.IOBindings)), AliasedIO: make([]AliasedIO, 0, len(m.AliasedIO))}
+	for _, b := range m.IOBindings {
+		sb := Binding{Name: b.Name.(string), DType: b.DType.(string), IsInput: b.IsInput.(bool), Shape: []int64{}}
+		for _, x := range b.Shape.([]any) {
+			n, _ := x.(json.Number).Int64()
+			sb.Shape = append(sb.Shape, n)
+		}
+		out.IOBindings = append(out.IOBindings, sb)
+	}
+	for _, a := range m.AliasedIO {
+		out.AliasedIO = append(out.AliasedIO, AliasedIO{Output: a.Output.(string), Input: a.Input.(string), Kind: a.Kind.(string)})
+	}
+	out.HardwareCompatible = m.HardwareCompatible.(bool)
+	out.DeviceID, _ = m.DeviceID.(json.Number).Int64()
+	out.SerializedMetadata = m.SerializedMetadata.(string)
+	out.TargetPlatform = m.TargetPlatform.(string)
+	return out
+}
