@@ -257,7 +257,6 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 // addHeader places the extended header in front of the encoded program fb
 // and the segment base after it.
 func (pl *writePlan) addHeader(fb []byte, align, dataSize uint64) error {
-
 	programSize := uint64(len(fb)) + wrHeaderPad
 	base := roundUp(programSize, align)
 	h := &ExtendedHeader{

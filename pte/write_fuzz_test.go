@@ -95,6 +95,12 @@ func FuzzRoundTrip(f *testing.F) {
 		var buf bytes.Buffer
 		info, err := Write(&buf, orig.Program, srcs, nil)
 		if err != nil {
+			var ve *VerifyError
+			if errors.As(err, &ve) {
+				// NewFile accepted this program; its re-encoding must
+				// read back too.
+				t.Fatalf("write refused its own output: %v", err)
+			}
 			var fe *FormatError
 			if errors.As(err, &fe) {
 				return // e.g. an unknown union member, which cannot be written
@@ -113,10 +119,22 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		wrComparePayloads(t, orig, got, info.SegmentIndex)
 
+		// Writing adds no method-level error: a program Verify finds clean
+		// passes Strict.
+		if len(wrErrorFindings(orig)) == 0 {
+			if _, err := Write(io.Discard, orig.Program, srcs, &WriteOptions{Strict: true}); err != nil {
+				t.Fatalf("Strict refused a program Verify accepts: %v", err)
+			}
+		}
+
 		// With Dedup the segment table shrinks and references move, but
 		// every payload must still resolve to the same bytes.
 		buf.Reset()
 		if info, err = Write(&buf, orig.Program, srcs, &WriteOptions{Dedup: true}); err != nil {
+			var ve *VerifyError
+			if errors.As(err, &ve) {
+				t.Fatalf("write with Dedup refused its own output: %v", err)
+			}
 			var fe *FormatError
 			if errors.As(err, &fe) {
 				return // e.g. a reference to a segment that does not exist

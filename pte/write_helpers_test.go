@@ -168,3 +168,19 @@ func wrErrorFindings(f *File) map[string]int {
 	}
 	return m
 }
+
+// wrWriteUnchecked writes p like Write but without the reference check and
+// the read-back verification: tests use it to craft files that the reader
+// must refuse.
+func wrWriteUnchecked(t testing.TB, p *Program, segs []*io.SectionReader, opts *WriteOptions) []byte {
+	t.Helper()
+	pl, err := layoutWrite(p, segs, opts)
+	if err != nil {
+		t.Fatalf("layout: %v", err)
+	}
+	var buf bytes.Buffer
+	if _, err := pl.writeTo(&buf); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	return buf.Bytes()
+}

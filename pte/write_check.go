@@ -1,0 +1,178 @@
+package pte
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ptekit/ptekit/schema"
+)
+
+// This file makes "what Write writes, NewFile reads" a guarantee: payload
+// references are checked before encoding, and the encoded region is read
+// back, in memory, before the first byte is written.
+
+// checkReferences checks the references of p that Write resolves against
+// the payload list: delegate SEGMENT indices, the constant segment (when it
+// holds constants), mutable data segments and named data must name one of
+// the nPayloads payloads, and INLINE delegate indices an entry of
+// BackendDelegateData. A dangling reference is a mistake in assembling the
+// program and its payloads; writing it would give a file whose data cannot
+// be found (and Dedup could not remap it).
+func checkReferences(p *Program, nPayloads int) error {
+	segIndex := func(path string, idx uint32) error {
+		if uint64(idx) < uint64(nPayloads) {
+			return nil
+		}
+		return &FormatError{Off: -1, Path: path,
+			Msg:  fmt.Sprintf("segment index %d out of range (%d segment payloads given)", idx, nPayloads),
+			Code: CodeNotFound}
+	}
+	for i, ep := range p.ExecutionPlan {
+		if ep == nil {
+			continue // the encoder reports it
+		}
+		for k, d := range ep.Delegates {
+			if d == nil || d.Processed == nil {
+				continue
+			}
+			path := fmt.Sprintf("execution_plan[%d].delegates[%d].processed.index", i, k)
+			switch ref := d.Processed; ref.Location {
+			case schema.DataLocationSEGMENT:
+				if err := segIndex(path, ref.Index); err != nil {
+					return err
+				}
+			case schema.DataLocationINLINE:
+				if uint64(ref.Index) >= uint64(len(p.BackendDelegateData)) {
+					return &FormatError{Off: -1, Path: path,
+						Msg:  fmt.Sprintf("INLINE index %d out of range (%d backend_delegate_data entries)", ref.Index, len(p.BackendDelegateData)),
+						Code: CodeNotFound}
+				}
+			}
+		}
+	}
+	// Only a constant segment that lists constants beyond the placeholder
+	// is ever loaded; upstream files without constants keep index 0 and no
+	// segments at all.
+	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 {
+		if err := segIndex("constant_segment.segment_index", cs.SegmentIndex); err != nil {
+			return err
+		}
+	}
+	for i, m := range p.MutableDataSegments {
+		if m != nil {
+			if err := segIndex(fmt.Sprintf("mutable_data_segments[%d].segment_index", i), m.SegmentIndex); err != nil {
+				return err
+			}
+		}
+	}
+	for i, nd := range p.NamedData {
+		if nd != nil {
+			if err := segIndex(fmt.Sprintf("named_data[%d].segment_index", i), nd.SegmentIndex); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// VerifyError reports a program that Write encoded but did not write,
+// because reading the result back fails: NewFile would refuse the file, or,
+// with WriteOptions.Strict, Verify finds errors in it. Offsets in the
+// findings are byte offsets of the file that would have been written; paths
+// name fields of the Program given to Write.
+type VerifyError struct {
+	// Findings lists the problems, all of Severity Error. Without Strict
+	// it holds the one error NewFile returned.
+	Findings []Finding
+}
+
+// Error formats the error as "pte: write: program would not load: <first
+// finding>", saying how many more there are.
+func (e *VerifyError) Error() string {
+	if len(e.Findings) == 0 {
+		return "pte: write: program would not load"
+	}
+	var b strings.Builder
+	b.WriteString("pte: write: program would not load: ")
+	if m := e.Findings[0].Method; m != "" {
+		fmt.Fprintf(&b, "method %q: ", m)
+	}
+	b.WriteString(e.Findings[0].Err.Error())
+	if n := len(e.Findings) - 1; n > 0 {
+		fmt.Fprintf(&b, " (and %d more)", n)
+	}
+	return b.String()
+}
+
+// Unwrap returns the *FormatError of every finding, so that errors.As finds
+// the first.
+func (e *VerifyError) Unwrap() []error {
+	errs := make([]error, len(e.Findings))
+	for i, fd := range e.Findings {
+		errs[i] = fd.Err
+	}
+	return errs
+}
+
+// planImage is the file a writePlan would produce, as an io.ReaderAt: the
+// head and the flatbuffer region, then zeros where padding and segment
+// payloads go. NewFile reads only the region, so the payloads themselves
+// are never needed.
+type planImage struct {
+	parts [][]byte
+	size  int64
+}
+
+func (im *planImage) ReadAt(b []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("pte: negative offset %d", off)
+	}
+	if off >= im.size {
+		return 0, io.EOF
+	}
+	n := len(b)
+	var err error
+	if rest := im.size - off; int64(n) > rest {
+		n, err = int(rest), io.EOF
+	}
+	clear(b[:n])
+	var pos int64
+	for _, p := range im.parts {
+		if lo, hi := max(off, pos), min(off+int64(n), pos+int64(len(p))); lo < hi {
+			copy(b[lo-off:hi-off], p[lo-pos:hi-pos])
+		}
+		pos += int64(len(p))
+	}
+	return n, err
+}
+
+// check reads the planned file back with NewFile and, when strict, runs
+// Verify on it; any refusal becomes a *VerifyError.
+func (pl *writePlan) check(strict bool) error {
+	im := &planImage{parts: [][]byte{pl.head, pl.flatbuffer}, size: pl.info.Size}
+	f, err := NewFile(im, im.size)
+	if err != nil {
+		var fe *FormatError
+		if !errors.As(err, &fe) {
+			// NewFile reports a bad program only as a *FormatError; anything
+			// else means the image itself is broken.
+			return fmt.Errorf("pte: write: reading the encoded program back: %w", err)
+		}
+		return &VerifyError{Findings: []Finding{{Severity: Error, Err: fe}}}
+	}
+	if !strict {
+		return nil
+	}
+	var errs []Finding
+	for _, fd := range f.Verify() {
+		if fd.Severity == Error {
+			errs = append(errs, fd)
+		}
+	}
+	if len(errs) > 0 {
+		return &VerifyError{Findings: errs}
+	}
+	return nil
+}
