@@ -14,11 +14,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ptekit/ptekit/compilespec"
@@ -36,6 +41,10 @@ const usage = `Usage:
 
 Options:
 `
+
+// maxDeviceIndex is the largest CUDA device index ExecuTorch can store
+// (an int8).
+const maxDeviceIndex = 127
 
 // usageError is a bad command line (exit status 2).
 type usageError struct{ msg string }
@@ -63,7 +72,7 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	fs.StringVar(&c.budgetText, "weight-streaming-budget-per-engine", "", `per-engine weight streaming budget: bytes or a size such as "4GiB", "512MiB", "8GB"; "auto" writes no budget (TensorRT's automatic budget)`)
 	fs.StringVar(&c.targetDevice, "target-device", "", `pin target_device (e.g. "cuda:0") on every delegate instead of deriving it from each engine's device`)
 	fs.BoolVar(&c.inline, "inline-delegate-data", false, "store delegate blobs inside the flatbuffer instead of segments")
-	fs.Uint64Var(&c.alignment, "segment-alignment", 0, "segment alignment in bytes (default 128; re-bake keeps the input's)")
+	fs.Uint64Var(&c.alignment, "segment-alignment", 0, "segment alignment in bytes, at most 1 MiB (default 128; re-bake keeps the input's)")
 	fs.BoolVar(&c.jsonOut, "json", false, "print a machine-readable summary on stdout")
 	fs.BoolVar(&c.force, "force", false, "overwrite an existing output file")
 	fs.BoolVarP(&c.help, "help", "h", false, "show this help")
@@ -91,8 +100,15 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	case c.from != "" && !c.budgetSet && c.targetDevice == "":
 		return nil, fs, &usageError{"--from needs --weight-streaming-budget-per-engine or --target-device"}
 	}
+	if c.alignmentSet && c.alignment > export.MaxSegmentAlignment {
+		return nil, fs, &usageError{fmt.Sprintf("--segment-alignment %d exceeds %d (1 MiB)", c.alignment, export.MaxSegmentAlignment)}
+	}
 	if c.targetDevice != "" {
-		if _, _, err := compilespec.ParseTargetDevice([]byte(c.targetDevice)); err != nil {
+		_, idx, err := compilespec.ParseTargetDevice([]byte(c.targetDevice))
+		if err == nil && (idx < 0 || idx > maxDeviceIndex) {
+			err = fmt.Errorf("device index %d is outside [0, %d]", idx, maxDeviceIndex)
+		}
+		if err != nil {
 			return nil, fs, &usageError{fmt.Sprintf("--target-device: %v", err)}
 		}
 	}
@@ -104,8 +120,15 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	return c, fs, nil
 }
 
-// run is the whole command; main only calls it.
+// run is the whole command; main only calls it. An interrupt (SIGINT or
+// SIGTERM) stops a write in progress and removes its temporary file.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, args, stdin, stdout, stderr)
+}
+
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c, fs, err := parseArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "pteexport: %v (see pteexport --help)\n", err)
@@ -116,34 +139,47 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, fs.FlagUsages())
 		return 0
 	}
-	if _, err := os.Stat(c.output); err == nil && !c.force {
+	// Fail fast; the write itself refuses atomically too (NoOverwrite).
+	if _, err := os.Lstat(c.output); err == nil && !c.force {
 		fmt.Fprintf(stderr, "pteexport: %s already exists; use --force to overwrite it\n", c.output)
 		return 1
 	}
-	prog := newProgress(stderr)
+	prog := newProgress(ctx, stderr)
 	var res *export.Result
 	if c.from != "" {
-		res, err = rebake(c, prog.report)
+		res, err = rebake(ctx, c, prog.report)
 	} else {
-		res, err = build(c, prog.report)
+		res, err = build(ctx, c, prog.report)
 	}
 	prog.done()
-	if err != nil {
+	switch {
+	case err != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "pteexport: interrupted; %s was not written\n", c.output)
+		return 1
+	case err != nil && errors.Is(err, iofs.ErrExist):
+		fmt.Fprintf(stderr, "pteexport: %s already exists; use --force to overwrite it\n", c.output)
+		return 1
+	case err != nil:
 		fmt.Fprintf(stderr, "pteexport: %s\n", oneLine(err.Error()))
 		return 1
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintf(stderr, "pteexport: %s\n", w)
+		fmt.Fprintf(stderr, "pteexport: %s\n", oneLine(w.String()))
 	}
 	if c.jsonOut {
-		if err := writeSummary(stdout, res, c); err != nil {
+		if err := writeSummary(stdout, res); err != nil {
 			fmt.Fprintf(stderr, "pteexport: %v\n", err)
 			return 1
 		}
 		return 0
 	}
-	budget := "automatic (no weight_streaming_budget)"
-	if res.Budget != nil {
+	var budget string
+	switch {
+	case res.MixedBudgets:
+		budget = "differs between delegates (see --json)"
+	case res.Budget == nil:
+		budget = "automatic (no weight_streaming_budget)"
+	default:
 		budget = fmt.Sprintf("%d bytes (%s) per engine", *res.Budget, compilespec.FormatSize(*res.Budget))
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d bytes, %d method(s), %d TensorRT delegate(s), %d blob(s), weight streaming budget %s\n",
@@ -159,7 +195,7 @@ func budgetOption(c *config) (budget *int64, auto bool) {
 	return &n, false
 }
 
-func build(c *config, progress func(int64, int64)) (*export.Result, error) {
+func build(ctx context.Context, c *config, progress func(int64, int64)) (*export.Result, error) {
 	m, err := export.ReadManifest(c.manifest)
 	if err != nil {
 		return nil, err
@@ -178,36 +214,49 @@ func build(c *config, progress func(int64, int64)) (*export.Result, error) {
 		opts.SegmentAlignment = c.alignment
 	}
 	opts.Progress = progress
-	return export.WriteFile(c.output, m.Program, &opts)
+	opts.NoOverwrite = !c.force
+	return export.WriteFileContext(ctx, c.output, m.Program, &opts)
 }
 
-func rebake(c *config, progress func(int64, int64)) (*export.Result, error) {
-	opts := &export.RebakeOptions{TargetDevice: c.targetDevice, Progress: progress}
+func rebake(ctx context.Context, c *config, progress func(int64, int64)) (*export.Result, error) {
+	opts := &export.RebakeOptions{TargetDevice: c.targetDevice, Progress: progress, NoOverwrite: !c.force}
 	if c.budgetSet {
 		opts.WeightStreamingBudget, opts.ClearBudget = budgetOption(c)
 	}
 	if c.alignmentSet {
 		opts.SegmentAlignment = c.alignment
 	}
-	return export.Rebake(c.from, c.output, opts)
+	return export.RebakeContext(ctx, c.from, c.output, opts)
 }
 
 // summary is the --json output.
 type summary struct {
-	Output       string          `json:"output"`
-	Size         int64           `json:"size"`
-	Methods      []methodSummary `json:"methods"`
-	Delegates    int             `json:"delegates"`
-	Blobs        int             `json:"blobs"`
-	Budget       *int64          `json:"weight_streaming_budget"`
-	TargetDevice *string         `json:"target_device"`
-	Warnings     []warning       `json:"warnings"`
+	Output    string          `json:"output"`
+	Size      int64           `json:"size"`
+	Methods   []methodSummary `json:"methods"`
+	Delegates int             `json:"delegates"`
+	Blobs     int             `json:"blobs"`
+	// Budget is the weight_streaming_budget every delegate holds: null
+	// when none holds one or when they differ (BudgetsDiffer).
+	Budget        *int64 `json:"weight_streaming_budget"`
+	BudgetsDiffer bool   `json:"weight_streaming_budgets_differ"`
+	// TargetDevice is the target_device every delegate holds, null when
+	// they differ.
+	TargetDevice *string   `json:"target_device"`
+	Warnings     []warning `json:"warnings"`
 }
 
 type methodSummary struct {
-	Name         string `json:"name"`
-	Delegates    int    `json:"delegates"`
-	PlannedBytes int64  `json:"planned_bytes"`
+	Name         string          `json:"name"`
+	Delegates    int             `json:"delegates"`
+	PlannedBytes int64           `json:"planned_bytes"`
+	Engines      []engineSummary `json:"engines"`
+}
+
+// engineSummary is one TensorRTBackend delegate's specs as written.
+type engineSummary struct {
+	Budget       *int64  `json:"weight_streaming_budget"`
+	TargetDevice *string `json:"target_device"`
 }
 
 type warning struct {
@@ -216,14 +265,23 @@ type warning struct {
 	Message string `json:"message"`
 }
 
-func writeSummary(w io.Writer, res *export.Result, c *config) error {
-	s := summary{Output: res.Path, Size: res.Size, Delegates: res.Delegates, Blobs: res.Blobs,
-		Budget: res.Budget, Methods: []methodSummary{}, Warnings: []warning{}}
-	if c.targetDevice != "" {
-		s.TargetDevice = &c.targetDevice
+func optString(s string) *string {
+	if s == "" {
+		return nil
 	}
+	return &s
+}
+
+func writeSummary(w io.Writer, res *export.Result) error {
+	s := summary{Output: res.Path, Size: res.Size, Delegates: res.Delegates, Blobs: res.Blobs,
+		Budget: res.Budget, BudgetsDiffer: res.MixedBudgets, TargetDevice: optString(res.TargetDevice),
+		Methods: []methodSummary{}, Warnings: []warning{}}
 	for _, m := range res.Methods {
-		s.Methods = append(s.Methods, methodSummary{Name: m.Name, Delegates: m.Delegates, PlannedBytes: m.PlannedBytes})
+		ms := methodSummary{Name: m.Name, Delegates: m.Delegates, PlannedBytes: m.PlannedBytes, Engines: []engineSummary{}}
+		for _, e := range m.Engines {
+			ms.Engines = append(ms.Engines, engineSummary{Budget: e.Budget, TargetDevice: optString(e.TargetDevice)})
+		}
+		s.Methods = append(s.Methods, ms)
 	}
 	for _, x := range res.Warnings {
 		s.Warnings = append(s.Warnings, warning{Kind: string(x.Kind), Method: x.Method, Message: x.Msg})
@@ -239,39 +297,79 @@ func oneLine(s string) string {
 }
 
 // progress shows write progress on stderr when it is a terminal and the
-// write has taken more than a second.
+// write has taken more than a second: one line, rewritten in place and
+// erased at the end.
 type progress struct {
+	ctx     context.Context
 	w       io.Writer
 	tty     bool
 	start   time.Time
+	now     func() time.Time
 	printed bool
 }
 
-func newProgress(stderr io.Writer) *progress {
-	p := &progress{w: stderr, start: time.Now()}
-	if f, ok := stderr.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.tty = true
-		}
+// isTerminal reports whether w is a terminal; tests replace it.
+var isTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
-	return p
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressHook, when non-nil, is called with the run's context on every
+// progress report (tests use it to interrupt a write).
+var progressHook func(ctx context.Context, written, total int64)
+
+// progressDelay is how long a write runs before progress is shown.
+const progressDelay = time.Second
+
+func newProgress(ctx context.Context, stderr io.Writer) *progress {
+	return &progress{ctx: ctx, w: stderr, tty: isTerminal(stderr), start: time.Now(), now: time.Now}
 }
 
 func (p *progress) report(written, total int64) {
-	if !p.tty || time.Since(p.start) < time.Second {
+	if progressHook != nil {
+		progressHook(p.ctx, written, total)
+	}
+	if !p.tty || p.now().Sub(p.start) < progressDelay {
 		return
 	}
+	fmt.Fprint(p.w, "\r\x1b[K"+progressLine(written, total))
+	p.printed = true
+}
+
+// done erases the progress line, if one was shown.
+func (p *progress) done() {
+	if p.printed {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+}
+
+// progressLine formats a progress report, e.g.
+// "pteexport: writing  37% (1.1 GiB of 3.0 GiB)".
+func progressLine(written, total int64) string {
+	total = max(total, written)
 	pct := 100.0
 	if total > 0 {
 		pct = 100 * float64(written) / float64(total)
 	}
-	fmt.Fprintf(p.w, "\rpteexport: writing %5.1f%% (%s of %s)", pct,
-		compilespec.FormatSize(written), compilespec.FormatSize(total))
-	p.printed = true
+	return fmt.Sprintf("pteexport: writing %3.0f%% (%s of %s)", pct, humanBytes(written), humanBytes(total))
 }
 
-func (p *progress) done() {
-	if p.printed {
-		fmt.Fprintln(p.w)
+// humanBytes formats n with one decimal in the largest binary unit it
+// reaches: "512 B", "1.5 KiB", "3.0 GiB".
+func humanBytes(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
 	}
+	v := float64(n)
+	i := -1
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
 }

@@ -114,10 +114,21 @@ func TestExampleManifest(t *testing.T) {
 	assert.Empty(t, r.stderr)
 	sum := decodeSummary(t, r.stdout)
 	assert.Equal(t, out, sum.Output)
-	assert.Equal(t, []methodSummary{{"prefill", 1, sum.Methods[0].PlannedBytes}, {"decode", 1, sum.Methods[1].PlannedBytes}}, sum.Methods)
+	f := openVerified(t, out)
+	// Planned bytes as written in the file (prefill: tokens 1x128 int64,
+	// logits 1x128x256 float32, k_cache 1x2x128x16 float16).
+	require.Len(t, f.Program.ExecutionPlan, 2)
+	assert.Equal(t, []int64{0, 1024 + 131072 + 8192}, f.Program.ExecutionPlan[0].NonConstBufferSizes)
+	cuda0 := "cuda:0"
+	engine := []engineSummary{{Budget: nil, TargetDevice: &cuda0}}
+	assert.Equal(t, []methodSummary{
+		{"prefill", 1, 1024 + 131072 + 8192, engine},
+		{"decode", 1, plannedBytes(f.Program.ExecutionPlan[1]), engine},
+	}, sum.Methods)
 	assert.Equal(t, 2, sum.Delegates)
 	assert.Nil(t, sum.Budget)
-	f := openVerified(t, out)
+	assert.False(t, sum.BudgetsDiffer)
+	assert.Equal(t, &cuda0, sum.TargetDevice)
 	assert.Equal(t, [][]string{{"target_device=cuda:0"}, {"target_device=cuda:0"}}, specsOf(f))
 	st, err := os.Stat(out)
 	require.NoError(t, err)
@@ -136,6 +147,14 @@ func TestExampleManifest(t *testing.T) {
 		{"weight_streaming_budget=1610612736", "target_device=cuda:0"},
 		{"weight_streaming_budget=1610612736", "target_device=cuda:0"},
 	}, specsOf(f))
+}
+
+func plannedBytes(ep *pte.ExecutionPlan) int64 {
+	var n int64
+	for _, b := range ep.NonConstBufferSizes {
+		n += b
+	}
+	return n
 }
 
 // writeManifest writes a manifest and engine files into a temp dir.
@@ -235,6 +254,19 @@ func TestHandWrittenBudgetSpecRefused(t *testing.T) {
 	}
 }
 
+// TestHandWrittenTopLevelBudgetRefused: a budget in the top-level
+// compile_specs is blamed on them, not on a method.
+func TestHandWrittenTopLevelBudgetRefused(t *testing.T) {
+	manifest := strings.Replace(twoEngines, `"methods": [`,
+		`"compile_specs": [{"key": "weight_streaming_budget", "value": "1"}], "methods": [`, 1)
+	m := writeManifest(t, manifest, map[string]string{"a.engine": "A", "b.engine": "B"})
+	r := runCmd("--manifest", m, "-o", filepath.Join(t.TempDir(), "o.pte"))
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "top-level compile_specs[0]")
+	assert.Contains(t, r.stderr, "--weight-streaming-budget-per-engine")
+	assert.NotContains(t, r.stderr, "method")
+}
+
 func TestCallerSpecsKeptInOrder(t *testing.T) {
 	manifest := strings.Replace(twoEngines, `"methods": [`,
 		`"compile_specs": [{"key": "a", "value_hex": "00ff"}], "methods": [`, 1)
@@ -300,6 +332,8 @@ func TestUsageErrors(t *testing.T) {
 		{"--manifest", "m.json", "-o", "x", "--target-device", "tpu:0"},
 		{"--manifest", "m.json", "-o", "x", "--segment-alignment", "0"},
 		{"--manifest", "m.json", "-o", "x", "--segment-alignment", "abc"},
+		{"--manifest", "m.json", "-o", "x", "--segment-alignment", "2097152"},
+		{"--manifest", "m.json", "-o", "x", "--target-device", "cuda:128"},
 		{"--from", "a.pte", "-o", "x"},
 		{"--from", "a.pte", "-o", "x", "--weight-streaming-budget-per-engine", "1", "--inline-delegate-data"},
 		{"--manifest", "m.json", "-o", "x", "extra"},

@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/pte/ptejson"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// document returns the hashed JSON form of a program, shaped like the
+// reference NAME.json beside the vectors, and the weight_streaming_budget
+// values taken out of it, per delegate.
+func document(t *testing.T, f *pte.File) (map[string]any, [][]string) {
+	t.Helper()
+	doc, err := ptejson.Build(f, &ptejson.Options{Hash: true})
+	require.NoError(t, err)
+	data, err := ptejson.Marshal(doc)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(data, &m))
+	if probs, ok := m["problems"]; ok {
+		require.Empty(t, probs)
+		delete(m, "problems")
+	}
+	m["raw_program"] = m["program"]
+	delete(m, "program")
+	for _, d := range m["delegates"].([]any) {
+		delete(d.(map[string]any), "tensorrt")
+	}
+	return stripBudgets(m)
+}
+
+// stripBudgets removes every weight_streaming_budget compile spec from a
+// document, returning the values removed per entry of "delegates".
+func stripBudgets(m map[string]any) (map[string]any, [][]string) {
+	var budgets [][]string
+	strip := func(d any) []string {
+		dm := d.(map[string]any)
+		kept := []any{}
+		var removed []string
+		for _, s := range dm["compile_specs"].([]any) {
+			sm := s.(map[string]any)
+			if sm["key"] == "weight_streaming_budget" {
+				v, _ := sm["value_utf8"].(string)
+				removed = append(removed, v)
+				continue
+			}
+			kept = append(kept, s)
+		}
+		dm["compile_specs"] = kept
+		return removed
+	}
+	for _, d := range m["delegates"].([]any) {
+		budgets = append(budgets, strip(d))
+	}
+	for _, ep := range m["raw_program"].(map[string]any)["execution_plan"].([]any) {
+		for _, d := range ep.(map[string]any)["delegates"].([]any) {
+			strip(d)
+		}
+	}
+	return m, budgets
+}
+
+// layout matches the paths where two writers of one program may differ:
+// file sizes, offsets and digests of the whole file.
+var layout = regexp.MustCompile(`^(file\..*|extended_header\.(program_size|segment_base_offset)|segments\[\d+\]\.file_offset)$`)
+
+// TestRebakeCLIMatchesReference re-bakes every upstream-written program
+// through run and compares the result with the reference JSON beside it:
+// with the budget specs taken out, only the file layout differs, and every
+// delegate holds exactly the new budget.
+func TestRebakeCLIMatchesReference(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte")
+	refs, err := filepath.Glob(filepath.Join(dir, "*.input.json"))
+	require.NoError(t, err)
+	require.Len(t, refs, 11)
+	sort.Strings(refs)
+	for _, ref := range refs {
+		name := strings.TrimSuffix(filepath.Base(ref), ".input.json")
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "o.pte")
+			r := runCmd("--from", filepath.Join(dir, name+".pte"), "-o", out, "--weight-streaming-budget-per-engine", "4GiB", "--json")
+			require.Equal(t, 0, r.code, r.stderr)
+			sum := decodeSummary(t, r.stdout)
+			require.NotNil(t, sum.Budget)
+			assert.Equal(t, int64(4<<30), *sum.Budget)
+
+			var want map[string]any
+			data, err := os.ReadFile(filepath.Join(dir, name+".json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(data, &want))
+			wantRest, _ := stripBudgets(want)
+			gotRest, budgets := document(t, openVerified(t, out))
+			diffs, err := ptejson.Diff(gotRest, wantRest)
+			require.NoError(t, err)
+			for _, d := range diffs {
+				if !layout.MatchString(d.Path) {
+					t.Error(d)
+				}
+			}
+			require.NotEmpty(t, budgets)
+			for i, b := range budgets {
+				assert.Equal(t, []string{"4294967296"}, b, "delegate %d", i)
+			}
+		})
+	}
+}
+
+// TestRebakeCLIReportsKeptBudget: a re-bake that only pins the device
+// reports the budget the output keeps, and warns that the blob was built
+// for another device.
+func TestRebakeCLIReportsKeptBudget(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte")
+	out := filepath.Join(t.TempDir(), "r1.pte")
+	r := runCmd("--from", filepath.Join(dir, "trt_segment.pte"), "-o", out, "--target-device", "cuda:1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "weight streaming budget 1048576 bytes (1 MiB) per engine")
+	assert.Contains(t, r.stderr, "cuda:1")
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	r = runCmd("--from", filepath.Join(dir, "trt_segment.pte"), "-o", out, "--force", "--target-device", "cuda:1", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	sum := decodeSummary(t, r.stdout)
+	require.NotNil(t, sum.Budget)
+	assert.Equal(t, int64(1048576), *sum.Budget)
+	require.NotNil(t, sum.TargetDevice)
+	assert.Equal(t, "cuda:1", *sum.TargetDevice)
+	require.Len(t, sum.Warnings, 1)
+	assert.Equal(t, "device-mismatch", sum.Warnings[0].Kind)
+
+	// Budgets that differ per delegate are kept and said to differ.
+	r = runCmd("--from", filepath.Join(dir, "trt_two_engines_chain.pte"), "-o", out, "--force", "--target-device", "cuda:0")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "weight streaming budget differs between delegates")
+}
+
+// TestRebakeCLIRefusesBrokenInput: a program that fails verification is
+// not re-baked (exit 1, one line, no output file).
+func TestRebakeCLIRefusesBrokenInput(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte-bad")
+	out := filepath.Join(t.TempDir(), "o.pte")
+	r := runCmd("--from", filepath.Join(dir, "delegate_segment_index_past_segments.pte"), "-o", out, "--weight-streaming-budget-per-engine", "1MiB")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "not re-baked")
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	_, err := os.Stat(out)
+	assert.True(t, os.IsNotExist(err))
+}
+
+// TestRebakeCLIInterrupted delivers SIGINT to the process while run is
+// writing the output over its own input: the write stops, the input is
+// byte for byte intact, no temporary file is left, and the exit status is 1.
+func TestRebakeCLIInterrupted(t *testing.T) {
+	dir := sharedDir(t, "vectors/pte")
+	tmp := t.TempDir()
+	path := filepath.Join(tmp, "m.pte")
+	data, err := os.ReadFile(filepath.Join(dir, "trt_large_engine_1mib.pte"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+
+	sawTemp := false
+	progressHook = func(ctx context.Context, written, total int64) {
+		if ctx.Err() != nil {
+			return
+		}
+		entries, _ := os.ReadDir(tmp)
+		sawTemp = len(entries) == 2
+		assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT))
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			t.Error("SIGINT did not cancel the run")
+		}
+	}
+	defer func() { progressHook = nil }()
+	r := runCmd("--from", path, "-o", path, "--force", "--weight-streaming-budget-per-engine", "4GiB")
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "interrupted")
+	assert.True(t, sawTemp, "interrupted while the temporary file existed")
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, data, after, "the input changed")
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "a temporary file was left behind")
+}
+
+// TestFIFOsRefused: a FIFO as --from, --manifest or engine file fails at
+// once (exit 1) instead of blocking.
+func TestFIFOsRefused(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "x.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	manifest := writeManifest(t, `{"methods": [{"name": "f", "inputs": [{"name": "x", "dtype": "int8", "shape": [1]}], "outputs": ["y"],
+		"engines": [{"engine": "`+fifo+`", "inputs": ["x"], "outputs": [{"binding": "y", "dtype": "int8", "shape": [1]}]}]}]}`, nil)
+	for _, args := range [][]string{
+		{"--from", fifo, "--weight-streaming-budget-per-engine", "1"},
+		{"--manifest", fifo},
+		{"--manifest", manifest},
+	} {
+		done := make(chan cmdResult, 1)
+		go func() { done <- runCmd(append(args, "-o", filepath.Join(dir, "o.pte"))...) }()
+		select {
+		case r := <-done:
+			assert.Equal(t, 1, r.code, "%v", args)
+			assert.Contains(t, r.stderr, "not a regular file", "%v", args)
+		case <-time.After(5 * time.Second):
+			if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+				w.Close()
+			}
+			t.Fatalf("%v blocked on the FIFO", args)
+		}
+	}
+}
+
+// TestJSONSummaryFromManifestPins: a device pinned in the manifest (not by
+// the flag) shows in --json, as does an empty method, which verifies.
+func TestJSONSummaryFromManifestPins(t *testing.T) {
+	m := writeManifest(t, strings.Replace(twoEngines, `"methods": [`,
+		`"target_device": "cuda:1", "methods": [{"name": "nothing"}, `, 1), map[string]string{"a.engine": "A", "b.engine": "B"})
+	out := filepath.Join(t.TempDir(), "o.pte")
+	r := runCmd("--manifest", m, "-o", out, "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	sum := decodeSummary(t, r.stdout)
+	require.NotNil(t, sum.TargetDevice)
+	assert.Equal(t, "cuda:1", *sum.TargetDevice)
+	require.Len(t, sum.Methods, 3)
+	assert.Equal(t, "nothing", sum.Methods[0].Name)
+	assert.Empty(t, sum.Methods[0].Engines)
+	f := openVerified(t, out)
+	assert.Empty(t, f.Program.ExecutionPlan[0].Delegates)
+	// b.engine was built for device 0: warned about.
+	require.NotEmpty(t, sum.Warnings)
+	kinds := map[string]bool{}
+	for _, w := range sum.Warnings {
+		kinds[w.Kind] = true
+	}
+	assert.True(t, kinds["device-mismatch"], "%v", sum.Warnings)
+}
+
+// TestProgressDisplay: the line uses human units, rewrites itself in
+// place, appears only on a terminal after a second, and is erased.
+func TestProgressDisplay(t *testing.T) {
+	assert.Equal(t, "pteexport: writing  37% (1.1 GiB of 3.0 GiB)", progressLine(1181116006, 3<<30+512))
+	assert.Equal(t, "pteexport: writing 100% (512 B of 512 B)", progressLine(512, 100), "total is at least what is written")
+	assert.Equal(t, "pteexport: writing 100% (0 B of 0 B)", progressLine(0, 0))
+	assert.Equal(t, "1.5 KiB", humanBytes(1536))
+	assert.Equal(t, "1023 B", humanBytes(1023))
+	assert.Equal(t, "8.0 EiB", humanBytes(1<<63-1))
+
+	saved := isTerminal
+	defer func() { isTerminal = saved }()
+	for _, tty := range []bool{false, true} {
+		isTerminal = func(w io.Writer) bool { return tty }
+		var buf strings.Builder
+		p := newProgress(context.Background(), &buf)
+		clock := p.start
+		p.now = func() time.Time { return clock }
+		p.report(1, 10) // under a second: nothing
+		clock = clock.Add(1500 * time.Millisecond)
+		p.report(5, 10)
+		p.report(10, 10)
+		p.done()
+		if !tty {
+			assert.Empty(t, buf.String())
+			continue
+		}
+		assert.Equal(t, "\r\x1b[Kpteexport: writing  50% (5 B of 10 B)\r\x1b[Kpteexport: writing 100% (10 B of 10 B)\r\x1b[K", buf.String())
+	}
+	var buf strings.Builder
+	p := newProgress(context.Background(), &buf)
+	p.done()
+	assert.Empty(t, buf.String(), "nothing to erase")
+}
