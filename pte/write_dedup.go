@@ -15,11 +15,14 @@ import (
 // Only payloads whose size is shared with another are read at all: a pair is
 // compared directly (stopping at the first difference), larger groups are
 // hashed once each. Sections of the same source at the same offset are
-// recognised without reading.
+// recognised without reading. A SequentialSource can be read only once, to
+// write it, so it is never compared by content.
 func dedupe(srcs []*io.SectionReader) (remap, unique []int, err error) {
 	bySize := map[int64][]int{}
+	seq := make([]bool, len(srcs))
 	for i, s := range srcs {
 		bySize[s.Size()] = append(bySize[s.Size()], i)
+		seq[i] = s.Size() > 0 && isSequential(s)
 	}
 	// same[i] is the first payload identical to payload i (i itself when
 	// none comes before it).
@@ -31,7 +34,7 @@ func dedupe(srcs []*io.SectionReader) (remap, unique []int, err error) {
 		if len(group) < 2 {
 			continue
 		}
-		if err := classify(srcs, group, size, same); err != nil {
+		if err := classify(srcs, seq, group, size, same); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -48,8 +51,8 @@ func dedupe(srcs []*io.SectionReader) (remap, unique []int, err error) {
 }
 
 // classify sets same[i] for the payloads of one size group (indices in
-// increasing order).
-func classify(srcs []*io.SectionReader, group []int, size int64, same []int) error {
+// increasing order); payloads marked seq are not read.
+func classify(srcs []*io.SectionReader, seq []bool, group []int, size int64, same []int) error {
 	if size == 0 {
 		for _, i := range group[1:] {
 			same[i] = group[0]
@@ -59,7 +62,7 @@ func classify(srcs []*io.SectionReader, group []int, size int64, same []int) err
 	if len(group) == 2 {
 		a, b := group[0], group[1]
 		eq := sameSection(srcs[a], srcs[b])
-		if !eq {
+		if !eq && !seq[a] && !seq[b] {
 			var err error
 			if eq, err = equalContent(srcs, a, b, size); err != nil {
 				return err
@@ -83,7 +86,7 @@ func classify(srcs []*io.SectionReader, group []int, size int64, same []int) err
 				break
 			}
 		}
-		if found {
+		if found || seq[i] {
 			continue
 		}
 		h := sha256.New()
