@@ -77,8 +77,7 @@ func TestSafeModeRefusals(t *testing.T) {
 		{"empty alias output", func(m *Metadata) { m.AliasedIO[0].Output = "" }, "aliased_io[0].output"},
 		{"empty alias input", func(m *Metadata) { m.AliasedIO[0].Input = "" }, "aliased_io[0].input"},
 		{"empty kind", func(m *Metadata) { m.AliasedIO[0].Kind = "" }, "aliased_io[0].kind"},
-		{"alias named hardware_compatible", func(m *Metadata) { m.AliasedIO[0].Input = "hardware_compatible" }, "aliased_io[0].input"},
-		{"alias kind ending in quoted key", func(m *Metadata) { m.AliasedIO[0].Kind = `x"device_id` }, "aliased_io[0].kind"},
+		{"duplicate name", func(m *Metadata) { m.IOBindings[1].Name = "x" }, "io_bindings[1].name"},
 		{"device id over int32", func(m *Metadata) { m.DeviceID = 1 << 31 }, "device_id"},
 		{"device id under int32", func(m *Metadata) { m.DeviceID = -1<<31 - 1 }, "device_id"},
 		{"duplicate aliased output", func(m *Metadata) { m.AliasedIO = append(m.AliasedIO, m.AliasedIO[0]) }, "aliased_io[1].output"},
@@ -106,11 +105,6 @@ func TestSafeModeRefusals(t *testing.T) {
 		DeviceID:   -1 << 31, HardwareCompatible: true,
 	}
 	var buf bytes.Buffer
-	if _, err := Encode(&buf, m, strings.NewReader("ENG"), 3); err == nil {
-		t.Fatal("aliased output named hardware_compatible accepted")
-	}
-	m.AliasedIO[0].Output = "hardware_compatible_"
-	buf.Reset()
 	if _, err := Encode(&buf, m, strings.NewReader("ENG"), 3); err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +118,55 @@ func TestSafeModeRefusals(t *testing.T) {
 	checkBothReadersRead(t, buf.Bytes(), full, []byte("ENG"))
 	if buf.Bytes()[3] != '2' {
 		t.Errorf("magic %q, want TR02 for aliased I/O", buf.Bytes()[:4])
+	}
+}
+
+// TestSafeModeScalarsFirst: an aliased string the C++ key search would take
+// for "hardware_compatible" or "device_id" is written with those two keys
+// before aliased_io, so both readers read the blob as meant; other metadata
+// keeps upstream's order, byte for byte.
+func TestSafeModeScalarsFirst(t *testing.T) {
+	up := &EncodeOptions{UpstreamCompatible: true}
+	for _, c := range []struct {
+		name  string
+		alias AliasedIO
+		moved bool
+	}{
+		{"output named device_id", AliasedIO{Output: "device_id", Input: "x", Kind: KindUser}, true},
+		{"input named hardware_compatible", AliasedIO{Output: "y", Input: "hardware_compatible", Kind: KindUser}, true},
+		{"kind ending in a quoted key", AliasedIO{Output: "y", Input: "x", Kind: `x"device_id`}, true},
+		{"key as a prefix only", AliasedIO{Output: "y", Input: "device_id_", Kind: KindUser}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &Metadata{
+				IOBindings:         []Binding{{Name: "x", IsInput: true, Shape: []int64{}}, {Name: "y", Shape: []int64{}}, {Name: c.alias.Output, Shape: []int64{}}},
+				AliasedIO:          []AliasedIO{c.alias},
+				HardwareCompatible: true, DeviceID: 3,
+			}
+			if c.alias.Output == "y" {
+				m.IOBindings = m.IOBindings[:2]
+			}
+			safe := encodeBytes(t, nil, m, []byte("ENGINE"))
+			upstream := encodeBytes(t, up, m, []byte("ENGINE"))
+			checkBothReadersRead(t, safe, m, []byte("ENGINE"))
+			rep, err := Check(bytes.NewReader(safe), int64(len(safe)))
+			if err != nil || rep.Err != nil || len(rep.Hazards) != 0 {
+				t.Fatalf("Check of the safe blob: %v, %v, hazards %v", err, rep.Err, rep.Hazards)
+			}
+			md := string(safe[32 : 32+le32(safe[offMetadataSize:])])
+			scalarsFirst := strings.Index(md, `"device_id"`) < strings.Index(md, `"aliased_io"`)
+			if scalarsFirst != c.moved || bytes.Equal(safe, upstream) == c.moved {
+				t.Errorf("scalars before aliased_io = %v, same as upstream = %v; want moved = %v\n%s", scalarsFirst, bytes.Equal(safe, upstream), c.moved, md)
+			}
+			if c.moved {
+				if v, _ := ReadDeployed(bytes.NewReader(upstream), int64(len(upstream))); v.OK {
+					t.Errorf("the upstream-order blob was expected to be rejected by the C++ reader")
+				}
+				if err := CheckNames(m); err == nil {
+					t.Errorf("CheckNames accepts names that break a blob in upstream's order")
+				}
+			}
+		})
 	}
 }
 

@@ -22,9 +22,14 @@ type EncodeOptions struct {
 	//
 	// When false (safe mode), names and aliased I/O strings are written as
 	// raw UTF-8 and DEL as a raw byte, which both upstream readers read as
-	// intended, and metadata that no blob can carry to both readers
-	// unchanged is refused with a *MetadataError (see CheckNames). For all
-	// other metadata the two modes write identical bytes.
+	// intended; when an aliased string would be found by the C++ reader's
+	// text search for "hardware_compatible" or "device_id" before the real
+	// key, those two members are written before aliased_io instead of
+	// after it. Metadata that no blob can carry to both readers unchanged
+	// is refused with a *MetadataError: empty or control-character names,
+	// a name used twice, empty aliased strings, a device id outside a C++
+	// int (see CheckNames). For all other metadata the two modes write
+	// identical bytes.
 	UpstreamCompatible bool
 }
 
@@ -69,17 +74,24 @@ func (o *EncodeOptions) MarshalMetadata(m *Metadata) ([]byte, error) {
 	if err := checkEncodable(m); err != nil {
 		return nil, err
 	}
-	safe := !o.upstream()
-	if safe {
-		if err := checkSafe(m); err != nil {
-			return nil, err
-		}
+	if o.upstream() {
+		return appendMetadata(nil, m, false, false), nil
 	}
-	js := appendMetadata(nil, m, safe)
-	if safe {
-		if err := verifyDeployedReading(js, m); err != nil {
+	if err := checkSafe(m); err != nil {
+		return nil, err
+	}
+	// Upstream's key order when the deployed reader reads it as meant (the
+	// usual case: then both modes write the same bytes), else the scalars
+	// before aliased_io, where its text search cannot reach an aliased
+	// string first.
+	js := appendMetadata(nil, m, true, false)
+	err := verifyDeployedReading(js, m)
+	if err != nil {
+		alt := appendMetadata(nil, m, true, true)
+		if verifyDeployedReading(alt, m) != nil {
 			return nil, err
 		}
+		js = alt
 	}
 	return js, nil
 }
@@ -206,10 +218,10 @@ func checkEncodable(m *Metadata) error {
 	return errors.Join(errs...)
 }
 
-// checkSafe rejects metadata the deployed C++ reader would read differently,
-// beyond the names (CheckNames).
+// checkSafe rejects metadata that no blob carries to the deployed C++
+// reader unchanged.
 func checkSafe(m *Metadata) error {
-	err := CheckNames(m)
+	err := nameProblems(m, false)
 	if m.DeviceID < math.MinInt32 || m.DeviceID > math.MaxInt32 {
 		err = errors.Join(err, &MetadataError{Field: "device_id", Value: strconv.FormatInt(m.DeviceID, 10),
 			Msg: "outside a 32-bit int: the deployed C++ reader would wrap it to " +
@@ -223,14 +235,24 @@ func checkSafe(m *Metadata) error {
 var scalarKeys = []string{"hardware_compatible", "device_id"}
 
 // CheckNames reports every binding and aliased I/O string that the deployed
-// C++ reader would read differently from what it says, even when written as
-// raw UTF-8 (safe mode): an empty binding name (dropped), an empty aliased
-// output or input (entry dropped), an empty kind (read as kv_cache_update),
-// control characters (only writable as escapes, which the C++ reader turns
-// into letters), and an aliased string that the C++ key search for
-// "hardware_compatible" or "device_id" would find before the real key (the
-// blob is then rejected). The error joins one *MetadataError per problem.
-func CheckNames(m *Metadata) error {
+// C++ reader would read differently from what it says in a blob laid out as
+// upstream writes it, even with names written as raw UTF-8: an empty binding
+// name (dropped), a name used by two bindings (TensorRT tensor names are
+// unique), an empty aliased output or input (entry dropped), an empty kind
+// (read as kv_cache_update), control characters (only writable as escapes,
+// which the C++ reader turns into letters), and an aliased string that the
+// C++ key search for "hardware_compatible" or "device_id" would find before
+// the real key (the blob is then rejected). The error joins one
+// *MetadataError per problem.
+//
+// CheckNames suits a blob passed on unchanged. Encode's safe mode refuses
+// all of these but the last, which it avoids by writing hardware_compatible
+// and device_id before aliased_io.
+func CheckNames(m *Metadata) error { return nameProblems(m, true) }
+
+// nameProblems implements CheckNames; collisions selects the aliased
+// string versus scalar key check.
+func nameProblems(m *Metadata, collisions bool) error {
 	var errs []error
 	bad := func(field, v, msg string) {
 		errs = append(errs, &MetadataError{Field: field, Value: v, Msg: msg})
@@ -244,12 +266,18 @@ func CheckNames(m *Metadata) error {
 		}
 		return false
 	}
+	first := map[string]int{}
 	for i, b := range m.IOBindings {
 		f := fmt.Sprintf("io_bindings[%d].name", i)
 		if b.Name == "" {
 			bad(f, b.Name, "empty: the deployed C++ reader drops a binding with an empty name")
 			continue
 		}
+		if j, dup := first[b.Name]; dup {
+			bad(f, b.Name, fmt.Sprintf("already the name of io_bindings[%d]: TensorRT tensor names are unique, so both would bind one tensor", j))
+			continue
+		}
+		first[b.Name] = i
 		ctl(f, b.Name)
 	}
 	for i, a := range m.AliasedIO {
@@ -264,12 +292,12 @@ func CheckNames(m *Metadata) error {
 				}
 				continue
 			}
-			if ctl(f, fv.v) {
+			if ctl(f, fv.v) || !collisions {
 				continue
 			}
 			for _, k := range scalarKeys {
 				if fv.v == k || len(fv.v) > len(k) && fv.v[len(fv.v)-len(k)-1:] == `"`+k {
-					bad(f, fv.v, fmt.Sprintf("the deployed C++ reader finds %q by searching the text after io_bindings and would take this string for the key, rejecting the blob", k))
+					bad(f, fv.v, fmt.Sprintf("the deployed C++ reader finds %q by searching the text after io_bindings and would take this string for the key, rejecting a blob in upstream's key order", k))
 				}
 			}
 		}
@@ -314,8 +342,10 @@ func verifyDeployedReading(js []byte, m *Metadata) error {
 }
 
 // appendMetadata appends the metadata JSON. With safe set, the strings the
-// C++ reader reads (names, aliased I/O) are written with raw non-ASCII and DEL.
-func appendMetadata(dst []byte, m *Metadata, safe bool) []byte {
+// C++ reader reads (names, aliased I/O) are written with raw non-ASCII and
+// DEL. With scalarsFirst set, hardware_compatible and device_id come right
+// after io_bindings, before aliased_io.
+func appendMetadata(dst []byte, m *Metadata, safe, scalarsFirst bool) []byte {
 	dst = append(dst, `{"io_bindings":[`...)
 	for i, b := range m.IOBindings {
 		if i > 0 {
@@ -336,7 +366,11 @@ func appendMetadata(dst []byte, m *Metadata, safe bool) []byte {
 		dst = strconv.AppendBool(dst, b.IsInput)
 		dst = append(dst, '}')
 	}
-	dst = append(dst, `],"aliased_io":[`...)
+	dst = append(dst, ']')
+	if scalarsFirst {
+		dst = appendScalars(dst, m)
+	}
+	dst = append(dst, `,"aliased_io":[`...)
 	for i, a := range m.AliasedIO {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -349,15 +383,24 @@ func appendMetadata(dst []byte, m *Metadata, safe bool) []byte {
 		dst = appendString(dst, a.Kind, safe)
 		dst = append(dst, '}')
 	}
-	dst = append(dst, `],"hardware_compatible":`...)
-	dst = strconv.AppendBool(dst, m.HardwareCompatible)
-	dst = append(dst, `,"device_id":`...)
-	dst = strconv.AppendInt(dst, m.DeviceID, 10)
+	dst = append(dst, ']')
+	if !scalarsFirst {
+		dst = appendScalars(dst, m)
+	}
 	dst = append(dst, `,"serialized_metadata":`...)
 	dst = appendString(dst, m.SerializedMetadata, false)
 	dst = append(dst, `,"target_platform":`...)
 	dst = appendString(dst, m.TargetPlatform, false)
 	return append(dst, '}')
+}
+
+// appendScalars appends the hardware_compatible and device_id members, each
+// after a comma.
+func appendScalars(dst []byte, m *Metadata) []byte {
+	dst = append(dst, `,"hardware_compatible":`...)
+	dst = strconv.AppendBool(dst, m.HardwareCompatible)
+	dst = append(dst, `,"device_id":`...)
+	return strconv.AppendInt(dst, m.DeviceID, 10)
 }
 
 const hexDigits = "0123456789abcdef"

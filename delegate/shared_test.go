@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -79,16 +80,29 @@ func jsonInt(t testing.TB, v any) int64 {
 }
 
 // vectorMetadata converts a vector's metadata object (all types as the
-// writer's) into a Metadata with non-nil empty slices, as Decode gives.
-func vectorMetadata(t testing.TB, v any) *Metadata {
-	t.Helper()
+// writer's) into a Metadata with non-nil empty slices, as Decode gives. It
+// fails when a value does not have the writer's type or an integer does not
+// fit in an int64 (the vectors allow a Python device_id of any size).
+func vectorMetadata(v any) (m *Metadata, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = nil, fmt.Errorf("metadata not in the writer's types: %v", r)
+		}
+	}()
+	i64 := func(v any) int64 {
+		n, err := v.(json.Number).Int64()
+		if err != nil {
+			panic(err)
+		}
+		return n
+	}
 	o := v.(map[string]any)
-	m := &Metadata{IOBindings: []Binding{}, AliasedIO: []AliasedIO{}}
+	m = &Metadata{IOBindings: []Binding{}, AliasedIO: []AliasedIO{}}
 	for _, e := range o["io_bindings"].([]any) {
 		b := e.(map[string]any)
 		bb := Binding{Name: b["name"].(string), DType: b["dtype"].(string), Shape: []int64{}, IsInput: b["is_input"].(bool)}
 		for _, d := range b["shape"].([]any) {
-			bb.Shape = append(bb.Shape, jsonInt(t, d))
+			bb.Shape = append(bb.Shape, i64(d))
 		}
 		m.IOBindings = append(m.IOBindings, bb)
 	}
@@ -97,10 +111,10 @@ func vectorMetadata(t testing.TB, v any) *Metadata {
 		m.AliasedIO = append(m.AliasedIO, AliasedIO{Output: a["output"].(string), Input: a["input"].(string), Kind: a["kind"].(string)})
 	}
 	m.HardwareCompatible = o["hardware_compatible"].(bool)
-	m.DeviceID = jsonInt(t, o["device_id"])
+	m.DeviceID = i64(o["device_id"])
 	m.SerializedMetadata = o["serialized_metadata"].(string)
 	m.TargetPlatform = o["target_platform"].(string)
-	return m
+	return m, nil
 }
 
 // cppNames converts the oracle's name list: strings, or {"hex": HEX} for
