@@ -161,12 +161,14 @@ type fbDecoder struct {
 
 func (d *fbDecoder) at(x any, t fbTab) { d.pos[x] = t.pos }
 
-// str returns the string in slot, "" when absent. A string that several
+// str returns the string in slot. When the field is absent it returns ""
+// and appends the field's schema name to *absent. A string that several
 // fields share is copied out of the region once (Go strings are immutable),
 // which keeps decoding allocation proportional to the region size.
-func (d *fbDecoder) str(t fbTab, slot int) string {
+func (d *fbDecoder) str(t fbTab, slot int, name string, absent *[]string) string {
 	p, ok := t.ref(slot)
 	if !ok {
+		*absent = append(*absent, name)
 		return ""
 	}
 	shared := d.v != nil && d.v.sharedString(p)
@@ -237,7 +239,9 @@ func decodeProgram(b []byte, v *fbVerifier) (*Program, *fbDecoder) {
 	if ts := root.tables(7); ts != nil {
 		p.NamedData = make([]*NamedData, len(ts))
 		for i, t := range ts {
-			p.NamedData[i] = &NamedData{Key: d.str(t, 0), SegmentIndex: t.u32(1)}
+			nd := &NamedData{SegmentIndex: t.u32(1)}
+			nd.Key = d.str(t, 0, "key", &nd.Absent)
+			p.NamedData[i] = nd
 			d.at(p.NamedData[i], t)
 		}
 	}
@@ -252,14 +256,17 @@ func (d *fbDecoder) subsegment(t fbTab) *SubsegmentOffsets {
 
 func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 	ep := &ExecutionPlan{
-		Name:                d.str(t, 0),
 		Inputs:              t.i32s(3),
 		Outputs:             t.i32s(4),
 		NonConstBufferSizes: t.i64s(8),
 	}
+	ep.Name = d.str(t, 0, "name", &ep.Absent)
 	d.at(ep, t)
 	if c, ok := t.sub(1); ok {
-		ep.ContainerMetaType = &ContainerMetadata{EncodedInpStr: d.str(c, 0), EncodedOutStr: d.str(c, 1)}
+		m := &ContainerMetadata{}
+		m.EncodedInpStr = d.str(c, 0, "encoded_inp_str", &m.Absent)
+		m.EncodedOutStr = d.str(c, 1, "encoded_out_str", &m.Absent)
+		ep.ContainerMetaType = m
 	}
 	if ts := t.tables(2); ts != nil {
 		ep.Values = make([]*EValue, len(ts))
@@ -277,8 +284,11 @@ func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 	if ts := t.tables(6); ts != nil {
 		ep.Operators = make([]*Operator, len(ts))
 		for i, o := range ts {
-			ep.Operators[i] = &Operator{Name: d.str(o, 0), Overload: d.str(o, 1)}
-			d.at(ep.Operators[i], o)
+			op := &Operator{}
+			op.Name = d.str(o, 0, "name", &op.Absent)
+			op.Overload = d.str(o, 1, "overload", &op.Absent)
+			ep.Operators[i] = op
+			d.at(op, o)
 		}
 	}
 	if ts := t.tables(7); ts != nil {
@@ -301,7 +311,8 @@ func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 }
 
 func (d *fbDecoder) delegate(dt fbTab) *BackendDelegate {
-	bd := &BackendDelegate{ID: d.str(dt, 0)}
+	bd := &BackendDelegate{}
+	bd.ID = d.str(dt, 0, "id", &bd.Absent)
 	d.at(bd, dt)
 	if r, ok := dt.sub(1); ok {
 		bd.Processed = &BackendDelegateDataReference{Location: DataLocation(r.u8(0)), Index: r.u32(1)}
@@ -310,7 +321,10 @@ func (d *fbDecoder) delegate(dt fbTab) *BackendDelegate {
 	if ts := dt.tables(2); ts != nil {
 		bd.CompileSpecs = make([]*CompileSpec, len(ts))
 		for i, c := range ts {
-			bd.CompileSpecs[i] = &CompileSpec{Key: d.str(c, 0), Value: c.bytes(1)}
+			cs := &CompileSpec{Value: c.bytes(1)}
+			cs.Key = d.str(c, 0, "key", &cs.Absent)
+			bd.CompileSpecs[i] = cs
+			d.at(cs, c)
 		}
 	}
 	return bd
@@ -333,7 +347,12 @@ func (d *fbDecoder) chain(c fbTab) *Chain {
 			if fs := fl.tables(0); fs != nil {
 				l.Items = make([]*Frame, len(fs))
 				for j, f := range fs {
-					l.Items[j] = &Frame{Filename: d.str(f, 0), Lineno: f.i32(1), Name: d.str(f, 2), Context: d.str(f, 3)}
+					fr := &Frame{}
+					fr.Filename = d.str(f, 0, "filename", &fr.Absent)
+					fr.Lineno = f.i32(1)
+					fr.Name = d.str(f, 2, "name", &fr.Absent)
+					fr.Context = d.str(f, 3, "context", &fr.Absent)
+					l.Items[j] = fr
 				}
 			}
 			ch.Stacktrace[i] = l
@@ -428,7 +447,9 @@ func (d *fbDecoder) value(v fbTab) Value {
 		if !ok {
 			return (*String)(nil)
 		}
-		return &String{StringVal: d.str(t, 0)}
+		s := &String{}
+		s.StringVal = d.str(t, 0, "string_val", &s.Absent)
+		return s
 	case schema.KernelTypesIntList:
 		if !ok {
 			return (*IntList)(nil)
@@ -491,13 +512,14 @@ func (d *fbDecoder) tensor(t fbTab) *Tensor {
 		ts.AllocationInfo = &AllocationDetails{MemoryID: a.u32(0), MemoryOffsetLow: a.u32(1), MemoryOffsetHigh: a.u32(2)}
 	}
 	if e, ok := t.sub(9); ok {
-		ts.ExtraTensorInfo = &ExtraTensorInfo{
+		x := &ExtraTensorInfo{
 			MutableDataSegmentsIdx: e.u64(0),
-			FullyQualifiedName:     d.str(e, 1),
 			Location:               TensorDataLocation(e.u8(2)),
 			DeviceType:             DeviceType(e.u8(3)),
 			DeviceIndex:            int8(e.u8(4)),
 		}
+		x.FullyQualifiedName = d.str(e, 1, "fully_qualified_name", &x.Absent)
+		ts.ExtraTensorInfo = x
 	}
 	return ts
 }

@@ -338,6 +338,16 @@ func tables[T any](e *encoder, field string, items []*T, enc func(*T) (flatbuffe
 
 func (e *encoder) str(s string) flatbuffers.UOffsetT { return e.b.CreateSharedString(s) }
 
+// optStr writes the string field named field (schema name) unless the
+// table's Absent list keeps it absent, in which case it returns 0 and the
+// caller leaves the field out.
+func (e *encoder) optStr(s string, absent []string, field string) flatbuffers.UOffsetT {
+	if isAbsent(absent, field, s) {
+		return 0
+	}
+	return e.str(s)
+}
+
 // bytes writes a [ubyte] vector, or nothing (0) for nil. align is the
 // force_align of the field (1 when none).
 func (e *encoder) bytes(v []byte, align int) flatbuffers.UOffsetT {
@@ -429,9 +439,11 @@ func (e *encoder) program(p *Program) (flatbuffers.UOffsetT, error) {
 		if err != nil {
 			return 0, within(err, "segment_index", -1)
 		}
-		key := e.str(x.Key)
+		key := e.optStr(x.Key, x.Absent, "key")
 		schema.NamedDataStart(b)
-		schema.NamedDataAddKey(b, key)
+		if key != 0 {
+			schema.NamedDataAddKey(b, key)
+		}
 		schema.NamedDataAddSegmentIndex(b, idx)
 		return schema.NamedDataEnd(b), nil
 	})
@@ -481,13 +493,17 @@ func (e *encoder) subsegments(x *SubsegmentOffsets) (flatbuffers.UOffsetT, error
 
 func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 	b := e.b
-	name := e.str(ep.Name)
+	name := e.optStr(ep.Name, ep.Absent, "name")
 	var meta flatbuffers.UOffsetT
 	if c := ep.ContainerMetaType; c != nil {
-		in, out := e.str(c.EncodedInpStr), e.str(c.EncodedOutStr)
+		in, out := e.optStr(c.EncodedInpStr, c.Absent, "encoded_inp_str"), e.optStr(c.EncodedOutStr, c.Absent, "encoded_out_str")
 		schema.ContainerMetadataStart(b)
-		schema.ContainerMetadataAddEncodedInpStr(b, in)
-		schema.ContainerMetadataAddEncodedOutStr(b, out)
+		if in != 0 {
+			schema.ContainerMetadataAddEncodedInpStr(b, in)
+		}
+		if out != 0 {
+			schema.ContainerMetadataAddEncodedOutStr(b, out)
+		}
 		meta = schema.ContainerMetadataEnd(b)
 	}
 	values, err := tables(e, "values", ep.Values, e.evalue)
@@ -500,10 +516,14 @@ func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 		return 0, err
 	}
 	ops, err := tables(e, "operators", ep.Operators, func(op *Operator) (flatbuffers.UOffsetT, error) {
-		n, o := e.str(op.Name), e.str(op.Overload)
+		n, o := e.optStr(op.Name, op.Absent, "name"), e.optStr(op.Overload, op.Absent, "overload")
 		schema.OperatorStart(b)
-		schema.OperatorAddName(b, n)
-		schema.OperatorAddOverload(b, o)
+		if n != 0 {
+			schema.OperatorAddName(b, n)
+		}
+		if o != 0 {
+			schema.OperatorAddOverload(b, o)
+		}
 		return schema.OperatorEnd(b), nil
 	})
 	if err != nil {
@@ -526,7 +546,9 @@ func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 	}
 
 	schema.ExecutionPlanStart(b)
-	schema.ExecutionPlanAddName(b, name)
+	if name != 0 {
+		schema.ExecutionPlanAddName(b, name)
+	}
 	if meta != 0 {
 		schema.ExecutionPlanAddContainerMetaType(b, meta)
 	}
@@ -590,9 +612,11 @@ func (e *encoder) evalue(ev *EValue) (flatbuffers.UOffsetT, error) {
 	case *Tensor:
 		val = e.tensor(v)
 	case *String:
-		s := e.str(v.StringVal)
+		s := e.optStr(v.StringVal, v.Absent, "string_val")
 		schema.StringStart(b)
-		schema.StringAddStringVal(b, s)
+		if s != 0 {
+			schema.StringAddStringVal(b, s)
+		}
 		val = schema.StringEnd(b)
 	case *IntList:
 		val = e.vectorTable(scalars(e, v.Items, 8, b.PrependInt64))
@@ -633,10 +657,12 @@ func (e *encoder) tensor(t *Tensor) flatbuffers.UOffsetT {
 		alloc = schema.AllocationDetailsEnd(b)
 	}
 	if x := t.ExtraTensorInfo; x != nil {
-		fqn := e.str(x.FullyQualifiedName)
+		fqn := e.optStr(x.FullyQualifiedName, x.Absent, "fully_qualified_name")
 		schema.ExtraTensorInfoStart(b)
 		schema.ExtraTensorInfoAddMutableDataSegmentsIdx(b, x.MutableDataSegmentsIdx)
-		schema.ExtraTensorInfoAddFullyQualifiedName(b, fqn)
+		if fqn != 0 {
+			schema.ExtraTensorInfoAddFullyQualifiedName(b, fqn)
+		}
 		schema.ExtraTensorInfoAddLocation(b, x.Location)
 		schema.ExtraTensorInfoAddDeviceType(b, x.DeviceType)
 		schema.ExtraTensorInfoAddDeviceIndex(b, x.DeviceIndex)
@@ -673,12 +699,20 @@ func (e *encoder) chain(c *Chain) (flatbuffers.UOffsetT, error) {
 	}
 	trace, err := tables(e, "stacktrace", c.Stacktrace, func(fl *FrameList) (flatbuffers.UOffsetT, error) {
 		items, err := tables(e, "items", fl.Items, func(f *Frame) (flatbuffers.UOffsetT, error) {
-			file, name, ctx := e.str(f.Filename), e.str(f.Name), e.str(f.Context)
+			file := e.optStr(f.Filename, f.Absent, "filename")
+			name := e.optStr(f.Name, f.Absent, "name")
+			ctx := e.optStr(f.Context, f.Absent, "context")
 			schema.FrameStart(b)
-			schema.FrameAddFilename(b, file)
+			if file != 0 {
+				schema.FrameAddFilename(b, file)
+			}
 			schema.FrameAddLineno(b, f.Lineno)
-			schema.FrameAddName(b, name)
-			schema.FrameAddContext(b, ctx)
+			if name != 0 {
+				schema.FrameAddName(b, name)
+			}
+			if ctx != 0 {
+				schema.FrameAddContext(b, ctx)
+			}
 			return schema.FrameEnd(b), nil
 		})
 		if err != nil {
@@ -758,7 +792,7 @@ func (e *encoder) instruction(in *Instruction) (flatbuffers.UOffsetT, error) {
 
 func (e *encoder) delegate(d *BackendDelegate) (flatbuffers.UOffsetT, error) {
 	b := e.b
-	id := e.str(d.ID)
+	id := e.optStr(d.ID, d.Absent, "id")
 	var processed flatbuffers.UOffsetT
 	if r := d.Processed; r != nil {
 		idx := r.Index
@@ -774,9 +808,11 @@ func (e *encoder) delegate(d *BackendDelegate) (flatbuffers.UOffsetT, error) {
 		processed = schema.BackendDelegateDataReferenceEnd(b)
 	}
 	specs, err := tables(e, "compile_specs", d.CompileSpecs, func(cs *CompileSpec) (flatbuffers.UOffsetT, error) {
-		k, v := e.str(cs.Key), e.bytes(cs.Value, 1)
+		k, v := e.optStr(cs.Key, cs.Absent, "key"), e.bytes(cs.Value, 1)
 		schema.CompileSpecStart(b)
-		schema.CompileSpecAddKey(b, k)
+		if k != 0 {
+			schema.CompileSpecAddKey(b, k)
+		}
 		if cs.Value != nil {
 			schema.CompileSpecAddValue(b, v)
 		}
@@ -786,7 +822,9 @@ func (e *encoder) delegate(d *BackendDelegate) (flatbuffers.UOffsetT, error) {
 		return 0, err
 	}
 	schema.BackendDelegateStart(b)
-	schema.BackendDelegateAddId(b, id)
+	if id != 0 {
+		schema.BackendDelegateAddId(b, id)
+	}
 	if processed != 0 {
 		schema.BackendDelegateAddProcessed(b, processed)
 	}

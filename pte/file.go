@@ -321,10 +321,15 @@ func (f *File) ConstantData(bufferIndex int) (*Payload, error) {
 }
 
 // NamedData returns the payload stored under key in Program.NamedData (the
-// first entry with that key, as ExecuTorch looks it up).
+// first entry with that key, as ExecuTorch looks it up). Like ExecuTorch, it
+// fails when it meets an entry without a key before the one it looks for.
 func (f *File) NamedData(key string) (*Payload, error) {
 	p := f.Program
 	for i, nd := range p.NamedData {
+		if nd != nil && isAbsent(nd.Absent, "key", nd.Key) {
+			return nil, &FormatError{Off: f.posOf(nd), Path: fmt.Sprintf("named_data[%d].key", i),
+				Msg: fmt.Sprintf("looking up %q: named data entry has no key", key), Code: CodeInvalidArgument}
+		}
 		if nd == nil || nd.Key != key {
 			continue
 		}

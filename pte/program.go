@@ -1,6 +1,10 @@
 package pte
 
-import "github.com/ptekit/ptekit/schema"
+import (
+	"slices"
+
+	"github.com/ptekit/ptekit/schema"
+)
 
 // The model below mirrors schema/program.fbs field for field, so that a
 // Program decoded from a file and written back loses nothing.
@@ -10,8 +14,15 @@ import "github.com/ptekit/ptekit/schema"
 //   - a nil slice is an absent vector, a non-nil empty slice is a present
 //     empty vector; this holds for []byte too;
 //   - a nil pointer is an absent table;
-//   - strings are plain Go strings: an absent string reads as "" and is
-//     written present (ExecuTorch requires every string it reads to exist);
+//   - strings are plain Go strings. An absent string reads as "" and the
+//     table's Absent field lists its schema name, so that it is written
+//     absent again; a present empty string is "" and not listed. Only the
+//     tables with string fields have Absent (ExecutionPlan,
+//     ContainerMetadata, String, ExtraTensorInfo, Operator, Frame,
+//     BackendDelegate, CompileSpec, NamedData), and it is nil in the usual
+//     case. ExecuTorch requires some strings to exist (a method's name, a
+//     delegate's id, a compile spec's key, an EXTERNAL tensor's
+//     fully_qualified_name); Verify reports the absent ones;
 //   - absent scalars read as their schema default (always 0).
 
 // Enum types are those of the generated schema package; their String methods
@@ -57,6 +68,11 @@ type ExecutionPlan struct {
 	Delegates            []*BackendDelegate
 	NonConstBufferSizes  []int64
 	NonConstBufferDevice []*NonConstBufferDevice
+	// Absent names the string fields of this table that were absent in the
+	// file, by schema name (e.g. "name"); they read as "" and are written
+	// absent again. Nil in the usual case. A listed field that is given a
+	// non-empty value is written present.
+	Absent []string
 }
 
 // ContainerMetadata holds the pytree specs of a method's inputs and outputs,
@@ -64,6 +80,11 @@ type ExecutionPlan struct {
 type ContainerMetadata struct {
 	EncodedInpStr string
 	EncodedOutStr string
+	// Absent names the string fields of this table that were absent in the
+	// file, by schema name (e.g. "name"); they read as "" and are written
+	// absent again. Nil in the usual case. A listed field that is given a
+	// non-empty value is written present.
+	Absent []string
 }
 
 // EValue is one entry of a method's value table. Val is nil when the union
@@ -93,7 +114,14 @@ type Bool struct{ BoolVal bool }
 type Double struct{ DoubleVal float64 }
 
 // String is a string value.
-type String struct{ StringVal string }
+type String struct {
+	StringVal string
+	// Absent names the string fields of this table that were absent in the
+	// file, by schema name (e.g. "name"); they read as "" and are written
+	// absent again. Nil in the usual case. A listed field that is given a
+	// non-empty value is written present.
+	Absent []string
+}
 
 // IntList holds value indices of Int values (not the integers themselves).
 type IntList struct{ Items []int64 }
@@ -184,12 +212,22 @@ type ExtraTensorInfo struct {
 	Location               TensorDataLocation
 	DeviceType             DeviceType
 	DeviceIndex            int8
+	// Absent names the string fields of this table that were absent in the
+	// file, by schema name (e.g. "name"); they read as "" and are written
+	// absent again. Nil in the usual case. A listed field that is given a
+	// non-empty value is written present.
+	Absent []string
 }
 
 // Operator names a kernel: Name plus ("." + Overload) when Overload != "".
 type Operator struct {
 	Name     string
 	Overload string
+	// Absent names the string fields of this table that were absent in the
+	// file, by schema name (e.g. "name"); they read as "" and are written
+	// absent again. Nil in the usual case. A listed field that is given a
+	// non-empty value is written present.
+	Absent []string
 }
 
 // Chain is a list of instructions run in order.
@@ -281,6 +319,11 @@ type Frame struct {
 	Lineno   int32
 	Name     string
 	Context  string
+	// Absent names the string fields of this table that were absent in the
+	// file, by schema name (e.g. "name"); they read as "" and are written
+	// absent again. Nil in the usual case. A listed field that is given a
+	// non-empty value is written present.
+	Absent []string
 }
 
 // FrameList is the stack trace of one instruction.
@@ -294,6 +337,11 @@ type BackendDelegate struct {
 	ID           string
 	Processed    *BackendDelegateDataReference
 	CompileSpecs []*CompileSpec
+	// Absent names the string fields of this table that were absent in the
+	// file, by schema name (e.g. "name"); they read as "" and are written
+	// absent again. Nil in the usual case. A listed field that is given a
+	// non-empty value is written present.
+	Absent []string
 }
 
 // BackendDelegateDataReference points at a delegate's payload: an index into
@@ -308,6 +356,11 @@ type BackendDelegateDataReference struct {
 type CompileSpec struct {
 	Key   string
 	Value []byte
+	// Absent names the string fields of this table that were absent in the
+	// file, by schema name (e.g. "name"); they read as "" and are written
+	// absent again. Nil in the usual case. A listed field that is given a
+	// non-empty value is written present.
+	Absent []string
 }
 
 // NonConstBufferDevice places planned arena BufferIdx on a device.
@@ -345,4 +398,15 @@ type SubsegmentOffsets struct {
 type NamedData struct {
 	Key          string
 	SegmentIndex uint32
+	// Absent names the string fields of this table that were absent in the
+	// file, by schema name (e.g. "name"); they read as "" and are written
+	// absent again. Nil in the usual case. A listed field that is given a
+	// non-empty value is written present.
+	Absent []string
+}
+
+// isAbsent reports whether the string field named field (schema name) with
+// value is absent: listed in the table's Absent field and still empty.
+func isAbsent(absent []string, field, value string) bool {
+	return value == "" && slices.Contains(absent, field)
 }

@@ -161,15 +161,6 @@ func (v *validator) addErr(sev Severity, err error) {
 	v.add(sev, CodeAccessFailed, -1, "", "%v", err)
 }
 
-// hasField reports whether the table decoded into x stores slot.
-func (v *validator) hasField(x any, slot int) bool {
-	pos := v.f.posOf(x)
-	if pos < 0 {
-		return true // not from this file: assume present
-	}
-	return fbTabAt(v.f.region, uint32(pos)).field(slot) != 0
-}
-
 // program checks program-level facts: segments, constant data, named data,
 // mutable data and inline payload alignment.
 func (v *validator) program() {
@@ -231,7 +222,10 @@ func (v *validator) program() {
 	seen := map[string]int{}
 	for i, nd := range p.NamedData {
 		path := fmt.Sprintf("named_data[%d]", i)
-		if j, dup := seen[nd.Key]; dup {
+		if isAbsent(nd.Absent, "key", nd.Key) {
+			v.add(Error, CodeInvalidArgument, f.posOf(nd), path+".key",
+				"named data has no key: ExecuTorch fails every lookup that reaches this entry")
+		} else if j, dup := seen[nd.Key]; dup {
 			v.add(Warning, CodeOk, f.posOf(nd), path+".key", "key %q repeats named_data[%d]; lookups find only the first", nd.Key, j)
 		} else {
 			seen[nd.Key] = i

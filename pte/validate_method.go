@@ -19,8 +19,8 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 	defer func() { v.curMethod = "" }()
 	path := fmt.Sprintf("execution_plan[%d]", i)
 	off := f.posOf(ep)
-	// ExecutionPlan slots: 0 name, 3 inputs, 4 outputs, 8 non_const_buffer_sizes.
-	if !v.hasField(ep, 0) {
+	if isAbsent(ep.Absent, "name", ep.Name) {
+		// Program::get_method skips it; Method::load dereferences it.
 		v.add(Error, CodeInvalidProgram, off, path+".name", "method has no name")
 	}
 	if ep.NonConstBufferSizes == nil {
@@ -73,8 +73,12 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 			v.add(Error, CodeInternal, f.posOf(op), fmt.Sprintf("%s.operators[%d]", path, k),
 				"operator name %q is %d bytes; ExecuTorch allows %d including the NUL", name, len(name), maxOperatorNameSize-1)
 		}
-		if !v.hasField(op, 0) {
+		if isAbsent(op.Absent, "name", op.Name) {
 			v.add(Error, CodeInvalidProgram, f.posOf(op), fmt.Sprintf("%s.operators[%d].name", path, k), "operator has no name")
+		}
+		if isAbsent(op.Absent, "overload", op.Overload) {
+			v.add(Warning, CodeOk, f.posOf(op), fmt.Sprintf("%s.operators[%d].overload", path, k),
+				"operator has no overload string (write an empty one): some ExecuTorch versions dereference it when they report a missing kernel")
 		}
 	}
 }
@@ -218,7 +222,8 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 	}
 	_, nbytes, sized := tensorBytes(t)
 	if e := t.ExtraTensorInfo; e != nil && e.Location == schema.TensorDataLocationEXTERNAL {
-		if e.FullyQualifiedName == "" {
+		// The runtime refuses a null name; "" is a key like any other.
+		if isAbsent(e.Absent, "fully_qualified_name", e.FullyQualifiedName) {
 			v.add(Error, CodeInvalidExternal, off, path+".extra_tensor_info.fully_qualified_name", "EXTERNAL tensor has no fully_qualified_name")
 		} else {
 			v.add(Warning, CodeNotFound, off, path+".extra_tensor_info",
@@ -307,12 +312,12 @@ func (v *validator) delegates(plan int, ep *ExecutionPlan, path string) {
 	}
 	for k, d := range ep.Delegates {
 		dpath := fmt.Sprintf("%s.delegates[%d]", path, k)
-		if !v.hasField(d, 0) {
+		if isAbsent(d.Absent, "id", d.ID) {
 			v.add(Error, CodeInvalidProgram, f.posOf(d), dpath+".id", "delegate has no backend id")
 		}
 		for j, cs := range d.CompileSpecs {
 			cpath := fmt.Sprintf("%s.compile_specs[%d]", dpath, j)
-			if !v.hasField(cs, 0) {
+			if isAbsent(cs.Absent, "key", cs.Key) {
 				v.add(Error, CodeInvalidProgram, f.posOf(cs), cpath+".key", "compile spec has no key")
 			}
 			if cs.Value == nil {

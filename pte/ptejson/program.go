@@ -1,8 +1,14 @@
 package ptejson
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/schema"
@@ -10,7 +16,10 @@ import (
 
 // The types below are the JSON form of the Program table. Their fields are
 // in schema field order, and the JSON names are the schema's field names.
-// Slices keep the absent (nil, null) / empty ([]) distinction of package pte.
+// Slices keep the absent (nil, null) / empty ([]) distinction of package pte,
+// and so do strings: the types with string fields have an Absent field (not
+// itself written) naming the string fields that were absent in the file,
+// which are written as null and read back from null.
 
 // Program is the JSON form of pte.Program.
 type Program struct {
@@ -36,12 +45,14 @@ type ExecutionPlan struct {
 	Delegates            []*BackendDelegate      `json:"delegates"`
 	NonConstBufferSizes  []int64                 `json:"non_const_buffer_sizes"`
 	NonConstBufferDevice []*NonConstBufferDevice `json:"non_const_buffer_device"`
+	Absent               []string                `json:"-"` // absent string fields, by JSON name: written null
 }
 
 // ContainerMetadata is the JSON form of pte.ContainerMetadata.
 type ContainerMetadata struct {
-	EncodedInpStr string `json:"encoded_inp_str"`
-	EncodedOutStr string `json:"encoded_out_str"`
+	EncodedInpStr string   `json:"encoded_inp_str"`
+	EncodedOutStr string   `json:"encoded_out_str"`
+	Absent        []string `json:"-"` // absent string fields, by JSON name: written null
 }
 
 // EValue is the JSON form of pte.EValue: the union tag and its member. Val
@@ -72,7 +83,8 @@ type DoubleVal struct {
 
 // StringVal is the member table of a String value.
 type StringVal struct {
-	StringVal string `json:"string_val"`
+	StringVal string   `json:"string_val"`
+	Absent    []string `json:"-"` // absent string fields, by JSON name: written null
 }
 
 // IntListVal is the member table of an IntList value.
@@ -119,17 +131,19 @@ type AllocationDetails struct {
 
 // ExtraTensorInfo is the JSON form of pte.ExtraTensorInfo.
 type ExtraTensorInfo struct {
-	MutableDataSegmentsIdx uint64 `json:"mutable_data_segments_idx"`
-	FullyQualifiedName     string `json:"fully_qualified_name"`
-	Location               Enum   `json:"location"`
-	DeviceType             Enum   `json:"device_type"`
-	DeviceIndex            int8   `json:"device_index"`
+	MutableDataSegmentsIdx uint64   `json:"mutable_data_segments_idx"`
+	FullyQualifiedName     string   `json:"fully_qualified_name"`
+	Location               Enum     `json:"location"`
+	DeviceType             Enum     `json:"device_type"`
+	DeviceIndex            int8     `json:"device_index"`
+	Absent                 []string `json:"-"` // absent string fields, by JSON name: written null
 }
 
 // Operator is the JSON form of pte.Operator.
 type Operator struct {
-	Name     string `json:"name"`
-	Overload string `json:"overload"`
+	Name     string   `json:"name"`
+	Overload string   `json:"overload"`
+	Absent   []string `json:"-"` // absent string fields, by JSON name: written null
 }
 
 // Chain is the JSON form of pte.Chain.
@@ -184,10 +198,11 @@ type FrameList struct {
 
 // Frame is the JSON form of pte.Frame.
 type Frame struct {
-	Filename string `json:"filename"`
-	Lineno   int32  `json:"lineno"`
-	Name     string `json:"name"`
-	Context  string `json:"context"`
+	Filename string   `json:"filename"`
+	Lineno   int32    `json:"lineno"`
+	Name     string   `json:"name"`
+	Context  string   `json:"context"`
+	Absent   []string `json:"-"` // absent string fields, by JSON name: written null
 }
 
 // BackendDelegate is the JSON form of pte.BackendDelegate.
@@ -195,6 +210,7 @@ type BackendDelegate struct {
 	ID           string                        `json:"id"`
 	Processed    *BackendDelegateDataReference `json:"processed"`
 	CompileSpecs []*CompileSpec                `json:"compile_specs"`
+	Absent       []string                      `json:"-"` // absent string fields, by JSON name: written null
 }
 
 // BackendDelegateDataReference is the JSON form of
@@ -207,8 +223,9 @@ type BackendDelegateDataReference struct {
 // CompileSpec is the JSON form of pte.CompileSpec. The value bytes are
 // summarised; the delegates member of a Document shows them in full.
 type CompileSpec struct {
-	Key   string `json:"key"`
-	Value *Bytes `json:"value"`
+	Key    string   `json:"key"`
+	Value  *Bytes   `json:"value"`
+	Absent []string `json:"-"` // absent string fields, by JSON name: written null
 }
 
 // NonConstBufferDevice is the JSON form of pte.NonConstBufferDevice.
@@ -242,8 +259,9 @@ type SubsegmentOffsets struct {
 
 // NamedData is the JSON form of pte.NamedData.
 type NamedData struct {
-	Key          string `json:"key"`
-	SegmentIndex uint32 `json:"segment_index"`
+	Key          string   `json:"key"`
+	SegmentIndex uint32   `json:"segment_index"`
+	Absent       []string `json:"-"` // absent string fields, by JSON name: written null
 }
 
 // Bytes summarises a byte vector: its length and, when hashing is on, the
@@ -312,7 +330,9 @@ func (c *converter) program(p *pte.Program) *Program {
 		ConstantSegment:     ptr(p.ConstantSegment, subsegments),
 		MutableDataSegments: mapSlice(p.MutableDataSegments, func(s *pte.SubsegmentOffsets) *SubsegmentOffsets { return ptr(s, subsegments) }),
 		NamedData: mapSlice(p.NamedData, func(n *pte.NamedData) *NamedData {
-			return ptr(n, func(n *pte.NamedData) *NamedData { return &NamedData{Key: n.Key, SegmentIndex: n.SegmentIndex} })
+			return ptr(n, func(n *pte.NamedData) *NamedData {
+				return &NamedData{Key: n.Key, SegmentIndex: n.SegmentIndex, Absent: absent(n.Absent, "key", n.Key)}
+			})
 		}),
 	}
 }
@@ -328,7 +348,8 @@ func (c *converter) plan(ep *pte.ExecutionPlan) *ExecutionPlan {
 	return &ExecutionPlan{
 		Name: ep.Name,
 		ContainerMetaType: ptr(ep.ContainerMetaType, func(m *pte.ContainerMetadata) *ContainerMetadata {
-			return &ContainerMetadata{EncodedInpStr: m.EncodedInpStr, EncodedOutStr: m.EncodedOutStr}
+			return &ContainerMetadata{EncodedInpStr: m.EncodedInpStr, EncodedOutStr: m.EncodedOutStr,
+				Absent: absent(m.Absent, "encoded_inp_str", m.EncodedInpStr, "encoded_out_str", m.EncodedOutStr)}
 		}),
 		Values:              mapSlice(ep.Values, c.evalue),
 		Inputs:              ep.Inputs,
@@ -346,10 +367,13 @@ func (c *converter) plan(ep *pte.ExecutionPlan) *ExecutionPlan {
 				}
 			})
 		}),
+		Absent: absent(ep.Absent, "name", ep.Name),
 	}
 }
 
-func operator(o *pte.Operator) *Operator { return &Operator{Name: o.Name, Overload: o.Overload} }
+func operator(o *pte.Operator) *Operator {
+	return &Operator{Name: o.Name, Overload: o.Overload, Absent: absent(o.Absent, "name", o.Name, "overload", o.Overload)}
+}
 
 func (c *converter) delegate(d *pte.BackendDelegate) *BackendDelegate {
 	if d == nil {
@@ -361,8 +385,11 @@ func (c *converter) delegate(d *pte.BackendDelegate) *BackendDelegate {
 			return &BackendDelegateDataReference{Location: location(r.Location), Index: r.Index}
 		}),
 		CompileSpecs: mapSlice(d.CompileSpecs, func(s *pte.CompileSpec) *CompileSpec {
-			return ptr(s, func(s *pte.CompileSpec) *CompileSpec { return &CompileSpec{Key: s.Key, Value: c.bytes(s.Value)} })
+			return ptr(s, func(s *pte.CompileSpec) *CompileSpec {
+				return &CompileSpec{Key: s.Key, Value: c.bytes(s.Value), Absent: absent(s.Absent, "key", s.Key)}
+			})
 		}),
+		Absent: absent(d.Absent, "id", d.ID),
 	}
 }
 
@@ -389,7 +416,7 @@ func (c *converter) evalue(v *pte.EValue) *EValue {
 	case *pte.Double:
 		out.Val = &DoubleVal{DoubleVal: Float(x.DoubleVal)}
 	case *pte.String:
-		out.Val = &StringVal{StringVal: x.StringVal}
+		out.Val = &StringVal{StringVal: x.StringVal, Absent: absent(x.Absent, "string_val", x.StringVal)}
 	case *pte.IntList:
 		out.Val = &IntListVal{Items: x.Items}
 	case *pte.DoubleList:
@@ -429,6 +456,7 @@ func tensor(t *pte.Tensor) *Tensor {
 				Location:               enum(e.Location, schema.EnumNamesTensorDataLocation, int64(e.Location)),
 				DeviceType:             enum(e.DeviceType, schema.EnumNamesDeviceType, int64(e.DeviceType)),
 				DeviceIndex:            e.DeviceIndex,
+				Absent:                 absent(e.Absent, "fully_qualified_name", e.FullyQualifiedName),
 			}
 		}),
 	}
@@ -446,7 +474,8 @@ func chain(ch *pte.Chain) *Chain {
 			return ptr(fl, func(fl *pte.FrameList) *FrameList {
 				return &FrameList{Items: mapSlice(fl.Items, func(f *pte.Frame) *Frame {
 					return ptr(f, func(f *pte.Frame) *Frame {
-						return &Frame{Filename: f.Filename, Lineno: f.Lineno, Name: f.Name, Context: f.Context}
+						return &Frame{Filename: f.Filename, Lineno: f.Lineno, Name: f.Name, Context: f.Context,
+							Absent: absent(f.Absent, "filename", f.Filename, "name", f.Name, "context", f.Context)}
 					})
 				})}
 			})
@@ -478,4 +507,196 @@ func instruction(in *pte.Instruction) *Instruction {
 		out.InstrArgsType = Enum{Value: int64(tag)}
 	}
 	return out
+}
+
+// absent returns the names of the (name, value) pairs that list keeps
+// absent: listed and still empty. It returns nil when there are none.
+func absent(list []string, pairs ...string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	var out []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" && slices.Contains(list, pairs[i]) {
+			out = append(out, pairs[i])
+		}
+	}
+	return out
+}
+
+// encodeJSON encodes v without a trailing newline and without escaping <,
+// > and &, as Marshal promises.
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// marshalAbsent encodes the struct v (a method-less copy of one of this
+// file's types) member by member, writing null for the string members
+// listed in absent.
+func marshalAbsent(v any, absent []string) ([]byte, error) {
+	if len(absent) == 0 {
+		return encodeJSON(v)
+	}
+	rv := reflect.ValueOf(v)
+	b := []byte{'{'}
+	for i := 0; i < rv.NumField(); i++ {
+		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, name)
+		b = append(b, ':')
+		f := rv.Field(i)
+		if f.Kind() == reflect.String && f.String() == "" && slices.Contains(absent, name) {
+			b = append(b, "null"...)
+			continue
+		}
+		m, err := encodeJSON(f.Interface())
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, m...)
+	}
+	return append(b, '}'), nil
+}
+
+// unmarshalAbsent decodes b into dst (a method-less view of one of this
+// file's types) and sets *absent to the string members that are null.
+func unmarshalAbsent(b []byte, dst any, absent *[]string) error {
+	if err := json.Unmarshal(b, dst); err != nil {
+		return err
+	}
+	*absent = nil
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return nil
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		return err
+	}
+	t := reflect.TypeOf(dst).Elem()
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if t.Field(i).Type.Kind() == reflect.String && string(members[name]) == "null" {
+			*absent = append(*absent, name)
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the plan, with null for absent strings.
+func (x ExecutionPlan) MarshalJSON() ([]byte, error) {
+	type plain ExecutionPlan
+	return marshalAbsent(plain(x), x.Absent)
+}
+
+// UnmarshalJSON reads the plan; null strings are recorded in Absent.
+func (x *ExecutionPlan) UnmarshalJSON(b []byte) error {
+	type plain ExecutionPlan
+	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
+}
+
+// MarshalJSON writes the metadata, with null for absent strings.
+func (x ContainerMetadata) MarshalJSON() ([]byte, error) {
+	type plain ContainerMetadata
+	return marshalAbsent(plain(x), x.Absent)
+}
+
+// UnmarshalJSON reads the metadata; null strings are recorded in Absent.
+func (x *ContainerMetadata) UnmarshalJSON(b []byte) error {
+	type plain ContainerMetadata
+	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
+}
+
+// MarshalJSON writes the value, with null for an absent string.
+func (x StringVal) MarshalJSON() ([]byte, error) {
+	type plain StringVal
+	return marshalAbsent(plain(x), x.Absent)
+}
+
+// UnmarshalJSON reads the value; a null string is recorded in Absent.
+func (x *StringVal) UnmarshalJSON(b []byte) error {
+	type plain StringVal
+	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
+}
+
+// MarshalJSON writes the info, with null for an absent name.
+func (x ExtraTensorInfo) MarshalJSON() ([]byte, error) {
+	type plain ExtraTensorInfo
+	return marshalAbsent(plain(x), x.Absent)
+}
+
+// UnmarshalJSON reads the info; a null name is recorded in Absent.
+func (x *ExtraTensorInfo) UnmarshalJSON(b []byte) error {
+	type plain ExtraTensorInfo
+	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
+}
+
+// MarshalJSON writes the operator, with null for absent strings.
+func (x Operator) MarshalJSON() ([]byte, error) {
+	type plain Operator
+	return marshalAbsent(plain(x), x.Absent)
+}
+
+// UnmarshalJSON reads the operator; null strings are recorded in Absent.
+func (x *Operator) UnmarshalJSON(b []byte) error {
+	type plain Operator
+	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
+}
+
+// MarshalJSON writes the frame, with null for absent strings.
+func (x Frame) MarshalJSON() ([]byte, error) {
+	type plain Frame
+	return marshalAbsent(plain(x), x.Absent)
+}
+
+// UnmarshalJSON reads the frame; null strings are recorded in Absent.
+func (x *Frame) UnmarshalJSON(b []byte) error {
+	type plain Frame
+	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
+}
+
+// MarshalJSON writes the delegate, with null for an absent id.
+func (x BackendDelegate) MarshalJSON() ([]byte, error) {
+	type plain BackendDelegate
+	return marshalAbsent(plain(x), x.Absent)
+}
+
+// UnmarshalJSON reads the delegate; a null id is recorded in Absent.
+func (x *BackendDelegate) UnmarshalJSON(b []byte) error {
+	type plain BackendDelegate
+	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
+}
+
+// MarshalJSON writes the compile spec, with null for an absent key.
+func (x CompileSpec) MarshalJSON() ([]byte, error) {
+	type plain CompileSpec
+	return marshalAbsent(plain(x), x.Absent)
+}
+
+// UnmarshalJSON reads the compile spec; a null key is recorded in Absent.
+func (x *CompileSpec) UnmarshalJSON(b []byte) error {
+	type plain CompileSpec
+	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
+}
+
+// MarshalJSON writes the entry, with null for an absent key.
+func (x NamedData) MarshalJSON() ([]byte, error) {
+	type plain NamedData
+	return marshalAbsent(plain(x), x.Absent)
+}
+
+// UnmarshalJSON reads the entry; a null key is recorded in Absent.
+func (x *NamedData) UnmarshalJSON(b []byte) error {
+	type plain NamedData
+	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
 }
