@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/pte"
@@ -142,21 +141,11 @@ func TestEngineFIFORefused(t *testing.T) {
 	}
 	m := chainMethod("forward", 1)
 	m.Calls[0].Engine = EngineFile(fifo)
-	done := make(chan error, 1)
-	go func() {
+	err := noBlock(t, fifo, func() error {
 		_, err := Write(&bytes.Buffer{}, &Program{Methods: []*Method{m}}, nil)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		assert.ErrorContains(t, err, "not a regular file (a named pipe)")
-	case <-time.After(5 * time.Second):
-		// Unblock the open so the goroutine ends.
-		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-			w.Close()
-		}
-		t.Fatal("opening a FIFO engine blocked")
-	}
+		return err
+	})
+	assert.ErrorContains(t, err, "not a regular file (a named pipe)")
 }
 
 // blobFile writes an existing TensorRT blob whose bindings record dtype
@@ -212,4 +201,19 @@ func TestBlobBindingTypesChecked(t *testing.T) {
 		assert.Contains(t, err.Error(), "engine calls[0]")
 		assert.NoError(t, build(untyped, c.edit), "no recorded types: %s", c.msg)
 	}
+}
+
+// TestSegmentAlignmentCapped: alignments above MaxSegmentAlignment are
+// refused by Write and Rebake; the cap itself is accepted.
+func TestSegmentAlignmentCapped(t *testing.T) {
+	p := &Program{Methods: []*Method{chainMethod("forward", 1)}}
+	_, err := Write(&bytes.Buffer{}, p, &Options{SegmentAlignment: MaxSegmentAlignment + 1})
+	assert.ErrorContains(t, err, "exceeds 1048576")
+	var buf bytes.Buffer
+	_, err = Write(&buf, p, &Options{SegmentAlignment: MaxSegmentAlignment})
+	require.NoError(t, err)
+	f := verifyClean(t, buf.Bytes())
+	assert.Zero(t, f.Header.SegmentBaseOffset%MaxSegmentAlignment)
+	_, err = Rebake("unused.pte", filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{ClearBudget: true, SegmentAlignment: 1 << 30})
+	assert.ErrorContains(t, err, "exceeds 1048576")
 }

@@ -201,9 +201,7 @@ func TestRebakeInterruptedKeepsInput(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, errInjected)
 	assert.Equal(t, before, fileSum(t, path), "input changed")
-	entries, err := os.ReadDir(tmp)
-	require.NoError(t, err)
-	assert.Len(t, entries, 1, "temporary file left behind")
+	assertFiles(t, tmp, 1, "temporary file left behind")
 
 	// The same to a new output: it must not appear.
 	out := filepath.Join(tmp, "new.pte")
@@ -323,9 +321,7 @@ func TestRebakeThroughSymlink(t *testing.T) {
 	assert.True(t, st.Mode()&os.ModeSymlink != 0, "the link is kept")
 	_, budgets := withoutBudgets(t, documentOf(t, target))
 	assert.Equal(t, [][]string{{"4096"}}, budgets)
-	entries, err := os.ReadDir(tmp)
-	require.NoError(t, err)
-	assert.Len(t, entries, 2, "no temporary file is left behind")
+	assertFiles(t, tmp, 2, "no temporary file is left behind")
 }
 
 // TestRebakeNoOverwrite: with NoOverwrite an existing output is refused
@@ -352,9 +348,7 @@ func TestRebakeNoOverwrite(t *testing.T) {
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, "keep", string(data))
-	entries, err := os.ReadDir(tmp)
-	require.NoError(t, err)
-	assert.Len(t, entries, 1, "no temporary file is left behind")
+	assertFiles(t, tmp, 1, "no temporary file is left behind")
 }
 
 // TestRebakeCancelled: cancelling the context while the output is being
@@ -379,9 +373,7 @@ func TestRebakeCancelled(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.True(t, sawTemp, "cancelled while the temporary file existed")
 	assert.Equal(t, before, fileSum(t, path))
-	entries, err := os.ReadDir(tmp)
-	require.NoError(t, err)
-	assert.Len(t, entries, 1, "no temporary file is left behind")
+	assertFiles(t, tmp, 1, "no temporary file is left behind")
 }
 
 // TestRebakeFIFORefused: a FIFO input is refused instead of blocking.
@@ -390,18 +382,35 @@ func TestRebakeFIFORefused(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() {
+	err := noBlock(t, fifo, func() error {
 		_, err := Rebake(fifo, filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{ClearBudget: true})
-		done <- err
-	}()
+		return err
+	})
+	assert.ErrorContains(t, err, "not a regular file")
+}
+
+// assertFiles checks that dir holds n entries (no temporary file left).
+func assertFiles(t *testing.T, dir string, n int, msg string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, n, msg)
+}
+
+// noBlock runs f, failing the test if it blocks on the FIFO (which it then
+// unblocks by opening it for writing).
+func noBlock(t *testing.T, fifo string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
 	select {
 	case err := <-done:
-		assert.ErrorContains(t, err, "not a regular file")
+		return err
 	case <-time.After(5 * time.Second):
 		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
 			w.Close()
 		}
-		t.Fatal("re-baking a FIFO blocked")
+		t.Fatal("blocked on a FIFO")
+		return nil
 	}
 }
