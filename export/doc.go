@@ -65,4 +65,13 @@
 // Rebake opens an existing program and sets or clears the budget (and
 // optionally the target device) on every TensorRTBackend delegate, copying
 // every segment byte for byte and leaving the rest of the program as it was.
+// An input that fails the reader's verifier is refused.
+//
+// # Results and output files
+//
+// The Result of a write describes the file as written: each delegate's
+// budget and target_device (MethodSummary.Engines) and the values common to
+// all of them. WriteFileContext and RebakeContext stop and remove their
+// temporary file when the context is cancelled; NoOverwrite refuses, in
+// the same step that puts the file in place, to replace an existing one.
 package export

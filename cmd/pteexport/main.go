@@ -10,7 +10,8 @@
 //	pteexport --from in.pte -o out.pte --weight-streaming-budget-per-engine SIZE|auto [--target-device cuda:N]
 //
 // The manifest schema is documented in package export and docs/manifest.md.
-// Exit status: 0 on success, 1 when the export fails, 2 for bad usage.
+// Exit status: 0 on success, 1 when the export fails or is interrupted
+// (the temporary output is then removed), 2 for bad usage.
 package main
 
 import (
