@@ -440,3 +440,153 @@ func patch(b []byte, off int, s string) []byte {
 }
 
 func putLE32(b []byte, v uint32) { copy(b, appendLE32(nil, v)) }
+
+// handBlob lays out a blob by hand: header, metadata at 32, zero padding to
+// a 16-byte boundary, then the engine and any trailing bytes.
+func handBlob(magic, meta string, engine, trailing []byte) []byte {
+	b := make([]byte, 32, 64+len(meta)+len(engine)+len(trailing))
+	copy(b, magic)
+	b = append(b, meta...)
+	for len(b)%16 != 0 {
+		b = append(b, 0)
+	}
+	putLE32(b[offMetadataOffset:], 32)
+	putLE32(b[offMetadataSize:], uint32(len(meta)))
+	putLE32(b[offEngineOffset:], uint32(len(b)))
+	copy(b[offEngineSize:], appendLE32(appendLE32(nil, uint32(len(engine))), 0))
+	b = append(b, engine...)
+	return append(b, trailing...)
+}
+
+// TestHazardKinds: each documented hazard is reported, with what it is
+// about, and only where it applies.
+func TestHazardKinds(t *testing.T) {
+	const io = `{"io_bindings":[{"name":"x","is_input":true},{"name":"y","is_input":false}]`
+	eng := []byte("ENG!")
+	wrapped := handBlob("TR01", io+`}`, eng, nil)
+	copy(wrapped[offEngineSize:], appendLE32(appendLE32(nil, 0xfffffff0), 0xffffffff)) // 2^64-16
+	for _, c := range []struct {
+		name string
+		blob []byte
+		kind HazardKind
+		text string
+	}{
+		{"engine size wraps", wrapped, HazardEngineSizeWraps, "18446744073709551600"},
+		{"TR02 without aliased_io", handBlob("TR02", io+`}`, eng, nil), HazardMagic, "magic TR02"},
+		{"TR01 with aliased_io", handBlob("TR01", io+`,"aliased_io":[{"output":"y","input":"x"}]}`, eng, nil), HazardMagic, "magic TR01"},
+		{"trailing bytes", handBlob("TR01", io+`}`, eng, []byte("0123456")), HazardTrailingBytes, "7 bytes"},
+		{"no bindings", handBlob("TR01", `{"io_bindings":[]}`, eng, nil), HazardNoBindings, "infers them"},
+		{"duplicate name", handBlob("TR01", `{"io_bindings":[{"name":"x","is_input":true},{"name":"x","is_input":false}]}`, eng, nil), HazardDuplicateName, `"x" is used by io_bindings [0], [1]`},
+		{"type confused", handBlob("TR01", io+`,"device_id":"1"}`, eng, nil), HazardTypeConfused, "metadata.device_id: want an integer"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := Check(bytes.NewReader(c.blob), int64(len(c.blob)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found []Hazard
+			for _, h := range rep.Hazards {
+				if h.Kind == c.kind {
+					found = append(found, h)
+				}
+			}
+			if len(found) != 1 || !strings.Contains(found[0].Msg, c.text) {
+				t.Fatalf("want one %s hazard mentioning %q, got %v", c.kind, c.text, rep.Hazards)
+			}
+			if c.kind == HazardEngineSizeWraps && (!rep.Deployed.EngineSizeWraps || !rep.Deployed.OK) {
+				t.Errorf("deployed view %+v: want OK with EngineSizeWraps", rep.Deployed)
+			}
+		})
+	}
+	// None of them on a blob the upstream writer would write.
+	good := handBlob("TR01", io+`}`, eng, nil)
+	rep, err := Check(bytes.NewReader(good), int64(len(good)))
+	if err != nil || rep.Err != nil || len(rep.Hazards) != 0 || rep.Deployed.EngineSizeWraps {
+		t.Fatalf("clean blob: %v, %v, hazards %v", err, rep.Err, rep.Hazards)
+	}
+	// An engine size that ends exactly at 2^64 wraps to 0 and is caught by
+	// no check in C++ either; one that stays below does not wrap.
+	edge := handBlob("TR01", io+`}`, eng, nil)
+	eo := uint64(le32(edge[offEngineOffset:]))
+	size := -eo // 2^64 - engine_offset
+	copy(edge[offEngineSize:], appendLE32(appendLE32(nil, uint32(size)), uint32(size>>32)))
+	v, err := ReadDeployed(bytes.NewReader(edge), int64(len(edge)))
+	if err != nil || !v.OK || !v.EngineSizeWraps {
+		t.Errorf("engine ending at 2^64: %+v, %v", v, err)
+	}
+	size--
+	copy(edge[offEngineSize:], appendLE32(appendLE32(nil, uint32(size)), uint32(size>>32)))
+	if v, err := ReadDeployed(bytes.NewReader(edge), int64(len(edge))); err != nil || v.OK || v.EngineSizeWraps {
+		t.Errorf("engine ending at 2^64-1: %+v, %v", v, err)
+	}
+}
+
+// TestDeployedAcceptsWording: the hazard says precisely who rejects.
+func TestDeployedAcceptsWording(t *testing.T) {
+	for _, c := range []struct{ meta, text string }{
+		// Not JSON: Python rejects too.
+		{`{"io_bindings":[{"name":"x","is_input":true}]} junk`, "upstream's Python reader and ptekit reject it"},
+		// A float device_id: Python and the C++ reader accept it, the
+		// strict reading does not.
+		{`{"io_bindings":[{"name":"x","is_input":true}],"device_id":1.5}`, "upstream's Python reader accepts it with other types"},
+	} {
+		b := handBlob("TR01", c.meta, []byte("E"), nil)
+		rep, err := Check(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for _, h := range rep.Hazards {
+			if h.Kind == HazardDeployedAccepts {
+				got = h.Msg
+			}
+		}
+		if !strings.Contains(got, c.text) {
+			t.Errorf("%s: deployed-accepts hazard %q, want it to say %q", c.meta, got, c.text)
+		}
+	}
+}
+
+// TestHeaderCheckOrder: when several header checks fail, Decode reports the
+// one upstream's Python reader checks first and the deployed view the one
+// the C++ reader checks first.
+func TestHeaderCheckOrder(t *testing.T) {
+	base := func() []byte { return handBlob("TR01", `{"io_bindings":[]}`, []byte("ENGINE"), nil) }
+	for _, c := range []struct {
+		name    string
+		edit    func(b []byte)
+		field   string // Decode's (Python order)
+		cppWord string // in the deployed Reason (C++ order)
+	}{
+		{"unaligned engine and metadata in header", func(b []byte) {
+			putLE32(b[offEngineOffset:], le32(b[offEngineOffset:])+4)
+			putLE32(b[offMetadataOffset:], 16)
+		}, "engine_offset", "inside the header"},
+		{"metadata past end and engine past end", func(b []byte) {
+			putLE32(b[offMetadataSize:], 1<<20)
+			b[offEngineSize+7] = 0x10
+		}, "metadata_size", "metadata ends"},
+		{"engine past end and metadata overlapping", func(b []byte) {
+			putLE32(b[offMetadataSize:], le32(b[offEngineOffset:])-32+2) // ends 2 bytes into the engine
+			b[offEngineSize+4] = 1
+		}, "engine_size", "engine ends"},
+		{"bad magic and unaligned engine", func(b []byte) {
+			copy(b, "TR03")
+			putLE32(b[offEngineOffset:], 33)
+		}, "magic", "unknown magic"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := base()
+			c.edit(b)
+			_, err := Decode(bytes.NewReader(b), int64(len(b)))
+			var be *BlobError
+			if !errors.As(err, &be) || be.Field != c.field {
+				t.Errorf("Decode: %v, want the %s check first", err, c.field)
+			}
+			v, err := ReadDeployed(bytes.NewReader(b), int64(len(b)))
+			if err != nil || v.OK || !strings.Contains(v.Reason, c.cppWord) {
+				t.Errorf("ReadDeployed: %+v, %v; want a reason with %q", v, err, c.cppWord)
+			}
+		})
+	}
+}

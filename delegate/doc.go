@@ -21,21 +21,29 @@
 // empty name, reads a missing is_input as "output", and finds
 // hardware_compatible and device_id by substring search.
 //
-// This package offers both readings:
+// This package offers three readings:
 //
-//   - [Decode] is ptekit's strict reading: the Python reader's checks and
-//     defaults, plus type checks (a name must be a string, is_input a bool,
-//     device_id an integer, ...). It reads the header and metadata only; the
-//     engine is reached lazily through [Blob.Engine].
+//   - [DecodePython] reads as upstream's Python reader does, accepting
+//     exactly what it accepts and keeping each value with its JSON type
+//     ([PyMetadata]), since that reader checks no types.
+//   - [Decode] is ptekit's strict reading: the Python reading, refusing
+//     what [PyMetadata.Refused] lists (a name that is not a string, is_input
+//     that is not a bool, device_id that is not an integer, NaN, ...), into
+//     the typed [Metadata].
 //   - [ReadDeployed] re-implements the C++ reader, so tools can say what the
 //     deployed runtime will actually see.
-//   - [Hazards] and [Check] list every difference between the two.
+//
+// [Check] runs all three and lists every difference as a [Hazard]. Each
+// reads the header, the metadata and the blob's last byte only; the engine
+// is reached lazily through [Blob.Engine], and metadata above
+// [MaxMetadataSize] is not read at all.
 //
 // [Encode] writes a blob. By default it writes only blobs that both readers
 // read as intended: binding names are written as raw UTF-8 rather than
-// \u escapes, and metadata the C++ reader would misread (control characters
-// or empty names, an aliased name that collides with a key the scanner
-// searches for, a device id outside a C++ int) is refused with a
+// \u escapes, hardware_compatible and device_id go before aliased_io when
+// an aliased name would capture the C++ reader's key search, and metadata
+// no blob can carry to the C++ reader unchanged (control characters, empty
+// or repeated names, a device id outside a C++ int) is refused with a
 // [*MetadataError] naming the field. [EncodeOptions.UpstreamCompatible]
 // reproduces the upstream Python writer byte for byte instead.
 package delegate

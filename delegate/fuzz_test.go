@@ -2,9 +2,11 @@ package delegate
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -69,11 +71,16 @@ func addVectorSeeds(f *testing.F) {
 	}
 }
 
-// TestFuzzSeeds keeps the committed seed files in step with seedBlobs.
+// TestFuzzSeeds keeps the committed seed files in step with seedBlobs and
+// encodeSeeds.
 func TestFuzzSeeds(t *testing.T) {
-	for _, target := range []string{"FuzzDecode", "FuzzReadDeployed"} {
+	for _, target := range []string{"FuzzDecode", "FuzzReadDeployed", "FuzzEncodeRoundTrip"} {
 		dir := filepath.Join("testdata", "fuzz", target)
-		for i, b := range seedBlobs(t) {
+		seeds := seedBlobs(t)
+		if target == "FuzzEncodeRoundTrip" {
+			seeds = encodeSeeds()
+		}
+		for i, b := range seeds {
 			path := filepath.Join(dir, fmt.Sprintf("seed-%02d", i))
 			want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)
 			if *updateSeeds {
@@ -104,6 +111,17 @@ func FuzzDecode(f *testing.F) {
 		}
 		if (err == nil) != (rep.Err == nil) {
 			t.Fatalf("Decode err %v, Check err %v", err, rep.Err)
+		}
+		// The strict reading is the Python reading minus its refusals.
+		pb, perr := DecodePython(r, int64(len(blob)))
+		if (perr == nil) != (rep.PythonErr == nil) {
+			t.Fatalf("DecodePython err %v, Check err %v", perr, rep.PythonErr)
+		}
+		if strictOK := perr == nil && len(pb.Metadata.Refused) == 0; strictOK != (err == nil) {
+			t.Fatalf("Decode err %v, but DecodePython err %v with refusals %v", err, perr, pb)
+		}
+		if perr == nil && err != nil && !hasHazard(rep.Hazards, HazardTypeConfused) {
+			t.Fatalf("Python accepts what the strict reading refuses, but no hazard says so: %v", rep.Hazards)
 		}
 		if err != nil {
 			if _, ok := err.(*BlobError); !ok {
@@ -168,40 +186,126 @@ func FuzzReadDeployed(f *testing.F) {
 	})
 }
 
+// fuzzWords are strings the metadata generator draws from: names that
+// look like the keys the C++ scanner searches for, escapes, non-ASCII.
+var fuzzWords = []string{"x", "y", "device_id", "hardware_compatible", "aliased_io", "io_bindings", `x"device_id`,
+	"caf\u00e9", "\U0001f600", "a\nb", "\x7f", `q"\`, "", KindKVCacheUpdate, KindUser, "\u2028"}
+
+// fuzzMetadata builds metadata from fuzz input: a flag byte, counts of
+// bindings and aliases (0 to 5 and 0 to 3, so names repeat), then a string
+// per field, each a word (high bit set) or up to 15 raw bytes.
+type fuzzMetadata struct {
+	data []byte
+}
+
+func (g *fuzzMetadata) byte() byte {
+	if len(g.data) == 0 {
+		return 0
+	}
+	c := g.data[0]
+	g.data = g.data[1:]
+	return c
+}
+
+func (g *fuzzMetadata) str() string {
+	c := g.byte()
+	if c&0x80 != 0 {
+		return fuzzWords[int(c&0x7f)%len(fuzzWords)]
+	}
+	n := min(int(c&0x0f), len(g.data))
+	s := string(g.data[:n])
+	g.data = g.data[n:]
+	return s
+}
+
+func (g *fuzzMetadata) int64() int64 {
+	switch c := g.byte(); c % 8 {
+	case 0, 1, 2, 3:
+		return int64(c%8) - 1 // -1 .. 2
+	case 4:
+		return math.MaxInt32 + int64(g.byte()%3) - 1
+	case 5:
+		return math.MinInt32 + int64(g.byte()%3) - 1
+	case 6:
+		return math.MaxInt64 - int64(g.byte())
+	default:
+		var v uint64
+		for range 8 {
+			v = v<<8 | uint64(g.byte())
+		}
+		return int64(v)
+	}
+}
+
+// metadata returns the metadata, whether to use upstream mode, and the
+// metadata as Decode would give it back.
+func (g *fuzzMetadata) metadata() (m, want *Metadata, upstream bool) {
+	flags := g.byte()
+	m = &Metadata{HardwareCompatible: flags&2 != 0}
+	if flags&4 == 0 {
+		m.IOBindings = []Binding{}
+	}
+	if flags&8 == 0 {
+		m.AliasedIO = []AliasedIO{}
+	}
+	nb, na := int(g.byte()%6), int(g.byte()%4)
+	for range nb {
+		b := Binding{Name: g.str(), IsInput: g.byte()&1 != 0}
+		if c := g.byte(); c&1 != 0 {
+			b.DType = g.str()
+			for range int(c>>1) % 4 {
+				b.Shape = append(b.Shape, g.int64())
+			}
+		}
+		m.IOBindings = append(m.IOBindings, b)
+	}
+	for range na {
+		m.AliasedIO = append(m.AliasedIO, AliasedIO{Output: g.str(), Input: g.str(), Kind: g.str()})
+	}
+	m.DeviceID = g.int64()
+	m.SerializedMetadata, m.TargetPlatform = g.str(), g.str()
+
+	c := *m
+	c.IOBindings = make([]Binding, len(m.IOBindings))
+	for i, b := range m.IOBindings {
+		if b.Shape == nil {
+			b.Shape = []int64{}
+		}
+		c.IOBindings[i] = b
+	}
+	c.AliasedIO = append([]AliasedIO{}, m.AliasedIO...)
+	return m, &c, flags&1 != 0
+}
+
 func FuzzEncodeRoundTrip(f *testing.F) {
-	f.Add("x", "y", "float32", int64(2), true, "y", "x", "user", false, int64(0), "", "linux_x86_64", []byte("ENGINE"), false)
-	f.Add("caf\u00e9", "\u540d\u524d", "weird dtype \u00b5", int64(-1), false, "", "", "", true, int64(3), "s\x00\x7f", "", []byte{}, false)
-	f.Add("a\nb", "", "", int64(1)<<40, true, "device_id", "x", "user", false, int64(1)<<31, "", "", []byte("E"), true)
-	f.Add(`q"\`, "hardware_compatible", "", int64(0), true, `x"hardware_compatible`, "y", "kv_cache_update", true, int64(-1), "", "", []byte("EE"), false)
-	f.Fuzz(func(t *testing.T, in0, out0, dtype string, dim int64, firstIn bool, aOut, aIn, kind string,
-		hw bool, dev int64, sm, tp string, engine []byte, upstream bool) {
-		m := &Metadata{
-			IOBindings: []Binding{
-				{Name: in0, DType: dtype, Shape: []int64{dim, 1}, IsInput: firstIn},
-				{Name: out0, Shape: []int64{}},
-			},
-			AliasedIO:          []AliasedIO{},
-			HardwareCompatible: hw, DeviceID: dev, SerializedMetadata: sm, TargetPlatform: tp,
+	for _, seed := range encodeSeeds() {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 512 {
+			return // keeps inputs, and minimisation, small
 		}
-		if aOut != "" || aIn != "" || kind != "" {
-			m.AliasedIO = append(m.AliasedIO, AliasedIO{Output: aOut, Input: aIn, Kind: kind})
-		}
+		g := &fuzzMetadata{data: data}
+		m, want, upstream := g.metadata()
+		engine := g.data
 		o := &EncodeOptions{UpstreamCompatible: upstream}
 		var buf bytes.Buffer
 		n, err := o.Encode(&buf, m, bytes.NewReader(engine), int64(len(engine)))
 		if err != nil {
-			if _, ok := err.(interface{ Unwrap() []error }); !ok {
-				if _, ok := err.(*MetadataError); !ok {
-					t.Fatalf("refusal is %T, want *MetadataError(s): %v", err, err)
-				}
+			var me *MetadataError
+			if !errors.As(err, &me) {
+				t.Fatalf("refusal is %T, want *MetadataError(s): %v", err, err)
 			}
-			if upstream {
-				// Upstream mode refuses only what no writer can represent.
-				if err := checkEncodable(m); err == nil {
-					t.Fatalf("upstream mode refused encodable metadata: %v", err)
-				}
+			if upstream && checkEncodable(m) == nil {
+				t.Fatalf("upstream mode refused encodable metadata: %v", err)
+			}
+			if !upstream && len(unwritable(m)) == 0 && checkEncodable(m) == nil {
+				t.Fatalf("safe mode refused metadata the rules call writable: %v", err)
 			}
 			return
+		}
+		if !upstream && len(unwritable(m)) > 0 {
+			t.Fatalf("safe mode wrote metadata with unwritable fields %v", unwritable(m))
 		}
 		if size, err := o.EncodedSize(m, int64(len(engine))); err != nil || size != n {
 			t.Fatalf("EncodedSize %d, %v; wrote %d", size, err, n)
@@ -211,21 +315,40 @@ func FuzzEncodeRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Decode of an encoded blob: %v", err)
 		}
-		if !reflect.DeepEqual(&b.Metadata, m) {
-			t.Fatalf("round trip:\n got %+v\nwant %+v", b.Metadata, *m)
+		if !reflect.DeepEqual(&b.Metadata, want) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", b.Metadata, *want)
 		}
 		eng, err := io.ReadAll(b.Engine())
 		if err != nil || !bytes.Equal(eng, engine) {
 			t.Fatalf("engine round trip failed (%v)", err)
 		}
 		if !upstream {
-			v, err := ReadDeployed(bytes.NewReader(blob), int64(len(blob)))
+			rep, err := Check(bytes.NewReader(blob), int64(len(blob)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !deployedMatches(v, m) {
-				t.Fatalf("safe-mode blob misread by the deployed reader: %+v for %+v", v, m)
+			if !deployedMatches(rep.Deployed, m) {
+				t.Fatalf("safe-mode blob misread by the deployed reader: %+v for %+v", rep.Deployed, m)
+			}
+			for _, h := range rep.Hazards {
+				if h.Kind.Disagreement() || h.Kind == HazardTypeConfused {
+					t.Fatalf("safe-mode blob has hazard %v", h)
+				}
 			}
 		}
 	})
+}
+
+// encodeSeeds are the committed seeds of FuzzEncodeRoundTrip.
+func encodeSeeds() [][]byte {
+	w := func(i int) byte { return 0x80 | byte(i) }
+	return [][]byte{
+		{0, 2, 1, w(0), 1, 0, w(1), 0, 0, w(1), w(0), w(14), 0, 0, 0, 'E', 'N', 'G'},                // x in, y out, y<-x user
+		{1, 2, 0, w(8), 1, 3, 3, 'f', '3', '2', 6, 2, w(10), 0, 0, 4, 0, 0, 0},                      // upstream, non-ASCII, shapes
+		{0, 3, 1, w(0), 1, 0, w(1), 0, 0, w(2), 0, 0, w(2), w(0), w(14), 2, w(4), w(5), 'E'},        // alias named device_id
+		{2, 2, 2, w(0), 1, 0, w(0), 0, 0, w(1), w(0), w(13), w(1), w(0), w(14), 3, 0, 0},            // duplicate names and outputs
+		{4 | 8, 0, 0, 7, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0},                                              // nil slices, raw device id
+		{0, 1, 1, 3, 'a', 0, 'b', 1, 0, w(6), w(0), w(11), 4, 1, 0, 0, 'E'},                         // control character, quoted key
+		{0, 5, 0, w(3), 1, 0, w(4), 1, 0, w(5), 0, 0, w(7), 0, 0, w(9), 0, 0, 5, 2, 0, 0, 'X', 'Y'}, // every key-like name
+	}
 }

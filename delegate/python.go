@@ -40,14 +40,14 @@ func (b *PyBlob) Engine() *io.SectionReader { return engineSection(b.r, &b.Heade
 // kind "kv_cache_update", hardware_compatible false, device_id 0, strings
 // "", missing arrays empty.
 type PyMetadata struct {
-	IOBindings []PyBinding
+	IOBindings []PyBinding // in order; see PyBinding.Input for the direction
 	// AliasedIO is keyed by output, as Python's dict is: a second entry for
 	// an output replaces the first one's input and kind in its place.
 	AliasedIO          []PyAliasedIO
-	HardwareCompatible any
-	DeviceID           any
-	SerializedMetadata any
-	TargetPlatform     any
+	HardwareCompatible any // a bool as written; Python uses its truthiness
+	DeviceID           any // an integer as written, of any size
+	SerializedMetadata any // a string as written
+	TargetPlatform     any // a string as written
 
 	// Refused lists what ptekit's strict reading (Decode) refuses although
 	// Python accepts it, in the order found, each as the *BlobError Decode
