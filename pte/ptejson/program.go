@@ -401,8 +401,8 @@ func (c *converter) evalue(v *pte.EValue) *EValue {
 	if v == nil {
 		return nil
 	}
-	if v.Val == nil {
-		return &EValue{ValType: Enum{Name: "NONE"}}
+	if isNil(v.Val) {
+		return nilEValue(v.Val) // NONE, or a tag without its table (union.go)
 	}
 	tag := v.Val.KernelType()
 	out := &EValue{ValType: enum(tag, schema.EnumNamesKernelTypes, int64(tag))}
@@ -487,8 +487,8 @@ func instruction(in *pte.Instruction) *Instruction {
 	if in == nil {
 		return nil
 	}
-	if in.Args == nil {
-		return &Instruction{InstrArgsType: Enum{Name: "NONE"}}
+	if isNil(in.Args) {
+		return nilInstruction(in.Args) // NONE, or a tag without its table (union.go)
 	}
 	tag := in.Args.InstructionType()
 	out := &Instruction{InstrArgsType: enum(tag, schema.EnumNamesInstructionArguments, int64(tag))}
