@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,12 +129,15 @@ func TestTensorRTHazards(t *testing.T) {
 }
 
 // FuzzRun feeds arbitrary program bytes to every view through standard
-// input: any outcome but a panic (or a usage error) is fine.
+// input: any outcome but a panic (or a usage error) is fine, JSON output is
+// valid JSON, and --extract leaves no partial file behind. Seeds:
+// testdata/fuzz/FuzzRun (small programs, see TestFuzzRunSeeds) and the
+// small files of the shared vectors and corpus.
 func FuzzRun(f *testing.F) {
 	for _, pat := range []string{"vectors/pte/*.pte", "vectors/pte-bad/*.pte", "corpus/*.pte"} {
 		files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", pat))
 		for _, name := range files {
-			if fi, err := os.Stat(name); err == nil && fi.Size() <= 8<<10 {
+			if fi, err := os.Stat(name); err == nil && fi.Size() <= maxSeedSize {
 				if b, err := os.ReadFile(name); err == nil {
 					f.Add(b)
 				}
@@ -141,14 +145,27 @@ func FuzzRun(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, args := range [][]string{{"-"}, {"--json", "--hash", "-"}, {"--verify", "-"}, {"--compile-specs", "-"}} {
-			var out, errb bytes.Buffer
-			code := run(args, bytes.NewReader(data), &out, &errb)
-			if code == exitUsage {
-				t.Fatalf("%v: usage error on data: %s", args, errb.String())
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out.bin")
+		for _, args := range [][]string{
+			{"-"}, {"--json", "--hash", "-"}, {"--verify", "-"}, {"--verify", "--json", "-"},
+			{"--compile-specs", "-"}, {"--plan", "-"}, {"--plan", "--json", "-"},
+			{"--extract", "0:0", "-o", out, "-"}, {"--extract", "0:0", "--engine", "-o", out, "-"},
+		} {
+			var stdout, stderr bytes.Buffer
+			code := run(args, bytes.NewReader(data), &stdout, &stderr)
+			if code == exitUsage && args[0] != "--extract" { // a program without 0:0 is a usage error
+				t.Fatalf("%v: usage error on data: %s", args, stderr.String())
 			}
-			if code == exitOK && args[0] == "--json" && !json.Valid(out.Bytes()) {
-				t.Fatalf("invalid JSON")
+			if slices.Contains(args, "--json") && stdout.Len() > 0 && !json.Valid(stdout.Bytes()) {
+				t.Fatalf("%v: invalid JSON: %s", args, stdout.String())
+			}
+			if args[0] == "--extract" {
+				entries, _ := os.ReadDir(dir)
+				if code != exitOK && len(entries) > 0 {
+					t.Fatalf("%v: failed (%d) but left %d file(s)", args, code, len(entries))
+				}
+				os.Remove(out)
 			}
 		}
 	})

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -107,4 +109,30 @@ func TestPlanJSONWhenTheProgramCannotBeRead(t *testing.T) {
 		assert.Empty(t, v.Methods)
 		assert.NotEmpty(t, r.stderr, "the reason also goes to stderr")
 	}
+}
+
+// TestUnionTagWithoutTable: a file whose instructions keep their union tags
+// but lost their member tables (the FuzzBuild seed package ptejson
+// generates) gets every view, no panic, and the verifier's errors.
+func TestUnionTagWithoutTable(t *testing.T) {
+	seed, err := os.ReadFile(filepath.Join("..", "..", "pte", "ptejson", "testdata", "fuzz", "FuzzBuild", "seed_nil_members"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(seed)), "\n")
+	require.Len(t, lines, 2)
+	quoted := strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")")
+	text, err := strconv.Unquote(quoted)
+	require.NoError(t, err)
+	data := []byte(text)
+
+	for _, args := range [][]string{{"-"}, {"--json", "-"}, {"--verify", "-"}} {
+		r := runArgs(data, args...)
+		assert.Equal(t, exitFail, r.code, "%v: %s", args, r.stderr)
+		assert.Contains(t, r.stdout, "FreeCall has no table", "%v", args)
+	}
+	r := runArgs(data, "--plan", "-") // the runtime fails the method on the first damage it meets
+	assert.Equal(t, exitFail, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "FAILS to load: invalid_program")
+
+	r = runArgs(data, "--json", "-")
+	assert.Regexp(t, `"instr_args_type": "FreeCall",\s+"instr_args": null`, r.stdout)
 }

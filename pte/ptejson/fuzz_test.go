@@ -16,7 +16,7 @@ func addSharedSeeds(f *testing.F) {
 	for _, pat := range []string{"corpus/*.pte", "vectors/pte/*.pte", "vectors/pte-bad/*.pte"} {
 		files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", pat))
 		for _, name := range files {
-			if fi, err := os.Stat(name); err != nil || fi.Size() > 8<<10 {
+			if fi, err := os.Stat(name); err != nil || fi.Size() > maxSeedSize {
 				continue
 			}
 			if b, err := os.ReadFile(name); err == nil {
