@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -313,7 +314,7 @@ func printTensorRT(w io.Writer, trt *ptejson.TensorRT) {
 	if m := trt.Metadata; m != nil {
 		var in, out []string
 		for _, b := range m.IOBindings {
-			if b.IsInput {
+			if b.Input() {
 				in = append(in, bindingText(b))
 			} else {
 				out = append(out, bindingText(b))
@@ -322,9 +323,13 @@ func printTensorRT(w io.Writer, trt *ptejson.TensorRT) {
 		t.row("inputs", joinOr(in))
 		t.row("outputs", joinOr(out))
 		t.row("aliased io", aliases(m.AliasedIO))
-		t.row("device", fmt.Sprintf("%d, hardware compatible: %s", m.DeviceID, yesNo(m.HardwareCompatible)))
-		if m.TargetPlatform != "" {
-			t.row("platform", m.TargetPlatform)
+		hw := pyText(m.HardwareCompatible)
+		if b, ok := m.HardwareCompatible.(bool); ok {
+			hw = yesNo(b)
+		}
+		t.row("device", fmt.Sprintf("%s, hardware compatible: %s", pyText(m.DeviceID), hw))
+		if p, ok := m.TargetPlatform.(string); !ok || p != "" {
+			t.row("platform", pyText(m.TargetPlatform))
 		}
 	} else {
 		t.row("metadata", "UNREADABLE: "+trt.Error)
@@ -349,18 +354,36 @@ func printTensorRT(w io.Writer, trt *ptejson.TensorRT) {
 // bindingText is a binding's quoted name, followed by its dtype and shape
 // when the blob records them (the upstream exporter writes "" and []).
 func bindingText(b ptejson.TRTBinding) string {
-	s := strconv.Quote(b.Name)
-	if b.DType != "" {
-		s += " " + b.DType
+	s := quoteValue(b.Name)
+	if d, ok := b.DType.(string); !ok || d != "" {
+		s += " " + pyText(b.DType)
 	}
-	if len(b.Shape) > 0 {
-		parts := make([]string, len(b.Shape))
-		for i, d := range b.Shape {
-			parts[i] = strconv.FormatInt(d, 10)
-		}
-		s += " [" + strings.Join(parts, ", ") + "]"
+	if sh, ok := b.Shape.([]any); !ok || len(sh) > 0 {
+		s += " " + strings.ReplaceAll(pyText(b.Shape), ",", ", ")
 	}
 	return s
+}
+
+// pyText shows a metadata value as Python's reader holds it: a string as
+// is, anything else as JSON text.
+func pyText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// quoteValue is a string quoted, or any other value as JSON text (so that
+// a name that is a number shows as one).
+func quoteValue(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return pyText(v)
 }
 
 func isPlain(s string) bool {
@@ -383,7 +406,7 @@ func quoteAll(s []string) string {
 func aliases(a []ptejson.TRTAliasedIO) string {
 	parts := make([]string, len(a))
 	for i, x := range a {
-		parts[i] = fmt.Sprintf("%q <- %q (%s)", x.Output, x.Input, x.Kind)
+		parts[i] = fmt.Sprintf("%s <- %s (%s)", quoteValue(x.Output), quoteValue(x.Input), pyText(x.Kind))
 	}
 	return joinOr(parts)
 }

@@ -136,7 +136,7 @@ func tensorRTProblems(f *pte.File, pi, di int, method string, d *pte.BackendDele
 	invalid := pte.CodeInvalidProgram.String()
 	if rep.Err != nil && !rep.Deployed.OK {
 		p := Problem{Severity: SeverityError, Method: method, Path: path, Code: invalid,
-			Message: rep.Err.Error() + "; TensorRTBackend init fails"}
+			Message: rep.Err.Error() + "; the deployed C++ reader rejects it too (" + rep.Deployed.Reason + "), so TensorRTBackend init fails"}
 		var be *delegate.BlobError
 		if errors.As(rep.Err, &be) && be.Off >= 0 {
 			p.Offset = at(be.Off)

@@ -2,6 +2,7 @@ package ptejson
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -92,10 +93,35 @@ func TestBothReadersRejectIsAHazard(t *testing.T) {
 			require.False(t, trt.Deployed.OK)
 			require.NotEmpty(t, trt.Error)
 			assert.Contains(t, strings.Join(trt.Hazards, "\n"), "the deployed C++ reader rejects this blob")
+			assert.Contains(t, strings.Join(trt.Hazards, "\n"), "upstream's Python reader accepts", "the type confusion is explained")
 			require.NotEmpty(t, doc.Problems)
 			assert.True(t, doc.Problems[0].IsError())
+
+			// metadata is what upstream's Python reader sees, types and all.
+			require.NotNil(t, trt.Metadata)
+			switch name {
+			case "diff_is_input_as_1":
+				assert.Equal(t, json.Number("1"), trt.Metadata.IOBindings[0].IsInput)
+				assert.True(t, trt.Metadata.IOBindings[0].Input(), "1 is truthy")
+			case "json_device_id_true":
+				assert.Equal(t, true, trt.Metadata.DeviceID)
+			}
 		})
 	}
+}
+
+// TestTRTMetadataNonFiniteNumbers: Python reads NaN and Infinity, which
+// JSON cannot carry: they are written as the program member writes them.
+func TestTRTMetadataNonFiniteNumbers(t *testing.T) {
+	m := trtMetadata(&delegate.PyMetadata{
+		IOBindings: []delegate.PyBinding{{Name: "x", DType: "", Shape: []any{json.Number("Infinity")}, IsInput: json.Number("NaN")}},
+		DeviceID:   json.Number("-Infinity"),
+	})
+	b, err := Marshal(m)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"shape": [`+"\n"+`        "inf"`)
+	assert.Contains(t, string(b), `"is_input": "nan"`)
+	assert.Contains(t, string(b), `"device_id": "-inf"`)
 }
 
 // readShared reads ../../../shared/<sub>.

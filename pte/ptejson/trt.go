@@ -33,29 +33,46 @@ type TensorRT struct {
 	Hazards []string `json:"hazards"`
 }
 
-// TRTMetadata is the JSON form of delegate.Metadata.
+// TRTMetadata is the metadata of a blob as upstream's Python reader holds
+// it (delegate.PyMetadata): every value keeps the JSON type the blob gives
+// it, because that reader checks no types. For a blob the exporter wrote,
+// names and strings are string, flags bool and numbers json.Number; a blob
+// with confused types (is_input 1, device_id "0") shows them as they are,
+// and its TensorRT.Hazards say what each reader makes of them. Values are
+// nil (null), bool, json.Number, string, []any or map[string]any; the
+// non-finite numbers Python accepts are the strings "nan", "inf" and
+// "-inf", as in the program member.
 type TRTMetadata struct {
 	IOBindings         []TRTBinding   `json:"io_bindings"`
 	AliasedIO          []TRTAliasedIO `json:"aliased_io"`
-	HardwareCompatible bool           `json:"hardware_compatible"`
-	DeviceID           int64          `json:"device_id"`
-	SerializedMetadata string         `json:"serialized_metadata"`
-	TargetPlatform     string         `json:"target_platform"`
+	HardwareCompatible any            `json:"hardware_compatible"`
+	DeviceID           any            `json:"device_id"`
+	SerializedMetadata any            `json:"serialized_metadata"`
+	TargetPlatform     any            `json:"target_platform"`
 }
 
-// TRTBinding is the JSON form of delegate.Binding.
+// TRTBinding is one binding as Python's reader holds it (see TRTMetadata
+// for the value types). Python treats it as an input when IsInput is
+// truthy (see Input).
 type TRTBinding struct {
-	Name    string  `json:"name"`
-	DType   string  `json:"dtype"`
-	Shape   []int64 `json:"shape"`
-	IsInput bool    `json:"is_input"`
+	Name    any `json:"name"`
+	DType   any `json:"dtype"`
+	Shape   any `json:"shape"`
+	IsInput any `json:"is_input"`
 }
 
-// TRTAliasedIO is the JSON form of delegate.AliasedIO.
+// Input reports whether Python's reader takes the binding for an input:
+// is_input is truthy.
+func (b *TRTBinding) Input() bool {
+	return (&delegate.PyBinding{IsInput: b.IsInput}).Input()
+}
+
+// TRTAliasedIO is one aliased I/O entry. In TRTMetadata its values are as
+// Python's reader holds them (see there); in Deployed they are strings.
 type TRTAliasedIO struct {
-	Output string `json:"output"`
-	Input  string `json:"input"`
-	Kind   string `json:"kind"`
+	Output any `json:"output"`
+	Input  any `json:"input"`
+	Kind   any `json:"kind"`
 }
 
 // Deployed is the JSON form of delegate.DeployedView. When OK is false the
@@ -101,8 +118,9 @@ func newTensorRT(r io.ReaderAt, size int64) (*TensorRT, error) {
 	}
 	if rep.Err != nil {
 		t.Error = rep.Err.Error()
-	} else {
-		t.Metadata = trtMetadata(&rep.Blob.Metadata)
+	}
+	if rep.Python != nil {
+		t.Metadata = trtMetadata(&rep.Python.Metadata)
 	}
 	t.Deployed = &Deployed{
 		OK:                 dv.OK,
@@ -153,17 +171,50 @@ func aliased(a []delegate.AliasedIO) []TRTAliasedIO {
 	return out
 }
 
-func trtMetadata(m *delegate.Metadata) *TRTMetadata {
+func trtMetadata(m *delegate.PyMetadata) *TRTMetadata {
 	out := &TRTMetadata{
 		IOBindings:         make([]TRTBinding, len(m.IOBindings)),
-		AliasedIO:          aliased(m.AliasedIO),
-		HardwareCompatible: m.HardwareCompatible,
-		DeviceID:           m.DeviceID,
-		SerializedMetadata: m.SerializedMetadata,
-		TargetPlatform:     m.TargetPlatform,
+		AliasedIO:          make([]TRTAliasedIO, len(m.AliasedIO)),
+		HardwareCompatible: pyValue(m.HardwareCompatible),
+		DeviceID:           pyValue(m.DeviceID),
+		SerializedMetadata: pyValue(m.SerializedMetadata),
+		TargetPlatform:     pyValue(m.TargetPlatform),
 	}
 	for i, b := range m.IOBindings {
-		out.IOBindings[i] = TRTBinding{Name: b.Name, DType: b.DType, Shape: nonNil(b.Shape), IsInput: b.IsInput}
+		out.IOBindings[i] = TRTBinding{Name: pyValue(b.Name), DType: pyValue(b.DType), Shape: pyValue(b.Shape), IsInput: pyValue(b.IsInput)}
+	}
+	for i, a := range m.AliasedIO {
+		out.AliasedIO[i] = TRTAliasedIO{Output: pyValue(a.Output), Input: pyValue(a.Input), Kind: pyValue(a.Kind)}
 	}
 	return out
+}
+
+// pyValue returns a value of Python's reading with the number literals JSON
+// cannot hold (NaN, Infinity, -Infinity) as the strings "nan", "inf" and
+// "-inf".
+func pyValue(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		switch x {
+		case "NaN":
+			return "nan"
+		case "Infinity":
+			return "inf"
+		case "-Infinity":
+			return "-inf"
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = pyValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = pyValue(e)
+		}
+		return out
+	}
+	return v
 }
