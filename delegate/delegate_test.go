@@ -191,11 +191,38 @@ func TestUpstreamModeWritesWhatSafeModeRefuses(t *testing.T) {
 
 func TestEncodeEngineErrors(t *testing.T) {
 	m := &Metadata{IOBindings: []Binding{{Name: "x", IsInput: true}}}
-	if _, err := Encode(io.Discard, m, strings.NewReader("abc"), 10); !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("short engine: err = %v, want ErrUnexpectedEOF", err)
+	engineErr := func(what string, err error, sentinel error) {
+		t.Helper()
+		var ee *EngineError
+		if !errors.As(err, &ee) || !strings.HasPrefix(err.Error(), "trt engine: ") {
+			t.Errorf("%s: err = %v, want an *EngineError", what, err)
+		}
+		if sentinel != nil && !errors.Is(err, sentinel) {
+			t.Errorf("%s: err = %v, want it to wrap %v", what, err, sentinel)
+		}
 	}
-	if _, err := Encode(io.Discard, m, strings.NewReader("abc"), -1); err == nil {
-		t.Error("negative engine size accepted")
+	var buf bytes.Buffer
+	n, err := Encode(&buf, m, strings.NewReader("abc"), 10)
+	engineErr("short engine", err, io.ErrUnexpectedEOF)
+	if n != int64(buf.Len()) {
+		t.Errorf("short engine: returned %d, wrote %d", n, buf.Len())
+	}
+	_, err = Encode(io.Discard, m, strings.NewReader("abc"), -1)
+	engineErr("negative engine size", err, nil)
+	_, err = EncodedSize(m, -1)
+	engineErr("EncodedSize with a negative size", err, nil)
+	buf.Reset()
+	_, err = Encode(&buf, m, nil, 4)
+	engineErr("nil engine", err, nil)
+	if buf.Len() != 0 {
+		t.Errorf("nil engine: %d bytes written before the refusal", buf.Len())
+	}
+	_, err = NewBlobReader(m, nil, 4)
+	engineErr("NewBlobReader with a nil engine", err, nil)
+	boom := errors.New("boom")
+	_, err = Encode(io.Discard, m, readerAtFunc(func([]byte, int64) (int, error) { return 0, boom }), 4)
+	if !errors.Is(err, boom) {
+		t.Errorf("engine read error lost: %v", err)
 	}
 	if _, err := Encode(io.Discard, nil, nil, 0); err == nil {
 		t.Error("nil metadata accepted")
@@ -204,9 +231,8 @@ func TestEncodeEngineErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.ReadAll(sr); !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("blob reader over a short engine: err = %v", err)
-	}
+	_, err = io.ReadAll(sr)
+	engineErr("blob reader over a short engine", err, io.ErrUnexpectedEOF)
 	if _, err := Encode(failWriter{}, m, strings.NewReader("abc"), 3); err == nil {
 		t.Error("writer error lost")
 	}
