@@ -226,9 +226,10 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 		refs.remap = remap
 	}
 	// Like ExecuTorch's serializer, write the header only when a segment
-	// holds a byte, or else when a delegate refers to a segment: the
-	// runtime refuses SEGMENT delegate data without a header, even empty
-	// data (upstream never writes that case; it keeps empty blobs INLINE).
+	// holds a byte, or else when the program loads data from a segment:
+	// the runtime cannot locate a segment without the header, even an
+	// empty one (upstream never writes that case; it keeps empty delegate
+	// blobs INLINE, and an all-empty constant segment is rare).
 	needHeader := hasData || refersToSegment(p)
 	var reserve int64
 	if needHeader {
@@ -294,9 +295,16 @@ func checkSources(segments []*io.SectionReader) error {
 	return nil
 }
 
-// refersToSegment reports whether a delegate of p keeps its data in a
-// segment.
+// refersToSegment reports whether p loads data from a segment: a delegate
+// keeps its data in one, the constant segment lists constants, or there is
+// named or mutable data.
 func refersToSegment(p *Program) bool {
+	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 {
+		return true
+	}
+	if len(p.NamedData) > 0 || len(p.MutableDataSegments) > 0 {
+		return true
+	}
 	for _, ep := range p.ExecutionPlan {
 		if ep == nil {
 			continue

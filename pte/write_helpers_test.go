@@ -2,6 +2,7 @@ package pte
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -140,6 +141,9 @@ func wrComparePayloads(t *testing.T, want, got *File, segIndex []int) {
 		for di := range ep.Delegates {
 			w, werr := wrData(want.DelegateData(pi, di))
 			g, gerr := wrData(got.DelegateData(pi, di))
+			if wrNowReachable(want, got, werr, g, gerr) {
+				continue
+			}
 			if (werr == nil) != (gerr == nil) || !bytes.Equal(w, g) {
 				t.Errorf("plan %d delegate %d: payload differs (error %v, was %v)", pi, di, gerr, werr)
 			}
@@ -152,10 +156,23 @@ func wrComparePayloads(t *testing.T, want, got *File, segIndex []int) {
 	for i := 1; i < n; i++ {
 		w, werr := wrData(want.ConstantData(i))
 		g, gerr := wrData(got.ConstantData(i))
+		if wrNowReachable(want, got, werr, g, gerr) {
+			continue
+		}
 		if (werr == nil) != (gerr == nil) || !bytes.Equal(w, g) {
 			t.Errorf("constant %d: bytes differ (error %v, was %v)", i, gerr, werr)
 		}
 	}
+}
+
+// wrNowReachable reports whether a payload that want could not locate,
+// for lack of an extended header, reads back from got empty: the writer
+// adds the header whenever the program loads data from a segment, and a
+// segment that want could copy without a header holds no bytes.
+func wrNowReachable(want, got *File, werr error, g []byte, gerr error) bool {
+	var fe *FormatError
+	return werr != nil && gerr == nil && len(g) == 0 && errors.As(werr, &fe) && fe.Code == CodeNotFound &&
+		want.Header == nil && got.Header != nil
 }
 
 // wrErrorFindings counts Verify's Error findings by path and code.

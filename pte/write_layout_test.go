@@ -181,6 +181,32 @@ func TestWriteHeaderOnlyWithSegmentBytes(t *testing.T) {
 		t.Errorf("empty delegate payload: %q (%v)", got, err)
 	}
 
+	// So do an all-empty constant segment, named data and mutable data
+	// in empty segments: each is loaded through the segment base.
+	for name, edit := range map[string]func(p *Program){
+		"constant segment": func(p *Program) { p.ConstantSegment.Offsets = []uint64{0, 0} },
+		"named data":       func(p *Program) { p.NamedData = []*NamedData{{Key: "k", SegmentIndex: 1}} },
+		"mutable data": func(p *Program) {
+			p.MutableDataSegments = []*SubsegmentOffsets{{SegmentIndex: 1, Offsets: []uint64{0}}}
+		},
+	} {
+		p := wrProgram(0)
+		edit(p)
+		buf.Reset()
+		info, err := Write(&buf, p, []*io.SectionReader{wrSection(nil), wrSection(nil)}, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		f := wrOpenBytes(t, buf.Bytes())
+		if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
+			t.Errorf("%s in an empty segment: no header", name)
+		}
+		wrCheckLayout(t, f, info, DefaultSegmentAlignment)
+		if errs := wrErrorFindings(f); len(errs) != 0 {
+			t.Errorf("%s: Verify errors %v", name, errs)
+		}
+	}
+
 	// A trailing empty segment is aligned like any other: the segment
 	// data runs to its offset, as upstream's concatenation does.
 	p = wrProgram(1)
