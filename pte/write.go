@@ -103,7 +103,10 @@ func (e *SegmentError) Unwrap() error { return e.Err }
 // copied by the kernel when both ends are files at offsets equal modulo
 // 4096 (see Composite for sources made of parts), never held in memory.
 // Each source is read from its start, regardless of its current seek
-// offset. Inline payloads (ConstantBuffer, BackendDelegateData) live inside
+// offset, and (without opts.Dedup) exactly once, in order, so a payload
+// that arrives through a pipe can be given as a SequentialSource. The
+// constant segment payload and its offsets can be built with
+// ConstantSegment. Inline payloads (ConstantBuffer, BackendDelegateData) live inside
 // the flatbuffer, which must stay under 2 GiB; a larger program is refused
 // with an error matching ErrProgramTooLarge.
 //
