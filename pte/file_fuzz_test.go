@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -23,13 +24,36 @@ func addFuzzSeeds(f *testing.F) {
 	}
 }
 
+// openAllocBound is the most NewFile plus Verify may allocate for an
+// input of n bytes: 64 bytes per input byte (the region copy, the decoded
+// model, position maps and findings all grow linearly) plus 1 MiB of fixed
+// cost and slack for allocations by other goroutines of the test binary.
+func openAllocBound(n int) uint64 { return 64*uint64(n) + 1<<20 }
+
+// openAndVerify runs NewFile and, when it succeeds, Verify on data, and
+// returns the bytes allocated meanwhile (runtime.MemStats.TotalAlloc).
+func openAndVerify(data []byte) (f *File, findings []Finding, alloc uint64, err error) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f, err = NewFile(bytes.NewReader(data), int64(len(data)))
+	if err == nil {
+		findings = f.Verify()
+	}
+	runtime.ReadMemStats(&after)
+	return f, findings, after.TotalAlloc - before.TotalAlloc, err
+}
+
 // FuzzOpen feeds arbitrary bytes to NewFile and, when it opens, exercises
-// Verify and every payload accessor. Nothing may panic, and every failure
-// must be a *FormatError or an I/O error.
+// Verify and every payload accessor. Nothing may panic, every failure must
+// be a *FormatError or an I/O error, and NewFile plus Verify may allocate
+// no more than openAllocBound.
 func FuzzOpen(f *testing.F) {
 	addFuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		pf, err := NewFile(bytes.NewReader(data), int64(len(data)))
+		pf, findings, alloc, err := openAndVerify(data)
+		if alloc > openAllocBound(len(data)) {
+			t.Fatalf("NewFile and Verify allocated %d bytes for a %d-byte input (bound %d)", alloc, len(data), openAllocBound(len(data)))
+		}
 		if err != nil {
 			var fe *FormatError
 			if !errors.As(err, &fe) {
@@ -37,7 +61,7 @@ func FuzzOpen(f *testing.F) {
 			}
 			return
 		}
-		for _, fd := range pf.Verify() {
+		for _, fd := range findings {
 			if fd.Err == nil || (fd.Severity != Error && fd.Severity != Warning) {
 				t.Fatalf("malformed finding %+v", fd)
 			}

@@ -161,6 +161,44 @@ func (v *validator) addErr(sev Severity, err error) {
 	v.add(sev, CodeAccessFailed, -1, "", "%v", err)
 }
 
+// maxElemFindings is how many findings Verify lists for the elements of one
+// vector; the rest are counted in one more finding. This keeps a report
+// readable and its size proportional to the kinds of problems rather than
+// to the length of a hostile vector.
+const maxElemFindings = 8
+
+// elemFindings reports problems of the elements of one vector.
+type elemFindings struct {
+	v             *validator
+	sev           Severity
+	code          Code
+	off           int64
+	path          string // the vector's path; an element's is path[k]
+	shown, hidden int
+}
+
+func (v *validator) elems(sev Severity, code Code, off int64, path string) elemFindings {
+	return elemFindings{v: v, sev: sev, code: code, off: off, path: path}
+}
+
+// add reports a problem of element k, or counts it once maxElemFindings
+// have been reported.
+func (e *elemFindings) add(k int, format string, args ...any) {
+	if e.shown == maxElemFindings {
+		e.hidden++
+		return
+	}
+	e.shown++
+	e.v.add(e.sev, e.code, e.off, fmt.Sprintf("%s[%d]", e.path, k), format, args...)
+}
+
+// done reports how many element problems add did not list.
+func (e *elemFindings) done() {
+	if e.hidden > 0 {
+		e.v.add(e.sev, e.code, e.off, e.path, "%d more elements have problems like the ones listed", e.hidden)
+	}
+}
+
 // program checks program-level facts: segments, constant data, named data,
 // mutable data and inline payload alignment.
 func (v *validator) program() {
@@ -198,12 +236,13 @@ func (v *validator) program() {
 					"constant data is in a segment but the file has no extended header: ExecuTorch would read it from file offset 0")
 			} else if uint64(cs.SegmentIndex) < uint64(len(p.Segments)) {
 				size := p.Segments[cs.SegmentIndex].Size
+				bad := v.elems(Error, CodeInvalidArgument, f.posOf(cs), "constant_segment.offsets")
 				for k, o := range cs.Offsets {
 					if o > size {
-						v.add(Error, CodeInvalidArgument, f.posOf(cs), fmt.Sprintf("constant_segment.offsets[%d]", k),
-							"offset %d is past the %d-byte constant segment", o, size)
+						bad.add(k, "offset %d is past the %d-byte constant segment", o, size)
 					}
 				}
+				bad.done()
 			}
 		}
 	}

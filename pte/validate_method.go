@@ -32,11 +32,13 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 	if ep.Outputs == nil {
 		v.add(Error, CodeInvalidProgram, off, path+".outputs", "method has no outputs")
 	}
+	bad := v.elems(Error, CodeInvalidProgram, off, path+".non_const_buffer_sizes")
 	for k, s := range ep.NonConstBufferSizes {
 		if s < 0 {
-			v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.non_const_buffer_sizes[%d]", path, k), "negative arena size %d", s)
+			bad.add(k, "negative arena size %d", s)
 		}
 	}
+	bad.done()
 	if len(ep.NonConstBufferSizes) > 0 && ep.NonConstBufferSizes[0] != 0 {
 		v.add(Warning, CodeOk, off, path+".non_const_buffer_sizes[0]", "reserved entry 0 is %d, want 0", ep.NonConstBufferSizes[0])
 	}
@@ -47,18 +49,20 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 		}
 	}
 	n := len(ep.Values)
+	bad = v.elems(Error, CodeInvalidProgram, off, path+".inputs")
 	for k, x := range ep.Inputs {
 		if x < 0 || int(x) >= n {
-			v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.inputs[%d]", path, k),
-				"input value index %d out of range (%d values); ExecuTorch loads the method but aborts in set_input", x, n)
+			bad.add(k, "input value index %d out of range (%d values); ExecuTorch loads the method but aborts in set_input", x, n)
 		}
 	}
+	bad.done()
+	bad = v.elems(Error, CodeInvalidProgram, off, path+".outputs")
 	for k, x := range ep.Outputs {
 		if x < 0 || int(x) >= n {
-			v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.outputs[%d]", path, k),
-				"output value index %d out of range (%d values)", x, n)
+			bad.add(k, "output value index %d out of range (%d values)", x, n)
 		}
 	}
+	bad.done()
 	for k, ev := range ep.Values {
 		v.value(ep, path, k, ev)
 	}
@@ -113,11 +117,13 @@ func (v *validator) value(ep *ExecutionPlan, plan string, k int, ev *EValue) {
 			v.add(Error, CodeInvalidProgram, off, path, "IntList has no items")
 			return
 		}
+		bad := v.elems(Error, CodeInvalidProgram, off, path+".items")
 		for j, it := range x.Items {
 			if !valueIs(ep, it, isInt) {
-				v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.items[%d]", path, j), "item %d is not the index of an Int value", it)
+				bad.add(j, "item %d is not the index of an Int value", it)
 			}
 		}
+		bad.done()
 	case *TensorList:
 		if x == nil || x.Items == nil {
 			v.add(Error, CodeInvalidProgram, off, path, "TensorList has no items")
@@ -158,19 +164,19 @@ func isNilValue(x Value) bool {
 // tensorItems checks list items: indices of earlier Tensor values (-1 = None
 // when optional).
 func (v *validator) tensorItems(ep *ExecutionPlan, path string, self int, items []int32, optional bool) {
+	bad := v.elems(Error, CodeInvalidProgram, v.f.posOf(ep.Values[self]), path+".items")
 	for j, it := range items {
 		if optional && it == -1 {
 			continue
 		}
-		ipath := fmt.Sprintf("%s.items[%d]", path, j)
 		switch {
 		case !valueIs(ep, int64(it), isTensor):
-			v.add(Error, CodeInvalidProgram, v.f.posOf(ep.Values[self]), ipath, "item %d is not the index of a Tensor value", it)
+			bad.add(j, "item %d is not the index of a Tensor value", it)
 		case int(it) >= self:
-			v.add(Error, CodeInvalidProgram, v.f.posOf(ep.Values[self]), ipath,
-				"item %d does not precede the list (value %d); the runtime reads it before it exists", it, self)
+			bad.add(j, "item %d does not precede the list (value %d); the runtime reads it before it exists", it, self)
 		}
 	}
+	bad.done()
 }
 
 // tensor checks a Tensor as tensor_parser does, and its data source.
@@ -201,11 +207,13 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 	if rank > maxTensorRank {
 		v.add(Error, CodeInvalidProgram, off, path+".sizes", "rank %d exceeds the runtime limit %d", rank, maxTensorRank)
 	}
+	bad := v.elems(Error, CodeInvalidProgram, off, path+".sizes")
 	for d, s := range t.Sizes {
 		if s < 0 {
-			v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.sizes[%d]", path, d), "negative size %d", s)
+			bad.add(d, "negative size %d", s)
 		}
 	}
+	bad.done()
 	if t.DimOrder != nil {
 		if len(t.DimOrder) != rank {
 			v.add(Error, CodeInvalidProgram, off, path+".dim_order", "dim_order has %d entries for rank %d", len(t.DimOrder), rank)
@@ -358,11 +366,13 @@ func (v *validator) chains(ep *ExecutionPlan, path string) {
 				if a == nil {
 					v.add(Error, CodeInvalidProgram, off, ipath+".args", "instruction has no args")
 				}
+				bad := v.elems(Error, CodeInvalidProgram, off, ipath+".args")
 				for j, x := range a {
 					if !inRange(x) {
-						v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.args[%d]", ipath, j), "value index %d out of range (%d values)", x, n)
+						bad.add(j, "value index %d out of range (%d values)", x, n)
 					}
 				}
+				bad.done()
 			}
 			switch x := in.Args.(type) {
 			case nil:

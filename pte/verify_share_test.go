@@ -133,23 +133,27 @@ func shTensorProgram(n int) *Program {
 	return p
 }
 
+// shSharedSizes writes shTensorProgram(n), points the sizes of its n small
+// tensors at the large one's and opens the result.
+func shSharedSizes(t *testing.T, n int) ([]byte, error) {
+	t.Helper()
+	b := shWrite(t, shTensorProgram(n))
+	f := shOpen(t, b)
+	vals := f.Program.ExecutionPlan[0].Values
+	bigField := shFieldPos(t, f, vals[1].Val, 2)
+	for _, v := range vals[2:] {
+		shPointAt(b, shFieldPos(t, f, v.Val, 2), shTarget(b, bigField))
+	}
+	_, err := NewFile(bytes.NewReader(b), int64(len(b)))
+	return b, err
+}
+
 // TestVerifySharedVectorLimit: decoding copies a scalar vector once per
 // reference, so pointing many tables at one large vector must be refused
 // before it multiplies memory; a little sharing is accepted and decodes
 // into independent slices.
 func TestVerifySharedVectorLimit(t *testing.T) {
-	share := func(t *testing.T, n int) ([]byte, error) {
-		b := shWrite(t, shTensorProgram(n))
-		f := shOpen(t, b)
-		vals := f.Program.ExecutionPlan[0].Values
-		bigField := shFieldPos(t, f, vals[1].Val, 2)
-		for _, v := range vals[2:] {
-			shPointAt(b, shFieldPos(t, f, v.Val, 2), shTarget(b, bigField))
-		}
-		_, err := NewFile(bytes.NewReader(b), int64(len(b)))
-		return b, err
-	}
-	b, err := share(t, 2)
+	b, err := shSharedSizes(t, 2)
 	if err != nil {
 		t.Fatalf("two tensors sharing a sizes vector: %v", err)
 	}
@@ -164,7 +168,7 @@ func TestVerifySharedVectorLimit(t *testing.T) {
 		t.Error("tensors sharing a sizes vector decoded into aliased slices")
 	}
 
-	_, err = share(t, 60)
+	_, err = shSharedSizes(t, 60)
 	var fe *FormatError
 	if !errors.As(err, &fe) {
 		t.Fatalf("60 tensors sharing an 800-byte sizes vector: err %v, want a *FormatError", err)
