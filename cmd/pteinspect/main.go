@@ -11,7 +11,8 @@
 // counts, operators, memory plan and delegates (backend, payload location
 // and size, decoded compile specs, and for TensorRT delegates the blob
 // header, bindings and any hazard where the deployed C++ reader reads the
-// metadata differently from what it says).
+// metadata differently from what it says), and ends with the problems every
+// check finds (the same as --verify).
 //
 // Flags:
 //
@@ -29,8 +30,10 @@
 //
 // FILE "-" reads the program from standard input.
 //
-// Exit status: 0 on success, 1 when the file is damaged or a check fails
-// (and for diff: the files differ), 2 on a usage error (diff: any error).
+// Exit status: 0 on success, 1 when the file is damaged or a check finds an
+// error (the output is still complete), when --method or --delegate names
+// nothing in the file, and for diff when the files differ; 2 on a usage
+// error (diff: any error).
 // pteinspect never reads payload bytes it does not need: the default and
 // --json views of a multi-gigabyte program read a few kilobytes.
 package main
