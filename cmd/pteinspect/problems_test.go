@@ -111,8 +111,8 @@ func TestPlanJSONWhenTheProgramCannotBeRead(t *testing.T) {
 	}
 }
 
-// TestUnionTagWithoutTable: a file whose instructions keep their union tags
-// but lost their member tables (the FuzzBuild seed package ptejson
+// TestUnionTagWithoutTable: a file whose Double value and FreeCall keep
+// their union tags but lost their member tables (the FuzzBuild seed package ptejson
 // generates) gets every view, no panic, and the verifier's errors.
 func TestUnionTagWithoutTable(t *testing.T) {
 	seed, err := os.ReadFile(filepath.Join("..", "..", "pte", "ptejson", "testdata", "fuzz", "FuzzBuild", "seed_nil_members"))
@@ -128,6 +128,7 @@ func TestUnionTagWithoutTable(t *testing.T) {
 		r := runArgs(data, args...)
 		assert.Equal(t, exitFail, r.code, "%v: %s", args, r.stderr)
 		assert.Contains(t, r.stdout, "FreeCall has no table", "%v", args)
+		assert.Contains(t, r.stdout, "Double value has no Double table", "%v", args)
 	}
 	r := runArgs(data, "--plan", "-") // the runtime fails the method on the first damage it meets
 	assert.Equal(t, exitFail, r.code, r.stderr)
@@ -135,4 +136,5 @@ func TestUnionTagWithoutTable(t *testing.T) {
 
 	r = runArgs(data, "--json", "-")
 	assert.Regexp(t, `"instr_args_type": "FreeCall",\s+"instr_args": null`, r.stdout)
+	assert.Regexp(t, `"val_type": "Double",\s+"val": null`, r.stdout)
 }

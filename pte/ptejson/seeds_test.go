@@ -27,9 +27,9 @@ const maxSeedSize = 4 << 10
 
 // seedProgram returns a small file that uses every writable table and union
 // member of the schema, with a TensorRT blob inline and another in a
-// segment, named data and a constant segment. With nilMembers, the
-// instructions lose their member tables (the tags stay), as in a damaged
-// file.
+// segment, named data and a constant segment. With nilMembers, a Double
+// value and a FreeCall instruction lose their member tables (the tags
+// stay), as in a damaged file.
 func seedProgram(t testing.TB, nilMembers bool) []byte {
 	t.Helper()
 	p := everyKind()
@@ -73,13 +73,13 @@ func seedProgram(t testing.TB, nilMembers bool) []byte {
 // into a vtable.
 var vtablePlaceholder = []byte("vtable")
 
-// dropUnionMembers makes, in a written program, the union member of
-// execution_plan[0].chains[0].instructions[4] absent while its tag stays,
-// as in a damaged file: it writes a vtable holding only field 0 (the tag,
-// where the instruction's own vtable has it) over the bytes of the
-// vtablePlaceholder compile spec value, and points the instruction at it.
-// (Editing the instruction's own vtable would not do: tables of the same
-// layout share one, and a Tensor value without its table is refused by the
+// dropUnionMembers makes, in a written program, the union members of
+// execution_plan[0].values[5] and chains[0].instructions[4] absent while
+// their tags stay, as in a damaged file: it writes a vtable holding only
+// field 0 (the tag, where their own shared vtable has it) over the bytes of
+// the vtablePlaceholder compile spec value, and points both tables at it.
+// (Editing their own vtable would not do: every EValue and Instruction
+// shares it, and a Tensor value without its table is refused by the
 // reader.)
 func dropUnionMembers(t testing.TB, b []byte) {
 	le := binary.LittleEndian
@@ -90,15 +90,19 @@ func dropUnionMembers(t testing.TB, b []byte) {
 	deref := func(p int) int { return p + int(le.Uint32(b[p:])) }
 	elem := func(vec, i int) int { return deref(vec + 4 + 4*i) }
 	plan := elem(deref(field(deref(0), 1)), 0) // Program.execution_plan[0]
+	value := elem(deref(field(plan, 2)), 5)    // ExecutionPlan.values[5], a Double
 	chain := elem(deref(field(plan, 5)), 0)    // ExecutionPlan.chains[0]
-	instr := elem(deref(field(chain, 2)), 4)   // Chain.instructions[4]
+	instr := elem(deref(field(chain, 2)), 4)   // Chain.instructions[4], a FreeCall
 	own := vtable(instr)
+	require.Equal(t, own, vtable(value), "EValue and Instruction tables share a layout")
 	at := bytes.Index(b, vtablePlaceholder)
 	require.True(t, at > 0 && at%2 == 0, "placeholder at %d", at)
-	le.PutUint16(b[at:], 6)                          // vtable size: one field
-	le.PutUint16(b[at+2:], le.Uint16(b[own+2:]))     // table size
-	le.PutUint16(b[at+4:], le.Uint16(b[own+4:]))     // field 0: the tag
-	le.PutUint32(b[instr:], uint32(int32(instr-at))) // the instruction's vtable
+	le.PutUint16(b[at:], 6)                      // vtable size: one field
+	le.PutUint16(b[at+2:], le.Uint16(b[own+2:])) // table size
+	le.PutUint16(b[at+4:], le.Uint16(b[own+4:])) // field 0: the tag
+	for _, table := range []int{value, instr} {
+		le.PutUint32(b[table:], uint32(int32(table-at))) // the table's vtable
+	}
 }
 
 // TestFuzzBuildSeeds: the committed seeds of FuzzBuild are what
