@@ -14,6 +14,12 @@ import (
 // header and the flatbuffer region are read when it is opened; segment,
 // constant, named and delegate payloads are read on demand through Payload
 // handles.
+//
+// A File is safe for concurrent use by multiple goroutines as long as none
+// of them modifies Program or calls Close: its methods only read, and the
+// reader a File was created from is used through ReadAt only (an *os.File,
+// as Open uses, allows concurrent ReadAt calls). Each returned Payload has
+// its own read offset; share one between goroutines only through ReadAt.
 type File struct {
 	// Size is the file size in bytes.
 	Size int64
@@ -230,16 +236,21 @@ func (f *File) Segment(i int) (*Payload, error) {
 
 // DelegateData returns the processed payload of
 // Program.ExecutionPlan[plan].Delegates[delegate]: a slice of
-// backend_delegate_data (INLINE) or a segment (SEGMENT). Errors carry the
-// error class ExecuTorch reports when it initializes that delegate.
+// backend_delegate_data (INLINE) or a segment (SEGMENT). Errors are
+// *FormatError: an out-of-range plan or delegate index has Code
+// CodeInvalidArgument; the others carry the error class ExecuTorch reports
+// when it initializes that delegate.
 func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
 	p := f.Program
 	if plan < 0 || plan >= len(p.ExecutionPlan) {
-		return nil, fmt.Errorf("pte: execution plan %d out of range (%d plans)", plan, len(p.ExecutionPlan))
+		return nil, &FormatError{Off: -1, Path: "execution_plan",
+			Msg: fmt.Sprintf("execution plan %d out of range (%d plans)", plan, len(p.ExecutionPlan)), Code: CodeInvalidArgument}
 	}
 	ep := p.ExecutionPlan[plan]
 	if delegate < 0 || delegate >= len(ep.Delegates) {
-		return nil, fmt.Errorf("pte: execution_plan[%d] (%q): delegate %d out of range (%d delegates)", plan, ep.Name, delegate, len(ep.Delegates))
+		return nil, &FormatError{Off: f.posOf(ep), Path: fmt.Sprintf("execution_plan[%d].delegates", plan),
+			Msg:  fmt.Sprintf("method %q: delegate %d out of range (%d delegates)", ep.Name, delegate, len(ep.Delegates)),
+			Code: CodeInvalidArgument}
 	}
 	d := ep.Delegates[delegate]
 	path := fmt.Sprintf("execution_plan[%d].delegates[%d].processed", plan, delegate)

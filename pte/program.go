@@ -46,27 +46,62 @@ type (
 
 // Program is the root table of a .pte file.
 type Program struct {
-	Version             uint32
-	ExecutionPlan       []*ExecutionPlan
-	ConstantBuffer      []*Buffer
+	// Version is the schema version the writer recorded; the runtime does not
+	// read it (0 in every known file).
+	Version uint32
+	// ExecutionPlan lists the methods, e.g. "forward"; ExecuTorch looks them up
+	// by Name.
+	ExecutionPlan []*ExecutionPlan
+	// ConstantBuffer is the deprecated inline constant data, indexed by
+	// Tensor.DataBufferIdx when ConstantSegment has at most one offset. Entry 0
+	// is an empty placeholder.
+	ConstantBuffer []*Buffer
+	// BackendDelegateData holds delegate payloads stored inside the flatbuffer,
+	// indexed by BackendDelegateDataReference.Index when its Location is INLINE.
 	BackendDelegateData []*BackendDelegateInlineData
-	Segments            []*DataSegment
-	ConstantSegment     *SubsegmentOffsets
+	// Segments lists the data segments after the flatbuffer region.
+	// ConstantSegment, MutableDataSegments, NamedData and SEGMENT delegate
+	// references index it (0-based).
+	Segments []*DataSegment
+	// ConstantSegment locates the constant tensor data: Tensor.DataBufferIdx
+	// indexes its Offsets. When it has more than one offset it replaces
+	// ConstantBuffer.
+	ConstantSegment *SubsegmentOffsets
+	// MutableDataSegments holds the initial values of planned (mutable) tensors.
+	// The runtime uses only entry 0; a planned Tensor.DataBufferIdx indexes its
+	// Offsets.
 	MutableDataSegments []*SubsegmentOffsets
-	NamedData           []*NamedData
+	// NamedData maps keys to segments, for backends that look their data up by
+	// name.
+	NamedData []*NamedData
 }
 
 // ExecutionPlan is one method of a program.
 type ExecutionPlan struct {
-	Name                 string
-	ContainerMetaType    *ContainerMetadata
-	Values               []*EValue
-	Inputs               []int32
-	Outputs              []int32
-	Chains               []*Chain
-	Operators            []*Operator
-	Delegates            []*BackendDelegate
-	NonConstBufferSizes  []int64
+	// Name is the method name, unique in the program and free of NUL bytes.
+	Name string
+	// ContainerMetaType holds the pytree specs of the inputs and outputs; the
+	// runtime does not need it.
+	ContainerMetaType *ContainerMetadata
+	// Values is the value table; every other index in the method (inputs,
+	// outputs, instruction arguments, list items) points into it, 0-based.
+	Values []*EValue
+	// Inputs lists the method inputs as indices into Values, in call order.
+	Inputs []int32
+	// Outputs lists the method outputs as indices into Values, in return order.
+	Outputs []int32
+	// Chains lists the instruction sequences; real programs have exactly one.
+	Chains []*Chain
+	// Operators lists the kernels KernelCall.OpIndex refers to (0-based).
+	Operators []*Operator
+	// Delegates lists the lowered subgraphs DelegateCall.DelegateIndex refers to
+	// (0-based). It must be present, even if empty.
+	Delegates []*BackendDelegate
+	// NonConstBufferSizes gives the size in bytes of each planned-memory arena.
+	// Entry 0 is reserved (0); AllocationDetails.MemoryID 1 is entry 1.
+	NonConstBufferSizes []int64
+	// NonConstBufferDevice places arenas on devices other than the CPU; nil
+	// means every arena is on the CPU.
 	NonConstBufferDevice []*NonConstBufferDevice
 	// Absent names the string fields of this table that were absent in the
 	// file, by schema name (e.g. "name"); they read as "" and are written
@@ -78,7 +113,9 @@ type ExecutionPlan struct {
 // ContainerMetadata holds the pytree specs of a method's inputs and outputs,
 // kept verbatim (see ParseContainerSpec).
 type ContainerMetadata struct {
+	// EncodedInpStr is the input pytree spec, in either serialized form or "".
 	EncodedInpStr string
+	// EncodedOutStr is the output pytree spec, in either serialized form or "".
 	EncodedOutStr string
 	// Absent names the string fields of this table that were absent in the
 	// file, by schema name (e.g. "name"); they read as "" and are written
@@ -90,6 +127,7 @@ type ContainerMetadata struct {
 // EValue is one entry of a method's value table. Val is nil when the union
 // tag is NONE; an unknown tag is kept as *UnknownValue.
 type EValue struct {
+	// Val is the payload; nil for the NONE tag.
 	Val Value
 }
 
@@ -105,16 +143,26 @@ type Value interface {
 type Null struct{}
 
 // Int is a 64-bit integer value.
-type Int struct{ IntVal int64 }
+type Int struct {
+	// IntVal is the value.
+	IntVal int64
+}
 
 // Bool is a boolean value.
-type Bool struct{ BoolVal bool }
+type Bool struct {
+	// BoolVal is the value.
+	BoolVal bool
+}
 
 // Double is a float64 value.
-type Double struct{ DoubleVal float64 }
+type Double struct {
+	// DoubleVal is the value; NaN and infinities are allowed.
+	DoubleVal float64
+}
 
 // String is a string value.
 type String struct {
+	// StringVal is the value.
 	StringVal string
 	// Absent names the string fields of this table that were absent in the
 	// file, by schema name (e.g. "name"); they read as "" and are written
@@ -124,23 +172,43 @@ type String struct {
 }
 
 // IntList holds value indices of Int values (not the integers themselves).
-type IntList struct{ Items []int64 }
+type IntList struct {
+	// Items are indices into ExecutionPlan.Values, each of an Int value.
+	Items []int64
+}
 
 // DoubleList holds float64 literals.
-type DoubleList struct{ Items []float64 }
+type DoubleList struct {
+	// Items are the values.
+	Items []float64
+}
 
 // BoolList holds boolean literals.
-type BoolList struct{ Items []bool }
+type BoolList struct {
+	// Items are the values.
+	Items []bool
+}
 
 // TensorList holds value indices of Tensor values that precede it.
-type TensorList struct{ Items []int32 }
+type TensorList struct {
+	// Items are indices into ExecutionPlan.Values, each of a Tensor value that
+	// precedes the list.
+	Items []int32
+}
 
 // OptionalTensorList is like TensorList; -1 stands for None.
-type OptionalTensorList struct{ Items []int32 }
+type OptionalTensorList struct {
+	// Items are indices into ExecutionPlan.Values of preceding Tensor values, or
+	// -1 for None.
+	Items []int32
+}
 
 // UnknownValue is a union member whose tag this schema does not know. It is
 // kept so that tools can report it; it cannot be written.
-type UnknownValue struct{ Tag KernelTypes }
+type UnknownValue struct {
+	// Tag is the union tag found in the file.
+	Tag KernelTypes
+}
 
 // KernelType implements Value.
 func (*Null) KernelType() KernelTypes { return schema.KernelTypesNull }
@@ -180,23 +248,45 @@ func (u *UnknownValue) KernelType() KernelTypes { return u.Tag }
 
 // Tensor describes a tensor value: its type, shape and where its data lives.
 type Tensor struct {
-	ScalarType      ScalarType
-	StorageOffset   int32
-	Sizes           []int32
-	DimOrder        []uint8
-	RequiresGrad    bool
-	DataBufferIdx   uint32
-	AllocationInfo  *AllocationDetails
-	Layout          int8
-	ShapeDynamism   TensorShapeDynamism
+	// ScalarType is the element type; it gives the element size.
+	ScalarType ScalarType
+	// StorageOffset must be 0: the runtime does not support views.
+	StorageOffset int32
+	// Sizes is the shape, outermost dimension first (the upper bound for
+	// DYNAMIC_BOUND tensors). Rank 0 is a scalar.
+	Sizes []int32
+	// DimOrder is the memory order of the dimensions, outermost first, as
+	// indices into Sizes: [0 1 2 3] is contiguous, [0 2 3 1] channels-last.
+	DimOrder []uint8
+	// RequiresGrad is recorded for training programs; the runtime does not read
+	// it.
+	RequiresGrad bool
+	// DataBufferIdx locates initial data: for a constant tensor (AllocationInfo
+	// nil), an index into Program.ConstantSegment.Offsets (or
+	// Program.ConstantBuffer); for a planned tensor, an index into
+	// Program.MutableDataSegments[0].Offsets. 0 means no data.
+	DataBufferIdx uint32
+	// AllocationInfo places the tensor in planned memory; nil for constants and
+	// for tensors whose memory is supplied at run time.
+	AllocationInfo *AllocationDetails
+	// Layout is the torch layout code (0 strided); the runtime does not read it.
+	Layout int8
+	// ShapeDynamism says whether Sizes are fixed or an upper bound.
+	ShapeDynamism TensorShapeDynamism
+	// ExtraTensorInfo is nil for most tensors.
 	ExtraTensorInfo *ExtraTensorInfo
 }
 
 // AllocationDetails places a planned tensor in arena MemoryID (1-based index
 // into ExecutionPlan.NonConstBufferSizes) at the offset High<<32 | Low.
 type AllocationDetails struct {
-	MemoryID         uint32
-	MemoryOffsetLow  uint32
+	// MemoryID is the arena, a 1-based index into
+	// ExecutionPlan.NonConstBufferSizes (0 is invalid).
+	MemoryID uint32
+	// MemoryOffsetLow is the low 32 bits of the byte offset in the arena.
+	MemoryOffsetLow uint32
+	// MemoryOffsetHigh is the high 32 bits of the byte offset; non-zero values
+	// do not work on 32-bit targets.
 	MemoryOffsetHigh uint32
 }
 
@@ -207,11 +297,20 @@ func (a *AllocationDetails) Offset() uint64 {
 
 // ExtraTensorInfo holds rarely used tensor attributes.
 type ExtraTensorInfo struct {
+	// MutableDataSegmentsIdx names an entry of Program.MutableDataSegments; the
+	// runtime ignores it and always uses entry 0.
 	MutableDataSegmentsIdx uint64
-	FullyQualifiedName     string
-	Location               TensorDataLocation
-	DeviceType             DeviceType
-	DeviceIndex            int8
+	// FullyQualifiedName is the key of the tensor's data in an external data map
+	// (.ptd) when Location is EXTERNAL.
+	FullyQualifiedName string
+	// Location says whether the data is in this file (SEGMENT) or in an external
+	// data map (EXTERNAL).
+	Location TensorDataLocation
+	// DeviceType is the device the tensor lives on (CPU when the table is
+	// absent).
+	DeviceType DeviceType
+	// DeviceIndex selects one of several devices of DeviceType.
+	DeviceIndex int8
 	// Absent names the string fields of this table that were absent in the
 	// file, by schema name (e.g. "name"); they read as "" and are written
 	// absent again. Nil in the usual case. A listed field that is given a
@@ -221,7 +320,9 @@ type ExtraTensorInfo struct {
 
 // Operator names a kernel: Name plus ("." + Overload) when Overload != "".
 type Operator struct {
-	Name     string
+	// Name is the operator name, e.g. "aten::add".
+	Name string
+	// Overload is the overload name, e.g. "out", or "" for none.
 	Overload string
 	// Absent names the string fields of this table that were absent in the
 	// file, by schema name (e.g. "name"); they read as "" and are written
@@ -232,15 +333,21 @@ type Operator struct {
 
 // Chain is a list of instructions run in order.
 type Chain struct {
-	Inputs       []int32
-	Outputs      []int32
+	// Inputs is unused by the runtime (empty in real programs).
+	Inputs []int32
+	// Outputs is unused by the runtime (empty in real programs).
+	Outputs []int32
+	// Instructions run in order; JumpFalseCall destinations index this list.
 	Instructions []*Instruction
-	Stacktrace   []*FrameList
+	// Stacktrace, when present, has one FrameList per instruction (same index);
+	// the runtime does not read it.
+	Stacktrace []*FrameList
 }
 
 // Instruction is one step of a chain. Args is nil when the union tag is NONE;
 // an unknown tag is kept as *UnknownInstruction.
 type Instruction struct {
+	// Args is the payload; nil for the NONE tag.
 	Args InstructionArgs
 }
 
@@ -253,37 +360,52 @@ type InstructionArgs interface {
 
 // KernelCall runs Operators[OpIndex] on the listed value indices.
 type KernelCall struct {
+	// OpIndex is an index into ExecutionPlan.Operators.
 	OpIndex int32
-	Args    []int32
+	// Args are indices into ExecutionPlan.Values: the schema arguments in order,
+	// including out arguments, then the returned values.
+	Args []int32
 }
 
 // DelegateCall runs Delegates[DelegateIndex] on the listed value indices: the
 // delegate's inputs in order, then its outputs in order.
 type DelegateCall struct {
+	// DelegateIndex is an index into ExecutionPlan.Delegates.
 	DelegateIndex int32
-	Args          []int32
+	// Args are indices into ExecutionPlan.Values: the delegate inputs, then its
+	// outputs.
+	Args []int32
 }
 
 // MoveCall copies value MoveFrom into value MoveTo.
 type MoveCall struct {
+	// MoveFrom is the source, an index into ExecutionPlan.Values.
 	MoveFrom int32
-	MoveTo   int32
+	// MoveTo is the destination, an index into ExecutionPlan.Values.
+	MoveTo int32
 }
 
 // JumpFalseCall jumps to DestinationInstruction when the value is false.
 type JumpFalseCall struct {
-	CondValueIndex         int32
+	// CondValueIndex is the condition (a Bool or a bool tensor), an index into
+	// ExecutionPlan.Values.
+	CondValueIndex int32
+	// DestinationInstruction is an index into the chain's Instructions.
 	DestinationInstruction int32
 }
 
 // FreeCall releases the storage of a tensor value.
 type FreeCall struct {
+	// ValueIndex is the tensor to release, an index into ExecutionPlan.Values.
 	ValueIndex int32
 }
 
 // UnknownInstruction is an instruction whose union tag this schema does not
 // know. It is kept so that tools can report it; it cannot be written.
-type UnknownInstruction struct{ Tag InstructionArguments }
+type UnknownInstruction struct {
+	// Tag is the union tag found in the file.
+	Tag InstructionArguments
+}
 
 // InstructionType implements InstructionArgs.
 func (*KernelCall) InstructionType() InstructionArguments {
@@ -315,10 +437,14 @@ func (u *UnknownInstruction) InstructionType() InstructionArguments { return u.T
 
 // Frame is one source location of a stack trace.
 type Frame struct {
+	// Filename is the source file.
 	Filename string
-	Lineno   int32
-	Name     string
-	Context  string
+	// Lineno is the 1-based line number in Filename.
+	Lineno int32
+	// Name is the function name.
+	Name string
+	// Context is the source line.
+	Context string
 	// Absent names the string fields of this table that were absent in the
 	// file, by schema name (e.g. "name"); they read as "" and are written
 	// absent again. Nil in the usual case. A listed field that is given a
@@ -328,14 +454,19 @@ type Frame struct {
 
 // FrameList is the stack trace of one instruction.
 type FrameList struct {
+	// Items are the frames, outermost call first.
 	Items []*Frame
 }
 
 // BackendDelegate is a part of a method lowered to a backend.
 type BackendDelegate struct {
 	// ID is the backend name, e.g. "TensorRTBackend".
-	ID           string
-	Processed    *BackendDelegateDataReference
+	ID string
+	// Processed locates the payload the backend compiled ahead of time (for
+	// TensorRT, the engine blob).
+	Processed *BackendDelegateDataReference
+	// CompileSpecs are handed to the backend at init; nil and empty are both
+	// allowed.
 	CompileSpecs []*CompileSpec
 	// Absent names the string fields of this table that were absent in the
 	// file, by schema name (e.g. "name"); they read as "" and are written
@@ -347,14 +478,19 @@ type BackendDelegate struct {
 // BackendDelegateDataReference points at a delegate's payload: an index into
 // Program.BackendDelegateData (INLINE) or Program.Segments (SEGMENT).
 type BackendDelegateDataReference struct {
+	// Location says which list Index points into.
 	Location DataLocation
-	Index    uint32
+	// Index is 0-based into Program.BackendDelegateData (INLINE) or
+	// Program.Segments (SEGMENT).
+	Index uint32
 }
 
 // CompileSpec is a key and opaque value bytes handed to a backend at init.
 // Package compilespec knows the well-known keys.
 type CompileSpec struct {
-	Key   string
+	// Key names the option, e.g. "weight_streaming_budget".
+	Key string
+	// Value holds the option's bytes, whose encoding the backend defines.
 	Value []byte
 	// Absent names the string fields of this table that were absent in the
 	// file, by schema name (e.g. "name"); they read as "" and are written
@@ -365,38 +501,55 @@ type CompileSpec struct {
 
 // NonConstBufferDevice places planned arena BufferIdx on a device.
 type NonConstBufferDevice struct {
-	BufferIdx   int32
-	DeviceType  DeviceType
+	// BufferIdx is the arena, a 1-based index into
+	// ExecutionPlan.NonConstBufferSizes.
+	BufferIdx int32
+	// DeviceType is the device the arena lives on.
+	DeviceType DeviceType
+	// DeviceIndex selects one of several devices of DeviceType.
 	DeviceIndex int8
 }
 
 // Buffer is deprecated inline constant data.
 type Buffer struct {
+	// Storage holds the constant bytes; it may be longer than the tensor
+	// (padding).
 	Storage []byte
 }
 
 // BackendDelegateInlineData is delegate data stored inside the flatbuffer.
 type BackendDelegateInlineData struct {
+	// Data holds the delegate payload.
 	Data []byte
 }
 
 // DataSegment is a byte range after the flatbuffer. Offset is relative to the
 // extended header's segment base offset; Size excludes padding.
 type DataSegment struct {
+	// Offset is the segment start in bytes, relative to
+	// ExtendedHeader.SegmentBaseOffset.
 	Offset uint64
-	Size   uint64
+	// Size is the segment length in bytes, without alignment padding.
+	Size uint64
 }
 
 // SubsegmentOffsets lists byte offsets of items inside segment SegmentIndex.
 // Offsets[0] is a placeholder for "no data".
 type SubsegmentOffsets struct {
+	// SegmentIndex is an index into Program.Segments.
 	SegmentIndex uint32
-	Offsets      []uint64
+	// Offsets are byte offsets of the items from the start of the segment; an
+	// item runs to the next larger offset or to the segment end. Offsets[0] is a
+	// placeholder (0).
+	Offsets []uint64
 }
 
 // NamedData names a blob stored in segment SegmentIndex.
 type NamedData struct {
-	Key          string
+	// Key is the name backends look the data up by; lookups take the first
+	// match.
+	Key string
+	// SegmentIndex is an index into Program.Segments.
 	SegmentIndex uint32
 	// Absent names the string fields of this table that were absent in the
 	// file, by schema name (e.g. "name"); they read as "" and are written
