@@ -40,12 +40,12 @@ type ContainerKind uint8
 // (builtins.tuple, builtins.list, collections.namedtuple, builtins.dict and
 // collections.OrderedDict); any other type name is ContainerCustom.
 const (
-	ContainerLeaf ContainerKind = iota
-	ContainerTuple
-	ContainerList
-	ContainerNamedTuple
-	ContainerDict
-	ContainerCustom
+	ContainerLeaf       ContainerKind = iota // one flat value
+	ContainerTuple                           // a tuple
+	ContainerList                            // a list
+	ContainerNamedTuple                      // a named tuple
+	ContainerDict                            // a dict; Keys name the children
+	ContainerCustom                          // a registered custom node; TypeName names it
 )
 
 var containerKindNames = [...]string{"leaf", "tuple", "list", "namedtuple", "dict", "custom"}
@@ -61,6 +61,7 @@ func (k ContainerKind) String() string {
 // ContainerSpec is one node of a parsed pytree spec: how a method's flat list
 // of inputs or outputs nests into the caller's tuples, lists and dicts.
 type ContainerSpec struct {
+	// Kind says what the node is: a leaf (one flat value) or a container.
 	Kind ContainerKind
 	// TypeName is the torch type name (torch JSON form) or the custom type
 	// name (compact form); empty otherwise.
@@ -308,8 +309,11 @@ func (p *compactParser) key() (string, error) {
 
 // torchNode is one node of torch's JSON treespec.
 type torchNode struct {
-	Type     *string      `json:"type"`
-	Context  *string      `json:"context"`
+	// Type is the node's type name; null for a leaf.
+	Type *string `json:"type"`
+	// Context is the node's context, itself JSON (dict keys), or null.
+	Context *string `json:"context"`
+	// Children are the nested nodes.
 	Children []*torchNode `json:"children_spec"`
 }
 
