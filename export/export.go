@@ -209,10 +209,14 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 				idx = len(entries)
 				entries = append(entries, e)
 			}
+			specs, err := delegateSpecs(extra, sp, cd.deviceID)
+			if err != nil {
+				return nil, cd.err(md.m, "", "cannot derive target_device from the engine's device", err)
+			}
 			dels = append(dels, &pte.BackendDelegate{
 				ID:           delegate.BackendID,
 				Processed:    &pte.BackendDelegateDataReference{Index: uint32(idx)},
-				CompileSpecs: delegateSpecs(extra, sp, cd.deviceID),
+				CompileSpecs: specs,
 			})
 		}
 		prog.ExecutionPlan = append(prog.ExecutionPlan, executionPlan(md, dels))

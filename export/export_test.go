@@ -132,6 +132,28 @@ func TestTargetDeviceSpecs(t *testing.T) {
 	assert.NotContains(t, err.Error(), "method")
 }
 
+// TestDerivedTargetDevice: the target_device derived from an engine's
+// device is "cuda:N", and a device id no target_device can name is an
+// error rather than a value ExecuTorch cannot store (validation refuses
+// such ids first; this guards the derivation itself, including an id that
+// would wrap in a 32-bit int).
+func TestDerivedTargetDevice(t *testing.T) {
+	sp := &specPlan{}
+	specs, err := delegateSpecs(nil, sp, 127)
+	require.NoError(t, err)
+	require.Len(t, specs, 1)
+	assert.Equal(t, "target_device", specs[0].Key)
+	assert.Equal(t, "cuda:127", string(specs[0].Value))
+	for _, id := range []int64{-1, 128, 1<<32 + 1} {
+		_, err := delegateSpecs(nil, sp, id)
+		assert.ErrorContains(t, err, "outside [0, 127]", id)
+	}
+	// A pin means no derivation, so the engine's id is not read.
+	specs, err = delegateSpecs(nil, &specPlan{pinned: []byte("cuda:3")}, 128)
+	require.NoError(t, err)
+	assert.Equal(t, "cuda:3", string(specs[0].Value))
+}
+
 // TestEngineFIFORefused: an engine path naming a FIFO is refused at once
 // instead of blocking in open(2).
 func TestEngineFIFORefused(t *testing.T) {

@@ -46,17 +46,11 @@ func newSpecPlan(opts *Options) (*specPlan, error) {
 }
 
 // checkTargetDevice checks a target_device value the way ExecuTorch's
-// device propagation pass reads it, and that its index fits the int8 that
-// ExecuTorch stores device indices in.
+// device propagation pass reads it; compilespec also refuses an index
+// outside the int8 that ExecuTorch stores device indices in.
 func checkTargetDevice(v []byte) error {
-	_, idx, err := compilespec.ParseTargetDevice(v)
-	if err != nil {
-		return err
-	}
-	if idx < 0 || idx > maxDeviceIndex {
-		return fmt.Errorf("target_device %q: device index %d is outside [0, %d] (ExecuTorch stores device indices as int8)", v, idx, maxDeviceIndex)
-	}
-	return nil
+	_, _, err := compilespec.ParseTargetDevice(v)
+	return err
 }
 
 // isBudgetKey reports whether a caller's key would be read as the budget
@@ -128,8 +122,10 @@ func methodSpecs(m *Method, sp *specPlan) ([]*pte.CompileSpec, []byte, error) {
 // delegateSpecs returns the compile specs of one delegate, in upstream
 // order: the caller's specs, then weight_streaming_budget (when a budget is
 // set), then target_device (derived from the engine's device unless the
-// caller pinned one; a pin in the caller's specs stays where it is).
-func delegateSpecs(extra []*pte.CompileSpec, sp *specPlan, deviceID int64) []*pte.CompileSpec {
+// caller pinned one; a pin in the caller's specs stays where it is). The
+// error is a device id no target_device can name; validation refuses such
+// ids before this is reached.
+func delegateSpecs(extra []*pte.CompileSpec, sp *specPlan, deviceID int64) ([]*pte.CompileSpec, error) {
 	specs := make([]*pte.CompileSpec, 0, len(extra)+2)
 	pinnedInSpecs := false
 	for _, s := range extra {
@@ -143,9 +139,17 @@ func delegateSpecs(extra []*pte.CompileSpec, sp *specPlan, deviceID int64) []*pt
 	case sp.pinned != nil:
 		specs = append(specs, &pte.CompileSpec{Key: compilespec.KeyTargetDevice, Value: slices.Clone(sp.pinned)})
 	case !pinnedInSpecs:
-		specs = append(specs, &pte.CompileSpec{Key: compilespec.KeyTargetDevice, Value: compilespec.FormatTargetDevice(int(deviceID))})
+		if deviceID < 0 || deviceID > compilespec.MaxDeviceIndex {
+			// Checked here too: int(deviceID) could wrap on a 32-bit int.
+			return nil, fmt.Errorf("device_id %d is outside [0, %d]", deviceID, compilespec.MaxDeviceIndex)
+		}
+		v, err := compilespec.EncodeTargetDevice(int(deviceID))
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, &pte.CompileSpec{Key: compilespec.KeyTargetDevice, Value: v})
 	}
-	return specs
+	return specs, nil
 }
 
 // methodWarnings returns the warnings for one method; pin is the

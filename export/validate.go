@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -59,7 +60,7 @@ type blobMeta struct {
 
 // maxDeviceIndex is the largest CUDA device index a program can name:
 // ExecuTorch stores device indices as int8.
-const maxDeviceIndex = 127
+const maxDeviceIndex = compilespec.MaxDeviceIndex
 
 // callError returns an Error about engine call ci of m (-1: none).
 func callError(m *Method, ci int, tensor, msg string, err error) *Error {
