@@ -154,6 +154,8 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 				if err != nil {
 					return nil, callError(m, i, "", "not a valid TensorRT blob", err)
 				}
+				// The bytes are passed on as they are, so their layout
+				// cannot be changed to keep a name from being misread.
 				if err := delegate.CheckNames(&blob.Metadata); err != nil {
 					return nil, callError(m, i, "", "the blob's names would be misread by the deployed C++ reader", err)
 				}
@@ -322,9 +324,10 @@ func (b *built) blobFor(md *methodDef, cd *callDef, src *source, blob *delegate.
 	for _, a := range c.AliasedIO {
 		meta.AliasedIO = append(meta.AliasedIO, delegate.AliasedIO{Output: a.Output, Input: a.Input, Kind: a.Kind})
 	}
-	if err := delegate.CheckNames(meta); err != nil {
-		return nil, cd.err(md.m, "", "binding names the deployed C++ reader would misread", err)
-	}
+	// Safe-mode encoding refuses exactly the metadata no blob can carry to
+	// both readers unchanged, and lays out the rest so that they read it
+	// alike (an aliased name "device_id" moves the scalars first).
+	// CheckNames, which assumes upstream's layout, would refuse more.
 	sr, err := delegate.NewBlobReader(meta, src.r, src.size)
 	if err != nil {
 		return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)

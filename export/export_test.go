@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,6 +153,63 @@ func TestDerivedTargetDevice(t *testing.T) {
 	specs, err = delegateSpecs(nil, &specPlan{pinned: []byte("cuda:3")}, 128)
 	require.NoError(t, err)
 	assert.Equal(t, "cuda:3", string(specs[0].Value))
+}
+
+// TestAliasedNameCollidingWithScalarKey: an aliased output named
+// "device_id" would be found by the deployed C++ reader's text search for
+// the device_id key in upstream's layout. The export still succeeds (the
+// encoder writes the scalars first), and the strict, Python and deployed
+// readings of the written blob all agree with what was asked for. Metadata
+// no layout can carry (a control character in a name) is still refused,
+// naming the call.
+func TestAliasedNameCollidingWithScalarKey(t *testing.T) {
+	for _, name := range []string{"device_id", "hardware_compatible"} {
+		m := &Method{Name: "forward", Inputs: []*Tensor{{Name: "cache", DType: Float32, Shape: []int64{2, 2}}}}
+		m.Calls = []*EngineCall{{
+			Engine:             EngineReader(strings.NewReader("engine"), 6),
+			DeviceID:           3,
+			HardwareCompatible: true,
+			Inputs:             []*Binding{{Name: "in", Tensor: "cache"}},
+			Outputs:            []*Binding{{Name: name, Tensor: "y", DType: Float32, Shape: []int64{2, 2}}},
+			AliasedIO:          []AliasedIO{{Output: name, Input: "in", Kind: "user"}},
+		}}
+		m.Outputs = []*Tensor{{Name: "y"}}
+		var buf bytes.Buffer
+		_, err := Write(&buf, &Program{Methods: []*Method{m}}, nil)
+		require.NoError(t, err, name)
+		f := verifyClean(t, buf.Bytes())
+		pl, err := f.DelegateData(0, 0)
+		require.NoError(t, err)
+		rep, err := delegate.Check(pl.SectionReader, pl.Size())
+		require.NoError(t, err)
+		require.NoError(t, rep.Err, name)
+		require.NoError(t, rep.PythonErr, name)
+		assert.Empty(t, rep.Hazards, name)
+
+		want := []delegate.AliasedIO{{Output: name, Input: "in", Kind: "user"}}
+		assert.Equal(t, want, rep.Blob.Metadata.AliasedIO, name)
+		assert.Equal(t, int64(3), rep.Blob.Metadata.DeviceID, name)
+		assert.True(t, rep.Blob.Metadata.HardwareCompatible, name)
+		d := rep.Deployed
+		require.True(t, d.OK, "%s: deployed reader rejects: %s", name, d.Reason)
+		assert.Equal(t, []string{"in"}, d.Inputs, name)
+		assert.Equal(t, []string{name}, d.Outputs, name)
+		assert.Equal(t, want, d.AliasedIO, name)
+		assert.Equal(t, int32(3), d.DeviceID, name)
+		assert.True(t, d.HardwareCompatible, name)
+		py := rep.Python.Metadata
+		assert.Equal(t, "3", fmt.Sprint(py.DeviceID), name)
+		assert.Equal(t, true, py.HardwareCompatible, name)
+		assert.Equal(t, []delegate.PyAliasedIO{{Output: name, Input: "in", Kind: "user"}}, py.AliasedIO, name)
+
+		m.Calls[0].Outputs[0].Name = name + "\x01"
+		m.Calls[0].AliasedIO[0].Output = name + "\x01"
+		_, err = Write(&buf, &Program{Methods: []*Method{m}}, nil)
+		var e *Error
+		require.ErrorAs(t, err, &e, name)
+		assert.Equal(t, "forward", e.Method)
+		assert.ErrorContains(t, err, "cannot encode the TensorRT blob")
+	}
 }
 
 // TestEngineFIFORefused: an engine path naming a FIFO is refused at once
