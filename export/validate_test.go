@@ -256,7 +256,7 @@ func TestEngineSourceErrors(t *testing.T) {
 	m.Calls[0].Engine = EngineReader(strings.NewReader("e"), 1)
 	m.Calls[0].Outputs[0].Name = "bad\nname"
 	_, err = Write(io.Discard, &Program{Methods: []*Method{m}}, nil)
-	assert.ErrorContains(t, err, "misread")
+	assert.ErrorContains(t, err, `io_bindings[1].name "bad\nname": contains control character`)
 	m.Calls[0].Outputs[0].Name = "out"
 	m.CompileSpecs = []*pte.CompileSpec{{Key: "weight_streaming_budget\x00", Value: []byte("1")}}
 	_, err = Write(io.Discard, &Program{Methods: []*Method{m}}, nil)
