@@ -37,7 +37,10 @@
 // past the end of the file, unknown method), "not_found" (backend not
 // registered or unavailable, payload segment missing), "internal"
 // (unknown payload location), "invalid_state" (external constants without
-// a data map), "not_supported" (tensor features the runtime lacks) and
+// a data map), "not_supported" (tensor features the runtime lacks, and a
+// TensorRT blob whose metadata exceeds the 64 MiB ptekit reads: that error
+// wraps ErrOutcomeUnknown, as the deployed reader would scan it and its
+// verdict is unknown; PlanError.Unknown marks it) and
 // "memory_allocation_failed". Execution adds "operator_missing" and
 // "invalid_state" (enqueue failures, cancelled or closed methods).
 //

@@ -22,8 +22,10 @@ const (
 )
 
 // Error is a load or execution failure. Code is the ExecuTorch error class
-// the deployed runtime reports for the same failure; Method, Delegate,
-// Backend and Instruction say where it happened when known.
+// the deployed runtime reports for the same failure, except when Err is
+// ErrOutcomeUnknown (the failure is ptekit's, with CodeNotSupported, and the
+// deployed runtime's verdict is unknown); Method, Delegate, Backend and
+// Instruction say where it happened when known.
 type Error struct {
 	Code        pte.Code
 	Method      string // method name, "" when not method-specific
@@ -37,6 +39,14 @@ type Error struct {
 	// reported one), so that a failed load still shows every decision.
 	Plans []*Plan
 }
+
+// ErrOutcomeUnknown is wrapped by a load error (errors.Is) when ptekit
+// stopped short of what the deployed runtime would do, so that whether the
+// deployed runtime loads the method is unknown: the program is not known to
+// be invalid. The TensorRT backend returns it, with CodeNotSupported, for a
+// blob whose metadata is larger than delegate.MaxMetadataSize, which ptekit
+// does not read and the deployed reader would scan.
+var ErrOutcomeUnknown = errors.New("not read by ptekit, so the deployed load outcome is unknown")
 
 // errorf returns an *Error with no location; callers fill it in.
 func errorf(code pte.Code, format string, args ...any) *Error {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"log/slog"
 
 	"github.com/ptekit/ptekit/pte"
@@ -53,7 +54,8 @@ type ProgramPlan struct {
 // MethodPlan is the outcome of loading one method.
 type MethodPlan struct {
 	Name string `json:"name"`
-	// OK is true when the method loads.
+	// OK is true when the method loads. It is false when the method fails
+	// to load and also, with Error.Unknown, when ptekit cannot tell.
 	OK bool `json:"ok"`
 	// Error is the load error, nil when OK.
 	Error *PlanError `json:"error"`
@@ -82,6 +84,11 @@ type PlanError struct {
 	// Delegate is the index of the failing delegate, nil when the failure
 	// is not about one.
 	Delegate *int `json:"delegate"`
+	// Unknown is true when the failure is ptekit's, not the program's:
+	// ptekit did not read part of the program (ErrOutcomeUnknown; Kind is
+	// then "not_supported"), so whether the deployed runtime loads the
+	// method is unknown.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // DelegatePlan is the plan of one delegate.
@@ -201,7 +208,7 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 		mp := MethodPlan{Name: name, OK: lerr == nil, Delegates: []DelegatePlan{}}
 		failing := -1
 		if lerr != nil {
-			mp.Error = &PlanError{Kind: lerr.Kind(), Message: lerr.Error()}
+			mp.Error = &PlanError{Kind: lerr.Kind(), Message: lerr.Error(), Unknown: errors.Is(lerr, ErrOutcomeUnknown)}
 			if lerr.Delegate >= 0 {
 				d := lerr.Delegate
 				mp.Error.Delegate = &d

@@ -182,6 +182,16 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: "failed to read TensorRT blob", Err: err}
 	}
+	if view.MetadataUnread {
+		// Not a parse failure: ptekit stopped short of what the deployed
+		// reader does, so the load outcome is unknown.
+		log.Warn("TensorRTBackend::init: TensorRT blob metadata not read by ptekit; the deployed load outcome is unknown",
+			slog.Uint64("metadata_size", uint64(view.MetadataSize)), slog.Int("limit", delegate.MaxMetadataSize))
+		return nil, &Error{Code: CodeNotSupported, Delegate: -1, Instruction: -1,
+			Msg: fmt.Sprintf("TensorRT blob metadata of %d bytes (at blob byte %d) is larger than the %d bytes ptekit reads",
+				view.MetadataSize, view.MetadataOffset, delegate.MaxMetadataSize),
+			Err: ErrOutcomeUnknown}
+	}
 	if !view.OK {
 		log.Error("TensorRTBackend::init: failed to parse TensorRT blob", slog.String("reason", view.Reason))
 		return nil, errorf(CodeInvalidProgram, "failed to parse TensorRT blob: %s", view.Reason)
