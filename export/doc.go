@@ -60,6 +60,10 @@
 // a check. A binding may be a bare string naming both the binding and the
 // tensor. Unknown members are errors.
 //
+// A built program is written only if the reader's verifier
+// (pte.File.Verify) finds no error in it, so a file the exporter writes
+// loads in ExecuTorch as far as ptekit can tell.
+//
 // # Re-baking
 //
 // Rebake opens an existing program and sets or clears the budget (and

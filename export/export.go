@@ -27,11 +27,11 @@ func Write(w io.Writer, p *Program, opts *Options) (*Result, error) {
 		return nil, err
 	}
 	defer b.close()
-	info, err := pte.Write(w, b.prog, b.segments, b.writeOptions())
+	size, err := b.writeTo(w)
 	if err != nil {
 		return nil, fmt.Errorf("export: writing the program: %w", err)
 	}
-	b.result.Size = info.Size
+	b.result.Size = size
 	return b.result, nil
 }
 
@@ -54,13 +54,7 @@ func WriteFileContext(ctx context.Context, path string, p *Program, opts *Option
 	}
 	defer b.close()
 	ao := atomicOptions{total: b.total, progress: b.progress, noOverwrite: opts != nil && opts.NoOverwrite}
-	size, err := writeAtomic(ctx, path, ao, func(f *os.File) (int64, error) {
-		info, err := pte.Write(f, b.prog, b.segments, b.writeOptions())
-		if err != nil {
-			return 0, err
-		}
-		return info.Size, nil
-	})
+	size, err := writeAtomic(ctx, path, ao, func(f *os.File) (int64, error) { return b.writeTo(f) })
 	if err != nil {
 		return nil, fmt.Errorf("export: writing %s: %w", path, err)
 	}
@@ -80,8 +74,15 @@ type built struct {
 	closers  []io.Closer
 }
 
-func (b *built) writeOptions() *pte.WriteOptions {
-	return &pte.WriteOptions{SegmentAlignment: b.align}
+// writeTo writes the program to w and returns its size. The program is
+// new, so it is written only if pte.Verify would find no error in it: a
+// file the exporter writes must load.
+func (b *built) writeTo(w io.Writer) (int64, error) {
+	info, err := pte.Write(w, b.prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, Strict: true})
+	if err != nil {
+		return 0, err
+	}
+	return info.Size, nil
 }
 
 func (b *built) close() {

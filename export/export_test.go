@@ -212,6 +212,24 @@ func TestAliasedNameCollidingWithScalarKey(t *testing.T) {
 	}
 }
 
+// TestBuiltProgramWrittenStrictly: a built program is written only when
+// pte's verifier finds no error in it, so a defect in what the exporter
+// builds is refused before the first byte rather than shipped as a file
+// that fails to load. (Write and WriteFile both write through writeTo.)
+func TestBuiltProgramWrittenStrictly(t *testing.T) {
+	b, err := build(&Program{Methods: []*Method{chainMethod("forward", 1)}}, nil)
+	require.NoError(t, err)
+	defer b.close()
+	ep := b.prog.ExecutionPlan[0]
+	ep.Values = append(ep.Values, &pte.EValue{}) // no value: ExecuTorch fails to load it
+	var buf bytes.Buffer
+	_, err = b.writeTo(&buf)
+	var ve *pte.VerifyError
+	require.ErrorAs(t, err, &ve)
+	assert.Contains(t, err.Error(), `method "forward"`)
+	assert.Zero(t, buf.Len(), "nothing is written")
+}
+
 // TestEngineFIFORefused: an engine path naming a FIFO is refused at once
 // instead of blocking in open(2).
 func TestEngineFIFORefused(t *testing.T) {

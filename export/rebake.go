@@ -153,6 +153,8 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 	}
 	ao := atomicOptions{total: f.Size, progress: opts.Progress, noOverwrite: opts.NoOverwrite}
 	size, err := writeAtomic(ctx, out, ao, func(w *os.File) (int64, error) {
+		// Not Strict: the input was verified above and refused on an
+		// Error, and only its compile specs change.
 		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align})
 		if err != nil {
 			return 0, err
