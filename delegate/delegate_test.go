@@ -146,12 +146,22 @@ func TestSafeModeScalarsFirst(t *testing.T) {
 			if c.alias.Output == "y" {
 				m.IOBindings = m.IOBindings[:2]
 			}
+			if c.alias.Input != "x" {
+				m.IOBindings = append(m.IOBindings, Binding{Name: c.alias.Input, IsInput: true, Shape: []int64{}})
+			}
 			safe := encodeBytes(t, nil, m, []byte("ENGINE"))
 			upstream := encodeBytes(t, up, m, []byte("ENGINE"))
 			checkBothReadersRead(t, safe, m, []byte("ENGINE"))
 			rep, err := Check(bytes.NewReader(safe), int64(len(safe)))
-			if err != nil || rep.Err != nil || len(rep.Hazards) != 0 {
-				t.Fatalf("Check of the safe blob: %v, %v, hazards %v", err, rep.Err, rep.Hazards)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hz := rep.Hazards
+			if c.alias.Kind != KindUser && len(hz) == 1 && hz[0].Kind == HazardAliasedIOInvalid {
+				hz = nil // the readers agree; init refuses the made-up kind
+			}
+			if rep.Err != nil || len(hz) != 0 {
+				t.Fatalf("Check of the safe blob: %v, hazards %v", rep.Err, rep.Hazards)
 			}
 			md := string(safe[32 : 32+le32(safe[offMetadataSize:])])
 			scalarsFirst := strings.Index(md, `"device_id"`) < strings.Index(md, `"aliased_io"`)

@@ -56,6 +56,12 @@ const (
 	// HazardDuplicateName: two bindings carry the same name. TensorRT
 	// tensor names are unique, so the runtime binds both to one tensor.
 	HazardDuplicateName
+	// HazardAliasedIOInvalid: an aliased_io entry, as the deployed reader
+	// yields it, that TensorRTBackend init refuses with InvalidProgram: its
+	// output or input is not a binding of that direction, or its kind is
+	// neither kv_cache_update nor user. Binding names are only checked when
+	// the blob names some (otherwise init infers them from the engine).
+	HazardAliasedIOInvalid
 )
 
 var hazardKindNames = map[HazardKind]string{
@@ -74,6 +80,7 @@ var hazardKindNames = map[HazardKind]string{
 	HazardMetadataUnread:     "metadata-unread",
 	HazardTypeConfused:       "type-confused",
 	HazardDuplicateName:      "duplicate-name",
+	HazardAliasedIOInvalid:   "aliased-io-invalid",
 }
 
 // String returns a short stable name for the kind, e.g. "inputs".
@@ -87,7 +94,8 @@ func (k HazardKind) String() string {
 // Disagreement reports whether the kind is a difference between the JSON
 // reading of the blob and the deployed C++ reader's, as opposed to a
 // property both readers share (trailing bytes, a negative device id, a
-// duplicate name), a difference between the two JSON readings
+// duplicate name, an aliased_io entry init refuses), a difference between
+// the two JSON readings
 // (HazardTypeConfused), or something ptekit did not read.
 func (k HazardKind) Disagreement() bool {
 	switch k {
@@ -112,7 +120,9 @@ func (h Hazard) String() string { return h.Msg }
 // Hazards compares the JSON meaning of a blob with what the deployed C++
 // reader sees. b and decodeErr are Decode's results, d is ReadDeployed's.
 // When both readers reject the blob there is nothing to compare and the
-// result is empty: the blob is simply invalid (decodeErr says why). Check
+// result is empty: the blob is simply invalid (decodeErr says why). Besides
+// the differences, the result lists properties of the blob on which the
+// deployed runtime fails or misbehaves (see HazardKind.Disagreement). Check
 // also compares with upstream's Python reader, which Hazards does not run.
 func Hazards(b *Blob, decodeErr error, d *DeployedView) []Hazard {
 	return hazards(b, decodeErr, nil, d)
@@ -159,6 +169,7 @@ func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard 
 			default:
 				add(HazardDeployedAccepts, "the blob is invalid (%s): upstream's Python reader and ptekit reject it, but the deployed reader accepts it; %s", msg, reads)
 			}
+			invalidAliases(&hz, d)
 		}
 		return hz
 	}
@@ -187,6 +198,7 @@ func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard 
 		add(HazardDuplicateName, "binding name %q is used by io_bindings %s; TensorRT tensor names are unique, so the runtime binds them all to one tensor",
 			m.IOBindings[dup[0]].Name, formatIndices(dup))
 	}
+	invalidAliases(&hz, d)
 	if aliased := len(m.AliasedIO) > 0; aliased != (b.Header.Magic == MagicTR02) {
 		if aliased {
 			add(HazardMagic, "magic TR01 but the metadata has aliased_io; the upstream writer uses TR02")
@@ -198,6 +210,30 @@ func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard 
 		add(HazardTrailingBytes, "%d bytes after the engine are ignored by both readers", n)
 	}
 	return hz
+}
+
+// invalidAliases adds a HazardAliasedIOInvalid for each reason
+// TensorRTBackend init refuses an aliased_io entry of d, an accepting
+// deployed view: init checks that the output and the input are bindings
+// of the blob (when the blob lists none, it takes them from the engine,
+// which ptekit does not see) and that the kind is kv_cache_update or user.
+func invalidAliases(hz *[]Hazard, d *DeployedView) {
+	named := len(d.Inputs)+len(d.Outputs) > 0
+	for _, a := range d.AliasedIO {
+		entry := fmt.Sprintf("aliased_io entry %q <- %q", a.Output, a.Input)
+		if named && !slices.Contains(d.Outputs, a.Output) {
+			*hz = append(*hz, Hazard{Kind: HazardAliasedIOInvalid, Msg: fmt.Sprintf(
+				"%s: output %q is not an output binding of the blob; TensorRTBackend init fails with InvalidProgram (aliased_io names not found)", entry, a.Output)})
+		}
+		if named && !slices.Contains(d.Inputs, a.Input) {
+			*hz = append(*hz, Hazard{Kind: HazardAliasedIOInvalid, Msg: fmt.Sprintf(
+				"%s: input %q is not an input binding of the blob; TensorRTBackend init fails with InvalidProgram (aliased_io names not found)", entry, a.Input)})
+		}
+		if a.Kind != KindKVCacheUpdate && a.Kind != KindUser {
+			*hz = append(*hz, Hazard{Kind: HazardAliasedIOInvalid, Msg: fmt.Sprintf(
+				"%s has kind %q; TensorRTBackend init accepts only %q and %q and fails with InvalidProgram", entry, a.Kind, KindKVCacheUpdate, KindUser)})
+		}
+	}
 }
 
 // refusals lists strict-reading refusals for a message.
