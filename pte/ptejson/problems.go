@@ -3,7 +3,6 @@ package ptejson
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/ptekit/ptekit/compilespec"
@@ -134,7 +133,7 @@ func tensorRTProblems(f *pte.File, pi, di int, method string, d *pte.BackendDele
 		return &v
 	}
 	invalid := pte.CodeInvalidProgram.String()
-	if rep.Err != nil && !rep.Deployed.OK {
+	if bothReject(rep) {
 		p := Problem{Severity: SeverityError, Method: method, Path: path, Code: invalid,
 			Message: rep.Err.Error() + "; the deployed C++ reader rejects it too (" + rep.Deployed.Reason + "), so TensorRTBackend init fails"}
 		var be *delegate.BlobError
@@ -144,21 +143,46 @@ func tensorRTProblems(f *pte.File, pi, di int, method string, d *pte.BackendDele
 		out = append(out, p)
 	}
 	for _, h := range rep.Hazards {
-		sev, code := SeverityWarning, ""
-		switch {
-		case h.Kind == delegate.HazardDeployedRejects, h.Kind == delegate.HazardNegativeDeviceID:
-			sev, code = SeverityError, invalid
-		case h.Kind.Disagreement():
-			sev = SeverityError
-		}
+		sev, code := hazardSeverity(h.Kind)
 		out = append(out, Problem{Severity: sev, Method: method, Path: path, Offset: at(0), Code: code,
 			Message: h.Kind.String() + ": " + h.Msg})
 	}
-	for _, msg := range aliasFailures(rep.Deployed) {
-		out = append(out, Problem{Severity: SeverityError, Method: method, Path: path, Offset: at(0), Code: invalid,
-			Message: "aliased-io: " + msg})
-	}
 	return out, nil
+}
+
+// bothReject reports whether the strict reading and the deployed C++ reader
+// both reject the blob, which Hazards leaves out (there is nothing to
+// compare). A blob whose metadata ptekit did not read is not rejected by
+// the deployed reader: its verdict is unknown (HazardMetadataUnread).
+func bothReject(rep *delegate.Report) bool {
+	return rep.Err != nil && !rep.Deployed.OK && !rep.Deployed.MetadataUnread
+}
+
+// hazardSeverity is the severity of a hazard's Problem, and the ExecuTorch
+// error class, if any, that TensorRTBackend init returns for it:
+//
+//   - an error when the deployed runtime refuses the delegate (the C++
+//     reader rejects the blob, a negative device_id, an aliased_io entry
+//     init refuses: InvalidProgram), when the deployed reader reads the
+//     blob differently from what it says (a disagreement: the load may
+//     succeed with other bindings than meant, so no code), or when the
+//     runtime misbehaves (two bindings with one name: TensorRT names are
+//     unique, so one engine tensor is bound twice and another never; init
+//     does not notice, so no code);
+//   - a warning otherwise: properties both readers share and the runtime
+//     copes with (magic, trailing bytes, no binding names), metadata only
+//     Python's lenient reader accepts (HazardTypeConfused: what the
+//     deployed reader makes of it is a hazard of its own), and metadata
+//     too large for ptekit to read (HazardMetadataUnread: nothing is known
+//     to be wrong, but nothing was checked either).
+func hazardSeverity(k delegate.HazardKind) (severity, code string) {
+	switch {
+	case k == delegate.HazardDeployedRejects, k == delegate.HazardNegativeDeviceID, k == delegate.HazardAliasedIOInvalid:
+		return SeverityError, pte.CodeInvalidProgram.String()
+	case k.Disagreement(), k == delegate.HazardDuplicateName:
+		return SeverityError, ""
+	}
+	return SeverityWarning, ""
 }
 
 // budgetProblem reports a weight_streaming_budget compile spec that the
@@ -176,39 +200,4 @@ func budgetProblem(method string, pi, di int, d *pte.BackendDelegate) (Problem, 
 	}
 	p.Message = err.Error() + "; TensorRTBackend init fails unless a load-time budget option is given"
 	return p, true
-}
-
-// aliasFailures lists the aliased I/O entries the TensorRT delegate's init
-// refuses (with InvalidProgram) when it binds aliases: an entry must name
-// an output binding and an input binding of the blob, and its kind must be
-// kv_cache_update or user. When the blob lists no binding names, init takes
-// them from the engine, which this check cannot see; kinds are still
-// checked. The entries are those the deployed reader yields.
-func aliasFailures(dv *delegate.DeployedView) []string {
-	if dv == nil || !dv.OK {
-		return nil
-	}
-	named := len(dv.Inputs)+len(dv.Outputs) > 0
-	var out []string
-	for _, a := range dv.AliasedIO {
-		entry := fmt.Sprintf("aliased_io entry %q <- %q", a.Output, a.Input)
-		if a.Kind != delegate.KindKVCacheUpdate && a.Kind != delegate.KindUser {
-			out = append(out, fmt.Sprintf("%s has kind %q; TensorRTBackend init accepts only %q and %q and fails with InvalidProgram",
-				entry, a.Kind, delegate.KindKVCacheUpdate, delegate.KindUser))
-		}
-		if !named {
-			continue
-		}
-		var missing []string
-		if !slices.Contains(dv.Outputs, a.Output) {
-			missing = append(missing, fmt.Sprintf("output %q is not an output binding", a.Output))
-		}
-		if !slices.Contains(dv.Inputs, a.Input) {
-			missing = append(missing, fmt.Sprintf("input %q is not an input binding", a.Input))
-		}
-		for _, m := range missing {
-			out = append(out, fmt.Sprintf("%s: %s of the blob; TensorRTBackend init fails with InvalidProgram (aliased_io names not found)", entry, m))
-		}
-	}
-	return out
 }

@@ -133,8 +133,7 @@ func newTensorRT(r io.ReaderAt, size int64) (*TensorRT, error) {
 	for _, hz := range rep.Hazards {
 		t.Hazards = append(t.Hazards, hz.String())
 	}
-	t.Hazards = append(t.Hazards, aliasFailures(dv)...)
-	if rep.Err != nil && !dv.OK {
+	if bothReject(rep) {
 		// Both readers reject it: no disagreement, but the runtime fails.
 		t.Hazards = append(t.Hazards, "the deployed C++ reader rejects this blob ("+dv.Reason+"); TensorRTBackend init fails with InvalidProgram")
 	}
