@@ -394,47 +394,6 @@ func sameNumber(x, y string) bool {
 	return errx == nil && erry == nil && fx == fy
 }
 
-// DiffUpstream compares ours, the JSON form of a Document built with
-// hashing on, with upstream, the view of the same file printed by the
-// ExecuTorch reference tooling around the upstream Python deserializer
-// (the NAME.json files of the shared corpus and vectors): its file,
-// extended_header, segments, delegates and raw_program members against our
-// file, extended_header, segments, delegates and program. Members only we
-// have (each delegate's tensorrt) are not compared. Paths in the result use
-// our member names.
-//
-// Deprecated: DiffUpstream is a conformance-test helper, not part of the
-// JSON form's promise; compare with Diff instead. It remains only until the
-// last test that uses it has moved to Diff.
-func DiffUpstream(ours, upstream []byte) ([]Difference, error) {
-	a, err := toNode(json.RawMessage(ours))
-	if err != nil {
-		return nil, fmt.Errorf("ptejson: our document: %w", err)
-	}
-	b, err := toNode(json.RawMessage(upstream))
-	if err != nil {
-		return nil, fmt.Errorf("ptejson: upstream document: %w", err)
-	}
-	if a.kind != 'o' || b.kind != 'o' {
-		return nil, fmt.Errorf("ptejson: both documents must be JSON objects")
-	}
-	if del := a.obj["delegates"]; del != nil && del.kind == 'a' {
-		for _, d := range del.arr {
-			d.remove("tensorrt")
-		}
-	}
-	var d differ
-	// The upstream view calls the program member "raw_program".
-	for _, m := range [...]string{"file", "extended_header", "segments", "delegates", "program"} {
-		um := m
-		if m == "program" {
-			um = "raw_program"
-		}
-		d.walk(m, a.obj[m], b.obj[um])
-	}
-	return d.out, nil
-}
-
 func (n *node) remove(key string) {
 	if n.kind != 'o' {
 		return
