@@ -26,14 +26,19 @@
 //	                     name) to F ("-" for standard output); --engine writes
 //	                     the TensorRT engine inside it instead
 //	--plan               print the per-engine load plan (weight streaming
-//	                     budget, device, bindings) without a GPU
+//	                     budget, device, bindings) without a GPU; the engine
+//	                     facts it needs can be stated with --streamable-bytes,
+//	                     --scratch-bytes and --automatic-bytes (the budget
+//	                     TensorRT would choose), load-time options with
+//	                     --backend-option BACKEND:KEY=VALUE
 //
 // FILE "-" reads the program from standard input.
 //
 // Exit status: 0 on success, 1 when the file is damaged or a check finds an
 // error (the output is still complete), when --method or --delegate names
 // nothing in the file, and for diff when the files differ; 2 on a usage
-// error (diff: any error).
+// error (diff: any error). With --json, standard output holds one JSON
+// object even on failure: {"error": {"kind", "message", "offset", "path"}}.
 // pteinspect never reads payload bytes it does not need: the default and
 // --json views of a multi-gigabyte program read a few kilobytes.
 package main

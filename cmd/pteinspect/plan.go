@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/ptekit/ptekit/compilespec"
@@ -28,17 +26,27 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 			return usageErr(stderr, "--backend-option %s: %v", s, err)
 		}
 	}
-	var err error
-	if opts.Streamable, err = sizeFlag("--streamable-bytes", o.streamable); err != nil {
-		return usageErr(stderr, "%v", err)
-	}
-	if opts.Scratch, err = sizeFlag("--scratch-bytes", o.scratch); err != nil {
-		return usageErr(stderr, "%v", err)
+	facts := engineFacts(o)
+	for i := range facts {
+		fc := &facts[i]
+		v, err := sizeFlag(fc.flag, *fc.value)
+		if err != nil {
+			return usageErr(stderr, "%v", err)
+		}
+		fc.stated = v
+		switch fc.fact {
+		case runtime.FactStreamable:
+			opts.Streamable = v
+		case runtime.FactScratch:
+			opts.Scratch = v
+		case runtime.FactAutomatic:
+			opts.Automatic = v
+		}
 	}
 	plan, err := runtime.PlanProgram(f, opts)
 	if err != nil {
 		if o.json {
-			writePlanFailure(w, err)
+			writeFailure(w, err, true)
 		}
 		return failErr(stderr, name, err)
 	}
@@ -50,13 +58,37 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 		}
 	}
 	if o.json {
-		if err := ptejson.Encode(w, plan); err != nil {
+		if err := ptejson.Encode(w, newPlanDoc(plan)); err != nil {
 			return failErr(stderr, name, err)
 		}
 		return code
 	}
-	printPlan(w, plan)
+	printPlan(w, plan, facts)
 	return code
+}
+
+// engineFact is an engine fact the stand-in engine of --plan can be told,
+// with its flag.
+type engineFact struct {
+	fact  string  // runtime.FactStreamable, ...
+	what  string  // what it is, for people
+	flag  string  // the flag that states it
+	value *string // the flag's value, "" when not given
+	// stated is the value, nil when not given.
+	stated *int64
+	// unknown says what a plan without the fact lacks.
+	unknown string
+}
+
+func engineFacts(o *options) []engineFact {
+	return []engineFact{
+		{fact: runtime.FactStreamable, what: "streamable weight size", flag: "--streamable-bytes", value: &o.streamable,
+			unknown: "unknown, so applied budgets are open"},
+		{fact: runtime.FactScratch, what: "activation scratch size", flag: "--scratch-bytes", value: &o.scratch,
+			unknown: "unknown, so scratch memory is open"},
+		{fact: runtime.FactAutomatic, what: "automatic budget", flag: "--automatic-bytes", value: &o.automatic,
+			unknown: "TensorRT computes it on the device, so it is open"},
+	}
 }
 
 // narrowPlan keeps the method of --method and the delegates of --delegate.
@@ -70,37 +102,6 @@ func narrowPlan(plan *runtime.ProgramPlan, o *options) {
 			m.Delegates = slices.DeleteFunc(m.Delegates, func(d runtime.DelegatePlan) bool { return d.Backend != o.backend })
 		}
 	}
-}
-
-// planFailure is what --plan --json prints when there is no program to
-// plan: the reason, and no methods.
-type planFailure struct {
-	Error   planFailureError     `json:"error"`
-	Methods []runtime.MethodPlan `json:"methods"`
-}
-
-type planFailureError struct {
-	Kind    string `json:"kind"` // as runtime.PlanError.Kind
-	Message string `json:"message"`
-}
-
-// writePlanFailure prints a planFailure for err, so that pipelines reading
-// --plan --json get JSON whatever happens.
-func writePlanFailure(w io.Writer, err error) {
-	code := runtime.CodeOf(err)
-	if !isFormatOrRuntime(err) {
-		code = pte.CodeAccessFailed // the file could not be read
-	}
-	ptejson.Encode(w, planFailure{
-		Error:   planFailureError{Kind: runtime.KindOf(code), Message: oneLine(err.Error())},
-		Methods: []runtime.MethodPlan{},
-	})
-}
-
-func isFormatOrRuntime(err error) bool {
-	var fe *pte.FormatError
-	var re *runtime.Error
-	return errors.As(err, &fe) || errors.As(err, &re)
 }
 
 func sizeFlag(flag, s string) (*int64, error) {
@@ -124,51 +125,38 @@ func optBytes(p *int64, unknown string) string {
 	return fmt.Sprintf("%d (%s)", *p, humanSize(*p))
 }
 
-func printPlan(w io.Writer, plan *runtime.ProgramPlan) {
-	if len(plan.Assumed) > 0 {
-		fmt.Fprintf(w, "assumed: %s (no engine binding; state them with --streamable-bytes / --scratch-bytes)\n\n",
-			strings.Join(plan.Assumed, ", "))
+// printPlan prints the plan for a terminal: the engine facts it rests on,
+// then per method whether it loads and each delegate's plan.
+func printPlan(w io.Writer, plan *runtime.ProgramPlan, facts []engineFact) {
+	if len(plan.Assumed)+len(plan.Stated) > 0 {
+		fmt.Fprintln(w, "engine facts (no engine binding: a stand-in engine plans with these):")
+		t := newTable(w, "  ")
+		for _, fc := range facts {
+			switch {
+			case slices.Contains(plan.Stated, fc.fact):
+				t.row(fc.what, fmt.Sprintf("%s, stated with %s", optBytes(fc.stated, "?"), fc.flag))
+			case slices.Contains(plan.Assumed, fc.fact):
+				t.row(fc.what, fmt.Sprintf("%s; state it with %s", fc.unknown, fc.flag))
+			}
+		}
+		t.flush()
+		fmt.Fprintln(w)
 	}
 	for i, m := range plan.Methods {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
+		assuming := ""
+		if len(m.NotModelled) > 0 {
+			assuming = fmt.Sprintf(" (if its %s delegates do: not modelled here)", strings.Join(m.NotModelled, ", "))
+		}
 		if m.OK {
-			fmt.Fprintf(w, "method %s: loads\n", m.Name)
+			fmt.Fprintf(w, "method %s: loads%s\n", m.Name, assuming)
 		} else {
 			fmt.Fprintf(w, "method %s: FAILS to load: %s: %s\n", m.Name, m.Error.Kind, oneLine(m.Error.Message))
 		}
 		for _, d := range m.Delegates {
-			dev := "-"
-			if d.Device != nil {
-				dev = "cuda:" + strconv.Itoa(*d.Device)
-			}
-			fmt.Fprintf(w, "  [%d] %s  device %s\n", d.Index, d.Backend, dev)
-			t := newTable(w, "      ")
-			if b := d.Budget; b != nil {
-				t.row("budget source", string(b.Source))
-				t.row("requested", optBytes(b.Requested, "none (automatic)"))
-				t.row("applied", optBytes(b.Applied, "unknown: depends on an engine fact nobody stated"))
-				t.row("streamable", optBytes(b.Streamable, "unknown"))
-				if b.Reason != "" {
-					t.row("reason", b.Reason)
-				}
-			}
-			if d.Budget != nil || len(d.Inputs)+len(d.Outputs) > 0 {
-				t.row("inputs", quoteAll(d.Inputs))
-				t.row("outputs", quoteAll(d.Outputs))
-			}
-			if d.Scratch != nil {
-				shared := ""
-				if d.SharedScratch {
-					shared = ", shared pool"
-				}
-				t.row("scratch", optBytes(d.Scratch, "unknown")+shared)
-			}
-			for _, n := range d.Notes {
-				t.row("note", n)
-			}
-			t.flush()
+			printDelegatePlan(w, &m, &d)
 		}
 		if len(m.MissingOperators) > 0 {
 			fmt.Fprintf(w, "  operators without a kernel here (fail at execution, not load): %s\n", strings.Join(m.MissingOperators, ", "))
@@ -178,4 +166,57 @@ func printPlan(w io.Writer, plan *runtime.ProgramPlan) {
 		fmt.Fprintf(w, "\nscratch memory: %s with a context each, %s with the shared pool, %s as configured\n",
 			humanSize(sm.WithoutPool), humanSize(sm.WithPool), humanSize(sm.Current))
 	}
+}
+
+func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePlan) {
+	switch {
+	case !d.Modelled:
+		fmt.Fprintf(w, "  [%d] %s  (not modelled)\n", d.Index, d.Backend)
+	case d.Device != nil:
+		fmt.Fprintf(w, "  [%d] %s  device cuda:%d\n", d.Index, d.Backend, *d.Device)
+	default:
+		fmt.Fprintf(w, "  [%d] %s\n", d.Index, d.Backend)
+	}
+	t := newTable(w, "      ")
+	if b := d.Budget; b != nil {
+		t.row("budget source", string(b.Source))
+		t.row("requested", optBytes(b.Requested, "none (automatic)"))
+		t.row("applied", appliedBudget(m, d))
+		t.row("streamable", optBytes(b.Streamable, "unknown"))
+		if b.Reason != "" {
+			t.row("reason", b.Reason)
+		}
+	}
+	if d.Budget != nil || len(d.Inputs)+len(d.Outputs) > 0 {
+		t.row("inputs", quoteAll(d.Inputs))
+		t.row("outputs", quoteAll(d.Outputs))
+	}
+	if d.Scratch != nil {
+		shared := ""
+		if d.SharedScratch {
+			shared = ", shared pool"
+		}
+		t.row("scratch", optBytes(d.Scratch, "unknown")+shared)
+	}
+	for _, n := range d.Notes {
+		t.row("note", n)
+	}
+	t.flush()
+}
+
+// appliedBudget says which budget is in force on a TensorRT engine, or why
+// none is, or which unstated fact it depends on.
+func appliedBudget(m *runtime.MethodPlan, d *runtime.DelegatePlan) string {
+	b := d.Budget
+	switch {
+	case b.Applied != nil:
+		return optBytes(b.Applied, "")
+	case b.Streaming != nil && !*b.Streaming:
+		return "none: no budget applies (nothing streamable)"
+	case m.Error != nil && m.Error.Delegate != nil && *m.Error.Delegate == d.Index:
+		return "none: the delegate fails to load"
+	case b.Streaming == nil:
+		return "unknown: depends on the streamable weight size (state it with --streamable-bytes)"
+	}
+	return "unknown: TensorRT computes the automatic budget on the device (state it with --automatic-bytes)"
 }

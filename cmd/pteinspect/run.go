@@ -40,7 +40,7 @@ type options struct {
 	json, hash, compileSpecs, verify, engine, plan bool
 	method, backend, extract, output               string
 	backendOptions                                 []string
-	streamable, scratch                            string
+	streamable, scratch, automatic                 string
 }
 
 func newFlagSet(o *options) *pflag.FlagSet {
@@ -59,7 +59,8 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.BoolVar(&o.plan, "plan", false, "print the per-engine load plan (budget, device, bindings) without a GPU")
 	fs.StringArrayVar(&o.backendOptions, "backend-option", nil, "with --plan, a load-time option `BACKEND:KEY=VALUE` (repeatable)")
 	fs.StringVar(&o.streamable, "streamable-bytes", "", "with --plan, the engines' streamable weight `SIZE` (e.g. 2GiB)")
-	fs.StringVar(&o.scratch, "scratch-bytes", "", "with --plan, the engines' scratch `SIZE`")
+	fs.StringVar(&o.scratch, "scratch-bytes", "", "with --plan, the engines' activation scratch `SIZE`")
+	fs.StringVar(&o.automatic, "automatic-bytes", "", "with --plan, the automatic weight streaming budget `SIZE` TensorRT would choose")
 	return fs
 }
 
@@ -119,16 +120,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.verify {
 		return runVerify(name, stdin, stdout, stderr, &o)
 	}
-	f, err := openInput(name, stdin)
-	if err != nil {
-		if o.plan && o.json {
-			writePlanFailure(stdout, err)
+	// With --json, standard output holds one JSON object whatever happens:
+	// the result, or {"error": ...} when there is none.
+	fail := func(err error) int {
+		if o.json {
+			writeFailure(stdout, err, o.plan)
 		}
 		return failErr(stderr, name, err)
 	}
+	f, err := openInput(name, stdin)
+	if err != nil {
+		return fail(err)
+	}
 	defer f.Close()
 	if err := checkFilters(f.Program, &o); err != nil {
-		return failErr(stderr, name, err)
+		return fail(err)
 	}
 
 	w := bufio.NewWriter(stdout)
@@ -144,7 +150,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	doc, err := ptejson.Build(f, &ptejson.Options{Hash: o.hash, Method: o.method, Backend: o.backend})
 	if err != nil {
-		return failErr(stderr, name, err)
+		return fail(err)
 	}
 	code := exitOK
 	if countErrors(doc.Problems) > 0 {
@@ -204,8 +210,8 @@ func (o *options) check(stderr io.Writer) int {
 		return usageErr(stderr, "--hash goes with the default view and --json, not with %s", modes[0])
 	case o.verify && o.backend != "":
 		return usageErr(stderr, "--verify checks every delegate; --delegate does not apply (--method does)")
-	case !o.plan && (len(o.backendOptions) > 0 || o.streamable != "" || o.scratch != ""):
-		return usageErr(stderr, "--backend-option, --streamable-bytes and --scratch-bytes go with --plan")
+	case !o.plan && (len(o.backendOptions) > 0 || o.streamable != "" || o.scratch != "" || o.automatic != ""):
+		return usageErr(stderr, "--backend-option, --streamable-bytes, --scratch-bytes and --automatic-bytes go with --plan")
 	}
 	return exitOK
 }

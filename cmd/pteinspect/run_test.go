@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -125,6 +126,10 @@ func TestGolden(t *testing.T) {
 		{"trt_inline", "vectors/pte", "trt_inline.pte"},
 		{"trt_inline_hash", "vectors/pte", "trt_inline.pte"},
 		{"trt_plan", "vectors/pte", "trt_two_engines_chain.pte"},
+		{"trt_plan_unstated", "vectors/pte", "trt_two_engines_chain.pte"},
+		{"trt_plan_automatic", "vectors/pte", "trt_no_budget_spec.pte"},
+		{"trt_plan_not_streaming", "vectors/pte", "trt_segment.pte"},
+		{"corpus_xnnpack_plan_not_modelled", "corpus", "djl__stress_mlp__3022a8a3.pte"},
 		{"trt_compile_specs", "vectors/pte", "trt_delegate_kernel_delegate_with_constant.pte"},
 	}
 	for _, c := range cases {
@@ -134,6 +139,12 @@ func TestGolden(t *testing.T) {
 			switch {
 			case strings.HasSuffix(c.golden, "_hash"):
 				args = append(args, "--hash")
+			case strings.HasSuffix(c.golden, "_plan_unstated"), strings.HasSuffix(c.golden, "_plan_not_modelled"):
+				args = append(args, "--plan")
+			case strings.HasSuffix(c.golden, "_plan_automatic"):
+				args = append(args, "--plan", "--streamable-bytes", "1GiB")
+			case strings.HasSuffix(c.golden, "_plan_not_streaming"):
+				args = append(args, "--plan", "--streamable-bytes", "0", "--automatic-bytes", "1MiB")
 			case strings.HasSuffix(c.golden, "_plan"):
 				args = append(args, "--plan", "--streamable-bytes", "1MiB", "--scratch-bytes", "4KiB")
 			case strings.HasSuffix(c.golden, "_compile_specs"):
@@ -428,17 +439,26 @@ func TestStdinAndFilters(t *testing.T) {
 // in the file, in every view; the error lists what there is.
 func TestFiltersThatMatchNothing(t *testing.T) {
 	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_two_methods_prefill_decode.pte")
-	for _, view := range [][]string{{}, {"--json"}, {"--verify"}, {"--compile-specs"}, {"--plan"}} {
+	for _, view := range [][]string{{}, {"--json"}, {"--verify"}, {"--verify", "--json"}, {"--compile-specs"},
+		{"--compile-specs", "--json"}, {"--plan"}, {"--plan", "--json"}} {
+		asJSON := slices.Contains(view, "--json")
 		r := runArgs(nil, append(view, "--method", "nope", path)...)
 		assert.Equal(t, exitFail, r.code, "%v", view)
 		assert.Contains(t, r.stderr, `no such method "nope" (methods: prefill, decode)`, "%v", view)
-		assert.Empty(t, r.stdout, "%v", view)
-		if len(view) > 0 && view[0] == "--verify" {
+		if asJSON {
+			assertFailureJSON(t, r.stdout, "not_found", view)
+		} else {
+			assert.Empty(t, r.stdout, "%v", view)
+		}
+		if slices.Contains(view, "--verify") {
 			continue // --delegate does not apply
 		}
 		r = runArgs(nil, append(view, "--delegate", "XnnpackBackend", path)...)
 		assert.Equal(t, exitFail, r.code, "%v", view)
 		assert.Contains(t, r.stderr, `no delegate of backend "XnnpackBackend" (backends: TensorRTBackend)`, "%v", view)
+		if asJSON {
+			assertFailureJSON(t, r.stdout, "not_found", view)
+		}
 	}
 
 	// Narrowing works in --verify and --plan too.

@@ -14,22 +14,28 @@ import (
 // delegates, their compile specs and the blob readings of both upstream
 // readers. It exits 1 when any finding is an error.
 func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *options) int {
+	fail := func(err error) int {
+		if o.json {
+			writeFailure(stdout, err, false)
+		}
+		return failErr(stderr, name, err)
+	}
 	var probs []ptejson.Problem
 	f, err := openInput(name, stdin)
 	if err != nil {
 		var fe *pte.FormatError
 		if !errors.As(err, &fe) {
-			return failErr(stderr, name, err)
+			return fail(err)
 		}
 		probs = append(probs, ptejson.FormatProblem(pte.Error, "", fe))
 	} else {
 		defer f.Close()
 		if o.method != "" && !hasMethod(f.Program, o.method) {
-			return failErr(stderr, name, noMethod(f.Program, o.method))
+			return fail(noMethod(f.Program, o.method))
 		}
 		all, err := ptejson.Check(f)
 		if err != nil {
-			return failErr(stderr, name, err)
+			return fail(err)
 		}
 		for _, p := range all {
 			if o.method == "" || p.Method == "" || p.Method == o.method {
