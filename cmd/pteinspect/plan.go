@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
 	"github.com/ptekit/ptekit/runtime"
@@ -14,7 +15,10 @@ import (
 
 // runPlan loads every method the way ExecuTorch with the TensorRT delegate
 // would, without a GPU, and prints each engine's plan or the load error.
-// It exits 1 when a method fails to load.
+// It exits 1 when a method fails to load, and also when ptekit cannot tell
+// whether it loads (PlanError.Unknown): the plan could not be made, so a
+// pipeline gating on the exit status must not take it for a pass, while
+// the output says the outcome is unknown rather than a failure.
 func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 	opts := runtime.PlanOptions{LoadOptions: &runtime.LoadOptions{}}
 	for _, s := range o.backendOptions {
@@ -63,7 +67,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 		}
 		return code
 	}
-	printPlan(w, plan, facts)
+	printPlan(w, f, plan, facts)
 	return code
 }
 
@@ -127,7 +131,7 @@ func optBytes(p *int64, unknown string) string {
 
 // printPlan prints the plan for a terminal: the engine facts it rests on,
 // then per method whether it loads and each delegate's plan.
-func printPlan(w io.Writer, plan *runtime.ProgramPlan, facts []engineFact) {
+func printPlan(w io.Writer, f *pte.File, plan *runtime.ProgramPlan, facts []engineFact) {
 	if len(plan.Assumed)+len(plan.Stated) > 0 {
 		fmt.Fprintln(w, "engine facts (no engine binding: a stand-in engine plans with these):")
 		t := newTable(w, "  ")
@@ -150,9 +154,12 @@ func printPlan(w io.Writer, plan *runtime.ProgramPlan, facts []engineFact) {
 		if len(m.NotModelled) > 0 {
 			assuming = fmt.Sprintf(" (if its %s delegates do: not modelled here)", strings.Join(m.NotModelled, ", "))
 		}
-		if m.OK {
+		switch {
+		case m.OK:
 			fmt.Fprintf(w, "method %s: loads%s\n", m.Name, assuming)
-		} else {
+		case m.Error.Unknown:
+			fmt.Fprintf(w, "method %s: load outcome UNKNOWN: %s\n", m.Name, unknownReason(f, &m))
+		default:
 			fmt.Fprintf(w, "method %s: FAILS to load: %s: %s\n", m.Name, m.Error.Kind, oneLine(m.Error.Message))
 		}
 		for _, d := range m.Delegates {
@@ -202,6 +209,35 @@ func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePl
 		t.row("note", n)
 	}
 	t.flush()
+}
+
+// unknownReason says why ptekit cannot tell whether method m loads. For a
+// TensorRT blob whose metadata ptekit did not read it gives the sizes from
+// the blob's header; otherwise it falls back to the load error's message.
+func unknownReason(f *pte.File, m *runtime.MethodPlan) string {
+	fallback := "ptekit did not read all it needs, so it cannot tell whether the method loads (not known to fail): " +
+		oneLine(m.Error.Message)
+	if m.Error.Delegate == nil {
+		return fallback
+	}
+	plan := slices.IndexFunc(f.Program.ExecutionPlan, func(ep *pte.ExecutionPlan) bool { return ep != nil && ep.Name == m.Name })
+	if plan < 0 {
+		return fallback
+	}
+	di := *m.Error.Delegate
+	if d := f.Program.ExecutionPlan[plan].Delegates; di < 0 || di >= len(d) || d[di] == nil || d[di].ID != delegate.BackendID {
+		return fallback
+	}
+	pl, err := f.DelegateData(plan, di)
+	if err != nil {
+		return fallback
+	}
+	v, err := delegate.ReadDeployed(pl, pl.Size())
+	if err != nil || !v.MetadataUnread {
+		return fallback
+	}
+	return fmt.Sprintf("ptekit did not read the metadata of delegate %d's TensorRT blob (%d bytes > the %d MiB it reads), so it cannot tell whether the method loads (not known to fail)",
+		di, v.MetadataSize, delegate.MaxMetadataSize>>20)
 }
 
 // appliedBudget says which budget is in force on a TensorRT engine, or why

@@ -38,6 +38,10 @@ type planErrorJSON struct {
 	Kind     string `json:"kind"`
 	Message  string `json:"message"`
 	Delegate *int   `json:"delegate"`
+	// Unknown is true when the error is ptekit's, not the program's: it
+	// did not read part of the program, so whether the method loads is
+	// unknown (runtime.PlanError.Unknown). Always present.
+	Unknown bool `json:"unknown"`
 }
 
 type planDelegate struct {
@@ -76,7 +80,7 @@ func newPlanDoc(plan *runtime.ProgramPlan) *planDoc {
 		pm := planMethod{Name: m.Name, OK: m.OK, Delegates: []planDelegate{},
 			MissingOperators: nonNil(m.MissingOperators), NotModelled: nonNil(m.NotModelled)}
 		if e := m.Error; e != nil {
-			pm.Error = &planErrorJSON{Kind: e.Kind, Message: e.Message, Delegate: e.Delegate}
+			pm.Error = &planErrorJSON{Kind: e.Kind, Message: e.Message, Delegate: e.Delegate, Unknown: e.Unknown}
 		}
 		for _, d := range m.Delegates {
 			pd := planDelegate{Index: d.Index, Backend: d.Backend, Modelled: d.Modelled, Device: d.Device,
