@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strings"
 
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/pte"
@@ -98,6 +99,78 @@ type source struct {
 	id   any // identity: same id and size means same bytes
 }
 
+// checkBlob reads the passed-through blob of m.Calls[i] the ways
+// delegate.Check does and returns its strict reading. The bytes are stored
+// as they are, so what matters is what the readers make of these bytes,
+// not what a writer would have made of their metadata: the blob is refused
+// when it is invalid, when the deployed C++ reader reads it differently
+// from its metadata or rejects it, and when TensorRTBackend init would fail
+// on a property both readers agree on (see refusedHazard).
+func checkBlob(m *Method, i int, s *source) (*delegate.Blob, error) {
+	rep, err := delegate.Check(s.r, s.size)
+	if err != nil {
+		return nil, callError(m, i, "", "cannot read the TensorRT blob", err)
+	}
+	if rep.Err != nil {
+		return nil, callError(m, i, "", "not a valid TensorRT blob", rep.Err)
+	}
+	var refused []delegate.Hazard
+	for _, h := range rep.Hazards {
+		if refusedHazard(h.Kind) {
+			refused = append(refused, h)
+		}
+	}
+	if len(refused) == 0 && !rep.Deployed.OK {
+		// Every rejection is a HazardDeployedRejects; this is a backstop.
+		refused = append(refused, delegate.Hazard{Kind: delegate.HazardDeployedRejects,
+			Msg: "the deployed reader rejects this blob (" + rep.Deployed.Reason + ")"})
+	}
+	if len(refused) > 0 {
+		return nil, callError(m, i, "", "the blob would not load as its metadata says", &BlobHazardError{Hazards: refused})
+	}
+	return rep.Blob, nil
+}
+
+// refusedHazard reports whether a passed-through blob with a hazard of kind
+// k is refused: every disagreement between the blob's metadata and the
+// deployed C++ reader (including its rejecting the blob), a binding name
+// used twice (TensorRT binds both to one tensor), and the properties both
+// readers agree on that make TensorRTBackend init fail: an aliased_io entry
+// it refuses and a negative device id (refused here even when a pinned
+// target_device means the id is not otherwise looked at). Properties the
+// runtime copes with (trailing bytes, a magic that does not match the
+// metadata, no binding names) pass.
+func refusedHazard(k delegate.HazardKind) bool {
+	switch k {
+	case delegate.HazardDuplicateName, delegate.HazardAliasedIOInvalid, delegate.HazardNegativeDeviceID:
+		return true
+	}
+	return k.Disagreement()
+}
+
+// BlobHazardError is the cause of an *Error refusing a passed-through blob
+// (SourceBlob) that the deployed runtime would not load as its metadata
+// says: it lists the hazards, as delegate.Check reports them, for which
+// the blob is refused.
+type BlobHazardError struct {
+	Hazards []delegate.Hazard
+}
+
+// Error names each hazard's kind and describes it:
+// `outputs: outputs differ: ...; duplicate-name: ...`.
+func (e *BlobHazardError) Error() string {
+	var b strings.Builder
+	for i, h := range e.Hazards {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(h.Kind.String())
+		b.WriteString(": ")
+		b.WriteString(h.Msg)
+	}
+	return b.String()
+}
+
 // blobEntry is one distinct delegate blob.
 type blobEntry struct {
 	sr     *io.SectionReader
@@ -151,14 +224,9 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 			}
 			srcs[c] = s
 			if c.Engine.Kind == SourceBlob {
-				blob, err := delegate.Decode(s.r, s.size)
+				blob, err := checkBlob(m, i, s)
 				if err != nil {
-					return nil, callError(m, i, "", "not a valid TensorRT blob", err)
-				}
-				// The bytes are passed on as they are, so their layout
-				// cannot be changed to keep a name from being misread.
-				if err := delegate.CheckNames(&blob.Metadata); err != nil {
-					return nil, callError(m, i, "", "the blob's names would be misread by the deployed C++ reader", err)
+					return nil, err
 				}
 				if blob.Header.EngineSize == 0 {
 					return nil, callError(m, i, "", "the blob's engine is empty (0 bytes)", nil)
