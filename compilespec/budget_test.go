@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // TestParseBudgetVectors checks every row of the upstream budget vectors:
 // each verdict was produced by the real C++ parse_weight_streaming_budget.
 func TestParseBudgetVectors(t *testing.T) {
-	f, err := os.Open(sharedPath(t, "vectors/budget/cases.tsv"))
+	f, err := os.Open(testkit.SharedDir(t, "vectors", "budget", "cases.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}
