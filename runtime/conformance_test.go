@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -108,12 +109,12 @@ func TestLoadOutcomeMatchesUpstream(t *testing.T) {
 	type file struct{ pte, jsonl string }
 	var files []file
 	for _, dir := range []string{"vectors/pte-bad", "vectors/pte-bad/sources"} {
-		ms, _ := filepath.Glob(filepath.Join(sharedPath(t, dir), "*.pte"))
+		ms, _ := filepath.Glob(filepath.Join(testkit.SharedDir(t, dir), "*.pte"))
 		for _, m := range ms {
 			files = append(files, file{m, strings.TrimSuffix(m, ".pte") + ".cpp.jsonl"})
 		}
 	}
-	corpus := sharedPath(t, "corpus")
+	corpus := testkit.SharedDir(t, "corpus")
 	ms, _ := filepath.Glob(filepath.Join(corpus, "*.pte"))
 	for _, m := range ms {
 		name := strings.TrimSuffix(filepath.Base(m), ".pte")

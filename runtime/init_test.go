@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -73,7 +74,7 @@ func TestTensorRTInitDeviceAndEngine(t *testing.T) {
 }
 
 func TestTensorRTInitFailures(t *testing.T) {
-	wraps, err := os.ReadFile(sharedPath(t, "vectors/trt-blob-read/diff_engine_size_2_64_minus_16.blob"))
+	wraps, err := os.ReadFile(testkit.SharedDir(t, "vectors/trt-blob-read/diff_engine_size_2_64_minus_16.blob"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,31 +108,12 @@ func TestTensorRTInitFailures(t *testing.T) {
 	}
 }
 
-// countingReaderAt counts the bytes read through it.
-type countingReaderAt struct {
-	r io.ReaderAt
-	n int64
-}
-
-func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	n, err := c.r.ReadAt(p, off)
-	c.n += int64(n)
-	return n, err
-}
-
 // TestPlanReadsNoEngineBytes plans the 1 MiB-engine vector and checks that
 // the engine bytes are never read: only the program and the blob's header
 // and metadata are.
 func TestPlanReadsNoEngineBytes(t *testing.T) {
-	path := sharedPath(t, "vectors/pte/trt_large_engine_1mib.pte")
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	st, _ := fh.Stat()
-	cr := &countingReaderAt{r: fh}
-	f, err := pte.NewFile(cr, st.Size())
+	cr, size := testkit.OpenCounting(t, testkit.SharedDir(t, "vectors", "pte", "trt_large_engine_1mib.pte"))
+	f, err := pte.NewFile(cr, size)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +121,7 @@ func TestPlanReadsNoEngineBytes(t *testing.T) {
 	if err != nil || !pp.Methods[0].OK {
 		t.Fatalf("plan: %+v, %v", pp, err)
 	}
-	if cr.n > 64<<10 {
-		t.Errorf("planning read %d bytes of a %d-byte file", cr.n, st.Size())
+	if cr.Bytes() > 64<<10 {
+		t.Errorf("planning read %d bytes of a %d-byte file", cr.Bytes(), size)
 	}
 }

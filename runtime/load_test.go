@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -141,7 +142,7 @@ func TestLoadMethodDestroysOnChainFailure(t *testing.T) {
 // TestTypedNilFromFile decodes a real program whose FreeCall union tag is
 // set while its table offset is 0, which used to panic pteinspect --plan.
 func TestTypedNilFromFile(t *testing.T) {
-	data, err := os.ReadFile(sharedPath(t, "corpus/npr__dtypes__65298504.pte"))
+	data, err := os.ReadFile(testkit.SharedDir(t, "corpus/npr__dtypes__65298504.pte"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -246,7 +247,7 @@ func TestPlanProgramOtherBackends(t *testing.T) {
 	}
 
 	// A public XNNPACK program plans without failing.
-	cf, err := pte.Open(sharedPath(t, "corpus/djl__add__8371b86d.pte"))
+	cf, err := pte.Open(testkit.SharedDir(t, "corpus/djl__add__8371b86d.pte"))
 	if err != nil {
 		t.Fatal(err)
 	}

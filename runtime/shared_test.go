@@ -3,33 +3,17 @@ package runtime
 import (
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
-
-// sharedPath returns the path of a file under ../shared (the reference data
-// next to the repository). When it is missing the test fails if the CI
-// environment variable is set and is skipped otherwise.
-func sharedPath(t testing.TB, rel string) string {
-	t.Helper()
-	p := filepath.Join("..", "..", "shared", filepath.FromSlash(rel))
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared test data missing (CI is set): %v", err)
-		}
-		t.Skipf("shared test data missing: %v", err)
-	}
-	return p
-}
 
 // openVector opens vectors/pte/NAME.pte.
 func openVector(t testing.TB, name string) *pte.File {
 	t.Helper()
-	f, err := pte.Open(sharedPath(t, "vectors/pte/"+name+".pte"))
+	f, err := pte.Open(testkit.SharedDir(t, "vectors/pte/"+name+".pte"))
 	if err != nil {
 		t.Fatalf("open %s: %v", name, err)
 	}

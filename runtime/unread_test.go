@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -79,7 +80,7 @@ func TestTensorRTInitMetadataUnread(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			blob := newZeroBlob(tc.metadataSize)
-			cr := &countingReaderAt{r: blob}
+			cr := testkit.NewCountingReaderAt(blob)
 			fac := &fakeFactory{}
 			log, records := newCapture()
 			ictx := &InitContext{Method: "forward", BackendID: TensorRTBackendID, Logger: log}
@@ -115,8 +116,8 @@ func TestTensorRTInitMetadataUnread(t *testing.T) {
 			if strings.Contains(msg, "failed to parse") {
 				t.Errorf("message %q calls it a parse failure", msg)
 			}
-			if cr.n > 2*delegate.HeaderSize {
-				t.Errorf("Init read %d bytes of the blob", cr.n)
+			if cr.Bytes() > 2*delegate.HeaderSize {
+				t.Errorf("Init read %d bytes of the blob", cr.Bytes())
 			}
 			recs := records()
 			if len(recs) != 1 || recs[0].Level != slog.LevelWarn || !strings.Contains(recs[0].Msg, "not read by ptekit") ||

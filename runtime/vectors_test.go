@@ -14,6 +14,7 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -165,7 +166,7 @@ var vectorRuns = []struct {
 }
 
 func vectorNames(t *testing.T) []string {
-	dir := sharedPath(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors/pte")
 	ms, err := filepath.Glob(filepath.Join(dir, "*.pte"))
 	if err != nil || len(ms) == 0 {
 		t.Fatalf("no pte vectors in %s (%v)", dir, err)
@@ -184,7 +185,7 @@ func TestVectorsBackendInit(t *testing.T) {
 	for _, name := range vectorNames(t) {
 		for _, run := range vectorRuns {
 			t.Run(name+run.suffix, func(t *testing.T) {
-				events := readEvents(t, sharedPath(t, "vectors/pte/"+name+run.suffix+".cpp.jsonl"))
+				events := readEvents(t, testkit.SharedDir(t, "vectors/pte/"+name+run.suffix+".cpp.jsonl"))
 				f := openVector(t, name)
 				rec := &recordingBackend{}
 				reg := &Registry{}
@@ -280,7 +281,7 @@ func TestVectorsTensorRTOutcome(t *testing.T) {
 	for _, name := range vectorNames(t) {
 		for _, run := range vectorRuns {
 			t.Run(name+run.suffix, func(t *testing.T) {
-				events := readEvents(t, sharedPath(t, "vectors/pte/"+name+run.suffix+".cpp.jsonl"))
+				events := readEvents(t, testkit.SharedDir(t, "vectors/pte/"+name+run.suffix+".cpp.jsonl"))
 				f := openVector(t, name)
 				fac := &fakeFactory{template: fakeEngine{streamable: streamable, automatic: automatic}}
 				reg := &Registry{}
