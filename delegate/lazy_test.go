@@ -9,21 +9,10 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
-
-// countingReaderAt counts the bytes read through it.
-type countingReaderAt struct {
-	r io.ReaderAt
-	n atomic.Int64
-}
-
-func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	n, err := c.r.ReadAt(p, off)
-	c.n.Add(int64(n))
-	return n, err
-}
 
 const engine4GiB = 4 << 30
 
@@ -62,7 +51,7 @@ func sparseBlob(tb testing.TB) (*os.File, int64) {
 // header and metadata.
 func TestLazy4GiBEngine(t *testing.T) {
 	f, size := sparseBlob(t)
-	c := &countingReaderAt{r: f}
+	c := testkit.NewCountingReaderAt(f)
 	rep, err := Check(c, size)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +63,7 @@ func TestLazy4GiBEngine(t *testing.T) {
 		t.Errorf("engine size %d, want %d", got, int64(engine4GiB))
 	}
 	want := int64(HeaderSize) + 1 + int64(rep.Blob.Header.MetadataSize)
-	if got := c.n.Load(); got != want {
+	if got := c.Bytes(); got != want {
 		t.Errorf("Check read %d bytes, want %d (header, last byte, metadata)", got, want)
 	}
 	// The engine is reachable at its offset.
@@ -86,13 +75,13 @@ func TestLazy4GiBEngine(t *testing.T) {
 
 func BenchmarkDecodeHeader4GiB(b *testing.B) {
 	f, size := sparseBlob(b)
-	c := &countingReaderAt{r: f}
+	c := testkit.NewCountingReaderAt(f)
 	for b.Loop() {
 		if _, err := Decode(c, size); err != nil {
 			b.Fatal(err)
 		}
 	}
-	perOp := float64(c.n.Load()) / float64(b.N)
+	perOp := float64(c.Bytes()) / float64(b.N)
 	b.ReportMetric(perOp, "bytes-read/op")
 	if perOp >= 64<<10 {
 		b.Fatalf("Decode read %.0f bytes per call, want < 64 KiB", perOp)
@@ -128,7 +117,7 @@ func craftedBlob(t *testing.T, metadataSize uint32) (*os.File, int64) {
 // refused without reading or allocating it, by every reader.
 func TestMetadataTooLarge(t *testing.T) {
 	f, size := craftedBlob(t, 1<<30)
-	c := &countingReaderAt{r: f}
+	c := testkit.NewCountingReaderAt(f)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	_, err := Decode(c, size)
@@ -151,7 +140,7 @@ func TestMetadataTooLarge(t *testing.T) {
 		t.Errorf("Check hazards %v, want %s", rep.Hazards, HazardMetadataUnread)
 	}
 	runtime.ReadMemStats(&after)
-	if got := c.n.Load(); got > 4*(HeaderSize+1) {
+	if got := c.Bytes(); got > 4*(HeaderSize+1) {
 		t.Errorf("read %d bytes of a blob claiming 1 GiB of metadata", got)
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 type readIndexRow struct {
@@ -46,7 +48,7 @@ func readIndex(t *testing.T, dir string) map[string]readIndexRow {
 }
 
 func TestReadVectors(t *testing.T) {
-	dir := sharedDir(t, "trt-blob-read")
+	dir := testkit.SharedDir(t, "vectors", "trt-blob-read")
 	names := caseNames(t, dir, ".expect.json")
 	if len(names) < 83 {
 		t.Fatalf("found %d trt-blob-read cases, want at least 83", len(names))

@@ -10,37 +10,17 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
-// sharedDir returns ../../shared/vectors/<set>, the read-only conformance
-// vectors. When they are missing the test fails in CI (CI set) and is
-// skipped elsewhere.
-func sharedDir(t testing.TB, set string) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "vectors", set)
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("conformance vectors missing: %v", err)
-		}
-		t.Skipf("conformance vectors missing: %v", err)
-	}
-	return dir
-}
-
 // caseNames lists the case names in dir: file names ending in suffix,
-// with the suffix removed.
+// with the suffix removed. It fails the test when there are none.
 func caseNames(t testing.TB, dir, suffix string) []string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(dir, "*"+suffix))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names []string
-	for _, p := range m {
+	for _, p := range testkit.Glob(t, dir, "*"+suffix) {
 		names = append(names, strings.TrimSuffix(filepath.Base(p), suffix))
-	}
-	if len(names) == 0 {
-		t.Fatalf("no *%s files in %s", suffix, dir)
 	}
 	return names
 }

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // unwritable lists, by the deployed C++ reader's documented rules (vectors
@@ -48,7 +50,7 @@ func unwritable(m *Metadata) []string {
 }
 
 func TestWriteVectors(t *testing.T) {
-	dir := sharedDir(t, "trt-blob-write")
+	dir := testkit.SharedDir(t, "vectors", "trt-blob-write")
 	names := caseNames(t, dir, ".py.json")
 	if len(names) < 54 {
 		t.Fatalf("found %d trt-blob-write cases, want at least 54", len(names))
