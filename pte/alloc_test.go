@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // TestOpenAllocBound checks FuzzOpen's allocation bound deterministically
@@ -13,8 +15,8 @@ import (
 // strings, one shared vector, many findings per vector element.
 func TestOpenAllocBound(t *testing.T) {
 	inputs := map[string][]byte{}
-	dir := rdShared(t, "corpus")
-	for _, path := range rdGlob(t, dir, "*.pte") {
+	dir := testkit.SharedDir(t, "corpus")
+	for _, path := range testkit.Glob(t, dir, "*.pte") {
 		if st, err := os.Stat(path); err == nil && st.Size() <= 8<<20 {
 			b, err := os.ReadFile(path)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/schema"
 )
 
@@ -89,7 +90,7 @@ func TestConstantSegmentErrors(t *testing.T) {
 // serializer wrote.
 func TestConstantSegmentCorpus(t *testing.T) {
 	checked := 0
-	for _, path := range rdGlob(t, rdShared(t, "corpus"), "*.pte") {
+	for _, path := range testkit.Glob(t, testkit.SharedDir(t, "corpus"), "*.pte") {
 		f, err := Open(path)
 		if err != nil {
 			t.Fatal(err)

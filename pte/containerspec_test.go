@@ -3,6 +3,8 @@ package pte
 import (
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 func TestParseContainerSpecForms(t *testing.T) {
@@ -58,9 +60,9 @@ func TestParseContainerSpecRejects(t *testing.T) {
 // output spec may describe fewer values than the method returns (training
 // programs append gradients and parameters to the user's outputs).
 func TestCorpusContainerSpecs(t *testing.T) {
-	dir := rdShared(t, "corpus")
+	dir := testkit.SharedDir(t, "corpus")
 	seen := map[ContainerFormat]int{}
-	for _, path := range rdGlob(t, dir, "*.pte") {
+	for _, path := range testkit.Glob(t, dir, "*.pte") {
 		f, err := Open(path)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)

@@ -8,23 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
 )
-
-// jsonShared returns ../../shared/<sub>. When it is missing the test fails
-// in CI (env CI non-empty) and is skipped elsewhere.
-func jsonShared(t *testing.T, sub string) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "shared", sub)
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared data %s missing in CI: %v", dir, err)
-		}
-		t.Skipf("shared data %s missing: %v", dir, err)
-	}
-	return dir
-}
 
 // TestCorpus reads every real program of the shared corpus and compares
 // what we decoded, field by field, with the upstream Python deserializer's
@@ -33,14 +20,14 @@ func jsonShared(t *testing.T, sub string) string {
 // and the whole raw Program table. It reports the first differing JSON path
 // of each file (and how many paths differ).
 func TestCorpus(t *testing.T) {
-	dir := jsonShared(t, "corpus")
+	dir := testkit.SharedDir(t, "corpus")
 	checkAgainstUpstream(t, dir, filepath.Join(dir, "ref"), "*.pte")
 }
 
 // TestVectorsJSON does the same for the TensorRT programs of vectors/pte,
 // whose NAME.json uses the same mapping.
 func TestVectorsJSON(t *testing.T) {
-	dir := jsonShared(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors/pte")
 	checkAgainstUpstream(t, dir, dir, "*.pte")
 }
 

@@ -7,12 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/schema"
 )
 
@@ -184,18 +184,6 @@ func rdWriteTestProgram(tb testing.TB, path string, n int, segSize uint64) {
 	}
 }
 
-// countingReaderAt counts the bytes read through it.
-type countingReaderAt struct {
-	r io.ReaderAt
-	n atomic.Int64
-}
-
-func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	n, err := c.r.ReadAt(p, off)
-	c.n.Add(int64(n))
-	return n, err
-}
-
 // TestTestProgram checks the benchmark's generated program: it opens,
 // verifies clean and resolves every delegate to its segment.
 func TestTestProgram(t *testing.T) {
@@ -228,20 +216,11 @@ func TestTestProgram(t *testing.T) {
 
 // benchOpenFile writes a generated program with 64 segment delegates of
 // total size total and returns it opened through a byte counter.
-func benchOpenFile(b *testing.B, total uint64) (*countingReaderAt, int64) {
+func benchOpenFile(b *testing.B, total uint64) (*testkit.CountingReaderAt, int64) {
 	const n = 64
 	path := filepath.Join(b.TempDir(), fmt.Sprintf("bench%d.pte", total))
 	rdWriteTestProgram(b, path, n, total/n)
-	fh, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { fh.Close() })
-	fi, err := fh.Stat()
-	if err != nil {
-		b.Fatal(err)
-	}
-	return &countingReaderAt{r: fh}, fi.Size()
+	return testkit.OpenCounting(b, path)
 }
 
 // benchOpenOnce opens the program, lists every method's delegates and
@@ -277,7 +256,7 @@ func benchmarkOpen(b *testing.B, total uint64) {
 	for b.Loop() {
 		benchOpenOnce(b, cr, size)
 	}
-	perOp := float64(cr.n.Load()) / float64(b.N)
+	perOp := float64(cr.Bytes()) / float64(b.N)
 	b.ReportMetric(perOp, "bytes-read/op")
 	if perOp >= maxOpenBytes {
 		b.Fatalf("an open read %.0f bytes, the limit is %d", perOp, maxOpenBytes)
@@ -310,8 +289,8 @@ func BenchmarkOpenRatio(b *testing.B) {
 		tLarge += time.Since(mid)
 	}
 	b.ReportMetric(float64(tLarge)/float64(tSmall), "ratio-2GiB/2MiB")
-	b.ReportMetric(float64(small.n.Load())/float64(b.N), "bytes-read-2MiB/op")
-	large2 := float64(large.n.Load()) / float64(b.N)
+	b.ReportMetric(float64(small.Bytes())/float64(b.N), "bytes-read-2MiB/op")
+	large2 := float64(large.Bytes()) / float64(b.N)
 	b.ReportMetric(large2, "bytes-read-2GiB/op")
 	if large2 >= maxOpenBytes {
 		b.Fatalf("a 2 GiB open read %.0f bytes, the limit is %d", large2, maxOpenBytes)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // fcReadAll reads everything a File offers (findings, segments, delegate
@@ -56,7 +58,7 @@ func TestFileConcurrentReads(t *testing.T) {
 	var paths []string
 	for _, sub := range []string{"corpus", "vectors/pte"} {
 		n := 0
-		for _, p := range rdGlob(t, rdShared(t, sub), "*.pte") {
+		for _, p := range testkit.Glob(t, testkit.SharedDir(t, sub), "*.pte") {
 			if st, err := os.Stat(p); err == nil && st.Size() < 4<<20 && n < 8 {
 				paths = append(paths, p)
 				n++

@@ -10,31 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
-
-// rdShared returns ../../shared/<sub> (relative to this package). When it is
-// missing the test fails in CI (env CI set) and is skipped elsewhere.
-func rdShared(t testing.TB, sub string) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "shared", sub)
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared data %s missing in CI: %v", dir, err)
-		}
-		t.Skipf("shared data %s missing: %v", dir, err)
-	}
-	return dir
-}
-
-// rdGlob lists files matching pattern under dir and fails when none match.
-func rdGlob(t testing.TB, dir, pattern string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, pattern))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no %s files in %s (%v)", pattern, dir, err)
-	}
-	return files
-}
 
 // cppVerdict is what the upstream C++ runtime reported for a file.
 type cppVerdict struct {
@@ -117,8 +95,8 @@ func hasFinding(fs []Finding, method string, code string, errorsOnly bool) bool 
 //   - OperatorMissing / backend registration are harness facts, not file
 //     facts; none occur in the corpus verdicts.
 func TestCorpusOpen(t *testing.T) {
-	dir := rdShared(t, "corpus")
-	for _, path := range rdGlob(t, dir, "*.pte") {
+	dir := testkit.SharedDir(t, "corpus")
+	for _, path := range testkit.Glob(t, dir, "*.pte") {
 		name := strings.TrimSuffix(filepath.Base(path), ".pte")
 		t.Run(name, func(t *testing.T) {
 			want := readCppVerdict(t, filepath.Join(dir, "ref", name+".cpp.jsonl"))
@@ -167,10 +145,10 @@ func TestCorpusOpen(t *testing.T) {
 // TestCorpusRefuseForeign checks that .ptd and .bpte files are refused with
 // an error naming what they are.
 func TestCorpusRefuseForeign(t *testing.T) {
-	dir := rdShared(t, "corpus")
+	dir := testkit.SharedDir(t, "corpus")
 	cases := map[string]string{"*.ptd": "external tensor data", "*.bpte": "bundled program"}
 	for pattern, what := range cases {
-		for _, path := range rdGlob(t, dir, pattern) {
+		for _, path := range testkit.Glob(t, dir, pattern) {
 			f, err := Open(path)
 			if err == nil {
 				f.Close()
@@ -228,8 +206,8 @@ func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:
 // TestCorpusFacts cross-checks key decoded facts and payload bytes with the
 // upstream Python deserializer's view (ref/NAME.json).
 func TestCorpusFacts(t *testing.T) {
-	dir := rdShared(t, "corpus")
-	for _, path := range rdGlob(t, dir, "*.pte") {
+	dir := testkit.SharedDir(t, "corpus")
+	for _, path := range testkit.Glob(t, dir, "*.pte") {
 		name := strings.TrimSuffix(filepath.Base(path), ".pte")
 		t.Run(name, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join(dir, "ref", name+".json"))

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // pteBadCase is one line of vectors/pte-bad/index.tsv.
@@ -46,7 +48,7 @@ var upstreamAcceptsBad = map[string]string{
 // runtime's code when Program::load fails, otherwise Verify reports an Error
 // with the code load_method (or method_meta) failed with.
 func TestPteBad(t *testing.T) {
-	dir := rdShared(t, "vectors/pte-bad")
+	dir := testkit.SharedDir(t, "vectors/pte-bad")
 	for _, c := range readPteBadIndex(t, dir) {
 		t.Run(c.name, func(t *testing.T) {
 			f, err := Open(filepath.Join(dir, c.name+".pte"))
@@ -95,8 +97,8 @@ func TestPteBad(t *testing.T) {
 // TestPteVectors checks that every well-formed TensorRT program opens and
 // verifies without errors, and that its delegate payloads are reachable.
 func TestPteVectors(t *testing.T) {
-	dir := rdShared(t, "vectors/pte")
-	for _, path := range rdGlob(t, dir, "*.pte") {
+	dir := testkit.SharedDir(t, "vectors/pte")
+	for _, path := range testkit.Glob(t, dir, "*.pte") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			f, err := Open(path)
 			if err != nil {

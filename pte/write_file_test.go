@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // wrDirNames lists the names in dir.
@@ -95,7 +97,7 @@ func TestWriteFileFailureLeavesNothing(t *testing.T) {
 // the repository) so the test can overwrite it.
 func wrCopyVector(t *testing.T, name, dir string) string {
 	t.Helper()
-	src := filepath.Join(rdShared(t, "vectors/pte"), name)
+	src := filepath.Join(testkit.SharedDir(t, "vectors/pte"), name)
 	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +150,7 @@ func TestWriteFileOverItsOwnSource(t *testing.T) {
 // memory; the bytes must be identical.
 func TestWriteFileKernelCopyMatchesBufferedCopy(t *testing.T) {
 	dir := t.TempDir()
-	f, srcs := wrOpenSources(t, filepath.Join(rdShared(t, "vectors/pte"), "trt_large_engine_1mib.pte"))
+	f, srcs := wrOpenSources(t, filepath.Join(testkit.SharedDir(t, "vectors/pte"), "trt_large_engine_1mib.pte"))
 	var mem bytes.Buffer
 	if _, err := Write(&mem, f.Program, srcs, nil); err != nil {
 		t.Fatal(err)

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"io"
 	"math"
-	"sync/atomic"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/schema"
 )
 
@@ -46,18 +46,6 @@ func wrProgram(nDelegates int, named ...uint32) *Program {
 	return p
 }
 
-// wrCountingReaderAt counts the bytes read from it.
-type wrCountingReaderAt struct {
-	r io.ReaderAt
-	n atomic.Int64
-}
-
-func (c *wrCountingReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	n, err := c.r.ReadAt(p, off)
-	c.n.Add(int64(n))
-	return n, err
-}
-
 func TestWriteDedup(t *testing.T) {
 	x := bytes.Repeat([]byte("X"), 300)
 	payloads := [][]byte{
@@ -71,10 +59,10 @@ func TestWriteDedup(t *testing.T) {
 		{},                                // 7 named "d": empty, like 0
 		append(bytes.Clone(x[:299]), 'Q'), // 8 named "e": differs from 1 in the last byte
 	}
-	counters := make([]*wrCountingReaderAt, len(payloads))
+	counters := make([]*testkit.CountingReaderAt, len(payloads))
 	srcs := make([]*io.SectionReader, len(payloads)+1)
 	for i, b := range payloads {
-		counters[i] = &wrCountingReaderAt{r: bytes.NewReader(b)}
+		counters[i] = testkit.NewCountingReaderAt(bytes.NewReader(b))
 		srcs[i] = io.NewSectionReader(counters[i], 0, int64(len(b)))
 	}
 	// 9 named "f": the very same section as payload 1, recognised unread.
@@ -100,7 +88,7 @@ func TestWriteDedup(t *testing.T) {
 		t.Errorf("Write modified the program: %s", d)
 	}
 	// A payload whose size no other payload has is read once (to write it).
-	if n := counters[6].n.Load(); n != 77 {
+	if n := counters[6].Bytes(); n != 77 {
 		t.Errorf("unique-size payload read %d bytes, want 77", n)
 	}
 

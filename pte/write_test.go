@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // wrCheckLayout checks the container rules of pte-format.md sections 3 and
@@ -72,8 +74,8 @@ func wrCheckLayout(t *testing.T, f *File, info *WriteInfo, align uint64) {
 // the upstream serializer in vectors/pte with its own segment payloads and
 // checks that the container layout is the one upstream produced.
 func TestWriteVectorsMatchUpstreamLayout(t *testing.T) {
-	dir := rdShared(t, "vectors/pte")
-	for _, path := range rdGlob(t, dir, "*.pte") {
+	dir := testkit.SharedDir(t, "vectors/pte")
+	for _, path := range testkit.Glob(t, dir, "*.pte") {
 		name := strings.TrimSuffix(filepath.Base(path), ".pte")
 		t.Run(name, func(t *testing.T) {
 			var in struct {
@@ -127,10 +129,10 @@ func TestWriteVectorsMatchUpstreamLayout(t *testing.T) {
 // table laid out afresh), every payload byte-identical, and Verify must find
 // no new errors.
 func TestCorpusRoundTrip(t *testing.T) {
-	dir := rdShared(t, "corpus")
+	dir := testkit.SharedDir(t, "corpus")
 	tmp := t.TempDir()
 	opened := 0
-	for _, path := range rdGlob(t, dir, "*.pte") {
+	for _, path := range testkit.Glob(t, dir, "*.pte") {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
 			orig, err := Open(path)
