@@ -5,62 +5,33 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
-// sharedDir returns ../../shared/<sub>. When it is missing the test fails in
-// CI (env CI non-empty) and is skipped elsewhere.
-func sharedDir(t testing.TB, sub string) string {
+// openCounting opens the program at path through a byte counter.
+func openCounting(t testing.TB, path string) (*pte.File, *testkit.CountingReaderAt) {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", sub)
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared data %s missing in CI: %v", dir, err)
-		}
-		t.Skipf("shared data %s missing: %v", dir, err)
-	}
-	return dir
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.ReaderAt
-	n atomic.Int64
-}
-
-func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
-	n, err := c.r.ReadAt(p, off)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-func openCounting(t testing.TB, path string) (*pte.File, *countingReader) {
-	t.Helper()
-	fh, err := os.Open(path)
-	require.NoError(t, err)
-	t.Cleanup(func() { fh.Close() })
-	fi, err := fh.Stat()
-	require.NoError(t, err)
-	cr := &countingReader{r: fh}
-	f, err := pte.NewFile(cr, fi.Size())
+	cr, size := testkit.OpenCounting(t, path)
+	f, err := pte.NewFile(cr, size)
 	require.NoError(t, err)
 	return f, cr
 }
 
+// openShared opens ../shared/<sub>; the test skips or fails (in CI) when
+// sub's directory is missing, and fails when the file is.
 func openShared(t testing.TB, sub string) *pte.File {
 	t.Helper()
 	dir, file := filepath.Split(sub)
-	f, err := pte.Open(filepath.Join(sharedDir(t, filepath.Clean(dir)), file))
+	f, err := pte.Open(filepath.Join(testkit.SharedDir(t, filepath.Clean(dir)), file))
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
 	return f
@@ -108,7 +79,7 @@ func readBackendInits(t *testing.T, path string) map[string][]backendInit {
 // initialised that delegate (NAME.cpp.jsonl), and that the strict reading
 // agrees with it (no hazards).
 func TestTensorRTMemberMatchesDeployedRuntime(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	files, err := filepath.Glob(filepath.Join(dir, "*.pte"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
@@ -177,20 +148,20 @@ func TestBuildAliasedIOBlob(t *testing.T) {
 // a program with a 1 MiB engine costs the blob header and metadata, not
 // the engine.
 func TestBuildReadsOnlyHeadsOfPayloads(t *testing.T) {
-	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_large_engine_1mib.pte")
+	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_large_engine_1mib.pte")
 	f, cr := openCounting(t, path)
-	opened := cr.n.Load()
+	opened := cr.Bytes()
 	doc, err := Build(f, nil)
 	require.NoError(t, err)
 	require.Len(t, doc.Delegates, 1)
 	assert.EqualValues(t, 1048864, *doc.Delegates[0].Size)
-	assert.Less(t, cr.n.Load()-opened, int64(4096), "Build read %d bytes", cr.n.Load()-opened)
+	assert.Less(t, cr.Bytes()-opened, int64(4096), "Build read %d bytes", cr.Bytes()-opened)
 
-	before := cr.n.Load()
+	before := cr.Bytes()
 	_, err = Build(f, &Options{Hash: true})
 	require.NoError(t, err)
 	// The file hash reads everything once, the segments and payloads once more.
-	assert.GreaterOrEqual(t, cr.n.Load()-before, 2*f.Size)
+	assert.GreaterOrEqual(t, cr.Bytes()-before, 2*f.Size)
 }
 
 func TestBuildFilters(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -128,7 +129,7 @@ func TestTRTMetadataNonFiniteNumbers(t *testing.T) {
 func readShared(t *testing.T, sub string) []byte {
 	t.Helper()
 	dir, file := filepath.Split(sub)
-	b, err := os.ReadFile(filepath.Join(sharedDir(t, filepath.Clean(dir)), file))
+	b, err := os.ReadFile(filepath.Join(testkit.SharedDir(t, filepath.Clean(dir)), file))
 	require.NoError(t, err)
 	return b
 }
