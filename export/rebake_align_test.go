@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,7 +43,7 @@ func TestInferAlignment(t *testing.T) {
 // input and output files, open.
 func rebakeLayout(t *testing.T, name string, opts *RebakeOptions) (in, out *pte.File) {
 	t.Helper()
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	outPath := filepath.Join(t.TempDir(), "out.pte")
 	_, err := Rebake(filepath.Join(dir, name+".pte"), outPath, opts)
 	require.NoError(t, err)
@@ -107,7 +108,7 @@ func TestRebakeSegmentAlignmentOverrides(t *testing.T) {
 // several writers: for every corpus program with segment data, the
 // inferred alignment reproduces its layout exactly.
 func TestInferAlignmentReproducesCorpus(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join(sharedDir(t, "corpus"), "*.pte"))
+	paths, err := filepath.Glob(filepath.Join(testkit.SharedDir(t, "corpus"), "*.pte"))
 	require.NoError(t, err)
 	checked := 0
 	for _, p := range paths {

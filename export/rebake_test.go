@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 func copyFile(t *testing.T, src, dst string) {
@@ -125,7 +127,7 @@ func TestRebakeUpstreamPrograms(t *testing.T) {
 // TestRebakeStripComparisonCatchesOtherSpecs guards the comparison above:
 // a changed spec other than the budget is a difference.
 func TestRebakeStripComparisonCatchesOtherSpecs(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	out := filepath.Join(t.TempDir(), "out.pte")
 	_, err := Rebake(filepath.Join(dir, "trt_segment.pte"), out, &RebakeOptions{TargetDevice: "cuda:1"})
 	require.NoError(t, err)
@@ -137,7 +139,7 @@ func TestRebakeStripComparisonCatchesOtherSpecs(t *testing.T) {
 }
 
 func TestRebakeInPlaceAndTargetDevice(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	path := filepath.Join(t.TempDir(), "m.pte")
 	copyFile(t, filepath.Join(dir, "trt_two_engines_chain.pte"), path)
 	budget := int64(1 << 30)
@@ -184,7 +186,7 @@ func (f *failingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // through the write, with the output being the input itself: the input
 // must be byte-for-byte intact and no temporary file left.
 func TestRebakeInterruptedKeepsInput(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	tmp := t.TempDir()
 	path := filepath.Join(tmp, "big.pte")
 	copyFile(t, filepath.Join(dir, "trt_large_engine_1mib.pte"), path)
@@ -212,7 +214,7 @@ func TestRebakeInterruptedKeepsInput(t *testing.T) {
 }
 
 func TestRebakeErrors(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	in := filepath.Join(dir, "trt_segment.pte")
 	out := filepath.Join(t.TempDir(), "o.pte")
 	b := int64(1)
@@ -232,7 +234,7 @@ func TestRebakeErrors(t *testing.T) {
 	_, err := Rebake(filepath.Join(dir, "missing.pte"), out, &RebakeOptions{ClearBudget: true})
 	assert.Error(t, err)
 	// A non-TensorRT program has nothing to re-bake.
-	corpus := sharedDir(t, "corpus")
+	corpus := testkit.SharedDir(t, "corpus")
 	matches, _ := filepath.Glob(filepath.Join(corpus, "djl__add__*.pte"))
 	if len(matches) > 0 {
 		_, err = Rebake(matches[0], out, &RebakeOptions{ClearBudget: true})
@@ -247,7 +249,7 @@ func TestRebakeErrors(t *testing.T) {
 // target devices the output holds, also when the re-bake leaves the budget
 // alone.
 func TestRebakeReportsWhatIsWritten(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	out := filepath.Join(t.TempDir(), "o.pte")
 	res, err := Rebake(filepath.Join(dir, "trt_segment.pte"), out, &RebakeOptions{TargetDevice: "cuda:1"})
 	require.NoError(t, err)
@@ -291,7 +293,7 @@ func TestRebakeReportsWhatIsWritten(t *testing.T) {
 // TestRebakeRefusesBrokenPrograms: an input the verifier finds an Error in
 // is not re-baked.
 func TestRebakeRefusesBrokenPrograms(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte-bad")
+	dir := testkit.SharedDir(t, "vectors", "pte-bad")
 	budget := int64(1 << 20)
 	for _, name := range []string{"delegate_call_index_out_of_range", "delegate_segment_index_past_segments",
 		"delegate_location_unknown_2", "delegate_location_segment_to_inline", "vtable_entry_non_const_buffer_sizes_zeroed"} {
@@ -307,7 +309,7 @@ func TestRebakeRefusesBrokenPrograms(t *testing.T) {
 // TestRebakeThroughSymlink: re-baking a symbolic link in place replaces
 // the file it points to and keeps the link.
 func TestRebakeThroughSymlink(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	tmp := t.TempDir()
 	target := filepath.Join(tmp, "real.pte")
 	copyFile(t, filepath.Join(dir, "trt_segment.pte"), target)
@@ -327,7 +329,7 @@ func TestRebakeThroughSymlink(t *testing.T) {
 // TestRebakeNoOverwrite: with NoOverwrite an existing output is refused
 // with fs.ErrExist, also when it appears only during the write.
 func TestRebakeNoOverwrite(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	tmp := t.TempDir()
 	out := filepath.Join(tmp, "o.pte")
 	require.NoError(t, os.WriteFile(out, []byte("keep"), 0o644))
@@ -355,7 +357,7 @@ func TestRebakeNoOverwrite(t *testing.T) {
 // written stops the write, removes the temporary file and leaves the input
 // (here also the output) intact.
 func TestRebakeCancelled(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	tmp := t.TempDir()
 	path := filepath.Join(tmp, "m.pte")
 	copyFile(t, filepath.Join(dir, "trt_large_engine_1mib.pte"), path)

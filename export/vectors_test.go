@@ -11,24 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
 	"github.com/stretchr/testify/require"
 )
-
-// sharedDir returns ../shared (relative to the repository root). Without
-// it the test fails in CI and is skipped elsewhere.
-func sharedDir(t testing.TB, sub string) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "shared", sub)
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared data missing: %v", err)
-		}
-		t.Skipf("shared data missing: %v", err)
-	}
-	return dir
-}
 
 // The subset of vectors/pte NAME.input.json the tests read.
 type vecInput struct {
@@ -241,7 +228,7 @@ var layoutPaths = []string{
 }
 
 func vectorCases(t *testing.T) (string, []string) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	names, err := filepath.Glob(filepath.Join(dir, "*.input.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, names)
