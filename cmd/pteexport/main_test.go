@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,18 +60,6 @@ func runCmd(args ...string) cmdResult {
 	var out, errb bytes.Buffer
 	code := run(args, strings.NewReader(""), &out, &errb)
 	return cmdResult{code, out.String(), errb.String()}
-}
-
-func sharedDir(t *testing.T, sub string) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", sub)
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared data missing: %v", err)
-		}
-		t.Skipf("shared data missing: %v", err)
-	}
-	return dir
 }
 
 // openVerified opens a written program and fails on any Error finding.
@@ -279,7 +268,7 @@ func TestCallerSpecsKeptInOrder(t *testing.T) {
 }
 
 func TestRebakeCLI(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	for _, name := range []string{"trt_two_methods_prefill_decode", "trt_inline", "trt_segment_alignment_4096"} {
 		in := filepath.Join(dir, name+".pte")
 		out := filepath.Join(t.TempDir(), "o.pte")

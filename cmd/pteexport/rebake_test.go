@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
 	"github.com/stretchr/testify/assert"
@@ -82,7 +83,7 @@ var layout = regexp.MustCompile(`^(file\..*|extended_header\.(program_size|segme
 // with the budget specs taken out, only the file layout differs, and every
 // delegate holds exactly the new budget.
 func TestRebakeCLIMatchesReference(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	refs, err := filepath.Glob(filepath.Join(dir, "*.input.json"))
 	require.NoError(t, err)
 	require.Len(t, refs, 11)
@@ -122,7 +123,7 @@ func TestRebakeCLIMatchesReference(t *testing.T) {
 // reports the budget the output keeps, and warns that the blob was built
 // for another device.
 func TestRebakeCLIReportsKeptBudget(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	out := filepath.Join(t.TempDir(), "r1.pte")
 	r := runCmd("--from", filepath.Join(dir, "trt_segment.pte"), "-o", out, "--target-device", "cuda:1")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -148,7 +149,7 @@ func TestRebakeCLIReportsKeptBudget(t *testing.T) {
 // TestRebakeCLIRefusesBrokenInput: a program that fails verification is
 // not re-baked (exit 1, one line, no output file).
 func TestRebakeCLIRefusesBrokenInput(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte-bad")
+	dir := testkit.SharedDir(t, "vectors", "pte-bad")
 	out := filepath.Join(t.TempDir(), "o.pte")
 	r := runCmd("--from", filepath.Join(dir, "delegate_segment_index_past_segments.pte"), "-o", out, "--weight-streaming-budget-per-engine", "1MiB")
 	assert.Equal(t, 1, r.code)
@@ -162,7 +163,7 @@ func TestRebakeCLIRefusesBrokenInput(t *testing.T) {
 // writing the output over its own input: the write stops, the input is
 // byte for byte intact, no temporary file is left, and the exit status is 1.
 func TestRebakeCLIInterrupted(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	tmp := t.TempDir()
 	path := filepath.Join(tmp, "m.pte")
 	data, err := os.ReadFile(filepath.Join(dir, "trt_large_engine_1mib.pte"))
