@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
 )
@@ -74,7 +74,7 @@ func (w *sparseWriter) Write(p []byte) (int, error) {
 // written sparse: the program of vectors/pte/trt_large_engine_1mib.pte with
 // its blob rebuilt around the big engine.
 func bigProgram(tb testing.TB) string {
-	src := filepath.Join(sharedDir(tb, "vectors/pte"), "trt_large_engine_1mib.pte")
+	src := filepath.Join(testkit.SharedDir(tb, "vectors", "pte"), "trt_large_engine_1mib.pte")
 	bigOnce.Do(func() { bigPath, bigErr = writeBigProgram(src) })
 	require.NoError(tb, bigErr)
 	return bigPath
@@ -118,18 +118,6 @@ func writeBigProgram(src string) (string, error) {
 	return path, out.Truncate(sw.off)
 }
 
-// countingFile counts the bytes read through it.
-type countingFile struct {
-	r io.ReaderAt
-	n atomic.Int64
-}
-
-func (c *countingFile) ReadAt(p []byte, off int64) (int, error) {
-	n, err := c.r.ReadAt(p, off)
-	c.n.Add(int64(n))
-	return n, err
-}
-
 // TestBigProgramViewsReadLittle: opening a 2 GiB TensorRT program and
 // building both the JSON and the human view reads under 1 MiB.
 func TestBigProgramViewsReadLittle(t *testing.T) {
@@ -137,15 +125,10 @@ func TestBigProgramViewsReadLittle(t *testing.T) {
 		t.Skip("writes a 2 GiB sparse file")
 	}
 	path := bigProgram(t)
-	fh, err := os.Open(path)
-	require.NoError(t, err)
-	defer fh.Close()
-	fi, err := fh.Stat()
-	require.NoError(t, err)
-	require.Greater(t, fi.Size(), int64(bigEngine))
+	cr, size := testkit.OpenCounting(t, path)
+	require.Greater(t, size, int64(bigEngine))
 
-	cr := &countingFile{r: fh}
-	f, err := pte.NewFile(cr, fi.Size())
+	f, err := pte.NewFile(cr, size)
 	require.NoError(t, err)
 	doc, err := ptejson.Build(f, nil)
 	require.NoError(t, err)
@@ -155,7 +138,7 @@ func TestBigProgramViewsReadLittle(t *testing.T) {
 	require.Empty(t, doc.Delegates[0].TensorRT.Hazards)
 	require.NoError(t, ptejson.Encode(io.Discard, doc))
 	printHuman(io.Discard, path, f, doc, &options{})
-	require.Less(t, cr.n.Load(), int64(1<<20), "read %d bytes", cr.n.Load())
+	require.Less(t, cr.Bytes(), int64(1<<20), "read %d bytes", cr.Bytes())
 }
 
 // BenchmarkJSONProcess runs `pteinspect --json` as a whole process on the
@@ -196,7 +179,7 @@ func BenchmarkJSONProcess(b *testing.B) {
 func largestCorpusFile(tb testing.TB) string {
 	var best string
 	var size int64 = -1
-	for _, p := range glob(tb, sharedDir(tb, "corpus"), "*.pte") {
+	for _, p := range testkit.Glob(tb, testkit.SharedDir(tb, "corpus"), "*.pte") {
 		if fi, err := os.Stat(p); err == nil && fi.Size() > size {
 			best, size = p, fi.Size()
 		}

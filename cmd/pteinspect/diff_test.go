@@ -15,6 +15,7 @@ import (
 
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
 )
@@ -23,7 +24,7 @@ import (
 // TensorRT delegate, as `pteexport --from` does, and returns the new path.
 func rebake(t *testing.T, name string) string {
 	t.Helper()
-	in := filepath.Join(sharedDir(t, "vectors/pte"), name)
+	in := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), name)
 	out := filepath.Join(t.TempDir(), name)
 	budget := int64(4 << 30)
 	_, err := export.Rebake(in, out, &export.RebakeOptions{WeightStreamingBudget: &budget})
@@ -35,7 +36,7 @@ func rebake(t *testing.T, name string) string {
 // and segment payloads, and returns the new path.
 func variant(t *testing.T, name string, edit func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader) string {
 	t.Helper()
-	f, err := pte.Open(filepath.Join(sharedDir(t, "vectors/pte"), name))
+	f, err := pte.Open(filepath.Join(testkit.SharedDir(t, "vectors", "pte"), name))
 	require.NoError(t, err)
 	defer f.Close()
 	segs, err := f.SegmentReaders()
@@ -75,7 +76,7 @@ func TestDiffRebake(t *testing.T) {
 		"trt_segment_alignment_4096.pte",
 	} {
 		t.Run(name, func(t *testing.T) {
-			a := filepath.Join(sharedDir(t, "vectors/pte"), name)
+			a := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), name)
 			b := rebake(t, name)
 			r := runArgs(nil, "diff", a, b)
 			require.Equal(t, 1, r.code, r.stderr)
@@ -91,7 +92,7 @@ func TestDiffRebake(t *testing.T) {
 // TestDiffGolden compares diff outputs with testdata/golden/diff_NAME.txt;
 // `go test ./cmd/pteinspect -update` rewrites them.
 func TestDiffGolden(t *testing.T) {
-	vec := func(name string) string { return filepath.Join(sharedDir(t, "vectors/pte"), name) }
+	vec := func(name string) string { return filepath.Join(testkit.SharedDir(t, "vectors", "pte"), name) }
 	const twoMethods = "trt_two_methods_prefill_decode.pte"
 	cases := []struct {
 		golden string
@@ -159,7 +160,7 @@ func assertGolden(t *testing.T, name, got string) {
 }
 
 func TestDiff(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte")
+	dir := testkit.SharedDir(t, "vectors", "pte")
 	a := filepath.Join(dir, "trt_segment.pte")
 	b := filepath.Join(dir, "trt_no_budget_spec.pte")
 
@@ -213,7 +214,7 @@ func TestDiff(t *testing.T) {
 	// Errors exit 2: a missing file, a damaged file, a usage error.
 	for _, args := range [][]string{
 		{"diff", a, filepath.Join(dir, "missing.pte")},
-		{"diff", filepath.Join(sharedDir(t, "vectors/pte-bad"), "trunc_64_bytes.pte"), a},
+		{"diff", filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), "trunc_64_bytes.pte"), a},
 		{"diff", a},
 		{"diff", "--bogus", a, b},
 		{"diff", "-", "-"},

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
 )
@@ -22,7 +23,7 @@ import (
 // replaced by the blob of vectors/trt-blob-read/NAME.blob, as file bytes.
 func withBlob(t *testing.T, name string) []byte {
 	t.Helper()
-	blob, err := os.ReadFile(filepath.Join(sharedDir(t, "vectors/trt-blob-read"), name+".blob"))
+	blob, err := os.ReadFile(filepath.Join(testkit.SharedDir(t, "vectors", "trt-blob-read"), name+".blob"))
 	require.NoError(t, err)
 	return withBlobBytes(t, blob)
 }
@@ -42,7 +43,7 @@ func withMetadata(t *testing.T, m *delegate.Metadata) []byte {
 // payload replaced by blob, as file bytes.
 func withBlobBytes(t *testing.T, blob []byte) []byte {
 	t.Helper()
-	f, err := pte.Open(filepath.Join(sharedDir(t, "vectors/pte"), "trt_segment.pte"))
+	f, err := pte.Open(filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_segment.pte"))
 	require.NoError(t, err)
 	defer f.Close()
 	segs, err := f.SegmentReaders()

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // keysOf returns the member names of a JSON object, sorted.
@@ -48,7 +50,7 @@ func assertFailureJSON(t *testing.T, stdout, kind string, view []string) {
 // object on standard output, with the offset and path of the damage, and
 // exits 1; standard error has the reason too.
 func TestJSONWhenTheFileCannotBeOpened(t *testing.T) {
-	bad := sharedDir(t, "vectors/pte-bad")
+	bad := testkit.SharedDir(t, "vectors", "pte-bad")
 	cases := []struct {
 		path, kind string
 		offset     bool
@@ -85,7 +87,7 @@ func TestJSONWhenTheFileCannotBeOpened(t *testing.T) {
 // members at every level, lists always present, whatever package runtime's
 // Go structs look like.
 func TestPlanJSONMembers(t *testing.T) {
-	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_two_engines_chain.pte")
+	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_two_engines_chain.pte")
 	r := runArgs(nil, "--plan", "--json", "--streamable-bytes", "1MiB", "--scratch-bytes", "4KiB", path)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	var doc struct {
@@ -121,7 +123,7 @@ func TestPlanJSONMembers(t *testing.T) {
 // forms: stated facts, unknown ones, an engine with nothing streamable and
 // a delegate the planner does not model.
 func TestPlanFacts(t *testing.T) {
-	vec := sharedDir(t, "vectors/pte")
+	vec := testkit.SharedDir(t, "vectors", "pte")
 	type budget struct {
 		Source    string `json:"source"`
 		Applied   *int64 `json:"applied"`
@@ -183,7 +185,7 @@ func TestPlanFacts(t *testing.T) {
 	assert.Contains(t, out, "automatic budget         268435456 (256.0 MiB), stated with --automatic-bytes")
 
 	// A backend the planner does not model.
-	out, p = both(t, filepath.Join(sharedDir(t, "corpus"), "djl__stress_mlp__3022a8a3.pte"))
+	out, p = both(t, filepath.Join(testkit.SharedDir(t, "corpus"), "djl__stress_mlp__3022a8a3.pte"))
 	assert.Equal(t, []string{"XnnpackBackend"}, p.Methods[0].NotModelled)
 	require.NotEmpty(t, p.Methods[0].Delegates)
 	assert.False(t, p.Methods[0].Delegates[0].Modelled)

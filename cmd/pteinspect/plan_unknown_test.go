@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/runtime"
 )
@@ -55,7 +56,7 @@ func (b *unreadBlob) ReadAt(p []byte, off int64) (int, error) {
 // metadata, and returns its path.
 func unreadProgram(t *testing.T, metadataSize uint32) string {
 	t.Helper()
-	src, err := pte.Open(filepath.Join(sharedDir(t, "vectors/pte"), "trt_segment.pte"))
+	src, err := pte.Open(filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_segment.pte"))
 	require.NoError(t, err)
 	defer src.Close()
 	segs, err := src.SegmentReaders()
@@ -135,7 +136,7 @@ func TestPlanUnknownOutcome(t *testing.T) {
 // unknown outcome, the line carries the load error's message, still
 // without claiming a failure.
 func TestUnknownReasonFallback(t *testing.T) {
-	f, err := pte.Open(filepath.Join(sharedDir(t, "vectors/pte"), "trt_segment.pte"))
+	f, err := pte.Open(filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_segment.pte"))
 	require.NoError(t, err)
 	defer f.Close()
 	zero, nine := 0, 9

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
@@ -26,7 +27,7 @@ func TestDamagedMethodViews(t *testing.T) {
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(sharedDir(t, "vectors/pte-bad"), name+".pte")
+			path := filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), name+".pte")
 			r := runArgs(nil, path)
 			assert.Equal(t, exitFail, r.code, r.stderr)
 			assert.Empty(t, r.stderr)
@@ -86,10 +87,10 @@ func TestVerifyAliasedIOThatInitRefuses(t *testing.T) {
 // get a JSON object on stdout even when there is nothing to plan.
 func TestPlanJSONWhenTheProgramCannotBeRead(t *testing.T) {
 	cases := map[string]string{
-		filepath.Join(sharedDir(t, "vectors/pte-bad"), "trunc_half_program.pte"): "invalid_program",
-		filepath.Join(sharedDir(t, "vectors/pte-bad"), "ident_ET13.pte"):         "invalid_program",
-		filepath.Join(sharedDir(t, "vectors/pte-bad"), "trunc_7_bytes.pte"):      "invalid_argument",
-		filepath.Join(t.TempDir(), "missing.pte"):                                "access_failed",
+		filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), "trunc_half_program.pte"): "invalid_program",
+		filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), "ident_ET13.pte"):         "invalid_program",
+		filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), "trunc_7_bytes.pte"):      "invalid_argument",
+		filepath.Join(t.TempDir(), "missing.pte"):                                           "access_failed",
 	}
 	for path, kind := range cases {
 		r := runArgs(nil, "--plan", "--json", path)

@@ -15,33 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
-
-// sharedDir returns ../../../shared/<sub>. When it is missing the test fails
-// in CI (env CI non-empty) and is skipped elsewhere.
-func sharedDir(t testing.TB, sub string) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", sub)
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared data %s missing in CI: %v", dir, err)
-		}
-		t.Skipf("shared data %s missing: %v", dir, err)
-	}
-	return dir
-}
-
-func glob(t testing.TB, dir, pattern string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, pattern))
-	require.NoError(t, err)
-	require.NotEmpty(t, files, "no %s in %s", pattern, dir)
-	return files
-}
 
 type result struct {
 	stdout, stderr string
@@ -58,8 +37,8 @@ func runArgs(stdin []byte, args ...string) result {
 // carries the values of the upstream deserializer's view in the members
 // file, extended_header, segments, delegates and program.
 func TestCorpusJSON(t *testing.T) {
-	dir := sharedDir(t, "corpus")
-	for _, path := range glob(t, dir, "*.pte") {
+	dir := testkit.SharedDir(t, "corpus")
+	for _, path := range testkit.Glob(t, dir, "*.pte") {
 		name := strings.TrimSuffix(filepath.Base(path), ".pte")
 		t.Run(name, func(t *testing.T) {
 			r := runArgs(nil, "--json", "--hash", path)
@@ -134,7 +113,7 @@ func TestGolden(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.golden, func(t *testing.T) {
-			path := filepath.Join(sharedDir(t, c.sub), c.file)
+			path := filepath.Join(testkit.SharedDir(t, c.sub), c.file)
 			args := []string{path}
 			switch {
 			case strings.HasSuffix(c.golden, "_hash"):
@@ -174,13 +153,13 @@ func TestGolden(t *testing.T) {
 // runtime reported for the file (the vector's InternalConsistency verdict,
 // when it reports one) and says where the damage is.
 func TestVerifyDamaged(t *testing.T) {
-	dir := sharedDir(t, "vectors/pte-bad")
+	dir := testkit.SharedDir(t, "vectors", "pte-bad")
 	verdicts := readVerdicts(t, filepath.Join(dir, "index.tsv"))
 	// The reader names no field for damage to the file as a whole; the byte
 	// offset says where it is.
 	noPath := map[string]bool{"trunc_0_bytes": true, "trunc_7_bytes": true, "trunc_63_bytes": true,
 		"root_offset_past_end": true, "root_vtable_outside_buffer": true}
-	for _, path := range glob(t, dir, "*.pte") {
+	for _, path := range testkit.Glob(t, dir, "*.pte") {
 		name := strings.TrimSuffix(filepath.Base(path), ".pte")
 		t.Run(name, func(t *testing.T) {
 			verdict, ok := verdicts[name]
@@ -250,7 +229,7 @@ func upstreamError(verdict string) string {
 // clean, except the one whose budget spec appears twice (the delegate
 // refuses it at init).
 func TestVerifyVectors(t *testing.T) {
-	for _, path := range glob(t, sharedDir(t, "vectors/pte"), "*.pte") {
+	for _, path := range testkit.Glob(t, testkit.SharedDir(t, "vectors", "pte"), "*.pte") {
 		name := filepath.Base(path)
 		t.Run(name, func(t *testing.T) {
 			r := runArgs(nil, "--verify", path)
@@ -266,7 +245,7 @@ func TestVerifyVectors(t *testing.T) {
 }
 
 func TestExtract(t *testing.T) {
-	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_two_engines_chain.pte")
+	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_two_engines_chain.pte")
 	f, err := pte.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
@@ -313,14 +292,14 @@ func TestExtract(t *testing.T) {
 	// that does not exist: failures, no file.
 	r = runArgs(nil, "--extract", "forward:0", "-o", filepath.Join(out, "no", "such", "dir"), path)
 	assert.Equal(t, 1, r.code)
-	corpus := filepath.Join(sharedDir(t, "corpus"), "djl__add__8371b86d.pte")
+	corpus := filepath.Join(testkit.SharedDir(t, "corpus"), "djl__add__8371b86d.pte")
 	r = runArgs(nil, "--extract", "forward:0", "--engine", "-o", filepath.Join(out, "x.bin"), corpus)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "XnnpackBackend")
 }
 
 func TestPlanJSON(t *testing.T) {
-	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_segment.pte")
+	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_segment.pte")
 	r := runArgs(nil, "--plan", "--json", path)
 	require.Equal(t, 0, r.code, r.stderr)
 	var v struct {
@@ -360,7 +339,7 @@ func TestPlanJSON(t *testing.T) {
 }
 
 func TestUsageAndFailures(t *testing.T) {
-	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_segment.pte")
+	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_segment.pte")
 	usage := [][]string{
 		{},
 		{path, path},
@@ -393,10 +372,10 @@ func TestUsageAndFailures(t *testing.T) {
 	assert.Contains(t, r.stdout, "--extract")
 
 	failures := map[string]string{
-		filepath.Join(sharedDir(t, "corpus"), "et__resources__linear__edab857b.ptd"):           "external tensor data",
-		filepath.Join(sharedDir(t, "corpus"), "et__resources__bundled_program__ea5b42c0.bpte"): "bundled program",
-		filepath.Join(sharedDir(t, "vectors/pte-bad"), "root_offset_past_end.pte"):             "--verify",
-		filepath.Join(sharedDir(t, "vectors/pte"), "does_not_exist.pte"):                       "no such file",
+		filepath.Join(testkit.SharedDir(t, "corpus"), "et__resources__linear__edab857b.ptd"):           "external tensor data",
+		filepath.Join(testkit.SharedDir(t, "corpus"), "et__resources__bundled_program__ea5b42c0.bpte"): "bundled program",
+		filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), "root_offset_past_end.pte"):          "--verify",
+		filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "does_not_exist.pte"):                    "no such file",
 	}
 	for file, want := range failures {
 		r := runArgs(nil, file)
@@ -412,7 +391,7 @@ func TestUsageAndFailures(t *testing.T) {
 }
 
 func TestStdinAndFilters(t *testing.T) {
-	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_two_methods_prefill_decode.pte")
+	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_two_methods_prefill_decode.pte")
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	fromFile := runArgs(nil, "--json", "--hash", path)
@@ -438,7 +417,7 @@ func TestStdinAndFilters(t *testing.T) {
 // TestFiltersThatMatchNothing: --method and --delegate must name something
 // in the file, in every view; the error lists what there is.
 func TestFiltersThatMatchNothing(t *testing.T) {
-	path := filepath.Join(sharedDir(t, "vectors/pte"), "trt_two_methods_prefill_decode.pte")
+	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_two_methods_prefill_decode.pte")
 	for _, view := range [][]string{{}, {"--json"}, {"--verify"}, {"--verify", "--json"}, {"--compile-specs"},
 		{"--compile-specs", "--json"}, {"--plan"}, {"--plan", "--json"}} {
 		asJSON := slices.Contains(view, "--json")
