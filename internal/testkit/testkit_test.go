@@ -32,9 +32,12 @@ func (r *recorder) Skip(args ...any) {
 	runtime.Goexit()
 }
 func (r *recorder) Skipf(format string, args ...any) { r.Skip(fmt.Sprintf(format, args...)) }
+func (r *recorder) Errorf(format string, args ...any) {
+	r.how, r.msg = "error", fmt.Sprintf(format, args...)
+}
 
 // outcome runs fn with a recorder and returns how it ended: "fatal",
-// "skip" or "" (returned normally), and the message.
+// "skip", "error" (failed and went on) or "" (passed), and the message.
 func outcome(t *testing.T, fn func(tb testing.TB)) (how, msg string) {
 	r := &recorder{TB: t}
 	var wg sync.WaitGroup
