@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,8 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/examples engine files")
 
 const examplesDir = "../../testdata/examples"
 
@@ -40,14 +37,7 @@ func exampleEngine(name string, size int) []byte {
 // generator; run with -update to (re)write them.
 func TestExampleEngines(t *testing.T) {
 	for name, size := range exampleEngines {
-		path := filepath.Join(examplesDir, name)
-		want := exampleEngine(name, size)
-		if *update {
-			require.NoError(t, os.WriteFile(path, want, 0o644))
-		}
-		got, err := os.ReadFile(path)
-		require.NoError(t, err)
-		assert.True(t, bytes.Equal(want, got), "%s differs from its generator (go test -run TestExampleEngines -update)", name)
+		testkit.Golden(t, filepath.Join(examplesDir, name), exampleEngine(name, size))
 	}
 }
 

@@ -151,13 +151,7 @@ func TestDiffGolden(t *testing.T) {
 // rewrites.
 func assertGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run with -update to create %s", path)
-	assert.Equal(t, string(want), got, "%s differs", path)
+	testkit.Golden(t, filepath.Join("testdata", "golden", name), []byte(got))
 }
 
 func TestDiff(t *testing.T) {

@@ -120,13 +120,7 @@ func TestTensorRTHazards(t *testing.T) {
 
 	// The golden human view of one of them.
 	r := runArgs(withBlob(t, "diff_binding_empty_name"), "-")
-	golden := filepath.Join("testdata", "golden", "trt_hazard_empty_name.txt")
-	if *update {
-		require.NoError(t, os.WriteFile(golden, []byte(r.stdout), 0o644))
-	}
-	want, err := os.ReadFile(golden)
-	require.NoError(t, err, "run with -update to create it")
-	assert.Equal(t, string(want), r.stdout)
+	testkit.Golden(t, filepath.Join("testdata", "golden", "trt_hazard_empty_name.txt"), []byte(r.stdout))
 }
 
 // FuzzRun feeds arbitrary program bytes to every view through standard

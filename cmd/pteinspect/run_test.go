@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,8 +18,6 @@ import (
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
 
 type result struct {
 	stdout, stderr string
@@ -136,14 +133,7 @@ func TestGolden(t *testing.T) {
 			}
 			require.Equal(t, wantCode, r.code, r.stderr)
 			require.Empty(t, r.stderr)
-			golden := filepath.Join("testdata", "golden", c.golden+".txt")
-			if *update {
-				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
-				require.NoError(t, os.WriteFile(golden, []byte(r.stdout), 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run with -update to create it")
-			assert.Equal(t, string(want), r.stdout)
+			testkit.Golden(t, filepath.Join("testdata", "golden", c.golden+".txt"), []byte(r.stdout))
 		})
 	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // maxSeedSize bounds the fuzz seeds: small inputs keep the fuzzer's
@@ -92,12 +91,6 @@ func seedPrograms(t testing.TB) map[string][]byte {
 	return out
 }
 
-// corpusFile returns data in the Go fuzzing corpus file format, as one
-// []byte argument.
-func corpusFile(data []byte) []byte {
-	return fmt.Appendf(nil, "go test fuzz v1\n[]byte(%q)\n", data)
-}
-
 // TestFuzzRunSeeds: the committed seeds of FuzzRun are what seedPrograms
 // writes; `go test ./cmd/pteinspect -run TestFuzzRunSeeds -update`
 // rewrites them. Each seed is a program every view accepts.
@@ -106,13 +99,6 @@ func TestFuzzRunSeeds(t *testing.T) {
 	for name, data := range seedPrograms(t) {
 		r := runArgs(data, "--verify", "-")
 		assert.Equal(t, exitOK, r.code, "%s: %s", name, r.stdout)
-		path := filepath.Join(dir, "seed_"+name)
-		if *update {
-			require.NoError(t, os.MkdirAll(dir, 0o755))
-			require.NoError(t, os.WriteFile(path, corpusFile(data), 0o644))
-		}
-		got, err := os.ReadFile(path)
-		require.NoError(t, err, "run with -update to create it")
-		assert.Equal(t, string(corpusFile(data)), string(got), "%s is stale: run with -update", path)
+		testkit.Golden(t, filepath.Join(dir, "seed_"+name), testkit.FuzzCorpusFile(data))
 	}
 }

@@ -3,10 +3,7 @@ package ptejson
 import (
 	"bytes"
 	"encoding/binary"
-	"flag"
-	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,11 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/schema"
 )
-
-var updateSeeds = flag.Bool("update", false, "rewrite the generated fuzz seeds in testdata/fuzz")
 
 // maxSeedSize bounds the fuzz seeds: small inputs keep the fuzzer's
 // minimisation fast, so that a crash found late is still reported.
@@ -122,14 +118,6 @@ func TestFuzzBuildSeeds(t *testing.T) {
 		}
 		assert.Equal(t, nilMembers, strings.Contains(strings.Join(text, "\n"), "has no table"), "%s: %q", name, text)
 
-		file := []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data))
-		path := filepath.Join(dir, name)
-		if *updateSeeds {
-			require.NoError(t, os.MkdirAll(dir, 0o755))
-			require.NoError(t, os.WriteFile(path, file, 0o644))
-		}
-		got, err := os.ReadFile(path)
-		require.NoError(t, err, "run with -update to create it")
-		assert.Equal(t, string(file), string(got), "%s is stale: run with -update", path)
+		testkit.Golden(t, filepath.Join(dir, name), testkit.FuzzCorpusFile(data))
 	}
 }
