@@ -3,7 +3,6 @@ package delegate
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -12,9 +11,9 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-)
 
-var updateSeeds = flag.Bool("update-seeds", false, "rewrite the committed fuzz seeds in testdata/fuzz")
+	"github.com/ptekit/ptekit/internal/testkit"
+)
 
 // seedBlobs are the committed seeds of FuzzDecode and FuzzReadDeployed:
 // blobs written by this package plus hand-made metadata that exercises the
@@ -72,7 +71,7 @@ func addVectorSeeds(f *testing.F) {
 }
 
 // TestFuzzSeeds keeps the committed seed files in step with seedBlobs and
-// encodeSeeds.
+// encodeSeeds; -update rewrites them.
 func TestFuzzSeeds(t *testing.T) {
 	for _, target := range []string{"FuzzDecode", "FuzzReadDeployed", "FuzzEncodeRoundTrip"} {
 		dir := filepath.Join("testdata", "fuzz", target)
@@ -81,21 +80,7 @@ func TestFuzzSeeds(t *testing.T) {
 			seeds = encodeSeeds()
 		}
 		for i, b := range seeds {
-			path := filepath.Join(dir, fmt.Sprintf("seed-%02d", i))
-			want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)
-			if *updateSeeds {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				continue
-			}
-			got, err := os.ReadFile(path)
-			if err != nil || string(got) != want {
-				t.Errorf("%s is missing or stale; run go test -run TestFuzzSeeds -update-seeds", path)
-			}
+			testkit.Golden(t, filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), testkit.FuzzCorpusFile(b))
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package pte
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -297,9 +296,8 @@ func BenchmarkOpenRatio(b *testing.B) {
 	}
 }
 
-// TestOpenFuzzSeeds keeps testdata/fuzz/FuzzOpen in step with the generator:
-// with PTE_UPDATE_FUZZ_SEEDS=1 it (re)writes the seeds, otherwise it checks
-// that they exist and match.
+// TestOpenFuzzSeeds keeps testdata/fuzz/FuzzOpen in step with the generator;
+// -update rewrites the seeds.
 func TestOpenFuzzSeeds(t *testing.T) {
 	small, _, segOffs := rdTestProgram(2, 40)
 	full := make([]byte, int(segOffs[1])+40)
@@ -310,20 +308,6 @@ func TestOpenFuzzSeeds(t *testing.T) {
 	seeds := map[string][]byte{"two_segment_delegates": full, "flatbuffer_only": small[:len(small)-8]}
 	dir := filepath.Join("testdata", "fuzz", "FuzzOpen")
 	for name, data := range seeds {
-		want := []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data))
-		path := filepath.Join(dir, name)
-		if os.Getenv("PTE_UPDATE_FUZZ_SEEDS") != "" {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(path)
-		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s is missing or stale (err %v); run with PTE_UPDATE_FUZZ_SEEDS=1", path, err)
-		}
+		testkit.Golden(t, filepath.Join(dir, name), testkit.FuzzCorpusFile(data))
 	}
 }

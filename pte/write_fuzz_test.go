@@ -3,15 +3,13 @@ package pte
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-var updateWriteSeeds = flag.Bool("update-write-seeds", false, "regenerate testdata/fuzz/FuzzRoundTrip seeds written by this package")
+	"github.com/ptekit/ptekit/internal/testkit"
+)
 
 // wrSeedPrograms are the programs whose written bytes seed FuzzRoundTrip:
 // each exercises one writer rule (header or not, shared offsets, trailing
@@ -45,28 +43,11 @@ func wrSeedPrograms(t testing.TB) map[string][]byte {
 }
 
 // TestWriteFuzzSeeds checks that the committed FuzzRoundTrip seeds are what
-// the writer produces today; -update-write-seeds rewrites them.
+// the writer produces today; -update rewrites them.
 func TestWriteFuzzSeeds(t *testing.T) {
 	dir := filepath.Join("testdata", "fuzz", "FuzzRoundTrip")
 	for name, data := range wrSeedPrograms(t) {
-		file := filepath.Join(dir, "write_"+name)
-		want := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
-		if *updateWriteSeeds {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(file, []byte(want), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatalf("%v (run with -update-write-seeds)", err)
-		}
-		if string(got) != want {
-			t.Errorf("%s is stale (run with -update-write-seeds)", file)
-		}
+		testkit.Golden(t, filepath.Join(dir, "write_"+name), testkit.FuzzCorpusFile(data))
 	}
 }
 

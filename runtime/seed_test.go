@@ -2,13 +2,12 @@ package runtime
 
 import (
 	"bytes"
-	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/schema"
 )
@@ -76,26 +75,9 @@ func writeProgram(t testing.TB, p *pte.Program, meta *delegate.Metadata) []byte 
 	return buf.Bytes()
 }
 
-// TestWriteFuzzSeeds regenerates testdata/fuzz/FuzzLoad when
-// RUNTIME_WRITE_SEEDS is set, and otherwise checks that the committed seed
-// is what seedProgram writes today.
+// TestWriteFuzzSeeds checks that the committed seed of FuzzLoad is what
+// seedProgram writes today; -update rewrites it.
 func TestWriteFuzzSeeds(t *testing.T) {
 	data := writeProgram(t, seedProgram(t, seedMetadata()), seedMetadata())
-	entry := []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data))
-	path := filepath.Join("testdata", "fuzz", "FuzzLoad", "seed-program")
-	if os.Getenv("RUNTIME_WRITE_SEEDS") != "" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, entry, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with RUNTIME_WRITE_SEEDS=1 to create it)", err)
-	}
-	if !bytes.Equal(got, entry) {
-		t.Errorf("%s is stale; run with RUNTIME_WRITE_SEEDS=1", path)
-	}
+	testkit.Golden(t, filepath.Join("testdata", "fuzz", "FuzzLoad", "seed-program"), testkit.FuzzCorpusFile(data))
 }
