@@ -139,3 +139,36 @@ func OpenCounting(t testing.TB, path string) (*CountingReaderAt, int64) {
 	}
 	return NewCountingReaderAt(f), fi.Size()
 }
+
+// AddSharedSeeds adds to f, as seeds, the files under <repo>/../shared
+// (see [SharedPath]) that match any of patterns (slash-separated, in the
+// syntax of [filepath.Match]) and hold at most maxSize bytes; maxSize 0
+// means any size. Unlike [SharedDir] it never fails or skips: the shared
+// data only widens a fuzz target's starting corpus, and fuzzing works from
+// testdata/fuzz alone.
+func AddSharedSeeds(f *testing.F, maxSize int64, patterns ...string) {
+	for _, b := range sharedSeeds(maxSize, patterns) {
+		f.Add(b)
+	}
+}
+
+// sharedSeeds reads the files AddSharedSeeds adds.
+func sharedSeeds(maxSize int64, patterns []string) [][]byte {
+	root, err := SharedPath()
+	if err != nil {
+		return nil
+	}
+	var seeds [][]byte
+	for _, pattern := range patterns {
+		files, _ := filepath.Glob(filepath.Join(root, filepath.FromSlash(pattern)))
+		for _, p := range files {
+			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || (maxSize > 0 && fi.Size() > maxSize) {
+				continue
+			}
+			if b, err := os.ReadFile(p); err == nil {
+				seeds = append(seeds, b)
+			}
+		}
+	}
+	return seeds
+}

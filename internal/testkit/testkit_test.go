@@ -189,3 +189,38 @@ func TestOpenCounting(t *testing.T) {
 		t.Errorf("OpenCounting of a missing file ended %q, want fatal", how)
 	}
 }
+
+func TestSharedSeeds(t *testing.T) {
+	root := fakeRepo(t)
+	if got := sharedSeeds(0, []string{"vectors/*.pte"}); len(got) != 0 {
+		t.Errorf("%d seeds without shared data", len(got))
+	}
+	files := map[string]string{"small.pte": "abc", "big.pte": "0123456789", "other.blob": "x"}
+	dir := filepath.Join(root, "shared", "vectors")
+	if err := os.MkdirAll(filepath.Join(dir, "sub.pte"), 0o755); err != nil { // a directory is no seed
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		max      int64
+		patterns []string
+		want     string
+	}{
+		{0, []string{"vectors/*.pte"}, "0123456789,abc"},
+		{5, []string{"vectors/*.pte"}, "abc"},
+		{3, []string{"vectors/*.pte", "vectors/*.blob"}, "abc,x"},
+		{0, []string{"corpus/*.pte"}, ""},
+	} {
+		var got []string
+		for _, b := range sharedSeeds(tc.max, tc.patterns) {
+			got = append(got, string(b))
+		}
+		if strings.Join(got, ",") != tc.want {
+			t.Errorf("sharedSeeds(%d, %q) = %q, want %s", tc.max, tc.patterns, got, tc.want)
+		}
+	}
+}
