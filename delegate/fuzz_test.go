@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -60,14 +59,7 @@ func seedBlobs(t testing.TB) [][]byte {
 // addVectorSeeds adds the shared conformance blobs, when present, as
 // uncommitted seeds.
 func addVectorSeeds(f *testing.F) {
-	for _, set := range []string{"trt-blob-read", "trt-blob-write"} {
-		m, _ := filepath.Glob(filepath.Join("..", "..", "shared", "vectors", set, "*.blob"))
-		for _, p := range m {
-			if b, err := os.ReadFile(p); err == nil {
-				f.Add(b)
-			}
-		}
-	}
+	testkit.AddSharedSeeds(f, 0, "vectors/trt-blob-read/*.blob", "vectors/trt-blob-write/*.blob")
 }
 
 // TestFuzzSeeds keeps the committed seed files in step with seedBlobs and

@@ -3,25 +3,17 @@ package pte
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // addFuzzSeeds adds every program of the shared corpus and vectors when they
 // are present (fuzzing also works from testdata/fuzz alone). Large files
 // are left out: they slow minimization down without adding structure.
 func addFuzzSeeds(f *testing.F) {
-	root := filepath.Join("..", "..", "shared")
-	for _, pattern := range []string{"corpus/*.pte", "corpus/*.ptd", "vectors/pte/*.pte", "vectors/pte-bad/*.pte"} {
-		files, _ := filepath.Glob(filepath.Join(root, pattern))
-		for _, p := range files {
-			if b, err := os.ReadFile(p); err == nil && len(b) <= 4<<10 {
-				f.Add(b)
-			}
-		}
-	}
+	testkit.AddSharedSeeds(f, 4<<10, "corpus/*.pte", "corpus/*.ptd", "vectors/pte/*.pte", "vectors/pte-bad/*.pte")
 }
 
 // openAllocBound is the most NewFile plus Verify may allocate for an

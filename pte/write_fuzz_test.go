@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -54,16 +53,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 // FuzzRoundTrip: any file the reader accepts is re-written with its own
 // segments and must read back to the same program and segment bytes.
 func FuzzRoundTrip(f *testing.F) {
-	for _, dir := range []string{"corpus", "vectors/pte"} {
-		paths, _ := filepath.Glob(filepath.Join("..", "..", "shared", dir, "*.pte"))
-		for _, p := range paths {
-			if st, err := os.Stat(p); err == nil && st.Size() <= 64<<10 {
-				if b, err := os.ReadFile(p); err == nil {
-					f.Add(b)
-				}
-			}
-		}
-	}
+	testkit.AddSharedSeeds(f, 64<<10, "corpus/*.pte", "vectors/pte/*.pte")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		orig, err := NewFile(bytes.NewReader(data), int64(len(data)))
 		if err != nil {

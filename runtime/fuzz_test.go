@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -44,14 +43,7 @@ func FuzzParseBackendOption(f *testing.F) {
 // plan agrees with LoadMethod.
 func FuzzLoad(f *testing.F) {
 	f.Add(writeProgram(f, seedProgram(f, seedMetadata()), seedMetadata()))
-	for _, dir := range []string{"vectors/pte", "vectors/pte-bad", "vectors/pte-bad/sources"} {
-		ms, _ := filepath.Glob(filepath.Join("..", "..", "shared", dir, "*.pte"))
-		for _, m := range ms {
-			if b, err := os.ReadFile(m); err == nil && len(b) < 64<<10 {
-				f.Add(b)
-			}
-		}
-	}
+	testkit.AddSharedSeeds(f, 64<<10-1, "vectors/pte/*.pte", "vectors/pte-bad/*.pte", "vectors/pte-bad/sources/*.pte")
 	limit := maxInstructions
 	maxInstructions = 1000 // keep looping inputs fast
 	f.Cleanup(func() { maxInstructions = limit })

@@ -130,16 +130,7 @@ func TestTensorRTHazards(t *testing.T) {
 // testdata/fuzz/FuzzRun (small programs, see TestFuzzRunSeeds) and the
 // small files of the shared vectors and corpus.
 func FuzzRun(f *testing.F) {
-	for _, pat := range []string{"vectors/pte/*.pte", "vectors/pte-bad/*.pte", "corpus/*.pte"} {
-		files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", pat))
-		for _, name := range files {
-			if fi, err := os.Stat(name); err == nil && fi.Size() <= maxSeedSize {
-				if b, err := os.ReadFile(name); err == nil {
-					f.Add(b)
-				}
-			}
-		}
-	}
+	testkit.AddSharedSeeds(f, maxSeedSize, "vectors/pte/*.pte", "vectors/pte-bad/*.pte", "corpus/*.pte")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		out := filepath.Join(dir, "out.bin")

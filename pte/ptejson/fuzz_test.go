@@ -3,27 +3,16 @@ package ptejson
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
 // addSharedSeeds adds the small programs of the shared corpus, vectors and
 // damaged vectors as seeds, when they are there.
 func addSharedSeeds(f *testing.F) {
-	for _, pat := range []string{"corpus/*.pte", "vectors/pte/*.pte", "vectors/pte-bad/*.pte"} {
-		files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", pat))
-		for _, name := range files {
-			if fi, err := os.Stat(name); err != nil || fi.Size() > maxSeedSize {
-				continue
-			}
-			if b, err := os.ReadFile(name); err == nil {
-				f.Add(b)
-			}
-		}
-	}
+	testkit.AddSharedSeeds(f, maxSeedSize, "corpus/*.pte", "vectors/pte/*.pte", "vectors/pte-bad/*.pte")
 }
 
 // FuzzBuild opens arbitrary bytes as a program and, when the reader accepts
