@@ -22,7 +22,7 @@ func verifyClean(t testing.TB, data []byte) *pte.File {
 	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
 	require.NoError(t, err)
 	for _, fd := range f.Verify() {
-		require.NotEqual(t, pte.Error, fd.Severity, "verify: %v", fd)
+		require.NotEqual(t, pte.SeverityError, fd.Severity, "verify: %v", fd)
 	}
 	return f
 }

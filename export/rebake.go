@@ -24,10 +24,12 @@ type RebakeOptions struct {
 	// target_device of every TensorRTBackend delegate.
 	TargetDevice string
 	// SegmentAlignment is the alignment of segment data in the output;
-	// 0 keeps the input's layout rules: 128 (ExecuTorch's default), unless
-	// the input was evidently written with 4096 or a larger power of two
-	// (up to 64 KiB), i.e. only that alignment reproduces its segment base
-	// and its segment offsets relative to the base.
+	// 0 keeps the input's layout: its segments keep their offsets relative
+	// to the segment base, and the base stays aligned as the input's was.
+	// That is 128 (ExecuTorch's default) when 128 reproduces the input,
+	// else the largest alignment up to MaxSegmentAlignment that does (any
+	// value, not only a power of two). When none does (a layout no
+	// alignment explains), 128 is used and a WarnLayout warning says so.
 	SegmentAlignment uint64
 	// Progress, when non-nil, is called as output bytes are written, with
 	// the size of the input as the expected total.
@@ -149,7 +151,12 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 	}
 	align := opts.SegmentAlignment
 	if align == 0 {
-		align = inferAlignment(f)
+		var ok bool
+		if align, ok = inferAlignment(f); !ok {
+			res.Warnings = append(res.Warnings, Warning{Kind: WarnLayout, Msg: fmt.Sprintf(
+				"%s: no segment alignment up to %d reproduces its segment layout (another writer's, or gaps between segments); segments are re-laid at %d bytes",
+				in, MaxSegmentAlignment, align)})
+		}
 	}
 	ao := atomicOptions{total: f.Size, progress: opts.Progress, noOverwrite: opts.NoOverwrite}
 	size, err := writeAtomic(ctx, out, ao, func(w *os.File) (int64, error) {
@@ -175,7 +182,7 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 func verifyInput(f *pte.File, in string, res *Result) error {
 	var errs []pte.Finding
 	for _, fd := range f.Verify() {
-		if fd.Severity == pte.Error {
+		if fd.Severity == pte.SeverityError {
 			errs = append(errs, fd)
 			continue
 		}
@@ -297,32 +304,62 @@ func countBlobs(p *pte.Program) int {
 	return len(seen)
 }
 
-// alignmentCandidates are the segment alignments a re-bake may keep, in
-// order of preference: ExecuTorch's default (128), its default before
-// 2024-08 (4096), then larger powers of two.
-var alignmentCandidates = []uint64{pte.DefaultSegmentAlignment, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10}
-
 // inferAlignment returns the segment alignment that keeps the input's
-// layout rules: the first of alignmentCandidates under which the writer
-// would place every segment at the offset it has in the input (relative to
-// the segment base) and round the input's program size up to the input's
-// segment base. A file that no candidate reproduces (or one without
-// segment data) gets the default, 128.
+// layout rules, and false when no alignment up to MaxSegmentAlignment
+// reproduces them (or the file has no segment data), in which case it
+// returns the default, 128.
 //
-// A file is thus re-baked at 128 unless it was evidently written with a
-// larger alignment: a 128-aligned file whose base happens to be a multiple
-// of 256 or 4096 stays 128.
-func inferAlignment(f *pte.File) uint64 {
+// Writing with alignment A (as pte.Write and ExecuTorch's serializer lay
+// segments out: each at the end of the previous one rounded up to A, the
+// base at the program size rounded up to A) reproduces the input exactly
+// when A divides the base and every segment offset, and A exceeds every
+// gap the rounding left: round_up(e, A) == o holds exactly when A | o and
+// o-A < e <= o. So the alignments that reproduce the input are the divisors
+// of g = gcd(base, offsets) above the largest gap. The default, 128, is
+// kept when it is one of them (a 128-aligned file whose base happens to be
+// a multiple of 4096 stays 128). Otherwise the largest is taken: the set is
+// closed under lcm, so the largest is a multiple of every other one,
+// including the alignment the input was written with, and the output's
+// base stays aligned to it even when the program's size changes.
+func inferAlignment(f *pte.File) (uint64, bool) {
 	h := f.Header
-	if h == nil || h.SegmentBaseOffset == 0 {
-		return pte.DefaultSegmentAlignment
+	if h == nil || h.SegmentBaseOffset == 0 || h.ProgramSize > h.SegmentBaseOffset {
+		return pte.DefaultSegmentAlignment, h == nil || h.SegmentBaseOffset == 0
 	}
-	for _, a := range alignmentCandidates {
-		if reproducesLayout(h, f.Program.Segments, a) {
-			return a
+	g := h.SegmentBaseOffset
+	gap := h.SegmentBaseOffset - h.ProgramSize
+	var end uint64
+	for _, s := range f.Program.Segments {
+		if s == nil || s.Offset < end || s.Offset+s.Size < s.Offset {
+			return pte.DefaultSegmentAlignment, false
+		}
+		g = gcd(g, s.Offset)
+		gap = max(gap, s.Offset-end)
+		end = s.Offset + s.Size
+	}
+	if reproducesLayout(h, f.Program.Segments, pte.DefaultSegmentAlignment) {
+		return pte.DefaultSegmentAlignment, true
+	}
+	// The largest divisor of g above the gap and not above
+	// MaxSegmentAlignment (at most a million steps, however large g is).
+	best := uint64(0)
+	for a := min(g, MaxSegmentAlignment); a > gap; a-- {
+		if g%a == 0 {
+			best = a
+			break
 		}
 	}
-	return pte.DefaultSegmentAlignment
+	if best == 0 || !reproducesLayout(h, f.Program.Segments, best) {
+		return pte.DefaultSegmentAlignment, false
+	}
+	return best, true
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // reproducesLayout reports whether writing with alignment a, as pte.Write

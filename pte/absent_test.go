@@ -335,8 +335,8 @@ func TestAbsentStringsVerify(t *testing.T) {
 		f := abWrite(t, p)
 		var warned bool
 		for _, fd := range f.Verify() {
-			warned = warned || (fd.Severity == Warning && fd.Err.Path == "execution_plan[0].operators[0].overload")
-			if fd.Severity == Error {
+			warned = warned || (fd.Severity == SeverityWarning && fd.Err.Path == "execution_plan[0].operators[0].overload")
+			if fd.Severity == SeverityError {
 				t.Errorf("unexpected error %v", fd)
 			}
 		}

@@ -194,7 +194,7 @@ func TestTestProgram(t *testing.T) {
 	}
 	defer f.Close()
 	for _, fd := range f.Verify() {
-		if fd.Severity == Error {
+		if fd.Severity == SeverityError {
 			t.Error(fd)
 		}
 	}

@@ -71,10 +71,10 @@ func readCppVerdict(t *testing.T, path string) cppVerdict {
 }
 
 // hasFinding reports whether findings hold one for method (any method when
-// method is "*") with the given code and, when errorsOnly, Severity Error.
+// method is "*") with the given code and, when errorsOnly, SeverityError.
 func hasFinding(fs []Finding, method string, code string, errorsOnly bool) bool {
 	for _, f := range fs {
-		if (method == "*" || f.Method == method) && f.Err.Code.String() == code && (!errorsOnly || f.Severity == Error) {
+		if (method == "*" || f.Method == method) && f.Err.Code.String() == code && (!errorsOnly || f.Severity == SeverityError) {
 			return true
 		}
 	}
@@ -124,7 +124,7 @@ func TestCorpusOpen(t *testing.T) {
 				switch code {
 				case "":
 					for _, fd := range findings {
-						if fd.Severity == Error && (fd.Method == m || fd.Method == "") {
+						if fd.Severity == SeverityError && (fd.Method == m || fd.Method == "") {
 							t.Errorf("method %s loads in C++ but Verify reports %v", m, fd)
 						}
 					}

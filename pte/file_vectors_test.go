@@ -106,7 +106,7 @@ func TestPteVectors(t *testing.T) {
 			}
 			defer f.Close()
 			for _, fd := range f.Verify() {
-				if fd.Severity == Error {
+				if fd.Severity == SeverityError {
 					t.Errorf("%v", fd)
 				}
 			}

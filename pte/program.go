@@ -118,7 +118,7 @@ type ContainerMetadata struct {
 	// EncodedOutStr is the output pytree spec, in either serialized form or "".
 	EncodedOutStr string
 	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "name"); they read as "" and are written
+	// file, by schema name (e.g. "encoded_inp_str"); they read as "" and are written
 	// absent again. Nil in the usual case. A listed field that is given a
 	// non-empty value is written present.
 	Absent []string
@@ -165,7 +165,7 @@ type String struct {
 	// StringVal is the value.
 	StringVal string
 	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "name"); they read as "" and are written
+	// file, by schema name (e.g. "string_val"); they read as "" and are written
 	// absent again. Nil in the usual case. A listed field that is given a
 	// non-empty value is written present.
 	Absent []string
@@ -312,7 +312,7 @@ type ExtraTensorInfo struct {
 	// DeviceIndex selects one of several devices of DeviceType.
 	DeviceIndex int8
 	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "name"); they read as "" and are written
+	// file, by schema name (e.g. "fully_qualified_name"); they read as "" and are written
 	// absent again. Nil in the usual case. A listed field that is given a
 	// non-empty value is written present.
 	Absent []string
@@ -325,7 +325,7 @@ type Operator struct {
 	// Overload is the overload name, e.g. "out", or "" for none.
 	Overload string
 	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "name"); they read as "" and are written
+	// file, by schema name (e.g. "overload"); they read as "" and are written
 	// absent again. Nil in the usual case. A listed field that is given a
 	// non-empty value is written present.
 	Absent []string
@@ -446,7 +446,7 @@ type Frame struct {
 	// Context is the source line.
 	Context string
 	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "name"); they read as "" and are written
+	// file, by schema name (e.g. "filename"); they read as "" and are written
 	// absent again. Nil in the usual case. A listed field that is given a
 	// non-empty value is written present.
 	Absent []string
@@ -469,7 +469,7 @@ type BackendDelegate struct {
 	// allowed.
 	CompileSpecs []*CompileSpec
 	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "name"); they read as "" and are written
+	// file, by schema name (e.g. "id"); they read as "" and are written
 	// absent again. Nil in the usual case. A listed field that is given a
 	// non-empty value is written present.
 	Absent []string
@@ -493,7 +493,7 @@ type CompileSpec struct {
 	// Value holds the option's bytes, whose encoding the backend defines.
 	Value []byte
 	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "name"); they read as "" and are written
+	// file, by schema name (e.g. "key"); they read as "" and are written
 	// absent again. Nil in the usual case. A listed field that is given a
 	// non-empty value is written present.
 	Absent []string
@@ -552,7 +552,7 @@ type NamedData struct {
 	// SegmentIndex is an index into Program.Segments.
 	SegmentIndex uint32
 	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "name"); they read as "" and are written
+	// file, by schema name (e.g. "key"); they read as "" and are written
 	// absent again. Nil in the usual case. A listed field that is given a
 	// non-empty value is written present.
 	Absent []string

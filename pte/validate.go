@@ -208,35 +208,35 @@ func (v *validator) program() {
 			continue
 		}
 		if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
-			v.add(Error, CodeNotFound, f.posOf(s), fmt.Sprintf("segments[%d]", i),
+			v.add(SeverityError, CodeNotFound, f.posOf(s), fmt.Sprintf("segments[%d]", i),
 				"segment holds %d bytes but the file has no extended header, so ExecuTorch cannot locate it", s.Size)
 			continue
 		}
 		if _, err := f.Segment(i); err != nil {
-			v.addErr(Error, err)
+			v.addErr(SeverityError, err)
 		}
 	}
 	cs := p.ConstantSegment
 	switch {
 	case cs == nil || len(cs.Offsets) == 0:
 		if len(p.ConstantBuffer) > 0 {
-			v.add(Warning, CodeInvalidProgram, f.posOf(p), "constant_buffer",
+			v.add(SeverityWarning, CodeInvalidProgram, f.posOf(p), "constant_buffer",
 				"program uses the deprecated inline constant_buffer (%d entries); runtimes built with ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0 refuse it", len(p.ConstantBuffer))
 		} else {
-			v.add(Warning, CodeInvalidProgram, f.posOf(p), "constant_segment",
+			v.add(SeverityWarning, CodeInvalidProgram, f.posOf(p), "constant_segment",
 				"program has no constant_segment offsets; runtimes built with ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0 refuse it")
 		}
 	default:
 		if cs.Offsets[0] != 0 {
-			v.add(Warning, CodeOk, f.posOf(cs), "constant_segment.offsets[0]", "placeholder offset is %d, want 0", cs.Offsets[0])
+			v.add(SeverityWarning, CodeOk, f.posOf(cs), "constant_segment.offsets[0]", "placeholder offset is %d, want 0", cs.Offsets[0])
 		}
 		if len(cs.Offsets) > 1 {
 			if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
-				v.add(Error, CodeInvalidProgram, f.posOf(cs), "constant_segment",
+				v.add(SeverityError, CodeInvalidProgram, f.posOf(cs), "constant_segment",
 					"constant data is in a segment but the file has no extended header: ExecuTorch would read it from file offset 0")
 			} else if uint64(cs.SegmentIndex) < uint64(len(p.Segments)) {
 				size := p.Segments[cs.SegmentIndex].Size
-				bad := v.elems(Error, CodeInvalidArgument, f.posOf(cs), "constant_segment.offsets")
+				bad := v.elems(SeverityError, CodeInvalidArgument, f.posOf(cs), "constant_segment.offsets")
 				for k, o := range cs.Offsets {
 					if o > size {
 						bad.add(k, "offset %d is past the %d-byte constant segment", o, size)
@@ -248,13 +248,13 @@ func (v *validator) program() {
 	}
 	for i, b := range p.ConstantBuffer {
 		if start, ok := f.dec.vec[b]; ok && len(b.Storage) > 0 && start%16 != 0 {
-			v.add(Warning, CodeOk, int64(start), fmt.Sprintf("constant_buffer[%d].storage", i),
+			v.add(SeverityWarning, CodeOk, int64(start), fmt.Sprintf("constant_buffer[%d].storage", i),
 				"constant data at byte %d is not 16-byte aligned (schema force_align 16)", start)
 		}
 	}
 	for i, d := range p.BackendDelegateData {
 		if start, ok := f.dec.vec[d]; ok && len(d.Data) > 0 && start%16 != 0 {
-			v.add(Warning, CodeOk, int64(start), fmt.Sprintf("backend_delegate_data[%d].data", i),
+			v.add(SeverityWarning, CodeOk, int64(start), fmt.Sprintf("backend_delegate_data[%d].data", i),
 				"inline delegate data at byte %d is not 16-byte aligned (schema force_align 16)", start)
 		}
 	}
@@ -262,25 +262,25 @@ func (v *validator) program() {
 	for i, nd := range p.NamedData {
 		path := fmt.Sprintf("named_data[%d]", i)
 		if isAbsent(nd.Absent, "key", nd.Key) {
-			v.add(Error, CodeInvalidArgument, f.posOf(nd), path+".key",
+			v.add(SeverityError, CodeInvalidArgument, f.posOf(nd), path+".key",
 				"named data has no key: ExecuTorch fails every lookup that reaches this entry")
 		} else if j, dup := seen[nd.Key]; dup {
-			v.add(Warning, CodeOk, f.posOf(nd), path+".key", "key %q repeats named_data[%d]; lookups find only the first", nd.Key, j)
+			v.add(SeverityWarning, CodeOk, f.posOf(nd), path+".key", "key %q repeats named_data[%d]; lookups find only the first", nd.Key, j)
 		} else {
 			seen[nd.Key] = i
 		}
 		if uint64(nd.SegmentIndex) >= uint64(len(p.Segments)) {
-			v.add(Error, CodeInvalidArgument, f.posOf(nd), path+".segment_index",
+			v.add(SeverityError, CodeInvalidArgument, f.posOf(nd), path+".segment_index",
 				"segment index %d out of range (%d segments)", nd.SegmentIndex, len(p.Segments))
 		}
 	}
 	if len(p.MutableDataSegments) > 1 {
-		v.add(Warning, CodeOk, f.posOf(p), "mutable_data_segments",
+		v.add(SeverityWarning, CodeOk, f.posOf(p), "mutable_data_segments",
 			"%d mutable data segments; ExecuTorch uses only the first and EXIR refuses more than one", len(p.MutableDataSegments))
 	}
 	for i, m := range p.MutableDataSegments {
 		if uint64(m.SegmentIndex) >= uint64(len(p.Segments)) {
-			v.add(Error, CodeNotFound, f.posOf(m), fmt.Sprintf("mutable_data_segments[%d].segment_index", i),
+			v.add(SeverityError, CodeNotFound, f.posOf(m), fmt.Sprintf("mutable_data_segments[%d].segment_index", i),
 				"segment index %d out of range (%d segments)", m.SegmentIndex, len(p.Segments))
 		}
 	}

@@ -21,18 +21,18 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 	off := f.posOf(ep)
 	if isAbsent(ep.Absent, "name", ep.Name) {
 		// Program::get_method skips it; Method::load dereferences it.
-		v.add(Error, CodeInvalidProgram, off, path+".name", "method has no name")
+		v.add(SeverityError, CodeInvalidProgram, off, path+".name", "method has no name")
 	}
 	if ep.NonConstBufferSizes == nil {
-		v.add(Error, CodeInvalidProgram, off, path+".non_const_buffer_sizes", "method has no non_const_buffer_sizes")
+		v.add(SeverityError, CodeInvalidProgram, off, path+".non_const_buffer_sizes", "method has no non_const_buffer_sizes")
 	}
 	if ep.Inputs == nil {
-		v.add(Error, CodeInvalidProgram, off, path+".inputs", "method has no inputs")
+		v.add(SeverityError, CodeInvalidProgram, off, path+".inputs", "method has no inputs")
 	}
 	if ep.Outputs == nil {
-		v.add(Error, CodeInvalidProgram, off, path+".outputs", "method has no outputs")
+		v.add(SeverityError, CodeInvalidProgram, off, path+".outputs", "method has no outputs")
 	}
-	bad := v.elems(Error, CodeInvalidProgram, off, path+".non_const_buffer_sizes")
+	bad := v.elems(SeverityError, CodeInvalidProgram, off, path+".non_const_buffer_sizes")
 	for k, s := range ep.NonConstBufferSizes {
 		if s < 0 {
 			bad.add(k, "negative arena size %d", s)
@@ -40,23 +40,23 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 	}
 	bad.done()
 	if len(ep.NonConstBufferSizes) > 0 && ep.NonConstBufferSizes[0] != 0 {
-		v.add(Warning, CodeOk, off, path+".non_const_buffer_sizes[0]", "reserved entry 0 is %d, want 0", ep.NonConstBufferSizes[0])
+		v.add(SeverityWarning, CodeOk, off, path+".non_const_buffer_sizes[0]", "reserved entry 0 is %d, want 0", ep.NonConstBufferSizes[0])
 	}
 	for k, d := range ep.NonConstBufferDevice {
 		if d.BufferIdx < 1 || int(d.BufferIdx) >= len(ep.NonConstBufferSizes) {
-			v.add(Error, CodeInvalidProgram, off, fmt.Sprintf("%s.non_const_buffer_device[%d].buffer_idx", path, k),
+			v.add(SeverityError, CodeInvalidProgram, off, fmt.Sprintf("%s.non_const_buffer_device[%d].buffer_idx", path, k),
 				"buffer index %d is not a planned arena (1..%d)", d.BufferIdx, len(ep.NonConstBufferSizes)-1)
 		}
 	}
 	n := len(ep.Values)
-	bad = v.elems(Error, CodeInvalidProgram, off, path+".inputs")
+	bad = v.elems(SeverityError, CodeInvalidProgram, off, path+".inputs")
 	for k, x := range ep.Inputs {
 		if x < 0 || int(x) >= n {
 			bad.add(k, "input value index %d out of range (%d values); ExecuTorch loads the method but aborts in set_input", x, n)
 		}
 	}
 	bad.done()
-	bad = v.elems(Error, CodeInvalidProgram, off, path+".outputs")
+	bad = v.elems(SeverityError, CodeInvalidProgram, off, path+".outputs")
 	for k, x := range ep.Outputs {
 		if x < 0 || int(x) >= n {
 			bad.add(k, "output value index %d out of range (%d values)", x, n)
@@ -74,14 +74,14 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 			name += "." + op.Overload
 		}
 		if len(name)+1 > maxOperatorNameSize {
-			v.add(Error, CodeInternal, f.posOf(op), fmt.Sprintf("%s.operators[%d]", path, k),
+			v.add(SeverityError, CodeInternal, f.posOf(op), fmt.Sprintf("%s.operators[%d]", path, k),
 				"operator name %q is %d bytes; ExecuTorch allows %d including the NUL", name, len(name), maxOperatorNameSize-1)
 		}
 		if isAbsent(op.Absent, "name", op.Name) {
-			v.add(Error, CodeInvalidProgram, f.posOf(op), fmt.Sprintf("%s.operators[%d].name", path, k), "operator has no name")
+			v.add(SeverityError, CodeInvalidProgram, f.posOf(op), fmt.Sprintf("%s.operators[%d].name", path, k), "operator has no name")
 		}
 		if isAbsent(op.Absent, "overload", op.Overload) {
-			v.add(Warning, CodeOk, f.posOf(op), fmt.Sprintf("%s.operators[%d].overload", path, k),
+			v.add(SeverityWarning, CodeOk, f.posOf(op), fmt.Sprintf("%s.operators[%d].overload", path, k),
 				"operator has no overload string (write an empty one): some ExecuTorch versions dereference it when they report a missing kernel")
 		}
 	}
@@ -102,22 +102,22 @@ func (v *validator) value(ep *ExecutionPlan, plan string, k int, ev *EValue) {
 	off := f.posOf(ev)
 	switch x := ev.Val.(type) {
 	case nil:
-		v.add(Error, CodeInvalidProgram, off, path, "value has union tag NONE")
+		v.add(SeverityError, CodeInvalidProgram, off, path, "value has union tag NONE")
 	case *UnknownValue:
-		v.add(Error, CodeInvalidProgram, off, path, "unknown KernelTypes union tag %d", uint8(x.Tag))
+		v.add(SeverityError, CodeInvalidProgram, off, path, "unknown KernelTypes union tag %d", uint8(x.Tag))
 	case *Null:
 	case *Tensor:
 		if x == nil {
-			v.add(Error, CodeInvalidProgram, off, path, "Tensor value has no Tensor table")
+			v.add(SeverityError, CodeInvalidProgram, off, path, "Tensor value has no Tensor table")
 			return
 		}
 		v.tensor(ep, path, x)
 	case *IntList:
 		if x == nil || x.Items == nil {
-			v.add(Error, CodeInvalidProgram, off, path, "IntList has no items")
+			v.add(SeverityError, CodeInvalidProgram, off, path, "IntList has no items")
 			return
 		}
-		bad := v.elems(Error, CodeInvalidProgram, off, path+".items")
+		bad := v.elems(SeverityError, CodeInvalidProgram, off, path+".items")
 		for j, it := range x.Items {
 			if !valueIs(ep, it, isInt) {
 				bad.add(j, "item %d is not the index of an Int value", it)
@@ -126,19 +126,19 @@ func (v *validator) value(ep *ExecutionPlan, plan string, k int, ev *EValue) {
 		bad.done()
 	case *TensorList:
 		if x == nil || x.Items == nil {
-			v.add(Error, CodeInvalidProgram, off, path, "TensorList has no items")
+			v.add(SeverityError, CodeInvalidProgram, off, path, "TensorList has no items")
 			return
 		}
 		v.tensorItems(ep, path, k, x.Items, false)
 	case *OptionalTensorList:
 		if x == nil || x.Items == nil {
-			v.add(Error, CodeInvalidProgram, off, path, "OptionalTensorList has no items")
+			v.add(SeverityError, CodeInvalidProgram, off, path, "OptionalTensorList has no items")
 			return
 		}
 		v.tensorItems(ep, path, k, x.Items, true)
 	default:
 		if isNilValue(x) {
-			v.add(Error, CodeInvalidProgram, off, path, "%v value has no %v table", x.KernelType(), x.KernelType())
+			v.add(SeverityError, CodeInvalidProgram, off, path, "%v value has no %v table", x.KernelType(), x.KernelType())
 		}
 	}
 }
@@ -164,7 +164,7 @@ func isNilValue(x Value) bool {
 // tensorItems checks list items: indices of earlier Tensor values (-1 = None
 // when optional).
 func (v *validator) tensorItems(ep *ExecutionPlan, path string, self int, items []int32, optional bool) {
-	bad := v.elems(Error, CodeInvalidProgram, v.f.posOf(ep.Values[self]), path+".items")
+	bad := v.elems(SeverityError, CodeInvalidProgram, v.f.posOf(ep.Values[self]), path+".items")
 	for j, it := range items {
 		if optional && it == -1 {
 			continue
@@ -184,30 +184,30 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 	f, p := v.f, v.f.Program
 	off := f.posOf(t)
 	if !validScalarType(t.ScalarType) {
-		v.add(Error, CodeInvalidProgram, off, path+".scalar_type", "invalid scalar type %d", int8(t.ScalarType))
+		v.add(SeverityError, CodeInvalidProgram, off, path+".scalar_type", "invalid scalar type %d", int8(t.ScalarType))
 	}
 	if t.StorageOffset != 0 {
-		v.add(Error, CodeNotSupported, off, path+".storage_offset", "storage_offset %d is not supported (must be 0)", t.StorageOffset)
+		v.add(SeverityError, CodeNotSupported, off, path+".storage_offset", "storage_offset %d is not supported (must be 0)", t.StorageOffset)
 	}
 	switch t.ShapeDynamism {
 	case schema.TensorShapeDynamismSTATIC, schema.TensorShapeDynamismDYNAMIC_BOUND:
 	case schema.TensorShapeDynamismDYNAMIC_UNBOUND:
-		v.add(Error, CodeNotSupported, off, path+".shape_dynamism", "DYNAMIC_UNBOUND tensors are not supported")
+		v.add(SeverityError, CodeNotSupported, off, path+".shape_dynamism", "DYNAMIC_UNBOUND tensors are not supported")
 	default:
-		v.add(Warning, CodeOk, off, path+".shape_dynamism", "unknown shape dynamism %d", t.ShapeDynamism)
+		v.add(SeverityWarning, CodeOk, off, path+".shape_dynamism", "unknown shape dynamism %d", t.ShapeDynamism)
 	}
 	if t.Sizes == nil {
-		v.add(Error, CodeInvalidProgram, off, path+".sizes", "tensor has no sizes")
+		v.add(SeverityError, CodeInvalidProgram, off, path+".sizes", "tensor has no sizes")
 		return
 	}
 	if t.DimOrder == nil {
-		v.add(Error, CodeInvalidProgram, off, path+".dim_order", "tensor has no dim_order")
+		v.add(SeverityError, CodeInvalidProgram, off, path+".dim_order", "tensor has no dim_order")
 	}
 	rank := len(t.Sizes)
 	if rank > maxTensorRank {
-		v.add(Error, CodeInvalidProgram, off, path+".sizes", "rank %d exceeds the runtime limit %d", rank, maxTensorRank)
+		v.add(SeverityError, CodeInvalidProgram, off, path+".sizes", "rank %d exceeds the runtime limit %d", rank, maxTensorRank)
 	}
-	bad := v.elems(Error, CodeInvalidProgram, off, path+".sizes")
+	bad := v.elems(SeverityError, CodeInvalidProgram, off, path+".sizes")
 	for d, s := range t.Sizes {
 		if s < 0 {
 			bad.add(d, "negative size %d", s)
@@ -216,12 +216,12 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 	bad.done()
 	if t.DimOrder != nil {
 		if len(t.DimOrder) != rank {
-			v.add(Error, CodeInvalidProgram, off, path+".dim_order", "dim_order has %d entries for rank %d", len(t.DimOrder), rank)
+			v.add(SeverityError, CodeInvalidProgram, off, path+".dim_order", "dim_order has %d entries for rank %d", len(t.DimOrder), rank)
 		} else {
 			seen := make([]bool, rank)
 			for _, d := range t.DimOrder {
 				if int(d) >= rank || seen[d] {
-					v.add(Error, CodeInternal, off, path+".dim_order", "dim_order %v is not a permutation of 0..%d", t.DimOrder, rank-1)
+					v.add(SeverityError, CodeInternal, off, path+".dim_order", "dim_order %v is not a permutation of 0..%d", t.DimOrder, rank-1)
 					break
 				}
 				seen[d] = true
@@ -232,9 +232,9 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 	if e := t.ExtraTensorInfo; e != nil && e.Location == schema.TensorDataLocationEXTERNAL {
 		// The runtime refuses a null name; "" is a key like any other.
 		if isAbsent(e.Absent, "fully_qualified_name", e.FullyQualifiedName) {
-			v.add(Error, CodeInvalidExternal, off, path+".extra_tensor_info.fully_qualified_name", "EXTERNAL tensor has no fully_qualified_name")
+			v.add(SeverityError, CodeInvalidExternal, off, path+".extra_tensor_info.fully_qualified_name", "EXTERNAL tensor has no fully_qualified_name")
 		} else {
-			v.add(Warning, CodeNotFound, off, path+".extra_tensor_info",
+			v.add(SeverityWarning, CodeNotFound, off, path+".extra_tensor_info",
 				"tensor data %q is external: the method loads only with a .ptd data map that provides it", e.FullyQualifiedName)
 		}
 		return
@@ -246,7 +246,7 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 			v.arena(ep, apath, a, nbytes, sized)
 		}
 		if a.MemoryOffsetHigh != 0 {
-			v.add(Warning, CodeNotSupported, f.posOf(a), apath+".memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
+			v.add(SeverityWarning, CodeNotSupported, f.posOf(a), apath+".memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
 		}
 		if t.DataBufferIdx > 0 {
 			v.mutableInit(path, t, nbytes, sized)
@@ -260,26 +260,26 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 	dpath := path + ".data_buffer_idx"
 	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 {
 		if idx >= uint64(len(cs.Offsets)) {
-			v.add(Error, CodeInvalidArgument, off, dpath, "constant index %d out of range (%d constant offsets)", idx, len(cs.Offsets))
+			v.add(SeverityError, CodeInvalidArgument, off, dpath, "constant index %d out of range (%d constant offsets)", idx, len(cs.Offsets))
 			return
 		}
 		if uint64(cs.SegmentIndex) < uint64(len(p.Segments)) && sized {
 			o, size := cs.Offsets[idx], p.Segments[cs.SegmentIndex].Size
 			if o > size || nbytes > size-o {
-				v.add(Error, CodeInvalidArgument, off, dpath,
+				v.add(SeverityError, CodeInvalidArgument, off, dpath,
 					"constant bytes [%d, %d+%d) exceed the %d-byte constant segment", o, o, nbytes, size)
 			}
 		}
 		return
 	}
 	if idx >= uint64(len(p.ConstantBuffer)) {
-		v.add(Error, CodeInvalidArgument, off, dpath, "constant index %d out of range (%d constant buffers)", idx, len(p.ConstantBuffer))
+		v.add(SeverityError, CodeInvalidArgument, off, dpath, "constant index %d out of range (%d constant buffers)", idx, len(p.ConstantBuffer))
 		return
 	}
 	// Program::get_constant_buffer_data requires nbytes <= storage size; the
 	// storage may be longer (padding).
 	if sized && uint64(len(p.ConstantBuffer[idx].Storage)) < nbytes {
-		v.add(Error, CodeInvalidArgument, off, dpath, "constant buffer holds %d bytes, fewer than the tensor's %d", len(p.ConstantBuffer[idx].Storage), nbytes)
+		v.add(SeverityError, CodeInvalidArgument, off, dpath, "constant buffer holds %d bytes, fewer than the tensor's %d", len(p.ConstantBuffer[idx].Storage), nbytes)
 	}
 }
 
@@ -290,16 +290,16 @@ func (v *validator) mutableInit(path string, t *Tensor, nbytes uint64, sized boo
 	off := f.posOf(t)
 	dpath := path + ".data_buffer_idx"
 	if len(p.MutableDataSegments) == 0 {
-		v.add(Error, CodeNotFound, off, dpath, "planned tensor has initial data index %d but the program has no mutable_data_segments", t.DataBufferIdx)
+		v.add(SeverityError, CodeNotFound, off, dpath, "planned tensor has initial data index %d but the program has no mutable_data_segments", t.DataBufferIdx)
 		return
 	}
 	if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
-		v.add(Error, CodeNotFound, off, dpath, "mutable data needs an extended header; the file has none")
+		v.add(SeverityError, CodeNotFound, off, dpath, "mutable data needs an extended header; the file has none")
 		return
 	}
 	m := p.MutableDataSegments[0]
 	if uint64(t.DataBufferIdx) >= uint64(len(m.Offsets)) {
-		v.add(Error, CodeNotFound, off, dpath, "mutable data index %d out of range (%d offsets)", t.DataBufferIdx, len(m.Offsets))
+		v.add(SeverityError, CodeNotFound, off, dpath, "mutable data index %d out of range (%d offsets)", t.DataBufferIdx, len(m.Offsets))
 		return
 	}
 	if uint64(m.SegmentIndex) >= uint64(len(p.Segments)) || !sized {
@@ -307,7 +307,7 @@ func (v *validator) mutableInit(path string, t *Tensor, nbytes uint64, sized boo
 	}
 	o, size := m.Offsets[t.DataBufferIdx], p.Segments[m.SegmentIndex].Size
 	if o > size || nbytes > size-o {
-		v.add(Error, CodeInvalidArgument, off, dpath, "mutable data bytes [%d, %d+%d) exceed the %d-byte segment", o, o, nbytes, size)
+		v.add(SeverityError, CodeInvalidArgument, off, dpath, "mutable data bytes [%d, %d+%d) exceed the %d-byte segment", o, o, nbytes, size)
 	}
 }
 
@@ -315,21 +315,21 @@ func (v *validator) mutableInit(path string, t *Tensor, nbytes uint64, sized boo
 func (v *validator) delegates(plan int, ep *ExecutionPlan, path string) {
 	f := v.f
 	if ep.Delegates == nil {
-		v.add(Error, CodeInvalidProgram, f.posOf(ep), path+".delegates", "method has no delegates table")
+		v.add(SeverityError, CodeInvalidProgram, f.posOf(ep), path+".delegates", "method has no delegates table")
 		return
 	}
 	for k, d := range ep.Delegates {
 		dpath := fmt.Sprintf("%s.delegates[%d]", path, k)
 		if isAbsent(d.Absent, "id", d.ID) {
-			v.add(Error, CodeInvalidProgram, f.posOf(d), dpath+".id", "delegate has no backend id")
+			v.add(SeverityError, CodeInvalidProgram, f.posOf(d), dpath+".id", "delegate has no backend id")
 		}
 		for j, cs := range d.CompileSpecs {
 			cpath := fmt.Sprintf("%s.compile_specs[%d]", dpath, j)
 			if isAbsent(cs.Absent, "key", cs.Key) {
-				v.add(Error, CodeInvalidProgram, f.posOf(cs), cpath+".key", "compile spec has no key")
+				v.add(SeverityError, CodeInvalidProgram, f.posOf(cs), cpath+".key", "compile spec has no key")
 			}
 			if cs.Value == nil {
-				v.add(Error, CodeInvalidProgram, f.posOf(cs), cpath+".value", "compile spec has no value")
+				v.add(SeverityError, CodeInvalidProgram, f.posOf(cs), cpath+".value", "compile spec has no value")
 			}
 		}
 		if _, err := f.DelegateData(plan, k); err != nil {
@@ -339,7 +339,7 @@ func (v *validator) delegates(plan int, ep *ExecutionPlan, path string) {
 				err = &FormatError{Off: fe.Off, Path: dpath + ".processed",
 					Msg: fmt.Sprintf("payload unreadable: %s: %s", fe.Path, fe.Msg), Code: fe.Code}
 			}
-			v.addErr(Error, err)
+			v.addErr(SeverityError, err)
 		}
 	}
 }
@@ -348,7 +348,7 @@ func (v *validator) delegates(plan int, ep *ExecutionPlan, path string) {
 func (v *validator) chains(ep *ExecutionPlan, path string) {
 	f := v.f
 	if len(ep.Chains) == 0 {
-		v.add(Error, CodeInvalidProgram, f.posOf(ep), path+".chains", "method has no chains")
+		v.add(SeverityError, CodeInvalidProgram, f.posOf(ep), path+".chains", "method has no chains")
 		return
 	}
 	n := int64(len(ep.Values))
@@ -356,7 +356,7 @@ func (v *validator) chains(ep *ExecutionPlan, path string) {
 	for c, ch := range ep.Chains {
 		cpath := fmt.Sprintf("%s.chains[%d]", path, c)
 		if ch.Instructions == nil {
-			v.add(Error, CodeInvalidProgram, f.posOf(ch), cpath+".instructions", "chain has no instructions")
+			v.add(SeverityError, CodeInvalidProgram, f.posOf(ch), cpath+".instructions", "chain has no instructions")
 			continue
 		}
 		for k, in := range ch.Instructions {
@@ -364,9 +364,9 @@ func (v *validator) chains(ep *ExecutionPlan, path string) {
 			off := f.posOf(in)
 			args := func(a []int32) {
 				if a == nil {
-					v.add(Error, CodeInvalidProgram, off, ipath+".args", "instruction has no args")
+					v.add(SeverityError, CodeInvalidProgram, off, ipath+".args", "instruction has no args")
 				}
-				bad := v.elems(Error, CodeInvalidProgram, off, ipath+".args")
+				bad := v.elems(SeverityError, CodeInvalidProgram, off, ipath+".args")
 				for j, x := range a {
 					if !inRange(x) {
 						bad.add(j, "value index %d out of range (%d values)", x, n)
@@ -376,56 +376,56 @@ func (v *validator) chains(ep *ExecutionPlan, path string) {
 			}
 			switch x := in.Args.(type) {
 			case nil:
-				v.add(Error, CodeInvalidProgram, off, ipath, "instruction has union tag NONE")
+				v.add(SeverityError, CodeInvalidProgram, off, ipath, "instruction has union tag NONE")
 			case *UnknownInstruction:
-				v.add(Error, CodeInvalidProgram, off, ipath, "unknown InstructionArguments union tag %d", uint8(x.Tag))
+				v.add(SeverityError, CodeInvalidProgram, off, ipath, "unknown InstructionArguments union tag %d", uint8(x.Tag))
 			case *KernelCall:
 				if x == nil {
-					v.add(Error, CodeInvalidProgram, off, ipath, "KernelCall has no table")
+					v.add(SeverityError, CodeInvalidProgram, off, ipath, "KernelCall has no table")
 					continue
 				}
 				if ep.Operators == nil {
-					v.add(Error, CodeInvalidProgram, off, path+".operators", "method has a KernelCall but no operators table")
+					v.add(SeverityError, CodeInvalidProgram, off, path+".operators", "method has a KernelCall but no operators table")
 				} else if x.OpIndex < 0 || int(x.OpIndex) >= len(ep.Operators) {
-					v.add(Error, CodeInvalidProgram, off, ipath+".op_index", "operator index %d out of range (%d operators)", x.OpIndex, len(ep.Operators))
+					v.add(SeverityError, CodeInvalidProgram, off, ipath+".op_index", "operator index %d out of range (%d operators)", x.OpIndex, len(ep.Operators))
 				}
 				args(x.Args)
 			case *DelegateCall:
 				if x == nil {
-					v.add(Error, CodeInvalidProgram, off, ipath, "DelegateCall has no table")
+					v.add(SeverityError, CodeInvalidProgram, off, ipath, "DelegateCall has no table")
 					continue
 				}
 				if x.DelegateIndex < 0 || int(x.DelegateIndex) >= len(ep.Delegates) {
-					v.add(Error, CodeInternal, off, ipath+".delegate_index",
+					v.add(SeverityError, CodeInternal, off, ipath+".delegate_index",
 						"delegate index %d out of range (%d delegates); ExecuTorch loads the method and fails only when the call executes", x.DelegateIndex, len(ep.Delegates))
 				}
 				args(x.Args)
 			case *MoveCall:
 				if x == nil {
-					v.add(Error, CodeInvalidProgram, off, ipath, "MoveCall has no table")
+					v.add(SeverityError, CodeInvalidProgram, off, ipath, "MoveCall has no table")
 					continue
 				}
 				if !inRange(x.MoveFrom) || !inRange(x.MoveTo) {
-					v.add(Error, CodeInvalidProgram, off, ipath, "move %d -> %d out of range (%d values)", x.MoveFrom, x.MoveTo, n)
+					v.add(SeverityError, CodeInvalidProgram, off, ipath, "move %d -> %d out of range (%d values)", x.MoveFrom, x.MoveTo, n)
 				}
 			case *JumpFalseCall:
 				if x == nil {
-					v.add(Error, CodeInvalidProgram, off, ipath, "JumpFalseCall has no table")
+					v.add(SeverityError, CodeInvalidProgram, off, ipath, "JumpFalseCall has no table")
 					continue
 				}
 				if !inRange(x.CondValueIndex) {
-					v.add(Error, CodeInvalidProgram, off, ipath+".cond_value_index", "value index %d out of range (%d values)", x.CondValueIndex, n)
+					v.add(SeverityError, CodeInvalidProgram, off, ipath+".cond_value_index", "value index %d out of range (%d values)", x.CondValueIndex, n)
 				}
 				if x.DestinationInstruction < 0 || int(x.DestinationInstruction) >= len(ch.Instructions) {
-					v.add(Warning, CodeOk, off, ipath+".destination_instruction", "jump destination %d is outside the chain (%d instructions)", x.DestinationInstruction, len(ch.Instructions))
+					v.add(SeverityWarning, CodeOk, off, ipath+".destination_instruction", "jump destination %d is outside the chain (%d instructions)", x.DestinationInstruction, len(ch.Instructions))
 				}
 			case *FreeCall:
 				if x == nil {
-					v.add(Error, CodeInvalidProgram, off, ipath, "FreeCall has no table")
+					v.add(SeverityError, CodeInvalidProgram, off, ipath, "FreeCall has no table")
 					continue
 				}
 				if !valueIs(ep, int64(x.ValueIndex), isTensor) {
-					v.add(Error, CodeInvalidProgram, off, ipath+".value_index", "value %d is not a Tensor", x.ValueIndex)
+					v.add(SeverityError, CodeInvalidProgram, off, ipath+".value_index", "value %d is not a Tensor", x.ValueIndex)
 				}
 			}
 		}
@@ -436,13 +436,13 @@ func (v *validator) chains(ep *ExecutionPlan, path string) {
 func (v *validator) arena(ep *ExecutionPlan, apath string, a *AllocationDetails, nbytes uint64, sized bool) {
 	off := v.f.posOf(a)
 	if a.MemoryID == 0 || uint64(a.MemoryID) >= uint64(len(ep.NonConstBufferSizes)) {
-		v.add(Error, CodeInvalidArgument, off, apath+".memory_id",
+		v.add(SeverityError, CodeInvalidArgument, off, apath+".memory_id",
 			"memory_id %d is not a planned arena (1..%d)", a.MemoryID, len(ep.NonConstBufferSizes)-1)
 		return
 	}
 	arena := ep.NonConstBufferSizes[a.MemoryID]
 	if sized && arena >= 0 && (a.Offset() > uint64(arena) || nbytes > uint64(arena)-a.Offset()) {
-		v.add(Error, CodeInvalidArgument, off, apath,
+		v.add(SeverityError, CodeInvalidArgument, off, apath,
 			"tensor bytes [%d, %d+%d) exceed arena %d of %d bytes", a.Offset(), a.Offset(), nbytes, a.MemoryID, arena)
 	}
 }

@@ -6,19 +6,28 @@ import "fmt"
 type Severity uint8
 
 const (
-	// Error marks a problem that makes ExecuTorch refuse the program or one
-	// of its methods (or that makes it misbehave at run time).
-	Error Severity = iota + 1
-	// Warning marks something legal but suspicious or unportable.
-	Warning
+	// SeverityError marks a problem that makes ExecuTorch refuse the program
+	// or one of its methods (or that makes it misbehave at run time).
+	SeverityError Severity = iota + 1
+	// SeverityWarning marks something legal but suspicious or unportable.
+	SeverityWarning
+)
+
+// Old names of the Severity constants.
+//
+// Deprecated: use SeverityError and SeverityWarning; the bare names read
+// ambiguously next to the error type and the Error method.
+const (
+	Error   = SeverityError
+	Warning = SeverityWarning
 )
 
 // String returns "error" or "warning".
 func (s Severity) String() string {
 	switch s {
-	case Error:
+	case SeverityError:
 		return "error"
-	case Warning:
+	case SeverityWarning:
 		return "warning"
 	}
 	return fmt.Sprintf("Severity(%d)", uint8(s))
@@ -26,7 +35,7 @@ func (s Severity) String() string {
 
 // A Finding is one problem reported by Verify.
 type Finding struct {
-	// Severity is Error or Warning.
+	// Severity is SeverityError or SeverityWarning.
 	Severity Severity
 	// Method is the name of the execution plan the finding is about, empty
 	// for program-level findings.
@@ -47,7 +56,7 @@ func (fd Finding) String() string {
 // Verify runs every check this package knows beyond what Open already
 // enforced, method by method, the way ExecuTorch's Program::method_meta and
 // Method::load check a method, plus payload reachability and portability
-// warnings. Findings of Severity Error carry the Code ExecuTorch would
+// warnings. Findings of SeverityError carry the Code ExecuTorch would
 // return; a file with no Error findings loads and all its methods load, as
 // far as the file itself can tell (registered kernels and backends aside).
 func (f *File) Verify() []Finding {

@@ -83,7 +83,7 @@ func checkReferences(p *Program, nPayloads int) error {
 // findings are byte offsets of the file that would have been written; paths
 // name fields of the Program given to Write.
 type VerifyError struct {
-	// Findings lists the problems, all of Severity Error. Without Strict
+	// Findings lists the problems, all of SeverityError. Without Strict
 	// it holds the one error NewFile returned.
 	Findings []Finding
 }
@@ -160,14 +160,14 @@ func (pl *writePlan) check(strict bool) error {
 			// else means the image itself is broken.
 			return fmt.Errorf("pte: write: reading the encoded program back: %w", err)
 		}
-		return &VerifyError{Findings: []Finding{{Severity: Error, Err: fe}}}
+		return &VerifyError{Findings: []Finding{{Severity: SeverityError, Err: fe}}}
 	}
 	if !strict {
 		return nil
 	}
 	var errs []Finding
 	for _, fd := range f.Verify() {
-		if fd.Severity == Error {
+		if fd.Severity == SeverityError {
 			errs = append(errs, fd)
 		}
 	}

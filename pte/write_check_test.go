@@ -167,7 +167,7 @@ func TestWriteStrict(t *testing.T) {
 	}
 	paths := map[string]bool{}
 	for _, fd := range ve.Findings {
-		if fd.Severity != Error || fd.Method != "forward" {
+		if fd.Severity != SeverityError || fd.Method != "forward" {
 			t.Errorf("finding %v", fd)
 		}
 		paths[fd.Err.Path] = true

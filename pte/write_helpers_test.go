@@ -179,7 +179,7 @@ func wrNowReachable(want, got *File, werr error, g []byte, gerr error) bool {
 func wrErrorFindings(f *File) map[string]int {
 	m := map[string]int{}
 	for _, fd := range f.Verify() {
-		if fd.Severity == Error {
+		if fd.Severity == SeverityError {
 			m[fd.Err.Path+" "+fd.Err.Code.String()]++
 		}
 	}

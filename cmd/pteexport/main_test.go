@@ -59,7 +59,7 @@ func openVerified(t *testing.T, path string) *pte.File {
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
 	for _, fd := range f.Verify() {
-		require.NotEqual(t, pte.Error, fd.Severity, "verify: %v", fd)
+		require.NotEqual(t, pte.SeverityError, fd.Severity, "verify: %v", fd)
 	}
 	return f
 }

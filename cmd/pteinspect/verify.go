@@ -27,7 +27,7 @@ func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *option
 		if !errors.As(err, &fe) {
 			return fail(err)
 		}
-		probs = append(probs, ptejson.FormatProblem(pte.Error, "", fe))
+		probs = append(probs, ptejson.FormatProblem(pte.SeverityError, "", fe))
 	} else {
 		defer f.Close()
 		if o.method != "" && !hasMethod(f.Program, o.method) {
