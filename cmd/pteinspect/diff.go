@@ -80,7 +80,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	} else {
 		for _, d := range diffs {
-			fmt.Fprintln(stdout, d)
+			fmt.Fprintln(stdout, escText(d.String()))
 		}
 	}
 	if len(diffs) > 0 {

@@ -48,7 +48,7 @@ func (t *table) flush() { t.tw.Flush() }
 func printHuman(w io.Writer, name string, f *pte.File, doc *ptejson.Document, o *options) {
 	p := f.Program
 	t := newTable(w, "")
-	t.row("file", name)
+	t.row("file", esc(name))
 	t.row("size", fmt.Sprintf("%s (%d bytes)", humanSize(f.Size), f.Size))
 	if doc.File.SHA256.Hex != "" {
 		t.row("sha256", doc.File.SHA256.Hex)
@@ -61,7 +61,7 @@ func printHuman(w io.Writer, name string, f *pte.File, doc *ptejson.Document, o 
 		t.row("header", "none")
 	}
 	t.row("version", strconv.FormatUint(uint64(p.Version), 10))
-	t.row("methods", fmt.Sprintf("%d: %s", len(p.ExecutionPlan), joinOr(ptejson.MethodNames(p))))
+	t.row("methods", fmt.Sprintf("%d: %s", len(p.ExecutionPlan), joinOr(escAll(ptejson.MethodNames(p)))))
 	t.flush()
 
 	printSegments(w, doc)
@@ -98,7 +98,7 @@ func printProblems(w io.Writer, probs []ptejson.Problem) {
 	errs := countErrors(probs)
 	fmt.Fprintf(w, "\nproblems: %d error(s), %d warning(s)\n", errs, len(probs)-errs)
 	for _, p := range probs {
-		fmt.Fprintf(w, "  %s\n", p)
+		fmt.Fprintf(w, "  %s\n", escText(p.String()))
 	}
 }
 
@@ -121,7 +121,7 @@ func printSegments(w io.Writer, doc *ptejson.Document) {
 		}
 		used := "unused"
 		if len(s.UsedBy) > 0 {
-			used = strings.Join(s.UsedBy, ", ")
+			used = escText(strings.Join(s.UsedBy, ", "))
 		}
 		row := []string{strconv.Itoa(s.Index), off, humanSize(s.Size), used}
 		if hashed {
@@ -140,7 +140,7 @@ func hashText(d ptejson.Digest) string {
 }
 
 func printMethod(w io.Writer, pi int, ep *pte.ExecutionPlan, delegates map[[2]int]*ptejson.Delegate, o *options) {
-	fmt.Fprintf(w, "\nmethod %s (#%d)\n", ep.Name, pi)
+	fmt.Fprintf(w, "\nmethod %s (#%d)\n", esc(ep.Name), pi)
 	printIO(w, "inputs", ep.Inputs, ep.Values)
 	printIO(w, "outputs", ep.Outputs, ep.Values)
 
@@ -156,7 +156,7 @@ func printMethod(w io.Writer, pi int, ep *pte.ExecutionPlan, delegates map[[2]in
 		if op.Overload != "" {
 			s += "." + op.Overload
 		}
-		ops = append(ops, s)
+		ops = append(ops, esc(s))
 	}
 	t.row("operators", joinOr(ops))
 	t.row("memory plan", memoryPlan(ep.NonConstBufferSizes))
@@ -169,7 +169,7 @@ func printMethod(w io.Writer, pi int, ep *pte.ExecutionPlan, delegates map[[2]in
 		}
 	}
 	if o.backend != "" {
-		fmt.Fprintf(w, "  delegates (%d of %d, backend %s)\n", shown, len(ep.Delegates), o.backend)
+		fmt.Fprintf(w, "  delegates (%d of %d, backend %s)\n", shown, len(ep.Delegates), esc(o.backend))
 	} else {
 		fmt.Fprintf(w, "  delegates (%d)\n", len(ep.Delegates))
 	}
@@ -278,7 +278,7 @@ func printDelegate(w io.Writer, d *ptejson.Delegate, bd *pte.BackendDelegate) {
 	if d.Size != nil {
 		size = humanSize(*d.Size)
 	}
-	fmt.Fprintf(w, "    [%d] %s  %s  %s\n", d.DelegateIndex, d.ID, where, size)
+	fmt.Fprintf(w, "    [%d] %s  %s  %s\n", d.DelegateIndex, esc(d.ID), where, size)
 	if d.SHA256.Hex != "" {
 		fmt.Fprintf(w, "        sha256  %s\n", d.SHA256.Hex)
 	}
@@ -287,7 +287,7 @@ func printDelegate(w io.Writer, d *ptejson.Delegate, bd *pte.BackendDelegate) {
 		t := newTable(w, "          ")
 		for _, cs := range bd.CompileSpecs {
 			if cs != nil {
-				t.row(cs.Key, decodeSpec(cs.Key, cs.Value))
+				t.row(esc(cs.Key), escText(decodeSpec(cs.Key, cs.Value)))
 			}
 		}
 		t.flush()
@@ -332,7 +332,7 @@ func printTensorRT(w io.Writer, trt *ptejson.TensorRT) {
 			t.row("platform", pyText(m.TargetPlatform))
 		}
 	} else {
-		t.row("metadata", "UNREADABLE: "+trt.Error)
+		t.row("metadata", "UNREADABLE: "+escText(trt.Error))
 	}
 	switch {
 	case trt.Deployed == nil:
@@ -347,7 +347,7 @@ func printTensorRT(w io.Writer, trt *ptejson.TensorRT) {
 	}
 	t.flush()
 	for _, h := range trt.Hazards {
-		fmt.Fprintf(w, "          HAZARD: %s\n", h)
+		fmt.Fprintf(w, "          HAZARD: %s\n", escText(h))
 	}
 }
 
@@ -365,10 +365,10 @@ func bindingText(b ptejson.TRTBinding) string {
 }
 
 // pyText shows a metadata value as Python's reader holds it: a string as
-// is, anything else as JSON text.
+// is (escaped with esc), anything else as JSON text.
 func pyText(v any) string {
 	if s, ok := v.(string); ok {
-		return s
+		return esc(s)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

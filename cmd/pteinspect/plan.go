@@ -156,17 +156,17 @@ func printPlan(w io.Writer, f *pte.File, plan *runtime.ProgramPlan, facts []engi
 		}
 		switch {
 		case m.OK:
-			fmt.Fprintf(w, "method %s: loads%s\n", m.Name, assuming)
+			fmt.Fprintf(w, "method %s: loads%s\n", esc(m.Name), escText(assuming))
 		case m.Error.Unknown:
-			fmt.Fprintf(w, "method %s: load outcome UNKNOWN: %s\n", m.Name, unknownReason(f, &m))
+			fmt.Fprintf(w, "method %s: load outcome UNKNOWN: %s\n", esc(m.Name), escText(unknownReason(f, &m)))
 		default:
-			fmt.Fprintf(w, "method %s: FAILS to load: %s: %s\n", m.Name, m.Error.Kind, oneLine(m.Error.Message))
+			fmt.Fprintf(w, "method %s: FAILS to load: %s: %s\n", esc(m.Name), m.Error.Kind, escText(oneLine(m.Error.Message)))
 		}
 		for _, d := range m.Delegates {
 			printDelegatePlan(w, &m, &d)
 		}
 		if len(m.MissingOperators) > 0 {
-			fmt.Fprintf(w, "  operators without a kernel here (fail at execution, not load): %s\n", strings.Join(m.MissingOperators, ", "))
+			fmt.Fprintf(w, "  operators without a kernel here (fail at execution, not load): %s\n", strings.Join(escAll(m.MissingOperators), ", "))
 		}
 	}
 	if sm := plan.ScratchMemory; sm != nil && sm.WithoutPool > 0 {
@@ -178,11 +178,11 @@ func printPlan(w io.Writer, f *pte.File, plan *runtime.ProgramPlan, facts []engi
 func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePlan) {
 	switch {
 	case !d.Modelled:
-		fmt.Fprintf(w, "  [%d] %s  (not modelled)\n", d.Index, d.Backend)
+		fmt.Fprintf(w, "  [%d] %s  (not modelled)\n", d.Index, esc(d.Backend))
 	case d.Device != nil:
-		fmt.Fprintf(w, "  [%d] %s  device cuda:%d\n", d.Index, d.Backend, *d.Device)
+		fmt.Fprintf(w, "  [%d] %s  device cuda:%d\n", d.Index, esc(d.Backend), *d.Device)
 	default:
-		fmt.Fprintf(w, "  [%d] %s\n", d.Index, d.Backend)
+		fmt.Fprintf(w, "  [%d] %s\n", d.Index, esc(d.Backend))
 	}
 	t := newTable(w, "      ")
 	if b := d.Budget; b != nil {
@@ -191,7 +191,7 @@ func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePl
 		t.row("applied", appliedBudget(m, d))
 		t.row("streamable", optBytes(b.Streamable, "unknown"))
 		if b.Reason != "" {
-			t.row("reason", b.Reason)
+			t.row("reason", escText(b.Reason))
 		}
 	}
 	if d.Budget != nil || len(d.Inputs)+len(d.Outputs) > 0 {
@@ -206,7 +206,7 @@ func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePl
 		t.row("scratch", optBytes(d.Scratch, "unknown")+shared)
 	}
 	for _, n := range d.Notes {
-		t.row("note", n)
+		t.row("note", escText(n))
 	}
 	t.flush()
 }

@@ -77,7 +77,7 @@ func usageErr(stderr io.Writer, format string, args ...any) int {
 
 // failErr reports a failure in one line, with a hint when there is one.
 func failErr(stderr io.Writer, name string, err error) int {
-	fmt.Fprintf(stderr, "pteinspect: %s%s\n", oneLine(err.Error()), hint(name, err))
+	fmt.Fprintf(stderr, "pteinspect: %s%s\n", escText(oneLine(err.Error())), hint(name, err))
 	return exitFail
 }
 

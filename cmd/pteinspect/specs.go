@@ -115,7 +115,7 @@ func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "METHOD\tDELEGATE\tBACKEND\tKEY\tVALUE")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", r.Method, r.DelegateIndex, r.Backend, r.Key, r.Decoded)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", esc(r.Method), r.DelegateIndex, esc(r.Backend), esc(r.Key), escText(r.Decoded))
 	}
 	tw.Flush()
 	return exitOK

@@ -57,9 +57,9 @@ func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *option
 		}
 	} else {
 		for _, p := range probs {
-			fmt.Fprintln(stdout, p)
+			fmt.Fprintln(stdout, escText(p.String()))
 		}
-		fmt.Fprintf(stdout, "%s: %d error(s), %d warning(s)\n", name, errs, len(probs)-errs)
+		fmt.Fprintf(stdout, "%s: %d error(s), %d warning(s)\n", esc(name), errs, len(probs)-errs)
 	}
 	if errs > 0 {
 		return exitFail
