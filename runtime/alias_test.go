@@ -86,7 +86,10 @@ func TestTensorRTInitAliasedIO(t *testing.T) {
 			}
 			reg := &Registry{}
 			reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(fac, nil))
-			prog, _ := Load(f, Config{Registry: reg})
+			prog, err := Load(f, Config{Registry: reg})
+			if err != nil {
+				t.Fatal(err)
+			}
 			m, err := prog.LoadMethod("forward", nil)
 			if tc.errSub != "" {
 				var re *Error

@@ -24,12 +24,12 @@ func budgetSpec(v string) *pte.CompileSpec { return spec(compilespec.KeyWeightSt
 
 func wsb(v OptionValue) Option { return Option{Key: compilespec.KeyWeightStreamingBudget, Value: v} }
 
-// loadTRT loads method "forward" of the vector program name, with every
+// loadTRT loads method "forward" of a program built with shape, with every
 // TensorRT delegate's compile specs replaced by specs (unless nil), the
 // given load-time options and a fake engine built from tmpl.
-func loadTRT(t *testing.T, name string, specs []*pte.CompileSpec, opts *LoadOptions, tmpl fakeEngine) (*Method, error, *fakeFactory, []logRecord) {
+func loadTRT(t *testing.T, shape []testMethod, specs []*pte.CompileSpec, opts *LoadOptions, tmpl fakeEngine) (*Method, error, *fakeFactory, []logRecord) {
 	t.Helper()
-	f := openVector(t, name)
+	f := buildProgram(t, shape...)
 	if specs != nil {
 		for _, d := range f.Program.ExecutionPlan[0].Delegates {
 			d.CompileSpecs = specs
@@ -172,7 +172,7 @@ func TestTensorRTBudgetResolution(t *testing.T) {
 				}
 				lo = opts(t, backend, tc.opts...)
 			}
-			m, err, fac, logs := loadTRT(t, "trt_segment", specs, lo, tc.engine)
+			m, err, fac, logs := loadTRT(t, progOneEngine, specs, lo, tc.engine)
 			var plans []*Plan
 			if tc.code != pte.CodeOk {
 				var re *Error
@@ -235,7 +235,7 @@ func TestTensorRTBudgetResolution(t *testing.T) {
 
 func TestTwoDelegatesGetTheSameOptions(t *testing.T) {
 	lo := opts(t, TensorRTBackendID, wsb(String("2048")), Option{Key: "other", Value: Int(1)})
-	m, err, fac, _ := loadTRT(t, "trt_two_engines_chain", nil, lo, fakeEngine{streamable: gib})
+	m, err, fac, _ := loadTRT(t, progTwoEngines, nil, lo, fakeEngine{streamable: gib})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestTwoDelegatesGetTheSameOptions(t *testing.T) {
 		}
 	}
 	// Without the option each engine has its own compile spec.
-	m, err, _, _ = loadTRT(t, "trt_two_engines_chain", nil, nil, fakeEngine{streamable: gib})
+	m, err, _, _ = loadTRT(t, progTwoEngines, nil, nil, fakeEngine{streamable: gib})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,9 @@ package runtime
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
-	"os"
 	"strings"
 	"testing"
 
@@ -13,25 +13,11 @@ import (
 	"github.com/ptekit/ptekit/pte"
 )
 
-// programWithBlob returns trt_segment's program rewritten (with pte.Write)
-// so that its TensorRT delegate's payload is blob.
+// programWithBlob returns a one-engine program whose TensorRT delegate's
+// payload is blob.
 func programWithBlob(t *testing.T, blob *io.SectionReader) *pte.File {
 	t.Helper()
-	src := openVector(t, "trt_segment")
-	p := *src.Program
-	if got := p.ExecutionPlan[0].Delegates[0].Processed; got.Location != pte.DataLocation(1) || got.Index != 1 {
-		t.Fatalf("unexpected vector layout: %+v", got)
-	}
-	empty := io.NewSectionReader(bytes.NewReader(nil), 0, 0)
-	var buf bytes.Buffer
-	if _, err := pte.Write(&buf, &p, []*io.SectionReader{empty, blob}, nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := pte.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return buildProgram(t, testMethod{name: "forward", calls: []trtCall{{blob: blob}}})
 }
 
 func blobFor(t *testing.T, device int64) *io.SectionReader {
@@ -74,10 +60,13 @@ func TestTensorRTInitDeviceAndEngine(t *testing.T) {
 }
 
 func TestTensorRTInitFailures(t *testing.T) {
-	wraps, err := os.ReadFile(testkit.SharedDir(t, "vectors/trt-blob-read/diff_engine_size_2_64_minus_16.blob"))
+	// A valid blob whose engine_size is patched to 2^64-16: the engine
+	// offset is a multiple of 16, so offset+size wraps in 64 bits.
+	wraps, err := io.ReadAll(blobFor(t, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
+	binary.LittleEndian.PutUint64(wraps[16:24], 1<<64-16)
 	raw := func(b []byte) *io.SectionReader { return io.NewSectionReader(bytes.NewReader(b), 0, int64(len(b))) }
 	tests := []struct {
 		name   string
@@ -108,11 +97,16 @@ func TestTensorRTInitFailures(t *testing.T) {
 	}
 }
 
-// TestPlanReadsNoEngineBytes plans the 1 MiB-engine vector and checks that
+// TestPlanReadsNoEngineBytes plans a program with a 1 MiB engine and checks that
 // the engine bytes are never read: only the program and the blob's header
 // and metadata are.
 func TestPlanReadsNoEngineBytes(t *testing.T) {
-	cr, size := testkit.OpenCounting(t, testkit.SharedDir(t, "vectors", "pte", "trt_large_engine_1mib.pte"))
+	var buf bytes.Buffer
+	src := buildProgram(t, progLargeEngine...)
+	if _, err := io.Copy(&buf, io.NewSectionReader(src.ReaderAt(), 0, 1<<40)); err != nil {
+		t.Fatal(err)
+	}
+	cr, size := testkit.NewCountingReaderAt(bytes.NewReader(buf.Bytes())), int64(buf.Len())
 	f, err := pte.NewFile(cr, size)
 	if err != nil {
 		t.Fatal(err)

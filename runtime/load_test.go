@@ -130,7 +130,10 @@ func TestLoadMethodDestroysOnChainFailure(t *testing.T) {
 	cb := &countingBackend{Backend: acceptingBackend{}}
 	reg := &Registry{}
 	reg.RegisterBackend(TensorRTBackendID, cb)
-	prog, _ := Load(f, Config{Registry: reg})
+	prog, err := Load(f, Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := prog.LoadMethod("forward", nil); CodeOf(err) != CodeInvalidProgram {
 		t.Fatalf("error = %v", err)
 	}
@@ -220,7 +223,10 @@ func TestFreeCallNonTensor(t *testing.T) {
 	reg := &Registry{}
 	reg.RegisterBackend(TensorRTBackendID, acceptingBackend{})
 	reg.RegisterKernel("aten::add.out", func(*ExecuteContext, []Arg) error { return nil })
-	prog, _ := Load(f, Config{Registry: reg})
+	prog, err := Load(f, Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := prog.LoadMethod("forward", nil)
 	if err != nil {
 		t.Fatal(err)

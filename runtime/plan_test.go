@@ -10,9 +10,9 @@ import (
 	"github.com/ptekit/ptekit/pte"
 )
 
-func planVector(t *testing.T, name string, o PlanOptions) *ProgramPlan {
+func planVector(t *testing.T, shape []testMethod, o PlanOptions) *ProgramPlan {
 	t.Helper()
-	pp, err := PlanProgram(openVector(t, name), o)
+	pp, err := PlanProgram(buildProgram(t, shape...), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func planVector(t *testing.T, name string, o PlanOptions) *ProgramPlan {
 func TestPlanProgramStandIn(t *testing.T) {
 	tests := []struct {
 		name       string
-		vector     string
+		vector     []testMethod
 		opts       PlanOptions
 		ok         bool
 		kind       string
@@ -32,21 +32,21 @@ func TestPlanProgramStandIn(t *testing.T) {
 		assumed    []string
 		reasonPart string
 	}{
-		{name: "nothing stated", vector: "trt_segment", ok: true, source: SourceCompileSpec, requested: i64(mib),
+		{name: "nothing stated", vector: progOneEngine, ok: true, source: SourceCompileSpec, requested: i64(mib),
 			assumed: []string{"streamable", "scratch"}, reasonPart: "not known"},
-		{name: "streamable stated, clamped", vector: "trt_segment", opts: PlanOptions{Streamable: i64(512 << 10)}, ok: true,
+		{name: "streamable stated, clamped", vector: progOneEngine, opts: PlanOptions{Streamable: i64(512 << 10)}, ok: true,
 			source: SourceCompileSpec, requested: i64(mib), applied: i64(512 << 10), assumed: []string{"scratch"}, reasonPart: "clamped"},
-		{name: "streamable stated, fits", vector: "trt_segment", opts: PlanOptions{Streamable: i64(gib), Scratch: i64(4096)}, ok: true,
+		{name: "streamable stated, fits", vector: progOneEngine, opts: PlanOptions{Streamable: i64(gib), Scratch: i64(4096)}, ok: true,
 			source: SourceCompileSpec, requested: i64(mib), applied: i64(mib), assumed: []string{}},
-		{name: "nothing streamable", vector: "trt_segment", opts: PlanOptions{Streamable: i64(0)}, ok: true,
+		{name: "nothing streamable", vector: progOneEngine, opts: PlanOptions{Streamable: i64(0)}, ok: true,
 			source: SourceCompileSpec, requested: i64(mib), assumed: []string{"scratch"}, reasonPart: "no streamable weights"},
-		{name: "automatic is never known", vector: "trt_no_budget_spec", opts: PlanOptions{Streamable: i64(gib), Scratch: i64(1)}, ok: true,
+		{name: "automatic is never known", vector: progNoBudgetSpec, opts: PlanOptions{Streamable: i64(gib), Scratch: i64(1)}, ok: true,
 			source: SourceAutomatic, assumed: []string{"automatic"}, reasonPart: "automatic budget chosen by TensorRT"},
-		{name: "load option", vector: "trt_segment", opts: PlanOptions{Streamable: i64(gib), LoadOptions: mustOpts(t, wsb(String("2048")))}, ok: true,
+		{name: "load option", vector: progOneEngine, opts: PlanOptions{Streamable: i64(gib), LoadOptions: mustOpts(t, wsb(String("2048")))}, ok: true,
 			source: SourceLoadOption, requested: i64(2048), applied: i64(2048), assumed: []string{"scratch"}},
-		{name: "bool option", vector: "trt_segment", opts: PlanOptions{LoadOptions: mustOpts(t, wsb(Bool(true)))}, kind: "invalid_program"},
-		{name: "duplicate spec", vector: "trt_budget_spec_twice", kind: "invalid_program"},
-		{name: "duplicate spec masked", vector: "trt_budget_spec_twice", opts: PlanOptions{LoadOptions: mustOpts(t, wsb(Int(4096)))}, ok: true,
+		{name: "bool option", vector: progOneEngine, opts: PlanOptions{LoadOptions: mustOpts(t, wsb(Bool(true)))}, kind: "invalid_program"},
+		{name: "duplicate spec", vector: progBudgetSpecTwice, kind: "invalid_program"},
+		{name: "duplicate spec masked", vector: progBudgetSpecTwice, opts: PlanOptions{LoadOptions: mustOpts(t, wsb(Int(4096)))}, ok: true,
 			source: SourceLoadOption, requested: i64(4096), assumed: []string{"streamable", "scratch"}},
 	}
 	for _, tc := range tests {
@@ -95,7 +95,7 @@ func mustOpts(t *testing.T, o ...Option) *LoadOptions {
 }
 
 func TestPlanProgramScratchAndMethods(t *testing.T) {
-	pp := planVector(t, "trt_two_methods_prefill_decode", PlanOptions{Streamable: i64(gib), Scratch: i64(1000), SharedScratch: true})
+	pp := planVector(t, progTwoMethods, PlanOptions{Streamable: i64(gib), Scratch: i64(1000), SharedScratch: true})
 	if len(pp.Methods) != 2 || pp.Methods[0].Name != "prefill" || pp.Methods[1].Name != "decode" {
 		t.Fatalf("methods = %+v", pp.Methods)
 	}
@@ -109,7 +109,7 @@ func TestPlanProgramScratchAndMethods(t *testing.T) {
 	if !pp.Methods[0].Delegates[0].SharedScratch {
 		t.Error("shared scratch not planned")
 	}
-	pp = planVector(t, "trt_delegate_kernel_delegate_with_constant", PlanOptions{})
+	pp = planVector(t, progKernelBetween, PlanOptions{})
 	if mp := pp.Methods[0]; !mp.OK || len(mp.Delegates) != 2 || !reflect.DeepEqual(mp.MissingOperators, []string{"aten::add.out"}) {
 		t.Errorf("kernel program = %+v", mp)
 	}
@@ -121,8 +121,8 @@ func TestPlanProgramScratchAndMethods(t *testing.T) {
 // TestPlanProgramJSON pins the JSON field names pteinspect --plan --json
 // prints.
 func TestPlanProgramJSON(t *testing.T) {
-	pp := planVector(t, "trt_segment", PlanOptions{LoadOptions: mustOpts(t, wsb(Bool(true)))})
-	ok := planVector(t, "trt_segment", PlanOptions{})
+	pp := planVector(t, progOneEngine, PlanOptions{LoadOptions: mustOpts(t, wsb(Bool(true)))})
+	ok := planVector(t, progOneEngine, PlanOptions{})
 	for _, p := range []*ProgramPlan{pp, ok} {
 		raw, err := json.Marshal(p)
 		if err != nil {
@@ -159,7 +159,7 @@ func TestPlanProgramJSON(t *testing.T) {
 func TestPlanProgramUsesRegistry(t *testing.T) {
 	reg := &Registry{}
 	reg.RegisterBackend(TensorRTBackendID, &toyBackend{available: false})
-	pp := planVector(t, "trt_segment", PlanOptions{Registry: reg})
+	pp := planVector(t, progOneEngine, PlanOptions{Registry: reg})
 	if mp := pp.Methods[0]; mp.OK || mp.Error.Kind != "not_found" || len(mp.Delegates) != 0 {
 		t.Errorf("plan with an unavailable backend = %+v", mp)
 	}
@@ -170,7 +170,7 @@ func TestPlanProgramUsesRegistry(t *testing.T) {
 func TestPlanProgramFacts(t *testing.T) {
 	tests := []struct {
 		name      string
-		vector    string
+		vector    []testMethod
 		opts      PlanOptions
 		applied   *int64
 		streaming *bool
@@ -178,16 +178,16 @@ func TestPlanProgramFacts(t *testing.T) {
 		stated    []string
 		reason    string
 	}{
-		{name: "nothing stated", vector: "trt_segment", assumed: []string{FactStreamable, FactScratch}, stated: []string{},
+		{name: "nothing stated", vector: progOneEngine, assumed: []string{FactStreamable, FactScratch}, stated: []string{},
 			reason: "not known"},
-		{name: "nothing streamable", vector: "trt_segment", opts: PlanOptions{Streamable: i64(0), Scratch: i64(0)},
+		{name: "nothing streamable", vector: progOneEngine, opts: PlanOptions{Streamable: i64(0), Scratch: i64(0)},
 			streaming: ptrBool(false), assumed: []string{}, stated: []string{FactStreamable, FactScratch}, reason: "no streamable weights"},
-		{name: "automatic unstated", vector: "trt_no_budget_spec", opts: PlanOptions{Streamable: i64(gib)},
+		{name: "automatic unstated", vector: progNoBudgetSpec, opts: PlanOptions{Streamable: i64(gib)},
 			streaming: ptrBool(true), assumed: []string{FactAutomatic, FactScratch}, stated: []string{FactStreamable}, reason: "automatic budget chosen by TensorRT"},
-		{name: "automatic stated", vector: "trt_no_budget_spec", opts: PlanOptions{Streamable: i64(gib), Scratch: i64(1), Automatic: i64(300 * mib)},
+		{name: "automatic stated", vector: progNoBudgetSpec, opts: PlanOptions{Streamable: i64(gib), Scratch: i64(1), Automatic: i64(300 * mib)},
 			applied: i64(300 * mib), streaming: ptrBool(true), assumed: []string{}, stated: []string{FactStreamable, FactScratch, FactAutomatic},
 			reason: "automatic budget applied"},
-		{name: "automatic above streamable falls back", vector: "trt_no_budget_spec", opts: PlanOptions{Streamable: i64(mib), Scratch: i64(1), Automatic: i64(gib)},
+		{name: "automatic above streamable falls back", vector: progNoBudgetSpec, opts: PlanOptions{Streamable: i64(mib), Scratch: i64(1), Automatic: i64(gib)},
 			applied: i64(0), streaming: ptrBool(true), assumed: []string{}, stated: []string{FactStreamable, FactScratch, FactAutomatic},
 			reason: "fell back to 0"},
 	}
@@ -221,7 +221,7 @@ func ptrBool(b bool) *bool { return &b }
 // model is a note, not a failure, and that TensorRT delegates after it are
 // still planned; LoadMethod itself stays strict.
 func TestPlanProgramOtherBackends(t *testing.T) {
-	f := openVector(t, "trt_two_engines_chain")
+	f := buildProgram(t, progTwoEngines...)
 	f.Program.ExecutionPlan[0].Delegates[0].ID = "XnnpackBackend"
 	pp, err := PlanProgram(f, PlanOptions{Streamable: i64(gib), Scratch: i64(10)})
 	if err != nil {
@@ -241,7 +241,10 @@ func TestPlanProgramOtherBackends(t *testing.T) {
 	}
 	reg := &Registry{}
 	reg.RegisterBackend(TensorRTBackendID, acceptingBackend{})
-	prog, _ := Load(f, Config{Registry: reg})
+	prog, err := Load(f, Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := prog.LoadMethod("forward", nil); CodeOf(err) != CodeNotFound || !strings.Contains(err.Error(), "XnnpackBackend") {
 		t.Errorf("LoadMethod with an unregistered backend: %v", err)
 	}

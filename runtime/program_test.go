@@ -38,7 +38,7 @@ func (b *toyBackend) Execute(ctx *ExecuteContext, h Handle, args []Arg) error {
 }
 func (b *toyBackend) Destroy(Handle) {}
 
-func loadToy(t *testing.T, name string, b Backend, kernels map[string]Kernel) (*Method, error) {
+func loadToy(t *testing.T, shape []testMethod, b Backend, kernels map[string]Kernel) (*Method, error) {
 	t.Helper()
 	reg := &Registry{}
 	if b != nil {
@@ -51,7 +51,7 @@ func loadToy(t *testing.T, name string, b Backend, kernels map[string]Kernel) (*
 			t.Fatal(err)
 		}
 	}
-	prog, err := Load(openVector(t, name), Config{Registry: reg})
+	prog, err := Load(buildProgram(t, shape...), Config{Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestExecuteChain(t *testing.T) {
 		*args[3].Slot = (*args[0].Slot).(float64) + float64((*args[2].Slot).(int64))
 		return nil
 	}
-	m, err := loadToy(t, "trt_delegate_kernel_delegate_with_constant", tb, map[string]Kernel{"aten::add.out": add})
+	m, err := loadToy(t, progKernelBetween, tb, map[string]Kernel{"aten::add.out": add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestExecuteChain(t *testing.T) {
 }
 
 func TestExecuteMissingOperator(t *testing.T) {
-	m, err := loadToy(t, "trt_delegate_kernel_delegate_with_constant", &toyBackend{available: true}, nil)
+	m, err := loadToy(t, progKernelBetween, &toyBackend{available: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,17 +115,20 @@ func TestExecuteMissingOperator(t *testing.T) {
 }
 
 func TestLoadBackendLookup(t *testing.T) {
-	_, err := loadToy(t, "trt_segment", nil, nil)
+	_, err := loadToy(t, progOneEngine, nil, nil)
 	var re *Error
 	if !errors.As(err, &re) || re.Code != CodeNotFound || re.Method != "forward" || re.Delegate != 0 ||
 		!strings.Contains(err.Error(), "backend TensorRTBackend is not registered") || !strings.Contains(err.Error(), `method "forward"`) {
 		t.Errorf("unregistered: %v", err)
 	}
-	_, err = loadToy(t, "trt_segment", &toyBackend{available: false}, nil)
+	_, err = loadToy(t, progOneEngine, &toyBackend{available: false}, nil)
 	if !errors.As(err, &re) || re.Code != CodeNotFound || !strings.Contains(err.Error(), "not available") {
 		t.Errorf("unavailable: %v", err)
 	}
-	prog, _ := Load(openVector(t, "trt_segment"), Config{})
+	prog, err := Load(buildProgram(t, progOneEngine...), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := prog.LoadMethod("nope", nil); CodeOf(err) != CodeInvalidArgument || !strings.Contains(err.Error(), "forward") {
 		t.Errorf("unknown method: %v", err)
 	}
@@ -139,7 +142,10 @@ func TestDestroyAfterLaterFailure(t *testing.T) {
 	cb := &countingBackend{Backend: NewTensorRTBackend(fac, nil)}
 	reg := &Registry{}
 	reg.RegisterBackend(TensorRTBackendID, cb)
-	prog, _ := Load(openVector(t, "trt_two_engines_chain"), Config{Registry: reg})
+	prog, err := Load(buildProgram(t, progTwoEngines...), Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := prog.LoadMethod("forward", nil)
 	var re *Error
 	if !errors.As(err, &re) || re.Delegate != 1 || re.Code != CodeInvalidProgram {
@@ -165,7 +171,7 @@ func TestDestroyAfterLaterFailure(t *testing.T) {
 }
 
 func TestTensorRTExecuteArgs(t *testing.T) {
-	m, err, fac, _ := loadTRT(t, "trt_two_engines_chain", nil, nil, fakeEngine{streamable: gib})
+	m, err, fac, _ := loadTRT(t, progTwoEngines, nil, nil, fakeEngine{streamable: gib})
 	if err != nil {
 		t.Fatal(err)
 	}

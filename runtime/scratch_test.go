@@ -135,7 +135,10 @@ func TestTensorRTSharedScratch(t *testing.T) {
 	}
 	reg := &Registry{}
 	reg.RegisterBackend(TensorRTBackendID, trt)
-	prog, _ := Load(openVector(t, "trt_two_engines_chain"), Config{Registry: reg})
+	prog, err := Load(buildProgram(t, progTwoEngines...), Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	pooled, err := prog.LoadMethod("forward", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 func TestSetBudget(t *testing.T) {
 	eng := fakeEngine{streamable: gib, automatic: 300 * mib,
 		refuse: func(n int64) bool { return n == 777 }}
-	m, err, fac, _ := loadTRT(t, "trt_segment", nil, nil, eng)
+	m, err, fac, _ := loadTRT(t, progOneEngine, nil, nil, eng)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestSetBudget(t *testing.T) {
 }
 
 func TestSetBudgetNonStreamable(t *testing.T) {
-	m, err, fac, _ := loadTRT(t, "trt_segment", nil, nil, fakeEngine{})
+	m, err, fac, _ := loadTRT(t, progOneEngine, nil, nil, fakeEngine{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestSetBudgetNonStreamable(t *testing.T) {
 }
 
 func TestSetBudgetNotSupported(t *testing.T) {
-	m, err := loadToy(t, "trt_segment", &toyBackend{available: true}, nil)
+	m, err := loadToy(t, progOneEngine, &toyBackend{available: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestSetBudgetNotSupported(t *testing.T) {
 // work in flight, or used under a budget other than the one it was created
 // with; run with -race to also check the synchronization.
 func TestSetBudgetConcurrentExecute(t *testing.T) {
-	m, err, fac, _ := loadTRT(t, "trt_two_engines_chain", nil, nil, fakeEngine{streamable: gib, automatic: 5})
+	m, err, fac, _ := loadTRT(t, progTwoEngines, nil, nil, fakeEngine{streamable: gib, automatic: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestSetBudgetConcurrentExecute(t *testing.T) {
 // after a budget change is the engine's new figure, not the one from init.
 func TestSetBudgetRereadsScratch(t *testing.T) {
 	eng := fakeEngine{streamable: gib, scratchOf: func(budget int64) int64 { return 1<<20 + budget/2 }}
-	m, err, _, _ := loadTRT(t, "trt_segment", nil, nil, eng)
+	m, err, _, _ := loadTRT(t, progOneEngine, nil, nil, eng)
 	if err != nil {
 		t.Fatal(err)
 	}

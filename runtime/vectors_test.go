@@ -286,7 +286,10 @@ func TestVectorsTensorRTOutcome(t *testing.T) {
 				fac := &fakeFactory{template: fakeEngine{streamable: streamable, automatic: automatic}}
 				reg := &Registry{}
 				reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(fac, nil))
-				prog, _ := Load(f, Config{Registry: reg})
+				prog, err := Load(f, Config{Registry: reg})
+				if err != nil {
+					t.Fatal(err)
+				}
 				var lo *LoadOptions
 				if run.opt != nil {
 					lo = opts(t, TensorRTBackendID, *run.opt)
