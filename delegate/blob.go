@@ -26,6 +26,16 @@ const (
 // C++ reader has no such limit and would scan it.
 const MaxMetadataSize = 64 << 20
 
+// MaxMetadataValues is the most JSON values (each object, array, string,
+// number, boolean and null counts one) ptekit reads in one blob's metadata,
+// about a million. Real metadata holds a few per binding. Each value costs
+// ptekit a few hundred bytes once decoded, so without this limit metadata
+// within MaxMetadataSize such as [0,0,0,...] would take gigabytes. Decode,
+// DecodePython and Check stop parsing at the first value over the limit
+// and refuse the metadata with a *BlobError at that value's offset, even
+// though upstream's Python reader, which has no such limit, would read it.
+const MaxMetadataValues = 1 << 20
+
 // Magic numbers. MagicTR02 marks a blob whose metadata carries aliased_io.
 var (
 	MagicTR01 = [4]byte{'T', 'R', '0', '1'}

@@ -72,6 +72,11 @@ type jsonSyntaxError struct {
 
 func (e *jsonSyntaxError) Error() string { return fmt.Sprintf("%s at offset %d", e.msg, e.off) }
 
+// jsonLimitError reports valid JSON that goes past one of ptekit's limits.
+type jsonLimitError jsonSyntaxError
+
+func (e *jsonLimitError) Error() string { return (*jsonSyntaxError)(e).Error() }
+
 // maxJSONDepth bounds nesting, like Python's recursion limit.
 const maxJSONDepth = 1000
 
@@ -80,9 +85,10 @@ const maxJSONDepth = 1000
 const maxIntDigits = 4300
 
 type jsonParser struct {
-	s     []byte
-	p     int
-	depth int
+	s      []byte
+	p      int
+	depth  int
+	values int // values started so far, at most MaxMetadataValues
 	ext   []*jsonSyntaxError // uses of Python's extensions of JSON
 }
 
@@ -125,6 +131,9 @@ func (d *jsonParser) space() {
 func (d *jsonParser) value() (*jsonValue, error) {
 	if d.p >= len(d.s) {
 		return nil, d.errf("expecting a value, found the end of the text")
+	}
+	if d.values++; d.values > MaxMetadataValues {
+		return nil, &jsonLimitError{off: d.p, msg: fmt.Sprintf("more than %d JSON values, the most ptekit reads", MaxMetadataValues)}
 	}
 	v := &jsonValue{off: d.p}
 	switch c := d.s[d.p]; {

@@ -135,6 +135,10 @@ func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 		if errors.As(err, &se) {
 			return nil, &BlobError{Field: "metadata", Off: base + int64(se.off), Msg: "invalid JSON: " + se.msg}
 		}
+		var le *jsonLimitError
+		if errors.As(err, &le) {
+			return nil, &BlobError{Field: "metadata", Off: base + int64(le.off), Msg: le.msg}
+		}
 		return nil, err
 	}
 	d := &pyReader{base: base}
