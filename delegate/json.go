@@ -88,8 +88,8 @@ type jsonParser struct {
 	s      []byte
 	p      int
 	depth  int
-	values int // values started so far, at most MaxMetadataValues
-	ext   []*jsonSyntaxError // uses of Python's extensions of JSON
+	values int                // values started so far, at most MaxMetadataValues
+	ext    []*jsonSyntaxError // uses of Python's extensions of JSON
 }
 
 // parseJSON parses one JSON value surrounded by optional whitespace, and
