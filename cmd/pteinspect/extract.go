@@ -60,6 +60,11 @@ func runExtract(f *pte.File, name string, stdout, stderr io.Writer, o *options) 
 	if err != nil {
 		return usageErr(stderr, "%v", err)
 	}
+	if o.output != "-" {
+		if err := checkOutput(name, o.output, o.force); err != nil {
+			return usageErr(stderr, "%v", err)
+		}
+	}
 	pl, err := f.DelegateData(plan, del)
 	if err != nil {
 		return failErr(stderr, name, err)
@@ -90,6 +95,25 @@ func runExtract(f *pte.File, name string, stdout, stderr io.Writer, o *options) 
 	}
 	fmt.Fprintf(stdout, "wrote %d bytes (%s) to %s\n", n, what, o.output)
 	return exitOK
+}
+
+// checkOutput refuses an output path that names the input file (always:
+// the payload would replace the program it is read from) or an existing
+// file (unless force).
+func checkOutput(input, output string, force bool) error {
+	out, err := os.Stat(output)
+	if err != nil {
+		return nil // missing (or unreadable: writing will say why)
+	}
+	if input != "-" {
+		if in, err := os.Stat(input); err == nil && os.SameFile(in, out) {
+			return fmt.Errorf("-o %s is the input file; write the payload elsewhere", esc(output))
+		}
+	}
+	if !force {
+		return fmt.Errorf("-o %s exists; pass --force to replace it", esc(output))
+	}
+	return nil
 }
 
 // writeFileAtomic copies r to path through a temporary file in the same

@@ -24,7 +24,8 @@
 //	--verify             run every check the reader knows; exit 1 on any error
 //	--extract P:D -o F   write the payload of delegate D of method P (index or
 //	                     name) to F ("-" for standard output); --engine writes
-//	                     the TensorRT engine inside it instead
+//	                     the TensorRT engine inside it instead; F must not
+//	                     be the input, nor exist unless --force is given
 //	--plan               print the per-engine load plan (weight streaming
 //	                     budget, device, bindings) without a GPU; the engine
 //	                     facts it needs can be stated with --streamable-bytes,

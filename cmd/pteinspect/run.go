@@ -38,6 +38,7 @@ Flags:
 
 type options struct {
 	json, hash, compileSpecs, verify, engine, plan bool
+	force                                          bool
 	method, backend, extract, output               string
 	backendOptions                                 []string
 	streamable, scratch, automatic                 string
@@ -55,6 +56,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.BoolVar(&o.verify, "verify", false, "run every check the reader knows; exit 1 when any finding is an error")
 	fs.StringVar(&o.extract, "extract", "", "write the payload of delegate `PLAN:DELEGATE` (method index or name : delegate index)")
 	fs.StringVarP(&o.output, "output", "o", "", "output `FILE` for --extract (\"-\" for standard output)")
+	fs.BoolVar(&o.force, "force", false, "with --extract, replace an existing output file")
 	fs.BoolVar(&o.engine, "engine", false, "with --extract, write the TensorRT engine inside the payload")
 	fs.BoolVar(&o.plan, "plan", false, "print the per-engine load plan (budget, device, bindings) without a GPU")
 	fs.StringArrayVar(&o.backendOptions, "backend-option", nil, "with --plan, a load-time option `BACKEND:KEY=VALUE` (repeatable)")
@@ -200,8 +202,8 @@ func (o *options) check(stderr io.Writer) int {
 		return usageErr(stderr, "%s cannot be combined", strings.Join(modes, " and "))
 	case o.extract != "" && o.output == "":
 		return usageErr(stderr, "--extract needs -o FILE")
-	case o.extract == "" && (o.output != "" || o.engine):
-		return usageErr(stderr, "-o and --engine go with --extract")
+	case o.extract == "" && (o.output != "" || o.engine || o.force):
+		return usageErr(stderr, "-o, --engine and --force go with --extract")
 	case o.extract != "" && (o.json || o.hash):
 		return usageErr(stderr, "--extract writes bytes; --json and --hash do not apply")
 	case o.extract != "" && (o.method != "" || o.backend != ""):
