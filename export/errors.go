@@ -84,6 +84,9 @@ const (
 	// WarnInput: the reader's verifier has a warning about a re-baked input
 	// program.
 	WarnInput WarningKind = "input"
+	// WarnLayout: no segment alignment reproduces a re-baked input's
+	// segment layout, so its segments are laid out anew at 128 bytes.
+	WarnLayout WarningKind = "layout"
 )
 
 // Warning is a condition that does not stop the export but deserves the
