@@ -30,7 +30,15 @@ import (
 //
 // Use it to add optional fuzz seeds; tests that need the data call
 // [SharedDir].
+//
+// The environment variable PTEKIT_SHARED, when set, names another
+// directory to use in place of <repo>/../shared: the whole suite can then
+// run against a different tree of the same layout (for example a held-back
+// set of conformance vectors) without moving files around.
 func SharedPath(parts ...string) (string, error) {
+	if dir := os.Getenv("PTEKIT_SHARED"); dir != "" {
+		return filepath.Join(append([]string{dir}, parts...)...), nil
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("testkit: %w", err)

@@ -224,3 +224,15 @@ func TestSharedSeeds(t *testing.T) {
 		}
 	}
 }
+
+func TestSharedPathOverride(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PTEKIT_SHARED", dir)
+	got, err := SharedPath("vectors", "pte")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "vectors", "pte"); got != want {
+		t.Fatalf("SharedPath with PTEKIT_SHARED=%s: got %s, want %s", dir, got, want)
+	}
+}
