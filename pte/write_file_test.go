@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // wrDirNames lists the names in dir.
@@ -93,25 +91,34 @@ func TestWriteFileFailureLeavesNothing(t *testing.T) {
 	}
 }
 
-// wrCopyVector copies a vector program into dir (a test's temp dir, never
-// the repository) so the test can overwrite it.
-func wrCopyVector(t *testing.T, name, dir string) string {
+// wrSegmentedFile writes wrProgram(len(sizes)) to dir/name with one
+// delegate segment of each size (distinct, non-repeating bytes) after the
+// empty constant segment, and returns its path: a generated carrier for
+// tests that rewrite a file with segments.
+func wrSegmentedFile(t *testing.T, dir, name string, sizes ...int) string {
 	t.Helper()
-	src := filepath.Join(testkit.SharedDir(t, "vectors/pte"), name)
-	b, err := os.ReadFile(src)
-	if err != nil {
+	segs := []*io.SectionReader{wrSection(nil)}
+	x := uint32(2463534242)
+	for _, n := range sizes {
+		b := make([]byte, n)
+		for i := range b {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			b[i] = byte(x)
+		}
+		segs = append(segs, wrSection(b))
+	}
+	path := filepath.Join(dir, name)
+	if _, err := WriteFile(path, wrProgram(len(sizes)), segs, nil); err != nil {
 		t.Fatal(err)
 	}
-	dst := filepath.Join(dir, name)
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return path
 }
 
 func TestWriteFileOverItsOwnSource(t *testing.T) {
 	dir := t.TempDir()
-	path := wrCopyVector(t, "trt_two_engines_chain.pte", dir)
+	path := wrSegmentedFile(t, dir, "two.pte", 1000, 3000)
 	orig, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +157,7 @@ func TestWriteFileOverItsOwnSource(t *testing.T) {
 // memory; the bytes must be identical.
 func TestWriteFileKernelCopyMatchesBufferedCopy(t *testing.T) {
 	dir := t.TempDir()
-	f, srcs := wrOpenSources(t, filepath.Join(testkit.SharedDir(t, "vectors/pte"), "trt_large_engine_1mib.pte"))
+	f, srcs := wrOpenSources(t, wrSegmentedFile(t, t.TempDir(), "large.pte", 1<<20, 4096))
 	var mem bytes.Buffer
 	if _, err := Write(&mem, f.Program, srcs, nil); err != nil {
 		t.Fatal(err)
