@@ -51,7 +51,9 @@ type RebakeOptions struct {
 // ExecuTorch would refuse to load or whose methods would fail to load) is
 // refused; its verifier warnings are returned as WarnInput warnings.
 //
-// For each TensorRTBackend delegate a budget is set in place of the first
+// A delegate is a TensorRTBackend delegate when its id names that backend
+// as a C string (as ExecuTorch looks backends up; bytes from a NUL on do
+// not count). For each TensorRTBackend delegate a budget is set in place of the first
 // existing weight_streaming_budget entry (dropping any duplicates, which
 // the runtime rejects) or, when there is none, inserted before
 // target_device, which is the order upstream writes; a target device is set
@@ -117,7 +119,7 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 		}
 		n := 0
 		for j, d := range ep.Delegates {
-			if d == nil || d.ID != delegate.BackendID {
+			if d == nil || !isTensorRT(d) {
 				continue
 			}
 			n++
@@ -262,7 +264,7 @@ func setSpec(specs []*pte.CompileSpec, key string, value []byte, before string) 
 		return out
 	}
 	if before != "" {
-		if i := slices.IndexFunc(out, func(s *pte.CompileSpec) bool { return s != nil && s.Key == before }); i >= 0 {
+		if i := slices.IndexFunc(out, func(s *pte.CompileSpec) bool { return s != nil && compilespec.CKeyEqual(s.Key, before) }); i >= 0 {
 			return slices.Insert(out, i, entry)
 		}
 	}
@@ -287,6 +289,13 @@ func plannedBytes(ep *pte.ExecutionPlan) int64 {
 	return n
 }
 
+// isTensorRT reports whether the runtime routes delegate d to the TensorRT
+// backend: ExecuTorch looks backends up by their id as a C string, so an id
+// with bytes after a NUL ("TensorRTBackend\x00x") is TensorRT's too.
+func isTensorRT(d *pte.BackendDelegate) bool {
+	return compilespec.CKeyEqual(d.ID, delegate.BackendID)
+}
+
 // countBlobs counts the distinct delegate payloads of TensorRT delegates.
 func countBlobs(p *pte.Program) int {
 	type ref struct {
@@ -296,7 +305,7 @@ func countBlobs(p *pte.Program) int {
 	seen := map[ref]bool{}
 	for _, ep := range p.ExecutionPlan {
 		for _, d := range ep.Delegates {
-			if d != nil && d.ID == delegate.BackendID && d.Processed != nil {
+			if d != nil && isTensorRT(d) && d.Processed != nil {
 				seen[ref{d.Processed.Location, d.Processed.Index}] = true
 			}
 		}

@@ -120,6 +120,13 @@ func TestRebakeKeepsSegmentLayout(t *testing.T) {
 // segment alignment align, at a path in a temporary directory.
 func twoEngineProgram(t *testing.T, align uint64) string {
 	t.Helper()
+	return twoEngineProgramEdited(t, align, nil)
+}
+
+// twoEngineProgramEdited is twoEngineProgram with edit applied to the
+// program before it is written.
+func twoEngineProgramEdited(t *testing.T, align uint64, edit func(p *pte.Program)) string {
+	t.Helper()
 	m := chainMethod("forward", 2)
 	for i, n := range []int{300, 333} {
 		e := strings.Repeat(string(rune('a'+i)), n)
@@ -132,6 +139,9 @@ func twoEngineProgram(t *testing.T, align uint64) string {
 	require.NoError(t, err)
 	segs, err := f.SegmentReaders()
 	require.NoError(t, err)
+	if edit != nil {
+		edit(f.Program)
+	}
 	path := filepath.Join(t.TempDir(), fmt.Sprintf("align%d.pte", align))
 	w, err := os.Create(path)
 	require.NoError(t, err)

@@ -18,7 +18,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/pte"
 )
 
 func copyFile(t *testing.T, src, dst string) {
@@ -414,5 +417,32 @@ func noBlock(t *testing.T, fifo string, f func() error) error {
 		}
 		t.Fatal("blocked on a FIFO")
 		return nil
+	}
+}
+
+// TestRebakeMatchesBackendIDAsCString: ExecuTorch finds a backend by its
+// id as a C string, so a delegate whose id has bytes after a NUL runs on
+// TensorRT and is re-baked; its target_device key, also read as a C
+// string, is replaced in place rather than followed by a second one.
+func TestRebakeMatchesBackendIDAsCString(t *testing.T) {
+	in := twoEngineProgramEdited(t, 128, func(p *pte.Program) {
+		for _, d := range p.ExecutionPlan[0].Delegates {
+			d.ID = delegate.BackendID + "\x00x"
+			for _, s := range d.CompileSpecs {
+				if s.Key == compilespec.KeyTargetDevice {
+					s.Key += "\x00old"
+				}
+			}
+		}
+	})
+	budget := int64(1 << 20)
+	_, out, res := rebakeFile(t, in, &RebakeOptions{WeightStreamingBudget: &budget, TargetDevice: "cuda:0"})
+	assert.Equal(t, 2, res.Delegates)
+	for _, d := range out.Program.ExecutionPlan[0].Delegates {
+		var keys []string
+		for _, s := range d.CompileSpecs {
+			keys = append(keys, s.Key)
+		}
+		assert.Equal(t, []string{compilespec.KeyWeightStreamingBudget, compilespec.KeyTargetDevice}, keys)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/ptekit/ptekit/compilespec"
-	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -23,7 +22,7 @@ func summarize(p *pte.Program, res *Result) []Warning {
 		}
 		ms := MethodSummary{Name: ep.Name, PlannedBytes: plannedBytes(ep), Engines: []EngineSummary{}}
 		for i, d := range ep.Delegates {
-			if d == nil || d.ID != delegate.BackendID {
+			if d == nil || !isTensorRT(d) {
 				continue
 			}
 			es, w := engineSummary(d.CompileSpecs)
