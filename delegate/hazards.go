@@ -134,18 +134,58 @@ type pyVerdict struct {
 	err  error
 }
 
-func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard {
-	var hz []Hazard
-	add := func(k HazardKind, format string, args ...any) {
-		hz = append(hz, Hazard{Kind: k, Msg: fmt.Sprintf(format, args...)})
+// MaxHazardsPerKind is the most hazards of one kind that Hazards and Check
+// list one by one; the rest of that kind are counted in one last hazard of
+// the kind, "and N more ...". A crafted blob can otherwise carry millions
+// of bad aliased_io entries, each a hazard.
+const MaxHazardsPerKind = 8
+
+// hazardList collects hazards, at most MaxHazardsPerKind of each kind,
+// counting (without formatting) the ones left out.
+type hazardList struct {
+	hz []Hazard
+	n  map[HazardKind]int // hazards added, listed or not, by kind
+}
+
+func (l *hazardList) add(k HazardKind, format string, args ...any) {
+	if l.n == nil {
+		l.n = map[HazardKind]int{}
 	}
+	if l.n[k]++; l.n[k] > MaxHazardsPerKind {
+		return
+	}
+	l.hz = append(l.hz, Hazard{Kind: k, Msg: fmt.Sprintf(format, args...)})
+}
+
+// list returns the hazards, each kind's overflow summarised after its last
+// listed hazard.
+func (l *hazardList) list() []Hazard {
+	var out []Hazard
+	seen := map[HazardKind]int{}
+	for _, h := range l.hz {
+		out = append(out, h)
+		if seen[h.Kind]++; seen[h.Kind] == MaxHazardsPerKind && l.n[h.Kind] > MaxHazardsPerKind {
+			out = append(out, Hazard{Kind: h.Kind, Msg: fmt.Sprintf("and %d more %s hazards", l.n[h.Kind]-MaxHazardsPerKind, h.Kind)})
+		}
+	}
+	return out
+}
+
+func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard {
 	if d == nil {
 		return nil
 	}
+	l := &hazardList{}
+	hazardsTo(l, b, decodeErr, py, d)
+	return l.list()
+}
+
+func hazardsTo(hz *hazardList, b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) {
+	add := hz.add
 	if d.MetadataUnread {
 		add(HazardMetadataUnread, "the metadata is %d bytes, more than the %d ptekit reads; what the deployed reader, which has no limit, makes of it is unknown",
 			d.MetadataSize, MaxMetadataSize)
-		return hz
+		return
 	}
 	if d.OK && d.EngineSizeWraps {
 		add(HazardEngineSizeWraps, "engine_size %d wraps engine_offset+engine_size past 2^64; the deployed reader accepts it and would hand TensorRT an engine far past the end of the blob", d.EngineSize)
@@ -169,17 +209,17 @@ func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard 
 			default:
 				add(HazardDeployedAccepts, "the blob is invalid (%s): upstream's Python reader and ptekit reject it, but the deployed reader accepts it; %s", msg, reads)
 			}
-			invalidAliases(&hz, d)
+			invalidAliases(hz, d)
 		}
-		return hz
+		return
 	}
 	m := &b.Metadata
 	if !d.OK {
 		add(HazardDeployedRejects, "the deployed reader rejects this blob (%s); TensorRTBackend init would fail with InvalidProgram", d.Reason)
-		return hz
+		return
 	}
-	compareNames(&hz, HazardInputs, "input", m.Inputs(), d.Inputs, m.Outputs(), d.Outputs)
-	compareNames(&hz, HazardOutputs, "output", m.Outputs(), d.Outputs, m.Inputs(), d.Inputs)
+	compareNames(hz, HazardInputs, "input", m.Inputs(), d.Inputs, m.Outputs(), d.Outputs)
+	compareNames(hz, HazardOutputs, "output", m.Outputs(), d.Outputs, m.Inputs(), d.Inputs)
 	if !slices.Equal(m.AliasedIO, d.AliasedIO) {
 		add(HazardAliasedIO, "aliased_io differs: the metadata says %s, the deployed reader sees %s", formatAliases(m.AliasedIO), formatAliases(d.AliasedIO))
 	}
@@ -198,7 +238,7 @@ func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard 
 		add(HazardDuplicateName, "binding name %q is used by io_bindings %s; TensorRT tensor names are unique, so the runtime binds them all to one tensor",
 			m.IOBindings[dup[0]].Name, formatIndices(dup))
 	}
-	invalidAliases(&hz, d)
+	invalidAliases(hz, d)
 	if aliased := len(m.AliasedIO) > 0; aliased != (b.Header.Magic == MagicTR02) {
 		if aliased {
 			add(HazardMagic, "magic TR01 but the metadata has aliased_io; the upstream writer uses TR02")
@@ -209,7 +249,6 @@ func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard 
 	if n := b.TrailingBytes(); n > 0 {
 		add(HazardTrailingBytes, "%d bytes after the engine are ignored by both readers", n)
 	}
-	return hz
 }
 
 // invalidAliases adds a HazardAliasedIOInvalid for each reason
@@ -217,32 +256,37 @@ func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard 
 // deployed view: init checks that the output and the input are bindings
 // of the blob (when the blob lists none, it takes them from the engine,
 // which ptekit does not see) and that the kind is kv_cache_update or user.
-func invalidAliases(hz *[]Hazard, d *DeployedView) {
+func invalidAliases(hz *hazardList, d *DeployedView) {
 	named := len(d.Inputs)+len(d.Outputs) > 0
 	for _, a := range d.AliasedIO {
 		entry := fmt.Sprintf("aliased_io entry %q <- %q", a.Output, a.Input)
 		if named && !slices.Contains(d.Outputs, a.Output) {
-			*hz = append(*hz, Hazard{Kind: HazardAliasedIOInvalid, Msg: fmt.Sprintf(
-				"%s: output %q is not an output binding of the blob; TensorRTBackend init fails with InvalidProgram (aliased_io names not found)", entry, a.Output)})
+			hz.add(HazardAliasedIOInvalid, "%s: output %q is not an output binding of the blob; TensorRTBackend init fails with InvalidProgram (aliased_io names not found)", entry, a.Output)
 		}
 		if named && !slices.Contains(d.Inputs, a.Input) {
-			*hz = append(*hz, Hazard{Kind: HazardAliasedIOInvalid, Msg: fmt.Sprintf(
-				"%s: input %q is not an input binding of the blob; TensorRTBackend init fails with InvalidProgram (aliased_io names not found)", entry, a.Input)})
+			hz.add(HazardAliasedIOInvalid, "%s: input %q is not an input binding of the blob; TensorRTBackend init fails with InvalidProgram (aliased_io names not found)", entry, a.Input)
 		}
 		if a.Kind != KindKVCacheUpdate && a.Kind != KindUser {
-			*hz = append(*hz, Hazard{Kind: HazardAliasedIOInvalid, Msg: fmt.Sprintf(
-				"%s has kind %q; TensorRTBackend init accepts only %q and %q and fails with InvalidProgram", entry, a.Kind, KindKVCacheUpdate, KindUser)})
+			hz.add(HazardAliasedIOInvalid, "%s has kind %q; TensorRTBackend init accepts only %q and %q and fails with InvalidProgram", entry, a.Kind, KindKVCacheUpdate, KindUser)
 		}
 	}
 }
 
 // refusals lists strict-reading refusals for a message.
 func refusals(errs []*BlobError) string {
-	parts := make([]string, len(errs))
-	for i, e := range errs {
-		parts[i] = fmt.Sprintf("%s: %s (at byte %d)", e.Field, e.Msg, e.Off)
+	var parts []string
+	for _, e := range errs[:min(len(errs), MaxHazardsPerKind)] {
+		parts = append(parts, fmt.Sprintf("%s: %s (at byte %d)", e.Field, e.Msg, e.Off))
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(moreItems(parts, len(errs)), "; ")
+}
+
+// moreItems appends "and N more" to the first items of a list of total.
+func moreItems(items []string, total int) []string {
+	if total > len(items) {
+		items = append(items, fmt.Sprintf("and %d more", total-len(items)))
+	}
+	return items
 }
 
 // duplicateNames returns, for each binding name used more than once, the
@@ -276,7 +320,7 @@ func formatIndices(idx []int) string {
 // compareNames reports how the deployed names of one direction (got)
 // differ from the metadata's (want); otherWant and otherGot are the names
 // of the other direction, to recognise a binding that changed direction.
-func compareNames(hz *[]Hazard, kind HazardKind, what string, want, got, otherWant, otherGot []string) {
+func compareNames(hz *hazardList, kind HazardKind, what string, want, got, otherWant, otherGot []string) {
 	if slices.Equal(want, got) {
 		return
 	}
@@ -311,9 +355,9 @@ func compareNames(hz *[]Hazard, kind HazardKind, what string, want, got, otherWa
 	}
 	msg := fmt.Sprintf("%ss differ: the metadata says %s, the deployed reader sees %s", what, quoteAll(want), quoteAll(got))
 	if len(details) > 0 {
-		msg += " (" + strings.Join(details, "; ") + ")"
+		msg += " (" + strings.Join(moreItems(details[:min(len(details), MaxHazardsPerKind)], len(details)), "; ") + ")"
 	}
-	*hz = append(*hz, Hazard{Kind: kind, Msg: msg})
+	hz.add(kind, "%s", msg)
 }
 
 func formatAliases(a []AliasedIO) string {

@@ -3,21 +3,14 @@ package delegate
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 )
 
-// metaBlob builds a TR01 blob holding md as its metadata and a 4-byte
-// engine.
-func metaBlob(md []byte) []byte {
-	h := Header{Magic: MagicTR01, MetadataOffset: HeaderSize, MetadataSize: uint32(len(md)),
-		EngineOffset: uint32(align16(HeaderSize + uint64(len(md)))), EngineSize: 4, Reserved: [8]byte{1}}
-	b := h.appendTo(nil)
-	b = append(b, md...)
-	b = append(b, make([]byte, int(h.EngineOffset)-len(b))...)
-	return append(b, "ENGN"...)
-}
+// metaBlob builds a TR01 blob holding md as its metadata.
+func metaBlob(md []byte) []byte { return handBlob("TR01", string(md), []byte("ENGN"), nil) }
 
 // adversarialMetadata returns metadata of at most size bytes: prefix,
 // then elem (which ends in a comma) repeated as often as fits, without
@@ -112,5 +105,45 @@ func BenchmarkAdversarialMetadata(b *testing.B) {
 				Check(bytes.NewReader(blob), int64(len(blob)))
 			}
 		})
+	}
+}
+
+// TestHazardCap: hazards of one kind past MaxHazardsPerKind are counted
+// in one "and N more" hazard of that kind, not listed one by one.
+func TestHazardCap(t *testing.T) {
+	for _, n := range []int{MaxHazardsPerKind, MaxHazardsPerKind + 1, 5000} {
+		var md strings.Builder
+		md.WriteString(`{"io_bindings":[{"name":"x","is_input":true},{"name":"y","is_input":false}],"aliased_io":[`)
+		for i := range n {
+			if i > 0 {
+				md.WriteByte(',')
+			}
+			fmt.Fprintf(&md, `{"output":"o%d","input":"x","kind":"user"}`, i)
+		}
+		md.WriteString(`]}`)
+		b := handBlob("TR02", md.String(), []byte("ENGN"), nil)
+		rep, err := Check(bytes.NewReader(b), int64(len(b)))
+		if err != nil || !rep.Deployed.OK {
+			t.Fatalf("Check: %v, deployed %+v", err, rep.Deployed)
+		}
+		var got []string
+		for _, h := range rep.Hazards {
+			if h.Kind == HazardAliasedIOInvalid {
+				got = append(got, h.Msg)
+			}
+		}
+		want := min(n, MaxHazardsPerKind)
+		if n > MaxHazardsPerKind {
+			want++
+		}
+		if len(got) != want {
+			t.Fatalf("%d bad aliases: %d aliased-io-invalid hazards, want %d", n, len(got), want)
+		}
+		last := got[len(got)-1]
+		if more := fmt.Sprintf("and %d more aliased-io-invalid hazards", n-MaxHazardsPerKind); n > MaxHazardsPerKind && last != more {
+			t.Errorf("%d bad aliases: last hazard %q, want %q", n, last, more)
+		} else if n <= MaxHazardsPerKind && !strings.Contains(last, fmt.Sprintf(`"o%d"`, n-1)) {
+			t.Errorf("%d bad aliases: last hazard %q, want one about o%d", n, last, n-1)
+		}
 	}
 }
