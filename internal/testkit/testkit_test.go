@@ -66,6 +66,7 @@ func fakeRepo(t *testing.T) string {
 }
 
 func TestSharedPathFromThisPackage(t *testing.T) {
+	t.Setenv("PTEKIT_SHARED", "") // these tests are about the default location
 	got, err := SharedPath("vectors", "pte")
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +79,7 @@ func TestSharedPathFromThisPackage(t *testing.T) {
 }
 
 func TestSharedPathWalksUpToGoMod(t *testing.T) {
+	t.Setenv("PTEKIT_SHARED", "") // these tests are about the default location
 	fakeRepo(t)
 	got, err := SharedPath("corpus")
 	if err != nil {
@@ -89,6 +91,7 @@ func TestSharedPathWalksUpToGoMod(t *testing.T) {
 }
 
 func TestSharedPathWithoutGoMod(t *testing.T) {
+	t.Setenv("PTEKIT_SHARED", "") // these tests are about the default location
 	dir := t.TempDir()
 	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "go.mod")); err == nil {
 		t.Skip("the temporary directory is inside a module")
@@ -100,6 +103,7 @@ func TestSharedPathWithoutGoMod(t *testing.T) {
 }
 
 func TestSharedDir(t *testing.T) {
+	t.Setenv("PTEKIT_SHARED", "") // these tests are about the default location
 	root := fakeRepo(t)
 	if err := os.MkdirAll(filepath.Join(root, "shared", "corpus"), 0o755); err != nil {
 		t.Fatal(err)
@@ -191,6 +195,7 @@ func TestOpenCounting(t *testing.T) {
 }
 
 func TestSharedSeeds(t *testing.T) {
+	t.Setenv("PTEKIT_SHARED", "") // these tests are about the default location
 	root := fakeRepo(t)
 	if got := sharedSeeds(0, []string{"vectors/*.pte"}); len(got) != 0 {
 		t.Errorf("%d seeds without shared data", len(got))
