@@ -16,9 +16,13 @@ import (
 	"github.com/ptekit/ptekit/schema"
 )
 
-// maxInlineBytes bounds the delegate data stored inside the flatbuffer,
-// whose offsets are 32-bit.
-const maxInlineBytes = 1 << 30
+// MaxInlineDelegateData is the most delegate data, in bytes over all
+// blobs, that Write stores inline (Options.InlineDelegateData). Inline data
+// lives inside the flatbuffer, which is built in memory: writing holds about
+// three times the payload (the blobs read, the flatbuffer builder, its
+// output), and ExecuTorch loads the whole flatbuffer to run any method.
+// Larger payloads belong in segments, which are streamed.
+const MaxInlineDelegateData = 256 << 20
 
 // Write writes p, built with opts (nil means defaults), as a .pte program to
 // w. Engine bytes are streamed from their sources.
@@ -302,8 +306,10 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	for _, e := range entries {
 		if opts.InlineDelegateData {
 			inline += e.sr.Size()
-			if inline > maxInlineBytes {
-				return nil, newError("", "", fmt.Sprintf("inline delegate data exceeds %d bytes; store it in segments (drop the inline option)", maxInlineBytes), nil)
+			if inline > MaxInlineDelegateData {
+				return nil, newError("", "", fmt.Sprintf(
+					"inline delegate data totals more than %d bytes (256 MiB), which is built in memory about three times over; store it in segments (drop the inline option), which are streamed",
+					MaxInlineDelegateData), nil)
 			}
 			data := make([]byte, e.sr.Size())
 			if _, err := e.sr.ReadAt(data, 0); err != nil && !(errors.Is(err, io.EOF) && len(data) == 0) {

@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -314,4 +315,26 @@ func TestSegmentAlignmentCapped(t *testing.T) {
 	assert.Zero(t, f.Header.SegmentBaseOffset%MaxSegmentAlignment)
 	_, err = Rebake("unused.pte", filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{ClearBudget: true, SegmentAlignment: 1 << 30})
 	assert.ErrorContains(t, err, "exceeds 1048576")
+}
+
+// TestInlineDelegateDataCapped: inline payloads above MaxInlineDelegateData
+// are refused, with advice to use segments.
+func TestInlineDelegateDataCapped(t *testing.T) {
+	m := chainMethod("forward", 2)
+	for i, n := range []int64{MaxInlineDelegateData / 2, MaxInlineDelegateData / 2} {
+		m.Calls[i].Engine = EngineReader(funcReader{func(p []byte, off int64) (int, error) {
+			for j := range p {
+				p[j] = byte(i)
+			}
+			if off+int64(len(p)) >= n {
+				return int(n - off), io.EOF
+			}
+			return len(p), nil
+		}}, n)
+	}
+	p := &Program{Methods: []*Method{m}}
+	_, err := Write(io.Discard, p, &Options{InlineDelegateData: true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "store it in segments")
+	assert.Contains(t, err.Error(), fmt.Sprint(MaxInlineDelegateData))
 }

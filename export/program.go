@@ -163,7 +163,8 @@ type Options struct {
 	// TargetDevice does (the two may not both be given).
 	CompileSpecs []*pte.CompileSpec
 	// InlineDelegateData stores delegate blobs inside the flatbuffer instead
-	// of in segments after it. The flatbuffer must stay below 2 GiB.
+	// of in segments after it, up to MaxInlineDelegateData in total (Write
+	// refuses more).
 	InlineDelegateData bool
 	// SegmentAlignment is the alignment of segment data in bytes; 0 means
 	// 128 (ExecuTorch's default). It need not be a power of two (ExecuTorch

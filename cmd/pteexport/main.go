@@ -72,7 +72,7 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	fs.StringVarP(&c.output, "output", "o", "", "output .pte file")
 	fs.StringVar(&c.budgetText, "weight-streaming-budget-per-engine", "", `per-engine weight streaming budget: bytes or a size such as "4GiB", "512MiB", "8GB"; "auto" writes no budget (TensorRT's automatic budget)`)
 	fs.StringVar(&c.targetDevice, "target-device", "", `pin target_device (e.g. "cuda:0") on every delegate instead of deriving it from each engine's device`)
-	fs.BoolVar(&c.inline, "inline-delegate-data", false, "store delegate blobs inside the flatbuffer instead of segments")
+	fs.BoolVar(&c.inline, "inline-delegate-data", false, "store delegate blobs inside the flatbuffer instead of segments (at most 256 MiB in total; built in memory)")
 	fs.Uint64Var(&c.alignment, "segment-alignment", 0, "segment alignment in bytes, at most 1 MiB (default 128; re-bake keeps the input's)")
 	fs.BoolVar(&c.jsonOut, "json", false, "print a machine-readable summary on stdout")
 	fs.BoolVar(&c.force, "force", false, "overwrite an existing output file")
