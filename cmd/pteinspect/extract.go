@@ -10,6 +10,7 @@ import (
 
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 // parseTarget reads PLAN:DELEGATE, PLAN being a method index or name.
@@ -73,8 +74,8 @@ func runExtract(f *pte.File, name string, stdout, stderr io.Writer, o *options) 
 	what := fmt.Sprintf("payload of %s delegate %d", f.Program.ExecutionPlan[plan].Name, del)
 	if o.engine {
 		id := f.Program.ExecutionPlan[plan].Delegates[del].ID
-		if id != delegate.BackendID {
-			return failErr(stderr, name, fmt.Errorf("--engine: delegate %s:%d is %s, not %s", f.Program.ExecutionPlan[plan].Name, del, id, delegate.BackendID))
+		if !ptejson.IsTensorRT(id) {
+			return failErr(stderr, name, fmt.Errorf("--engine: delegate %s:%d is %s, not %s", esc(f.Program.ExecutionPlan[plan].Name), del, esc(id), delegate.BackendID))
 		}
 		blob, err := delegate.Decode(pl, pl.Size())
 		if err != nil {

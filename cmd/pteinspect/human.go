@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
 )
@@ -293,11 +294,11 @@ func printDelegate(w io.Writer, d *ptejson.Delegate, bd *pte.BackendDelegate) {
 		t.flush()
 	}
 	if trt := d.TensorRT; trt != nil {
-		printTensorRT(w, trt)
+		printTensorRT(w, trt, bd)
 	}
 }
 
-func printTensorRT(w io.Writer, trt *ptejson.TensorRT) {
+func printTensorRT(w io.Writer, trt *ptejson.TensorRT, bd *pte.BackendDelegate) {
 	head := "too short for a header"
 	if trt.Magic != nil {
 		head = "magic " + strconv.Quote(*trt.Magic)
@@ -327,7 +328,11 @@ func printTensorRT(w io.Writer, trt *ptejson.TensorRT) {
 		if b, ok := m.HardwareCompatible.(bool); ok {
 			hw = yesNo(b)
 		}
-		t.row("device", fmt.Sprintf("%s, hardware compatible: %s", pyText(m.DeviceID), hw))
+		pin := ""
+		if trt.Deployed != nil && trt.Deployed.OK {
+			pin = escText(pinText(pinnedSpec(bd), int(trt.Deployed.DeviceID)))
+		}
+		t.row("device", fmt.Sprintf("%s, hardware compatible: %s%s", pyText(m.DeviceID), hw, pin))
 		if p, ok := m.TargetPlatform.(string); !ok || p != "" {
 			t.row("platform", pyText(m.TargetPlatform))
 		}
@@ -416,4 +421,14 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// pinnedSpec returns the delegate's target_device compile spec, or nil.
+func pinnedSpec(bd *pte.BackendDelegate) []byte {
+	for _, s := range bd.CompileSpecs {
+		if s != nil && compilespec.CKeyEqual(s.Key, compilespec.KeyTargetDevice) {
+			return s.Value
+		}
+	}
+	return nil
 }

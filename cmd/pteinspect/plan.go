@@ -163,7 +163,7 @@ func printPlan(w io.Writer, f *pte.File, plan *runtime.ProgramPlan, facts []engi
 			fmt.Fprintf(w, "method %s: FAILS to load: %s: %s\n", esc(m.Name), m.Error.Kind, escText(oneLine(m.Error.Message)))
 		}
 		for _, d := range m.Delegates {
-			printDelegatePlan(w, &m, &d)
+			printDelegatePlan(w, &m, &d, pinnedDevice(f, m.Name, d.Index))
 		}
 		if len(m.MissingOperators) > 0 {
 			fmt.Fprintf(w, "  operators without a kernel here (fail at execution, not load): %s\n", strings.Join(escAll(m.MissingOperators), ", "))
@@ -175,12 +175,35 @@ func printPlan(w io.Writer, f *pte.File, plan *runtime.ProgramPlan, facts []engi
 	}
 }
 
-func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePlan) {
+// pinnedDevice returns the target_device compile spec of delegate di of
+// the method, or nil.
+func pinnedDevice(f *pte.File, method string, di int) []byte {
+	for _, ep := range f.Program.ExecutionPlan {
+		if ep != nil && ep.Name == method && di >= 0 && di < len(ep.Delegates) && ep.Delegates[di] != nil {
+			return pinnedSpec(ep.Delegates[di])
+		}
+	}
+	return nil
+}
+
+// pinText says how a target_device pin relates to the engine's device.
+func pinText(pin []byte, device int) string {
+	if pin == nil {
+		return ""
+	}
+	err := compilespec.CheckTargetDevice(pin, device)
+	if err == nil {
+		return fmt.Sprintf(", pinned target_device %s", rawValue(pin))
+	}
+	return fmt.Sprintf(", pinned target_device %s: MISMATCH (%v)", rawValue(pin), err)
+}
+
+func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePlan, pin []byte) {
 	switch {
 	case !d.Modelled:
 		fmt.Fprintf(w, "  [%d] %s  (not modelled)\n", d.Index, esc(d.Backend))
 	case d.Device != nil:
-		fmt.Fprintf(w, "  [%d] %s  device cuda:%d\n", d.Index, esc(d.Backend), *d.Device)
+		fmt.Fprintf(w, "  [%d] %s  device cuda:%d%s\n", d.Index, esc(d.Backend), *d.Device, escText(pinText(pin, *d.Device)))
 	default:
 		fmt.Fprintf(w, "  [%d] %s\n", d.Index, esc(d.Backend))
 	}
@@ -225,7 +248,7 @@ func unknownReason(f *pte.File, m *runtime.MethodPlan) string {
 		return fallback
 	}
 	di := *m.Error.Delegate
-	if d := f.Program.ExecutionPlan[plan].Delegates; di < 0 || di >= len(d) || d[di] == nil || d[di].ID != delegate.BackendID {
+	if d := f.Program.ExecutionPlan[plan].Delegates; di < 0 || di >= len(d) || d[di] == nil || !ptejson.IsTensorRT(d[di].ID) {
 		return fallback
 	}
 	pl, err := f.DelegateData(plan, di)

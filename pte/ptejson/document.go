@@ -426,7 +426,7 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 		}
 		del.SHA256 = Digest{Hex: hex.EncodeToString(h.Sum(nil))}
 	}
-	if d.ID == trtBackendID {
+	if IsTensorRT(d.ID) {
 		if del.TensorRT, err = newTensorRT(r, size); err != nil {
 			return nil, fmt.Errorf("ptejson: execution_plan[%d].delegates[%d]: reading TensorRT blob: %w", pi, di, err)
 		}

@@ -94,7 +94,7 @@ func check(f *pte.File, method string) ([]Problem, error) {
 			continue
 		}
 		for di, d := range ep.Delegates {
-			if d == nil || d.ID != trtBackendID {
+			if d == nil || !IsTensorRT(d.ID) {
 				continue
 			}
 			ps, err := tensorRTProblems(f, pi, di, ep.Name, d)
@@ -113,6 +113,7 @@ func check(f *pte.File, method string) ([]Problem, error) {
 // property both readers share is a warning unless the runtime fails on it.
 func tensorRTProblems(f *pte.File, pi, di int, method string, d *pte.BackendDelegate) ([]Problem, error) {
 	var out []Problem
+	out = append(out, cStringProblems(method, pi, di, d)...)
 	if p, bad := budgetProblem(method, pi, di, d); bad {
 		out = append(out, p)
 	}
@@ -140,6 +141,9 @@ func tensorRTProblems(f *pte.File, pi, di int, method string, d *pte.BackendDele
 		if errors.As(rep.Err, &be) && be.Off >= 0 {
 			p.Offset = at(be.Off)
 		}
+		out = append(out, p)
+	}
+	if p, bad := deviceProblem(method, pi, di, d, rep.Deployed); bad {
 		out = append(out, p)
 	}
 	for _, h := range rep.Hazards {
@@ -191,7 +195,7 @@ func hazardSeverity(k delegate.HazardKind) (severity, code string) {
 func budgetProblem(method string, pi, di int, d *pte.BackendDelegate) (Problem, bool) {
 	p := Problem{Severity: SeverityError, Method: method, Code: pte.CodeInvalidProgram.String(),
 		Path: fmt.Sprintf("execution_plan[%d].delegates[%d].compile_specs", pi, di)}
-	v, ok, err := compilespec.Get(d.CompileSpecs, compilespec.KeyWeightStreamingBudget)
+	v, ok, err := cGet(d.CompileSpecs, compilespec.KeyWeightStreamingBudget)
 	if err == nil && ok {
 		_, err = compilespec.ParseBudget(v)
 	}
@@ -200,4 +204,75 @@ func budgetProblem(method string, pi, di int, d *pte.BackendDelegate) (Problem, 
 	}
 	p.Message = err.Error() + "; TensorRTBackend init fails unless a load-time budget option is given"
 	return p, true
+}
+
+// IsTensorRT reports whether ExecuTorch hands a delegate with backend id to
+// the TensorRT backend. The runtime looks backends up by C string, so the
+// bytes of id from its first NUL on are ignored: "TensorRTBackend\x00x"
+// is a TensorRT delegate too (Check warns about it).
+func IsTensorRT(id string) bool { return compilespec.CKeyEqual(id, trtBackendID) }
+
+// cGet is compilespec.Get comparing keys as the TensorRT delegate does, as
+// C strings: the bytes of a key from its first NUL on are ignored.
+func cGet(specs []*pte.CompileSpec, key string) (value []byte, ok bool, err error) {
+	var idx []int
+	for i, s := range specs {
+		if s != nil && compilespec.CKeyEqual(s.Key, key) {
+			idx = append(idx, i)
+		}
+	}
+	switch len(idx) {
+	case 0:
+		return nil, false, nil
+	case 1:
+		return specs[idx[0]].Value, true, nil
+	}
+	return specs[idx[0]].Value, true, &compilespec.DuplicateKeyError{Key: key, Indices: idx}
+}
+
+// cStringProblems warns about a TensorRT delegate whose backend id or
+// compile spec keys hold a NUL: the deployed runtime reads them only up to
+// it, so they mean something other than what a byte-for-byte reading (and
+// most tools) shows.
+func cStringProblems(method string, pi, di int, d *pte.BackendDelegate) []Problem {
+	var out []Problem
+	if d.ID != trtBackendID {
+		out = append(out, Problem{Severity: SeverityWarning, Method: method,
+			Path: fmt.Sprintf("execution_plan[%d].delegates[%d].id", pi, di),
+			Message: fmt.Sprintf("backend id %s holds a NUL; ExecuTorch compares ids as C strings and hands the delegate to %s",
+				strconv.Quote(d.ID), trtBackendID)})
+	}
+	for i, s := range d.CompileSpecs {
+		if s == nil {
+			continue
+		}
+		for _, k := range []string{compilespec.KeyWeightStreamingBudget, compilespec.KeyTargetDevice} {
+			if s.Key != k && compilespec.CKeyEqual(s.Key, k) {
+				out = append(out, Problem{Severity: SeverityWarning, Method: method,
+					Path: fmt.Sprintf("execution_plan[%d].delegates[%d].compile_specs[%d]", pi, di, i),
+					Message: fmt.Sprintf("key %s holds a NUL; the delegate compares keys as C strings and reads it as %s",
+						strconv.Quote(s.Key), k)})
+			}
+		}
+	}
+	return out
+}
+
+// deviceProblem reports a target_device compile spec that disagrees with
+// the device the deployed runtime runs the engine on (the blob's
+// device_id as the C++ reader reads it), or that cannot be read. The
+// program loads, but ExecuTorch places the delegate's inputs and outputs on
+// the pinned device while TensorRT runs the engine on the other one.
+func deviceProblem(method string, pi, di int, d *pte.BackendDelegate, dv *delegate.DeployedView) (Problem, bool) {
+	pin, ok, _ := cGet(d.CompileSpecs, compilespec.KeyTargetDevice)
+	if !ok || dv == nil || !dv.OK {
+		return Problem{}, false
+	}
+	err := compilespec.CheckTargetDevice(pin, int(dv.DeviceID))
+	if err == nil {
+		return Problem{}, false
+	}
+	msg := err.Error()
+	return Problem{Severity: SeverityWarning, Method: method, Message: msg,
+		Path: fmt.Sprintf("execution_plan[%d].delegates[%d].compile_specs", pi, di)}, true
 }

@@ -17,20 +17,13 @@ import (
 	"github.com/ptekit/ptekit/pte"
 )
 
-// withTRTBlob returns the shared vector trt_aliased_io_tr02.pte with its
-// TensorRT payload replaced by blob, opened.
+// withTRTBlob returns trtCarrier with its TensorRT payload replaced by
+// blob, opened.
 func withTRTBlob(t *testing.T, blob []byte) *pte.File {
 	t.Helper()
-	src := openShared(t, "vectors/pte/trt_aliased_io_tr02.pte")
-	segs, err := src.SegmentReaders()
-	require.NoError(t, err)
-	segs[src.Program.ExecutionPlan[0].Delegates[0].Processed.Index] = io.NewSectionReader(bytes.NewReader(blob), 0, int64(len(blob)))
-	var out bytes.Buffer
-	_, err = pte.Write(&out, src.Program, segs, nil)
-	require.NoError(t, err)
-	f, err := pte.NewFile(bytes.NewReader(out.Bytes()), int64(out.Len()))
-	require.NoError(t, err)
-	return f
+	return rewriteProgram(t, trtCarrier(t), func(p *pte.Program, segs []*io.SectionReader) {
+		segs[p.ExecutionPlan[0].Delegates[0].Processed.Index] = io.NewSectionReader(bytes.NewReader(blob), 0, int64(len(blob)))
+	})
 }
 
 func encodeBlob(t *testing.T, m *delegate.Metadata) []byte {
