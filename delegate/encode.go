@@ -28,8 +28,12 @@ type EncodeOptions struct {
 	// after it. Metadata that no blob can carry to both readers unchanged
 	// is refused with a *MetadataError: empty or control-character names,
 	// a name used twice, empty aliased strings, a device id outside a C++
-	// int (see CheckNames). For all other metadata the two modes write
-	// identical bytes.
+	// int (see CheckNames). So is metadata that the C++ reader reads as
+	// meant but TensorRTBackend init refuses: a negative device id, an
+	// aliased kind other than kv_cache_update and user, and (when the
+	// metadata names bindings) an aliased output or input that is not a
+	// binding of that direction. For all other metadata the two modes
+	// write identical bytes.
 	UpstreamCompatible bool
 }
 
@@ -219,15 +223,47 @@ func checkEncodable(m *Metadata) error {
 }
 
 // checkSafe rejects metadata that no blob carries to the deployed C++
-// reader unchanged.
+// reader unchanged, and metadata that reader reads as meant but
+// TensorRTBackend init refuses.
 func checkSafe(m *Metadata) error {
 	err := nameProblems(m, false)
 	if m.DeviceID < math.MinInt32 || m.DeviceID > math.MaxInt32 {
 		err = errors.Join(err, &MetadataError{Field: "device_id", Value: strconv.FormatInt(m.DeviceID, 10),
 			Msg: "outside a 32-bit int: the deployed C++ reader would wrap it to " +
 				strconv.FormatInt(int64(int32(m.DeviceID)), 10)})
+	} else if m.DeviceID < 0 {
+		err = errors.Join(err, &MetadataError{Field: "device_id", Value: strconv.FormatInt(m.DeviceID, 10),
+			Msg: "negative: the runtime cannot select that CUDA device, so TensorRTBackend init fails"})
 	}
-	return err
+	return errors.Join(err, initProblems(m))
+}
+
+// initProblems reports the aliased_io entries TensorRTBackend init refuses
+// with InvalidProgram although the deployed reader reads them as written:
+// a kind other than kv_cache_update and user, and, when the metadata names
+// bindings (without any, init takes them from the engine), an output or
+// input that is not a binding of that direction. Empty strings are left
+// to nameProblems.
+func initProblems(m *Metadata) error {
+	var errs []error
+	named := len(m.IOBindings) > 0
+	ins, outs := m.Inputs(), m.Outputs()
+	for i, a := range m.AliasedIO {
+		p := fmt.Sprintf("aliased_io[%d].", i)
+		if named && a.Output != "" && !slices.Contains(outs, a.Output) {
+			errs = append(errs, &MetadataError{Field: p + "output", Value: a.Output,
+				Msg: "not the name of an output binding: TensorRTBackend init fails with InvalidProgram"})
+		}
+		if named && a.Input != "" && !slices.Contains(ins, a.Input) {
+			errs = append(errs, &MetadataError{Field: p + "input", Value: a.Input,
+				Msg: "not the name of an input binding: TensorRTBackend init fails with InvalidProgram"})
+		}
+		if a.Kind != "" && a.Kind != KindKVCacheUpdate && a.Kind != KindUser {
+			errs = append(errs, &MetadataError{Field: p + "kind", Value: a.Kind,
+				Msg: fmt.Sprintf("neither %q nor %q: TensorRTBackend init fails with InvalidProgram", KindKVCacheUpdate, KindUser)})
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // scalarKeys are the keys the C++ reader finds by substring search after the

@@ -23,9 +23,10 @@ import (
 // names are unique), an empty aliased output or input (entry dropped) or
 // kind (read as kv_cache_update), a name or aliased string with a control
 // character (JSON can only escape it, and the scanner turns escapes into
-// letters), and a device id outside a C++ int (wraps). DEL, non-ASCII and
-// names that look like keys are writable: as raw bytes, and with the
-// scalars before aliased_io.
+// letters), and a device id outside a C++ int (wraps) or negative (init
+// fails); then what initRefuses lists. DEL, non-ASCII and names that look
+// like keys are writable: as raw bytes, and with the scalars before
+// aliased_io.
 func unwritable(m *Metadata) []string {
 	var out []string
 	ctl := func(s string) bool { return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 }) >= 0 }
@@ -43,8 +44,29 @@ func unwritable(m *Metadata) []string {
 			}
 		}
 	}
-	if m.DeviceID != int64(int32(m.DeviceID)) {
+	if m.DeviceID != int64(int32(m.DeviceID)) || m.DeviceID < 0 {
 		out = append(out, "device_id")
+	}
+	return append(out, initRefuses(m)...)
+}
+
+// initRefuses lists, by TensorRTBackend init's documented checks
+// (trt-delegate.md), the aliased_io fields of m that init refuses although
+// the deployed reader reads them as written: a non-empty kind other than
+// kv_cache_update and user, and, when m names bindings, a non-empty output
+// or input that is not a binding of that direction.
+func initRefuses(m *Metadata) []string {
+	var out []string
+	for i, a := range m.AliasedIO {
+		if len(m.IOBindings) > 0 && a.Output != "" && !slices.Contains(m.Outputs(), a.Output) {
+			out = append(out, fmt.Sprintf("aliased_io[%d].output", i))
+		}
+		if len(m.IOBindings) > 0 && a.Input != "" && !slices.Contains(m.Inputs(), a.Input) {
+			out = append(out, fmt.Sprintf("aliased_io[%d].input", i))
+		}
+		if a.Kind != "" && a.Kind != KindKVCacheUpdate && a.Kind != KindUser {
+			out = append(out, fmt.Sprintf("aliased_io[%d].kind", i))
+		}
 	}
 	return out
 }
