@@ -3,6 +3,7 @@ package pte
 import (
 	"fmt"
 	"math/bits"
+	"unicode/utf8"
 )
 
 // Runtime limits (runtime/core/portable_type/scalar_type.h, method.cpp).
@@ -153,6 +154,16 @@ func (v *validator) add(sev Severity, code Code, off int64, path, format string,
 }
 
 // addErr records a *FormatError returned by a payload accessor.
+// text warns when a name or key s at path is not valid UTF-8: ExecuTorch
+// compares such strings byte by byte and is fine with them, but a tool that
+// prints them (or a JSON report) cannot show them faithfully, and a user
+// cannot type them to select a method or backend.
+func (v *validator) text(off int64, path, what, s string) {
+	if !utf8.ValidString(s) {
+		v.add(SeverityWarning, CodeOk, off, path, "%s %q is not valid UTF-8", what, s)
+	}
+}
+
 func (v *validator) addErr(sev Severity, err error) {
 	if fe, ok := err.(*FormatError); ok {
 		v.findings = append(v.findings, Finding{Severity: sev, Method: v.curMethod, Err: fe})
@@ -261,6 +272,7 @@ func (v *validator) program() {
 	seen := map[string]int{}
 	for i, nd := range p.NamedData {
 		path := fmt.Sprintf("named_data[%d]", i)
+		v.text(f.posOf(nd), path+".key", "named data key", nd.Key)
 		if isAbsent(nd.Absent, "key", nd.Key) {
 			v.add(SeverityError, CodeInvalidArgument, f.posOf(nd), path+".key",
 				"named data has no key: ExecuTorch fails every lookup that reaches this entry")

@@ -23,6 +23,7 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 		// Program::get_method skips it; Method::load dereferences it.
 		v.add(SeverityError, CodeInvalidProgram, off, path+".name", "method has no name")
 	}
+	v.text(off, path+".name", "method name", ep.Name)
 	if ep.NonConstBufferSizes == nil {
 		v.add(SeverityError, CodeInvalidProgram, off, path+".non_const_buffer_sizes", "method has no non_const_buffer_sizes")
 	}
@@ -323,11 +324,13 @@ func (v *validator) delegates(plan int, ep *ExecutionPlan, path string) {
 		if isAbsent(d.Absent, "id", d.ID) {
 			v.add(SeverityError, CodeInvalidProgram, f.posOf(d), dpath+".id", "delegate has no backend id")
 		}
+		v.text(f.posOf(d), dpath+".id", "backend id", d.ID)
 		for j, cs := range d.CompileSpecs {
 			cpath := fmt.Sprintf("%s.compile_specs[%d]", dpath, j)
 			if isAbsent(cs.Absent, "key", cs.Key) {
 				v.add(SeverityError, CodeInvalidProgram, f.posOf(cs), cpath+".key", "compile spec has no key")
 			}
+			v.text(f.posOf(cs), cpath+".key", "compile spec key", cs.Key)
 			if cs.Value == nil {
 				v.add(SeverityError, CodeInvalidProgram, f.posOf(cs), cpath+".value", "compile spec has no value")
 			}

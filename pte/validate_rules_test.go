@@ -177,3 +177,41 @@ func TestConstantDataRanges(t *testing.T) {
 		t.Errorf("ConstantData(4) err = %v, want an out-of-range *FormatError", err)
 	}
 }
+
+// TestVerifyWarnsInvalidUTF8 checks that names and keys that are not valid
+// UTF-8 get a Warning each (and nothing worse: ExecuTorch compares bytes),
+// and that valid ones get none.
+func TestVerifyWarnsInvalidUTF8(t *testing.T) {
+	p := wrProgram(1, 0)
+	ep := p.ExecutionPlan[0]
+	ep.Name = "fwd\xff"
+	ep.Delegates[0].ID = "TensorRT\xc3"
+	ep.Delegates[0].CompileSpecs = []*CompileSpec{{Key: "bud\x80get", Value: []byte("1")}, {Key: "größe", Value: []byte("1")}}
+	p.NamedData[0].Key = "\xfe"
+	b := vlWrite(t, p, nil, []byte("engine"))
+	f, err := NewFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{
+		"execution_plan[0].name":                              true,
+		"execution_plan[0].delegates[0].id":                   true,
+		"execution_plan[0].delegates[0].compile_specs[0].key": true,
+		"named_data[0].key":                                   true,
+	}
+	for _, fd := range f.Verify() {
+		if !strings.Contains(fd.Err.Msg, "UTF-8") {
+			if fd.Severity == SeverityError {
+				t.Errorf("unexpected %v", fd)
+			}
+			continue
+		}
+		if !want[fd.Err.Path] || fd.Severity != SeverityWarning || fd.Err.Code != CodeOk {
+			t.Errorf("unexpected %v", fd)
+		}
+		delete(want, fd.Err.Path)
+	}
+	for path := range want {
+		t.Errorf("no UTF-8 warning for %s", path)
+	}
+}
