@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -53,7 +54,7 @@ func withoutBudgets(t *testing.T, doc map[string]any) (stripped map[string]any, 
 		var removed []string
 		for _, s := range dm["compile_specs"].([]any) {
 			sm := s.(map[string]any)
-			if sm["key"] == "weight_streaming_budget" {
+			if k, _ := sm["key"].(string); compilespec.CKeyEqual(k, compilespec.KeyWeightStreamingBudget) {
 				if v, ok := sm["value_utf8"].(string); ok {
 					removed = append(removed, v)
 				} else {
@@ -89,36 +90,56 @@ func TestRebakeUpstreamPrograms(t *testing.T) {
 	dir, names := vectorCases(t)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
+			var want map[string]any
+			readJSON(t, filepath.Join(dir, name+".json"), &want)
+			isTRT := func(d any) bool {
+				id, _ := d.(map[string]any)["id"].(string)
+				return compilespec.CKeyEqual(id, delegate.BackendID)
+			}
+			if !slices.ContainsFunc(want["delegates"].([]any), isTRT) {
+				t.Logf("%s: no %s delegate to re-bake", name, delegate.BackendID)
+				return
+			}
 			out := filepath.Join(t.TempDir(), "out.pte")
 			budget := int64(4 << 30)
 			res, err := Rebake(filepath.Join(dir, name+".pte"), out, &RebakeOptions{WeightStreamingBudget: &budget})
 			require.NoError(t, err)
 			require.NotNil(t, res.Budget)
 			assert.Equal(t, budget, *res.Budget)
-			var want map[string]any
-			readJSON(t, filepath.Join(dir, name+".json"), &want)
 			got := documentOf(t, out)
-			wantRest, _ := withoutBudgets(t, want)
+			wantRest, wantBudgets := withoutBudgets(t, want)
 			gotRest, gotBudgets := withoutBudgets(t, got)
 			for _, d := range diffExcept(t, gotRest, wantRest, layoutPaths...) {
 				t.Error(d)
 			}
 			assert.Equal(t, len(want["segments"].([]any)), len(got["segments"].([]any)))
+			wantDelegates := want["delegates"].([]any)
 			for i, d := range got["delegates"].([]any) {
+				if !isTRT(d) {
+					assert.Equal(t, wantBudgets[i], gotBudgets[i], "delegate %d is not TensorRT's: kept", i)
+					assert.Equal(t, specKeys(wantDelegates[i]), specKeys(d), "delegate %d", i)
+					continue
+				}
 				assert.Equal(t, []string{"4294967296"}, gotBudgets[i])
-				first := d.(map[string]any)["compile_specs"].([]any)[0].(map[string]any)
-				assert.Equal(t, "weight_streaming_budget", first["key"], "budget first, as upstream writes it")
+				assert.Equal(t, keysWithBudget(specKeys(wantDelegates[i])), specKeys(d),
+					"delegate %d: budget in place of the first, else before target_device, else last", i)
 			}
 
-			// Clearing ("auto") removes every budget key and nothing else.
+			// Clearing ("auto") removes every budget key of TensorRT
+			// delegates and nothing else.
 			out2 := filepath.Join(t.TempDir(), "auto.pte")
 			res, err = Rebake(out, out2, &RebakeOptions{ClearBudget: true})
 			require.NoError(t, err)
 			assert.Nil(t, res.Budget)
 			assert.False(t, res.MixedBudgets)
-			got2Rest, got2Budgets := withoutBudgets(t, documentOf(t, out2))
-			for _, b := range got2Budgets {
-				assert.Empty(t, b)
+			got2 := documentOf(t, out2)
+			got2Rest, got2Budgets := withoutBudgets(t, got2)
+			for i, b := range got2Budgets {
+				if isTRT(got2["delegates"].([]any)[i]) {
+					assert.Empty(t, b)
+				} else {
+					assert.Equal(t, wantBudgets[i], b)
+				}
 			}
 			for _, d := range diffExcept(t, got2Rest, wantRest, layoutPaths...) {
 				t.Error(d)
@@ -127,16 +148,41 @@ func TestRebakeUpstreamPrograms(t *testing.T) {
 	}
 }
 
+// specKeys returns the compile spec keys of delegate d of a document.
+func specKeys(d any) []string {
+	keys := []string{}
+	for _, s := range d.(map[string]any)["compile_specs"].([]any) {
+		k, _ := s.(map[string]any)["key"].(string)
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// keysWithBudget is the documented placement rule of a re-baked budget,
+// applied to a list of keys: in place of the first budget key (later ones
+// dropped), else before the first target_device, else at the end. Keys
+// compare as C strings.
+func keysWithBudget(keys []string) []string {
+	const b = compilespec.KeyWeightStreamingBudget
+	isB := func(k string) bool { return compilespec.CKeyEqual(k, b) }
+	if i := slices.IndexFunc(keys, isB); i >= 0 {
+		out := slices.DeleteFunc(slices.Clone(keys), isB)
+		return slices.Insert(out, i, b)
+	}
+	if i := slices.IndexFunc(keys, func(k string) bool { return compilespec.CKeyEqual(k, compilespec.KeyTargetDevice) }); i >= 0 {
+		return slices.Insert(slices.Clone(keys), i, b)
+	}
+	return append(slices.Clone(keys), b)
+}
+
 // TestRebakeStripComparisonCatchesOtherSpecs guards the comparison above:
 // a changed spec other than the budget is a difference.
 func TestRebakeStripComparisonCatchesOtherSpecs(t *testing.T) {
-	dir := testkit.SharedDir(t, "vectors", "pte")
+	in := twoEngineProgram(t, 128)
 	out := filepath.Join(t.TempDir(), "out.pte")
-	_, err := Rebake(filepath.Join(dir, "trt_segment.pte"), out, &RebakeOptions{TargetDevice: "cuda:1"})
+	_, err := Rebake(in, out, &RebakeOptions{TargetDevice: "cuda:1"})
 	require.NoError(t, err)
-	var want map[string]any
-	readJSON(t, filepath.Join(dir, "trt_segment.json"), &want)
-	wantRest, _ := withoutBudgets(t, want)
+	wantRest, _ := withoutBudgets(t, documentOf(t, in))
 	gotRest, _ := withoutBudgets(t, documentOf(t, out))
 	assert.NotEmpty(t, diffExcept(t, gotRest, wantRest, layoutPaths...))
 }
