@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // sizeUnit is a size suffix and its multiplier.
@@ -41,9 +42,24 @@ type SizeError struct {
 	Reason string // what is wrong with it, in lower case
 }
 
-// Error implements error.
+// maxSizeLen is the longest size text ParseSize reads, spaces around it
+// aside; it is also how much of the input an error message quotes. The
+// longest useful form, 2^63-1 written with a fraction and a unit, is far
+// shorter.
+const maxSizeLen = 64
+
+// Error implements error. An input longer than 64 bytes is quoted only in
+// part, with its length.
 func (e *SizeError) Error() string {
-	return fmt.Sprintf("compilespec: invalid size %s: %s; accepted: %s", strconv.Quote(e.Input), e.Reason, acceptedSizes)
+	in := strconv.Quote(e.Input)
+	if len(e.Input) > maxSizeLen {
+		cut := maxSizeLen
+		for cut > 0 && !utf8.RuneStart(e.Input[cut]) {
+			cut--
+		}
+		in = fmt.Sprintf("%s... (%d bytes)", strconv.Quote(e.Input[:cut]), len(e.Input))
+	}
+	return fmt.Sprintf("compilespec: invalid size %s: %s; accepted: %s", in, e.Reason, acceptedSizes)
 }
 
 // ParseSize reads a byte count written for humans, as on a command line or
@@ -56,8 +72,9 @@ func (e *SizeError) Error() string {
 // one byte. Unit names are case-sensitive, to keep "Gb" (gigabits) from
 // being read as gigabytes. A fraction must come to a whole number of bytes
 // ("1.5GiB" is fine, "1.5B" and "0.1KiB" are not). Negative values, values of
-// 2^63 bytes or more, signs, exponents and unknown units are errors
-// (*SizeError) that list what is accepted.
+// 2^63 bytes or more, signs, exponents, unknown units and text longer than
+// 64 characters (after trimming spaces) are errors (*SizeError) that list
+// what is accepted.
 func ParseSize(s string) (bytes int64, auto bool, err error) {
 	fail := func(reason string) (int64, bool, error) {
 		return 0, false, &SizeError{Input: s, Reason: reason}
@@ -68,6 +85,9 @@ func ParseSize(s string) (bytes int64, auto bool, err error) {
 	}
 	if t == "" {
 		return fail("empty")
+	}
+	if len(t) > maxSizeLen {
+		return fail(fmt.Sprintf("longer than %d characters", maxSizeLen))
 	}
 	switch t[0] {
 	case '-':

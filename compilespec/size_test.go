@@ -2,9 +2,11 @@ package compilespec
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseSize(t *testing.T) {
@@ -136,4 +138,30 @@ func FuzzParseSize(f *testing.F) {
 			t.Fatalf("ParseSize(FormatSize(%d) = %q) = %d, %v, %v", n, disp, back, auto, err)
 		}
 	})
+}
+
+// TestParseSizeLongInput: text longer than 64 characters is refused
+// without being converted, and the error quotes only its start.
+func TestParseSizeLongInput(t *testing.T) {
+	ok := "  " + strings.Repeat("0", 62) + "1B  " // 64 characters once trimmed
+	if n, _, err := ParseSize(ok); err != nil || n != 1 {
+		t.Fatalf("ParseSize(%q) = %d, %v; want 1", ok, n, err)
+	}
+	for _, in := range []string{strings.Repeat("9", 65), strings.Repeat("1", 1<<20) + "GiB", "1" + strings.Repeat("é", 40)} {
+		_, _, err := ParseSize(in)
+		var se *SizeError
+		if !errors.As(err, &se) || se.Input != in || !strings.Contains(se.Reason, "longer than 64") {
+			t.Fatalf("ParseSize of %d bytes: %v, want a *SizeError for length", len(in), err)
+		}
+		if msg := err.Error(); len(msg) > 600 || !strings.Contains(msg, fmt.Sprintf("(%d bytes)", len(in))) || !utf8.ValidString(msg) {
+			t.Errorf("error message of %d bytes does not quote a valid prefix with the length: %.200s", len(msg), msg)
+		}
+	}
+}
+
+func BenchmarkParseSizeLongInput(b *testing.B) {
+	in := strings.Repeat("1", 1<<20) + "GiB"
+	for b.Loop() {
+		ParseSize(in)
+	}
 }
