@@ -67,7 +67,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 		}
 		return code
 	}
-	printPlan(w, f, plan, facts)
+	printPlan(w, f, plan, facts, opts.LoadOptions)
 	return code
 }
 
@@ -131,7 +131,7 @@ func optBytes(p *int64, unknown string) string {
 
 // printPlan prints the plan for a terminal: the engine facts it rests on,
 // then per method whether it loads and each delegate's plan.
-func printPlan(w io.Writer, f *pte.File, plan *runtime.ProgramPlan, facts []engineFact) {
+func printPlan(w io.Writer, f *pte.File, plan *runtime.ProgramPlan, facts []engineFact, lo *runtime.LoadOptions) {
 	if len(plan.Assumed)+len(plan.Stated) > 0 {
 		fmt.Fprintln(w, "engine facts (no engine binding: a stand-in engine plans with these):")
 		t := newTable(w, "  ")
@@ -163,7 +163,7 @@ func printPlan(w io.Writer, f *pte.File, plan *runtime.ProgramPlan, facts []engi
 			fmt.Fprintf(w, "method %s: FAILS to load: %s: %s\n", esc(m.Name), m.Error.Kind, escText(oneLine(m.Error.Message)))
 		}
 		for _, d := range m.Delegates {
-			printDelegatePlan(w, &m, &d, pinnedDevice(f, m.Name, d.Index))
+			printDelegatePlan(w, &m, &d, pinnedDevice(f, m.Name, d.Index), lo)
 		}
 		if len(m.MissingOperators) > 0 {
 			fmt.Fprintf(w, "  operators without a kernel here (fail at execution, not load): %s\n", strings.Join(escAll(m.MissingOperators), ", "))
@@ -198,7 +198,7 @@ func pinText(pin []byte, device int) string {
 	return fmt.Sprintf(", pinned target_device %s: MISMATCH (%v)", rawValue(pin), err)
 }
 
-func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePlan, pin []byte) {
+func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePlan, pin []byte, lo *runtime.LoadOptions) {
 	switch {
 	case !d.Modelled:
 		fmt.Fprintf(w, "  [%d] %s  (not modelled)\n", d.Index, esc(d.Backend))
@@ -210,7 +210,7 @@ func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePl
 	t := newTable(w, "      ")
 	if b := d.Budget; b != nil {
 		t.row("budget source", string(b.Source))
-		t.row("requested", optBytes(b.Requested, "none (automatic)"))
+		t.row("requested", escText(requestedText(b, d, lo)))
 		t.row("applied", appliedBudget(m, d))
 		t.row("streamable", optBytes(b.Streamable, "unknown"))
 		if b.Reason != "" {
@@ -278,4 +278,28 @@ func appliedBudget(m *runtime.MethodPlan, d *runtime.DelegatePlan) string {
 		return "unknown: depends on the streamable weight size (state it with --streamable-bytes)"
 	}
 	return "unknown: TensorRT computes the automatic budget on the device (state it with --automatic-bytes)"
+}
+
+// requestedText is the budget an engine was asked for. When the request
+// could not be read (Requested is nil although the source is a load
+// option), it shows the option given, so the user sees which value failed.
+func requestedText(b *runtime.BudgetPlan, d *runtime.DelegatePlan, lo *runtime.LoadOptions) string {
+	if b.Requested != nil {
+		return optBytes(b.Requested, "")
+	}
+	if b.Source == runtime.SourceLoadOption && lo != nil {
+		var given []string
+		for _, o := range lo.Options(d.Backend) {
+			if compilespec.CKeyEqual(o.Key, compilespec.KeyWeightStreamingBudget) {
+				given = append(given, o.String())
+			}
+		}
+		if len(given) > 0 {
+			return "INVALID load option " + strings.Join(given, ", ")
+		}
+	}
+	if b.Source == runtime.SourceCompileSpec {
+		return "INVALID compile spec (see the load error)"
+	}
+	return "none (automatic)"
 }
