@@ -61,7 +61,12 @@ type PyMetadata struct {
 
 // PyBinding is one binding as Python's reader holds it; see PyMetadata for
 // the value types.
-type PyBinding struct{ Name, DType, Shape, IsInput any }
+type PyBinding struct {
+	Name    any // "name": a string as written; the key is required
+	DType   any // "dtype": a string as written; "" when absent
+	Shape   any // "shape": an array of integers as written; []any{} when absent
+	IsInput any // "is_input": a bool as written; true when absent (see Input)
+}
 
 // Input reports whether Python treats the binding as an input: is_input is
 // truthy (so the string "false" is an input, and null an output).
@@ -69,7 +74,11 @@ func (b *PyBinding) Input() bool { return pyTruthy(b.IsInput) }
 
 // PyAliasedIO is one aliased_io entry as Python's reader holds it; see
 // PyMetadata for the value types.
-type PyAliasedIO struct{ Output, Input, Kind any }
+type PyAliasedIO struct {
+	Output any // "output": the output binding's name as written; required
+	Input  any // "input": the input binding's name as written; required
+	Kind   any // "kind": a string as written; KindKVCacheUpdate when absent
+}
 
 // DecodePython reads the blob in r (size bytes) as upstream's Python reader
 // does: the header checks in its order, then the metadata as strict UTF-8
