@@ -58,12 +58,15 @@ func testEngine(size int) []byte {
 	return b
 }
 
-// buildProgram writes a program of TensorRT delegate calls with every blob
-// in its own segment and returns it opened.
+// buildProgram writes a program of TensorRT delegate calls, laid out as
+// ExecuTorch writes one today: the constant segment (offsets [0] and the
+// constants) is segment 0, every blob is in a segment of its own, and the
+// deprecated inline constant_buffer is empty. It returns it opened.
 func buildProgram(t testing.TB, methods ...testMethod) *pte.File {
 	t.Helper()
-	p := &pte.Program{ConstantBuffer: []*pte.Buffer{{Storage: []byte{}}}}
-	var segs []*io.SectionReader
+	p := &pte.Program{ConstantBuffer: []*pte.Buffer{}}
+	segs := []*io.SectionReader{nil} // the constant segment, filled in last
+	var constants []*io.SectionReader
 	for _, tm := range methods {
 		ep := &pte.ExecutionPlan{Name: tm.name, ContainerMetaType: &pte.ContainerMetadata{}, Operators: []*pte.Operator{}}
 		var offset uint32
@@ -83,9 +86,9 @@ func buildProgram(t testing.TB, methods ...testMethod) *pte.File {
 				cb := int32(len(ep.Values))
 				ep.Values = append(ep.Values,
 					&pte.EValue{Val: &pte.Tensor{ScalarType: pte.ScalarType(6), Sizes: []int32{2, 2}, DimOrder: []uint8{0, 1},
-						DataBufferIdx: uint32(len(p.ConstantBuffer))}},
+						DataBufferIdx: uint32(len(constants) + 1)}},
 					&pte.EValue{Val: &pte.Int{IntVal: 1}})
-				p.ConstantBuffer = append(p.ConstantBuffer, &pte.Buffer{Storage: testEngine(16)})
+				constants = append(constants, io.NewSectionReader(bytes.NewReader(testEngine(16)), 0, 16))
 				sum := tensor()
 				ep.Operators = append(ep.Operators, &pte.Operator{Name: "aten::add", Overload: "out"})
 				chain.Instructions = append(chain.Instructions, &pte.Instruction{Args: &pte.KernelCall{
@@ -111,7 +114,7 @@ func buildProgram(t testing.TB, methods ...testMethod) *pte.File {
 					{Name: c.in, DType: "float32", Shape: []int64{2, 2}, IsInput: true},
 					{Name: c.out, DType: "float32", Shape: []int64{2, 2}}}}
 				var err error
-				if blob, err = delegate.NewBlobReader(m, bytes.NewReader(testEngine(size)), int64(size)); err != nil {
+				if blob, err = upstreamBlob(m, bytes.NewReader(testEngine(size)), int64(size)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -124,6 +127,11 @@ func buildProgram(t testing.TB, methods ...testMethod) *pte.File {
 		ep.NonConstBufferSizes = []int64{0, int64(offset)}
 		p.ExecutionPlan = append(p.ExecutionPlan, ep)
 	}
+	offsets, payload, err := pte.ConstantSegment(constants, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ConstantSegment, segs[0] = &pte.SubsegmentOffsets{SegmentIndex: 0, Offsets: offsets}, payload
 	return openWritten(t, p, segs)
 }
 
@@ -172,3 +180,11 @@ var (
 	// progLargeEngine: progOneEngine with a 1 MiB engine.
 	progLargeEngine = []testMethod{{name: "forward", calls: []trtCall{{in: "x", out: "y", engine: 1 << 20}}}}
 )
+
+// upstreamBlob encodes a blob in upstream-compatible mode, which writes
+// metadata that TensorRTBackend init refuses (a negative device_id, unknown
+// aliased names or kinds) instead of refusing it: the runtime tests need
+// such blobs.
+func upstreamBlob(m *delegate.Metadata, engine io.ReaderAt, size int64) (*io.SectionReader, error) {
+	return (&delegate.EncodeOptions{UpstreamCompatible: true}).NewBlobReader(m, engine, size)
+}

@@ -24,7 +24,7 @@ func blobFor(t *testing.T, device int64) *io.SectionReader {
 	t.Helper()
 	m := &delegate.Metadata{DeviceID: device, IOBindings: []delegate.Binding{{Name: "in", IsInput: true}, {Name: "out"}}}
 	engine := []byte("ENGINE-BYTES")
-	r, err := delegate.NewBlobReader(m, bytes.NewReader(engine), int64(len(engine)))
+	r, err := upstreamBlob(m, bytes.NewReader(engine), int64(len(engine)))
 	if err != nil {
 		t.Fatal(err)
 	}

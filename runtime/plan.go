@@ -29,6 +29,11 @@ type PlanOptions struct {
 	Registry *Registry
 	// Logger receives the load records; nil discards them.
 	Logger *slog.Logger
+	// NoDeprecatedConstantBuffer plans for a runtime built with
+	// ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0 (see
+	// Config.NoDeprecatedConstantBuffer): a program that uses the
+	// deprecated inline constant_buffer then fails to load.
+	NoDeprecatedConstantBuffer bool
 }
 
 // ProgramPlan is the per-method, per-engine plan of a program, in a form
@@ -49,6 +54,10 @@ type ProgramPlan struct {
 	// and without the shared pool; nil when some engine's scratch size is
 	// unknown.
 	ScratchMemory *ScratchMemory `json:"scratch_memory"`
+	// Notes lists findings about the whole program, such as its use of
+	// the deprecated inline constant_buffer, which whether it loads
+	// depends on the runtime build.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // MethodPlan is the outcome of loading one method.
@@ -197,7 +206,11 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 			}
 		}
 	}
-	prog, err := Load(f, Config{Registry: reg, Logger: opts.Logger})
+	if UsesDeprecatedConstantBuffer(f.Program) {
+		out.Notes = append(out.Notes, msgDeprecatedConstantBuffer+
+			"; ExecuTorch's default build loads it (PlanOptions.NoDeprecatedConstantBuffer plans for the other)")
+	}
+	prog, err := Load(f, Config{Registry: reg, Logger: opts.Logger, NoDeprecatedConstantBuffer: opts.NoDeprecatedConstantBuffer})
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,30 @@ type Config struct {
 	// Logger receives structured records from the loader and the backends;
 	// nil discards them.
 	Logger *slog.Logger
+	// NoDeprecatedConstantBuffer models an ExecuTorch runtime built with
+	// ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0: Load then refuses, with
+	// InvalidProgram, a program that keeps its constants in the deprecated
+	// inline constant_buffer (see UsesDeprecatedConstantBuffer). The zero
+	// value is upstream's default build, which loads such a program and
+	// logs that the path is deprecated.
+	NoDeprecatedConstantBuffer bool
 }
+
+// UsesDeprecatedConstantBuffer reports whether p keeps its constant tensor
+// data in the deprecated inline Program.constant_buffer: the constant
+// segment is absent or has no offsets, and constant_buffer has entries.
+// Programs written by ExecuTorch since September 2024 never do.
+func UsesDeprecatedConstantBuffer(p *pte.Program) bool {
+	if p == nil || len(p.ConstantBuffer) == 0 {
+		return false
+	}
+	return p.ConstantSegment == nil || len(p.ConstantSegment.Offsets) == 0
+}
+
+// msgDeprecatedConstantBuffer says why a program with inline constants is
+// refused or warned about.
+const msgDeprecatedConstantBuffer = "the program keeps its constants in the deprecated inline constant_buffer, " +
+	"which runtimes built with ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0 refuse"
 
 // Program is a loaded program, ready to load its methods. It is safe for
 // concurrent use.
@@ -40,6 +63,13 @@ func Load(f *pte.File, cfg Config) (*Program, error) {
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
+	}
+	if UsesDeprecatedConstantBuffer(f.Program) {
+		if cfg.NoDeprecatedConstantBuffer {
+			p.log.Error("Program::load: " + msgDeprecatedConstantBuffer)
+			return nil, errorf(CodeInvalidProgram, "%s (this runtime is such a build)", msgDeprecatedConstantBuffer)
+		}
+		p.log.Warn("Program::load: " + msgDeprecatedConstantBuffer)
 	}
 	return p, nil
 }

@@ -64,7 +64,7 @@ func seedMetadata() *delegate.Metadata {
 func writeProgram(t testing.TB, p *pte.Program, meta *delegate.Metadata) []byte {
 	t.Helper()
 	engine := []byte("ENGINE")
-	blob, err := delegate.NewBlobReader(meta, bytes.NewReader(engine), int64(len(engine)))
+	blob, err := upstreamBlob(meta, bytes.NewReader(engine), int64(len(engine)))
 	if err != nil {
 		t.Fatal(err)
 	}
