@@ -117,3 +117,25 @@ func TestTensorRTInitAliasedIO(t *testing.T) {
 		})
 	}
 }
+
+// TestTensorRTInitAliasedNoBindings: a blob that names no bindings has its
+// aliased_io checked upstream against names inferred from the engine, which
+// no Engine here reports, so the outcome is unknown, not a refusal.
+func TestTensorRTInitAliasedNoBindings(t *testing.T) {
+	m := &delegate.Metadata{AliasedIO: []delegate.AliasedIO{{Output: "cache_out", Input: "cache", Kind: delegate.KindKVCacheUpdate}}}
+	f := openBytes(t, writeProgram(t, seedProgram(t, m), m))
+	reg := &Registry{}
+	reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(&fakeFactory{}, nil))
+	prog, err := Load(f, Config{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = prog.LoadMethod("forward", nil)
+	if CodeOf(err) != CodeNotSupported || !errors.Is(err, ErrOutcomeUnknown) || !strings.Contains(err.Error(), "names no bindings") {
+		t.Errorf("LoadMethod = %v; want NotSupported with ErrOutcomeUnknown", err)
+	}
+	pp, err := PlanProgram(f, PlanOptions{})
+	if err != nil || pp.Methods[0].OK || pp.Methods[0].Error == nil || !pp.Methods[0].Error.Unknown {
+		t.Errorf("plan = %+v, %v; want an unknown outcome", pp.Methods, err)
+	}
+}

@@ -42,10 +42,11 @@ type Plan struct {
 	Streamable *int64 `json:"streamable"`
 	// Applied is the budget in force on the engine: Requested clamped to
 	// Streamable, or the automatic budget, or 0 after the automatic
-	// fallback. Nil in exactly two cases: Streaming is false (the engine
-	// has nothing streamable; no budget applies and every weight stays
-	// resident), or the value depends on an engine fact nobody stated
-	// (listed in Assumed).
+	// fallback. Nil in exactly three cases: the budget could not be
+	// resolved (the load fails; Reason says why), Streaming is false (the
+	// engine has nothing streamable; no budget applies and every weight
+	// stays resident), or the value depends on an engine fact nobody
+	// stated (listed in Assumed).
 	Applied *int64 `json:"applied"`
 	// Streaming is true when the engine streams weights (streamable size >
 	// 0), false when it has nothing streamable, nil when that is unknown.

@@ -272,7 +272,7 @@ func TestResolveBudgetDirect(t *testing.T) {
 	}
 	res, err = ResolveBudget([]Option{wsb(String(strings.Repeat("0", 300) + "5"))}, nil)
 	if err != nil || res.Bytes != 0 {
-		// only the first 256 bytes (all zeros) are seen by the delegate
+		// only the first 255 bytes (all zeros) are seen by the delegate
 		t.Errorf("long string = %+v, %v", res, err)
 	}
 }

@@ -68,11 +68,13 @@
 // streamable size, scratch size and automatic budget the caller may state,
 // and returns a ProgramPlan ready for JSON: per method name, ok, error
 // {kind, message} and delegates {index, backend, device, budget {source,
-// requested, applied, streaming}}. Budget.applied is null in exactly two
-// cases: streaming is false (the engine has nothing streamable, so no
-// budget applies and all weights stay resident), or the value depends on an
-// engine fact nobody stated, which ProgramPlan.Assumed then lists
-// (FactStreamable, FactAutomatic; FactScratch for the scratch figures).
+// requested, applied, streaming}}. Budget.applied is null in exactly three
+// cases: the budget could not be resolved (a malformed, duplicate or
+// wrongly typed budget; the load fails and the reason says why), streaming
+// is false (the engine has nothing streamable, so no budget applies and all
+// weights stay resident), or the value depends on an engine fact nobody
+// stated, which ProgramPlan.Assumed then lists (FactStreamable,
+// FactAutomatic; FactScratch for the scratch figures).
 // ProgramPlan.Stated lists the facts the caller stated, whose figures are
 // assumptions rather than an engine's. Backends other than TensorRT that
 // the caller did not register are not modelled: their delegates are

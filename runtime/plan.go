@@ -128,7 +128,8 @@ type BudgetPlan struct {
 	Source BudgetSource `json:"source"`
 	// Requested is the explicit budget in bytes, nil for automatic.
 	Requested *int64 `json:"requested"`
-	// Applied is the budget in force. It is nil in exactly two cases:
+	// Applied is the budget in force. It is nil in exactly three cases:
+	// the budget could not be resolved (the load fails; Reason says why),
 	// Streaming is false (the engine has nothing streamable, so no budget
 	// applies and every weight stays resident), or the figure depends on
 	// an engine fact nobody stated (listed in ProgramPlan.Assumed).

@@ -204,7 +204,7 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	}
 	plan := Plan{Device: int(view.DeviceID), Inputs: view.Inputs, Outputs: view.Outputs, Source: SourceAutomatic}
 	if len(view.Inputs) == 0 && len(view.Outputs) == 0 {
-		plan.Notes = append(plan.Notes, "the blob names no bindings; upstream infers them from the engine's tensor names (not modelled here)")
+		plan.Notes = append(plan.Notes, "the blob names no bindings: upstream infers them from the engine's I/O tensor names, so whether the load succeeds depends on the engine (not modelled here); aliased_io is checked against the inferred names after that")
 	}
 	if view.DeviceID < 0 {
 		log.Error("TensorRTBackend::init: cudaSetDevice failed", slog.Int("device", int(view.DeviceID)))
@@ -290,6 +290,14 @@ func checkEngineIO(log *slog.Logger, engine Engine, view *delegate.DeployedView,
 		return errorf(CodeInvalidProgram, "%s", msg)
 	}
 	tensors, described := engine.(EngineTensors)
+	if len(view.Inputs) == 0 && len(view.Outputs) == 0 && len(view.AliasedIO) > 0 {
+		// Upstream checks aliased_io against the binding names it infers
+		// from the engine, which no Engine here reports.
+		msg := "the blob names no bindings, so its aliased_io is checked against the engine's own I/O tensor names, which ptekit cannot read"
+		log.Warn("TensorRTBackend::init: " + msg)
+		plan.Notes = append(plan.Notes, "load outcome unknown: "+msg)
+		return &Error{Code: CodeNotSupported, Delegate: -1, Instruction: -1, Msg: msg, Err: ErrOutcomeUnknown}
+	}
 	for _, a := range view.AliasedIO {
 		if !slices.Contains(view.Outputs, a.Output) || !slices.Contains(view.Inputs, a.Input) {
 			return fail("aliased_io names not found (output=%q, input=%q)", a.Output, a.Input)

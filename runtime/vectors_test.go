@@ -450,6 +450,9 @@ func expectedOutcome(inits []cppEvent, aliased [][]delegate.AliasedIO, streamabl
 		if i >= len(aliased) {
 			return "", nil, nil, "no aliased_io view for the delegate"
 		}
+		if len(b.Inputs) == 0 && len(b.Outputs) == 0 && len(aliased[i]) > 0 {
+			return "", nil, nil, "aliased_io is checked against binding names upstream infers from the engine"
+		}
 		for _, a := range aliased[i] {
 			if !slices.Contains(b.Outputs, a.Output) || !slices.Contains(b.Inputs, a.Input) {
 				return "aliased_io names not found", nil, nil, ""
