@@ -328,7 +328,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"aliased no output", withMeta(`{"aliased_io":[{"input":"x"}]}`), "metadata.aliased_io[0]", 32 + 15},
 		{"kind null", withMeta(`{"aliased_io":[{"output":"o","input":"x","kind":null}]}`), "metadata.aliased_io[0].kind", 32 + 48},
 		{"duplicate aliased output", withMeta(`{"aliased_io":[{"output":"o","input":"x"},{"output":"o","input":"y"}]}`), "metadata.aliased_io[1].output", 32 + 52},
-		{"deep nesting", withMeta(`{"x":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`), "metadata", 32 + 5 + 999}, // the object is level 1
+		{"deep nesting", withMeta(`{"x":` + strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth) + `}`), "metadata", 32 + 5 + maxJSONDepth - 1}, // the object is level 1
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Decode(bytes.NewReader(c.blob), int64(len(c.blob)))

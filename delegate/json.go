@@ -77,8 +77,19 @@ type jsonLimitError jsonSyntaxError
 
 func (e *jsonLimitError) Error() string { return (*jsonSyntaxError)(e).Error() }
 
-// maxJSONDepth bounds nesting, like Python's recursion limit.
-const maxJSONDepth = 1000
+// maxJSONDepth is the deepest nesting of arrays and objects read. Python's
+// json.loads has no limit of its own: its C scanner counts each level
+// against the interpreter's recursion limit (1000 by default), together
+// with the frames of whatever called it on CPython 3.11 and earlier, or
+// against a separate C recursion limit on 3.12 and later, and fails with
+// RecursionError past it. So the depth at which upstream's reader fails
+// depends on the Python version and on the call stack around
+// deserialize_engine: somewhere below 1000 with default settings, not a
+// fixed number (no vector probes it). ptekit stops at 900, leaving 100
+// levels for the caller's frames, so that what it reads Python reads too;
+// between 900 and Python's actual limit it refuses nesting Python may
+// read. Real metadata nests four levels.
+const maxJSONDepth = 900
 
 // maxIntDigits is the most digits Python's int() converts from text (its
 // default int_max_str_digits); json.loads fails on a longer integer.
@@ -139,7 +150,7 @@ func (d *jsonParser) value() (*jsonValue, error) {
 	switch c := d.s[d.p]; {
 	case c == '{' || c == '[':
 		if d.depth++; d.depth > maxJSONDepth {
-			return nil, d.errf("nesting deeper than %d", maxJSONDepth)
+			return nil, d.errf("nesting deeper than %d levels (Python's json.loads fails with RecursionError somewhat below 1000)", maxJSONDepth)
 		}
 		defer func() { d.depth-- }()
 		if c == '{' {

@@ -147,3 +147,23 @@ func TestHazardCap(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONDepthLimit: nesting of maxJSONDepth levels is read, one more is
+// refused at the array that goes past it.
+func TestJSONDepthLimit(t *testing.T) {
+	for _, depth := range []int{maxJSONDepth, maxJSONDepth + 1} {
+		arrays := depth - 1 // the root object is level 1
+		b := metaBlob([]byte(`{"x":` + strings.Repeat("[", arrays) + strings.Repeat("]", arrays) + `}`))
+		_, err := Decode(bytes.NewReader(b), int64(len(b)))
+		if depth <= maxJSONDepth {
+			if err != nil {
+				t.Errorf("%d levels: %v", depth, err)
+			}
+			continue
+		}
+		var be *BlobError
+		if !errors.As(err, &be) || be.Off != int64(HeaderSize+5+maxJSONDepth-1) || !strings.Contains(be.Msg, "nesting deeper") {
+			t.Errorf("%d levels: %v, want a *BlobError at byte %d", depth, err, HeaderSize+5+maxJSONDepth-1)
+		}
+	}
+}
