@@ -102,11 +102,13 @@ func (c *InitContext) ReportPlan(p *Plan) {
 // call.
 type ExecuteContext struct {
 	context.Context
+	// Method is the name of the method being executed.
 	Method        string
 	DelegateIndex int // -1 for a kernel
 	Instruction   int // index of the instruction in its chain
 	// Stream is the caller's stream (see WithStream), nil for the default.
 	Stream Stream
+	// Logger receives the backend's or kernel's records; never nil.
 	Logger *slog.Logger
 }
 

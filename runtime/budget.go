@@ -23,9 +23,12 @@ const (
 // field is nil when the value is not known (a stand-in engine whose facts
 // were not stated) or does not apply.
 type Plan struct {
-	Method   string `json:"method"`
-	Delegate int    `json:"delegate"`
-	Backend  string `json:"backend"`
+	// Method is the name of the method the delegate belongs to.
+	Method string `json:"method"`
+	// Delegate is the delegate's index in the method's delegates.
+	Delegate int `json:"delegate"`
+	// Backend is the delegate's backend id.
+	Backend string `json:"backend"`
 	// Device is the CUDA device the engine runs on: the blob's device_id as
 	// the deployed reader reads it.
 	Device int `json:"device"`
@@ -71,6 +74,8 @@ type Plan struct {
 // Resolution is the outcome of ResolveBudget: which budget the delegate
 // asks for, before the engine is consulted.
 type Resolution struct {
+	// Source is where the budget comes from; for a failed resolution, the
+	// input that was rejected.
 	Source BudgetSource
 	// Explicit is true for SourceLoadOption and SourceCompileSpec.
 	Explicit bool

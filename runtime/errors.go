@@ -27,6 +27,7 @@ const (
 // deployed runtime's verdict is unknown); Method, Delegate, Backend and
 // Instruction say where it happened when known.
 type Error struct {
+	// Code is the ExecuTorch error code the failure maps to.
 	Code        pte.Code
 	Method      string // method name, "" when not method-specific
 	Delegate    int    // delegate index in the method, -1 when not about a delegate

@@ -95,7 +95,9 @@ func (v OptionValue) String() string {
 
 // Option is one key/value backend option.
 type Option struct {
-	Key   string
+	// Key is the option name, such as "weight_streaming_budget".
+	Key string
+	// Value is the option value: a bool, an int or a string.
 	Value OptionValue
 }
 

@@ -102,7 +102,9 @@ type PlanError struct {
 
 // DelegatePlan is the plan of one delegate.
 type DelegatePlan struct {
-	Index   int    `json:"index"`
+	// Index is the delegate's index in the method's delegates.
+	Index int `json:"index"`
+	// Backend is the delegate's backend id.
 	Backend string `json:"backend"`
 	// Modelled is false for a delegate whose backend PlanProgram does not
 	// model (see MethodPlan.NotModelled).
@@ -117,9 +119,12 @@ type DelegatePlan struct {
 	Outputs []string `json:"outputs"`
 	// Scratch is the activation scratch of the execution context, nil
 	// when unknown or not a TensorRT engine.
-	Scratch       *int64   `json:"scratch"`
-	SharedScratch bool     `json:"shared_scratch"`
-	Notes         []string `json:"notes,omitempty"`
+	Scratch *int64 `json:"scratch"`
+	// SharedScratch says whether the engine uses the shared scratch pool.
+	SharedScratch bool `json:"shared_scratch"`
+	// Notes lists other findings about the delegate, such as a load-time
+	// option that was ignored or a backend that is not modelled.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // BudgetPlan is the weight streaming decision of one engine.
@@ -140,7 +145,8 @@ type BudgetPlan struct {
 	Streaming *bool `json:"streaming"`
 	// Streamable is the engine's streamable weight size, nil when unknown.
 	Streamable *int64 `json:"streamable"`
-	Reason     string `json:"reason"`
+	// Reason explains the decision, or the failure, in one sentence.
+	Reason string `json:"reason"`
 }
 
 // PlanProgram loads every method of f with the given options, without a

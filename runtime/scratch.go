@@ -160,6 +160,7 @@ func (l *ScratchLease) Release(stream Stream) error {
 
 // PoolStats describes one device's pool.
 type PoolStats struct {
+	// Device is the CUDA device the pool's buffer lives on.
 	Device int
 	Size   int64 // current buffer size, 0 before the first use
 	Grows  int   // how many times the buffer was (re)allocated
@@ -191,7 +192,9 @@ func (p *ScratchPool) Stats() []PoolStats {
 
 // EngineScratch is one engine's activation scratch requirement.
 type EngineScratch struct {
+	// Device is the CUDA device the engine runs on.
 	Device int
+	// Bytes is the activation scratch the engine's context needs.
 	Bytes  int64
 	Shared bool // the engine uses the shared pool
 }

@@ -20,8 +20,12 @@ const (
 // size, have no aliased outputs or shape-tensor inputs they could report,
 // and cannot execute.
 type StandIn struct {
+	// Streamable is the engine's streamable weight size in bytes; nil
+	// means not stated.
 	Streamable *int64
-	Scratch    *int64
+	// Scratch is the activation scratch an execution context needs, in
+	// bytes; nil means not stated.
+	Scratch *int64
 	// Automatic is the automatic budget; on a GPU TensorRT computes it
 	// from the free device memory.
 	Automatic *int64
