@@ -629,7 +629,10 @@ func (e *encoder) evalue(ev *EValue) (flatbuffers.UOffsetT, error) {
 	case *OptionalTensorList:
 		val = e.vectorTable(e.int32s(v.Items))
 	case *UnknownValue:
-		return 0, encodeError("val", "unknown union member KernelTypes(%d) cannot be written", uint8(v.Tag))
+		// Written as its tag with no table (see UnknownValue).
+		if v.Tag <= schema.KernelTypesOptionalTensorList {
+			return 0, encodeError("val", "UnknownValue with tag %d, which is a known member (use its type)", uint8(v.Tag))
+		}
 	default:
 		return 0, encodeError("val", "unsupported value type %T", v)
 	}
@@ -637,8 +640,10 @@ func (e *encoder) evalue(ev *EValue) (flatbuffers.UOffsetT, error) {
 		tag = ev.Val.KernelType()
 	}
 	schema.EValueStart(b)
-	if val != 0 {
+	if tag != schema.KernelTypesNONE {
 		schema.EValueAddValType(b, tag)
+	}
+	if val != 0 {
 		schema.EValueAddVal(b, val)
 	}
 	return schema.EValueEnd(b), nil
@@ -778,13 +783,18 @@ func (e *encoder) instruction(in *Instruction) (flatbuffers.UOffsetT, error) {
 		schema.FreeCallAddValueIndex(b, v.ValueIndex)
 		args = schema.FreeCallEnd(b)
 	case *UnknownInstruction:
-		return 0, encodeError("instr_args", "unknown union member InstructionArguments(%d) cannot be written", uint8(v.Tag))
+		// Written as its tag with no table (see UnknownInstruction).
+		if v.Tag <= schema.InstructionArgumentsFreeCall {
+			return 0, encodeError("instr_args", "UnknownInstruction with tag %d, which is a known member (use its type)", uint8(v.Tag))
+		}
 	default:
 		return 0, encodeError("instr_args", "unsupported instruction type %T", v)
 	}
 	schema.InstructionStart(b)
-	if args != 0 {
+	if in.Args != nil {
 		schema.InstructionAddInstrArgsType(b, in.Args.InstructionType())
+	}
+	if args != 0 {
 		schema.InstructionAddInstrArgs(b, args)
 	}
 	return schema.InstructionEnd(b), nil

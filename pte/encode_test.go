@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/schema"
 )
 
@@ -185,9 +188,9 @@ func TestEncodeRefusesUnwritable(t *testing.T) {
 		edit func(p *Program)
 		path string
 	}{
-		{"unknown value", func(p *Program) { p.ExecutionPlan[0].Values[3].Val = &UnknownValue{Tag: 42} }, "execution_plan[0].values[3].val"},
-		{"unknown instruction", func(p *Program) {
-			p.ExecutionPlan[0].Chains[0].Instructions[2].Args = &UnknownInstruction{Tag: 9}
+		{"unknown value with a known tag", func(p *Program) { p.ExecutionPlan[0].Values[3].Val = &UnknownValue{Tag: schema.KernelTypesInt} }, "execution_plan[0].values[3].val"},
+		{"unknown instruction with a known tag", func(p *Program) {
+			p.ExecutionPlan[0].Chains[0].Instructions[2].Args = &UnknownInstruction{Tag: schema.InstructionArgumentsNONE}
 		}, "execution_plan[0].chains[0].instructions[2].instr_args"},
 		{"typed nil value", func(p *Program) { p.ExecutionPlan[0].Values[0].Val = (*Tensor)(nil) }, "execution_plan[0].values[0].val"},
 		{"nil table in vector", func(p *Program) { p.ExecutionPlan[0].Delegates[0].CompileSpecs[1] = nil }, "execution_plan[0].delegates[0].compile_specs[1]"},
@@ -232,4 +235,71 @@ func TestEncodeTooLarge(t *testing.T) {
 	if _, err = encodeProgram(p, identityRefs(p), 32); err != nil {
 		t.Fatalf("small program refused: %v", err)
 	}
+}
+
+// TestWriteUnknownUnionMembers checks that unknown union members survive a
+// round trip as their tags (without Strict; Strict refuses them as Verify
+// does), in a generated program and in every damaged vector that has one.
+func TestWriteUnknownUnionMembers(t *testing.T) {
+	p := wrProgram(0)
+	ep := p.ExecutionPlan[0]
+	ep.Values = append(ep.Values, &EValue{Val: &UnknownValue{Tag: 99}})
+	ep.Chains[0].Instructions = append(ep.Chains[0].Instructions, &Instruction{Args: &UnknownInstruction{Tag: 42}})
+	var out bytes.Buffer
+	info, err := Write(&out, p, []*io.SectionReader{wrSection(nil)}, nil)
+	if err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	got := wrOpenBytes(t, out.Bytes())
+	if d := wrDiff(wrWithSegments(p, info.Segments), got.Program); d != "" {
+		t.Errorf("round trip: %s", d)
+	}
+	var ve *VerifyError
+	if _, err := Write(io.Discard, p, []*io.SectionReader{wrSection(nil)}, &WriteOptions{Strict: true}); !errors.As(err, &ve) {
+		t.Errorf("Strict: err = %v, want a *VerifyError", err)
+	}
+
+	for _, path := range testkit.Glob(t, testkit.SharedDir(t, "vectors/pte-bad"), "*.pte") {
+		f, err := Open(path)
+		if err != nil {
+			continue
+		}
+		if hasUnknownMember(f.Program) {
+			t.Run(filepath.Base(path), func(t *testing.T) {
+				srcs, err := f.SegmentReaders()
+				if err != nil {
+					t.Skipf("segments: %v", err)
+				}
+				var buf bytes.Buffer
+				if _, err := Write(&buf, f.Program, srcs, nil); err != nil {
+					t.Fatalf("Write: %v", err)
+				}
+				got := wrOpenBytes(t, buf.Bytes())
+				if !hasUnknownMember(got.Program) {
+					t.Error("unknown member lost")
+				}
+			})
+		}
+		f.Close()
+	}
+}
+
+// hasUnknownMember reports whether p holds an *UnknownValue or
+// *UnknownInstruction.
+func hasUnknownMember(p *Program) bool {
+	for _, ep := range p.ExecutionPlan {
+		for _, ev := range ep.Values {
+			if _, ok := ev.Val.(*UnknownValue); ok {
+				return true
+			}
+		}
+		for _, c := range ep.Chains {
+			for _, in := range c.Instructions {
+				if _, ok := in.Args.(*UnknownInstruction); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -204,7 +204,10 @@ type OptionalTensorList struct {
 }
 
 // UnknownValue is a union member whose tag this schema does not know. It is
-// kept so that tools can report it; it cannot be written.
+// kept so that tools can report it, and Write writes it back as the tag
+// with no member table. The member table's contents are not kept: its
+// layout is unknown, so neither the verifier nor the decoder looks inside
+// it. ExecuTorch refuses such a value either way, and Verify reports it.
 type UnknownValue struct {
 	// Tag is the union tag found in the file.
 	Tag KernelTypes
@@ -401,7 +404,8 @@ type FreeCall struct {
 }
 
 // UnknownInstruction is an instruction whose union tag this schema does not
-// know. It is kept so that tools can report it; it cannot be written.
+// know. Like UnknownValue, it is written back as the tag alone: the member
+// table's contents are not kept.
 type UnknownInstruction struct {
 	// Tag is the union tag found in the file.
 	Tag InstructionArguments

@@ -45,9 +45,12 @@ type WriteOptions struct {
 	Dedup bool
 	// Strict refuses a program in which Verify would find an error, with a
 	// *VerifyError listing them all. Without Strict, Write refuses only
-	// what NewFile refuses (and dangling payload references), so that a
-	// program with a damaged method can still be re-written as it is. Tools
-	// that build new programs should set Strict.
+	// what NewFile refuses, dangling payload references and model values
+	// no file can hold (nil tables in vectors, typed nil union members, an
+	// Unknown* member with a known tag), so that a program with a damaged
+	// method can still be re-written as it is; an unknown union member is
+	// written as its tag alone. Tools that build new programs should set
+	// Strict.
 	Strict bool
 }
 

@@ -284,11 +284,12 @@ func TestWriteSourceErrors(t *testing.T) {
 
 func TestWriteRefusesUnwritablePrograms(t *testing.T) {
 	p := wrProgram(1)
-	p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values, &EValue{Val: &UnknownValue{Tag: 99}})
+	// A model value no file can hold: a Tensor member without its table.
+	p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values, &EValue{Val: (*Tensor)(nil)})
 	_, err := Write(io.Discard, p, []*io.SectionReader{wrSection(nil), wrSection([]byte("x"))}, nil)
 	var fe *FormatError
 	if !errors.As(err, &fe) || fe.Path != "execution_plan[0].values[1].val" {
-		t.Errorf("unknown value: %v", err)
+		t.Errorf("typed nil value: %v", err)
 	}
 	// Dedup cannot remap a reference to a payload that was not given.
 	p = wrProgram(1, 5)
