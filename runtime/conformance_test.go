@@ -116,8 +116,8 @@ func TestLoadOutcomeMatchesUpstream(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(m), ".pte")
 		files = append(files, file{m, filepath.Join(corpus, "ref", name+".cpp.jsonl")})
 	}
-	if len(files) < 60 {
-		t.Fatalf("only %d files found", len(files))
+	if len(files) == 0 {
+		t.Fatal("no malformed vectors or corpus programs found")
 	}
 	for _, fl := range files {
 		name := strings.TrimSuffix(filepath.Base(fl.pte), ".pte")
