@@ -41,9 +41,41 @@ type File struct {
 	dec    *fbDecoder
 }
 
+// DefaultMaxProgramSize is the largest flatbuffer region Open and NewFile
+// read: the FlatBuffers limit (FLATBUFFERS_MAX_BUFFER_SIZE, 2 GiB - 1).
+const DefaultMaxProgramSize = rdMaxRegionSize
+
+// OpenOptions tunes how a program is read. A nil *OpenOptions, like the
+// zero value, gives the behaviour of Open and NewFile.
+type OpenOptions struct {
+	// MaxProgramSize caps the flatbuffer region (the prefix, the extended
+	// header and the tables, with any inline constant or delegate data:
+	// everything before the segments), which is read into memory whole
+	// before it is verified. A file whose region is larger is refused with
+	// a *FormatError of Code CodeMemoryAllocation before anything is
+	// allocated for it. Segments are never read into memory when a file is
+	// opened, so they do not count. 0 means DefaultMaxProgramSize; a
+	// larger value is lowered to it. Services that open untrusted files
+	// should set a limit that fits their memory.
+	MaxProgramSize int64
+}
+
+// maxProgramSize returns the effective region limit of o.
+func (o *OpenOptions) maxProgramSize() uint64 {
+	if o == nil || o.MaxProgramSize <= 0 || o.MaxProgramSize > DefaultMaxProgramSize {
+		return DefaultMaxProgramSize
+	}
+	return uint64(o.MaxProgramSize)
+}
+
 // Open opens the named file and reads its program; see NewFile. The caller
 // must Close the File.
 func Open(name string) (*File, error) {
+	return OpenWith(name, nil)
+}
+
+// OpenWith is Open with options; nil options give Open's behaviour.
+func OpenWith(name string, opts *OpenOptions) (*File, error) {
 	osf, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -53,7 +85,7 @@ func Open(name string) (*File, error) {
 		osf.Close()
 		return nil, err
 	}
-	f, err := NewFile(osf, fi.Size())
+	f, err := NewFileWith(osf, fi.Size(), opts)
 	if err != nil {
 		osf.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -88,7 +120,18 @@ func (f *File) ReaderAt() io.ReaderAt { return f.r }
 //
 // A .ptd external-data file or a .bpte bundled program is refused with an
 // error that names what it is.
+//
+// NewFile holds the whole flatbuffer region in memory for the life of the
+// File, up to DefaultMaxProgramSize bytes (the file's size when it has no
+// extended header); use NewFileWith to set a lower limit for untrusted
+// input.
 func NewFile(r io.ReaderAt, size int64) (*File, error) {
+	return NewFileWith(r, size, nil)
+}
+
+// NewFileWith is NewFile with options; nil options give NewFile's
+// behaviour.
+func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("pte: negative file size %d", size)
 	}
@@ -135,6 +178,17 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 		return nil, &FormatError{Off: 16, Path: "extended_header.program_size",
 			Msg:  fmt.Sprintf("flatbuffer region of %d bytes exceeds the FlatBuffers limit of %d", programSize, rdMaxRegionSize),
 			Code: CodeInvalidProgram}
+	}
+	if limit := opts.maxProgramSize(); programSize > limit {
+		fe := &FormatError{Off: 16, Path: "extended_header.program_size",
+			Msg:  fmt.Sprintf("flatbuffer region of %d bytes exceeds OpenOptions.MaxProgramSize %d", programSize, limit),
+			Code: CodeMemoryAllocation}
+		if f.Header == nil {
+			// Without an extended header the region is the whole file.
+			fe.Off, fe.Path = 0, ""
+			fe.Msg = fmt.Sprintf("flatbuffer region (the whole %d-byte file: no extended header) exceeds OpenOptions.MaxProgramSize %d", programSize, limit)
+		}
+		return nil, fe
 	}
 	f.region = make([]byte, programSize)
 	if err := readFullAt(r, f.region, 0); err != nil {
