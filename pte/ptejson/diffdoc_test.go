@@ -3,6 +3,7 @@ package ptejson
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"path/filepath"
 	"testing"
@@ -13,19 +14,21 @@ import (
 	"github.com/ptekit/ptekit/pte"
 )
 
-// buildShared returns the hashed document of a shared program.
+// buildShared returns the hashed document of a test program (see
+// openSource).
 func buildShared(t *testing.T, sub string) *Document {
 	t.Helper()
-	doc, err := Build(openShared(t, sub), &Options{Hash: true})
+	doc, err := Build(openSource(t, sub), &Options{Hash: true})
 	require.NoError(t, err)
 	return doc
 }
 
-// variant opens a shared program, lets edit change its program and segment
-// payloads, writes the result to memory and returns its hashed document.
+// variant opens a test program (see openSource), lets edit change its
+// program and segment payloads, writes the result to memory and returns its
+// hashed document.
 func variant(t *testing.T, sub string, edit func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader) *Document {
 	t.Helper()
-	f := openShared(t, sub)
+	f := openSource(t, sub)
 	segs, err := f.SegmentReaders()
 	require.NoError(t, err)
 	segs = edit(f.Program, segs)
@@ -57,9 +60,9 @@ func keep(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader { return
 // the original; only Layout shows the moves.
 func TestDiffDocumentsIgnoresLayout(t *testing.T) {
 	for _, sub := range []string{
-		"vectors/pte/trt_two_methods_prefill_decode.pte",
-		"vectors/pte/trt_segment_alignment_4096.pte",
-		"vectors/pte/trt_inline.pte",
+		"two_methods",
+		"aligned_4096",
+		"inline",
 		"corpus/et__resources__add__43252ca7.pte",
 		"corpus/djl__stress_mlp__3022a8a3.pte",
 	} {
@@ -70,18 +73,23 @@ func TestDiffDocumentsIgnoresLayout(t *testing.T) {
 			assert.Empty(t, diffLines(t, a, b, nil))
 		})
 	}
-	a := buildShared(t, "vectors/pte/trt_segment_alignment_4096.pte")
-	b := variant(t, "vectors/pte/trt_segment_alignment_4096.pte", keep)
+	a := buildShared(t, "aligned_4096")
+	b := variant(t, "aligned_4096", keep)
 	lines := diffLines(t, a, b, &DiffOptions{Layout: true})
-	assert.Contains(t, lines, "extended_header.segment_base_offset: 4096 -> 768")
-	assert.Contains(t, lines, "segments[1].file_offset: 4096 -> 768")
+	// Written again with the default alignment, the segments move from
+	// 4096 to right after the program.
+	require.NotNil(t, b.ExtendedHeader)
+	base := fmt.Sprint(b.ExtendedHeader.SegmentBaseOffset)
+	require.NotEqual(t, "4096", base)
+	assert.Contains(t, lines, "extended_header.segment_base_offset: 4096 -> "+base)
+	assert.Contains(t, lines, "segments[1].file_offset: 4096 -> "+base)
 	for _, l := range lines {
 		assert.Regexp(t, `^(file\.size|extended_header\.(program_size|segment_base_offset|segment_data_size)|segments\[\d\]\.(offset|file_offset)): \d+ -> \d+$`, l)
 	}
 }
 
 func TestDiffDocumentsBudgetByKey(t *testing.T) {
-	const sub = "vectors/pte/trt_two_methods_prefill_decode.pte"
+	const sub = "two_methods"
 	a := buildShared(t, sub)
 	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
 		for _, ep := range p.ExecutionPlan {
@@ -110,7 +118,7 @@ func TestDiffDocumentsBudgetByKey(t *testing.T) {
 }
 
 func TestDiffDocumentsDuplicateAndBinarySpecs(t *testing.T) {
-	const sub = "vectors/pte/trt_budget_spec_twice.pte"
+	const sub = "budget_twice"
 	a := buildShared(t, sub)
 	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
 		d := p.ExecutionPlan[0].Delegates[0]
@@ -135,7 +143,7 @@ func TestDiffDocumentsDuplicateAndBinarySpecs(t *testing.T) {
 }
 
 func TestDiffDocumentsMethods(t *testing.T) {
-	const sub = "vectors/pte/trt_two_methods_prefill_decode.pte"
+	const sub = "two_methods"
 	a := buildShared(t, sub)
 
 	renamed := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
@@ -178,7 +186,7 @@ func TestDiffDocumentsMethods(t *testing.T) {
 // TestDiffDocumentsPayload: a changed engine byte is one line, the
 // delegate's digest, and not also the segment's.
 func TestDiffDocumentsPayload(t *testing.T) {
-	const sub = "vectors/pte/trt_segment.pte"
+	const sub = "segment"
 	a := buildShared(t, sub)
 	i := int(*a.Delegates[0].Index)
 	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
@@ -201,15 +209,15 @@ func TestDiffDocumentsPayload(t *testing.T) {
 		return segs
 	})
 	lines = diffLines(t, a, c, nil)
-	assert.Contains(t, lines, "methods[forward].delegates[0].size: 384 -> 385")
+	assert.Contains(t, lines, fmt.Sprintf("methods[forward].delegates[0].size: %d -> %d", *a.Delegates[0].Size, *a.Delegates[0].Size+1))
 	for _, l := range lines {
 		assert.Regexp(t, `^methods\[forward\]\.delegates\[0\]\.(size|sha256|tensorrt\.)`, l)
 	}
 }
 
 func TestDiffDocumentsInlineVersusSegment(t *testing.T) {
-	a := buildShared(t, "vectors/pte/trt_segment.pte")
-	b := buildShared(t, "vectors/pte/trt_inline.pte")
+	a := buildShared(t, "segment")
+	b := buildShared(t, "inline")
 	assert.Equal(t, []string{
 		`extended_header: {"magic":"eh00","length":32} -> null`,
 		`methods[forward].delegates[0].location: "SEGMENT" -> "INLINE"`,
@@ -252,7 +260,7 @@ func TestDiffDocumentsValuesAndOperators(t *testing.T) {
 }
 
 func TestDiffDocumentsInstructions(t *testing.T) {
-	const sub = "vectors/pte/trt_two_engines_chain.pte"
+	const sub = "two_engines"
 	a := buildShared(t, sub)
 	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
 		ch := p.ExecutionPlan[0].Chains[0]
@@ -272,8 +280,8 @@ func TestDiffDocumentsErrors(t *testing.T) {
 }
 
 func TestDiffDocumentsJSON(t *testing.T) {
-	a := buildShared(t, "vectors/pte/trt_segment.pte")
-	b := buildShared(t, "vectors/pte/trt_inline.pte")
+	a := buildShared(t, "segment")
+	b := buildShared(t, "inline")
 	diffs, err := DiffDocuments(a, b, nil)
 	require.NoError(t, err)
 	out, err := json.Marshal(diffs[1])

@@ -116,7 +116,7 @@ func TestMetadataUnreadIsAWarning(t *testing.T) {
 	binary.LittleEndian.PutUint64(head[16:], 16)
 	blob := io.NewSectionReader(zeroTail{head, int64(engOff) + 16}, 0, int64(engOff)+16)
 
-	src := openShared(t, "vectors/pte/trt_aliased_io_tr02.pte")
+	src := openSource(t, "aliased")
 	segs, err := src.SegmentReaders()
 	require.NoError(t, err)
 	segs[src.Program.ExecutionPlan[0].Delegates[0].Processed.Index] = blob
