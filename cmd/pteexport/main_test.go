@@ -259,10 +259,15 @@ func TestCallerSpecsKeptInOrder(t *testing.T) {
 
 func TestRebakeCLI(t *testing.T) {
 	dir := testkit.SharedDir(t, "vectors", "pte")
-	for _, name := range []string{"trt_two_methods_prefill_decode", "trt_inline", "trt_segment_alignment_4096"} {
-		in := filepath.Join(dir, name+".pte")
+	for _, path := range testkit.Glob(t, dir, "*.pte") {
+		name := filepath.Base(path)
+		in := path
 		out := filepath.Join(t.TempDir(), "o.pte")
 		r := runCmd("--from", in, "-o", out, "--weight-streaming-budget-per-engine", "4GiB", "--json")
+		if r.code != 0 && strings.Contains(r.stderr, "no TensorRTBackend delegate") {
+			t.Logf("%s: nothing to re-bake", name)
+			continue
+		}
 		require.Equal(t, 0, r.code, r.stderr)
 		sum := decodeSummary(t, r.stdout)
 		assert.Equal(t, int64(4<<30), *sum.Budget)
@@ -285,8 +290,8 @@ func TestRebakeCLI(t *testing.T) {
 			assert.Equal(t, sha256.Sum256(da), sha256.Sum256(db), "%s segment %d", name, i)
 		}
 		assert.Equal(t, len(fin.Program.BackendDelegateData), len(fout.Program.BackendDelegateData), "inline stays inline")
-		if name == "trt_segment_alignment_4096" {
-			assert.Zero(t, fout.Header.SegmentBaseOffset%4096, "the input's segment alignment is kept")
+		for i, s := range fin.Program.Segments {
+			assert.Equal(t, *s, *fout.Program.Segments[i], "%s: segment %d keeps its offset from the base", name, i)
 		}
 
 		r = runCmd("--from", out, "-o", out, "--force", "--weight-streaming-budget-per-engine", "auto")

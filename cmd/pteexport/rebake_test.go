@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
@@ -130,14 +134,15 @@ func TestRebakeCLIMatchesReference(t *testing.T) {
 // reports the budget the output keeps, and warns that the blob was built
 // for another device.
 func TestRebakeCLIReportsKeptBudget(t *testing.T) {
-	dir := testkit.SharedDir(t, "vectors", "pte")
+	budget := int64(1 << 20)
+	in := carrier(t, &export.Options{WeightStreamingBudget: &budget}, 300)
 	out := filepath.Join(t.TempDir(), "r1.pte")
-	r := runCmd("--from", filepath.Join(dir, "trt_segment.pte"), "-o", out, "--target-device", "cuda:1")
+	r := runCmd("--from", in, "-o", out, "--target-device", "cuda:1")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "weight streaming budget 1048576 bytes (1 MiB) per engine")
 	assert.Contains(t, r.stderr, "cuda:1")
 	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
-	r = runCmd("--from", filepath.Join(dir, "trt_segment.pte"), "-o", out, "--force", "--target-device", "cuda:1", "--json")
+	r = runCmd("--from", in, "-o", out, "--force", "--target-device", "cuda:1", "--json")
 	require.Equal(t, 0, r.code, r.stderr)
 	sum := decodeSummary(t, r.stdout)
 	require.NotNil(t, sum.Budget)
@@ -148,7 +153,25 @@ func TestRebakeCLIReportsKeptBudget(t *testing.T) {
 	assert.Equal(t, "device-mismatch", sum.Warnings[0].Kind)
 
 	// Budgets that differ per delegate are kept and said to differ.
-	r = runCmd("--from", filepath.Join(dir, "trt_two_engines_chain.pte"), "-o", out, "--force", "--target-device", "cuda:0")
+	mixed := carrier(t, &export.Options{WeightStreamingBudget: &budget}, 300, 333)
+	f, err := pte.Open(mixed)
+	require.NoError(t, err)
+	segs, err := f.SegmentReaders()
+	require.NoError(t, err)
+	prog := f.Program
+	for _, s := range prog.ExecutionPlan[0].Delegates[1].CompileSpecs {
+		if s.Key == compilespec.KeyWeightStreamingBudget {
+			s.Value = []byte("524288")
+		}
+	}
+	mixed = filepath.Join(t.TempDir(), "mixed.pte")
+	w, err := os.Create(mixed)
+	require.NoError(t, err)
+	_, err = pte.Write(w, prog, segs, nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	f.Close()
+	r = runCmd("--from", mixed, "-o", out, "--force", "--target-device", "cuda:0")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "weight streaming budget differs between delegates")
 }
@@ -156,9 +179,24 @@ func TestRebakeCLIReportsKeptBudget(t *testing.T) {
 // TestRebakeCLIRefusesBrokenInput: a program that fails verification is
 // not re-baked (exit 1, one line, no output file).
 func TestRebakeCLIRefusesBrokenInput(t *testing.T) {
-	dir := testkit.SharedDir(t, "vectors", "pte-bad")
+	// The first vector the reader opens and its verifier finds an error in.
+	bad := ""
+	for _, path := range testkit.Glob(t, testkit.SharedDir(t, "vectors", "pte-bad"), "*.pte") {
+		f, err := pte.Open(path)
+		if err != nil {
+			continue
+		}
+		if slices.ContainsFunc(f.Verify(), func(fd pte.Finding) bool { return fd.Severity == pte.SeverityError }) {
+			bad = path
+		}
+		f.Close()
+		if bad != "" {
+			break
+		}
+	}
+	require.NotEmpty(t, bad, "no vector the verifier refuses")
 	out := filepath.Join(t.TempDir(), "o.pte")
-	r := runCmd("--from", filepath.Join(dir, "delegate_segment_index_past_segments.pte"), "-o", out, "--weight-streaming-budget-per-engine", "1MiB")
+	r := runCmd("--from", bad, "-o", out, "--weight-streaming-budget-per-engine", "1MiB")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "not re-baked")
 	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
@@ -170,10 +208,9 @@ func TestRebakeCLIRefusesBrokenInput(t *testing.T) {
 // writing the output over its own input: the write stops, the input is
 // byte for byte intact, no temporary file is left, and the exit status is 1.
 func TestRebakeCLIInterrupted(t *testing.T) {
-	dir := testkit.SharedDir(t, "vectors", "pte")
 	tmp := t.TempDir()
 	path := filepath.Join(tmp, "m.pte")
-	data, err := os.ReadFile(filepath.Join(dir, "trt_large_engine_1mib.pte"))
+	data, err := os.ReadFile(carrier(t, nil, 1<<20, 1<<20))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 
@@ -292,4 +329,28 @@ func TestProgressDisplay(t *testing.T) {
 	p := newProgress(context.Background(), &buf)
 	p.done()
 	assert.Empty(t, buf.String(), "nothing to erase")
+}
+
+// carrier writes a TensorRT program with one engine call per size (a
+// chain over float32 [2,2] tensors, distinct engine bytes of that size)
+// with opts, and returns its path.
+func carrier(t *testing.T, opts *export.Options, sizes ...int) string {
+	t.Helper()
+	m := &export.Method{Name: "forward", Inputs: []*export.Tensor{{Name: "x", DType: export.Float32, Shape: []int64{2, 2}}}}
+	prev := "x"
+	for i, n := range sizes {
+		next := fmt.Sprintf("t%d", i)
+		e := bytes.Repeat([]byte{byte('a' + i)}, n)
+		m.Calls = append(m.Calls, &export.EngineCall{
+			Engine:  export.EngineReader(bytes.NewReader(e), int64(n)),
+			Inputs:  []*export.Binding{{Name: "in", Tensor: prev}},
+			Outputs: []*export.Binding{{Name: "out", Tensor: next, DType: export.Float32, Shape: []int64{2, 2}}},
+		})
+		prev = next
+	}
+	m.Outputs = []*export.Tensor{{Name: prev}}
+	path := filepath.Join(t.TempDir(), "carrier.pte")
+	_, err := export.WriteFile(path, &export.Program{Methods: []*export.Method{m}}, opts)
+	require.NoError(t, err)
+	return path
 }
