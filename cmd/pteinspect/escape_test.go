@@ -13,7 +13,7 @@ import (
 
 // rewrite opens the program file data, applies edit to its Program and
 // writes it again with the same segments.
-func rewrite(t *testing.T, data []byte, edit func(p *pte.Program)) []byte {
+func rewrite(t testing.TB, data []byte, edit func(p *pte.Program)) []byte {
 	t.Helper()
 	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
 	require.NoError(t, err)

@@ -90,28 +90,36 @@ func diffUpstream(ours, upstream []byte) ([]ptejson.Difference, error) {
 // TestGolden compares the human view with testdata/golden/NAME.txt;
 // `go test ./cmd/pteinspect -update` rewrites them.
 func TestGolden(t *testing.T) {
+	// The TensorRT views are of programs written in the test (trtPrograms,
+	// read from standard input), the others of corpus files.
 	cases := []struct{ golden, sub, file string }{
 		{"corpus_add", "corpus", "et__resources__add__43252ca7.pte"},
 		{"corpus_xnnpack_stress_mlp", "corpus", "djl__stress_mlp__3022a8a3.pte"},
 		{"corpus_qnn_two_methods", "corpus", "et__artifacts__stories260k_hybrid_llama_qnn__01e15984.pte"},
 		{"corpus_ethos_inline", "corpus", "cmsis__ethos_u_minimal_example__14bf7636.pte"},
 		{"corpus_training", "corpus", "dnf__dnf__010f4666.pte"},
-		{"trt_aliased_io_tr02", "vectors/pte", "trt_aliased_io_tr02.pte"},
-		{"trt_two_methods_prefill_decode", "vectors/pte", "trt_two_methods_prefill_decode.pte"},
-		{"trt_budget_spec_twice", "vectors/pte", "trt_budget_spec_twice.pte"},
-		{"trt_inline", "vectors/pte", "trt_inline.pte"},
-		{"trt_inline_hash", "vectors/pte", "trt_inline.pte"},
-		{"trt_plan", "vectors/pte", "trt_two_engines_chain.pte"},
-		{"trt_plan_unstated", "vectors/pte", "trt_two_engines_chain.pte"},
-		{"trt_plan_automatic", "vectors/pte", "trt_no_budget_spec.pte"},
-		{"trt_plan_not_streaming", "vectors/pte", "trt_segment.pte"},
+		{"trt_aliased_io_tr02", "", "aliased"},
+		{"trt_two_methods_prefill_decode", "", "two_methods"},
+		{"trt_budget_spec_twice", "", "budget_twice"},
+		{"trt_inline", "", "inline"},
+		{"trt_inline_hash", "", "inline"},
+		{"trt_plan", "", "chain"},
+		{"trt_plan_unstated", "", "chain"},
+		{"trt_plan_automatic", "", "no_budget"},
+		{"trt_plan_not_streaming", "", "segment"},
 		{"corpus_xnnpack_plan_not_modelled", "corpus", "djl__stress_mlp__3022a8a3.pte"},
-		{"trt_compile_specs", "vectors/pte", "trt_delegate_kernel_delegate_with_constant.pte"},
+		{"trt_compile_specs", "", "specs"},
 	}
 	for _, c := range cases {
 		t.Run(c.golden, func(t *testing.T) {
-			path := filepath.Join(testkit.SharedDir(t, c.sub), c.file)
-			args := []string{path}
+			var stdin []byte
+			args := []string{"-"}
+			if c.sub != "" {
+				args[0] = filepath.Join(testkit.SharedDir(t, c.sub), c.file)
+			} else {
+				stdin = trtPrograms(t)[c.file]
+				require.NotEmpty(t, stdin, c.file)
+			}
 			switch {
 			case strings.HasSuffix(c.golden, "_hash"):
 				args = append(args, "--hash")
@@ -126,7 +134,7 @@ func TestGolden(t *testing.T) {
 			case strings.HasSuffix(c.golden, "_compile_specs"):
 				args = append(args, "--compile-specs")
 			}
-			r := runArgs(nil, args...)
+			r := runArgs(stdin, args...)
 			wantCode := exitOK
 			if c.golden == "trt_budget_spec_twice" {
 				wantCode = exitFail // the view is complete, and ends with the problem
