@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
