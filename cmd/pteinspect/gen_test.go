@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -127,4 +131,26 @@ func setSpec(d *pte.BackendDelegate, key string, value []byte) {
 		}
 	}
 	d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: key, Value: value})
+}
+
+// trtPath writes trtPrograms' program name to a temporary file and returns
+// its path.
+func trtPath(t *testing.T, name string) string {
+	t.Helper()
+	data, ok := trtPrograms(t)[name]
+	require.True(t, ok, name)
+	path := filepath.Join(t.TempDir(), name+".pte")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	return path
+}
+
+// rootPastEnd writes a program whose root table offset (bytes 0..4) points
+// past the end of the file and returns its path.
+func rootPastEnd(t *testing.T) string {
+	t.Helper()
+	data := slices.Clone(trtPrograms(t)["segment"])
+	binary.LittleEndian.PutUint32(data, uint32(len(data)+100))
+	path := filepath.Join(t.TempDir(), "root_past_end.pte")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	return path
 }

@@ -332,7 +332,7 @@ func initRefuses(t *testing.T, path string) (refuses, known bool) {
 }
 
 func TestExtract(t *testing.T) {
-	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_two_engines_chain.pte")
+	path := trtPath(t, "chain")
 	f, err := pte.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
@@ -386,7 +386,7 @@ func TestExtract(t *testing.T) {
 }
 
 func TestPlanJSON(t *testing.T) {
-	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_segment.pte")
+	path := trtPath(t, "segment")
 	r := runArgs(nil, "--plan", "--json", path)
 	require.Equal(t, 0, r.code, r.stderr)
 	var v struct {
@@ -426,7 +426,7 @@ func TestPlanJSON(t *testing.T) {
 }
 
 func TestUsageAndFailures(t *testing.T) {
-	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_segment.pte")
+	path := trtPath(t, "segment")
 	usage := [][]string{
 		{},
 		{path, path},
@@ -461,8 +461,8 @@ func TestUsageAndFailures(t *testing.T) {
 	failures := map[string]string{
 		filepath.Join(testkit.SharedDir(t, "corpus"), "et__resources__linear__edab857b.ptd"):           "external tensor data",
 		filepath.Join(testkit.SharedDir(t, "corpus"), "et__resources__bundled_program__ea5b42c0.bpte"): "bundled program",
-		filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), "root_offset_past_end.pte"):          "--verify",
-		filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "does_not_exist.pte"):                    "no such file",
+		rootPastEnd(t): "--verify",
+		filepath.Join(t.TempDir(), "does_not_exist.pte"): "no such file",
 	}
 	for file, want := range failures {
 		r := runArgs(nil, file)
@@ -478,7 +478,7 @@ func TestUsageAndFailures(t *testing.T) {
 }
 
 func TestStdinAndFilters(t *testing.T) {
-	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_two_methods_prefill_decode.pte")
+	path := trtPath(t, "two_methods")
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	fromFile := runArgs(nil, "--json", "--hash", path)
@@ -504,7 +504,7 @@ func TestStdinAndFilters(t *testing.T) {
 // TestFiltersThatMatchNothing: --method and --delegate must name something
 // in the file, in every view; the error lists what there is.
 func TestFiltersThatMatchNothing(t *testing.T) {
-	path := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_two_methods_prefill_decode.pte")
+	path := trtPath(t, "two_methods")
 	for _, view := range [][]string{{}, {"--json"}, {"--verify"}, {"--verify", "--json"}, {"--compile-specs"},
 		{"--compile-specs", "--json"}, {"--plan"}, {"--plan", "--json"}} {
 		asJSON := slices.Contains(view, "--json")
