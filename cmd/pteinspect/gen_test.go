@@ -154,3 +154,26 @@ func rootPastEnd(t *testing.T) string {
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	return path
 }
+
+// unreadableFiles writes programs the reader cannot open, made from
+// trtPrograms' "segment", and returns each path with the failure kind of
+// the --json views: cut in half, a wrong file identifier, cut inside the
+// 8-byte prefix, and a missing file.
+func unreadableFiles(t *testing.T) map[string]string {
+	t.Helper()
+	good := trtPrograms(t)["segment"]
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, data, 0o644))
+		return path
+	}
+	ident := slices.Clone(good)
+	copy(ident[4:8], "ET13")
+	return map[string]string{
+		write("trunc_half.pte", good[:len(good)/2]): "invalid_program",
+		write("ident.pte", ident):                   "invalid_program",
+		write("trunc_7.pte", good[:7]):              "invalid_argument",
+		filepath.Join(dir, "missing.pte"):           "access_failed",
+	}
+}

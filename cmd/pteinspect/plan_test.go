@@ -51,27 +51,20 @@ func assertFailureJSON(t *testing.T, stdout, kind string, view []string) {
 // object on standard output, with the offset and path of the damage, and
 // exits 1; standard error has the reason too.
 func TestJSONWhenTheFileCannotBeOpened(t *testing.T) {
-	// Damaged files are made here from a program export writes, so the
-	// test does not depend on which shared vectors exist.
-	good := seedPrograms(t)["segment"]
-	dir := t.TempDir()
-	write := func(name string, data []byte) string {
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(path, data, 0o644))
-		return path
-	}
-	ident := slices.Clone(good)
-	copy(ident[4:8], "ET13")
-	identPath := write("ident.pte", ident)
-	cases := []struct {
+	files := unreadableFiles(t)
+	var identPath string
+	type fileCase struct {
 		path, kind string
 		offset     bool
-	}{
-		{write("trunc_half.pte", good[:len(good)/2]), "invalid_program", true},
-		{identPath, "invalid_program", true},
-		{write("trunc_7.pte", good[:7]), "invalid_argument", true},
-		{filepath.Join(dir, "missing.pte"), "access_failed", false},
 	}
+	var cases []fileCase
+	for path, kind := range files {
+		cases = append(cases, fileCase{path, kind, kind != "access_failed"})
+		if strings.HasSuffix(path, "ident.pte") {
+			identPath = path
+		}
+	}
+	require.NotEmpty(t, identPath)
 	for _, c := range cases {
 		for _, view := range [][]string{{"--json"}, {"--json", "--hash"}, {"--compile-specs", "--json"}, {"--plan", "--json"}} {
 			r := runArgs(nil, append(view, c.path)...)

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
-	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/runtime"
 )
@@ -51,12 +50,12 @@ func (b *unreadBlob) ReadAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-// unreadProgram writes, sparse, vectors/pte/trt_segment.pte with its
+// unreadProgram writes, sparse, trtPrograms' "segment" program with its
 // TensorRT payload replaced by a blob claiming metadataSize bytes of
 // metadata, and returns its path.
 func unreadProgram(t *testing.T, metadataSize uint32) string {
 	t.Helper()
-	src, err := pte.Open(filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_segment.pte"))
+	src, err := pte.Open(trtPath(t, "segment"))
 	require.NoError(t, err)
 	defer src.Close()
 	segs, err := src.SegmentReaders()
@@ -136,7 +135,7 @@ func TestPlanUnknownOutcome(t *testing.T) {
 // unknown outcome, the line carries the load error's message, still
 // without claiming a failure.
 func TestUnknownReasonFallback(t *testing.T) {
-	f, err := pte.Open(filepath.Join(testkit.SharedDir(t, "vectors", "pte"), "trt_segment.pte"))
+	f, err := pte.Open(trtPath(t, "segment"))
 	require.NoError(t, err)
 	defer f.Close()
 	zero, nine := 0, 9

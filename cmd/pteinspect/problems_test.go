@@ -17,29 +17,30 @@ import (
 )
 
 // TestDamagedMethodViews: a file that opens but whose methods cannot load
+// (the damaged vectors upstream loads as a program: verdict "load:ok ...")
 // gets complete default and --json views that end with the verifier's
-// errors (path, byte offset, code), and exit status 1.
+// errors (path, byte offset, the code upstream reports), and exit status 1.
 func TestDamagedMethodViews(t *testing.T) {
-	cases := map[string]struct{ method, path, code string }{
-		"evalue_union_type_99":        {"forward", "execution_plan[0].values[0].val", "InvalidProgram"},
-		"segment_size_past_eof":       {"", "segments[1]", "InvalidArgument"}, // a program-level finding
-		"delegate_location_unknown_2": {"forward", "execution_plan[0].delegates[0].processed.location", "Internal"},
-	}
-	for name, want := range cases {
+	dir := testkit.SharedDir(t, "vectors", "pte-bad")
+	verdicts := readVerdicts(t, filepath.Join(dir, "index.tsv"))
+	n := 0
+	for _, path := range testkit.Glob(t, dir, "*.pte") {
+		name := strings.TrimSuffix(filepath.Base(path), ".pte")
+		verdict := verdicts[name]
+		code := upstreamError(verdict)
+		if !strings.HasPrefix(verdict, "load:ok") || code == "" {
+			continue // the file does not open, or upstream loads it all
+		}
+		n++
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), name+".pte")
 			r := runArgs(nil, path)
 			assert.Equal(t, exitFail, r.code, r.stderr)
 			assert.Empty(t, r.stderr)
-			assert.Contains(t, r.stdout, "\nmethod forward (#0)\n", "the view is complete")
+			assert.Contains(t, r.stdout, "\nmethod ", "the view is complete")
 			_, tail, found := strings.Cut(r.stdout, "\nproblems: ")
 			require.True(t, found, r.stdout)
-			line := "error: " + want.path + ": "
-			if want.method != "" {
-				line = "error: [" + want.method + "] " + want.path + ": "
-			}
-			assert.Contains(t, tail, line)
-			assert.Contains(t, tail, "["+want.code+"]")
+			assert.Contains(t, tail, "\n  error: ")
+			assert.Contains(t, tail, "["+code+"]")
 
 			r = runArgs(nil, "--json", path)
 			assert.Equal(t, exitFail, r.code, r.stderr)
@@ -52,11 +53,13 @@ func TestDamagedMethodViews(t *testing.T) {
 			require.NotEmpty(t, doc.Problems)
 			p := doc.Problems[0]
 			assert.Equal(t, "error", p.Severity)
-			assert.Equal(t, want.method, p.Method)
-			assert.Equal(t, want.path, p.Path)
-			assert.Equal(t, want.code, p.Code)
+			assert.Equal(t, code, p.Code)
+			assert.NotEmpty(t, p.Path)
 			assert.NotNil(t, p.Offset)
 		})
+	}
+	if n == 0 {
+		t.Logf("no damaged vector that opens and fails a method")
 	}
 }
 
@@ -86,12 +89,7 @@ func TestVerifyAliasedIOThatInitRefuses(t *testing.T) {
 // TestPlanJSONWhenTheProgramCannotBeRead: pipelines reading --plan --json
 // get a JSON object on stdout even when there is nothing to plan.
 func TestPlanJSONWhenTheProgramCannotBeRead(t *testing.T) {
-	cases := map[string]string{
-		filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), "trunc_half_program.pte"): "invalid_program",
-		filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), "ident_ET13.pte"):         "invalid_program",
-		filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), "trunc_7_bytes.pte"):      "invalid_argument",
-		filepath.Join(t.TempDir(), "missing.pte"):                                           "access_failed",
-	}
+	cases := unreadableFiles(t)
 	for path, kind := range cases {
 		r := runArgs(nil, "--plan", "--json", path)
 		assert.Equal(t, exitFail, r.code, path)
