@@ -20,28 +20,28 @@ import (
 	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
-// rebake writes the shared vector NAME with a 4 GiB budget on every
+// rebake writes trtPrograms' program NAME with a 4 GiB budget on every
 // TensorRT delegate, as `pteexport --from` does, and returns the new path.
 func rebake(t *testing.T, name string) string {
 	t.Helper()
-	in := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), name)
-	out := filepath.Join(t.TempDir(), name)
+	in := trtPath(t, name)
+	out := filepath.Join(t.TempDir(), name+".pte")
 	budget := int64(4 << 30)
 	_, err := export.Rebake(in, out, &export.RebakeOptions{WeightStreamingBudget: &budget})
 	require.NoError(t, err)
 	return out
 }
 
-// variant writes the shared vector NAME after edit has changed its program
-// and segment payloads, and returns the new path.
+// variant writes trtPrograms' program NAME after edit has changed its
+// program and segment payloads, and returns the new path.
 func variant(t *testing.T, name string, edit func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader) string {
 	t.Helper()
-	f, err := pte.Open(filepath.Join(testkit.SharedDir(t, "vectors", "pte"), name))
+	f, err := pte.Open(trtPath(t, name))
 	require.NoError(t, err)
 	defer f.Close()
 	segs, err := f.SegmentReaders()
 	require.NoError(t, err)
-	out := filepath.Join(t.TempDir(), name)
+	out := filepath.Join(t.TempDir(), name+".pte")
 	_, err = pte.WriteFile(out, f.Program, edit(f.Program, segs), nil)
 	require.NoError(t, err)
 	return out
@@ -67,16 +67,9 @@ func trtDelegates(t *testing.T, path string) int {
 // changes one thing per TensorRT delegate, and diff says exactly that.
 func TestDiffRebake(t *testing.T) {
 	line := regexp.MustCompile(`^methods\[\w+\]\.delegates\[\d+\]\.compile_specs\[weight_streaming_budget\]: (\(absent\)|"\d+") -> "4294967296"$`)
-	for _, name := range []string{
-		"trt_two_methods_prefill_decode.pte",
-		"trt_no_budget_spec.pte",
-		"trt_two_engines_chain.pte",
-		"trt_identical_blobs_dedup.pte",
-		"trt_inline.pte",
-		"trt_segment_alignment_4096.pte",
-	} {
+	for _, name := range []string{"two_methods", "no_budget", "chain", "inline", "aligned_4096", "aliased", "specs"} {
 		t.Run(name, func(t *testing.T) {
-			a := filepath.Join(testkit.SharedDir(t, "vectors", "pte"), name)
+			a := trtPath(t, name)
 			b := rebake(t, name)
 			r := runArgs(nil, "diff", a, b)
 			require.Equal(t, 1, r.code, r.stderr)
@@ -92,24 +85,23 @@ func TestDiffRebake(t *testing.T) {
 // TestDiffGolden compares diff outputs with testdata/golden/diff_NAME.txt;
 // `go test ./cmd/pteinspect -update` rewrites them.
 func TestDiffGolden(t *testing.T) {
-	dir := testkit.SharedDir(t, "vectors", "pte") // here, not in a subtest: a skip must end this test
-	vec := func(name string) string { return filepath.Join(dir, name) }
-	const twoMethods = "trt_two_methods_prefill_decode.pte"
+	vec := func(name string) string { return trtPath(t, name) }
+	const twoMethods = "two_methods"
 	cases := []struct {
 		golden string
 		args   func() []string
 	}{
 		{"rebake", func() []string { return []string{vec(twoMethods), rebake(t, twoMethods)} }},
 		{"rebake_insert", func() []string {
-			return []string{vec("trt_no_budget_spec.pte"), rebake(t, "trt_no_budget_spec.pte")}
+			return []string{vec("no_budget"), rebake(t, "no_budget")}
 		}},
 		{"rebake_layout", func() []string {
-			return []string{"--layout", vec("trt_no_budget_spec.pte"), rebake(t, "trt_no_budget_spec.pte")}
+			return []string{"--layout", vec("no_budget"), rebake(t, "no_budget")}
 		}},
 		{"rebake_json", func() []string { return []string{"--json", vec(twoMethods), rebake(t, twoMethods)} }},
-		{"inline_vs_segment", func() []string { return []string{vec("trt_segment.pte"), vec("trt_inline.pte")} }},
+		{"inline_vs_segment", func() []string { return []string{vec("segment"), vec("inline")} }},
 		{"inline_vs_segment_json", func() []string {
-			return []string{"--json", vec("trt_segment.pte"), vec("trt_inline.pte")}
+			return []string{"--json", vec("segment"), vec("inline")}
 		}},
 		{"rename", func() []string {
 			return []string{vec(twoMethods), variant(t, twoMethods, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
@@ -118,7 +110,7 @@ func TestDiffGolden(t *testing.T) {
 			})}
 		}},
 		{"added_method", func() []string {
-			return []string{vec("trt_segment.pte"), variant(t, "trt_segment.pte", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+			return []string{vec("segment"), variant(t, "segment", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
 				ep := *p.ExecutionPlan[0]
 				ep.Name = "forward_copy"
 				p.ExecutionPlan = append(p.ExecutionPlan, &ep)
@@ -126,7 +118,7 @@ func TestDiffGolden(t *testing.T) {
 			})}
 		}},
 		{"segment_payload", func() []string {
-			return []string{vec("trt_segment.pte"), variant(t, "trt_segment.pte", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+			return []string{vec("segment"), variant(t, "segment", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
 				i := p.ExecutionPlan[0].Delegates[0].Processed.Index
 				data, err := io.ReadAll(segs[i])
 				require.NoError(t, err)
@@ -135,7 +127,7 @@ func TestDiffGolden(t *testing.T) {
 				return segs
 			})}
 		}},
-		{"two_programs", func() []string { return []string{vec("trt_segment.pte"), vec(twoMethods)} }},
+		{"two_programs", func() []string { return []string{vec("segment"), vec(twoMethods)} }},
 	}
 	for _, c := range cases {
 		t.Run(c.golden, func(t *testing.T) {
@@ -155,9 +147,8 @@ func assertGolden(t *testing.T, name, got string) {
 }
 
 func TestDiff(t *testing.T) {
-	dir := testkit.SharedDir(t, "vectors", "pte")
-	a := filepath.Join(dir, "trt_segment.pte")
-	b := filepath.Join(dir, "trt_no_budget_spec.pte")
+	a := trtPath(t, "segment")
+	b := trtPath(t, "no_budget")
 
 	r := runArgs(nil, "diff", a, a)
 	assert.Equal(t, 0, r.code, r.stderr)
@@ -165,8 +156,8 @@ func TestDiff(t *testing.T) {
 
 	// The same program written again, every offset moved: equal unless
 	// --layout is given.
-	moved := filepath.Join(dir, "trt_segment_alignment_4096.pte")
-	again := variant(t, "trt_segment_alignment_4096.pte", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader { return segs })
+	moved := trtPath(t, "aligned_4096")
+	again := variant(t, "aligned_4096", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader { return segs })
 	r = runArgs(nil, "diff", moved, again)
 	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
 	r = runArgs(nil, "diff", "--layout", moved, again)
@@ -207,9 +198,11 @@ func TestDiff(t *testing.T) {
 	assert.Contains(t, r.stdout, "--layout")
 
 	// Errors exit 2: a missing file, a damaged file, a usage error.
+	damaged := filepath.Join(t.TempDir(), "trunc.pte")
+	require.NoError(t, os.WriteFile(damaged, trtPrograms(t)["segment"][:64], 0o644))
 	for _, args := range [][]string{
-		{"diff", a, filepath.Join(dir, "missing.pte")},
-		{"diff", filepath.Join(testkit.SharedDir(t, "vectors", "pte-bad"), "trunc_64_bytes.pte"), a},
+		{"diff", a, filepath.Join(t.TempDir(), "missing.pte")},
+		{"diff", damaged, a},
 		{"diff", a},
 		{"diff", "--bogus", a, b},
 		{"diff", "-", "-"},

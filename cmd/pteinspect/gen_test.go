@@ -28,6 +28,7 @@ import (
 //     1048576 and 262144;
 //   - "chain": forward calling two engines, a 1 MiB budget;
 //   - "no_budget": "segment" without a budget spec;
+//   - "aligned_4096": "segment" with 4096-byte segment alignment;
 //   - "budget_twice": "segment" with its budget given twice (init fails);
 //   - "specs": "segment" with more compile specs: target_device, a text
 //     key and a binary one.
@@ -92,12 +93,13 @@ func writeTRTPrograms(t testing.TB) map[string][]byte {
 		methods []*export.Method
 		opts    export.Options
 	}{
-		"segment":     {[]*export.Method{single("forward", 32)}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
-		"inline":      {[]*export.Method{single("forward", 32)}, export.Options{InlineDelegateData: true, WeightStreamingBudget: &mib}},
-		"aliased":     {[]*export.Method{aliased}, export.Options{SegmentAlignment: 16}},
-		"two_methods": {[]*export.Method{single("prefill", 8), single("decode", 12)}, export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: &mib}},
-		"chain":       {[]*export.Method{chain}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
-		"no_budget":   {[]*export.Method{single("forward", 32)}, export.Options{SegmentAlignment: 16}},
+		"segment":      {[]*export.Method{single("forward", 32)}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
+		"inline":       {[]*export.Method{single("forward", 32)}, export.Options{InlineDelegateData: true, WeightStreamingBudget: &mib}},
+		"aliased":      {[]*export.Method{aliased}, export.Options{SegmentAlignment: 16}},
+		"two_methods":  {[]*export.Method{single("prefill", 8), single("decode", 12)}, export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: &mib}},
+		"chain":        {[]*export.Method{chain}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
+		"no_budget":    {[]*export.Method{single("forward", 32)}, export.Options{SegmentAlignment: 16}},
+		"aligned_4096": {[]*export.Method{single("forward", 32)}, export.Options{SegmentAlignment: 4096, WeightStreamingBudget: &mib}},
 	}
 	out := map[string][]byte{}
 	for name, c := range cases {
