@@ -71,17 +71,17 @@ func (w *sparseWriter) Write(p []byte) (int, error) {
 }
 
 // bigProgram returns a TensorRT program whose engine is 2 GiB of zeros,
-// written sparse: the program of vectors/pte/trt_large_engine_1mib.pte with
-// its blob rebuilt around the big engine.
+// written sparse: trtPrograms' "segment" program with its blob rebuilt
+// around the big engine.
 func bigProgram(tb testing.TB) string {
-	src := filepath.Join(testkit.SharedDir(tb, "vectors", "pte"), "trt_large_engine_1mib.pte")
+	src := trtPrograms(tb)["segment"]
 	bigOnce.Do(func() { bigPath, bigErr = writeBigProgram(src) })
 	require.NoError(tb, bigErr)
 	return bigPath
 }
 
-func writeBigProgram(src string) (string, error) {
-	f, err := pte.Open(src)
+func writeBigProgram(src []byte) (string, error) {
+	f, err := pte.NewFile(bytes.NewReader(src), int64(len(src)))
 	if err != nil {
 		return "", err
 	}
