@@ -2,9 +2,12 @@ package ptejson
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,7 +197,28 @@ func TestBuildFilters(t *testing.T) {
 // the file (ExecuTorch loads the program, the method fails) has a null
 // size, digest and magic, and its segment is not resolvable.
 func TestBuildUnreachablePayload(t *testing.T) {
-	f := openShared(t, "vectors/pte-bad/segment_size_past_eof.pte")
+	// A program whose delegate segment has a distinctive size, then that
+	// size (the u64 field of its DataSegment table, found by value) grown
+	// by 4096, so that the segment runs past the end of the file.
+	const size = 0x12345
+	data := rewriteBytes(t, genPrograms(t)["segment"], func(p *pte.Program, segs []*io.SectionReader) {
+		segs[p.ExecutionPlan[0].Delegates[0].Processed.Index] = io.NewSectionReader(bytes.NewReader(make([]byte, size)), 0, size)
+	})
+	src, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	seg := src.Program.Segments[src.Program.ExecutionPlan[0].Delegates[0].Processed.Index]
+	require.EqualValues(t, size, seg.Size)
+	// Search after the extended header (bytes 8..40), whose
+	// segment_data_size may hold the same value.
+	const from = 8 + 32
+	field := binary.LittleEndian.AppendUint64(nil, seg.Size)
+	i := bytes.Index(data[from:src.Header.ProgramSize], field)
+	require.GreaterOrEqual(t, i, 0)
+	i += from
+	require.Equal(t, -1, bytes.Index(data[i+1:src.Header.ProgramSize], field), "the size is unique in the program")
+	binary.LittleEndian.PutUint64(data[i:], seg.Size+4096)
+	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
 	doc, err := Build(f, &Options{Hash: true})
 	require.NoError(t, err)
 	require.Len(t, doc.Delegates, 1)

@@ -78,9 +78,12 @@ func TestCheckAliasedIOThatInitRefuses(t *testing.T) {
 // deployed reader both reject has no disagreement to report, but the
 // runtime fails, and the hazards say so.
 func TestBothReadersRejectIsAHazard(t *testing.T) {
-	for _, name := range []string{"diff_is_input_as_1", "json_device_id_true"} {
+	blobs := map[string][]byte{
+		"diff_is_input_as_1":  rawBlob("TR01", `{"io_bindings":[{"name":"x","is_input":1}]}`, nil),
+		"json_device_id_true": rawBlob("TR01", `{"io_bindings":[{"name":"x","is_input":true}],"device_id":true}`, nil),
+	}
+	for name, blob := range blobs {
 		t.Run(name, func(t *testing.T) {
-			blob := readShared(t, filepath.Join("vectors/trt-blob-read", name+".blob"))
 			doc, err := Build(withTRTBlob(t, blob), nil)
 			require.NoError(t, err)
 			trt := doc.Delegates[0].TensorRT
