@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/ptekit/ptekit/delegate"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,11 +78,27 @@ func readBackendInits(t *testing.T, path string) map[string][]backendInit {
 	return out
 }
 
+// sameNames reports whether the names of the input (or output) bindings
+// are want, in order.
+func sameNames(bs []TRTBinding, inputs bool, want []string) bool {
+	var got []string
+	for _, b := range bs {
+		if b.Input() == inputs {
+			name, ok := b.Name.(string)
+			if !ok {
+				return false
+			}
+			got = append(got, name)
+		}
+	}
+	return slices.Equal(got, want)
+}
+
 // TestTensorRTMemberMatchesDeployedRuntime checks, for every TensorRT
 // program of vectors/pte, that each delegate's tensorrt.deployed member is
 // what the upstream C++ runtime's blob reader yielded when ExecuTorch
-// initialised that delegate (NAME.cpp.jsonl), and that the strict reading
-// agrees with it (no hazards).
+// initialised that delegate (NAME.cpp.jsonl), and that there are hazards
+// exactly when the strict reading disagrees with it.
 func TestTensorRTMemberMatchesDeployedRuntime(t *testing.T) {
 	dir := testkit.SharedDir(t, "vectors", "pte")
 	files, err := filepath.Glob(filepath.Join(dir, "*.pte"))
@@ -104,18 +122,32 @@ func TestTensorRTMemberMatchesDeployedRuntime(t *testing.T) {
 				trt := d.TensorRT
 				require.NotNil(t, d.Size)
 				assert.Equal(t, want.ProcessedSize, *d.Size)
-				assert.Equal(t, latin1(mustHex(t, want.HeadHex)[:4]), *d.Magic)
+				if head := mustHex(t, want.HeadHex); len(head) >= 4 && *d.Size >= delegate.HeaderSize {
+					require.NotNil(t, d.Magic)
+					assert.Equal(t, latin1(head[:4]), *d.Magic)
+				}
 				dv := trt.Deployed
 				assert.Equal(t, want.Parse.OK, dv.OK)
+				if !want.Parse.OK {
+					continue
+				}
 				assert.Equal(t, want.Parse.Inputs, dv.Inputs)
 				assert.Equal(t, want.Parse.Outputs, dv.Outputs)
 				assert.Equal(t, want.Parse.NumAliasedIO, len(dv.AliasedIO))
 				assert.Equal(t, want.Parse.DeviceID, dv.DeviceID)
-				assert.Equal(t, want.Parse.EngineOffset, *trt.EngineOffset)
-				assert.Equal(t, want.Parse.EngineSize, *trt.EngineSize)
-				require.NotNil(t, trt.Metadata, "error: %s", trt.Error)
-				assert.Empty(t, trt.Error)
-				assert.Empty(t, trt.Hazards)
+				if assert.NotNil(t, trt.EngineOffset) && assert.NotNil(t, trt.EngineSize) {
+					assert.Equal(t, want.Parse.EngineOffset, *trt.EngineOffset)
+					assert.Equal(t, want.Parse.EngineSize, *trt.EngineSize)
+				}
+				// No hazard exactly when the strict reading agrees with the
+				// deployed reader's bindings (as the C++ record has them).
+				agree := trt.Metadata != nil && trt.Error == "" && sameNames(trt.Metadata.IOBindings, true, want.Parse.Inputs) &&
+					sameNames(trt.Metadata.IOBindings, false, want.Parse.Outputs)
+				if agree {
+					assert.Empty(t, trt.Hazards)
+				} else {
+					assert.NotEmpty(t, trt.Hazards, "the readers disagree: %s", trt.Error)
+				}
 			}
 			for m, evs := range inits {
 				assert.Equal(t, len(evs), seen[m], "backend_init events of %s", m)
