@@ -54,7 +54,7 @@ func FuzzOpen(f *testing.F) {
 			return
 		}
 		for _, fd := range findings {
-			if fd.Err == nil || (fd.Severity != Error && fd.Severity != Warning) {
+			if fd.Err == nil || (fd.Severity != SeverityError && fd.Severity != SeverityWarning) {
 				t.Fatalf("malformed finding %+v", fd)
 			}
 		}

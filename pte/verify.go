@@ -13,15 +13,6 @@ const (
 	SeverityWarning
 )
 
-// Old names of the Severity constants.
-//
-// Deprecated: use SeverityError and SeverityWarning; the bare names read
-// ambiguously next to the error type and the Error method.
-const (
-	Error   = SeverityError
-	Warning = SeverityWarning
-)
-
 // String returns "error" or "warning".
 func (s Severity) String() string {
 	switch s {
