@@ -62,7 +62,7 @@ func printHuman(w io.Writer, name string, f *pte.File, doc *ptejson.Document, o 
 		t.row("header", "none")
 	}
 	t.row("version", strconv.FormatUint(uint64(p.Version), 10))
-	t.row("methods", fmt.Sprintf("%d: %s", len(p.ExecutionPlan), joinOr(escAll(ptejson.MethodNames(p)))))
+	t.row("methods", fmt.Sprintf("%d: %s", len(p.ExecutionPlan), joinOr(escAll(methodNames(p)))))
 	t.flush()
 
 	printSegments(w, doc)

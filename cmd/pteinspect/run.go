@@ -174,13 +174,13 @@ func checkFilters(p *pte.Program, o *options) error {
 		return noMethod(p, o.method)
 	}
 	if o.backend != "" {
-		ids := ptejson.BackendIDs(p, o.method)
+		ids := backendIDs(p, o.method)
 		if !slices.Contains(ids, o.backend) {
 			where := ""
 			if o.method != "" {
 				where = " in method " + strconv.Quote(o.method)
 			}
-			return fmt.Errorf("%w %q%s (backends: %s)", ptejson.ErrNoBackend, o.backend, where, joinOr(ids))
+			return fmt.Errorf("%w %q%s (backends: %s)", ptejson.ErrNoBackend, o.backend, where, joinOr(escAll(ids)))
 		}
 	}
 	return nil

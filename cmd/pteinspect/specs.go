@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"unicode"
@@ -131,7 +132,7 @@ func hasMethod(p *pte.Program, name string) bool {
 }
 
 func noMethod(p *pte.Program, name string) error {
-	return fmt.Errorf("%w %q (methods: %s)", ptejson.ErrNoMethod, name, joinOr(ptejson.MethodNames(p)))
+	return fmt.Errorf("%w %q (methods: %s)", ptejson.ErrNoMethod, name, joinOr(escAll(methodNames(p))))
 }
 
 func joinOr(s []string) string {
@@ -143,4 +144,32 @@ func joinOr(s []string) string {
 		out += ", " + x
 	}
 	return out
+}
+
+// methodNames returns the names of p's methods in order.
+func methodNames(p *pte.Program) []string {
+	var names []string
+	for _, ep := range p.ExecutionPlan {
+		if ep != nil {
+			names = append(names, ep.Name)
+		}
+	}
+	return names
+}
+
+// backendIDs returns the distinct backend ids of p's delegates in order of
+// first use, only those of the named method when method is not empty.
+func backendIDs(p *pte.Program, method string) []string {
+	var ids []string
+	for _, ep := range p.ExecutionPlan {
+		if ep == nil || (method != "" && ep.Name != method) {
+			continue
+		}
+		for _, d := range ep.Delegates {
+			if d != nil && !slices.Contains(ids, d.ID) {
+				ids = append(ids, d.ID)
+			}
+		}
+	}
+	return ids
 }

@@ -138,11 +138,11 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("ptejson: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(MethodNames(p), ", "))
+			return nil, fmt.Errorf("ptejson: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(methodNames(p), ", "))
 		}
 	}
 	if opts.Backend != "" {
-		ids := BackendIDs(p, opts.Method)
+		ids := backendIDs(p, opts.Method)
 		if !slices.Contains(ids, opts.Backend) {
 			return nil, fmt.Errorf("ptejson: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
 		}
@@ -194,8 +194,8 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 	return doc, nil
 }
 
-// MethodNames returns the names of p's methods in order.
-func MethodNames(p *pte.Program) []string {
+// methodNames returns the names of p's methods in order.
+func methodNames(p *pte.Program) []string {
 	names := make([]string, 0, len(p.ExecutionPlan))
 	for _, ep := range p.ExecutionPlan {
 		if ep != nil {
@@ -205,10 +205,10 @@ func MethodNames(p *pte.Program) []string {
 	return names
 }
 
-// BackendIDs returns the distinct backend ids of the delegates of p, in
+// backendIDs returns the distinct backend ids of the delegates of p, in
 // order of first use; only those of the method named method when it is not
 // empty.
-func BackendIDs(p *pte.Program, method string) []string {
+func backendIDs(p *pte.Program, method string) []string {
 	ids := []string{}
 	for _, ep := range p.ExecutionPlan {
 		if ep == nil || (method != "" && ep.Name != method) {
