@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/ptekit/ptekit/pte"
@@ -184,7 +185,14 @@ func (r *Registry) RegisterKernel(name string, k Kernel) error {
 }
 
 // Backend returns the backend registered under id.
+//
+// Like ExecuTorch, which compares backend ids as C strings, an id is matched
+// up to its first NUL byte: a delegate whose id is "TensorRTBackend\x00x"
+// reaches the backend registered as "TensorRTBackend".
 func (r *Registry) Backend(id string) (Backend, bool) {
+	if i := strings.IndexByte(id, 0); i >= 0 {
+		id = id[:i]
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	b, ok := r.backends[id]
