@@ -30,19 +30,30 @@ import (
 // to read r, including a reader shorter than size, are returned as they
 // are, wrapped.
 func Decode(r io.ReaderAt, size int64) (*Blob, error) {
-	hdr, err := readHeader(r, size)
-	if err != nil {
-		return nil, err
-	}
-	h, err := checkHeader(hdr, size)
-	if err != nil {
-		return nil, err
-	}
-	md, err := readMetadata(r, h.MetadataOffset, h.MetadataSize)
+	h, md, err := readChecked(r, size)
 	if err != nil {
 		return nil, err
 	}
 	return decodeWith(r, size, h, md)
+}
+
+// readChecked reads the header, checks it in the Python reader's order and
+// reads the metadata it points at: the common first half of Decode and
+// DecodePython.
+func readChecked(r io.ReaderAt, size int64) (*Header, []byte, error) {
+	hdr, err := readHeader(r, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := checkHeader(hdr, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	md, err := readMetadata(r, h.MetadataOffset, h.MetadataSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, md, nil
 }
 
 func decodeWith(r io.ReaderAt, size int64, h *Header, md []byte) (*Blob, error) {
