@@ -607,7 +607,14 @@ func (e *encoder) evalue(ev *EValue) (flatbuffers.UOffsetT, error) {
 		val = schema.BoolEnd(b)
 	case *Double:
 		schema.DoubleStart(b)
-		schema.DoubleAddDoubleVal(b, v.DoubleVal)
+		if v.DoubleVal == 0 && math.Signbit(v.DoubleVal) {
+			// -0.0 compares equal to the default 0, so the generated adder
+			// would leave the field out and it would read back as +0.0.
+			b.PrependFloat64(v.DoubleVal)
+			b.Slot(0)
+		} else {
+			schema.DoubleAddDoubleVal(b, v.DoubleVal)
+		}
 		val = schema.DoubleEnd(b)
 	case *Tensor:
 		val = e.tensor(v)
