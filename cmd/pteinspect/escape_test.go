@@ -1,31 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/pte"
 )
-
-// rewrite opens the program file data, applies edit to its Program and
-// writes it again with the same segments.
-func rewrite(t testing.TB, data []byte, edit func(p *pte.Program)) []byte {
-	t.Helper()
-	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
-	require.NoError(t, err)
-	defer f.Close()
-	segs, err := f.SegmentReaders()
-	require.NoError(t, err)
-	edit(f.Program)
-	var out bytes.Buffer
-	_, err = pte.Write(&out, f.Program, segs, nil)
-	require.NoError(t, err)
-	return out.Bytes()
-}
 
 // TestHumanViewsEscapeNames: names from the file (method, backend id,
 // compile spec key, operator) holding newlines, ESC or invalid UTF-8 are
@@ -38,7 +22,7 @@ func TestHumanViewsEscapeNames(t *testing.T) {
 		key     = "k\x1b]0;title\x07"
 		op      = "aten::add\u2028"
 	)
-	data := rewrite(t, seedPrograms(t)["two_methods"], func(p *pte.Program) {
+	data := testprog.Rewrite(t, seedPrograms(t)["two_methods"], func(p *pte.Program) {
 		p.ExecutionPlan[0].Name = method
 		p.ExecutionPlan[0].Delegates[0].CompileSpecs = append(p.ExecutionPlan[0].Delegates[0].CompileSpecs,
 			&pte.CompileSpec{Key: key, Value: []byte("v\n")},

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -15,7 +16,7 @@ import (
 // a cuda:0 engine) gets a warning in the default view and --verify, and
 // --plan shows the pin next to the device.
 func TestTargetDeviceMismatchShown(t *testing.T) {
-	data := rewrite(t, seedPrograms(t)["two_methods"], func(p *pte.Program) {
+	data := testprog.Rewrite(t, seedPrograms(t)["two_methods"], func(p *pte.Program) {
 		for _, s := range p.ExecutionPlan[0].Delegates[0].CompileSpecs {
 			if s.Key == compilespec.KeyTargetDevice {
 				s.Value = []byte("cuda:1")

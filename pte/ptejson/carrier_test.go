@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -43,94 +44,27 @@ func trtCarrier(t testing.TB) []byte {
 	return b.Bytes()
 }
 
-// genPrograms returns small TensorRT programs written by package export,
-// by name, for tests that need a program of some shape (they used to take
-// named shared vectors, which a holdout tree may not have):
-//
-//   - "segment": method forward, one engine in a segment, a budget spec;
-//   - "inline": the same program with the blob inline;
-//   - "aligned_4096": "segment" with 4096-byte segment alignment;
-//   - "two_methods": prefill and decode, budgets 1048576 and 262144;
-//   - "two_engines": forward calling two engines in a chain;
-//   - "budget_twice": "segment" with its budget spec given twice;
-//   - "aliased": trtCarrier;
-//   - "large_engine": "segment" with a 1 MiB engine.
+// genPrograms returns the small TensorRT programs of package testprog by
+// name, for tests that need a program of some shape (they used to take
+// named shared vectors, which a holdout tree may not have), plus
+// "aliased" = trtCarrier and "two_engines" = testprog's "chain".
 func genPrograms(t testing.TB) map[string][]byte {
 	t.Helper()
-	genMu.Lock()
-	defer genMu.Unlock()
-	if genCache == nil {
-		genCache = writePrograms(t)
-	}
+	genOnce.Do(func() {
+		genCache = map[string][]byte{}
+		for name, data := range testprog.Programs(t) {
+			genCache[name] = data
+		}
+		genCache["aliased"] = trtCarrier(t)
+		genCache["two_engines"] = genCache["chain"]
+	})
 	return genCache
 }
 
 var (
-	genMu    sync.Mutex
+	genOnce  sync.Once
 	genCache map[string][]byte
 )
-
-func writePrograms(t testing.TB) map[string][]byte {
-	engine := func(n int) export.Source {
-		return export.EngineReader(strings.NewReader(strings.Repeat("E", n)), int64(n))
-	}
-	single := func(name string, n int) *export.Method {
-		return &export.Method{
-			Name:    name,
-			Inputs:  []*export.Tensor{{Name: "x", DType: export.Float32, Shape: []int64{2, 2}}},
-			Outputs: []*export.Tensor{{Name: "y"}},
-			Calls: []*export.EngineCall{{
-				Engine:  engine(n),
-				Inputs:  []*export.Binding{{Name: "x", Tensor: "x"}},
-				Outputs: []*export.Binding{{Name: "y", Tensor: "y", DType: export.Float32, Shape: []int64{2, 2}}},
-			}},
-		}
-	}
-	chain := &export.Method{
-		Name:    "forward",
-		Inputs:  []*export.Tensor{{Name: "x", DType: export.Float32, Shape: []int64{2}}},
-		Outputs: []*export.Tensor{{Name: "y"}},
-	}
-	for i, io := range [][2]string{{"x", "h"}, {"h", "y"}} {
-		chain.Calls = append(chain.Calls, &export.EngineCall{
-			Engine:  engine(16 + i),
-			Inputs:  []*export.Binding{{Name: "in", Tensor: io[0]}},
-			Outputs: []*export.Binding{{Name: "out", Tensor: io[1], DType: export.Float32, Shape: []int64{2}}},
-		})
-	}
-	mib := int64(1 << 20)
-	seg := &export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}
-	cases := map[string]struct {
-		methods []*export.Method
-		opts    *export.Options
-	}{
-		"segment":      {[]*export.Method{single("forward", 32)}, seg},
-		"inline":       {[]*export.Method{single("forward", 32)}, &export.Options{InlineDelegateData: true, WeightStreamingBudget: &mib}},
-		"aligned_4096": {[]*export.Method{single("forward", 32)}, &export.Options{SegmentAlignment: 4096, WeightStreamingBudget: &mib}},
-		"two_methods":  {[]*export.Method{single("prefill", 8), single("decode", 12)}, &export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: &mib}},
-		"two_engines":  {[]*export.Method{chain}, seg},
-		"large_engine": {[]*export.Method{single("forward", 1<<20)}, &export.Options{SegmentAlignment: 16}},
-	}
-	out := map[string][]byte{"aliased": trtCarrier(t)}
-	for name, c := range cases {
-		var b bytes.Buffer
-		_, err := export.Write(&b, &export.Program{Methods: c.methods}, c.opts)
-		require.NoError(t, err, name)
-		out[name] = b.Bytes()
-	}
-	out["two_methods"] = rewriteBytes(t, out["two_methods"], func(p *pte.Program, _ []*io.SectionReader) {
-		for _, cs := range p.ExecutionPlan[1].Delegates[0].CompileSpecs {
-			if cs.Key == "weight_streaming_budget" {
-				cs.Value = []byte("262144")
-			}
-		}
-	})
-	out["budget_twice"] = rewriteBytes(t, out["segment"], func(p *pte.Program, _ []*io.SectionReader) {
-		d := p.ExecutionPlan[0].Delegates[0]
-		d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: "weight_streaming_budget", Value: []byte("2048")})
-	})
-	return out
-}
 
 // openSource opens a test program: "corpus/NAME.pte" from the shared
 // corpus, any other name from genPrograms.

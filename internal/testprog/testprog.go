@@ -1,0 +1,162 @@
+// Package testprog writes the small TensorRT programs that ptekit's tests
+// and golden views use when they need a program of some shape. Building
+// them with package export, rather than taking named files from the shared
+// conformance vectors, keeps the tests independent of which vector cases a
+// tree happens to hold.
+//
+// It is for tests only: the engines are placeholder bytes, not TensorRT
+// engines.
+package testprog
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/pte"
+)
+
+// Programs returns the programs by name, written once per test binary:
+//
+//   - "segment": method forward, one engine in a segment, a 1 MiB budget spec;
+//   - "inline": the same with the blob inline;
+//   - "aliased": forward, one TR02 engine with aliased I/O, in a segment;
+//   - "two_methods": prefill and decode, target_device cuda:0, budgets
+//     1048576 and 262144;
+//   - "chain": forward calling two engines, a 1 MiB budget;
+//   - "no_budget": "segment" without a budget spec;
+//   - "aligned_4096": "segment" with 4096-byte segment alignment;
+//   - "budget_twice": "segment" with its budget given twice (init fails);
+//   - "specs": "segment" with more compile specs: target_device, a text
+//     key and a binary one;
+//   - "large_engine": "no_budget" with a 1 MiB engine.
+//
+// The map is shared: callers must not modify the byte slices.
+func Programs(t testing.TB) map[string][]byte {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if cache == nil {
+		cache = write(t)
+	}
+	return cache
+}
+
+var (
+	mu    sync.Mutex
+	cache map[string][]byte
+)
+
+func write(t testing.TB) map[string][]byte {
+	engine := func(n int) export.Source {
+		return export.EngineReader(strings.NewReader(strings.Repeat("E", n)), int64(n))
+	}
+	tensor := func(name string, shape ...int64) *export.Tensor {
+		return &export.Tensor{Name: name, DType: export.Float32, Shape: shape}
+	}
+	binding := func(name, tensor string, shape ...int64) *export.Binding {
+		return &export.Binding{Name: name, Tensor: tensor, DType: export.Float32, Shape: shape}
+	}
+	single := func(name string, n int) *export.Method {
+		return &export.Method{
+			Name:    name,
+			Inputs:  []*export.Tensor{tensor("x", 2, 2)},
+			Outputs: []*export.Tensor{{Name: "y"}},
+			Calls: []*export.EngineCall{{
+				Engine:  engine(n),
+				Inputs:  []*export.Binding{{Name: "x", Tensor: "x"}},
+				Outputs: []*export.Binding{binding("y", "y", 2, 2)},
+			}},
+		}
+	}
+	aliased := &export.Method{
+		Name:    "forward",
+		Inputs:  []*export.Tensor{tensor("tok", 1, 4), tensor("k_cache", 1, 4)},
+		Outputs: []*export.Tensor{{Name: "logits"}, {Name: "k_cache_out"}},
+		Calls: []*export.EngineCall{{
+			Engine:    engine(24),
+			Inputs:    []*export.Binding{{Name: "tok", Tensor: "tok"}, {Name: "k_cache", Tensor: "k_cache"}},
+			Outputs:   []*export.Binding{binding("logits", "logits", 1, 4), binding("k_cache_out", "k_cache_out", 1, 4)},
+			AliasedIO: []export.AliasedIO{{Output: "k_cache_out", Input: "k_cache", Kind: "kv_cache_update"}},
+		}},
+	}
+	chain := &export.Method{Name: "forward", Inputs: []*export.Tensor{tensor("x", 2)}, Outputs: []*export.Tensor{{Name: "y"}}}
+	for i, io := range [][2]string{{"x", "h"}, {"h", "y"}} {
+		chain.Calls = append(chain.Calls, &export.EngineCall{
+			Engine:  engine(16 + i),
+			Inputs:  []*export.Binding{{Name: "in", Tensor: io[0]}},
+			Outputs: []*export.Binding{binding("out", io[1], 2)},
+		})
+	}
+	mib := int64(1 << 20)
+	cases := map[string]struct {
+		methods []*export.Method
+		opts    export.Options
+	}{
+		"segment":      {[]*export.Method{single("forward", 32)}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
+		"inline":       {[]*export.Method{single("forward", 32)}, export.Options{InlineDelegateData: true, WeightStreamingBudget: &mib}},
+		"aliased":      {[]*export.Method{aliased}, export.Options{SegmentAlignment: 16}},
+		"two_methods":  {[]*export.Method{single("prefill", 8), single("decode", 12)}, export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: &mib}},
+		"chain":        {[]*export.Method{chain}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
+		"no_budget":    {[]*export.Method{single("forward", 32)}, export.Options{SegmentAlignment: 16}},
+		"aligned_4096": {[]*export.Method{single("forward", 32)}, export.Options{SegmentAlignment: 4096, WeightStreamingBudget: &mib}},
+		"large_engine": {[]*export.Method{single("forward", 1<<20)}, export.Options{SegmentAlignment: 16}},
+	}
+	out := map[string][]byte{}
+	for name, c := range cases {
+		var b bytes.Buffer
+		if _, err := export.Write(&b, &export.Program{Methods: c.methods}, &c.opts); err != nil {
+			t.Fatalf("testprog: writing %s: %v", name, err)
+		}
+		out[name] = b.Bytes()
+	}
+	out["two_methods"] = Rewrite(t, out["two_methods"], func(p *pte.Program) {
+		SetSpec(p.ExecutionPlan[1].Delegates[0], "weight_streaming_budget", []byte("262144"))
+	})
+	out["budget_twice"] = Rewrite(t, out["segment"], func(p *pte.Program) {
+		d := p.ExecutionPlan[0].Delegates[0]
+		d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: "weight_streaming_budget", Value: []byte("2048")})
+	})
+	out["specs"] = Rewrite(t, out["segment"], func(p *pte.Program) {
+		d := p.ExecutionPlan[0].Delegates[0]
+		SetSpec(d, "target_device", []byte("cuda:0"))
+		SetSpec(d, "precision", []byte("fp16"))
+		SetSpec(d, "opaque", []byte{0xff, 0x00, 0x10})
+	})
+	return out
+}
+
+// Rewrite opens the program file data, lets edit change its Program and
+// returns the program written again with its segments passed through.
+func Rewrite(t testing.TB, data []byte, edit func(p *pte.Program)) []byte {
+	t.Helper()
+	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatalf("testprog: %v", err)
+	}
+	defer f.Close()
+	segs, err := f.SegmentReaders()
+	if err != nil {
+		t.Fatalf("testprog: %v", err)
+	}
+	edit(f.Program)
+	var out bytes.Buffer
+	if _, err := pte.Write(&out, f.Program, segs, nil); err != nil {
+		t.Fatalf("testprog: %v", err)
+	}
+	return out.Bytes()
+}
+
+// SetSpec sets key to value in d's compile specs, appending it when d has
+// no spec with that key.
+func SetSpec(d *pte.BackendDelegate, key string, value []byte) {
+	for _, s := range d.CompileSpecs {
+		if s != nil && s.Key == key {
+			s.Value = value
+			return
+		}
+	}
+	d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: key, Value: value})
+}
