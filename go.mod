@@ -3,8 +3,9 @@ module github.com/ptekit/ptekit
 go 1.26
 
 require (
-	github.com/google/flatbuffers v25.12.19+incompatible // indirect
-	github.com/spf13/pflag v1.1.0 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	github.com/google/flatbuffers v25.12.19+incompatible
+	github.com/spf13/pflag v1.1.0
+	github.com/stretchr/testify v1.12.1
 )
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect
