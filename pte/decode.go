@@ -171,7 +171,7 @@ func (d *fbDecoder) str(t fbTab, slot int, name string, absent *[]string) string
 		*absent = append(*absent, name)
 		return ""
 	}
-	shared := d.v != nil && d.v.sharedString(p)
+	shared := d.v != nil && d.v.SharedString(p)
 	if shared {
 		if s, ok := d.shared[p]; ok {
 			return s

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/ptekit/ptekit/internal/fbverify"
 	"github.com/ptekit/ptekit/schema"
 )
 
@@ -39,6 +40,9 @@ type File struct {
 	closer io.Closer
 	region []byte
 	dec    *fbDecoder
+	// fbWarnings are what the FlatBuffers verifier accepted, as ExecuTorch
+	// does, but flagged; Verify reports them.
+	fbWarnings []fbverify.Error
 }
 
 // DefaultMaxProgramSize is the largest flatbuffer region Open and NewFile
@@ -198,6 +202,7 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.fbWarnings = v.Warnings
 	f.Program, f.dec = decodeProgram(f.region, v)
 	if err := f.checkLoad(); err != nil {
 		return nil, err

@@ -52,6 +52,9 @@ func (fd Finding) String() string {
 // far as the file itself can tell (registered kernels and backends aside).
 func (f *File) Verify() []Finding {
 	v := &validator{f: f}
+	for _, w := range f.fbWarnings {
+		v.add(SeverityWarning, CodeOk, w.Off, w.Path, "%s", w.Msg)
+	}
 	v.program()
 	for i, ep := range f.Program.ExecutionPlan {
 		v.method(i, ep)

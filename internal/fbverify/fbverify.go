@@ -1,0 +1,480 @@
+// Package fbverify is ptekit's FlatBuffers verifier. The Go flatbuffers
+// runtime has none, so packages pte and ptd run this over every flatbuffer
+// region before a decoder or a generated accessor reads it; afterwards every
+// offset, vector and string those follow is known to lie inside the buffer.
+//
+// A schema is described by Table values, field by vtable slot. The rules are
+// those of the C++ flatbuffers::Verifier that ExecuTorch uses (see RULES
+// below, and docs/verifier-rules.md), plus resource limits that bound what a
+// hostile buffer can make a decoder do. Where ptekit checks something the C++
+// verifier does not (for example the alignment of 8-byte vector elements),
+// the result is a Warning, not an error: a verifier stricter than the runtime
+// it models would refuse files that ExecuTorch loads.
+package fbverify
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Limits of the C++ verifier's defaults, and of FlatBuffers itself.
+const (
+	// MaxDepth is the deepest table nesting accepted (Verifier max_depth).
+	MaxDepth = 64
+	// MaxTables is the most table visits accepted (Verifier max_tables).
+	MaxTables = 1000000
+	// MaxBufferSize is FLATBUFFERS_MAX_BUFFER_SIZE (2 GiB - 1).
+	MaxBufferSize = 1<<31 - 1
+)
+
+// Kind says how a field is stored.
+type Kind uint8
+
+// Field kinds.
+const (
+	KindScalar    Kind = iota // inline scalar of Field.Size bytes
+	KindString                // offset to a string
+	KindTable                 // offset to a table
+	KindVector                // offset to a vector of Field.Size-byte scalars
+	KindTableVec              // offset to a vector of offsets to tables
+	KindUnionType             // u8 union tag; the next slot holds the value
+	KindUnion                 // offset to a union member table
+)
+
+// Field describes one vtable slot of a table.
+type Field struct {
+	Name  string
+	Kind  Kind
+	Size  uint32   // KindScalar/KindVector: (element) size in bytes
+	Alias bool     // KindVector: the decoder aliases the bytes instead of copying them
+	Table *Table   // KindTable, KindTableVec
+	Union []*Table // KindUnion: member table per tag; nil = NONE or unknown
+}
+
+// Table describes a table: its fields indexed by vtable slot.
+type Table struct {
+	Name   string
+	Fields []Field
+}
+
+// Scalar is an inline scalar field of size bytes.
+func Scalar(name string, size uint32) Field { return Field{Name: name, Kind: KindScalar, Size: size} }
+
+// String is a string field.
+func String(name string) Field { return Field{Name: name, Kind: KindString} }
+
+// Sub is a field holding a table of type t.
+func Sub(name string, t *Table) Field { return Field{Name: name, Kind: KindTable, Table: t} }
+
+// Vector is a vector of scalars of size bytes each, copied when decoded.
+func Vector(name string, size uint32) Field { return Field{Name: name, Kind: KindVector, Size: size} }
+
+// Bytes is a byte vector that decoding aliases rather than copies.
+func Bytes(name string) Field { return Field{Name: name, Kind: KindVector, Size: 1, Alias: true} }
+
+// TableVector is a vector of tables of type t.
+func TableVector(name string, t *Table) Field { return Field{Name: name, Kind: KindTableVec, Table: t} }
+
+// UnionType is the u8 tag slot of a union.
+func UnionType(name string) Field { return Field{Name: name, Kind: KindUnionType, Size: 1} }
+
+// Union is the value slot of a union; members[tag] is the table of that tag.
+func Union(name string, members ...*Table) Field {
+	return Field{Name: name, Kind: KindUnion, Union: members}
+}
+
+// Error is a verification failure: where and what. Callers wrap it in their
+// own error type with the error class their loader reports.
+type Error struct {
+	// Off is the byte offset in the buffer.
+	Off int64
+	// Path names the field, e.g. "named_data[1].tensor_layout.sizes".
+	Path string
+	// Msg says what is wrong.
+	Msg string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("%s (at byte %d)", e.Msg, e.Off)
+	}
+	return fmt.Sprintf("%s: %s (at byte %d)", e.Path, e.Msg, e.Off)
+}
+
+// path is a lazily formatted field path such as
+// "execution_plan[2].delegates[0].processed.index".
+type path struct {
+	parent *path
+	name   string
+	index  int // -1: no index
+}
+
+func (p *path) field(name string) *path { return &path{parent: p, name: name, index: -1} }
+func (p *path) elem(i uint32) *path     { return &path{parent: p, index: int(i)} }
+func (p *path) String() string {
+	var parts []*path
+	for q := p; q != nil; q = q.parent {
+		parts = append(parts, q)
+	}
+	var b strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		q := parts[i]
+		if q.name != "" {
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(q.name)
+		}
+		if q.index >= 0 {
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(q.index))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+// Verifier is the result of a successful Verify: the warnings it found and
+// what a decoder needs to know about shared strings.
+//
+// Besides the C++ limits it bounds the work and memory a hostile buffer can
+// cause by pointing many offsets at one table or vector (FlatBuffers offsets
+// form a DAG, and writers legitimately share strings, as
+// FlatBufferBuilder.CreateSharedString does):
+//   - table visits are limited to one per 4 bytes of buffer, because decoding
+//     expands a shared table once per reference;
+//   - each distinct vector or string (by position and element size) is
+//     verified once and its bytes counted once; their total may not exceed
+//     twice the buffer size (only overlapping vectors get there);
+//   - vectors that decoding copies (Vector, not Bytes) are also counted once
+//     per reference, and that total may not exceed twice the buffer size
+//     either. Strings are not: a decoder copies a shared string once (see
+//     SharedString).
+//
+// Decoding a verified buffer therefore allocates O(len(buf)) bytes. These
+// limits have no upstream counterpart; no real writer comes near them.
+type Verifier struct {
+	// Warnings lists what ExecuTorch accepts but ptekit finds suspect, in
+	// the order met.
+	Warnings []Error
+
+	buf       []byte
+	depth     int
+	tables    int
+	vecBytes  uint64  // bytes of distinct vectors and strings
+	copyBytes uint64  // bytes of copied vectors, once per reference
+	seen      []uint8 // seen* bits by position/4 of a vector's length prefix
+}
+
+// Bits of Verifier.seen. Vector and string positions are 4-aligned, so one
+// byte per 4 bytes of buffer records every kind of use of a position.
+const (
+	seenString uint8 = 1 << iota // verified as a string
+	seenShared                   // referenced as a string more than once
+	seenVec1                     // verified as a vector of 1-byte elements
+	seenVec4                     // ... of 4-byte elements
+	seenVec8                     // ... of 8-byte elements
+)
+
+// Verify checks buf as a flatbuffer whose root table has type root. buf
+// starts at the root offset (the identifier, if any, is the caller's to
+// check). A returned error is an *Error.
+func Verify(buf []byte, root *Table) (*Verifier, error) {
+	v := &Verifier{buf: buf}
+	if len(buf) > MaxBufferSize {
+		return nil, v.fail(0, nil, "flatbuffer of %d bytes exceeds the FlatBuffers limit of %d", len(buf), MaxBufferSize)
+	}
+	if !v.within(0, 8) {
+		return nil, v.fail(0, nil, "flatbuffer of %d bytes is shorter than the 8-byte prefix", len(buf))
+	}
+	v.seen = make([]uint8, len(buf)/4+1)
+	r, err := v.offset(0, nil, "root table offset")
+	if err != nil {
+		return nil, err
+	}
+	if err := v.table(r, root, nil); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// SharedString reports whether the string at pos was referenced more than
+// once; decoders copy those once.
+func (v *Verifier) SharedString(pos uint32) bool {
+	return int(pos/4) < len(v.seen) && v.seen[pos/4]&seenShared != 0
+}
+
+// maxVisits is the largest number of table visits an unshared buffer needs.
+func (v *Verifier) maxVisits() int { return len(v.buf)/4 + 1 }
+
+func (v *Verifier) fail(off uint64, p *path, format string, args ...any) error {
+	ps := ""
+	if p != nil {
+		ps = p.String()
+	}
+	return &Error{Off: int64(off), Path: ps, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (v *Verifier) warn(off uint64, p *path, format string, args ...any) {
+	ps := ""
+	if p != nil {
+		ps = p.String()
+	}
+	v.Warnings = append(v.Warnings, Error{Off: int64(off), Path: ps, Msg: fmt.Sprintf(format, args...)})
+}
+
+// within reports whether [off, off+n) lies inside the buffer.
+func (v *Verifier) within(off, n uint64) bool {
+	size := uint64(len(v.buf))
+	return off <= size && n <= size-off
+}
+
+func (v *Verifier) u16(off uint64) uint16 { return binary.LittleEndian.Uint16(v.buf[off:]) }
+func (v *Verifier) u32(off uint64) uint32 { return binary.LittleEndian.Uint32(v.buf[off:]) }
+
+// offset reads the uoffset at off and returns its target.
+// RULES (C++ Verifier::VerifyOffset): the offset is 4-aligned and inside the
+// buffer, non-zero, not negative as a signed 32-bit value, and its target
+// is inside the buffer.
+func (v *Verifier) offset(off uint64, p *path, what string) (uint64, error) {
+	if off%4 != 0 {
+		return 0, v.fail(off, p, "%s at byte %d is not 4-byte aligned", what, off)
+	}
+	if !v.within(off, 4) {
+		return 0, v.fail(off, p, "%s is outside the %d-byte flatbuffer", what, len(v.buf))
+	}
+	u := uint64(v.u32(off))
+	if u == 0 {
+		return 0, v.fail(off, p, "%s is zero", what)
+	}
+	if u > MaxBufferSize {
+		return 0, v.fail(off, p, "%s %d is negative as a signed offset", what, u)
+	}
+	if !v.within(off+u, 1) {
+		return 0, v.fail(off, p, "%s %d points to byte %d, past the %d-byte flatbuffer", what, u, off+u, len(v.buf))
+	}
+	return off + u, nil
+}
+
+// table verifies the table at pos against its description.
+// RULES (C++ VerifyTableStart, VerifyField, VerifyOffset): depth and table
+// count limits; the table is 4-aligned and inside the buffer; its vtable is
+// 2-aligned, inside the buffer, of even size; each present field lies inside
+// the buffer, aligned to its own size (scalars) or to 4 (offsets).
+func (v *Verifier) table(pos uint64, t *Table, p *path) error {
+	v.depth++
+	v.tables++
+	if v.depth > MaxDepth {
+		return v.fail(pos, p, "tables nested deeper than %d", MaxDepth)
+	}
+	if v.tables > MaxTables {
+		return v.fail(pos, p, "more than %d tables", MaxTables)
+	}
+	if v.tables > v.maxVisits() {
+		return v.fail(pos, p, "more table visits (%d) than a %d-byte flatbuffer can hold without sharing tables", v.tables, len(v.buf))
+	}
+	if pos%4 != 0 {
+		return v.fail(pos, p, "%s table at byte %d is not 4-byte aligned", t.Name, pos)
+	}
+	if !v.within(pos, 4) {
+		return v.fail(pos, p, "%s table is outside the %d-byte flatbuffer", t.Name, len(v.buf))
+	}
+	soff := int64(int32(v.u32(pos)))
+	vt := int64(pos) - soff
+	if vt < 0 || vt%2 != 0 || !v.within(uint64(vt), 2) {
+		return v.fail(pos, p, "%s table's vtable offset %d points to byte %d, outside the flatbuffer or misaligned", t.Name, soff, vt)
+	}
+	vtSize := uint64(v.u16(uint64(vt)))
+	if vtSize%2 != 0 || !v.within(uint64(vt), vtSize) {
+		return v.fail(uint64(vt), p, "%s vtable size %d is odd or runs past the flatbuffer", t.Name, vtSize)
+	}
+	if vtSize < 4 {
+		// The C++ verifier accepts it (every field then reads as absent); no
+		// FlatBuffers builder writes one.
+		v.warn(uint64(vt), p, "%s vtable size %d is shorter than its 4-byte header: every field reads as absent", t.Name, vtSize)
+	}
+	// The table size stored in the vtable is not checked against field
+	// positions: the Python flatbuffers builder that writes current .pte
+	// files stores sizes that exclude the last field (the C++ verifier does
+	// not look at it either). Every field is checked against the buffer.
+	var unionTag byte
+	for slot := range t.Fields {
+		vo := uint64(4 + 2*slot)
+		if vo+2 > vtSize {
+			break
+		}
+		fo := uint64(v.u16(uint64(vt) + vo))
+		f := &t.Fields[slot]
+		if fo == 0 {
+			if f.Kind == KindUnionType {
+				unionTag = 0
+			}
+			continue
+		}
+		fp := p.field(f.Name)
+		abs := pos + fo
+		width := uint64(4)
+		if f.Kind == KindScalar || f.Kind == KindUnionType {
+			width = uint64(f.Size)
+		}
+		if !v.within(abs, width) {
+			return v.fail(uint64(vt)+vo, fp, "field offset %d puts the field outside the flatbuffer", fo)
+		}
+		if fo < 4 {
+			// The C++ verifier only bounds fields by the buffer.
+			v.warn(uint64(vt)+vo, fp, "field offset %d overlaps the %s table's own vtable offset", fo, t.Name)
+		}
+		if abs%width != 0 {
+			return v.fail(abs, fp, "field at byte %d is not %d-byte aligned", abs, width)
+		}
+		switch f.Kind {
+		case KindScalar:
+		case KindUnionType:
+			unionTag = v.buf[abs]
+		case KindString:
+			target, err := v.offset(abs, fp, "string offset")
+			if err != nil {
+				return err
+			}
+			if err := v.string(target, fp); err != nil {
+				return err
+			}
+		case KindTable:
+			target, err := v.offset(abs, fp, "table offset")
+			if err != nil {
+				return err
+			}
+			if err := v.table(target, f.Table, fp); err != nil {
+				return err
+			}
+		case KindVector:
+			target, err := v.offset(abs, fp, "vector offset")
+			if err != nil {
+				return err
+			}
+			if _, err := v.vector(target, uint64(f.Size), !f.Alias, fp); err != nil {
+				return err
+			}
+		case KindTableVec:
+			target, err := v.offset(abs, fp, "vector offset")
+			if err != nil {
+				return err
+			}
+			if err := v.tableVector(target, f.Table, fp); err != nil {
+				return err
+			}
+		case KindUnion:
+			target, err := v.offset(abs, fp, "union value offset")
+			if err != nil {
+				return err
+			}
+			// Unknown tags are accepted, as the C++ verifier does; callers'
+			// validators report them.
+			if int(unionTag) < len(f.Union) && f.Union[unionTag] != nil {
+				if err := v.table(target, f.Union[unionTag], fp); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	v.depth--
+	return nil
+}
+
+// vector verifies the vector whose length prefix is at pos and returns its
+// element count. copied says that decoding copies the elements for every
+// reference (see Verifier).
+// RULES (C++ VerifyVectorOrString): the length prefix is 4-aligned and
+// inside the buffer, and the elements fit in the buffer. The C++ verifier
+// checks only the prefix's alignment, so 8-byte elements that are not
+// 8-aligned (as an empty IntList written at a 4-aligned offset has) are a
+// warning here.
+func (v *Verifier) vector(pos, elem uint64, copied bool, p *path) (uint64, error) {
+	if pos%4 != 0 {
+		return 0, v.fail(pos, p, "vector at byte %d is not 4-byte aligned", pos)
+	}
+	if !v.within(pos, 4) {
+		return 0, v.fail(pos, p, "vector length is outside the %d-byte flatbuffer", len(v.buf))
+	}
+	n := uint64(v.u32(pos))
+	bit := seenVec1
+	switch elem {
+	case 4:
+		bit = seenVec4
+	case 8:
+		bit = seenVec8
+	}
+	if v.seen[pos/4]&bit == 0 {
+		if n >= MaxBufferSize/elem {
+			return 0, v.fail(pos, p, "vector length %d is too large", n)
+		}
+		if !v.within(pos+4, n*elem) {
+			return 0, v.fail(pos, p, "vector of %d %d-byte elements runs past the %d-byte flatbuffer", n, elem, len(v.buf))
+		}
+		if elem == 8 && (pos+4)%8 != 0 {
+			if n == 0 {
+				v.warn(pos+4, p, "empty vector of 8-byte values starts at byte %d, not 8-byte aligned (ExecuTorch accepts it)", pos+4)
+			} else {
+				v.warn(pos+4, p, "elements of a vector of %d 8-byte values at byte %d are not 8-byte aligned: ExecuTorch reads them unaligned, which faults on strict-alignment targets", n, pos+4)
+			}
+		}
+		v.vecBytes += n * elem
+		if v.vecBytes > 2*uint64(len(v.buf)) {
+			return 0, v.fail(pos, p, "distinct vectors and strings hold %d bytes in total, more than twice the %d-byte flatbuffer: they overlap", v.vecBytes, len(v.buf))
+		}
+		v.seen[pos/4] |= bit
+	}
+	if copied {
+		v.copyBytes += n * elem
+		if v.copyBytes > 2*uint64(len(v.buf)) {
+			return 0, v.fail(pos, p, "vectors referenced %d bytes in total, more than twice the %d-byte flatbuffer: one vector is shared by too many tables", v.copyBytes, len(v.buf))
+		}
+	}
+	return n, nil
+}
+
+// string verifies the string at pos: length, bytes and NUL terminator. A
+// string verified before is only marked shared.
+// RULES (C++ VerifyString): a byte vector followed by a NUL inside the buffer.
+func (v *Verifier) string(pos uint64, p *path) error {
+	if pos%4 == 0 && v.within(pos, 4) && v.seen[pos/4]&seenString != 0 {
+		v.seen[pos/4] |= seenShared
+		return nil
+	}
+	n, err := v.vector(pos, 1, false, p)
+	if err != nil {
+		return err
+	}
+	end := pos + 4 + n
+	if !v.within(end, 1) {
+		return v.fail(pos, p, "string of %d bytes has no room for its NUL terminator", n)
+	}
+	if v.buf[end] != 0 {
+		return v.fail(end, p, "string of %d bytes is not NUL-terminated", n)
+	}
+	v.seen[pos/4] |= seenString
+	return nil
+}
+
+// tableVector verifies a vector of tables. Its element tables are visited
+// (and counted) for every reference, as decoding expands them.
+// RULES (C++ VerifyVectorOfTables).
+func (v *Verifier) tableVector(pos uint64, t *Table, p *path) error {
+	n, err := v.vector(pos, 4, false, p)
+	if err != nil {
+		return err
+	}
+	for i := uint64(0); i < n; i++ {
+		ep := p.elem(uint32(i))
+		target, err := v.offset(pos+4+4*i, ep, "element offset")
+		if err != nil {
+			return err
+		}
+		if err := v.table(target, t, ep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
