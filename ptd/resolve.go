@@ -1,0 +1,416 @@
+package ptd
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/bits"
+	"slices"
+
+	"github.com/ptekit/ptekit/pte"
+)
+
+// Source is one data file given to a program, in the order given: either an
+// open File or the error opening it produced.
+type Source struct {
+	// Name is how the file was named (a path or URL), for reports.
+	Name string
+	// File is the open file, nil when Err is set.
+	File *File
+	// Err is why the file could not be opened.
+	Err error
+}
+
+// Load opens name as a Source: a failed open is kept in Source.Err (the
+// caller must Close Source.File when set).
+func Load(name string) Source {
+	f, err := Open(name)
+	return Source{Name: name, File: f, Err: err}
+}
+
+// Status is the outcome of one step as ExecuTorch would report it.
+type Status struct {
+	// Code is CodeOk on success, else ExecuTorch's error.
+	Code pte.Code
+	// Undefined is set when ExecuTorch has no check for the problem and its
+	// behaviour is undefined (recorded runs crash); Code is then ptekit's
+	// best description, not an upstream result.
+	Undefined bool
+	// Err says what and where; nil on success.
+	Err error
+}
+
+// OK reports whether the step succeeded.
+func (s Status) OK() bool { return s.Code == pte.CodeOk && !s.Undefined && s.Err == nil }
+
+// String is "Ok", the code name, or "undefined (crash)".
+func (s Status) String() string {
+	switch {
+	case s.Undefined:
+		return "undefined (crash)"
+	case s.Err == nil && s.Code == pte.CodeOk:
+		return "Ok"
+	}
+	return s.Code.String()
+}
+
+// statusOf makes a Status of an error.
+func statusOf(err error) Status {
+	if err == nil {
+		return Status{}
+	}
+	var fe *FormatError
+	if errors.As(err, &fe) {
+		return Status{Code: fe.Code, Undefined: fe.Undefined, Err: err}
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		// FileDataLoader::from fails to open the file.
+		return Status{Code: pte.CodeAccessFailed, Err: err}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return Status{Code: pte.CodeAccessFailed, Err: err}
+	}
+	return Status{Code: pte.CodeInternal, Err: err}
+}
+
+// FileResult is how ExecuTorch's FlatTensorDataMap::load fares on a source.
+type FileResult struct {
+	Name string
+	// Load is FlatTensorDataMap::load's result (AccessFailed when the file
+	// cannot be opened).
+	Load Status
+	// Keys are the keys the loaded map lists (get_key), in order.
+	Keys []string
+	// Legacy is set for a file in the pre-2025-06 layout.
+	Legacy bool
+}
+
+// TensorRow is one EXTERNAL tensor of a method and where its data comes
+// from.
+type TensorRow struct {
+	// Value is the index of the tensor in ExecutionPlan.Values.
+	Value int
+	// Key is extra_tensor_info.fully_qualified_name.
+	Key string
+	// Planned is set for a memory-planned tensor (it has allocation_info:
+	// its bytes are copied into planned memory); otherwise it is an
+	// external constant.
+	Planned bool
+	// File indexes Resolution.Files: the data file holding Key; -1 when no
+	// usable data map holds it.
+	File int
+	// Entry indexes that file's NamedData; -1 when not found.
+	Entry int
+	// Layout is the key's layout in the data file, nil if none.
+	Layout *TensorLayout
+	// Offset and Size locate the payload in the data file (-1 when
+	// unknown).
+	Offset, Size int64
+	// Status is the error ExecuTorch reports for this tensor.
+	Status Status
+}
+
+// KeyRow is a key of the program's own named_data that delegates may reach
+// through the merged map, and whether an external file holds it too.
+type KeyRow struct {
+	Key string
+	// File indexes Resolution.Files when a data file holds the same key
+	// (ExecuTorch then refuses the merge), -1 otherwise.
+	File int
+}
+
+// MethodResult is the outcome for one execution plan.
+type MethodResult struct {
+	Name string
+	// Status is what Method::load returns as far as external data decides it
+	// (CodeOk when external data does not stop it).
+	Status Status
+	// Tensors lists every EXTERNAL tensor, constants and memory-planned, in
+	// value order.
+	Tensors []TensorRow
+	// NamedData lists the program's own named_data keys.
+	NamedData []KeyRow
+}
+
+// Resolution is how ExecuTorch resolves a program's external data against
+// the given data files: per file, the merge, and per method.
+type Resolution struct {
+	// Files has one entry per Source, in order.
+	Files []FileResult
+	// Merge is MergedDataMap::load over the maps that loaded (maps with no
+	// keys are dropped; none left or a key in two files is
+	// InvalidArgument). Zero (Ok) when no data files were given.
+	Merge Status
+	// Module is what Module::load returns: the first failed file load, else
+	// the merge result.
+	Module Status
+	// HaveMap reports whether methods get a data map: files were given, all
+	// loaded, and the merge succeeded. Methods are resolved without one
+	// otherwise, which is what the recorded runs show.
+	HaveMap bool
+	// Crashed is set when a data file makes ExecuTorch's loader crash
+	// (undefined behaviour) before any method loads.
+	Crashed bool
+	// Methods has one entry per execution plan.
+	Methods []MethodResult
+}
+
+// locationExternal is TensorDataLocation EXTERNAL.
+const locationExternal pte.TensorDataLocation = 1
+
+// Resolve resolves the EXTERNAL tensors and named data of every method of
+// p against srcs, following ExecuTorch's Module::load (each file loaded, then
+// merged), Method::parse_external_constants and the tensor parser:
+//
+//   - external constants (no allocation_info), if a method has any, need a
+//     data map (InvalidState), a key present in it (NotFound, or the
+//     lookup's InvalidExternalData), a layout equal to the tensor's
+//     (InvalidExternalData), and bytes inside the file (InvalidExternalData);
+//   - memory-planned EXTERNAL tensors need a data map (InvalidExternalData),
+//     the key and an equal layout, and layout.nbytes bytes inside the file
+//     (InvalidArgument);
+//   - a missing fully_qualified_name is InvalidExternalData;
+//   - then the program's own named_data is merged with the external map for
+//     delegates (a key in both is InvalidArgument).
+//
+// A method's Status is the first failure in that order; every tensor row
+// carries its own status. Keys compare as C strings.
+func Resolve(p *pte.Program, srcs []Source) *Resolution {
+	r := &Resolution{}
+	var loaded []int
+	for i, s := range srcs {
+		fr := FileResult{Name: s.Name}
+		switch {
+		case s.Err != nil:
+			fr.Load = statusOf(s.Err)
+		case s.File == nil:
+			fr.Load = Status{Code: pte.CodeInvalidArgument, Err: fmt.Errorf("ptd: source %q has no file", s.Name)}
+		default:
+			fr.Keys = s.File.Keys()
+			fr.Legacy = s.File.Legacy != nil
+			loaded = append(loaded, i)
+		}
+		if fr.Load.Undefined {
+			r.Crashed = true
+		}
+		if !fr.Load.OK() && r.Module.OK() {
+			r.Module = fr.Load
+		}
+		r.Files = append(r.Files, fr)
+	}
+	keyFile := map[string]int{} // merged key -> index in srcs
+	if len(srcs) > 0 {
+		r.Merge = merge(r.Files, loaded, keyFile)
+		if r.Module.OK() {
+			r.Module = r.Merge
+		}
+		r.HaveMap = r.Module.OK()
+	}
+	if r.Crashed {
+		r.Merge = Status{Undefined: true, Code: pte.CodeInternal, Err: errors.New("ptd: the loader crashed on a data file before merging")}
+	}
+	if !r.HaveMap {
+		clear(keyFile)
+	}
+	for _, ep := range p.ExecutionPlan {
+		r.Methods = append(r.Methods, resolveMethod(p, ep, srcs, keyFile, r.HaveMap, r.Crashed))
+	}
+	return r
+}
+
+// merge mirrors MergedDataMap::load over the loaded maps, filling keyFile.
+func merge(files []FileResult, loaded []int, keyFile map[string]int) Status {
+	var valid []int
+	for _, i := range loaded {
+		if len(files[i].Keys) > 0 {
+			valid = append(valid, i)
+		}
+	}
+	if len(valid) == 0 {
+		return Status{Code: pte.CodeInvalidArgument, Err: errors.New("ptd: no data file with keys to merge")}
+	}
+	for _, i := range valid {
+		for _, k := range files[i].Keys {
+			if j, dup := keyFile[k]; dup && j != i {
+				return Status{Code: pte.CodeInvalidArgument,
+					Err: fmt.Errorf("ptd: duplicate key %q in %s and %s", k, files[j].Name, files[i].Name)}
+			}
+			if _, dup := keyFile[k]; !dup {
+				keyFile[k] = i
+			}
+		}
+	}
+	return Status{}
+}
+
+// resolveMethod resolves one execution plan.
+func resolveMethod(p *pte.Program, ep *pte.ExecutionPlan, srcs []Source, keyFile map[string]int, haveMap, crashed bool) MethodResult {
+	m := MethodResult{Name: ep.Name}
+	var constants, planned []int // indices into m.Tensors
+	for vi, ev := range ep.Values {
+		if ev == nil {
+			continue
+		}
+		t, ok := ev.Val.(*pte.Tensor)
+		if !ok || t == nil || t.ExtraTensorInfo == nil || t.ExtraTensorInfo.Location != locationExternal {
+			continue
+		}
+		row := TensorRow{Value: vi, Key: t.ExtraTensorInfo.FullyQualifiedName, Planned: t.AllocationInfo != nil,
+			File: -1, Entry: -1, Offset: -1, Size: -1}
+		row.Status = resolveTensor(&row, t, srcs, keyFile, haveMap)
+		if row.Planned {
+			planned = append(planned, len(m.Tensors))
+		} else {
+			constants = append(constants, len(m.Tensors))
+		}
+		m.Tensors = append(m.Tensors, row)
+	}
+	for _, nd := range p.NamedData {
+		if nd == nil {
+			continue
+		}
+		kr := KeyRow{Key: nd.Key, File: -1}
+		if j, ok := keyFile[cString(nd.Key)]; ok {
+			kr.File = j
+		}
+		m.NamedData = append(m.NamedData, kr)
+	}
+	switch {
+	case crashed:
+		m.Status = Status{Undefined: true, Code: pte.CodeInternal, Err: errors.New("ptd: the loader crashed on a data file")}
+		return m
+	case len(constants) > 0 && !haveMap:
+		m.Status = Status{Code: pte.CodeInvalidState,
+			Err: fmt.Errorf("ptd: method %q has %d external constants and no data map", ep.Name, len(constants))}
+		return m
+	}
+	for _, i := range append(constants, planned...) {
+		if !m.Tensors[i].Status.OK() {
+			m.Status = m.Tensors[i].Status
+			return m
+		}
+	}
+	if haveMap {
+		for _, kr := range m.NamedData {
+			if kr.File >= 0 {
+				m.Status = Status{Code: pte.CodeInvalidArgument,
+					Err: fmt.Errorf("ptd: program named_data key %q is also in %s: merging it with the external data fails", kr.Key, srcs[kr.File].Name)}
+				return m
+			}
+		}
+	}
+	return m
+}
+
+// resolveTensor fills row and returns the tensor's status.
+func resolveTensor(row *TensorRow, t *pte.Tensor, srcs []Source, keyFile map[string]int, haveMap bool) Status {
+	if slices.Contains(t.ExtraTensorInfo.Absent, "fully_qualified_name") {
+		return Status{Code: pte.CodeInvalidExternal, Err: fmt.Errorf("ptd: value %d: EXTERNAL tensor without fully_qualified_name", row.Value)}
+	}
+	if !haveMap {
+		if row.Planned {
+			return Status{Code: pte.CodeInvalidExternal, Err: fmt.Errorf("ptd: memory-planned tensor %q is EXTERNAL but no data file was loaded", row.Key)}
+		}
+		return Status{Code: pte.CodeInvalidState, Err: fmt.Errorf("ptd: external constant %q: no data map", row.Key)}
+	}
+	fi, ok := keyFile[cString(row.Key)]
+	if !ok {
+		return Status{Code: pte.CodeNotFound, Err: &FormatError{Off: -1, Code: pte.CodeNotFound, Msg: fmt.Sprintf("no data file has key %q", row.Key)}}
+	}
+	row.File = fi
+	f := srcs[fi].File
+	entry, err := f.Lookup(row.Key)
+	row.Entry = entry
+	if err != nil {
+		return statusOf(err)
+	}
+	nd := f.NamedData[entry]
+	row.Layout = nd.Layout
+	if nd.Layout == nil {
+		return Status{Code: pte.CodeInvalidExternal, Undefined: true, Err: &FormatError{Off: f.ndPos[entry],
+			Path: fmt.Sprintf("named_data[%d].tensor_layout", entry), Code: pte.CodeInvalidExternal, Undefined: true,
+			Msg: fmt.Sprintf("key %q has no tensor_layout: ExecuTorch dereferences null", row.Key)}}
+	}
+	if st := compareLayout(row, t, nd.Layout, f, entry); !st.OK() {
+		return st
+	}
+	seg := f.Segments[nd.SegmentIndex]
+	if !row.Planned {
+		off, size, err := f.segmentRange(int(nd.SegmentIndex), row.Key)
+		if err != nil {
+			// get_data fails; parse_external_constants reports it as
+			// InvalidExternalData.
+			var fe *FormatError
+			errors.As(err, &fe)
+			return Status{Code: pte.CodeInvalidExternal, Err: err}
+		}
+		row.Offset, row.Size = off, size
+		return Status{}
+	}
+	// load_data_into reads layout.nbytes() bytes from the segment start,
+	// whatever the segment's size.
+	nbytes, ok := layoutBytes(nd.Layout)
+	start := f.Header.SegmentBaseOffset + seg.Offset
+	if !ok || start < seg.Offset || start+nbytes < start || start+nbytes > uint64(f.Size) {
+		return Status{Code: pte.CodeInvalidArgument, Err: &FormatError{Off: f.segPos[nd.SegmentIndex],
+			Path: fmt.Sprintf("segments[%d]", nd.SegmentIndex), Code: pte.CodeInvalidArgument,
+			Msg: fmt.Sprintf("key %q: %d tensor bytes at file offset %d are not inside the %d-byte file", row.Key, nbytes, start, f.Size)}}
+	}
+	row.Offset, row.Size = int64(start), int64(nbytes)
+	return Status{}
+}
+
+// compareLayout checks the data file's layout against the program's tensor
+// as ExecuTorch does: scalar type, rank, each size, each dim order entry.
+func compareLayout(row *TensorRow, t *pte.Tensor, l *TensorLayout, f *File, entry int) Status {
+	bad := func(format string, args ...any) Status {
+		return Status{Code: pte.CodeInvalidExternal, Err: &FormatError{Off: f.ndPos[entry],
+			Path: fmt.Sprintf("named_data[%d].tensor_layout", entry), Code: pte.CodeInvalidExternal,
+			Msg: fmt.Sprintf("key %q: ", row.Key) + fmt.Sprintf(format, args...)}}
+	}
+	if l.ScalarType != t.ScalarType {
+		return bad("scalar type %v, program wants %v", l.ScalarType, t.ScalarType)
+	}
+	if len(l.Sizes) != len(t.Sizes) {
+		return bad("rank %d, program wants %d", len(l.Sizes), len(t.Sizes))
+	}
+	if len(l.DimOrder) < len(l.Sizes) {
+		// ExecuTorch takes rank dim_order entries and reads past the vector.
+		return Status{Code: pte.CodeInvalidExternal, Undefined: true, Err: &FormatError{Off: f.ndPos[entry],
+			Path: fmt.Sprintf("named_data[%d].tensor_layout.dim_order", entry), Code: pte.CodeInvalidExternal, Undefined: true,
+			Msg: fmt.Sprintf("key %q: %d dim_order entries for rank %d: ExecuTorch reads past the vector", row.Key, len(l.DimOrder), len(l.Sizes))}}
+	}
+	for i := range l.Sizes {
+		if l.Sizes[i] != t.Sizes[i] {
+			return bad("sizes %v, program wants %v", l.Sizes, t.Sizes)
+		}
+	}
+	for i := range l.Sizes {
+		if i >= len(t.DimOrder) || l.DimOrder[i] != t.DimOrder[i] {
+			return bad("dim_order %v, program wants %v", l.DimOrder[:len(l.Sizes)], t.DimOrder)
+		}
+	}
+	return Status{}
+}
+
+// layoutBytes is TensorLayout::nbytes: numel times the element size;
+// ok=false on an unknown type, a negative size or overflow.
+func layoutBytes(l *TensorLayout) (uint64, bool) {
+	es, ok := pte.ElementSize(l.ScalarType)
+	if !ok {
+		return 0, false
+	}
+	n := es
+	for _, s := range l.Sizes {
+		if s < 0 {
+			return 0, false
+		}
+		hi, lo := bits.Mul64(n, uint64(s))
+		if hi != 0 {
+			return 0, false
+		}
+		n = lo
+	}
+	return n, true
+}
