@@ -142,6 +142,9 @@ type Resolution struct {
 	// keys are dropped; none left or a key in two files is
 	// InvalidArgument). Zero (Ok) when no data files were given.
 	Merge Status
+	// Keys lists the merged map's keys in order (files in order, each
+	// file's keys in order) when the merge succeeded.
+	Keys []string
 	// Module is what Module::load returns: the first failed file load, else
 	// the merge result.
 	Module Status
@@ -202,6 +205,11 @@ func Resolve(p *pte.Program, srcs []Source) *Resolution {
 	keyFile := map[string]int{} // merged key -> index in srcs
 	if len(srcs) > 0 {
 		r.Merge = merge(r.Files, loaded, keyFile)
+		if r.Merge.OK() {
+			for _, i := range loaded {
+				r.Keys = append(r.Keys, r.Files[i].Keys...)
+			}
+		}
 		if r.Module.OK() {
 			r.Module = r.Merge
 		}
