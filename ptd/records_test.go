@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/ptekit/ptekit/internal/testkit"
-	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/ptd"
+	"github.com/ptekit/ptekit/pte"
 )
 
 // This file reads the records beside the shared files (TSV verdicts and the
