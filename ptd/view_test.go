@@ -331,3 +331,17 @@ func TestVectorViews(t *testing.T) {
 		})
 	}
 }
+
+// TestReadsOnlyHeadAndFlatbuffer: opening reads the head and the
+// flatbuffer region, never segment bytes.
+func TestReadsOnlyHeadAndFlatbuffer(t *testing.T) {
+	b := build(t, entry{"a", layout2x2(), bytes.Repeat([]byte{7}, 1<<16)})
+	c := testkit.NewCountingReaderAt(bytes.NewReader(b))
+	f, err := ptd.NewFile(c, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if max := int64(ptd.HeadBytes) + int64(f.Header.FlatbufferOffset+f.Header.FlatbufferSize); c.Bytes() > max {
+		t.Fatalf("read %d bytes opening a %d-byte file, want at most %d", c.Bytes(), len(b), max)
+	}
+}
