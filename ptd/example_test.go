@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/ptd"
+	"github.com/ptekit/ptekit/pte"
 )
 
 // A program with one external constant "weight", resolved against a data

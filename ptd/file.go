@@ -229,13 +229,7 @@ func parseHeader(head []byte) (Header, error) {
 
 // readFullAt fills buf from r at off.
 func readFullAt(r io.ReaderAt, buf []byte, off int64) error {
-	n, err := r.ReadAt(buf, off)
-	if n == len(buf) {
-		return nil
-	}
-	if err == nil || errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
-	}
+	_, err := io.ReadFull(io.NewSectionReader(r, off, int64(len(buf))), buf)
 	return err
 }
 
@@ -276,10 +270,7 @@ func (f *File) decode() error {
 			return verifyErr(err, "FlatTensor")
 		}
 	}
-	for _, w := range v.Warnings {
-		f.Findings = append(f.Findings, Finding{Severity: pte.SeverityWarning,
-			Err: &FormatError{Off: w.Off, Path: w.Path, Msg: w.Msg, Code: pte.CodeOk}})
-	}
+	f.addWarnings(v)
 	root := flattensor.GetRootAsFlatTensor(f.region, 0)
 	f.Version = root.Version()
 	var seg flattensor.DataSegment
@@ -402,3 +393,11 @@ func cString(s string) string {
 
 // hasField reports whether the vtable of t has a non-zero entry at vo.
 func hasField(t flatbuffers.Table, vo flatbuffers.VOffsetT) bool { return t.Offset(vo) != 0 }
+
+// addWarnings records what the verifier accepted but flagged.
+func (f *File) addWarnings(v *fbverify.Verifier) {
+	for _, w := range v.Warnings {
+		f.Findings = append(f.Findings, Finding{Severity: pte.SeverityWarning,
+			Err: &FormatError{Off: w.Off, Path: w.Path, Msg: w.Msg, Code: pte.CodeOk}})
+	}
+}

@@ -1,8 +1,9 @@
 package ptd
 
 import (
-	"encoding/binary"
 	"fmt"
+
+	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/ptekit/ptekit/internal/fbverify"
 	"github.com/ptekit/ptekit/pte"
@@ -44,107 +45,57 @@ var (
 		fbverify.TableVector("tensors", fbLegacyTensor), fbverify.TableVector("segments", fbDataSegment)}}
 )
 
-// tab reads fields of a table in a region the verifier has passed.
-type tab struct {
-	b   []byte
-	pos uint32
-	vt  uint32
+// vo is the vtable offset of slot.
+func vo(slot int) flatbuffers.VOffsetT { return flatbuffers.VOffsetT(4 + 2*slot) }
+
+// tableAt is the table at pos of a verified region.
+func tableAt(b []byte, pos flatbuffers.UOffsetT) flatbuffers.Table {
+	return flatbuffers.Table{Bytes: b, Pos: pos}
 }
 
-func tabAt(b []byte, pos uint32) tab {
-	return tab{b: b, pos: pos, vt: uint32(int64(pos) - int64(int32(binary.LittleEndian.Uint32(b[pos:]))))}
-}
-
-// field returns the absolute position of slot, or 0 when absent.
-func (t tab) field(slot int) uint32 {
-	vo := uint32(4 + 2*slot)
-	if vo+2 > uint32(binary.LittleEndian.Uint16(t.b[t.vt:])) {
-		return 0
-	}
-	fo := uint32(binary.LittleEndian.Uint16(t.b[t.vt+vo:]))
-	if fo == 0 {
-		return 0
-	}
-	return t.pos + fo
-}
-
-func (t tab) u8(slot int) uint8 {
-	if p := t.field(slot); p != 0 {
-		return t.b[p]
-	}
-	return 0
-}
-
-func (t tab) u32(slot int) uint32 {
-	if p := t.field(slot); p != 0 {
-		return binary.LittleEndian.Uint32(t.b[p:])
-	}
-	return 0
-}
-
-func (t tab) u64(slot int) uint64 {
-	if p := t.field(slot); p != 0 {
-		return binary.LittleEndian.Uint64(t.b[p:])
-	}
-	return 0
-}
-
-// vec returns the start of the elements and the count of the vector in slot.
-func (t tab) vec(slot int) (start, n uint32, ok bool) {
-	p := t.field(slot)
-	if p == 0 {
-		return 0, 0, false
-	}
-	at := p + binary.LittleEndian.Uint32(t.b[p:])
-	return at + 4, binary.LittleEndian.Uint32(t.b[at:]), true
-}
-
-func (t tab) str(slot int) string {
-	start, n, ok := t.vec(slot)
-	if !ok {
-		return ""
-	}
-	return string(t.b[start : start+n])
-}
-
-func (t tab) tables(slot int) ([]tab, bool) {
-	start, n, ok := t.vec(slot)
-	if !ok {
+// tables returns the tables of the vector in slot of t, ok=false when absent.
+func tables(t flatbuffers.Table, slot int) ([]flatbuffers.Table, bool) {
+	o := flatbuffers.UOffsetT(t.Offset(vo(slot)))
+	if o == 0 {
 		return nil, false
 	}
-	out := make([]tab, n)
+	start := t.Vector(o)
+	out := make([]flatbuffers.Table, t.VectorLen(o))
 	for i := range out {
-		p := start + 4*uint32(i)
-		out[i] = tabAt(t.b, p+binary.LittleEndian.Uint32(t.b[p:]))
+		out[i] = tableAt(t.Bytes, t.Indirect(start+flatbuffers.UOffsetT(4*i)))
 	}
 	return out, true
 }
 
 // decodeLegacy fills f from an older-layout region v has verified.
 func (f *File) decodeLegacy(v *fbverify.Verifier) error {
-	_ = v
-	root := tabAt(f.region, binary.LittleEndian.Uint32(f.region))
-	f.Version = root.u32(0)
-	l := &LegacyLayout{TensorAlignment: root.u32(1)}
-	segs, _ := root.tables(3)
+	f.addWarnings(v)
+	root := tableAt(f.region, flatbuffers.GetUOffsetT(f.region))
+	f.Version = root.GetUint32Slot(vo(0), 0)
+	l := &LegacyLayout{TensorAlignment: root.GetUint32Slot(vo(1), 0)}
+	segs, _ := tables(root, 3)
 	f.Segments = make([]Segment, len(segs))
 	f.segPos = make([]int64, len(segs))
 	for i, s := range segs {
-		f.Segments[i] = Segment{Offset: s.u64(0), Size: s.u64(1)}
-		f.segPos[i] = int64(s.pos)
+		f.Segments[i] = Segment{Offset: s.GetUint64Slot(vo(0), 0), Size: s.GetUint64Slot(vo(1), 0)}
+		f.segPos[i] = int64(s.Pos)
 	}
-	ts, hasTensors := root.tables(2)
+	ts, hasTensors := tables(root, 2)
 	for _, t := range ts {
-		lt := LegacyTensor{FullyQualifiedName: t.str(0), SegmentIndex: t.u32(4), Offset: t.u64(5)}
-		lt.Layout.ScalarType = pte.ScalarType(t.u8(1))
-		if start, n, ok := t.vec(2); ok {
-			lt.Layout.Sizes = make([]int32, n)
+		lt := LegacyTensor{SegmentIndex: t.GetUint32Slot(vo(4), 0), Offset: t.GetUint64Slot(vo(5), 0)}
+		if o := flatbuffers.UOffsetT(t.Offset(vo(0))); o != 0 {
+			lt.FullyQualifiedName = t.String(o + t.Pos)
+		}
+		lt.Layout.ScalarType = pte.ScalarType(t.GetInt8Slot(vo(1), 0))
+		if o := flatbuffers.UOffsetT(t.Offset(vo(2))); o != 0 {
+			start := t.Vector(o)
+			lt.Layout.Sizes = make([]int32, t.VectorLen(o))
 			for j := range lt.Layout.Sizes {
-				lt.Layout.Sizes[j] = int32(binary.LittleEndian.Uint32(f.region[start+4*uint32(j):]))
+				lt.Layout.Sizes[j] = t.GetInt32(start + flatbuffers.UOffsetT(4*j))
 			}
 		}
-		if start, n, ok := t.vec(3); ok {
-			lt.Layout.DimOrder = append([]uint8{}, f.region[start:start+n]...)
+		if o := flatbuffers.UOffsetT(t.Offset(vo(3))); o != 0 {
+			lt.Layout.DimOrder = append([]uint8{}, t.ByteVector(o+t.Pos)...)
 		}
 		l.Tensors = append(l.Tensors, lt)
 	}
@@ -156,7 +107,7 @@ func (f *File) decodeLegacy(v *fbverify.Verifier) error {
 		return &FormatError{Off: int64(f.RootOffset), Path: "tensors", Code: pte.CodeInvalidExternal,
 			Msg: "older-layout FlatTensor (before 2025-06) without tensors: ExecuTorch finds no named_data"}
 	}
-	if root.field(1) == 0 {
+	if root.Offset(vo(1)) == 0 {
 		return &FormatError{Off: int64(f.RootOffset), Path: "tensor_alignment", Code: pte.CodeInvalidExternal,
 			Msg: "older-layout FlatTensor (before 2025-06) without tensor_alignment: ExecuTorch finds no segments"}
 	}
