@@ -84,6 +84,8 @@ type FileResult struct {
 	Keys []string
 	// Legacy is set for a file in the pre-2025-06 layout.
 	Legacy bool
+
+	absentKey bool // a named_data entry has no key string
 }
 
 // TensorRow is one EXTERNAL tensor of a method and where its data comes
@@ -192,6 +194,9 @@ func Resolve(p *pte.Program, srcs []Source) *Resolution {
 		default:
 			fr.Keys = s.File.Keys()
 			fr.Legacy = s.File.Legacy != nil
+			for _, nd := range s.File.NamedData {
+				fr.absentKey = fr.absentKey || nd.KeyAbsent
+			}
 			loaded = append(loaded, i)
 		}
 		if fr.Load.Undefined {
@@ -205,6 +210,9 @@ func Resolve(p *pte.Program, srcs []Source) *Resolution {
 	keyFile := map[string]int{} // merged key -> index in srcs
 	if len(srcs) > 0 {
 		r.Merge = merge(r.Files, loaded, keyFile)
+		if r.Merge.Undefined {
+			r.Crashed = true
+		}
 		if r.Merge.OK() {
 			for _, i := range loaded {
 				r.Keys = append(r.Keys, r.Files[i].Keys...)
@@ -215,7 +223,7 @@ func Resolve(p *pte.Program, srcs []Source) *Resolution {
 		}
 		r.HaveMap = r.Module.OK()
 	}
-	if r.Crashed {
+	if r.Crashed && !r.Merge.Undefined {
 		r.Merge = Status{Undefined: true, Code: pte.CodeInternal, Err: errors.New("ptd: the loader crashed on a data file before merging")}
 	}
 	if !r.HaveMap {
@@ -231,6 +239,11 @@ func Resolve(p *pte.Program, srcs []Source) *Resolution {
 func merge(files []FileResult, loaded []int, keyFile map[string]int) Status {
 	var valid []int
 	for _, i := range loaded {
+		if files[i].absentKey {
+			// Listing keys dereferences the absent key string.
+			return Status{Code: pte.CodeInvalidExternal, Undefined: true,
+				Err: fmt.Errorf("ptd: %s has a named_data entry without a key: ExecuTorch dereferences null listing its keys", files[i].Name)}
+		}
 		if len(files[i].Keys) > 0 {
 			valid = append(valid, i)
 		}

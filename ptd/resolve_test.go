@@ -374,3 +374,26 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Errorf("temporary files left: %v", ents)
 	}
 }
+
+// TestAbsentKeyCrashes: a named_data entry without a key string makes
+// ExecuTorch dereference null when the merge lists keys.
+func TestAbsentKeyCrashes(t *testing.T) {
+	b := build(t, entry{"", layout2x2(), sixteen})
+	d, err := open(t, b).Contents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.NamedData[0].KeyAbsent = true
+	var buf bytes.Buffer
+	if _, err := ptd.Write(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	f := open(t, buf.Bytes())
+	if !f.NamedData[0].KeyAbsent {
+		t.Fatal("key written present")
+	}
+	r := ptd.Resolve(program(tensor("a", false)), []ptd.Source{{Name: "x", File: f}})
+	if !r.Crashed || !r.Merge.Undefined || !r.Methods[0].Status.Undefined {
+		t.Errorf("merge %v crashed %v method %v", r.Merge, r.Crashed, r.Methods[0].Status)
+	}
+}
