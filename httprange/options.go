@@ -1,0 +1,214 @@
+package httprange
+
+import (
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// Environment variables read by HeaderFromEnv.
+const (
+	// EnvBearerToken holds a token sent as "Authorization: Bearer <token>".
+	EnvBearerToken = "PTEKIT_HTTP_BEARER_TOKEN"
+	// EnvHeaders holds extra request headers, one "Name: value" per line.
+	EnvHeaders = "PTEKIT_HTTP_HEADERS"
+)
+
+// Defaults of the Options fields.
+const (
+	DefaultBlockSize       = 32 << 10
+	DefaultCacheBlocks     = 16
+	DefaultReadAhead       = 8 << 20
+	DefaultParallelism     = 4
+	DefaultMaxRetries      = 4
+	DefaultRetryDelay      = 250 * time.Millisecond
+	DefaultMaxRetryDelay   = 10 * time.Second
+	DefaultMaxRedirects    = 5
+	DefaultMaxBodyFallback = 1 << 20
+)
+
+// Options tunes a Reader. The zero value (or nil) gives the defaults; a
+// negative value turns a feature off where that is said.
+type Options struct {
+	// Client sends the requests; nil means a client with
+	// http.DefaultTransport. Open uses a copy whose CheckRedirect applies
+	// MaxRedirects and the header policy below, and whose Transport counts
+	// the requests.
+	Client *http.Client
+	// Header is sent with every request to the URL's host (for example
+	// Authorization). After a redirect to another host none of these
+	// headers are sent there, so a token for one server does not reach a
+	// storage host it redirects to (a presigned URL carries its own
+	// credentials). See HeaderFromEnv and ParseHeader.
+	Header http.Header
+	// BlockSize is the unit of the cache and the size of the first
+	// request, which also learns the object's size. Default 32 KiB: a
+	// program's prefix, header and flatbuffer tables are usually inside it.
+	BlockSize int
+	// CacheBlocks is how many blocks the cache keeps (least recently used
+	// go first). Default 16.
+	CacheBlocks int
+	// ReadAhead is the largest window fetched ahead for sequential reads
+	// (a stream copying a segment): the window doubles from 4 blocks up to
+	// ReadAhead. Default 8 MiB; -1 turns read-ahead off.
+	ReadAhead int
+	// Parallelism is how many range requests one large read may run at
+	// once. Default 4.
+	Parallelism int
+	// MaxRetries is how often a request is retried after a connection
+	// error, a truncated body, a 5xx or a 429. Default 4; -1 means none.
+	MaxRetries int
+	// RetryDelay is the first backoff delay; it doubles at each retry, up
+	// to MaxRetryDelay, with random jitter. Default 250 ms.
+	RetryDelay time.Duration
+	// MaxRetryDelay caps a backoff delay. A Retry-After longer than it
+	// ends the retries. Default 10 s.
+	MaxRetryDelay time.Duration
+	// MaxRedirects is the longest redirect chain followed. Default 5; -1
+	// follows none.
+	MaxRedirects int
+	// MaxBodyFallback is the largest object accepted from a server that
+	// ignores Range and answers 200 with the whole body: it is held in
+	// memory. A larger object is refused with KindNoRangeSupport, without
+	// reading its body. Default 1 MiB; -1 refuses every such answer.
+	MaxBodyFallback int64
+}
+
+// withDefaults returns a copy of o with zero fields set to their defaults
+// and negative ones to 0.
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		} else if *v < 0 {
+			*v = 0
+		}
+	}
+	def(&c.BlockSize, DefaultBlockSize)
+	def(&c.CacheBlocks, DefaultCacheBlocks)
+	def(&c.ReadAhead, DefaultReadAhead)
+	def(&c.Parallelism, DefaultParallelism)
+	def(&c.MaxRetries, DefaultMaxRetries)
+	def(&c.MaxRedirects, DefaultMaxRedirects)
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	c.CacheBlocks = max(c.CacheBlocks, 1)
+	c.Parallelism = max(c.Parallelism, 1)
+	if c.RetryDelay <= 0 {
+		c.RetryDelay = DefaultRetryDelay
+	}
+	if c.MaxRetryDelay <= 0 {
+		c.MaxRetryDelay = DefaultMaxRetryDelay
+	}
+	if c.MaxBodyFallback == 0 {
+		c.MaxBodyFallback = DefaultMaxBodyFallback
+	} else if c.MaxBodyFallback < 0 {
+		c.MaxBodyFallback = 0
+	}
+	return c
+}
+
+// IsURL reports whether s is an http:// or https:// URL, the inputs Open
+// accepts, as opposed to a file path.
+func IsURL(s string) bool {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return false
+	}
+	scheme := strings.ToLower(s[:i])
+	return scheme == "http" || scheme == "https"
+}
+
+// Redact returns rawURL without user information, query and fragment, the
+// parts that carry credentials (presigned URLs sign in the query). It is
+// the form every error and String use; record it, not rawURL. A string
+// that does not parse is reduced to its scheme and a placeholder.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		if IsURL(rawURL) {
+			return rawURL[:strings.Index(rawURL, "://")] + "://<unparsable URL>"
+		}
+		return "<unparsable URL>"
+	}
+	return redactURL(u)
+}
+
+func redactURL(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = nil, "", false, "", ""
+	return c.String()
+}
+
+// ParseHeader parses "Name: value" strings, as given to a --header flag,
+// into a header. Errors name the offending entry by position and header
+// name only, never by value, since values are usually secrets.
+func ParseHeader(lines ...string) (http.Header, error) {
+	h := http.Header{}
+	for i, line := range lines {
+		name, value, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || !validHeaderName(name) {
+			return nil, fmt.Errorf("httprange: header %d is not \"Name: value\"", i+1)
+		}
+		value = strings.TrimSpace(value)
+		if strings.ContainsAny(value, "\r\n\x00") {
+			return nil, fmt.Errorf("httprange: header %d (%s) has a control character in its value", i+1, name)
+		}
+		h.Add(textproto.CanonicalMIMEHeaderKey(name), value)
+	}
+	return h, nil
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	for _, c := range []byte(s) {
+		ok := c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' ||
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// HeaderFromEnv returns the headers the environment asks for:
+// EnvBearerToken as "Authorization: Bearer <token>" and each non-empty
+// line of EnvHeaders as "Name: value" (a header given in both wins from
+// EnvHeaders). getenv is os.Getenv when nil. The result is empty, not nil,
+// when neither variable is set.
+func HeaderFromEnv(getenv func(string) string) (http.Header, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	h := http.Header{}
+	if tok := strings.TrimSpace(getenv(EnvBearerToken)); tok != "" {
+		if strings.ContainsAny(tok, "\r\n\x00") {
+			return nil, fmt.Errorf("httprange: %s has a control character", EnvBearerToken)
+		}
+		h.Set("Authorization", "Bearer "+tok)
+	}
+	var lines []string
+	for line := range strings.Lines(getenv(EnvHeaders)) {
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	extra, err := ParseHeader(lines...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvHeaders, err)
+	}
+	for k, v := range extra {
+		h[k] = v
+	}
+	return h, nil
+}

@@ -1,0 +1,736 @@
+package httprange
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Reader is an io.ReaderAt over one HTTP(S) object, read with range
+// requests. It is safe for concurrent use. The version of the object seen
+// by the first request is pinned: every later response must be of that
+// version, or the read fails with KindChanged.
+type Reader struct {
+	opts     Options
+	client   *http.Client
+	target   *url.URL    // where range requests go: the URL after the first request's redirects
+	origHost string      // host of the URL given to Open; Options.Header goes only there
+	header   http.Header // headers for target; nil when it is on another host
+	redacted string
+	size     int64
+	etag     string // strong ETag pinned by the first response, or ""
+	lastMod  string // Last-Modified pinned when there is no strong ETag, or ""
+	whole    []byte // the whole object, when the server ignored Range and it was small
+
+	ctx    context.Context // canceled by Close
+	cancel context.CancelFunc
+	closed atomic.Bool
+
+	mu      sync.Mutex
+	blocks  map[int64]*list.Element // block index -> element of lru holding a *block
+	lru     list.List               // most recently used first
+	win     []byte                  // read-ahead window
+	winOff  int64
+	lastEnd int64 // end of the previous read: a read starting there is sequential
+
+	requests, bodyBytes, retries atomic.Int64
+}
+
+// block is one cached block: bytes [idx*BlockSize, idx*BlockSize+len(data)).
+type block struct {
+	idx  int64
+	data []byte
+}
+
+// Stats counts what a Reader did, for tests and benchmarks.
+type Stats struct {
+	// Requests is the number of HTTP round trips, including redirects and
+	// retries.
+	Requests int64
+	// Bytes is the number of response body bytes received.
+	Bytes int64
+	// Retries is the number of requests repeated after a failure.
+	Retries int64
+}
+
+const (
+	// directBlocks: a missing run of this many blocks or more is read
+	// straight into the caller's buffer instead of through the cache.
+	directBlocks = 4
+	// minChunk and maxChunk bound the pieces a large read is split into
+	// for parallel requests.
+	minChunk = 256 << 10
+	maxChunk = 16 << 20
+)
+
+// Open makes the first request for rawURL, an http or https URL, reading
+// its first Options.BlockSize bytes; it learns the object's size from the
+// response and pins its version (strong ETag, else Last-Modified). nil
+// opts means the defaults.
+//
+// ctx governs the Reader's whole life, Open and every later ReadAt:
+// canceling it, or its deadline passing, fails every read in progress and
+// to come. Use ReadAtContext for a per-read context. Close the Reader to
+// release it.
+func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The parse error is not wrapped: it quotes the whole URL.
+		return nil, fmt.Errorf("httprange: %s is not an http or https URL", Redact(rawURL))
+	}
+	o := opts.withDefaults()
+	r := &Reader{
+		opts:     o,
+		target:   u,
+		origHost: u.Host,
+		header:   o.Header.Clone(),
+		redacted: redactURL(u),
+		blocks:   map[int64]*list.Element{},
+	}
+	c := http.Client{}
+	if o.Client != nil {
+		c = *o.Client
+	}
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c.Transport = countingTransport{base, &r.requests}
+	c.CheckRedirect = r.checkRedirect
+	r.client = &c
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	n := int64(o.BlockSize)
+	if err := r.withRetries(r.ctx, func() error { return r.openOnce(r.ctx, n) }); err != nil {
+		r.cancel()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Size returns the object's size in bytes.
+func (r *Reader) Size() int64 { return r.size }
+
+// String returns the object's URL, redacted (see Redact).
+func (r *Reader) String() string { return r.redacted }
+
+// Stats returns the counts so far.
+func (r *Reader) Stats() Stats {
+	return Stats{Requests: r.requests.Load(), Bytes: r.bodyBytes.Load(), Retries: r.retries.Load()}
+}
+
+// Close cancels the reads in progress, drops the cache and makes later
+// reads fail with ErrClosed. It always returns nil.
+func (r *Reader) Close() error {
+	r.closed.Store(true)
+	r.cancel()
+	r.mu.Lock()
+	r.blocks, r.win = map[int64]*list.Element{}, nil
+	r.lru.Init()
+	r.mu.Unlock()
+	return nil
+}
+
+// ReadAt reads len(p) bytes at off, as io.ReaderAt says, under the context
+// given to Open. On error the contents of p are undefined and n is 0 (or,
+// at the end of the object, the bytes before it with io.EOF).
+func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
+	return r.readAt(r.ctx, p, off)
+}
+
+// ReadAtContext is ReadAt under ctx as well as the context given to Open.
+func (r *Reader) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(r.ctx, cancel)
+	defer stop()
+	return r.readAt(ctx, p, off)
+}
+
+func (r *Reader) readAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("httprange: %s: ReadAt at negative offset %d", r.redacted, off)
+	}
+	if r.closed.Load() {
+		return 0, &Error{Kind: KindCanceled, URL: r.redacted, Err: ErrClosed}
+	}
+	if off >= r.size {
+		return 0, io.EOF
+	}
+	n := int(min(int64(len(p)), r.size-off))
+	if r.whole != nil {
+		copy(p, r.whole[off:off+int64(n)])
+	} else if n > 0 {
+		if err := r.fill(ctx, p[:n], off); err != nil {
+			return 0, err
+		}
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// fill reads dst, which lies inside the object, at off: from the read-ahead
+// window, the cached blocks and range requests for the rest.
+func (r *Reader) fill(ctx context.Context, dst []byte, off int64) error {
+	end := off + int64(len(dst))
+	bs := int64(r.opts.BlockSize)
+	type run struct{ first, last int64 }
+	var runs []run
+
+	r.mu.Lock()
+	sequential := off == r.lastEnd && off != 0
+	r.lastEnd = end
+	// A prefix of the read may be in the read-ahead window.
+	grow := 0 // the next window's length when the stream runs past this one
+	if wEnd := r.winOff + int64(len(r.win)); r.win != nil && off >= r.winOff && off <= wEnd {
+		copy(dst, r.win[off-r.winOff:])
+		if end <= wEnd {
+			r.mu.Unlock()
+			return nil
+		}
+		dst, off, grow = dst[wEnd-off:], wEnd, 2*len(r.win)
+	}
+	for b := off / bs; b <= (end-1)/bs; b++ {
+		if el, ok := r.blocks[b]; ok {
+			r.lru.MoveToFront(el)
+			copyOverlap(dst, off, el.Value.(*block).data, b*bs)
+			continue
+		}
+		if len(runs) > 0 && runs[len(runs)-1].last == b-1 {
+			runs[len(runs)-1].last = b
+		} else {
+			runs = append(runs, run{b, b})
+		}
+	}
+	r.mu.Unlock()
+
+	for _, rn := range runs {
+		lo, hi := max(off, rn.first*bs), min(end, (rn.last+1)*bs)
+		part := dst[lo-off : hi-off]
+		if ra := int64(r.opts.ReadAhead); sequential && ra > 0 && hi-lo <= ra {
+			// A stream: fetch a window ahead, which doubles while the
+			// stream runs on past it.
+			ws := max(hi-lo, min(max(int64(grow), directBlocks*bs), ra))
+			win := make([]byte, min(ws, r.size-lo))
+			if err := r.fetchParallel(ctx, win, lo); err != nil {
+				return err
+			}
+			copy(part, win)
+			r.mu.Lock()
+			r.win, r.winOff = win, lo
+			r.mu.Unlock()
+			continue
+		}
+		if rn.last-rn.first+1 >= directBlocks {
+			if err := r.fetchParallel(ctx, part, lo); err != nil {
+				return err
+			}
+			continue
+		}
+		start := rn.first * bs
+		buf := make([]byte, min((rn.last+1)*bs, r.size)-start)
+		if err := r.fetch(ctx, buf, start); err != nil {
+			return err
+		}
+		copyOverlap(part, lo, buf, start)
+		r.mu.Lock()
+		for b := rn.first; b <= rn.last; b++ {
+			i := (b - rn.first) * bs
+			r.putBlockLocked(b, buf[i:min(i+bs, int64(len(buf)))])
+		}
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// copyOverlap copies into dst, which holds bytes at dstOff, the part of
+// src (bytes at srcOff) that overlaps it.
+func copyOverlap(dst []byte, dstOff int64, src []byte, srcOff int64) {
+	lo := max(dstOff, srcOff)
+	hi := min(dstOff+int64(len(dst)), srcOff+int64(len(src)))
+	if lo < hi {
+		copy(dst[lo-dstOff:hi-dstOff], src[lo-srcOff:])
+	}
+}
+
+// putBlockLocked caches block idx, evicting the least recently used
+// blocks beyond CacheBlocks. r.mu is held.
+func (r *Reader) putBlockLocked(idx int64, data []byte) {
+	if el, ok := r.blocks[idx]; ok {
+		el.Value.(*block).data = data
+		r.lru.MoveToFront(el)
+		return
+	}
+	r.blocks[idx] = r.lru.PushFront(&block{idx, data})
+	for r.lru.Len() > r.opts.CacheBlocks {
+		old := r.lru.Back()
+		r.lru.Remove(old)
+		delete(r.blocks, old.Value.(*block).idx)
+	}
+}
+
+// fetchParallel reads dst at off with up to Parallelism range requests at
+// once. The first error cancels the other requests and is returned.
+func (r *Reader) fetchParallel(ctx context.Context, dst []byte, off int64) error {
+	n := int64(len(dst))
+	chunk := min(max((n+int64(r.opts.Parallelism)-1)/int64(r.opts.Parallelism), minChunk), maxChunk)
+	if n <= chunk {
+		return r.fetch(ctx, dst, off)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next     atomic.Int64 // start of the next chunk to fetch, relative to off
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	workers := min(int64(r.opts.Parallelism), (n+chunk-1)/chunk)
+	for range workers {
+		wg.Go(func() {
+			for {
+				lo := next.Add(chunk) - chunk
+				if lo >= n || ctx.Err() != nil {
+					return
+				}
+				hi := min(lo+chunk, n)
+				if err := r.fetch(ctx, dst[lo:hi], off+lo); err != nil {
+					errOnce.Do(func() { firstErr = err; cancel() })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		return r.ctxError(ctx, off, n)
+	}
+	return firstErr
+}
+
+// fetch reads dst at off with one range request, retried as the options
+// say.
+func (r *Reader) fetch(ctx context.Context, dst []byte, off int64) error {
+	return r.withRetries(ctx, func() error { return r.getOnce(ctx, dst, off) })
+}
+
+// withRetries calls once until it succeeds, fails with an error not worth
+// retrying, or MaxRetries retries have failed, sleeping between attempts.
+func (r *Reader) withRetries(ctx context.Context, once func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := once()
+		var e *Error
+		if err == nil || !errors.As(err, &e) || !retryable(e) || attempt >= r.opts.MaxRetries {
+			return err
+		}
+		delay := r.backoff(attempt)
+		if e.retryAfter > 0 {
+			if e.retryAfter > r.opts.MaxRetryDelay {
+				e.Msg = fmt.Sprintf("server asks to retry after %s, longer than the %s allowed", e.retryAfter, r.opts.MaxRetryDelay)
+				return e
+			}
+			delay = e.retryAfter
+		}
+		r.retries.Add(1)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r.ctxError(ctx, e.Off, e.Len)
+		case <-t.C:
+		}
+	}
+}
+
+// retryable reports whether a request that failed with e is worth
+// repeating.
+func retryable(e *Error) bool {
+	switch e.Kind {
+	case KindNetwork, KindTruncated:
+		return true
+	case KindStatus:
+		return (e.Status >= 500 && e.Status != http.StatusNotImplemented) || e.Status == http.StatusTooManyRequests
+	}
+	return false
+}
+
+// backoff returns the delay before retry attempt+1: RetryDelay doubled per
+// attempt, capped at MaxRetryDelay, with up to half of it random so that
+// parallel requests do not retry in step.
+func (r *Reader) backoff(attempt int) time.Duration {
+	d := r.opts.MaxRetryDelay
+	if attempt < 30 {
+		d = min(r.opts.RetryDelay<<attempt, d)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// newRequest builds a GET for bytes [off, off+n) of the object; pinned
+// adds the conditions that make a changed object fail instead of mixing
+// versions.
+func (r *Reader) newRequest(ctx context.Context, off, n int64, pinned bool) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.target.String(), nil)
+	if err != nil {
+		// Not wrapped: the error quotes the URL.
+		return nil, &Error{Kind: KindBadResponse, URL: r.redacted, Off: off, Len: n, Msg: "cannot make a request for this URL"}
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+	// Explicit identity stops the transport from asking for gzip, whose
+	// ranges would be of the compressed bytes.
+	req.Header.Set("Accept-Encoding", "identity")
+	if pinned {
+		switch {
+		case r.etag != "":
+			req.Header.Set("If-Match", r.etag)
+			req.Header.Set("If-Range", r.etag)
+		case r.lastMod != "":
+			req.Header.Set("If-Unmodified-Since", r.lastMod)
+			req.Header.Set("If-Range", r.lastMod)
+		}
+	}
+	return req, nil
+}
+
+// do sends a request for bytes [off, off+n).
+func (r *Reader) do(ctx context.Context, off, n int64, pinned bool) (*http.Response, error) {
+	req, err := r.newRequest(ctx, off, n, pinned)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, r.doError(ctx, err, off, n)
+	}
+	return resp, nil
+}
+
+// openOnce is one attempt of the first request: bytes [0, n).
+func (r *Reader) openOnce(ctx context.Context, n int64) error {
+	resp, err := r.do(ctx, 0, n, false)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body := countingReader{resp.Body, &r.bodyBytes}
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+		start, end, total, ok := parseContentRange(resp.Header.Get("Content-Range"))
+		if !ok || start < 0 || total < 0 {
+			return r.badResponse(resp, 0, n, "Content-Range %q is not \"bytes first-last/size\"", resp.Header.Get("Content-Range"))
+		}
+		if start != 0 || end != min(n, total)-1 {
+			return r.badResponse(resp, 0, n, "Content-Range %q does not answer the range asked for", resp.Header.Get("Content-Range"))
+		}
+		data := make([]byte, end+1)
+		if err := r.readBody(ctx, resp, body, data, 0); err != nil {
+			return err
+		}
+		r.pin(resp)
+		r.size = total
+		r.mu.Lock()
+		r.putBlockLocked(0, data)
+		r.mu.Unlock()
+		return nil
+	case http.StatusOK:
+		return r.openWhole(ctx, resp, body, n)
+	case http.StatusRequestedRangeNotSatisfiable:
+		// The answer for an empty object: no byte 0 to send.
+		if _, _, total, ok := parseContentRange(resp.Header.Get("Content-Range")); ok && total == 0 {
+			r.pin(resp)
+			r.size = 0
+			return nil
+		}
+	}
+	return r.statusError(resp, 0, n)
+}
+
+// openWhole handles a 200 to the first request: the server ignored Range.
+// The object is kept in memory if it is at most MaxBodyFallback bytes and
+// refused otherwise, before its body is read.
+func (r *Reader) openWhole(ctx context.Context, resp *http.Response, body io.Reader, n int64) error {
+	limit := r.opts.MaxBodyFallback
+	refuse := func(size string) error {
+		return &Error{Kind: KindNoRangeSupport, URL: r.redacted, Off: 0, Len: n, Status: resp.StatusCode,
+			Msg: fmt.Sprintf("the server ignored Range and sent the whole object (%s); objects are read that way only up to %d bytes (Options.MaxBodyFallback)", size, limit)}
+	}
+	if resp.ContentLength > limit {
+		return refuse(fmt.Sprintf("%d bytes", resp.ContentLength))
+	}
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return r.ctxError(ctx, 0, n)
+		}
+		return &Error{Kind: KindTruncated, URL: r.redacted, Status: resp.StatusCode,
+			Msg: fmt.Sprintf("body ended after %d bytes", len(data)), Err: err}
+	}
+	if int64(len(data)) > limit {
+		return refuse("more than that")
+	}
+	if resp.ContentLength >= 0 && int64(len(data)) != resp.ContentLength {
+		return &Error{Kind: KindTruncated, URL: r.redacted, Status: resp.StatusCode,
+			Msg: fmt.Sprintf("body ended after %d of %d bytes", len(data), resp.ContentLength)}
+	}
+	r.whole, r.size = data, int64(len(data))
+	return nil
+}
+
+// pin records the version of the object the first response is of.
+func (r *Reader) pin(resp *http.Response) {
+	if final := resp.Request.URL; final != nil && final.String() != r.target.String() {
+		r.target = final
+		if !strings.EqualFold(final.Host, r.origHost) {
+			r.header = nil
+		}
+	}
+	if et := resp.Header.Get("ETag"); et != "" && !strings.HasPrefix(et, "W/") {
+		r.etag = et
+	} else if lm := resp.Header.Get("Last-Modified"); lm != "" {
+		r.lastMod = lm
+	}
+}
+
+// getOnce is one attempt to read dst at off with a pinned range request.
+func (r *Reader) getOnce(ctx context.Context, dst []byte, off int64) error {
+	n := int64(len(dst))
+	resp, err := r.do(ctx, off, n, true)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+		if msg := r.versionChange(resp); msg != "" {
+			return &Error{Kind: KindChanged, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode, Msg: msg}
+		}
+		cr := resp.Header.Get("Content-Range")
+		start, end, total, ok := parseContentRange(cr)
+		if !ok || start < 0 {
+			return r.badResponse(resp, off, n, "Content-Range %q is not \"bytes first-last/size\"", cr)
+		}
+		if total >= 0 && total != r.size {
+			return &Error{Kind: KindChanged, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode,
+				Msg: fmt.Sprintf("object is now %d bytes, was %d", total, r.size)}
+		}
+		if start != off || end != off+n-1 {
+			return r.badResponse(resp, off, n, "Content-Range %q does not answer the range asked for", cr)
+		}
+		return r.readBody(ctx, resp, countingReader{resp.Body, &r.bodyBytes}, dst, off)
+	case http.StatusOK:
+		// A 200 answers an If-Range that no longer matches; without a
+		// validator to send, the server has stopped honouring Range.
+		same := r.etag != "" && resp.Header.Get("ETag") == r.etag ||
+			r.etag == "" && r.lastMod != "" && resp.Header.Get("Last-Modified") == r.lastMod
+		if same || r.etag == "" && r.lastMod == "" {
+			return &Error{Kind: KindNoRangeSupport, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode,
+				Msg: "the server ignored Range and sent the whole object"}
+		}
+		return &Error{Kind: KindChanged, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode,
+			Msg: "the server sent the whole object in answer to If-Range: it is no longer the version first read"}
+	case http.StatusRequestedRangeNotSatisfiable:
+		if _, _, total, ok := parseContentRange(resp.Header.Get("Content-Range")); ok && total >= 0 && total != r.size {
+			return &Error{Kind: KindChanged, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode,
+				Msg: fmt.Sprintf("object is now %d bytes, was %d", total, r.size)}
+		}
+	}
+	return r.statusError(resp, off, n)
+}
+
+// versionChange says how resp's validator differs from the pinned one, or
+// returns "" when it does not (or resp has none).
+func (r *Reader) versionChange(resp *http.Response) string {
+	if et := resp.Header.Get("ETag"); r.etag != "" && et != "" && et != r.etag {
+		return fmt.Sprintf("ETag is now %.80q, was %.80q", et, r.etag)
+	}
+	if lm := resp.Header.Get("Last-Modified"); r.etag == "" && r.lastMod != "" && lm != "" && lm != r.lastMod {
+		return fmt.Sprintf("Last-Modified is now %.80q, was %.80q", lm, r.lastMod)
+	}
+	return ""
+}
+
+// readBody reads exactly len(dst) body bytes into dst and checks that the
+// body holds no more.
+func (r *Reader) readBody(ctx context.Context, resp *http.Response, body io.Reader, dst []byte, off int64) error {
+	n := int64(len(dst))
+	if resp.ContentLength >= 0 && resp.ContentLength != n {
+		return r.badResponse(resp, off, n, "Content-Length %d does not match the %d-byte range", resp.ContentLength, n)
+	}
+	if k, err := io.ReadFull(body, dst); err != nil {
+		if ctx.Err() != nil {
+			return r.ctxError(ctx, off, n)
+		}
+		return &Error{Kind: KindTruncated, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode,
+			Msg: fmt.Sprintf("body ended after %d of %d bytes", k, n), Err: err}
+	}
+	var extra [1]byte
+	if k, _ := io.ReadFull(body, extra[:]); k > 0 {
+		return r.badResponse(resp, off, n, "body is longer than the %d-byte range", n)
+	}
+	return nil
+}
+
+func (r *Reader) badResponse(resp *http.Response, off, n int64, format string, args ...any) error {
+	return &Error{Kind: KindBadResponse, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode, Msg: fmt.Sprintf(format, args...)}
+}
+
+// statusError is the error for a response whose status is not expected.
+func (r *Reader) statusError(resp *http.Response, off, n int64) error {
+	e := &Error{Kind: KindStatus, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode}
+	switch code := resp.StatusCode; {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		e.Kind = KindAuth
+		e.Msg = "the server refused the credentials sent; set " + EnvBearerToken + " or pass an Authorization header (" +
+			EnvHeaders + ", --header), or renew an expired presigned URL"
+	case code == http.StatusNotFound || code == http.StatusGone:
+		e.Kind = KindNotFound
+	case code == http.StatusPreconditionFailed:
+		e.Kind = KindChanged
+		e.Msg = "precondition failed: the object is no longer the version first read"
+	case code == http.StatusRequestedRangeNotSatisfiable:
+		e.Kind = KindRangeNotSatisfiable
+		e.Msg = fmt.Sprintf("the server refused a range inside the object's %d bytes", r.size)
+	case code == http.StatusTooManyRequests || code >= 500:
+		e.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	}
+	return e
+}
+
+// doError turns an error of http.Client.Do into an *Error.
+func (r *Reader) doError(ctx context.Context, err error, off, n int64) error {
+	var e *Error
+	if errors.As(err, &e) { // from checkRedirect
+		c := *e
+		c.Off, c.Len = off, n
+		return &c
+	}
+	if ctx.Err() != nil {
+		return r.ctxError(ctx, off, n)
+	}
+	// A *url.Error quotes the whole URL, query included: keep its cause.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return &Error{Kind: KindNetwork, URL: r.redacted, Off: off, Len: n, Err: err}
+}
+
+// ctxError is the error for a read stopped by ctx or by Close.
+func (r *Reader) ctxError(ctx context.Context, off, n int64) error {
+	err := ctx.Err()
+	if r.closed.Load() {
+		err = ErrClosed
+	}
+	return &Error{Kind: KindCanceled, URL: r.redacted, Off: off, Len: n, Err: err}
+}
+
+// checkRedirect is the client's redirect policy: at most MaxRedirects
+// hops, never from https to http, and Options.Header only to the host of
+// the URL given to Open.
+func (r *Reader) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > r.opts.MaxRedirects {
+		return &Error{Kind: KindRedirect, URL: r.redacted, Msg: fmt.Sprintf("more than %d redirects", r.opts.MaxRedirects)}
+	}
+	if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return &Error{Kind: KindRedirect, URL: r.redacted, Msg: "redirect from https to " + req.URL.Scheme + " refused"}
+	}
+	if !strings.EqualFold(req.URL.Host, r.origHost) {
+		for k := range r.opts.Header {
+			req.Header.Del(k)
+		}
+	}
+	return nil
+}
+
+// parseContentRange parses "bytes first-last/size" (size -1 for "*") and
+// "bytes */size" (first and last -1). Only plain decimal digits are
+// accepted, and first <= last < size.
+func parseContentRange(s string) (first, last, size int64, ok bool) {
+	rest, found := strings.CutPrefix(s, "bytes ")
+	if !found {
+		return 0, 0, 0, false
+	}
+	rng, total, found := strings.Cut(rest, "/")
+	if !found {
+		return 0, 0, 0, false
+	}
+	size = -1
+	if total != "*" {
+		if size, ok = parseDigits(total); !ok {
+			return 0, 0, 0, false
+		}
+	}
+	if rng == "*" {
+		return -1, -1, size, size >= 0
+	}
+	a, b, found := strings.Cut(rng, "-")
+	if !found {
+		return 0, 0, 0, false
+	}
+	first, ok1 := parseDigits(a)
+	last, ok2 := parseDigits(b)
+	if !ok1 || !ok2 || first > last || (size >= 0 && last >= size) {
+		return 0, 0, 0, false
+	}
+	return first, last, size, true
+}
+
+// parseDigits parses a non-empty string of ASCII digits.
+func parseDigits(s string) (int64, bool) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	return v, err == nil
+}
+
+// parseRetryAfter parses a Retry-After value (seconds or an HTTP date); 0
+// when absent or unparsable.
+func parseRetryAfter(s string) time.Duration {
+	if s == "" {
+		return 0
+	}
+	if secs, ok := parseDigits(s); ok {
+		return time.Duration(min(secs, 1<<30)) * time.Second
+	}
+	if t, err := http.ParseTime(s); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// countingTransport counts the round trips of a client.
+type countingTransport struct {
+	base http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.n.Add(1)
+	return t.base.RoundTrip(req)
+}
+
+// countingReader counts the bytes read from a response body.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n.Add(int64(k))
+	return k, err
+}
