@@ -331,7 +331,13 @@ func (r *Reader) withRetries(ctx context.Context, once func() error) error {
 	for attempt := 0; ; attempt++ {
 		err := once()
 		var e *Error
-		if err == nil || !errors.As(err, &e) || !retryable(e) || attempt >= r.opts.MaxRetries {
+		if err == nil || !errors.As(err, &e) || !retryable(e) {
+			return err
+		}
+		if attempt >= r.opts.MaxRetries {
+			if attempt > 0 {
+				e.Msg = strings.TrimPrefix(e.Msg+fmt.Sprintf("; %d retries failed", attempt), "; ")
+			}
 			return err
 		}
 		delay := r.backoff(attempt)
@@ -454,6 +460,8 @@ func (r *Reader) openOnce(ctx context.Context, n int64) error {
 			r.size = 0
 			return nil
 		}
+		return &Error{Kind: KindRangeNotSatisfiable, URL: r.redacted, Off: 0, Len: n, Status: resp.StatusCode,
+			Msg: "the server refused the object's first bytes without saying it is empty (Content-Range \"bytes */0\")"}
 	}
 	return r.statusError(resp, 0, n)
 }
@@ -554,10 +562,10 @@ func (r *Reader) getOnce(ctx context.Context, dst []byte, off int64) error {
 // returns "" when it does not (or resp has none).
 func (r *Reader) versionChange(resp *http.Response) string {
 	if et := resp.Header.Get("ETag"); r.etag != "" && et != "" && et != r.etag {
-		return fmt.Sprintf("ETag is now %.80q, was %.80q", et, r.etag)
+		return fmt.Sprintf("ETag is now %.80s, was %.80s", et, r.etag)
 	}
 	if lm := resp.Header.Get("Last-Modified"); r.etag == "" && r.lastMod != "" && lm != "" && lm != r.lastMod {
-		return fmt.Sprintf("Last-Modified is now %.80q, was %.80q", lm, r.lastMod)
+		return fmt.Sprintf("Last-Modified is now %.80s, was %.80s", lm, r.lastMod)
 	}
 	return ""
 }
