@@ -493,6 +493,7 @@ func (r *Reader) openWhole(ctx context.Context, resp *http.Response, body io.Rea
 		return &Error{Kind: KindTruncated, URL: r.redacted, Status: resp.StatusCode,
 			Msg: fmt.Sprintf("body ended after %d of %d bytes", len(data), resp.ContentLength)}
 	}
+	r.pin(resp)
 	r.whole, r.size = data, int64(len(data))
 	return nil
 }
