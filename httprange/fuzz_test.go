@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,7 +29,8 @@ func (s *fuzzServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	script := *s.script.Load()
 	i := s.n.Add(1) - 1
 	data := fuzzData
-	first, last, ok := parseRangeHeader(req.Header.Get("Range"))
+	// A multi-range request misbehaves about its first range.
+	first, last, ok := parseRangeHeader(strings.Split(req.Header.Get("Range"), ",")[0])
 	if len(script) == 0 || !ok || first >= int64(len(data)) || first > last {
 		serveCorrect(w, req)
 		return
@@ -139,12 +141,19 @@ func FuzzTransport(f *testing.F) {
 		defer r.Close()
 		for len(ops) >= 5 {
 			off := int64(ops[0])<<16 | int64(ops[1])<<8 | int64(ops[2])
-			n := int64(ops[3]) << (ops[4] % 12)
+			n, prefetch := int64(ops[3])<<(ops[4]%12), ops[4] >= 240
 			ops = ops[5:]
 			if off > r.Size()+10 {
 				off %= r.Size() + 10
 			}
 			p := make([]byte, min(n, 700<<10))
+			if prefetch && len(p) > 0 {
+				// Prefetch the read's range and two others first.
+				err := r.Prefetch(t.Context(), []Range{{off, int64(len(p))}, {off / 2, 100}, {off / 3, 5000}})
+				if err != nil {
+					checkFuzzError(t, err)
+				}
+			}
 			k, err := r.ReadAt(p, off)
 			if err != nil && err != io.EOF {
 				checkFuzzError(t, err)
@@ -162,7 +171,7 @@ func FuzzTransport(f *testing.F) {
 			if r.etag == `"v2"` {
 				truth = fuzzData2
 			}
-			if off+int64(k) > int64(len(truth)) || !bytes.Equal(p[:k], truth[off:off+int64(k)]) {
+			if k > 0 && (off+int64(k) > int64(len(truth)) || !bytes.Equal(p[:k], truth[off:off+int64(k)])) {
 				t.Fatalf("ReadAt(%d, %d) returned wrong bytes (script %v, version %s)", len(p), off, script, r.etag)
 			}
 		}

@@ -39,6 +39,7 @@ type Reader struct {
 	mu      sync.Mutex
 	blocks  map[int64]*list.Element // block index -> element of lru holding a *block
 	lru     list.List               // most recently used first
+	extents []extent                // ranges fetched by Prefetch, oldest first
 	win     []byte                  // read-ahead window
 	winOff  int64
 	lastEnd int64 // end of the previous read: a read starting there is sequential
@@ -134,7 +135,7 @@ func (r *Reader) Close() error {
 	r.closed.Store(true)
 	r.cancel()
 	r.mu.Lock()
-	r.blocks, r.win = map[int64]*list.Element{}, nil
+	r.blocks, r.win, r.extents = map[int64]*list.Element{}, nil, nil
 	r.lru.Init()
 	r.mu.Unlock()
 	return nil
@@ -200,6 +201,13 @@ func (r *Reader) fill(ctx context.Context, dst []byte, off int64) error {
 			return nil
 		}
 		dst, off, grow = dst[wEnd-off:], wEnd, 2*len(r.win)
+	}
+	for _, e := range r.extents {
+		if off >= e.off && end <= e.off+int64(len(e.data)) {
+			copy(dst, e.data[off-e.off:])
+			r.mu.Unlock()
+			return nil
+		}
 	}
 	for b := off / bs; b <= (end-1)/bs; b++ {
 		if el, ok := r.blocks[b]; ok {

@@ -62,6 +62,9 @@ func serveObject(t testing.TB, data []byte) (*object, *httptest.Server) {
 	return o, newServer(t, o)
 }
 
+// tZero is a zero modification time: no Last-Modified.
+var tZero time.Time
+
 // fastOpts are options whose retries do not slow the tests down.
 func fastOpts() *Options {
 	return &Options{RetryDelay: time.Millisecond, MaxRetryDelay: 20 * time.Millisecond}

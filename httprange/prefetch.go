@@ -1,0 +1,262 @@
+package httprange
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Range is Len bytes of the object at Off.
+type Range struct {
+	Off, Len int64
+}
+
+// maxRangesPerRequest bounds the Range header of one multi-range request.
+const maxRangesPerRequest = 64
+
+// extent is a prefetched range: bytes [off, off+len(data)).
+type extent struct {
+	off  int64
+	data []byte
+}
+
+// Prefetch fetches ranges so that later reads inside any one of them make
+// no request. It suits many small scattered reads known in advance, such
+// as the header of every engine of a program: where a read through the
+// cache costs one request per range, Prefetch asks for up to 64 ranges in
+// one multi-range request (answered as multipart/byteranges, as
+// http.ServeContent does), and fetches what the answer lacks (a server
+// without multi-range support sends one range or the whole object) with
+// single range requests, Parallelism at a time.
+//
+// Ranges are clipped to the object; ranges already held are skipped. The
+// prefetched bytes are kept up to the cache's size (CacheBlocks *
+// BlockSize), oldest first out; ranges past that budget are not fetched.
+// The version pin applies as for ReadAt. Errors are those of ReadAt.
+func (r *Reader) Prefetch(ctx context.Context, ranges []Range) error {
+	if r.closed.Load() {
+		return &Error{Kind: KindCanceled, URL: r.redacted, Err: ErrClosed}
+	}
+	if r.whole != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(r.ctx, cancel)
+	defer stop()
+
+	budget := int64(r.opts.CacheBlocks) * int64(r.opts.BlockSize)
+	var want []Range
+	r.mu.Lock()
+	for _, rg := range ranges {
+		if rg.Off < 0 || rg.Len <= 0 || rg.Off >= r.size {
+			continue
+		}
+		rg.Len = min(rg.Len, r.size-rg.Off)
+		if rg.Len > budget || r.heldLocked(rg.Off, rg.Off+rg.Len) {
+			continue
+		}
+		budget -= rg.Len
+		want = append(want, rg)
+	}
+	r.mu.Unlock()
+	sort.Slice(want, func(i, j int) bool { return want[i].Off < want[j].Off })
+
+	var missing []Range
+	for len(want) > 0 {
+		batch := want[:min(len(want), maxRangesPerRequest)]
+		want = want[len(batch):]
+		if len(batch) == 1 {
+			missing = append(missing, batch...)
+			continue
+		}
+		got, err := r.multiRange(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for i, rg := range batch {
+			if got[i] == nil {
+				missing = append(missing, rg)
+			} else {
+				r.putExtent(rg.Off, got[i])
+			}
+		}
+	}
+	return r.fetchRanges(ctx, missing)
+}
+
+// heldLocked reports whether [off, end) is in the window, one extent or
+// the cached blocks. r.mu is held.
+func (r *Reader) heldLocked(off, end int64) bool {
+	if r.win != nil && off >= r.winOff && end <= r.winOff+int64(len(r.win)) {
+		return true
+	}
+	for _, e := range r.extents {
+		if off >= e.off && end <= e.off+int64(len(e.data)) {
+			return true
+		}
+	}
+	bs := int64(r.opts.BlockSize)
+	for b := off / bs; b <= (end-1)/bs; b++ {
+		if _, ok := r.blocks[b]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// putExtent keeps a prefetched range, dropping the oldest beyond the
+// budget.
+func (r *Reader) putExtent(off int64, data []byte) {
+	budget := int64(r.opts.CacheBlocks) * int64(r.opts.BlockSize)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.extents = append(r.extents, extent{off, data})
+	total := int64(0)
+	for _, e := range r.extents {
+		total += int64(len(e.data))
+	}
+	for total > budget && len(r.extents) > 0 {
+		total -= int64(len(r.extents[0].data))
+		r.extents = r.extents[1:]
+	}
+}
+
+// fetchRanges fetches each range with its own request, Parallelism at a
+// time, and keeps it as an extent.
+func (r *Reader) fetchRanges(ctx context.Context, ranges []Range) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		next     int
+		firstErr error
+	)
+	for range min(r.opts.Parallelism, len(ranges)) {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= len(ranges) || ctx.Err() != nil {
+					return
+				}
+				buf := make([]byte, ranges[i].Len)
+				if err := r.fetch(ctx, buf, ranges[i].Off); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+						cancel()
+					}
+					mu.Unlock()
+					return
+				}
+				r.putExtent(ranges[i].Off, buf)
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// multiRange asks for every range of batch in one request and returns
+// the bytes of those the answer holds (nil for the others). Only a
+// version change and errors no other request would escape (auth, not
+// found, cancellation) are returned; an answer that cannot be used leaves
+// its ranges to single requests.
+func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error) {
+	got := make([][]byte, len(batch))
+	first, last := batch[0].Off, batch[len(batch)-1].Off+batch[len(batch)-1].Len
+	span := last - first
+	req, err := r.newRequest(ctx, first, span, true)
+	if err != nil {
+		return nil, err
+	}
+	var spec strings.Builder
+	spec.WriteString("bytes=")
+	for i, rg := range batch {
+		if i > 0 {
+			spec.WriteByte(',')
+		}
+		fmt.Fprintf(&spec, "%d-%d", rg.Off, rg.Off+rg.Len-1)
+	}
+	req.Header.Set("Range", spec.String())
+	resp, err := r.client.Do(req)
+	if err != nil {
+		err = r.doError(ctx, err, first, span)
+		if e, ok := errors.AsType[*Error](err); ok && (e.Kind == KindNetwork || e.Kind == KindRedirect) {
+			return got, nil // single requests retry
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch code := resp.StatusCode; {
+	case code == http.StatusPartialContent:
+	case code == http.StatusOK || code == http.StatusRequestedRangeNotSatisfiable || code >= 500 || code == http.StatusTooManyRequests:
+		return got, nil // the whole object, a refusal, a failure: single requests will tell
+	default:
+		return nil, r.statusError(resp, first, span)
+	}
+	if msg := r.versionChange(resp); msg != "" {
+		return nil, &Error{Kind: KindChanged, URL: r.redacted, Off: first, Len: span, Status: resp.StatusCode, Msg: msg}
+	}
+	body := countingReader{resp.Body, &r.bodyBytes}
+	// take stores part as the range of batch it answers exactly, if any.
+	take := func(cr string, part io.Reader) (bool, error) {
+		a, b, total, ok := parseContentRange(cr)
+		if !ok || a < 0 {
+			return false, nil
+		}
+		if total >= 0 && total != r.size {
+			return false, &Error{Kind: KindChanged, URL: r.redacted, Off: first, Len: span, Status: resp.StatusCode,
+				Msg: fmt.Sprintf("object is now %d bytes, was %d", total, r.size)}
+		}
+		i := sort.Search(len(batch), func(i int) bool { return batch[i].Off >= a })
+		if i == len(batch) || batch[i].Off != a || batch[i].Len != b-a+1 || got[i] != nil {
+			return false, nil
+		}
+		data := make([]byte, batch[i].Len)
+		if _, err := io.ReadFull(part, data); err != nil {
+			return false, nil
+		}
+		var extra [1]byte
+		if k, _ := io.ReadFull(part, extra[:]); k > 0 {
+			return false, nil
+		}
+		got[i] = data
+		return true, nil
+	}
+	mt, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/byteranges" || params["boundary"] == "" {
+		// One range answered (the first, or several merged).
+		_, err := take(resp.Header.Get("Content-Range"), body)
+		return got, err
+	}
+	mr := multipart.NewReader(body, params["boundary"])
+	for range batch {
+		part, err := mr.NextPart()
+		if err != nil {
+			break // io.EOF, or a broken body: single requests fetch the rest
+		}
+		ok, err := take(part.Header.Get("Content-Range"), part)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, r.ctxError(ctx, first, span)
+	}
+	return got, nil
+}

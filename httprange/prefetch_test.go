@@ -1,0 +1,115 @@
+package httprange
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// scattered returns n 64-byte ranges spread over size bytes.
+func scattered(n int, size int64) []Range {
+	var rs []Range
+	for i := range n {
+		rs = append(rs, Range{Off: 40_000 + int64(i)*(size-50_000)/int64(n), Len: 64})
+	}
+	return rs
+}
+
+// TestPrefetchMultiRange: 64 scattered ranges cost one multi-range request
+// to http.ServeContent, and reads inside them none.
+func TestPrefetchMultiRange(t *testing.T) {
+	data := pattern(8<<20, 31)
+	_, srv := serveObject(t, data)
+	r, err := Open(t.Context(), srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rs := scattered(64, int64(len(data)))
+	if err := r.Prefetch(t.Context(), rs); err != nil {
+		t.Fatal(err)
+	}
+	readRanges(t, r, rs, data)
+	if s := r.Stats(); s.Requests != 2 || s.Bytes > DefaultBlockSize+64*256 {
+		t.Errorf("stats %+v, want 2 requests (open, prefetch) and under 256 bytes per range", s)
+	}
+	// Prefetching again costs nothing.
+	if err := r.Prefetch(t.Context(), rs); err != nil || r.Stats().Requests != 2 {
+		t.Errorf("second Prefetch: %v, %d requests", err, r.Stats().Requests)
+	}
+}
+
+// readRanges reads each range and checks its bytes.
+func readRanges(t *testing.T, r *Reader, rs []Range, data []byte) {
+	t.Helper()
+	for _, rg := range rs {
+		p := make([]byte, rg.Len)
+		if _, err := r.ReadAt(p, rg.Off); err != nil || !bytes.Equal(p, data[rg.Off:rg.Off+rg.Len]) {
+			t.Fatalf("ReadAt(%d, %d): %v or wrong bytes", rg.Len, rg.Off, err)
+		}
+	}
+}
+
+// TestPrefetchFallback: a server that answers a multi-range request with
+// its first range only, or with the whole object, gets single requests
+// for the rest.
+func TestPrefetchFallback(t *testing.T) {
+	data := pattern(4<<20, 32)
+	o := &object{}
+	o.set(data, `"v"`, tZero)
+	for name, multi := range map[string]http.HandlerFunc{
+		"first range only": func(w http.ResponseWriter, req *http.Request) {
+			a, b, _ := parseRangeHeader(strings.Split(req.Header.Get("Range"), ",")[0])
+			w.Header().Set("ETag", `"v"`)
+			writePartial(w, data, a, b)
+		},
+		"whole object": func(w http.ResponseWriter, req *http.Request) {
+			w.Header().Set("ETag", `"v"`)
+			w.Write(data[:1000]) // the start of it: the client must not read on
+		},
+		"bad parts": func(w http.ResponseWriter, req *http.Request) {
+			w.Header().Set("Content-Type", "multipart/byteranges; boundary=XX")
+			w.Header().Set("ETag", `"v"`)
+			w.WriteHeader(206)
+			w.Write([]byte("--XX\r\nContent-Range: bytes 0-3/4194304\r\n\r\nxxxx\r\n--XX--\r\n"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				if strings.Contains(req.Header.Get("Range"), ",") {
+					multi(w, req)
+					return
+				}
+				o.ServeHTTP(w, req)
+			}))
+			r, err := Open(t.Context(), srv.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			rs := scattered(10, int64(len(data)))
+			if err := r.Prefetch(t.Context(), rs); err != nil {
+				t.Fatal(err)
+			}
+			before := r.Stats().Requests
+			readRanges(t, r, rs, data)
+			if r.Stats().Requests != before {
+				t.Errorf("reads after Prefetch made %d requests", r.Stats().Requests-before)
+			}
+		})
+	}
+}
+
+// TestPrefetchChanged: a replaced object fails Prefetch with KindChanged.
+func TestPrefetchChanged(t *testing.T) {
+	data := pattern(4<<20, 33)
+	o, srv := serveObject(t, data)
+	r, err := Open(t.Context(), srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	o.set(pattern(4<<20, 34), `"v2"`, tZero)
+	checkError(t, r.Prefetch(t.Context(), scattered(5, int64(len(data)))), KindChanged, ErrChanged, http.StatusPreconditionFailed)
+}
