@@ -74,15 +74,32 @@ func TestOpenURLReadsLittle(t *testing.T) {
 			t.Errorf("%d-byte program: open and list took %d requests and %d bytes, want at most 3 and under 64 KiB", f.Size, st.Requests, st.Bytes)
 		}
 		requests = append(requests, st.Requests)
-		// A payload is fetched when read: the last engine's magic.
-		pl, err := f.DelegateData(0, 63)
-		if err != nil {
+		// A view that also reads every engine's header prefetches them
+		// first: one more request for all 64.
+		r := f.ReaderAt().(*httprange.Reader)
+		var heads []httprange.Range
+		var pls []*Payload
+		for j := range 64 {
+			pl, err := f.DelegateData(0, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			heads = append(heads, httprange.Range{Off: pl.FileOffset, Len: 64})
+			pls = append(pls, pl)
+		}
+		if err := r.Prefetch(t.Context(), heads); err != nil {
 			t.Fatal(err)
 		}
 		magic := make([]byte, 4)
-		if _, err := pl.ReadAt(magic, 0); err != nil || string(magic) != "TR01" {
-			t.Fatalf("last engine starts %q, err %v", magic, err)
+		for _, pl := range pls {
+			if _, err := pl.ReadAt(magic, 0); err != nil || string(magic) != "TR01" {
+				t.Fatalf("engine at %d starts %q, err %v", pl.FileOffset, magic, err)
+			}
 		}
+		if st := r.Stats(); st.Requests != requests[i]+1 || st.Bytes >= 64<<10 {
+			t.Errorf("%d-byte program: open, list and 64 engine headers took %d requests and %d bytes, want %d and under 64 KiB", f.Size, st.Requests, st.Bytes, requests[i]+1)
+		}
+		pl := pls[63]
 		f.Close()
 		if _, err := pl.ReadAt(magic, 100); !errors.Is(err, httprange.ErrClosed) {
 			t.Errorf("read after Close: %v, want ErrClosed", err)
