@@ -77,11 +77,7 @@ func TestRedirects(t *testing.T) {
 		}
 	}))
 	h := http.Header{"X-Api-Key": {"k"}, "Authorization": {"Bearer t"}}
-	r, err := Open(t.Context(), front.URL+"/a", &Options{Header: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, front.URL+"/a", &Options{Header: h})
 	if got := storageAuth.Load(); got != "" {
 		t.Errorf("storage host received credentials %q", got)
 	}
@@ -101,7 +97,7 @@ func TestRedirects(t *testing.T) {
 
 	tlsFront := httptest.NewTLSServer(http.RedirectHandler(storage.URL+"/blob", http.StatusFound))
 	defer tlsFront.Close()
-	_, err = Open(t.Context(), tlsFront.URL, &Options{Client: tlsFront.Client()})
+	_, err := Open(t.Context(), tlsFront.URL, &Options{Client: tlsFront.Client()})
 	checkErrorURL(t, err, KindRedirect, "https://127.0.0.1:")
 }
 
@@ -131,11 +127,7 @@ func TestCutOnceThenRetry(t *testing.T) {
 		}
 		o.ServeHTTP(w, req)
 	}))
-	r, err := Open(t.Context(), srv.URL, fastOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL, fastOpts())
 	p := make([]byte, 1000)
 	if _, err := r.ReadAt(p, 70_000); err != nil || !bytes.Equal(p, data[70_000:71_000]) {
 		t.Fatalf("ReadAt: %v", err)
@@ -174,11 +166,7 @@ func TestRetryStatus(t *testing.T) {
 			}))
 			opts := fastOpts()
 			opts.MaxRetryDelay = 2 * time.Second
-			r, err := Open(t.Context(), srv.URL, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			r := mustOpen(t, srv.URL, opts)
 			start := time.Now()
 			p := make([]byte, 1000)
 			if _, err := r.ReadAt(p, 70_000); err != nil || !bytes.Equal(p, data[70_000:71_000]) {
@@ -272,11 +260,7 @@ func TestReplacedBetweenReads(t *testing.T) {
 func TestSmallObjectWithoutRanges(t *testing.T) {
 	data := pattern(50<<10, 18)
 	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { w.Write(data) }))
-	r, err := Open(t.Context(), srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL, nil)
 	p := make([]byte, 1000)
 	if _, err := r.ReadAt(p, 40_000); err != nil || !bytes.Equal(p, data[40_000:41_000]) || r.Size() != int64(len(data)) {
 		t.Fatal(err)
@@ -284,7 +268,7 @@ func TestSmallObjectWithoutRanges(t *testing.T) {
 	if s := r.Stats(); s.Requests != 1 {
 		t.Errorf("%d requests, want 1", s.Requests)
 	}
-	_, err = Open(t.Context(), srv.URL, &Options{MaxBodyFallback: -1})
+	_, err := Open(t.Context(), srv.URL, &Options{MaxBodyFallback: -1})
 	checkError(t, err, KindNoRangeSupport, ErrNoRangeSupport, 200)
 	_, err = Open(t.Context(), srv.URL, &Options{MaxBodyFallback: 10 << 10})
 	checkError(t, err, KindNoRangeSupport, ErrNoRangeSupport, 200)

@@ -21,11 +21,7 @@ func scattered(n int, size int64) []Range {
 func TestPrefetchMultiRange(t *testing.T) {
 	data := pattern(8<<20, 31)
 	_, srv := serveObject(t, data)
-	r, err := Open(t.Context(), srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL, nil)
 	rs := scattered(64, int64(len(data)))
 	if err := r.Prefetch(t.Context(), rs); err != nil {
 		t.Fatal(err)
@@ -83,11 +79,7 @@ func TestPrefetchFallback(t *testing.T) {
 				}
 				o.ServeHTTP(w, req)
 			}))
-			r, err := Open(t.Context(), srv.URL, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			r := mustOpen(t, srv.URL, nil)
 			rs := scattered(10, int64(len(data)))
 			if err := r.Prefetch(t.Context(), rs); err != nil {
 				t.Fatal(err)
@@ -105,11 +97,7 @@ func TestPrefetchFallback(t *testing.T) {
 func TestPrefetchChanged(t *testing.T) {
 	data := pattern(4<<20, 33)
 	o, srv := serveObject(t, data)
-	r, err := Open(t.Context(), srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL, nil)
 	o.set(pattern(4<<20, 34), `"v2"`, tZero)
 	checkError(t, r.Prefetch(t.Context(), scattered(5, int64(len(data)))), KindChanged, ErrChanged, http.StatusPreconditionFailed)
 }

@@ -15,11 +15,7 @@ import (
 func TestReadAtMatchesContent(t *testing.T) {
 	data := pattern(3<<20+123, 1)
 	_, srv := serveObject(t, data)
-	r, err := Open(t.Context(), srv.URL+"/obj", fastOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL+"/obj", fastOpts())
 	if r.Size() != int64(len(data)) {
 		t.Fatalf("Size %d, want %d", r.Size(), len(data))
 	}
@@ -57,11 +53,7 @@ func TestReadAtMatchesContent(t *testing.T) {
 func TestSmallReadsShareRequests(t *testing.T) {
 	data := pattern(1<<20, 2)
 	_, srv := serveObject(t, data)
-	r, err := Open(t.Context(), srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL, nil)
 	for _, rg := range [][2]int64{{0, 8}, {8, 32}, {0, 64}, {100, 4000}, {0, DefaultBlockSize}} {
 		p := make([]byte, rg[1])
 		if _, err := r.ReadAt(p, rg[0]); err != nil || !bytes.Equal(p, data[rg[0]:rg[0]+rg[1]]) {
@@ -87,11 +79,7 @@ func TestSmallReadsShareRequests(t *testing.T) {
 func TestCacheIsBounded(t *testing.T) {
 	data := pattern(1<<20, 3)
 	_, srv := serveObject(t, data)
-	r, err := Open(t.Context(), srv.URL, &Options{BlockSize: 1024, CacheBlocks: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL, &Options{BlockSize: 1024, CacheBlocks: 3})
 	p := make([]byte, 10)
 	for i := range 50 {
 		off := int64(i) * 5000
@@ -112,11 +100,7 @@ func TestCacheIsBounded(t *testing.T) {
 func TestLargeReadIsParallel(t *testing.T) {
 	data := pattern(8<<20, 4)
 	_, srv := serveObject(t, data)
-	r, err := Open(t.Context(), srv.URL, &Options{Parallelism: 4, ReadAhead: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL, &Options{Parallelism: 4, ReadAhead: -1})
 	p := make([]byte, 4<<20)
 	if _, err := r.ReadAt(p, 1<<20); err != nil || !bytes.Equal(p, data[1<<20:5<<20]) {
 		t.Fatal(err)
@@ -136,11 +120,7 @@ func TestLargeReadIsParallel(t *testing.T) {
 func TestSequentialStreamReadsAhead(t *testing.T) {
 	data := pattern(16<<20, 5)
 	_, srv := serveObject(t, data)
-	r, err := Open(t.Context(), srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL, nil)
 	var out bytes.Buffer
 	if _, err := io.CopyBuffer(&out, io.NewSectionReader(r, 1000, int64(len(data))-1000), make([]byte, 32<<10)); err != nil {
 		t.Fatal(err)
@@ -159,11 +139,7 @@ func TestSequentialStreamReadsAhead(t *testing.T) {
 func TestConcurrentReadAt(t *testing.T) {
 	data := pattern(2<<20, 6)
 	_, srv := serveObject(t, data)
-	r, err := Open(t.Context(), srv.URL, &Options{BlockSize: 4096, CacheBlocks: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL, &Options{BlockSize: 4096, CacheBlocks: 4})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -185,11 +161,7 @@ func TestConcurrentReadAt(t *testing.T) {
 // TestEmptyObject: an empty object (416 with "bytes */0") opens with size 0.
 func TestEmptyObject(t *testing.T) {
 	_, srv := serveObject(t, nil)
-	r, err := Open(t.Context(), srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL, nil)
 	if r.Size() != 0 {
 		t.Fatalf("size %d", r.Size())
 	}
@@ -219,11 +191,7 @@ func TestClose(t *testing.T) {
 func TestReadAtContext(t *testing.T) {
 	data := pattern(200<<10, 8)
 	_, srv := serveObject(t, data)
-	r, err := Open(t.Context(), srv.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := mustOpen(t, srv.URL, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := r.ReadAtContext(ctx, make([]byte, 10), 100<<10); !errors.Is(err, context.Canceled) {

@@ -90,3 +90,15 @@ func writePartial(w http.ResponseWriter, data []byte, first, last int64) {
 	w.WriteHeader(http.StatusPartialContent)
 	w.Write(data[first : last+1])
 }
+
+// mustOpen opens u, failing the test on error, and closes the Reader when
+// the test ends.
+func mustOpen(t testing.TB, u string, opts *Options) *Reader {
+	t.Helper()
+	r, err := Open(t.Context(), u, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}

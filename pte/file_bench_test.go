@@ -222,23 +222,13 @@ func benchOpenFile(b *testing.B, total uint64) (*testkit.CountingReaderAt, int64
 	return testkit.OpenCounting(b, path)
 }
 
-// benchOpenOnce opens the program, lists every method's delegates and
-// compile specs and resolves each payload handle (without reading it).
+// benchOpenOnce opens the program and lists it (listProgram).
 func benchOpenOnce(b *testing.B, r io.ReaderAt, size int64) {
 	f, err := NewFile(r, size)
 	if err != nil {
 		b.Fatal(err)
 	}
-	specs := 0
-	for i, ep := range f.Program.ExecutionPlan {
-		for j, d := range ep.Delegates {
-			specs += len(d.CompileSpecs)
-			if _, err := f.DelegateData(i, j); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	if specs != 64 {
+	if specs := listProgram(b, f); specs != 64 {
 		b.Fatalf("%d compile specs, want 64", specs)
 	}
 }

@@ -158,11 +158,7 @@ func BenchmarkOpenURL(b *testing.B) {
 	for i, p := range paths {
 		b.Run(fmt.Sprintf("%dMiB", urlSizes[i]>>20), func(b *testing.B) {
 			cr, size := testkit.OpenCounting(b, p)
-			f, err := NewFile(cr, size)
-			if err != nil {
-				b.Fatal(err)
-			}
-			listProgram(b, f)
+			benchOpenOnce(b, cr, size)
 			var st httprange.Stats
 			b.ResetTimer()
 			for b.Loop() {
