@@ -186,40 +186,57 @@ func TestRetryStatus(t *testing.T) {
 	}
 }
 
-// TestSlowServerPastDeadline: a server that never answers fails at the
-// context's deadline with KindCanceled and context.DeadlineExceeded.
+// TestSlowServerPastDeadline: a server that stops answering, before its
+// headers or in the middle of a body, fails at the context's deadline with
+// KindCanceled and context.DeadlineExceeded.
 func TestSlowServerPastDeadline(t *testing.T) {
 	data := pattern(100<<10, 15)
 	o := &object{}
 	o.set(data, `"v"`, time.Time{})
-	var n atomic.Int64
-	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if n.Add(1) > 1 {
-			<-req.Context().Done() // hang until the client gives up
-			return
-		}
-		o.ServeHTTP(w, req)
-	}))
-	for _, atOpen := range []bool{false, true} {
-		n.Store(0)
-		if atOpen {
-			n.Store(1)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-		start := time.Now()
-		r, err := Open(ctx, srv.URL, nil)
-		if err == nil {
-			_, err = r.ReadAt(make([]byte, 10), 70_000)
-			r.Close()
-		}
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("open %v: %v, want context.DeadlineExceeded", atOpen, err)
-		}
-		checkError(t, err, KindCanceled, ErrCanceled, 0)
-		if el := time.Since(start); el > 5*time.Second {
-			t.Errorf("gave up after %v", el)
-		}
+	for _, c := range []struct {
+		name   string
+		atOpen bool
+		stall  http.HandlerFunc
+	}{
+		{"no headers at open", true, nil},
+		{"no headers", false, nil},
+		{"body stalls", false, func(w http.ResponseWriter, req *http.Request) {
+			a, b, _ := parseRangeHeader(req.Header.Get("Range"))
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", a, b, len(data)))
+			w.Header().Set("Content-Length", fmt.Sprint(b-a+1))
+			w.WriteHeader(206)
+			w.Write(data[a : a+100])
+			http.NewResponseController(w).Flush()
+			<-req.Context().Done()
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var n atomic.Int64
+			srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				if n.Add(1) == 1 && !c.atOpen {
+					o.ServeHTTP(w, req)
+				} else if c.stall != nil {
+					c.stall(w, req)
+				} else {
+					<-req.Context().Done() // hang until the client gives up
+				}
+			}))
+			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			r, err := Open(ctx, srv.URL, nil)
+			if err == nil {
+				_, err = r.ReadAt(make([]byte, 10), 70_000)
+				r.Close()
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("%v, want context.DeadlineExceeded", err)
+			}
+			checkError(t, err, KindCanceled, ErrCanceled, 0)
+			if el := time.Since(start); el > 5*time.Second {
+				t.Errorf("gave up after %v", el)
+			}
+		})
 	}
 }
 

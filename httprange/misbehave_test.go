@@ -88,6 +88,11 @@ func TestMisbehavingServers(t *testing.T) {
 			openFail: true, kind: KindRedirect, sentinel: ErrRedirect,
 		},
 		{
+			name:     "redirect without Location",
+			handler:  func(w http.ResponseWriter, req *http.Request) { w.WriteHeader(http.StatusFound) },
+			openFail: true, kind: KindRedirect, sentinel: ErrRedirect, status: 302,
+		},
+		{
 			name:     "404",
 			handler:  http.NotFound,
 			openFail: true, kind: KindNotFound, sentinel: ErrNotFound, status: 404,

@@ -620,6 +620,10 @@ func (r *Reader) statusError(resp *http.Response, off, n int64) error {
 	case code == http.StatusRequestedRangeNotSatisfiable:
 		e.Kind = KindRangeNotSatisfiable
 		e.Msg = fmt.Sprintf("the server refused a range inside the object's %d bytes", r.size)
+	case code >= 300 && code < 400:
+		// The client follows redirects with a Location; this one has none.
+		e.Kind = KindRedirect
+		e.Msg = "a redirect without a usable Location"
 	case code == http.StatusTooManyRequests || code >= 500:
 		e.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
 	}
