@@ -111,3 +111,32 @@ func TestKindString(t *testing.T) {
 		t.Error(Kind(99).String())
 	}
 }
+
+// FuzzParseHeader: ParseHeader never panics, keeps what it accepts
+// sendable, and never quotes a value in its errors.
+func FuzzParseHeader(f *testing.F) {
+	f.Add("Authorization: Bearer abc")
+	f.Add("X-Key:\tv\r\nInjected: 1")
+	f.Add("bad name: zz")
+	f.Add("X-Key: S3CR3T\x00")
+	f.Fuzz(func(t *testing.T, line string) {
+		h, err := ParseHeader(line)
+		if err != nil {
+			// A marker only in the value must not show.
+			if name, value, _ := strings.Cut(line, ":"); strings.Contains(value, "S3CR3T") && !strings.Contains(name, "S3CR3T") && strings.Contains(err.Error(), "S3CR3T") {
+				t.Fatalf("error %q quotes the value", err)
+			}
+			return
+		}
+		for k, vs := range h {
+			if !validHeaderName(k) {
+				t.Fatalf("accepted name %q", k)
+			}
+			for _, v := range vs {
+				if strings.ContainsAny(v, "\r\n\x00") {
+					t.Fatalf("accepted value %q", v)
+				}
+			}
+		}
+	})
+}
