@@ -111,6 +111,8 @@ type Error struct {
 	retryAfter time.Duration // from a Retry-After header
 }
 
+// Error says what failed where: the redacted URL, the range, the status
+// and the cause.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("httprange: ")
