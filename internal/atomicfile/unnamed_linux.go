@@ -1,0 +1,104 @@
+package atomicfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strconv"
+	"syscall"
+	"unsafe"
+)
+
+// oTmpfile is O_TMPFILE: __O_TMPFILE (the same on every Linux port Go
+// has) with O_DIRECTORY, which differs between ports.
+const oTmpfile = 0x400000 | syscall.O_DIRECTORY
+
+// AT_FDCWD and AT_SYMLINK_FOLLOW, linkat(2) arguments the syscall package
+// does not export.
+const (
+	atFDCWD         = -100
+	atSymlinkFollow = 0x400
+)
+
+// openUnnamed creates an unnamed file in dir with O_TMPFILE, mode 0666
+// less the umask, and returns it named name (the destination, for error
+// messages). It returns errors.ErrUnsupported when the caller must use a
+// named temporary file instead: the kernel or file system does not do
+// O_TMPFILE, or /proc/self/fd, through which the file gets its name, is
+// missing.
+func openUnnamed(dir, name string) (*os.File, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(dir, oTmpfile|syscall.O_RDWR|syscall.O_CLOEXEC, 0o666)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	switch err {
+	case nil:
+	case syscall.EOPNOTSUPP, syscall.EISDIR, syscall.EINVAL, syscall.ENOSYS:
+		// EISDIR: a kernel before 3.11 reads O_TMPFILE as O_DIRECTORY.
+		return nil, errors.ErrUnsupported
+	default:
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), name)
+	st, err := f.Stat()
+	if err == nil {
+		var pst fs.FileInfo
+		if pst, err = os.Stat(procPath(fd)); err == nil && !os.SameFile(st, pst) {
+			err = errors.ErrUnsupported
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, errors.ErrUnsupported
+	}
+	return f, nil
+}
+
+func procPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// linkUnnamed gives the unnamed file f the name newpath, with linkat(2)
+// following /proc/self/fd/N (which needs no privilege, unlike
+// AT_EMPTY_PATH). An existing newpath fails with an error wrapping
+// fs.ErrExist.
+func linkUnnamed(f *os.File, newpath string) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var lerr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			lerr = linkat(atFDCWD, procPath(int(fd)), atFDCWD, newpath, atSymlinkFollow)
+			if lerr != syscall.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if lerr != nil {
+		return &os.LinkError{Op: "link", Old: f.Name(), New: newpath, Err: lerr}
+	}
+	return nil
+}
+
+func linkat(olddirfd int, oldpath string, newdirfd int, newpath string, flags int) error {
+	p0, err := syscall.BytePtrFromString(oldpath)
+	if err != nil {
+		return err
+	}
+	p1, err := syscall.BytePtrFromString(newpath)
+	if err != nil {
+		return err
+	}
+	_, _, errno := syscall.Syscall6(syscall.SYS_LINKAT, uintptr(olddirfd), uintptr(unsafe.Pointer(p0)),
+		uintptr(newdirfd), uintptr(unsafe.Pointer(p1)), uintptr(flags), 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
