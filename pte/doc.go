@@ -13,5 +13,6 @@
 // and the path of the offending field.
 //
 // Writing streams payloads from their sources and never holds them all in
-// memory; output files are written to a temporary file and renamed into place.
+// memory; WriteFile puts its output in place atomically (internal/atomicfile:
+// complete or absent, never a partial file or a stray temporary one).
 package pte
