@@ -75,7 +75,10 @@
 //
 // The Result of a write describes the file as written: each delegate's
 // budget and target_device (MethodSummary.Engines) and the values common to
-// all of them. WriteFileContext and RebakeContext stop and remove their
-// temporary file when the context is cancelled; NoOverwrite refuses, in
-// the same step that puts the file in place, to replace an existing one.
+// all of them. Output files are written through internal/atomicfile:
+// complete or absent, never partial, and nothing left behind when a write
+// fails or its context is cancelled (on Linux even when the process is
+// killed). NoOverwrite refuses, in the same step that puts the file in
+// place, to replace an existing one; WriteFile refuses an output that is
+// one of its inputs (*InputError).
 package export

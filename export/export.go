@@ -40,32 +40,62 @@ func Write(w io.Writer, p *Program, opts *Options) (*Result, error) {
 	return b.result, nil
 }
 
-// WriteFile writes p to path through a temporary file in the same
-// directory that is renamed into place, so that path never holds a partial
-// program. An existing file at path is replaced (unless
+// WriteFile writes p to path atomically (see internal/atomicfile): path
+// never holds a partial program, and a failed or interrupted write leaves
+// nothing behind. An existing file at path is replaced (unless
 // Options.NoOverwrite); when path is a symbolic link, the file it points
-// to is replaced.
+// to is replaced. An output that is one of the program's engine or blob
+// files, or one of Options.Inputs, is refused with an *InputError.
 func WriteFile(path string, p *Program, opts *Options) (*Result, error) {
 	return WriteFileContext(context.Background(), path, p, opts)
 }
 
 // WriteFileContext is WriteFile with a context: when ctx is done before
-// the program is in place, the write stops, the temporary file is removed
-// and the error wraps ctx.Err().
+// the program is in place, the write stops, nothing is left behind and the
+// error wraps context.Cause(ctx).
 func WriteFileContext(ctx context.Context, path string, p *Program, opts *Options) (*Result, error) {
+	var noOverwrite bool
+	var inputs []string
+	if opts != nil {
+		noOverwrite = opts.NoOverwrite
+		inputs = append(inputs, opts.Inputs...)
+	}
+	out, err := createOutput(ctx, path, noOverwrite, append(inputs, sourceFiles(p)...))
+	if err != nil {
+		return nil, err
+	}
+	defer out.Abort()
 	b, err := build(p, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer b.close()
-	ao := atomicOptions{total: b.total, progress: b.progress, noOverwrite: opts != nil && opts.NoOverwrite}
-	size, err := writeAtomic(ctx, path, ao, func(f *os.File) (int64, error) { return b.writeTo(f) })
+	size, err := writeOutput(ctx, out, b.total, b.progress, func(f *os.File) (int64, error) { return b.writeTo(f) })
 	if err != nil {
 		return nil, fmt.Errorf("export: writing %s: %w", path, err)
 	}
 	b.result.Path = path
 	b.result.Size = size
 	return b.result, nil
+}
+
+// sourceFiles lists the engine and blob files p reads.
+func sourceFiles(p *Program) []string {
+	var files []string
+	if p == nil {
+		return nil
+	}
+	for _, m := range p.Methods {
+		if m == nil {
+			continue
+		}
+		for _, c := range m.Calls {
+			if c != nil && c.Engine.Path != "" {
+				files = append(files, c.Engine.Path)
+			}
+		}
+	}
+	return files
 }
 
 // built is a program ready to be written.

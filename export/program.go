@@ -179,6 +179,11 @@ type Options struct {
 	// check is atomic with putting the new file in place; the error wraps
 	// fs.ErrExist.
 	NoOverwrite bool
+	// Inputs are more files the program is made from (pteexport passes its
+	// manifest). WriteFile refuses, with an *InputError and whatever
+	// NoOverwrite says, an output that is one of them or one of the engine
+	// and blob files the program names: by path, symbolic link or hard link.
+	Inputs []string
 }
 
 // Result summarizes a written program.

@@ -41,7 +41,7 @@ type RebakeOptions struct {
 
 // Rebake rewrites the program in, changing only the compile specs of its
 // TensorRTBackend delegates as opts says, and writes it to out through a
-// temporary file renamed into place; out may equal in. Segment bytes are
+// temporary file put in place atomically; out may equal in. Segment bytes are
 // copied as they are (never decoded or re-encoded), inline delegate data
 // stays inline, and everything else in the program is kept. On failure the
 // input is untouched and out is not created or changed. When out is a
@@ -63,8 +63,8 @@ func Rebake(in, out string, opts *RebakeOptions) (*Result, error) {
 }
 
 // RebakeContext is Rebake with a context: when ctx is done before the
-// output is in place, the write stops, the temporary file is removed and
-// the error wraps ctx.Err().
+// output is in place, the write stops, nothing is left behind and the
+// error wraps context.Cause(ctx).
 func RebakeContext(ctx context.Context, in, out string, opts *RebakeOptions) (*Result, error) {
 	return rebake(ctx, in, out, opts, nil)
 }
@@ -96,6 +96,16 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 	if err := checkAlignment(opts.SegmentAlignment); err != nil {
 		return nil, err
 	}
+
+	// The output first: one that cannot be written fails before any work.
+	// The input is not among the inputs refused: re-baking in place is
+	// allowed, and safe since the input is read before the output
+	// replaces it.
+	dst, err := createOutput(ctx, out, opts.NoOverwrite, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Abort()
 
 	fin, st, err := openRegular(in)
 	if err != nil {
@@ -160,8 +170,7 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 				in, MaxSegmentAlignment, align)})
 		}
 	}
-	ao := atomicOptions{total: f.Size, progress: opts.Progress, noOverwrite: opts.NoOverwrite}
-	size, err := writeAtomic(ctx, out, ao, func(w *os.File) (int64, error) {
+	size, err := writeOutput(ctx, dst, f.Size, opts.Progress, func(w *os.File) (int64, error) {
 		// Not Strict: the input was verified above and refused on an
 		// Error, and only its compile specs change.
 		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align})
