@@ -10,8 +10,11 @@
 //	pteexport --from in.pte -o out.pte --weight-streaming-budget-per-engine SIZE|auto [--target-device cuda:N]
 //
 // The manifest schema is documented in package export and docs/manifest.md.
-// Exit status: 0 on success, 1 when the export fails or is interrupted
-// (the temporary output is then removed), 2 for bad usage.
+// The output is never one of the inputs (the manifest, an engine or blob it
+// names; --from's input only for the in-place re-bake -o equal to --from).
+// Exit status: 0 on success, 1 when the export fails, 2 for bad usage, 130
+// (SIGINT) or 143 (SIGTERM) when interrupted; an interrupted or failed
+// export leaves no output and no temporary file.
 package main
 
 import (
@@ -22,13 +25,12 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/spf13/pflag"
 )
 
@@ -122,9 +124,9 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 }
 
 // run is the whole command; main only calls it. An interrupt (SIGINT or
-// SIGTERM) stops a write in progress and removes its temporary file.
+// SIGTERM) stops a write in progress and discards it.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := atomicfile.NotifyInterrupt(context.Background())
 	defer stop()
 	return runContext(ctx, args, stdin, stdout, stderr)
 }
@@ -140,11 +142,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprint(stdout, fs.FlagUsages())
 		return 0
 	}
-	// Fail fast; the write itself refuses atomically too (NoOverwrite).
-	if _, err := os.Lstat(c.output); err == nil && !c.force {
-		fmt.Fprintf(stderr, "pteexport: %s already exists; use --force to overwrite it\n", c.output)
-		return 1
-	}
+	// The library creates the output before any work: an output that is
+	// an input, or that exists without --force, fails first.
 	prog := newProgress(ctx, stderr)
 	var res *export.Result
 	if c.from != "" {
@@ -153,14 +152,23 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		res, err = build(ctx, c, prog.report)
 	}
 	prog.done()
+	var inputErr *export.InputError
 	switch {
-	case err != nil && errors.Is(err, context.Canceled):
+	case err == nil:
+	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(stderr, "pteexport: interrupted; %s was not written\n", c.output)
+		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
+			return ie.ExitCode() // 130 or 143, as the shell reports a signal
+		}
 		return 1
-	case err != nil && errors.Is(err, iofs.ErrExist):
+	case errors.As(err, &inputErr):
+		// Never a hint to --force: that would replace the input.
+		fmt.Fprintf(stderr, "pteexport: -o %v; choose another output file\n", inputErr)
+		return 1
+	case errors.Is(err, iofs.ErrExist):
 		fmt.Fprintf(stderr, "pteexport: %s already exists; use --force to overwrite it\n", c.output)
 		return 1
-	case err != nil:
+	default:
 		fmt.Fprintf(stderr, "pteexport: %s\n", oneLine(err.Error()))
 		return 1
 	}
@@ -216,6 +224,7 @@ func build(ctx context.Context, c *config, progress func(int64, int64)) (*export
 	}
 	opts.Progress = progress
 	opts.NoOverwrite = !c.force
+	opts.Inputs = append(opts.Inputs, c.manifest)
 	return export.WriteFileContext(ctx, c.output, m.Program, &opts)
 }
 
