@@ -1,14 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"strconv"
 	"strings"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/pte/ptejson"
 )
@@ -55,16 +57,26 @@ func methodList(p *pte.Program) []string {
 }
 
 // runExtract streams a delegate payload, or the TensorRT engine inside it,
-// to a file (through a temporary file renamed into place) or to stdout.
+// to a file (atomically: complete or absent) or to stdout. An interrupt
+// (SIGINT, SIGTERM) discards the file and exits 130 or 143.
 func runExtract(f *pte.File, name string, stdout, stderr io.Writer, o *options) int {
 	plan, del, err := parseTarget(f.Program, o.extract)
 	if err != nil {
 		return usageErr(stderr, "%v", err)
 	}
+	var out *atomicfile.File
+	ctx := context.Background()
 	if o.output != "-" {
-		if err := checkOutput(name, o.output, o.force); err != nil {
-			return usageErr(stderr, "%v", err)
+		var stop func()
+		ctx, stop = atomicfile.NotifyInterrupt(ctx)
+		defer stop()
+		if out, err = createOutput(ctx, name, o.output, o.force); err != nil {
+			if code, ok := outputUsageErr(stderr, o.output, err); ok {
+				return code
+			}
+			return failErr(stderr, name, err)
 		}
+		defer out.Abort()
 	}
 	pl, err := f.DelegateData(plan, del)
 	if err != nil {
@@ -90,60 +102,40 @@ func runExtract(f *pte.File, name string, stdout, stderr io.Writer, o *options) 
 		}
 		return exitOK
 	}
-	n, err := writeFileAtomic(o.output, src)
+	n, err := io.Copy(out, src)
+	if err == nil {
+		err = out.Commit()
+	}
 	if err != nil {
-		return failErr(stderr, name, err)
+		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
+			fmt.Fprintf(stderr, "pteinspect: interrupted; %s was not written\n", esc(o.output))
+			return ie.ExitCode()
+		}
+		return failErr(stderr, name, fmt.Errorf("writing %s: %w", what, err))
 	}
 	fmt.Fprintf(stdout, "wrote %d bytes (%s) to %s\n", n, what, o.output)
 	return exitOK
 }
 
-// checkOutput refuses an output path that names the input file (always:
-// the payload would replace the program it is read from) or an existing
-// file (unless force).
-func checkOutput(input, output string, force bool) error {
-	out, err := os.Stat(output)
-	if err != nil {
-		return nil // missing (or unreadable: writing will say why)
-	}
+// createOutput starts the --extract output file, which may not be the
+// input (by any name, even with --force) nor exist unless force.
+func createOutput(ctx context.Context, input, output string, force bool) (*atomicfile.File, error) {
+	opts := &atomicfile.Options{NoOverwrite: !force}
 	if input != "-" {
-		if in, err := os.Stat(input); err == nil && os.SameFile(in, out) {
-			return fmt.Errorf("-o %s is the input file; write the payload elsewhere", esc(output))
-		}
+		opts.Inputs = []string{input}
 	}
-	if !force {
-		return fmt.Errorf("-o %s exists; pass --force to replace it", esc(output))
-	}
-	return nil
+	return atomicfile.CreateContext(ctx, output, opts)
 }
 
-// writeFileAtomic copies r to path through a temporary file in the same
-// directory, renamed into place; on failure no file is left behind.
-func writeFileAtomic(path string, r io.Reader) (int64, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
+// outputUsageErr reports an output refused for what the command line asks
+// (the input, or an existing file without --force) as a usage error.
+func outputUsageErr(stderr io.Writer, output string, err error) (int, bool) {
+	var ie *atomicfile.InputError
+	switch {
+	case errors.As(err, &ie):
+		return usageErr(stderr, "-o %s; write the payload elsewhere", esc(ie.Error())), true
+	case errors.Is(err, fs.ErrExist):
+		return usageErr(stderr, "-o %s exists; pass --force to replace it", esc(output)), true
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(tmp, r)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return 0, fmt.Errorf("writing %s: %w", path, err)
-	}
-	return n, nil
+	return 0, false
 }

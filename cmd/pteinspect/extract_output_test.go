@@ -19,16 +19,21 @@ func TestExtractOutputSafety(t *testing.T) {
 	require.NoError(t, os.WriteFile(in, data, 0o644))
 	link := filepath.Join(dir, "link.pte")
 	require.NoError(t, os.Link(in, link))
+	sym := filepath.Join(dir, "sym.pte")
+	require.NoError(t, os.Symlink("a.pte", sym))
 
 	for _, args := range [][]string{
 		{"--extract", "0:0", "-o", in, in},
 		{"--extract", "0:0", "-o", in, "--force", in},
 		{"--extract", "0:0", "-o", link, "--force", in},
 		{"--extract", "0:0", "-o", filepath.Join(dir, ".", "a.pte"), "--force", in},
+		{"--extract", "0:0", "-o", sym, "--force", in},
+		{"--extract", "0:0", "-o", in, "--force", sym},
 	} {
 		r := runArgs(nil, args...)
 		assert.Equal(t, exitUsage, r.code, "%v: %s", args, r.stdout)
 		assert.Contains(t, r.stderr, "is the input file", "%v", args)
+		assert.NotContains(t, r.stderr, "--force", "%v", args)
 		got, err := os.ReadFile(in)
 		require.NoError(t, err)
 		require.Equal(t, data, got, "%v replaced the input", args)

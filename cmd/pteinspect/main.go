@@ -38,7 +38,9 @@
 // Exit status: 0 on success, 1 when the file is damaged or a check finds an
 // error (the output is still complete), when --method or --delegate names
 // nothing in the file, and for diff when the files differ; 2 on a usage
-// error (diff: any error). With --json, standard output holds one JSON
+// error (diff: any error); 130 (SIGINT) or 143 (SIGTERM) when an --extract
+// to a file is interrupted, which leaves no output and no temporary file
+// behind. With --json, standard output holds one JSON
 // object even on failure: {"error": {"kind", "message", "offset", "path"}}.
 // pteinspect never reads payload bytes it does not need: the default and
 // --json views of a multi-gigabyte program read a few kilobytes.

@@ -22,8 +22,12 @@ type Options struct {
 	NoOverwrite bool
 	// Inputs are the files the output is made from. An output that is one
 	// of them, by path, symbolic link or hard link, is refused with an
-	// *InputError. A rewrite in place leaves that input out.
+	// *InputError.
 	Inputs []string
+	// InPlace is an input the output may replace when both name the same
+	// path: a rewrite in place, such as pteexport --from X -o X. Another
+	// name for it (a symbolic or hard link) is refused as for Inputs.
+	InPlace string
 }
 
 // Error is an output that cannot be created or put in place, said in the
@@ -94,7 +98,11 @@ func CreateContext(ctx context.Context, path string, opts *Options) (*File, erro
 	if err != nil {
 		return nil, err
 	}
-	ins, err := checkInputs(path, st, o.Inputs)
+	inputs := o.Inputs
+	if o.InPlace != "" && !samePath(path, o.InPlace) {
+		inputs = append(inputs[:len(inputs):len(inputs)], o.InPlace)
+	}
+	ins, err := checkInputs(path, st, inputs)
 	if err != nil {
 		return nil, err
 	}

@@ -50,8 +50,9 @@
 //   - Inputs: [Refuse] and [Options.Inputs] refuse an output that is one of
 //     the command's inputs by path, through a symbolic link or as another
 //     hard link (same device and inode), with an [*InputError] naming both.
-//     A rewrite in place (a re-bake of X into X) is allowed by not listing
-//     that input. The check runs in Create and again in Commit.
+//     A rewrite in place (a re-bake of X into X) names that input as
+//     [Options.InPlace]: allowed under the same path, refused under another
+//     name. The check runs in Create and again in Commit.
 //   - Interrupts: [NotifyInterrupt] turns the first SIGINT or SIGTERM into
 //     the cancellation of a context, with an [*InterruptError] as its cause
 //     that gives the conventional exit status (130, 143); a File made by
