@@ -18,10 +18,10 @@ type InputError = atomicfile.InputError
 const progressInterval = 200 * time.Millisecond
 
 // createOutput starts the output file. It runs before the program is
-// built or read, so that an output that cannot be written, exists under
-// noOverwrite or is one of inputs fails before any work.
-func createOutput(ctx context.Context, path string, noOverwrite bool, inputs []string) (*atomicfile.File, error) {
-	return atomicfile.CreateContext(ctx, path, &atomicfile.Options{NoOverwrite: noOverwrite, Inputs: inputs})
+// built or read, so that an output that cannot be written, that exists
+// under NoOverwrite or that is one of the inputs fails before any work.
+func createOutput(ctx context.Context, path string, o *atomicfile.Options) (*atomicfile.File, error) {
+	return atomicfile.CreateContext(ctx, path, o)
 }
 
 // writeOutput lets write fill f, reporting progress (when non-nil: with 0

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/ptekit/ptekit/schema"
 )
@@ -60,7 +61,7 @@ func WriteFileContext(ctx context.Context, path string, p *Program, opts *Option
 		noOverwrite = opts.NoOverwrite
 		inputs = append(inputs, opts.Inputs...)
 	}
-	out, err := createOutput(ctx, path, noOverwrite, append(inputs, sourceFiles(p)...))
+	out, err := createOutput(ctx, path, &atomicfile.Options{NoOverwrite: noOverwrite, Inputs: append(inputs, sourceFiles(p)...)})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -40,10 +41,12 @@ type RebakeOptions struct {
 }
 
 // Rebake rewrites the program in, changing only the compile specs of its
-// TensorRTBackend delegates as opts says, and writes it to out through a
-// temporary file put in place atomically; out may equal in. Segment bytes are
-// copied as they are (never decoded or re-encoded), inline delegate data
-// stays inline, and everything else in the program is kept. On failure the
+// TensorRTBackend delegates as opts says, and writes it to out atomically.
+// out may be in itself under the same path (a re-bake in place); another
+// name for the same file (a symbolic or hard link) is refused with an
+// *InputError. Segment bytes are copied as they are (never decoded or
+// re-encoded), inline delegate data stays inline, and everything else in
+// the program is kept. On failure the
 // input is untouched and out is not created or changed. When out is a
 // symbolic link, the file it points to is replaced.
 //
@@ -98,10 +101,10 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 	}
 
 	// The output first: one that cannot be written fails before any work.
-	// The input is not among the inputs refused: re-baking in place is
-	// allowed, and safe since the input is read before the output
-	// replaces it.
-	dst, err := createOutput(ctx, out, opts.NoOverwrite, nil)
+	// Re-baking in place (out names in by the same path) is allowed, and
+	// safe since the input is read before the output replaces it; another
+	// name for the input is refused as a likely mistake.
+	dst, err := createOutput(ctx, out, &atomicfile.Options{NoOverwrite: opts.NoOverwrite, InPlace: in})
 	if err != nil {
 		return nil, err
 	}

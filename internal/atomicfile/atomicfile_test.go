@@ -361,3 +361,25 @@ func TestInterruptError(t *testing.T) {
 	assert.Same(t, e, Interrupted(nil, wrapped))
 	assert.Nil(t, Interrupted(context.Background(), errors.New("other")))
 }
+
+// TestInPlace: the InPlace input may be replaced under its own path (any
+// spelling of it), not under another name.
+func TestInPlace(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "m.pte")
+	require.NoError(t, os.WriteFile(in, []byte("old"), 0o644))
+	sym := filepath.Join(dir, "sym.pte")
+	require.NoError(t, os.Symlink("m.pte", sym))
+	hard := filepath.Join(dir, "hard.pte")
+	require.NoError(t, os.Link(in, hard))
+
+	for _, out := range []string{sym, hard} {
+		var ie *InputError
+		assert.ErrorAs(t, write(out, []byte("x"), &Options{InPlace: in}), &ie, out)
+	}
+	got, _ := os.ReadFile(in)
+	assert.Equal(t, "old", string(got))
+	require.NoError(t, write(dir+"/./m.pte", []byte("new"), &Options{InPlace: in}))
+	got, _ = os.ReadFile(in)
+	assert.Equal(t, "new", string(got))
+}
