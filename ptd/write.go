@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/internal/fbs/flattensor"
 )
 
@@ -250,56 +248,24 @@ func (c *countWriter) zeros(to int64) error {
 	return nil
 }
 
-// WriteFile writes d to path like Write, atomically: into a temporary file
-// in the same directory, synced and renamed over path only on success, so
-// path is either untouched or complete. Segments are read before the
-// rename, so d may read from the file at path. An existing file keeps its
-// permission bits; a new one gets 0644.
-//
-// pte.WriteFile does the same with unexported helpers; both move to
-// internal/atomicfile when it lands.
-func WriteFile(path string, d *Data) (info *WriteInfo, err error) {
-	mode := fs.FileMode(0o644)
-	target := path
-	if st, serr := os.Stat(path); serr == nil {
-		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("ptd: %s is not a regular file", path)
-		}
-		mode = st.Mode().Perm()
-		if target, err = filepath.EvalSymlinks(path); err != nil {
-			return nil, fmt.Errorf("ptd: %w", err)
-		}
-	} else if !errors.Is(serr, fs.ErrNotExist) {
-		return nil, fmt.Errorf("ptd: %w", serr)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
+// WriteFile writes d to path like Write, atomically, through
+// internal/atomicfile: path is either untouched or complete, and nothing is
+// left behind on error. Segments are read before the file is put in place,
+// so d may read from the file at path. A new file gets mode 0666 less the
+// umask; an existing one keeps its permission bits. When path is a
+// symbolic link, the file it points to is replaced.
+func WriteFile(path string, d *Data) (*WriteInfo, error) {
+	f, err := atomicfile.Create(path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ptd: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if info, err = Write(tmp, d); err != nil {
+	defer f.Abort()
+	info, err := Write(f.OSFile(), d)
+	if err != nil {
 		return nil, err
 	}
-	if err = tmp.Chmod(mode); err != nil {
+	if err := f.Commit(); err != nil {
 		return nil, fmt.Errorf("ptd: %w", err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return nil, fmt.Errorf("ptd: %w", err)
-	}
-	if err = tmp.Close(); err != nil {
-		return nil, fmt.Errorf("ptd: %w", err)
-	}
-	if err = os.Rename(tmp.Name(), target); err != nil {
-		return nil, fmt.Errorf("ptd: %w", err)
-	}
-	if dir, derr := os.Open(filepath.Dir(target)); derr == nil {
-		dir.Sync()
-		dir.Close()
 	}
 	return info, nil
 }
