@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/schema"
 )
 
 // DType is a tensor element type, spelled as PyTorch spells it without the
@@ -41,23 +41,23 @@ type dtypeInfo struct {
 }
 
 var dtypes = map[DType]dtypeInfo{
-	Float32:       {schema.ScalarTypeFLOAT, 4},
-	Float16:       {schema.ScalarTypeHALF, 2},
-	BFloat16:      {schema.ScalarTypeBFLOAT16, 2},
-	Float64:       {schema.ScalarTypeDOUBLE, 8},
-	Int8:          {schema.ScalarTypeCHAR, 1},
-	Int16:         {schema.ScalarTypeSHORT, 2},
-	Int32:         {schema.ScalarTypeINT, 4},
-	Int64:         {schema.ScalarTypeLONG, 8},
-	Uint8:         {schema.ScalarTypeBYTE, 1},
-	Uint16:        {schema.ScalarTypeUINT16, 2},
-	Uint32:        {schema.ScalarTypeUINT32, 4},
-	Uint64:        {schema.ScalarTypeUINT64, 8},
-	Bool:          {schema.ScalarTypeBOOL, 1},
-	Float8E5M2:    {schema.ScalarTypeFLOAT8E5M2, 1},
-	Float8E4M3FN:  {schema.ScalarTypeFLOAT8E4M3FN, 1},
-	Float8E5M2FNZ: {schema.ScalarTypeFLOAT8E5M2FNUZ, 1},
-	Float8E4M3FNZ: {schema.ScalarTypeFLOAT8E4M3FNUZ, 1},
+	Float32:       {program.ScalarTypeFLOAT, 4},
+	Float16:       {program.ScalarTypeHALF, 2},
+	BFloat16:      {program.ScalarTypeBFLOAT16, 2},
+	Float64:       {program.ScalarTypeDOUBLE, 8},
+	Int8:          {program.ScalarTypeCHAR, 1},
+	Int16:         {program.ScalarTypeSHORT, 2},
+	Int32:         {program.ScalarTypeINT, 4},
+	Int64:         {program.ScalarTypeLONG, 8},
+	Uint8:         {program.ScalarTypeBYTE, 1},
+	Uint16:        {program.ScalarTypeUINT16, 2},
+	Uint32:        {program.ScalarTypeUINT32, 4},
+	Uint64:        {program.ScalarTypeUINT64, 8},
+	Bool:          {program.ScalarTypeBOOL, 1},
+	Float8E5M2:    {program.ScalarTypeFLOAT8E5M2, 1},
+	Float8E4M3FN:  {program.ScalarTypeFLOAT8E4M3FN, 1},
+	Float8E5M2FNZ: {program.ScalarTypeFLOAT8E5M2FNUZ, 1},
+	Float8E4M3FNZ: {program.ScalarTypeFLOAT8E4M3FNUZ, 1},
 }
 
 // ScalarType returns the ExecuTorch scalar type of d.

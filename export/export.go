@@ -13,8 +13,8 @@ import (
 
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/atomicfile"
+	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/schema"
 )
 
 // MaxInlineDelegateData is the most delegate data, in bytes over all
@@ -364,9 +364,9 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	for _, ep := range prog.ExecutionPlan {
 		for _, d := range ep.Delegates {
 			if opts.InlineDelegateData {
-				d.Processed.Location = schema.DataLocationINLINE
+				d.Processed.Location = program.DataLocationINLINE
 			} else {
-				d.Processed.Location = schema.DataLocationSEGMENT
+				d.Processed.Location = program.DataLocationSEGMENT
 				d.Processed.Index++ // after the constant segment
 			}
 		}

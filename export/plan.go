@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/schema"
 )
 
 // planAlign is the alignment of planned tensor offsets, as ExecuTorch's
@@ -77,9 +77,9 @@ func alignUp(n int64) (int64, error) {
 func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.ExecutionPlan {
 	values := make([]*pte.EValue, len(md.tensors))
 	for i, t := range md.tensors {
-		dyn := schema.TensorShapeDynamismSTATIC
+		dyn := program.TensorShapeDynamismSTATIC
 		if t.maxShape != nil {
-			dyn = schema.TensorShapeDynamismDYNAMIC_BOUND
+			dyn = program.TensorShapeDynamismDYNAMIC_BOUND
 		}
 		dimOrder := make([]uint8, len(t.sizes))
 		for d := range dimOrder {

@@ -8,7 +8,7 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
-	"github.com/ptekit/ptekit/schema"
+	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // abProgram returns a program with every kind of table that has string
@@ -20,8 +20,8 @@ func abProgram() *Program {
 	ep.ContainerMetaType = &ContainerMetadata{EncodedInpStr: "in", EncodedOutStr: "out"}
 	ep.Values = append(ep.Values,
 		&EValue{Val: &String{StringVal: "s"}},
-		&EValue{Val: &Tensor{ScalarType: schema.ScalarTypeFLOAT, Sizes: []int32{1}, DimOrder: []uint8{0},
-			ExtraTensorInfo: &ExtraTensorInfo{FullyQualifiedName: "w", Location: schema.TensorDataLocationEXTERNAL}}})
+		&EValue{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{1}, DimOrder: []uint8{0},
+			ExtraTensorInfo: &ExtraTensorInfo{FullyQualifiedName: "w", Location: program.TensorDataLocationEXTERNAL}}})
 	ep.Operators = []*Operator{{Name: "aten::add", Overload: "out"}}
 	ch := ep.Chains[0]
 	ch.Stacktrace = []*FrameList{{Items: []*Frame{{Filename: "f.py", Lineno: 3, Name: "forward", Context: "x + y"}}}}
@@ -130,61 +130,61 @@ func TestAbsentStringsDecode(t *testing.T) {
 		return b.EndVector(len(xs))
 	}
 	empty, out := b.CreateString(""), b.CreateString("o")
-	schema.OperatorStart(b)
-	schema.OperatorAddOverload(b, empty) // name absent, overload present and empty
-	op := schema.OperatorEnd(b)
-	schema.FrameStart(b)
-	schema.FrameAddLineno(b, 3)
-	schema.FrameAddName(b, empty) // filename and context absent
-	frame := schema.FrameEnd(b)
+	program.OperatorStart(b)
+	program.OperatorAddOverload(b, empty) // name absent, overload present and empty
+	op := program.OperatorEnd(b)
+	program.FrameStart(b)
+	program.FrameAddLineno(b, 3)
+	program.FrameAddName(b, empty) // filename and context absent
+	frame := program.FrameEnd(b)
 	frames := tables(frame)
-	schema.FrameListStart(b)
-	schema.FrameListAddItems(b, frames)
-	trace := tables(schema.FrameListEnd(b))
-	schema.ChainStart(b)
-	schema.ChainAddStacktrace(b, trace)
-	chain := schema.ChainEnd(b)
+	program.FrameListStart(b)
+	program.FrameListAddItems(b, frames)
+	trace := tables(program.FrameListEnd(b))
+	program.ChainStart(b)
+	program.ChainAddStacktrace(b, trace)
+	chain := program.ChainEnd(b)
 	val := b.CreateByteVector([]byte("v"))
-	schema.CompileSpecStart(b)
-	schema.CompileSpecAddValue(b, val) // key absent
-	specs := tables(schema.CompileSpecEnd(b))
-	schema.BackendDelegateStart(b)
-	schema.BackendDelegateAddCompileSpecs(b, specs) // id absent
-	del := schema.BackendDelegateEnd(b)
-	schema.StringStart(b)
-	str := schema.StringEnd(b) // string_val absent
-	schema.EValueStart(b)
-	schema.EValueAddValType(b, schema.KernelTypesString)
-	schema.EValueAddVal(b, str)
-	v0 := schema.EValueEnd(b)
-	schema.ExtraTensorInfoStart(b)
-	schema.ExtraTensorInfoAddLocation(b, schema.TensorDataLocationEXTERNAL) // fully_qualified_name absent
-	extra := schema.ExtraTensorInfoEnd(b)
-	schema.TensorStart(b)
-	schema.TensorAddExtraTensorInfo(b, extra)
-	tensor := schema.TensorEnd(b)
-	schema.EValueStart(b)
-	schema.EValueAddValType(b, schema.KernelTypesTensor)
-	schema.EValueAddVal(b, tensor)
-	v1 := schema.EValueEnd(b)
-	schema.ContainerMetadataStart(b)
-	schema.ContainerMetadataAddEncodedOutStr(b, out) // encoded_inp_str absent
-	meta := schema.ContainerMetadataEnd(b)
+	program.CompileSpecStart(b)
+	program.CompileSpecAddValue(b, val) // key absent
+	specs := tables(program.CompileSpecEnd(b))
+	program.BackendDelegateStart(b)
+	program.BackendDelegateAddCompileSpecs(b, specs) // id absent
+	del := program.BackendDelegateEnd(b)
+	program.StringStart(b)
+	str := program.StringEnd(b) // string_val absent
+	program.EValueStart(b)
+	program.EValueAddValType(b, program.KernelTypesString)
+	program.EValueAddVal(b, str)
+	v0 := program.EValueEnd(b)
+	program.ExtraTensorInfoStart(b)
+	program.ExtraTensorInfoAddLocation(b, program.TensorDataLocationEXTERNAL) // fully_qualified_name absent
+	extra := program.ExtraTensorInfoEnd(b)
+	program.TensorStart(b)
+	program.TensorAddExtraTensorInfo(b, extra)
+	tensor := program.TensorEnd(b)
+	program.EValueStart(b)
+	program.EValueAddValType(b, program.KernelTypesTensor)
+	program.EValueAddVal(b, tensor)
+	v1 := program.EValueEnd(b)
+	program.ContainerMetadataStart(b)
+	program.ContainerMetadataAddEncodedOutStr(b, out) // encoded_inp_str absent
+	meta := program.ContainerMetadataEnd(b)
 	ops, chains, dels, vals := tables(op), tables(chain), tables(del), tables(v0, v1)
-	schema.ExecutionPlanStart(b) // name absent
-	schema.ExecutionPlanAddContainerMetaType(b, meta)
-	schema.ExecutionPlanAddValues(b, vals)
-	schema.ExecutionPlanAddChains(b, chains)
-	schema.ExecutionPlanAddOperators(b, ops)
-	schema.ExecutionPlanAddDelegates(b, dels)
-	plans := tables(schema.ExecutionPlanEnd(b))
-	schema.NamedDataStart(b)
-	schema.NamedDataAddSegmentIndex(b, 1) // key absent
-	named := tables(schema.NamedDataEnd(b))
-	schema.ProgramStart(b)
-	schema.ProgramAddExecutionPlan(b, plans)
-	schema.ProgramAddNamedData(b, named)
-	b.FinishWithFileIdentifier(schema.ProgramEnd(b), []byte("ET12"))
+	program.ExecutionPlanStart(b) // name absent
+	program.ExecutionPlanAddContainerMetaType(b, meta)
+	program.ExecutionPlanAddValues(b, vals)
+	program.ExecutionPlanAddChains(b, chains)
+	program.ExecutionPlanAddOperators(b, ops)
+	program.ExecutionPlanAddDelegates(b, dels)
+	plans := tables(program.ExecutionPlanEnd(b))
+	program.NamedDataStart(b)
+	program.NamedDataAddSegmentIndex(b, 1) // key absent
+	named := tables(program.NamedDataEnd(b))
+	program.ProgramStart(b)
+	program.ProgramAddExecutionPlan(b, plans)
+	program.ProgramAddNamedData(b, named)
+	b.FinishWithFileIdentifier(program.ProgramEnd(b), []byte("ET12"))
 	buf := b.FinishedBytes()
 
 	v, err := verifyProgramBuffer(buf)

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/ptekit/ptekit/schema"
+	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // This file decodes a flatbuffer region that verifyProgramBuffer accepted
@@ -366,36 +366,36 @@ func (d *fbDecoder) chain(c fbTab) *Chain {
 // is known but the member table is absent.
 func decodeInstruction(in fbTab) InstructionArgs {
 	tag := InstructionArguments(in.u8(0))
-	if tag == schema.InstructionArgumentsNONE {
+	if tag == program.InstructionArgumentsNONE {
 		return nil
 	}
-	if tag > schema.InstructionArgumentsFreeCall {
+	if tag > program.InstructionArgumentsFreeCall {
 		// The verifier did not look inside an unknown member: don't either.
 		return &UnknownInstruction{Tag: tag}
 	}
 	t, ok := in.sub(1)
 	switch tag {
-	case schema.InstructionArgumentsKernelCall:
+	case program.InstructionArgumentsKernelCall:
 		if !ok {
 			return (*KernelCall)(nil)
 		}
 		return &KernelCall{OpIndex: t.i32(0), Args: t.i32s(1)}
-	case schema.InstructionArgumentsDelegateCall:
+	case program.InstructionArgumentsDelegateCall:
 		if !ok {
 			return (*DelegateCall)(nil)
 		}
 		return &DelegateCall{DelegateIndex: t.i32(0), Args: t.i32s(1)}
-	case schema.InstructionArgumentsMoveCall:
+	case program.InstructionArgumentsMoveCall:
 		if !ok {
 			return (*MoveCall)(nil)
 		}
 		return &MoveCall{MoveFrom: t.i32(0), MoveTo: t.i32(1)}
-	case schema.InstructionArgumentsJumpFalseCall:
+	case program.InstructionArgumentsJumpFalseCall:
 		if !ok {
 			return (*JumpFalseCall)(nil)
 		}
 		return &JumpFalseCall{CondValueIndex: t.i32(0), DestinationInstruction: t.i32(1)}
-	case schema.InstructionArgumentsFreeCall:
+	case program.InstructionArgumentsFreeCall:
 		if !ok {
 			return (*FreeCall)(nil)
 		}
@@ -407,55 +407,55 @@ func decodeInstruction(in fbTab) InstructionArgs {
 // decodeValue follows the same conventions as decodeInstruction.
 func (d *fbDecoder) value(v fbTab) Value {
 	tag := KernelTypes(v.u8(0))
-	if tag == schema.KernelTypesNONE {
+	if tag == program.KernelTypesNONE {
 		return nil
 	}
-	if tag > schema.KernelTypesOptionalTensorList {
+	if tag > program.KernelTypesOptionalTensorList {
 		// The verifier did not look inside an unknown member: don't either.
 		return &UnknownValue{Tag: tag}
 	}
 	t, ok := v.sub(1)
 	switch tag {
-	case schema.KernelTypesNull:
+	case program.KernelTypesNull:
 		if !ok {
 			return (*Null)(nil)
 		}
 		return &Null{}
-	case schema.KernelTypesInt:
+	case program.KernelTypesInt:
 		if !ok {
 			return (*Int)(nil)
 		}
 		return &Int{IntVal: int64(t.u64(0))}
-	case schema.KernelTypesBool:
+	case program.KernelTypesBool:
 		if !ok {
 			return (*Bool)(nil)
 		}
 		return &Bool{BoolVal: t.u8(0) != 0}
-	case schema.KernelTypesDouble:
+	case program.KernelTypesDouble:
 		if !ok {
 			return (*Double)(nil)
 		}
 		return &Double{DoubleVal: math.Float64frombits(t.u64(0))}
-	case schema.KernelTypesTensor:
+	case program.KernelTypesTensor:
 		if !ok {
 			return (*Tensor)(nil)
 		}
 		ts := d.tensor(t)
 		d.at(ts, t)
 		return ts
-	case schema.KernelTypesString:
+	case program.KernelTypesString:
 		if !ok {
 			return (*String)(nil)
 		}
 		s := &String{}
 		s.StringVal = d.str(t, 0, "string_val", &s.Absent)
 		return s
-	case schema.KernelTypesIntList:
+	case program.KernelTypesIntList:
 		if !ok {
 			return (*IntList)(nil)
 		}
 		return &IntList{Items: t.i64s(0)}
-	case schema.KernelTypesDoubleList:
+	case program.KernelTypesDoubleList:
 		if !ok {
 			return (*DoubleList)(nil)
 		}
@@ -467,7 +467,7 @@ func (d *fbDecoder) value(v fbTab) Value {
 			}
 		}
 		return &DoubleList{Items: items}
-	case schema.KernelTypesBoolList:
+	case program.KernelTypesBoolList:
 		if !ok {
 			return (*BoolList)(nil)
 		}
@@ -479,12 +479,12 @@ func (d *fbDecoder) value(v fbTab) Value {
 			}
 		}
 		return &BoolList{Items: items}
-	case schema.KernelTypesTensorList:
+	case program.KernelTypesTensorList:
 		if !ok {
 			return (*TensorList)(nil)
 		}
 		return &TensorList{Items: t.i32s(0)}
-	case schema.KernelTypesOptionalTensorList:
+	case program.KernelTypesOptionalTensorList:
 		if !ok {
 			return (*OptionalTensorList)(nil)
 		}

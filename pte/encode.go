@@ -9,7 +9,7 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
-	"github.com/ptekit/ptekit/schema"
+	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // fileIdentifier is the FlatBuffers file identifier of every program.
@@ -416,10 +416,10 @@ func (e *encoder) program(p *Program) (flatbuffers.UOffsetT, error) {
 		layout = []*DataSegment{}
 	}
 	segs, err := tables(e, "segments", layout, func(x *DataSegment) (flatbuffers.UOffsetT, error) {
-		schema.DataSegmentStart(b)
-		schema.DataSegmentAddOffset(b, x.Offset)
-		schema.DataSegmentAddSize(b, x.Size)
-		return schema.DataSegmentEnd(b), nil
+		program.DataSegmentStart(b)
+		program.DataSegmentAddOffset(b, x.Offset)
+		program.DataSegmentAddSize(b, x.Size)
+		return program.DataSegmentEnd(b), nil
 	})
 	if err != nil {
 		return 0, err
@@ -440,41 +440,41 @@ func (e *encoder) program(p *Program) (flatbuffers.UOffsetT, error) {
 			return 0, within(err, "segment_index", -1)
 		}
 		key := e.optStr(x.Key, x.Absent, "key")
-		schema.NamedDataStart(b)
+		program.NamedDataStart(b)
 		if key != 0 {
-			schema.NamedDataAddKey(b, key)
+			program.NamedDataAddKey(b, key)
 		}
-		schema.NamedDataAddSegmentIndex(b, idx)
-		return schema.NamedDataEnd(b), nil
+		program.NamedDataAddSegmentIndex(b, idx)
+		return program.NamedDataEnd(b), nil
 	})
 	if err != nil {
 		return 0, err
 	}
 
-	schema.ProgramStart(b)
-	schema.ProgramAddVersion(b, p.Version)
+	program.ProgramStart(b)
+	program.ProgramAddVersion(b, p.Version)
 	if plans != 0 {
-		schema.ProgramAddExecutionPlan(b, plans)
+		program.ProgramAddExecutionPlan(b, plans)
 	}
 	if constBuf != 0 {
-		schema.ProgramAddConstantBuffer(b, constBuf)
+		program.ProgramAddConstantBuffer(b, constBuf)
 	}
 	if inline != 0 {
-		schema.ProgramAddBackendDelegateData(b, inline)
+		program.ProgramAddBackendDelegateData(b, inline)
 	}
 	if segs != 0 {
-		schema.ProgramAddSegments(b, segs)
+		program.ProgramAddSegments(b, segs)
 	}
 	if constSeg != 0 {
-		schema.ProgramAddConstantSegment(b, constSeg)
+		program.ProgramAddConstantSegment(b, constSeg)
 	}
 	if mutable != 0 {
-		schema.ProgramAddMutableDataSegments(b, mutable)
+		program.ProgramAddMutableDataSegments(b, mutable)
 	}
 	if named != 0 {
-		schema.ProgramAddNamedData(b, named)
+		program.ProgramAddNamedData(b, named)
 	}
-	return schema.ProgramEnd(b), nil
+	return program.ProgramEnd(b), nil
 }
 
 func (e *encoder) subsegments(x *SubsegmentOffsets) (flatbuffers.UOffsetT, error) {
@@ -483,12 +483,12 @@ func (e *encoder) subsegments(x *SubsegmentOffsets) (flatbuffers.UOffsetT, error
 		return 0, within(err, "segment_index", -1)
 	}
 	offs := scalars(e, x.Offsets, 8, e.b.PrependUint64)
-	schema.SubsegmentOffsetsStart(e.b)
-	schema.SubsegmentOffsetsAddSegmentIndex(e.b, idx)
+	program.SubsegmentOffsetsStart(e.b)
+	program.SubsegmentOffsetsAddSegmentIndex(e.b, idx)
 	if x.Offsets != nil {
-		schema.SubsegmentOffsetsAddOffsets(e.b, offs)
+		program.SubsegmentOffsetsAddOffsets(e.b, offs)
 	}
-	return schema.SubsegmentOffsetsEnd(e.b), nil
+	return program.SubsegmentOffsetsEnd(e.b), nil
 }
 
 func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
@@ -497,14 +497,14 @@ func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 	var meta flatbuffers.UOffsetT
 	if c := ep.ContainerMetaType; c != nil {
 		in, out := e.optStr(c.EncodedInpStr, c.Absent, "encoded_inp_str"), e.optStr(c.EncodedOutStr, c.Absent, "encoded_out_str")
-		schema.ContainerMetadataStart(b)
+		program.ContainerMetadataStart(b)
 		if in != 0 {
-			schema.ContainerMetadataAddEncodedInpStr(b, in)
+			program.ContainerMetadataAddEncodedInpStr(b, in)
 		}
 		if out != 0 {
-			schema.ContainerMetadataAddEncodedOutStr(b, out)
+			program.ContainerMetadataAddEncodedOutStr(b, out)
 		}
-		meta = schema.ContainerMetadataEnd(b)
+		meta = program.ContainerMetadataEnd(b)
 	}
 	values, err := tables(e, "values", ep.Values, e.evalue)
 	if err != nil {
@@ -517,14 +517,14 @@ func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 	}
 	ops, err := tables(e, "operators", ep.Operators, func(op *Operator) (flatbuffers.UOffsetT, error) {
 		n, o := e.optStr(op.Name, op.Absent, "name"), e.optStr(op.Overload, op.Absent, "overload")
-		schema.OperatorStart(b)
+		program.OperatorStart(b)
 		if n != 0 {
-			schema.OperatorAddName(b, n)
+			program.OperatorAddName(b, n)
 		}
 		if o != 0 {
-			schema.OperatorAddOverload(b, o)
+			program.OperatorAddOverload(b, o)
 		}
-		return schema.OperatorEnd(b), nil
+		return program.OperatorEnd(b), nil
 	})
 	if err != nil {
 		return 0, err
@@ -535,48 +535,48 @@ func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 	}
 	sizes := scalars(e, ep.NonConstBufferSizes, 8, b.PrependInt64)
 	devices, err := tables(e, "non_const_buffer_device", ep.NonConstBufferDevice, func(d *NonConstBufferDevice) (flatbuffers.UOffsetT, error) {
-		schema.NonConstBufferDeviceStart(b)
-		schema.NonConstBufferDeviceAddBufferIdx(b, d.BufferIdx)
-		schema.NonConstBufferDeviceAddDeviceType(b, d.DeviceType)
-		schema.NonConstBufferDeviceAddDeviceIndex(b, d.DeviceIndex)
-		return schema.NonConstBufferDeviceEnd(b), nil
+		program.NonConstBufferDeviceStart(b)
+		program.NonConstBufferDeviceAddBufferIdx(b, d.BufferIdx)
+		program.NonConstBufferDeviceAddDeviceType(b, d.DeviceType)
+		program.NonConstBufferDeviceAddDeviceIndex(b, d.DeviceIndex)
+		return program.NonConstBufferDeviceEnd(b), nil
 	})
 	if err != nil {
 		return 0, err
 	}
 
-	schema.ExecutionPlanStart(b)
+	program.ExecutionPlanStart(b)
 	if name != 0 {
-		schema.ExecutionPlanAddName(b, name)
+		program.ExecutionPlanAddName(b, name)
 	}
 	if meta != 0 {
-		schema.ExecutionPlanAddContainerMetaType(b, meta)
+		program.ExecutionPlanAddContainerMetaType(b, meta)
 	}
 	if values != 0 {
-		schema.ExecutionPlanAddValues(b, values)
+		program.ExecutionPlanAddValues(b, values)
 	}
 	if ep.Inputs != nil {
-		schema.ExecutionPlanAddInputs(b, inputs)
+		program.ExecutionPlanAddInputs(b, inputs)
 	}
 	if ep.Outputs != nil {
-		schema.ExecutionPlanAddOutputs(b, outputs)
+		program.ExecutionPlanAddOutputs(b, outputs)
 	}
 	if chains != 0 {
-		schema.ExecutionPlanAddChains(b, chains)
+		program.ExecutionPlanAddChains(b, chains)
 	}
 	if ops != 0 {
-		schema.ExecutionPlanAddOperators(b, ops)
+		program.ExecutionPlanAddOperators(b, ops)
 	}
 	if delegates != 0 {
-		schema.ExecutionPlanAddDelegates(b, delegates)
+		program.ExecutionPlanAddDelegates(b, delegates)
 	}
 	if ep.NonConstBufferSizes != nil {
-		schema.ExecutionPlanAddNonConstBufferSizes(b, sizes)
+		program.ExecutionPlanAddNonConstBufferSizes(b, sizes)
 	}
 	if devices != 0 {
-		schema.ExecutionPlanAddNonConstBufferDevice(b, devices)
+		program.ExecutionPlanAddNonConstBufferDevice(b, devices)
 	}
-	return schema.ExecutionPlanEnd(b), nil
+	return program.ExecutionPlanEnd(b), nil
 }
 
 // isNilPointer reports whether v holds a typed nil pointer.
@@ -591,40 +591,40 @@ func (e *encoder) evalue(ev *EValue) (flatbuffers.UOffsetT, error) {
 		return 0, encodeError("val", "nil %T", ev.Val)
 	}
 	var val flatbuffers.UOffsetT
-	tag := schema.KernelTypesNONE
+	tag := program.KernelTypesNONE
 	switch v := ev.Val.(type) {
 	case nil:
 	case *Null:
-		schema.NullStart(b)
-		val = schema.NullEnd(b)
+		program.NullStart(b)
+		val = program.NullEnd(b)
 	case *Int:
-		schema.IntStart(b)
-		schema.IntAddIntVal(b, v.IntVal)
-		val = schema.IntEnd(b)
+		program.IntStart(b)
+		program.IntAddIntVal(b, v.IntVal)
+		val = program.IntEnd(b)
 	case *Bool:
-		schema.BoolStart(b)
-		schema.BoolAddBoolVal(b, v.BoolVal)
-		val = schema.BoolEnd(b)
+		program.BoolStart(b)
+		program.BoolAddBoolVal(b, v.BoolVal)
+		val = program.BoolEnd(b)
 	case *Double:
-		schema.DoubleStart(b)
+		program.DoubleStart(b)
 		if v.DoubleVal == 0 && math.Signbit(v.DoubleVal) {
 			// -0.0 compares equal to the default 0, so the generated adder
 			// would leave the field out and it would read back as +0.0.
 			b.PrependFloat64(v.DoubleVal)
 			b.Slot(0)
 		} else {
-			schema.DoubleAddDoubleVal(b, v.DoubleVal)
+			program.DoubleAddDoubleVal(b, v.DoubleVal)
 		}
-		val = schema.DoubleEnd(b)
+		val = program.DoubleEnd(b)
 	case *Tensor:
 		val = e.tensor(v)
 	case *String:
 		s := e.optStr(v.StringVal, v.Absent, "string_val")
-		schema.StringStart(b)
+		program.StringStart(b)
 		if s != 0 {
-			schema.StringAddStringVal(b, s)
+			program.StringAddStringVal(b, s)
 		}
-		val = schema.StringEnd(b)
+		val = program.StringEnd(b)
 	case *IntList:
 		val = e.vectorTable(scalars(e, v.Items, 8, b.PrependInt64))
 	case *DoubleList:
@@ -637,7 +637,7 @@ func (e *encoder) evalue(ev *EValue) (flatbuffers.UOffsetT, error) {
 		val = e.vectorTable(e.int32s(v.Items))
 	case *UnknownValue:
 		// Written as its tag with no table (see UnknownValue).
-		if v.Tag <= schema.KernelTypesOptionalTensorList {
+		if v.Tag <= program.KernelTypesOptionalTensorList {
 			return 0, encodeError("val", "UnknownValue with tag %d, which is a known member (use its type)", uint8(v.Tag))
 		}
 	default:
@@ -646,14 +646,14 @@ func (e *encoder) evalue(ev *EValue) (flatbuffers.UOffsetT, error) {
 	if ev.Val != nil {
 		tag = ev.Val.KernelType()
 	}
-	schema.EValueStart(b)
-	if tag != schema.KernelTypesNONE {
-		schema.EValueAddValType(b, tag)
+	program.EValueStart(b)
+	if tag != program.KernelTypesNONE {
+		program.EValueAddValType(b, tag)
 	}
 	if val != 0 {
-		schema.EValueAddVal(b, val)
+		program.EValueAddVal(b, val)
 	}
-	return schema.EValueEnd(b), nil
+	return program.EValueEnd(b), nil
 }
 
 func (e *encoder) tensor(t *Tensor) flatbuffers.UOffsetT {
@@ -662,44 +662,44 @@ func (e *encoder) tensor(t *Tensor) flatbuffers.UOffsetT {
 	dims := e.bytes(t.DimOrder, 1)
 	var alloc, extra flatbuffers.UOffsetT
 	if a := t.AllocationInfo; a != nil {
-		schema.AllocationDetailsStart(b)
-		schema.AllocationDetailsAddMemoryId(b, a.MemoryID)
-		schema.AllocationDetailsAddMemoryOffsetLow(b, a.MemoryOffsetLow)
-		schema.AllocationDetailsAddMemoryOffsetHigh(b, a.MemoryOffsetHigh)
-		alloc = schema.AllocationDetailsEnd(b)
+		program.AllocationDetailsStart(b)
+		program.AllocationDetailsAddMemoryId(b, a.MemoryID)
+		program.AllocationDetailsAddMemoryOffsetLow(b, a.MemoryOffsetLow)
+		program.AllocationDetailsAddMemoryOffsetHigh(b, a.MemoryOffsetHigh)
+		alloc = program.AllocationDetailsEnd(b)
 	}
 	if x := t.ExtraTensorInfo; x != nil {
 		fqn := e.optStr(x.FullyQualifiedName, x.Absent, "fully_qualified_name")
-		schema.ExtraTensorInfoStart(b)
-		schema.ExtraTensorInfoAddMutableDataSegmentsIdx(b, x.MutableDataSegmentsIdx)
+		program.ExtraTensorInfoStart(b)
+		program.ExtraTensorInfoAddMutableDataSegmentsIdx(b, x.MutableDataSegmentsIdx)
 		if fqn != 0 {
-			schema.ExtraTensorInfoAddFullyQualifiedName(b, fqn)
+			program.ExtraTensorInfoAddFullyQualifiedName(b, fqn)
 		}
-		schema.ExtraTensorInfoAddLocation(b, x.Location)
-		schema.ExtraTensorInfoAddDeviceType(b, x.DeviceType)
-		schema.ExtraTensorInfoAddDeviceIndex(b, x.DeviceIndex)
-		extra = schema.ExtraTensorInfoEnd(b)
+		program.ExtraTensorInfoAddLocation(b, x.Location)
+		program.ExtraTensorInfoAddDeviceType(b, x.DeviceType)
+		program.ExtraTensorInfoAddDeviceIndex(b, x.DeviceIndex)
+		extra = program.ExtraTensorInfoEnd(b)
 	}
-	schema.TensorStart(b)
-	schema.TensorAddStorageOffset(b, t.StorageOffset)
+	program.TensorStart(b)
+	program.TensorAddStorageOffset(b, t.StorageOffset)
 	if t.Sizes != nil {
-		schema.TensorAddSizes(b, sizes)
+		program.TensorAddSizes(b, sizes)
 	}
 	if t.DimOrder != nil {
-		schema.TensorAddDimOrder(b, dims)
+		program.TensorAddDimOrder(b, dims)
 	}
-	schema.TensorAddDataBufferIdx(b, t.DataBufferIdx)
+	program.TensorAddDataBufferIdx(b, t.DataBufferIdx)
 	if alloc != 0 {
-		schema.TensorAddAllocationInfo(b, alloc)
+		program.TensorAddAllocationInfo(b, alloc)
 	}
 	if extra != 0 {
-		schema.TensorAddExtraTensorInfo(b, extra)
+		program.TensorAddExtraTensorInfo(b, extra)
 	}
-	schema.TensorAddScalarType(b, t.ScalarType)
-	schema.TensorAddRequiresGrad(b, t.RequiresGrad)
-	schema.TensorAddLayout(b, t.Layout)
-	schema.TensorAddShapeDynamism(b, t.ShapeDynamism)
-	return schema.TensorEnd(b)
+	program.TensorAddScalarType(b, t.ScalarType)
+	program.TensorAddRequiresGrad(b, t.RequiresGrad)
+	program.TensorAddLayout(b, t.Layout)
+	program.TensorAddShapeDynamism(b, t.ShapeDynamism)
+	return program.TensorEnd(b)
 }
 
 func (e *encoder) chain(c *Chain) (flatbuffers.UOffsetT, error) {
@@ -714,18 +714,18 @@ func (e *encoder) chain(c *Chain) (flatbuffers.UOffsetT, error) {
 			file := e.optStr(f.Filename, f.Absent, "filename")
 			name := e.optStr(f.Name, f.Absent, "name")
 			ctx := e.optStr(f.Context, f.Absent, "context")
-			schema.FrameStart(b)
+			program.FrameStart(b)
 			if file != 0 {
-				schema.FrameAddFilename(b, file)
+				program.FrameAddFilename(b, file)
 			}
-			schema.FrameAddLineno(b, f.Lineno)
+			program.FrameAddLineno(b, f.Lineno)
 			if name != 0 {
-				schema.FrameAddName(b, name)
+				program.FrameAddName(b, name)
 			}
 			if ctx != 0 {
-				schema.FrameAddContext(b, ctx)
+				program.FrameAddContext(b, ctx)
 			}
-			return schema.FrameEnd(b), nil
+			return program.FrameEnd(b), nil
 		})
 		if err != nil {
 			return 0, err
@@ -735,20 +735,20 @@ func (e *encoder) chain(c *Chain) (flatbuffers.UOffsetT, error) {
 	if err != nil {
 		return 0, err
 	}
-	schema.ChainStart(b)
+	program.ChainStart(b)
 	if c.Inputs != nil {
-		schema.ChainAddInputs(b, inputs)
+		program.ChainAddInputs(b, inputs)
 	}
 	if c.Outputs != nil {
-		schema.ChainAddOutputs(b, outputs)
+		program.ChainAddOutputs(b, outputs)
 	}
 	if instrs != 0 {
-		schema.ChainAddInstructions(b, instrs)
+		program.ChainAddInstructions(b, instrs)
 	}
 	if trace != 0 {
-		schema.ChainAddStacktrace(b, trace)
+		program.ChainAddStacktrace(b, trace)
 	}
-	return schema.ChainEnd(b), nil
+	return program.ChainEnd(b), nil
 }
 
 func (e *encoder) instruction(in *Instruction) (flatbuffers.UOffsetT, error) {
@@ -761,50 +761,50 @@ func (e *encoder) instruction(in *Instruction) (flatbuffers.UOffsetT, error) {
 	case nil:
 	case *KernelCall:
 		a := e.int32s(v.Args)
-		schema.KernelCallStart(b)
-		schema.KernelCallAddOpIndex(b, v.OpIndex)
+		program.KernelCallStart(b)
+		program.KernelCallAddOpIndex(b, v.OpIndex)
 		if v.Args != nil {
-			schema.KernelCallAddArgs(b, a)
+			program.KernelCallAddArgs(b, a)
 		}
-		args = schema.KernelCallEnd(b)
+		args = program.KernelCallEnd(b)
 	case *DelegateCall:
 		a := e.int32s(v.Args)
-		schema.DelegateCallStart(b)
-		schema.DelegateCallAddDelegateIndex(b, v.DelegateIndex)
+		program.DelegateCallStart(b)
+		program.DelegateCallAddDelegateIndex(b, v.DelegateIndex)
 		if v.Args != nil {
-			schema.DelegateCallAddArgs(b, a)
+			program.DelegateCallAddArgs(b, a)
 		}
-		args = schema.DelegateCallEnd(b)
+		args = program.DelegateCallEnd(b)
 	case *MoveCall:
-		schema.MoveCallStart(b)
-		schema.MoveCallAddMoveFrom(b, v.MoveFrom)
-		schema.MoveCallAddMoveTo(b, v.MoveTo)
-		args = schema.MoveCallEnd(b)
+		program.MoveCallStart(b)
+		program.MoveCallAddMoveFrom(b, v.MoveFrom)
+		program.MoveCallAddMoveTo(b, v.MoveTo)
+		args = program.MoveCallEnd(b)
 	case *JumpFalseCall:
-		schema.JumpFalseCallStart(b)
-		schema.JumpFalseCallAddCondValueIndex(b, v.CondValueIndex)
-		schema.JumpFalseCallAddDestinationInstruction(b, v.DestinationInstruction)
-		args = schema.JumpFalseCallEnd(b)
+		program.JumpFalseCallStart(b)
+		program.JumpFalseCallAddCondValueIndex(b, v.CondValueIndex)
+		program.JumpFalseCallAddDestinationInstruction(b, v.DestinationInstruction)
+		args = program.JumpFalseCallEnd(b)
 	case *FreeCall:
-		schema.FreeCallStart(b)
-		schema.FreeCallAddValueIndex(b, v.ValueIndex)
-		args = schema.FreeCallEnd(b)
+		program.FreeCallStart(b)
+		program.FreeCallAddValueIndex(b, v.ValueIndex)
+		args = program.FreeCallEnd(b)
 	case *UnknownInstruction:
 		// Written as its tag with no table (see UnknownInstruction).
-		if v.Tag <= schema.InstructionArgumentsFreeCall {
+		if v.Tag <= program.InstructionArgumentsFreeCall {
 			return 0, encodeError("instr_args", "UnknownInstruction with tag %d, which is a known member (use its type)", uint8(v.Tag))
 		}
 	default:
 		return 0, encodeError("instr_args", "unsupported instruction type %T", v)
 	}
-	schema.InstructionStart(b)
+	program.InstructionStart(b)
 	if in.Args != nil {
-		schema.InstructionAddInstrArgsType(b, in.Args.InstructionType())
+		program.InstructionAddInstrArgsType(b, in.Args.InstructionType())
 	}
 	if args != 0 {
-		schema.InstructionAddInstrArgs(b, args)
+		program.InstructionAddInstrArgs(b, args)
 	}
-	return schema.InstructionEnd(b), nil
+	return program.InstructionEnd(b), nil
 }
 
 func (e *encoder) delegate(d *BackendDelegate) (flatbuffers.UOffsetT, error) {
@@ -813,40 +813,40 @@ func (e *encoder) delegate(d *BackendDelegate) (flatbuffers.UOffsetT, error) {
 	var processed flatbuffers.UOffsetT
 	if r := d.Processed; r != nil {
 		idx := r.Index
-		if r.Location == schema.DataLocationSEGMENT {
+		if r.Location == program.DataLocationSEGMENT {
 			var err error
 			if idx, err = e.refs.index(idx); err != nil {
 				return 0, within(err, "processed.index", -1)
 			}
 		}
-		schema.BackendDelegateDataReferenceStart(b)
-		schema.BackendDelegateDataReferenceAddIndex(b, idx)
-		schema.BackendDelegateDataReferenceAddLocation(b, r.Location)
-		processed = schema.BackendDelegateDataReferenceEnd(b)
+		program.BackendDelegateDataReferenceStart(b)
+		program.BackendDelegateDataReferenceAddIndex(b, idx)
+		program.BackendDelegateDataReferenceAddLocation(b, r.Location)
+		processed = program.BackendDelegateDataReferenceEnd(b)
 	}
 	specs, err := tables(e, "compile_specs", d.CompileSpecs, func(cs *CompileSpec) (flatbuffers.UOffsetT, error) {
 		k, v := e.optStr(cs.Key, cs.Absent, "key"), e.bytes(cs.Value, 1)
-		schema.CompileSpecStart(b)
+		program.CompileSpecStart(b)
 		if k != 0 {
-			schema.CompileSpecAddKey(b, k)
+			program.CompileSpecAddKey(b, k)
 		}
 		if cs.Value != nil {
-			schema.CompileSpecAddValue(b, v)
+			program.CompileSpecAddValue(b, v)
 		}
-		return schema.CompileSpecEnd(b), nil
+		return program.CompileSpecEnd(b), nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	schema.BackendDelegateStart(b)
+	program.BackendDelegateStart(b)
 	if id != 0 {
-		schema.BackendDelegateAddId(b, id)
+		program.BackendDelegateAddId(b, id)
 	}
 	if processed != 0 {
-		schema.BackendDelegateAddProcessed(b, processed)
+		program.BackendDelegateAddProcessed(b, processed)
 	}
 	if specs != 0 {
-		schema.BackendDelegateAddCompileSpecs(b, specs)
+		program.BackendDelegateAddCompileSpecs(b, specs)
 	}
-	return schema.BackendDelegateEnd(b), nil
+	return program.BackendDelegateEnd(b), nil
 }

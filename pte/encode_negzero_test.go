@@ -6,7 +6,7 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
-	"github.com/ptekit/ptekit/schema"
+	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // -0.0 compares equal to the schema default 0, so a writer that omits
@@ -23,16 +23,16 @@ func TestEncodeKeepsNegativeZeroDouble(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		root := schema.GetRootAsProgram(buf, 0)
-		var ep schema.ExecutionPlan
+		root := program.GetRootAsProgram(buf, 0)
+		var ep program.ExecutionPlan
 		root.ExecutionPlan(&ep, 0)
-		var ev schema.EValue
+		var ev program.EValue
 		ep.Values(&ev, idx)
 		var u flatbuffers.Table
 		if !ev.Val(&u) {
 			t.Fatalf("%v: value has no table", x)
 		}
-		var tab schema.Double
+		var tab program.Double
 		tab.Init(u.Bytes, u.Pos)
 		got := tab.DoubleVal()
 		if got != x || math.Signbit(got) != math.Signbit(x) {

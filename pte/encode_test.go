@@ -11,8 +11,8 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/internal/testkit"
-	"github.com/ptekit/ptekit/schema"
 )
 
 // sampleProgram is a small program that exercises every table of the
@@ -23,9 +23,9 @@ func sampleProgram() *Program {
 			Name:              "forward",
 			ContainerMetaType: &ContainerMetadata{EncodedInpStr: "T2#1#0(T1#1($),D0())", EncodedOutStr: "$"},
 			Values: []*EValue{
-				{Val: &Tensor{ScalarType: schema.ScalarTypeFLOAT, Sizes: []int32{2, 3}, DimOrder: []uint8{0, 1},
+				{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{2, 3}, DimOrder: []uint8{0, 1},
 					DataBufferIdx: 1, ExtraTensorInfo: &ExtraTensorInfo{FullyQualifiedName: "w", MutableDataSegmentsIdx: 7}}},
-				{Val: &Tensor{ScalarType: schema.ScalarTypeFLOAT, Sizes: []int32{}, DimOrder: []uint8{},
+				{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{}, DimOrder: []uint8{},
 					AllocationInfo: &AllocationDetails{MemoryID: 1, MemoryOffsetLow: 64, MemoryOffsetHigh: 1}}},
 				{Val: &Null{}},
 				{Val: &Int{IntVal: -5}},
@@ -55,12 +55,12 @@ func sampleProgram() *Program {
 			}},
 			Operators: []*Operator{{Name: "aten::add", Overload: "out"}},
 			Delegates: []*BackendDelegate{
-				{ID: "TensorRTBackend", Processed: &BackendDelegateDataReference{Location: schema.DataLocationSEGMENT, Index: 1},
+				{ID: "TensorRTBackend", Processed: &BackendDelegateDataReference{Location: program.DataLocationSEGMENT, Index: 1},
 					CompileSpecs: []*CompileSpec{{Key: "weight_streaming_budget", Value: []byte("1024")}, {Key: "e", Value: []byte{}}}},
-				{ID: "TensorRTBackend", Processed: &BackendDelegateDataReference{Location: schema.DataLocationINLINE, Index: 1}},
+				{ID: "TensorRTBackend", Processed: &BackendDelegateDataReference{Location: program.DataLocationINLINE, Index: 1}},
 			},
 			NonConstBufferSizes:  []int64{0, 1 << 33},
-			NonConstBufferDevice: []*NonConstBufferDevice{{BufferIdx: 1, DeviceType: schema.DeviceTypeCUDA, DeviceIndex: 2}},
+			NonConstBufferDevice: []*NonConstBufferDevice{{BufferIdx: 1, DeviceType: program.DeviceTypeCUDA, DeviceIndex: 2}},
 		}},
 		ConstantBuffer:      []*Buffer{{Storage: []byte{}}, {Storage: []byte{1, 2, 3}}},
 		BackendDelegateData: []*BackendDelegateInlineData{{Data: []byte{}}, {Data: []byte("TR01 inline")}},
@@ -92,11 +92,11 @@ func TestEncodeProgramSchemaView(t *testing.T) {
 	if string(buf[4:8]) != "ET12" {
 		t.Fatalf("identifier %q", buf[4:8])
 	}
-	root := schema.GetRootAsProgram(buf, 0)
+	root := program.GetRootAsProgram(buf, 0)
 	if got := root.ExecutionPlanLength(); got != 1 {
 		t.Fatalf("plans = %d", got)
 	}
-	var ep schema.ExecutionPlan
+	var ep program.ExecutionPlan
 	root.ExecutionPlan(&ep, 0)
 	if string(ep.Name()) != "forward" || ep.ValuesLength() != 13 || ep.OutputsLength() != 0 {
 		t.Errorf("plan: name %q values %d outputs %d", ep.Name(), ep.ValuesLength(), ep.OutputsLength())
@@ -109,17 +109,17 @@ func TestEncodeProgramSchemaView(t *testing.T) {
 	if ep.NonConstBufferSizes(1) != 1<<33 {
 		t.Errorf("non_const_buffer_sizes[1] = %d", ep.NonConstBufferSizes(1))
 	}
-	var ev schema.EValue
+	var ev program.EValue
 	ep.Values(&ev, 12)
-	if ev.ValType() != schema.KernelTypesNONE || tableOffset(ev.Table(), 6) != 0 {
+	if ev.ValType() != program.KernelTypesNONE || tableOffset(ev.Table(), 6) != 0 {
 		t.Error("NONE value carries a payload")
 	}
 	ep.Values(&ev, 2)
-	if ev.ValType() != schema.KernelTypesNull {
+	if ev.ValType() != program.KernelTypesNull {
 		t.Errorf("value 2 tag %v", ev.ValType())
 	}
 	// Inline payloads honour force_align: 16 on their element data.
-	var bd schema.BackendDelegateInlineData
+	var bd program.BackendDelegateInlineData
 	root.BackendDelegateData(&bd, 1)
 	data := bd.DataBytes()
 	if string(data) != "TR01 inline" {
@@ -128,12 +128,12 @@ func TestEncodeProgramSchemaView(t *testing.T) {
 	if off := bytes.Index(buf, data); off%16 != 0 {
 		t.Errorf("inline data at %d, not 16-aligned", off)
 	}
-	var cb schema.Buffer
+	var cb program.Buffer
 	root.ConstantBuffer(&cb, 1)
 	if off := bytes.Index(buf, []byte{1, 2, 3}); off%16 != 0 || !bytes.Equal(cb.StorageBytes(), []byte{1, 2, 3}) {
 		t.Errorf("constant buffer at %d (%v)", off, cb.StorageBytes())
 	}
-	var seg schema.DataSegment
+	var seg program.DataSegment
 	root.Segments(&seg, 1)
 	if seg.Offset() != 128 || seg.Size() != 5 {
 		t.Errorf("segment 1 = {%d,%d}", seg.Offset(), seg.Size())
@@ -154,14 +154,14 @@ func TestEncodeRemapsSegmentReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := schema.GetRootAsProgram(buf, 0)
-	var nd schema.NamedData
+	root := program.GetRootAsProgram(buf, 0)
+	var nd program.NamedData
 	root.NamedData(&nd, 0)
-	var ep schema.ExecutionPlan
+	var ep program.ExecutionPlan
 	root.ExecutionPlan(&ep, 0)
-	var d schema.BackendDelegate
+	var d program.BackendDelegate
 	ep.Delegates(&d, 0)
-	var d1 schema.BackendDelegate
+	var d1 program.BackendDelegate
 	ep.Delegates(&d1, 1)
 	if nd.SegmentIndex() != 0 || d.Processed(nil).Index() != 0 || root.SegmentsLength() != 1 {
 		t.Errorf("not remapped: named %d delegate %d segments %d", nd.SegmentIndex(), d.Processed(nil).Index(), root.SegmentsLength())
@@ -188,9 +188,9 @@ func TestEncodeRefusesUnwritable(t *testing.T) {
 		edit func(p *Program)
 		path string
 	}{
-		{"unknown value with a known tag", func(p *Program) { p.ExecutionPlan[0].Values[3].Val = &UnknownValue{Tag: schema.KernelTypesInt} }, "execution_plan[0].values[3].val"},
+		{"unknown value with a known tag", func(p *Program) { p.ExecutionPlan[0].Values[3].Val = &UnknownValue{Tag: program.KernelTypesInt} }, "execution_plan[0].values[3].val"},
 		{"unknown instruction with a known tag", func(p *Program) {
-			p.ExecutionPlan[0].Chains[0].Instructions[2].Args = &UnknownInstruction{Tag: schema.InstructionArgumentsNONE}
+			p.ExecutionPlan[0].Chains[0].Instructions[2].Args = &UnknownInstruction{Tag: program.InstructionArgumentsNONE}
 		}, "execution_plan[0].chains[0].instructions[2].instr_args"},
 		{"typed nil value", func(p *Program) { p.ExecutionPlan[0].Values[0].Val = (*Tensor)(nil) }, "execution_plan[0].values[0].val"},
 		{"nil table in vector", func(p *Program) { p.ExecutionPlan[0].Delegates[0].CompileSpecs[1] = nil }, "execution_plan[0].delegates[0].compile_specs[1]"},

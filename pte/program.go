@@ -3,7 +3,7 @@ package pte
 import (
 	"slices"
 
-	"github.com/ptekit/ptekit/schema"
+	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // The model below mirrors schema/program.fbs field for field, so that a
@@ -29,19 +29,19 @@ import (
 // return the schema's names (e.g. "FLOAT", "DYNAMIC_BOUND", "SEGMENT").
 type (
 	// ScalarType is a tensor element type.
-	ScalarType = schema.ScalarType
+	ScalarType = program.ScalarType
 	// TensorShapeDynamism says whether a tensor's shape may change at run time.
-	TensorShapeDynamism = schema.TensorShapeDynamism
+	TensorShapeDynamism = program.TensorShapeDynamism
 	// TensorDataLocation says whether tensor data is in this file or external.
-	TensorDataLocation = schema.TensorDataLocation
+	TensorDataLocation = program.TensorDataLocation
 	// DeviceType is the kind of memory a tensor or arena lives in.
-	DeviceType = schema.DeviceType
+	DeviceType = program.DeviceType
 	// DataLocation says where delegate data is: INLINE or SEGMENT.
-	DataLocation = schema.DataLocation
+	DataLocation = program.DataLocation
 	// KernelTypes is the union tag of an EValue.
-	KernelTypes = schema.KernelTypes
+	KernelTypes = program.KernelTypes
 	// InstructionArguments is the union tag of an Instruction.
-	InstructionArguments = schema.InstructionArguments
+	InstructionArguments = program.InstructionArguments
 )
 
 // Program is the root table of a .pte file.
@@ -214,37 +214,37 @@ type UnknownValue struct {
 }
 
 // KernelType implements Value.
-func (*Null) KernelType() KernelTypes { return schema.KernelTypesNull }
+func (*Null) KernelType() KernelTypes { return program.KernelTypesNull }
 
 // KernelType implements Value.
-func (*Int) KernelType() KernelTypes { return schema.KernelTypesInt }
+func (*Int) KernelType() KernelTypes { return program.KernelTypesInt }
 
 // KernelType implements Value.
-func (*Bool) KernelType() KernelTypes { return schema.KernelTypesBool }
+func (*Bool) KernelType() KernelTypes { return program.KernelTypesBool }
 
 // KernelType implements Value.
-func (*Double) KernelType() KernelTypes { return schema.KernelTypesDouble }
+func (*Double) KernelType() KernelTypes { return program.KernelTypesDouble }
 
 // KernelType implements Value.
-func (*Tensor) KernelType() KernelTypes { return schema.KernelTypesTensor }
+func (*Tensor) KernelType() KernelTypes { return program.KernelTypesTensor }
 
 // KernelType implements Value.
-func (*String) KernelType() KernelTypes { return schema.KernelTypesString }
+func (*String) KernelType() KernelTypes { return program.KernelTypesString }
 
 // KernelType implements Value.
-func (*IntList) KernelType() KernelTypes { return schema.KernelTypesIntList }
+func (*IntList) KernelType() KernelTypes { return program.KernelTypesIntList }
 
 // KernelType implements Value.
-func (*DoubleList) KernelType() KernelTypes { return schema.KernelTypesDoubleList }
+func (*DoubleList) KernelType() KernelTypes { return program.KernelTypesDoubleList }
 
 // KernelType implements Value.
-func (*BoolList) KernelType() KernelTypes { return schema.KernelTypesBoolList }
+func (*BoolList) KernelType() KernelTypes { return program.KernelTypesBoolList }
 
 // KernelType implements Value.
-func (*TensorList) KernelType() KernelTypes { return schema.KernelTypesTensorList }
+func (*TensorList) KernelType() KernelTypes { return program.KernelTypesTensorList }
 
 // KernelType implements Value.
-func (*OptionalTensorList) KernelType() KernelTypes { return schema.KernelTypesOptionalTensorList }
+func (*OptionalTensorList) KernelType() KernelTypes { return program.KernelTypesOptionalTensorList }
 
 // KernelType implements Value.
 func (u *UnknownValue) KernelType() KernelTypes { return u.Tag }
@@ -413,27 +413,27 @@ type UnknownInstruction struct {
 
 // InstructionType implements InstructionArgs.
 func (*KernelCall) InstructionType() InstructionArguments {
-	return schema.InstructionArgumentsKernelCall
+	return program.InstructionArgumentsKernelCall
 }
 
 // InstructionType implements InstructionArgs.
 func (*DelegateCall) InstructionType() InstructionArguments {
-	return schema.InstructionArgumentsDelegateCall
+	return program.InstructionArgumentsDelegateCall
 }
 
 // InstructionType implements InstructionArgs.
 func (*MoveCall) InstructionType() InstructionArguments {
-	return schema.InstructionArgumentsMoveCall
+	return program.InstructionArgumentsMoveCall
 }
 
 // InstructionType implements InstructionArgs.
 func (*JumpFalseCall) InstructionType() InstructionArguments {
-	return schema.InstructionArgumentsJumpFalseCall
+	return program.InstructionArgumentsJumpFalseCall
 }
 
 // InstructionType implements InstructionArgs.
 func (*FreeCall) InstructionType() InstructionArguments {
-	return schema.InstructionArgumentsFreeCall
+	return program.InstructionArgumentsFreeCall
 }
 
 // InstructionType implements InstructionArgs.

@@ -11,7 +11,7 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
-	"github.com/ptekit/ptekit/schema"
+	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // vrBase is the program the verifier rule tests patch: one method with a
@@ -182,16 +182,16 @@ func TestVerifierTableCountLimit(t *testing.T) {
 	}
 	build := func(n int) []byte {
 		b := flatbuffers.NewBuilder(4*n + 1024)
-		schema.ExecutionPlanStart(b)
-		ep := schema.ExecutionPlanEnd(b)
+		program.ExecutionPlanStart(b)
+		ep := program.ExecutionPlanEnd(b)
 		b.StartVector(4, n, 4)
 		for range n {
 			b.PrependUOffsetT(ep)
 		}
 		plans := b.EndVector(n)
-		schema.ProgramStart(b)
-		schema.ProgramAddExecutionPlan(b, plans)
-		b.FinishWithFileIdentifier(schema.ProgramEnd(b), []byte("ET12"))
+		program.ProgramStart(b)
+		program.ProgramAddExecutionPlan(b, plans)
+		b.FinishWithFileIdentifier(program.ProgramEnd(b), []byte("ET12"))
 		return b.FinishedBytes()
 	}
 	if _, err := verifyProgramBuffer(build(fbverify.MaxTables - 1)); err != nil {

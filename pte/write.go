@@ -7,7 +7,7 @@ import (
 	"io"
 	"math"
 
-	"github.com/ptekit/ptekit/schema"
+	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // DefaultSegmentAlignment is the segment alignment ExecuTorch's serializer
@@ -316,7 +316,7 @@ func refersToSegment(p *Program) bool {
 			continue
 		}
 		for _, d := range ep.Delegates {
-			if d != nil && d.Processed != nil && d.Processed.Location == schema.DataLocationSEGMENT {
+			if d != nil && d.Processed != nil && d.Processed.Location == program.DataLocationSEGMENT {
 				return true
 			}
 		}

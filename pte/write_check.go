@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ptekit/ptekit/schema"
+	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // This file makes "what Write writes, NewFile reads" a guarantee: payload
@@ -39,11 +39,11 @@ func checkReferences(p *Program, nPayloads int) error {
 			}
 			path := fmt.Sprintf("execution_plan[%d].delegates[%d].processed.index", i, k)
 			switch ref := d.Processed; ref.Location {
-			case schema.DataLocationSEGMENT:
+			case program.DataLocationSEGMENT:
 				if err := segIndex(path, ref.Index); err != nil {
 					return err
 				}
-			case schema.DataLocationINLINE:
+			case program.DataLocationINLINE:
 				if uint64(ref.Index) >= uint64(len(p.BackendDelegateData)) {
 					return &FormatError{Off: -1, Path: path,
 						Msg:  fmt.Sprintf("INLINE index %d out of range (%d backend_delegate_data entries)", ref.Index, len(p.BackendDelegateData)),

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/schema"
 )
 
 // maxTensorRank is ExecuTorch's kTensorDimensionLimit.
@@ -70,7 +70,7 @@ func checkValues(method string, ep *pte.ExecutionPlan) *Error {
 	// program need a named data map (.ptd), which this runtime does not take.
 	for i, ev := range ep.Values {
 		t, ok := ev.Val.(*pte.Tensor)
-		if ok && t.AllocationInfo == nil && t.ExtraTensorInfo != nil && t.ExtraTensorInfo.Location == schema.TensorDataLocationEXTERNAL {
+		if ok && t.AllocationInfo == nil && t.ExtraTensorInfo != nil && t.ExtraTensorInfo.Location == program.TensorDataLocationEXTERNAL {
 			return methodError(method, CodeInvalidState, fmt.Sprintf("values[%d]", i),
 				"tensor %q is an external constant; loading it needs a named data map (.ptd), which this runtime does not support",
 				t.ExtraTensorInfo.FullyQualifiedName)
@@ -169,7 +169,7 @@ func checkTensor(t *pte.Tensor) (pte.Code, string) {
 	switch {
 	case t.StorageOffset != 0:
 		return CodeNotSupported, fmt.Sprintf("tensor storage_offset %d is not supported", t.StorageOffset)
-	case t.ShapeDynamism == schema.TensorShapeDynamismDYNAMIC_UNBOUND:
+	case t.ShapeDynamism == program.TensorShapeDynamismDYNAMIC_UNBOUND:
 		return CodeNotSupported, "DYNAMIC_UNBOUND tensors are not supported"
 	case t.Sizes == nil:
 		return CodeInvalidProgram, "tensor has no sizes"

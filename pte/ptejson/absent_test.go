@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/schema"
 )
 
 // absentProgram has one absent string in every table kind that has
@@ -22,7 +22,7 @@ func absentProgram() *pte.Program {
 			Values: []*pte.EValue{
 				{Val: &pte.String{Absent: []string{"string_val"}}},
 				{Val: &pte.Tensor{Sizes: []int32{}, ExtraTensorInfo: &pte.ExtraTensorInfo{
-					Location: schema.TensorDataLocationEXTERNAL, Absent: []string{"fully_qualified_name"}}}},
+					Location: program.TensorDataLocationEXTERNAL, Absent: []string{"fully_qualified_name"}}}},
 			},
 			Chains: []*pte.Chain{{Stacktrace: []*pte.FrameList{{Items: []*pte.Frame{
 				{Name: "", Lineno: 1, Absent: []string{"filename", "context"}}}}}}},

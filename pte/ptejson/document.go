@@ -11,8 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/schema"
 )
 
 // Document is the JSON form of a whole .pte file: what `pteinspect --json`
@@ -307,7 +307,7 @@ func (b *builder) segments() ([]*Segment, error) {
 			continue
 		}
 		for di, d := range ep.Delegates {
-			if d != nil && d.Processed != nil && d.Processed.Location == schema.DataLocationSEGMENT {
+			if d != nil && d.Processed != nil && d.Processed.Location == program.DataLocationSEGMENT {
 				use(uint64(d.Processed.Index), fmt.Sprintf("delegate:%d:%d:%s", pi, di, d.ID))
 			}
 		}
@@ -337,13 +337,13 @@ func (b *builder) locate(ref *pte.BackendDelegateDataReference) (*payload, bool)
 		return nil, false
 	}
 	switch ref.Location {
-	case schema.DataLocationINLINE:
+	case program.DataLocationINLINE:
 		if uint64(ref.Index) >= uint64(len(p.BackendDelegateData)) || p.BackendDelegateData[ref.Index] == nil {
 			return nil, false
 		}
 		data := p.BackendDelegateData[ref.Index].Data
 		return &payload{inline: data, size: int64(len(data))}, true
-	case schema.DataLocationSEGMENT:
+	case program.DataLocationSEGMENT:
 		if uint64(ref.Index) >= uint64(len(p.Segments)) {
 			return nil, false
 		}

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/schema"
 )
 
 // maxSeedSize bounds the fuzz seeds: small inputs keep the fuzzer's
@@ -32,7 +32,7 @@ func seedProgram(t testing.TB, nilMembers bool) []byte {
 	ep := p.ExecutionPlan[0]
 	ep.Values = ep.Values[:len(ep.Values)-1] // no unknown tags: they cannot be written
 	ep.Chains[0].Instructions = ep.Chains[0].Instructions[:len(ep.Chains[0].Instructions)-1]
-	ep.Values[1].Val.(*pte.Tensor).ScalarType = schema.ScalarTypeINT
+	ep.Values[1].Val.(*pte.Tensor).ScalarType = program.ScalarTypeINT
 	blob := func(aliased bool) []byte {
 		m := &delegate.Metadata{IOBindings: []delegate.Binding{{Name: "x", IsInput: true}, {Name: "y"}}}
 		if aliased {
@@ -46,7 +46,7 @@ func seedProgram(t testing.TB, nilMembers bool) []byte {
 	p.BackendDelegateData[0].Data = blob(false)
 	ep.Delegates = append(ep.Delegates, &pte.BackendDelegate{
 		ID:           delegate.BackendID,
-		Processed:    &pte.BackendDelegateDataReference{Location: schema.DataLocationSEGMENT, Index: 2},
+		Processed:    &pte.BackendDelegateDataReference{Location: program.DataLocationSEGMENT, Index: 2},
 		CompileSpecs: []*pte.CompileSpec{{Key: "weight_streaming_budget", Value: []byte("4096")}, {Key: "v", Value: vtablePlaceholder}},
 	})
 	p.Segments = nil

@@ -3,8 +3,8 @@ package ptejson
 import (
 	"reflect"
 
+	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/schema"
 )
 
 // A damaged file can set a union tag and leave the member table out (its
@@ -35,7 +35,7 @@ func nilEValue(member pte.Value) *EValue {
 		return &EValue{ValType: Enum{Name: "NONE"}}
 	default:
 		tag := x.KernelType() // the member types' methods do not read their receiver
-		return &EValue{ValType: enum(tag, schema.EnumNamesKernelTypes, int64(tag))}
+		return &EValue{ValType: enum(tag, program.EnumNamesKernelTypes, int64(tag))}
 	}
 }
 
@@ -47,6 +47,6 @@ func nilInstruction(member pte.InstructionArgs) *Instruction {
 		return &Instruction{InstrArgsType: Enum{Name: "NONE"}}
 	default:
 		tag := x.InstructionType()
-		return &Instruction{InstrArgsType: enum(tag, schema.EnumNamesInstructionArguments, int64(tag))}
+		return &Instruction{InstrArgsType: enum(tag, program.EnumNamesInstructionArguments, int64(tag))}
 	}
 }

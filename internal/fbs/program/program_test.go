@@ -1,4 +1,4 @@
-package schema_test
+package program_test
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 
 	"github.com/ptekit/ptekit/internal/testkit"
 )
+
+// schemaDir holds the committed .fbs files this package is generated from.
+const schemaDir = "../../../schema"
 
 // needFlatc returns the path of flatc, failing the test in CI (where .ci/run
 // installs it) and skipping it elsewhere when it is missing.
@@ -30,7 +33,7 @@ func needFlatc(t *testing.T) string {
 func generate(t *testing.T, flatc, dir string) []byte {
 	t.Helper()
 	out := t.TempDir()
-	cmd := exec.Command(flatc, "--go", "--go-namespace", "schema", "--gen-onefile", "--gen-all",
+	cmd := exec.Command(flatc, "--go", "--go-namespace", "program", "--gen-onefile", "--gen-all",
 		"-o", out, filepath.Join(dir, "program.fbs"))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("flatc on %s: %v\n%s", dir, err, b)
@@ -51,13 +54,13 @@ func generate(t *testing.T, flatc, dir string) []byte {
 // flatc generates from the committed schema.
 func TestGeneratedCodeIsCurrent(t *testing.T) {
 	flatc := needFlatc(t)
-	want := generate(t, flatc, ".")
+	want := generate(t, flatc, schemaDir)
 	got, err := os.ReadFile("program_generated.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("schema/program_generated.go is stale: run `go generate ./schema/...` and commit the result")
+		t.Fatal("internal/fbs/program/program_generated.go is stale: run `go generate ./internal/fbs/program` and commit the result")
 	}
 }
 
@@ -70,7 +73,7 @@ func TestWireLayoutMatchesExecuTorch(t *testing.T) {
 	flatc := needFlatc(t)
 	ref := filepath.Dir(testkit.SharedDir(t, "reference", "schema", "program.fbs"))
 	want := generate(t, flatc, ref)
-	got := generate(t, flatc, ".")
+	got := generate(t, flatc, schemaDir)
 	if !bytes.Equal(got, want) {
 		t.Fatal("schema/program.fbs differs in wire layout from ExecuTorch's program.fbs")
 	}
@@ -79,7 +82,7 @@ func TestWireLayoutMatchesExecuTorch(t *testing.T) {
 // TestIdentifierAndAlignment pins the attributes flatc does not put into Go
 // code: the file identifier, root type and the force_align of inline data.
 func TestIdentifierAndAlignment(t *testing.T) {
-	b, err := os.ReadFile("program.fbs")
+	b, err := os.ReadFile(filepath.Join(schemaDir, "program.fbs"))
 	if err != nil {
 		t.Fatal(err)
 	}
