@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -41,23 +40,23 @@ type dtypeInfo struct {
 }
 
 var dtypes = map[DType]dtypeInfo{
-	Float32:       {program.ScalarTypeFLOAT, 4},
-	Float16:       {program.ScalarTypeHALF, 2},
-	BFloat16:      {program.ScalarTypeBFLOAT16, 2},
-	Float64:       {program.ScalarTypeDOUBLE, 8},
-	Int8:          {program.ScalarTypeCHAR, 1},
-	Int16:         {program.ScalarTypeSHORT, 2},
-	Int32:         {program.ScalarTypeINT, 4},
-	Int64:         {program.ScalarTypeLONG, 8},
-	Uint8:         {program.ScalarTypeBYTE, 1},
-	Uint16:        {program.ScalarTypeUINT16, 2},
-	Uint32:        {program.ScalarTypeUINT32, 4},
-	Uint64:        {program.ScalarTypeUINT64, 8},
-	Bool:          {program.ScalarTypeBOOL, 1},
-	Float8E5M2:    {program.ScalarTypeFLOAT8E5M2, 1},
-	Float8E4M3FN:  {program.ScalarTypeFLOAT8E4M3FN, 1},
-	Float8E5M2FNZ: {program.ScalarTypeFLOAT8E5M2FNUZ, 1},
-	Float8E4M3FNZ: {program.ScalarTypeFLOAT8E4M3FNUZ, 1},
+	Float32:       {pte.ScalarTypeFLOAT, 4},
+	Float16:       {pte.ScalarTypeHALF, 2},
+	BFloat16:      {pte.ScalarTypeBFLOAT16, 2},
+	Float64:       {pte.ScalarTypeDOUBLE, 8},
+	Int8:          {pte.ScalarTypeCHAR, 1},
+	Int16:         {pte.ScalarTypeSHORT, 2},
+	Int32:         {pte.ScalarTypeINT, 4},
+	Int64:         {pte.ScalarTypeLONG, 8},
+	Uint8:         {pte.ScalarTypeBYTE, 1},
+	Uint16:        {pte.ScalarTypeUINT16, 2},
+	Uint32:        {pte.ScalarTypeUINT32, 4},
+	Uint64:        {pte.ScalarTypeUINT64, 8},
+	Bool:          {pte.ScalarTypeBOOL, 1},
+	Float8E5M2:    {pte.ScalarTypeFLOAT8E5M2, 1},
+	Float8E4M3FN:  {pte.ScalarTypeFLOAT8E4M3FN, 1},
+	Float8E5M2FNZ: {pte.ScalarTypeFLOAT8E5M2FNUZ, 1},
+	Float8E4M3FNZ: {pte.ScalarTypeFLOAT8E4M3FNUZ, 1},
 }
 
 // ScalarType returns the ExecuTorch scalar type of d.

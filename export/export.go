@@ -13,7 +13,6 @@ import (
 
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/atomicfile"
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -364,9 +363,9 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	for _, ep := range prog.ExecutionPlan {
 		for _, d := range ep.Delegates {
 			if opts.InlineDelegateData {
-				d.Processed.Location = program.DataLocationINLINE
+				d.Processed.Location = pte.DataLocationINLINE
 			} else {
-				d.Processed.Location = program.DataLocationSEGMENT
+				d.Processed.Location = pte.DataLocationSEGMENT
 				d.Processed.Index++ // after the constant segment
 			}
 		}

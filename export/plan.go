@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -77,9 +76,9 @@ func alignUp(n int64) (int64, error) {
 func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.ExecutionPlan {
 	values := make([]*pte.EValue, len(md.tensors))
 	for i, t := range md.tensors {
-		dyn := program.TensorShapeDynamismSTATIC
+		dyn := pte.TensorShapeDynamismSTATIC
 		if t.maxShape != nil {
-			dyn = program.TensorShapeDynamismDYNAMIC_BOUND
+			dyn = pte.TensorShapeDynamismDYNAMIC_BOUND
 		}
 		dimOrder := make([]uint8, len(t.sizes))
 		for d := range dimOrder {

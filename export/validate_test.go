@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,7 +59,7 @@ func TestPlanMatchesUpstreamChain(t *testing.T) {
 	var offs []uint64
 	for _, v := range ep.Values {
 		tt := v.Val.(*pte.Tensor)
-		assert.Equal(t, program.ScalarTypeFLOAT, tt.ScalarType)
+		assert.Equal(t, pte.ScalarTypeFLOAT, tt.ScalarType)
 		assert.Equal(t, []int32{2, 2}, tt.Sizes)
 		assert.Equal(t, []uint8{0, 1}, tt.DimOrder)
 		assert.Equal(t, uint32(1), tt.AllocationInfo.MemoryID)
@@ -113,11 +112,11 @@ func TestPlanAlignsAndDynamicBound(t *testing.T) {
 	assert.Equal(t, int64(64), md.arena)
 	ep := executionPlan(md, []*pte.BackendDelegate{{}})
 	ids := ep.Values[0].Val.(*pte.Tensor)
-	assert.Equal(t, program.TensorShapeDynamismDYNAMIC_BOUND, ids.ShapeDynamism)
+	assert.Equal(t, pte.TensorShapeDynamismDYNAMIC_BOUND, ids.ShapeDynamism)
 	assert.Equal(t, []int32{1, 3}, ids.Sizes)
 	y := ep.Values[2].Val.(*pte.Tensor)
 	assert.Equal(t, []int32{}, y.Sizes)
-	assert.Equal(t, program.ScalarTypeBOOL, y.ScalarType)
+	assert.Equal(t, pte.ScalarTypeBOOL, y.ScalarType)
 	assert.Equal(t, "[1, "+pytreeLeaf+"]", ep.ContainerMetaType.EncodedOutStr)
 }
 

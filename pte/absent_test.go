@@ -20,8 +20,8 @@ func abProgram() *Program {
 	ep.ContainerMetaType = &ContainerMetadata{EncodedInpStr: "in", EncodedOutStr: "out"}
 	ep.Values = append(ep.Values,
 		&EValue{Val: &String{StringVal: "s"}},
-		&EValue{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{1}, DimOrder: []uint8{0},
-			ExtraTensorInfo: &ExtraTensorInfo{FullyQualifiedName: "w", Location: program.TensorDataLocationEXTERNAL}}})
+		&EValue{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{1}, DimOrder: []uint8{0},
+			ExtraTensorInfo: &ExtraTensorInfo{FullyQualifiedName: "w", Location: TensorDataLocationEXTERNAL}}})
 	ep.Operators = []*Operator{{Name: "aten::add", Overload: "out"}}
 	ch := ep.Chains[0]
 	ch.Stacktrace = []*FrameList{{Items: []*Frame{{Filename: "f.py", Lineno: 3, Name: "forward", Context: "x + y"}}}}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/internal/testkit"
 )
 
@@ -194,7 +193,7 @@ func TestConstantSegmentWrite(t *testing.T) {
 	p.ConstantSegment = &SubsegmentOffsets{SegmentIndex: 0, Offsets: offsets}
 	ep := p.ExecutionPlan[0]
 	for i, n := range []int32{6, 25} {
-		ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{n},
+		ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{n},
 			DimOrder: []uint8{0}, DataBufferIdx: uint32(i + 1)}})
 	}
 	out := filepath.Join(dir, "out.pte")

@@ -3,8 +3,6 @@ package pte
 import (
 	"encoding/binary"
 	"math"
-
-	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // This file decodes a flatbuffer region that verifyProgramBuffer accepted
@@ -366,36 +364,36 @@ func (d *fbDecoder) chain(c fbTab) *Chain {
 // is known but the member table is absent.
 func decodeInstruction(in fbTab) InstructionArgs {
 	tag := InstructionArguments(in.u8(0))
-	if tag == program.InstructionArgumentsNONE {
+	if tag == InstructionArgumentsNONE {
 		return nil
 	}
-	if tag > program.InstructionArgumentsFreeCall {
+	if tag > InstructionArgumentsFreeCall {
 		// The verifier did not look inside an unknown member: don't either.
 		return &UnknownInstruction{Tag: tag}
 	}
 	t, ok := in.sub(1)
 	switch tag {
-	case program.InstructionArgumentsKernelCall:
+	case InstructionArgumentsKernelCall:
 		if !ok {
 			return (*KernelCall)(nil)
 		}
 		return &KernelCall{OpIndex: t.i32(0), Args: t.i32s(1)}
-	case program.InstructionArgumentsDelegateCall:
+	case InstructionArgumentsDelegateCall:
 		if !ok {
 			return (*DelegateCall)(nil)
 		}
 		return &DelegateCall{DelegateIndex: t.i32(0), Args: t.i32s(1)}
-	case program.InstructionArgumentsMoveCall:
+	case InstructionArgumentsMoveCall:
 		if !ok {
 			return (*MoveCall)(nil)
 		}
 		return &MoveCall{MoveFrom: t.i32(0), MoveTo: t.i32(1)}
-	case program.InstructionArgumentsJumpFalseCall:
+	case InstructionArgumentsJumpFalseCall:
 		if !ok {
 			return (*JumpFalseCall)(nil)
 		}
 		return &JumpFalseCall{CondValueIndex: t.i32(0), DestinationInstruction: t.i32(1)}
-	case program.InstructionArgumentsFreeCall:
+	case InstructionArgumentsFreeCall:
 		if !ok {
 			return (*FreeCall)(nil)
 		}
@@ -407,55 +405,55 @@ func decodeInstruction(in fbTab) InstructionArgs {
 // decodeValue follows the same conventions as decodeInstruction.
 func (d *fbDecoder) value(v fbTab) Value {
 	tag := KernelTypes(v.u8(0))
-	if tag == program.KernelTypesNONE {
+	if tag == KernelTypesNONE {
 		return nil
 	}
-	if tag > program.KernelTypesOptionalTensorList {
+	if tag > KernelTypesOptionalTensorList {
 		// The verifier did not look inside an unknown member: don't either.
 		return &UnknownValue{Tag: tag}
 	}
 	t, ok := v.sub(1)
 	switch tag {
-	case program.KernelTypesNull:
+	case KernelTypesNull:
 		if !ok {
 			return (*Null)(nil)
 		}
 		return &Null{}
-	case program.KernelTypesInt:
+	case KernelTypesInt:
 		if !ok {
 			return (*Int)(nil)
 		}
 		return &Int{IntVal: int64(t.u64(0))}
-	case program.KernelTypesBool:
+	case KernelTypesBool:
 		if !ok {
 			return (*Bool)(nil)
 		}
 		return &Bool{BoolVal: t.u8(0) != 0}
-	case program.KernelTypesDouble:
+	case KernelTypesDouble:
 		if !ok {
 			return (*Double)(nil)
 		}
 		return &Double{DoubleVal: math.Float64frombits(t.u64(0))}
-	case program.KernelTypesTensor:
+	case KernelTypesTensor:
 		if !ok {
 			return (*Tensor)(nil)
 		}
 		ts := d.tensor(t)
 		d.at(ts, t)
 		return ts
-	case program.KernelTypesString:
+	case KernelTypesString:
 		if !ok {
 			return (*String)(nil)
 		}
 		s := &String{}
 		s.StringVal = d.str(t, 0, "string_val", &s.Absent)
 		return s
-	case program.KernelTypesIntList:
+	case KernelTypesIntList:
 		if !ok {
 			return (*IntList)(nil)
 		}
 		return &IntList{Items: t.i64s(0)}
-	case program.KernelTypesDoubleList:
+	case KernelTypesDoubleList:
 		if !ok {
 			return (*DoubleList)(nil)
 		}
@@ -467,7 +465,7 @@ func (d *fbDecoder) value(v fbTab) Value {
 			}
 		}
 		return &DoubleList{Items: items}
-	case program.KernelTypesBoolList:
+	case KernelTypesBoolList:
 		if !ok {
 			return (*BoolList)(nil)
 		}
@@ -479,12 +477,12 @@ func (d *fbDecoder) value(v fbTab) Value {
 			}
 		}
 		return &BoolList{Items: items}
-	case program.KernelTypesTensorList:
+	case KernelTypesTensorList:
 		if !ok {
 			return (*TensorList)(nil)
 		}
 		return &TensorList{Items: t.i32s(0)}
-	case program.KernelTypesOptionalTensorList:
+	case KernelTypesOptionalTensorList:
 		if !ok {
 			return (*OptionalTensorList)(nil)
 		}

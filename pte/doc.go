@@ -1,5 +1,12 @@
 // Package pte reads and writes ExecuTorch program files (.pte).
 //
+// Start with Open (or NewFile for any io.ReaderAt): it returns a *File whose
+// Program field is the decoded, verified program model; Verify reports what
+// ExecuTorch would refuse, and Write/WriteFile write a Program back out. The
+// schema's enums are pte's own types (ScalarType, KernelTypes, DataLocation,
+// ...) with constants named after the schema (ScalarTypeFLOAT) and String
+// methods, as debug/elf has Machine and EM_X86_64.
+//
 // A .pte file is a FlatBuffers Program (file identifier "ET12"), optionally
 // preceded by an "eh00" extended header right after the 8-byte FlatBuffers
 // prefix, and optionally followed by data segments that hold large payloads:

@@ -537,7 +537,7 @@ func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 	devices, err := tables(e, "non_const_buffer_device", ep.NonConstBufferDevice, func(d *NonConstBufferDevice) (flatbuffers.UOffsetT, error) {
 		program.NonConstBufferDeviceStart(b)
 		program.NonConstBufferDeviceAddBufferIdx(b, d.BufferIdx)
-		program.NonConstBufferDeviceAddDeviceType(b, d.DeviceType)
+		program.NonConstBufferDeviceAddDeviceType(b, program.DeviceType(d.DeviceType))
 		program.NonConstBufferDeviceAddDeviceIndex(b, d.DeviceIndex)
 		return program.NonConstBufferDeviceEnd(b), nil
 	})
@@ -591,7 +591,7 @@ func (e *encoder) evalue(ev *EValue) (flatbuffers.UOffsetT, error) {
 		return 0, encodeError("val", "nil %T", ev.Val)
 	}
 	var val flatbuffers.UOffsetT
-	tag := program.KernelTypesNONE
+	tag := KernelTypesNONE
 	switch v := ev.Val.(type) {
 	case nil:
 	case *Null:
@@ -637,7 +637,7 @@ func (e *encoder) evalue(ev *EValue) (flatbuffers.UOffsetT, error) {
 		val = e.vectorTable(e.int32s(v.Items))
 	case *UnknownValue:
 		// Written as its tag with no table (see UnknownValue).
-		if v.Tag <= program.KernelTypesOptionalTensorList {
+		if v.Tag <= KernelTypesOptionalTensorList {
 			return 0, encodeError("val", "UnknownValue with tag %d, which is a known member (use its type)", uint8(v.Tag))
 		}
 	default:
@@ -647,8 +647,8 @@ func (e *encoder) evalue(ev *EValue) (flatbuffers.UOffsetT, error) {
 		tag = ev.Val.KernelType()
 	}
 	program.EValueStart(b)
-	if tag != program.KernelTypesNONE {
-		program.EValueAddValType(b, tag)
+	if tag != KernelTypesNONE {
+		program.EValueAddValType(b, program.KernelTypes(tag))
 	}
 	if val != 0 {
 		program.EValueAddVal(b, val)
@@ -675,8 +675,8 @@ func (e *encoder) tensor(t *Tensor) flatbuffers.UOffsetT {
 		if fqn != 0 {
 			program.ExtraTensorInfoAddFullyQualifiedName(b, fqn)
 		}
-		program.ExtraTensorInfoAddLocation(b, x.Location)
-		program.ExtraTensorInfoAddDeviceType(b, x.DeviceType)
+		program.ExtraTensorInfoAddLocation(b, program.TensorDataLocation(x.Location))
+		program.ExtraTensorInfoAddDeviceType(b, program.DeviceType(x.DeviceType))
 		program.ExtraTensorInfoAddDeviceIndex(b, x.DeviceIndex)
 		extra = program.ExtraTensorInfoEnd(b)
 	}
@@ -695,10 +695,10 @@ func (e *encoder) tensor(t *Tensor) flatbuffers.UOffsetT {
 	if extra != 0 {
 		program.TensorAddExtraTensorInfo(b, extra)
 	}
-	program.TensorAddScalarType(b, t.ScalarType)
+	program.TensorAddScalarType(b, program.ScalarType(t.ScalarType))
 	program.TensorAddRequiresGrad(b, t.RequiresGrad)
 	program.TensorAddLayout(b, t.Layout)
-	program.TensorAddShapeDynamism(b, t.ShapeDynamism)
+	program.TensorAddShapeDynamism(b, program.TensorShapeDynamism(t.ShapeDynamism))
 	return program.TensorEnd(b)
 }
 
@@ -791,7 +791,7 @@ func (e *encoder) instruction(in *Instruction) (flatbuffers.UOffsetT, error) {
 		args = program.FreeCallEnd(b)
 	case *UnknownInstruction:
 		// Written as its tag with no table (see UnknownInstruction).
-		if v.Tag <= program.InstructionArgumentsFreeCall {
+		if v.Tag <= InstructionArgumentsFreeCall {
 			return 0, encodeError("instr_args", "UnknownInstruction with tag %d, which is a known member (use its type)", uint8(v.Tag))
 		}
 	default:
@@ -799,7 +799,7 @@ func (e *encoder) instruction(in *Instruction) (flatbuffers.UOffsetT, error) {
 	}
 	program.InstructionStart(b)
 	if in.Args != nil {
-		program.InstructionAddInstrArgsType(b, in.Args.InstructionType())
+		program.InstructionAddInstrArgsType(b, program.InstructionArguments(in.Args.InstructionType()))
 	}
 	if args != 0 {
 		program.InstructionAddInstrArgs(b, args)
@@ -813,7 +813,7 @@ func (e *encoder) delegate(d *BackendDelegate) (flatbuffers.UOffsetT, error) {
 	var processed flatbuffers.UOffsetT
 	if r := d.Processed; r != nil {
 		idx := r.Index
-		if r.Location == program.DataLocationSEGMENT {
+		if r.Location == DataLocationSEGMENT {
 			var err error
 			if idx, err = e.refs.index(idx); err != nil {
 				return 0, within(err, "processed.index", -1)
@@ -821,7 +821,7 @@ func (e *encoder) delegate(d *BackendDelegate) (flatbuffers.UOffsetT, error) {
 		}
 		program.BackendDelegateDataReferenceStart(b)
 		program.BackendDelegateDataReferenceAddIndex(b, idx)
-		program.BackendDelegateDataReferenceAddLocation(b, r.Location)
+		program.BackendDelegateDataReferenceAddLocation(b, program.DataLocation(r.Location))
 		processed = program.BackendDelegateDataReferenceEnd(b)
 	}
 	specs, err := tables(e, "compile_specs", d.CompileSpecs, func(cs *CompileSpec) (flatbuffers.UOffsetT, error) {

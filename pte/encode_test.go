@@ -23,9 +23,9 @@ func sampleProgram() *Program {
 			Name:              "forward",
 			ContainerMetaType: &ContainerMetadata{EncodedInpStr: "T2#1#0(T1#1($),D0())", EncodedOutStr: "$"},
 			Values: []*EValue{
-				{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{2, 3}, DimOrder: []uint8{0, 1},
+				{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{2, 3}, DimOrder: []uint8{0, 1},
 					DataBufferIdx: 1, ExtraTensorInfo: &ExtraTensorInfo{FullyQualifiedName: "w", MutableDataSegmentsIdx: 7}}},
-				{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{}, DimOrder: []uint8{},
+				{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{}, DimOrder: []uint8{},
 					AllocationInfo: &AllocationDetails{MemoryID: 1, MemoryOffsetLow: 64, MemoryOffsetHigh: 1}}},
 				{Val: &Null{}},
 				{Val: &Int{IntVal: -5}},
@@ -55,12 +55,12 @@ func sampleProgram() *Program {
 			}},
 			Operators: []*Operator{{Name: "aten::add", Overload: "out"}},
 			Delegates: []*BackendDelegate{
-				{ID: "TensorRTBackend", Processed: &BackendDelegateDataReference{Location: program.DataLocationSEGMENT, Index: 1},
+				{ID: "TensorRTBackend", Processed: &BackendDelegateDataReference{Location: DataLocationSEGMENT, Index: 1},
 					CompileSpecs: []*CompileSpec{{Key: "weight_streaming_budget", Value: []byte("1024")}, {Key: "e", Value: []byte{}}}},
-				{ID: "TensorRTBackend", Processed: &BackendDelegateDataReference{Location: program.DataLocationINLINE, Index: 1}},
+				{ID: "TensorRTBackend", Processed: &BackendDelegateDataReference{Location: DataLocationINLINE, Index: 1}},
 			},
 			NonConstBufferSizes:  []int64{0, 1 << 33},
-			NonConstBufferDevice: []*NonConstBufferDevice{{BufferIdx: 1, DeviceType: program.DeviceTypeCUDA, DeviceIndex: 2}},
+			NonConstBufferDevice: []*NonConstBufferDevice{{BufferIdx: 1, DeviceType: DeviceTypeCUDA, DeviceIndex: 2}},
 		}},
 		ConstantBuffer:      []*Buffer{{Storage: []byte{}}, {Storage: []byte{1, 2, 3}}},
 		BackendDelegateData: []*BackendDelegateInlineData{{Data: []byte{}}, {Data: []byte("TR01 inline")}},
@@ -188,9 +188,9 @@ func TestEncodeRefusesUnwritable(t *testing.T) {
 		edit func(p *Program)
 		path string
 	}{
-		{"unknown value with a known tag", func(p *Program) { p.ExecutionPlan[0].Values[3].Val = &UnknownValue{Tag: program.KernelTypesInt} }, "execution_plan[0].values[3].val"},
+		{"unknown value with a known tag", func(p *Program) { p.ExecutionPlan[0].Values[3].Val = &UnknownValue{Tag: KernelTypesInt} }, "execution_plan[0].values[3].val"},
 		{"unknown instruction with a known tag", func(p *Program) {
-			p.ExecutionPlan[0].Chains[0].Instructions[2].Args = &UnknownInstruction{Tag: program.InstructionArgumentsNONE}
+			p.ExecutionPlan[0].Chains[0].Instructions[2].Args = &UnknownInstruction{Tag: InstructionArgumentsNONE}
 		}, "execution_plan[0].chains[0].instructions[2].instr_args"},
 		{"typed nil value", func(p *Program) { p.ExecutionPlan[0].Values[0].Val = (*Tensor)(nil) }, "execution_plan[0].values[0].val"},
 		{"nil table in vector", func(p *Program) { p.ExecutionPlan[0].Delegates[0].CompileSpecs[1] = nil }, "execution_plan[0].delegates[0].compile_specs[1]"},

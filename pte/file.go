@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/ptekit/ptekit/internal/fbverify"
-	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // A File is an open .pte program. Only the 8-byte prefix, the extended
@@ -318,7 +317,7 @@ func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
 	}
 	ref := d.Processed
 	switch ref.Location {
-	case program.DataLocationINLINE:
+	case DataLocationINLINE:
 		if p.BackendDelegateData == nil {
 			return nil, &FormatError{Off: f.posOf(ref), Path: path + ".location",
 				Msg: "INLINE delegate data but the program has no backend_delegate_data", Code: CodeInvalidProgram}
@@ -335,7 +334,7 @@ func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
 		}
 		start, known := f.dec.vec[bd]
 		return f.regionPayload(bd.Data, start, known), nil
-	case program.DataLocationSEGMENT:
+	case DataLocationSEGMENT:
 		off, size, err := f.segmentRange(int(ref.Index), path+".index", f.posOf(ref))
 		if err != nil {
 			return nil, err

@@ -2,8 +2,6 @@ package pte
 
 import (
 	"slices"
-
-	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // The model below mirrors schema/program.fbs field for field, so that a
@@ -24,25 +22,6 @@ import (
 //     delegate's id, a compile spec's key, an EXTERNAL tensor's
 //     fully_qualified_name); Verify reports the absent ones;
 //   - absent scalars read as their schema default (always 0).
-
-// Enum types are those of the generated schema package; their String methods
-// return the schema's names (e.g. "FLOAT", "DYNAMIC_BOUND", "SEGMENT").
-type (
-	// ScalarType is a tensor element type.
-	ScalarType = program.ScalarType
-	// TensorShapeDynamism says whether a tensor's shape may change at run time.
-	TensorShapeDynamism = program.TensorShapeDynamism
-	// TensorDataLocation says whether tensor data is in this file or external.
-	TensorDataLocation = program.TensorDataLocation
-	// DeviceType is the kind of memory a tensor or arena lives in.
-	DeviceType = program.DeviceType
-	// DataLocation says where delegate data is: INLINE or SEGMENT.
-	DataLocation = program.DataLocation
-	// KernelTypes is the union tag of an EValue.
-	KernelTypes = program.KernelTypes
-	// InstructionArguments is the union tag of an Instruction.
-	InstructionArguments = program.InstructionArguments
-)
 
 // Program is the root table of a .pte file.
 type Program struct {
@@ -214,37 +193,37 @@ type UnknownValue struct {
 }
 
 // KernelType implements Value.
-func (*Null) KernelType() KernelTypes { return program.KernelTypesNull }
+func (*Null) KernelType() KernelTypes { return KernelTypesNull }
 
 // KernelType implements Value.
-func (*Int) KernelType() KernelTypes { return program.KernelTypesInt }
+func (*Int) KernelType() KernelTypes { return KernelTypesInt }
 
 // KernelType implements Value.
-func (*Bool) KernelType() KernelTypes { return program.KernelTypesBool }
+func (*Bool) KernelType() KernelTypes { return KernelTypesBool }
 
 // KernelType implements Value.
-func (*Double) KernelType() KernelTypes { return program.KernelTypesDouble }
+func (*Double) KernelType() KernelTypes { return KernelTypesDouble }
 
 // KernelType implements Value.
-func (*Tensor) KernelType() KernelTypes { return program.KernelTypesTensor }
+func (*Tensor) KernelType() KernelTypes { return KernelTypesTensor }
 
 // KernelType implements Value.
-func (*String) KernelType() KernelTypes { return program.KernelTypesString }
+func (*String) KernelType() KernelTypes { return KernelTypesString }
 
 // KernelType implements Value.
-func (*IntList) KernelType() KernelTypes { return program.KernelTypesIntList }
+func (*IntList) KernelType() KernelTypes { return KernelTypesIntList }
 
 // KernelType implements Value.
-func (*DoubleList) KernelType() KernelTypes { return program.KernelTypesDoubleList }
+func (*DoubleList) KernelType() KernelTypes { return KernelTypesDoubleList }
 
 // KernelType implements Value.
-func (*BoolList) KernelType() KernelTypes { return program.KernelTypesBoolList }
+func (*BoolList) KernelType() KernelTypes { return KernelTypesBoolList }
 
 // KernelType implements Value.
-func (*TensorList) KernelType() KernelTypes { return program.KernelTypesTensorList }
+func (*TensorList) KernelType() KernelTypes { return KernelTypesTensorList }
 
 // KernelType implements Value.
-func (*OptionalTensorList) KernelType() KernelTypes { return program.KernelTypesOptionalTensorList }
+func (*OptionalTensorList) KernelType() KernelTypes { return KernelTypesOptionalTensorList }
 
 // KernelType implements Value.
 func (u *UnknownValue) KernelType() KernelTypes { return u.Tag }
@@ -413,27 +392,27 @@ type UnknownInstruction struct {
 
 // InstructionType implements InstructionArgs.
 func (*KernelCall) InstructionType() InstructionArguments {
-	return program.InstructionArgumentsKernelCall
+	return InstructionArgumentsKernelCall
 }
 
 // InstructionType implements InstructionArgs.
 func (*DelegateCall) InstructionType() InstructionArguments {
-	return program.InstructionArgumentsDelegateCall
+	return InstructionArgumentsDelegateCall
 }
 
 // InstructionType implements InstructionArgs.
 func (*MoveCall) InstructionType() InstructionArguments {
-	return program.InstructionArgumentsMoveCall
+	return InstructionArgumentsMoveCall
 }
 
 // InstructionType implements InstructionArgs.
 func (*JumpFalseCall) InstructionType() InstructionArguments {
-	return program.InstructionArgumentsJumpFalseCall
+	return InstructionArgumentsJumpFalseCall
 }
 
 // InstructionType implements InstructionArgs.
 func (*FreeCall) InstructionType() InstructionArguments {
-	return program.InstructionArgumentsFreeCall
+	return InstructionArgumentsFreeCall
 }
 
 // InstructionType implements InstructionArgs.

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // method checks one execution plan the way Program::method_meta and
@@ -191,8 +189,8 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 		v.add(SeverityError, CodeNotSupported, off, path+".storage_offset", "storage_offset %d is not supported (must be 0)", t.StorageOffset)
 	}
 	switch t.ShapeDynamism {
-	case program.TensorShapeDynamismSTATIC, program.TensorShapeDynamismDYNAMIC_BOUND:
-	case program.TensorShapeDynamismDYNAMIC_UNBOUND:
+	case TensorShapeDynamismSTATIC, TensorShapeDynamismDYNAMIC_BOUND:
+	case TensorShapeDynamismDYNAMIC_UNBOUND:
 		v.add(SeverityError, CodeNotSupported, off, path+".shape_dynamism", "DYNAMIC_UNBOUND tensors are not supported")
 	default:
 		v.add(SeverityWarning, CodeOk, off, path+".shape_dynamism", "unknown shape dynamism %d", t.ShapeDynamism)
@@ -230,7 +228,7 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 		}
 	}
 	_, nbytes, sized := tensorBytes(t)
-	if e := t.ExtraTensorInfo; e != nil && e.Location == program.TensorDataLocationEXTERNAL {
+	if e := t.ExtraTensorInfo; e != nil && e.Location == TensorDataLocationEXTERNAL {
 		// The runtime refuses a null name; "" is a key like any other.
 		if isAbsent(e.Absent, "fully_qualified_name", e.FullyQualifiedName) {
 			v.add(SeverityError, CodeInvalidExternal, off, path+".extra_tensor_info.fully_qualified_name", "EXTERNAL tensor has no fully_qualified_name")

@@ -7,8 +7,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-
-	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // vlWrite writes p with the given segment payloads.
@@ -45,7 +43,7 @@ func vlConstProgram() (*Program, []byte) {
 	p := wrProgram(0)
 	p.ConstantSegment = &SubsegmentOffsets{SegmentIndex: 0, Offsets: []uint64{0, 16}}
 	p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values,
-		&EValue{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0}, DataBufferIdx: 1}})
+		&EValue{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0}, DataBufferIdx: 1}})
 	return p, bytes.Repeat([]byte{7}, 32)
 }
 
@@ -133,7 +131,7 @@ func TestVerifyDeprecatedConstantBuffer(t *testing.T) {
 		p.ConstantBuffer = []*Buffer{{Storage: []byte{}}, {Storage: make([]byte, storage)}}
 		// FLOAT [4]: 16 bytes.
 		p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values,
-			&EValue{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0}, DataBufferIdx: 1}})
+			&EValue{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0}, DataBufferIdx: 1}})
 		var buf bytes.Buffer
 		if _, err := Write(&buf, p, nil, nil); err != nil {
 			t.Fatal(err)

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
-
-	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // shWrite writes p with an empty constant segment and returns the bytes.
@@ -126,9 +124,9 @@ func shTensorProgram(n int) *Program {
 	for i := range big {
 		big[i] = 1
 	}
-	ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: big, DimOrder: []uint8{0}}})
+	ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: big, DimOrder: []uint8{0}}})
 	for range n {
-		ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{1}, DimOrder: []uint8{0}}})
+		ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{1}, DimOrder: []uint8{0}}})
 	}
 	return p
 }
@@ -193,7 +191,7 @@ func TestVerifyOverlappingStrings(t *testing.T) {
 	build := func(t *testing.T, n int) ([]byte, error) {
 		p := wrProgram(0)
 		ep := p.ExecutionPlan[0]
-		ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{1}, DimOrder: val}})
+		ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{1}, DimOrder: val}})
 		for j := range n {
 			ep.Operators = append(ep.Operators, &Operator{Name: "op" + string(rune('A'+j%26)) + string(rune('A'+j/26)), Overload: ""})
 		}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-
-	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // DefaultSegmentAlignment is the segment alignment ExecuTorch's serializer
@@ -316,7 +314,7 @@ func refersToSegment(p *Program) bool {
 			continue
 		}
 		for _, d := range ep.Delegates {
-			if d != nil && d.Processed != nil && d.Processed.Location == program.DataLocationSEGMENT {
+			if d != nil && d.Processed != nil && d.Processed.Location == DataLocationSEGMENT {
 				return true
 			}
 		}

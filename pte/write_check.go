@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // This file makes "what Write writes, NewFile reads" a guarantee: payload
@@ -39,11 +37,11 @@ func checkReferences(p *Program, nPayloads int) error {
 			}
 			path := fmt.Sprintf("execution_plan[%d].delegates[%d].processed.index", i, k)
 			switch ref := d.Processed; ref.Location {
-			case program.DataLocationSEGMENT:
+			case DataLocationSEGMENT:
 				if err := segIndex(path, ref.Index); err != nil {
 					return err
 				}
-			case program.DataLocationINLINE:
+			case DataLocationINLINE:
 				if uint64(ref.Index) >= uint64(len(p.BackendDelegateData)) {
 					return &FormatError{Off: -1, Path: path,
 						Msg:  fmt.Sprintf("INLINE index %d out of range (%d backend_delegate_data entries)", ref.Index, len(p.BackendDelegateData)),

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ptekit/ptekit/internal/fbs/program"
 )
 
 // wrFailWriter fails the test on any write: Write must refuse a program
@@ -61,7 +59,7 @@ func TestWriteRefusesDanglingReferences(t *testing.T) {
 			p.ExecutionPlan[0].Delegates[0].Processed.Index = 9
 		}, "execution_plan[0].delegates[0].processed.index"},
 		{"delegate INLINE", func(p *Program) {
-			p.ExecutionPlan[0].Delegates[0].Processed = &BackendDelegateDataReference{Location: program.DataLocationINLINE, Index: 0}
+			p.ExecutionPlan[0].Delegates[0].Processed = &BackendDelegateDataReference{Location: DataLocationINLINE, Index: 0}
 		}, "execution_plan[0].delegates[0].processed.index"},
 		{"named data", func(p *Program) {
 			p.NamedData = []*NamedData{{Key: "a", SegmentIndex: 1}, {Key: "b", SegmentIndex: 2}}

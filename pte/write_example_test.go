@@ -7,7 +7,6 @@ import (
 	"log"
 	"strings"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -19,7 +18,7 @@ func ExampleWrite() {
 		ExecutionPlan: []*pte.ExecutionPlan{{
 			Name:                "forward",
 			ContainerMetaType:   &pte.ContainerMetadata{},
-			Values:              []*pte.EValue{{Val: &pte.Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0}, AllocationInfo: &pte.AllocationDetails{MemoryID: 1}}}},
+			Values:              []*pte.EValue{{Val: &pte.Tensor{ScalarType: pte.ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0}, AllocationInfo: &pte.AllocationDetails{MemoryID: 1}}}},
 			Inputs:              []int32{0},
 			Outputs:             []int32{0},
 			Chains:              []*pte.Chain{{Instructions: []*pte.Instruction{{Args: &pte.DelegateCall{Args: []int32{0, 0}}}}}},
@@ -27,7 +26,7 @@ func ExampleWrite() {
 			NonConstBufferSizes: []int64{0, 16},
 			Delegates: []*pte.BackendDelegate{{
 				ID:        "TensorRTBackend",
-				Processed: &pte.BackendDelegateDataReference{Location: program.DataLocationSEGMENT, Index: 1},
+				Processed: &pte.BackendDelegateDataReference{Location: pte.DataLocationSEGMENT, Index: 1},
 			}},
 		}},
 		// Offsets[0] is the placeholder: no constants, segment 0 is empty.

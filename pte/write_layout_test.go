@@ -7,7 +7,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/internal/testkit"
 )
 
@@ -18,7 +17,7 @@ func wrProgram(nDelegates int, named ...uint32) *Program {
 	ep := &ExecutionPlan{
 		Name:              "forward",
 		ContainerMetaType: &ContainerMetadata{},
-		Values: []*EValue{{Val: &Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0},
+		Values: []*EValue{{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0},
 			AllocationInfo: &AllocationDetails{MemoryID: 1}}}},
 		Inputs:              []int32{0},
 		Outputs:             []int32{0},
@@ -29,7 +28,7 @@ func wrProgram(nDelegates int, named ...uint32) *Program {
 	}
 	for i := 0; i < nDelegates; i++ {
 		ep.Delegates = append(ep.Delegates, &BackendDelegate{ID: "TensorRTBackend",
-			Processed:    &BackendDelegateDataReference{Location: program.DataLocationSEGMENT, Index: uint32(i + 1)},
+			Processed:    &BackendDelegateDataReference{Location: DataLocationSEGMENT, Index: uint32(i + 1)},
 			CompileSpecs: []*CompileSpec{}})
 		ep.Chains[0].Instructions = append(ep.Chains[0].Instructions,
 			&Instruction{Args: &DelegateCall{DelegateIndex: int32(i), Args: []int32{0, 0}}})

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/ptekit/ptekit/delegate"
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -18,7 +17,7 @@ import (
 func seedProgram(t testing.TB, meta *delegate.Metadata) *pte.Program {
 	t.Helper()
 	tensor := func() *pte.EValue {
-		return &pte.EValue{Val: &pte.Tensor{ScalarType: program.ScalarTypeFLOAT, Sizes: []int32{2}, DimOrder: []uint8{0}}}
+		return &pte.EValue{Val: &pte.Tensor{ScalarType: pte.ScalarTypeFLOAT, Sizes: []int32{2}, DimOrder: []uint8{0}}}
 	}
 	return &pte.Program{ExecutionPlan: []*pte.ExecutionPlan{{
 		Name: "forward",
@@ -44,7 +43,7 @@ func seedProgram(t testing.TB, meta *delegate.Metadata) *pte.Program {
 		Operators: []*pte.Operator{{Name: "aten::add", Overload: "out"}},
 		Delegates: []*pte.BackendDelegate{{
 			ID:           TensorRTBackendID,
-			Processed:    &pte.BackendDelegateDataReference{Location: program.DataLocationSEGMENT, Index: 0},
+			Processed:    &pte.BackendDelegateDataReference{Location: pte.DataLocationSEGMENT, Index: 0},
 			CompileSpecs: []*pte.CompileSpec{budgetSpec("4096")},
 		}},
 		NonConstBufferSizes: []int64{0, 64},

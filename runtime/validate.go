@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -70,7 +69,7 @@ func checkValues(method string, ep *pte.ExecutionPlan) *Error {
 	// program need a named data map (.ptd), which this runtime does not take.
 	for i, ev := range ep.Values {
 		t, ok := ev.Val.(*pte.Tensor)
-		if ok && t.AllocationInfo == nil && t.ExtraTensorInfo != nil && t.ExtraTensorInfo.Location == program.TensorDataLocationEXTERNAL {
+		if ok && t.AllocationInfo == nil && t.ExtraTensorInfo != nil && t.ExtraTensorInfo.Location == pte.TensorDataLocationEXTERNAL {
 			return methodError(method, CodeInvalidState, fmt.Sprintf("values[%d]", i),
 				"tensor %q is an external constant; loading it needs a named data map (.ptd), which this runtime does not support",
 				t.ExtraTensorInfo.FullyQualifiedName)
@@ -169,7 +168,7 @@ func checkTensor(t *pte.Tensor) (pte.Code, string) {
 	switch {
 	case t.StorageOffset != 0:
 		return CodeNotSupported, fmt.Sprintf("tensor storage_offset %d is not supported", t.StorageOffset)
-	case t.ShapeDynamism == program.TensorShapeDynamismDYNAMIC_UNBOUND:
+	case t.ShapeDynamism == pte.TensorShapeDynamismDYNAMIC_UNBOUND:
 		return CodeNotSupported, "DYNAMIC_UNBOUND tensors are not supported"
 	case t.Sizes == nil:
 		return CodeInvalidProgram, "tensor has no sizes"

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -22,7 +21,7 @@ func absentProgram() *pte.Program {
 			Values: []*pte.EValue{
 				{Val: &pte.String{Absent: []string{"string_val"}}},
 				{Val: &pte.Tensor{Sizes: []int32{}, ExtraTensorInfo: &pte.ExtraTensorInfo{
-					Location: program.TensorDataLocationEXTERNAL, Absent: []string{"fully_qualified_name"}}}},
+					Location: pte.TensorDataLocationEXTERNAL, Absent: []string{"fully_qualified_name"}}}},
 			},
 			Chains: []*pte.Chain{{Stacktrace: []*pte.FrameList{{Items: []*pte.Frame{
 				{Name: "", Lineno: 1, Absent: []string{"filename", "context"}}}}}}},

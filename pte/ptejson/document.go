@@ -11,7 +11,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -307,7 +306,7 @@ func (b *builder) segments() ([]*Segment, error) {
 			continue
 		}
 		for di, d := range ep.Delegates {
-			if d != nil && d.Processed != nil && d.Processed.Location == program.DataLocationSEGMENT {
+			if d != nil && d.Processed != nil && d.Processed.Location == pte.DataLocationSEGMENT {
 				use(uint64(d.Processed.Index), fmt.Sprintf("delegate:%d:%d:%s", pi, di, d.ID))
 			}
 		}
@@ -337,13 +336,13 @@ func (b *builder) locate(ref *pte.BackendDelegateDataReference) (*payload, bool)
 		return nil, false
 	}
 	switch ref.Location {
-	case program.DataLocationINLINE:
+	case pte.DataLocationINLINE:
 		if uint64(ref.Index) >= uint64(len(p.BackendDelegateData)) || p.BackendDelegateData[ref.Index] == nil {
 			return nil, false
 		}
 		data := p.BackendDelegateData[ref.Index].Data
 		return &payload{inline: data, size: int64(len(data))}, true
-	case program.DataLocationSEGMENT:
+	case pte.DataLocationSEGMENT:
 		if uint64(ref.Index) >= uint64(len(p.Segments)) {
 			return nil, false
 		}

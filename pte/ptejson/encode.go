@@ -49,9 +49,19 @@ func (e Enum) String() string {
 	return strconv.FormatInt(e.Value, 10)
 }
 
-// enum builds an Enum from a value and its schema name table.
-func enum[T comparable](v T, names map[T]string, num int64) Enum {
-	return Enum{Name: names[v], Value: num}
+// schemaEnum is one of pte's enum types (pte.ScalarType, pte.DataLocation, ...).
+type schemaEnum interface {
+	Known() bool
+	String() string
+}
+
+// enum builds an Enum from a value of a schema enum: named when the schema
+// names it, a bare number otherwise.
+func enum(v schemaEnum, num int64) Enum {
+	if !v.Known() {
+		return Enum{Value: num}
+	}
+	return Enum{Name: v.String(), Value: num}
 }
 
 // Float is a float64 in the JSON form. Finite values are written like

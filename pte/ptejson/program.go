@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -362,7 +361,7 @@ func (c *converter) plan(ep *pte.ExecutionPlan) *ExecutionPlan {
 			return ptr(d, func(d *pte.NonConstBufferDevice) *NonConstBufferDevice {
 				return &NonConstBufferDevice{
 					BufferIdx:   d.BufferIdx,
-					DeviceType:  enum(d.DeviceType, program.EnumNamesDeviceType, int64(d.DeviceType)),
+					DeviceType:  enum(d.DeviceType, int64(d.DeviceType)),
 					DeviceIndex: d.DeviceIndex,
 				}
 			})
@@ -394,7 +393,7 @@ func (c *converter) delegate(d *pte.BackendDelegate) *BackendDelegate {
 }
 
 func location(l pte.DataLocation) Enum {
-	return enum(l, program.EnumNamesDataLocation, int64(l))
+	return enum(l, int64(l))
 }
 
 func (c *converter) evalue(v *pte.EValue) *EValue {
@@ -405,7 +404,7 @@ func (c *converter) evalue(v *pte.EValue) *EValue {
 		return nilEValue(v.Val) // NONE, or a tag without its table (union.go)
 	}
 	tag := v.Val.KernelType()
-	out := &EValue{ValType: enum(tag, program.EnumNamesKernelTypes, int64(tag))}
+	out := &EValue{ValType: enum(tag, int64(tag))}
 	switch x := v.Val.(type) {
 	case *pte.Null:
 		out.Val = &NullVal{}
@@ -438,7 +437,7 @@ func (c *converter) evalue(v *pte.EValue) *EValue {
 
 func tensor(t *pte.Tensor) *Tensor {
 	return &Tensor{
-		ScalarType:    enum(t.ScalarType, program.EnumNamesScalarType, int64(t.ScalarType)),
+		ScalarType:    enum(t.ScalarType, int64(t.ScalarType)),
 		StorageOffset: t.StorageOffset,
 		Sizes:         t.Sizes,
 		DimOrder:      mapSlice(t.DimOrder, func(u uint8) int { return int(u) }),
@@ -448,13 +447,13 @@ func tensor(t *pte.Tensor) *Tensor {
 			return &AllocationDetails{MemoryID: a.MemoryID, MemoryOffsetLow: a.MemoryOffsetLow, MemoryOffsetHigh: a.MemoryOffsetHigh}
 		}),
 		Layout:        t.Layout,
-		ShapeDynamism: enum(t.ShapeDynamism, program.EnumNamesTensorShapeDynamism, int64(t.ShapeDynamism)),
+		ShapeDynamism: enum(t.ShapeDynamism, int64(t.ShapeDynamism)),
 		ExtraTensorInfo: ptr(t.ExtraTensorInfo, func(e *pte.ExtraTensorInfo) *ExtraTensorInfo {
 			return &ExtraTensorInfo{
 				MutableDataSegmentsIdx: e.MutableDataSegmentsIdx,
 				FullyQualifiedName:     e.FullyQualifiedName,
-				Location:               enum(e.Location, program.EnumNamesTensorDataLocation, int64(e.Location)),
-				DeviceType:             enum(e.DeviceType, program.EnumNamesDeviceType, int64(e.DeviceType)),
+				Location:               enum(e.Location, int64(e.Location)),
+				DeviceType:             enum(e.DeviceType, int64(e.DeviceType)),
 				DeviceIndex:            e.DeviceIndex,
 				Absent:                 absent(e.Absent, "fully_qualified_name", e.FullyQualifiedName),
 			}
@@ -491,7 +490,7 @@ func instruction(in *pte.Instruction) *Instruction {
 		return nilInstruction(in.Args) // NONE, or a tag without its table (union.go)
 	}
 	tag := in.Args.InstructionType()
-	out := &Instruction{InstrArgsType: enum(tag, program.EnumNamesInstructionArguments, int64(tag))}
+	out := &Instruction{InstrArgsType: enum(tag, int64(tag))}
 	switch x := in.Args.(type) {
 	case *pte.KernelCall:
 		out.InstrArgs = &KernelCall{OpIndex: x.OpIndex, Args: x.Args}

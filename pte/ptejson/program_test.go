@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -22,13 +21,13 @@ func everyKind() *pte.Program {
 			ContainerMetaType: &pte.ContainerMetadata{EncodedInpStr: "T2#1#1($,$)", EncodedOutStr: "$"},
 			Values: []*pte.EValue{
 				{Val: &pte.Tensor{
-					ScalarType: program.ScalarTypeFLOAT, StorageOffset: 1, Sizes: []int32{2, 3}, DimOrder: []uint8{1, 0},
+					ScalarType: pte.ScalarTypeFLOAT, StorageOffset: 1, Sizes: []int32{2, 3}, DimOrder: []uint8{1, 0},
 					RequiresGrad: true, DataBufferIdx: 4,
 					AllocationInfo: &pte.AllocationDetails{MemoryID: 1, MemoryOffsetLow: 16, MemoryOffsetHigh: 2},
-					Layout:         0, ShapeDynamism: program.TensorShapeDynamismDYNAMIC_BOUND,
+					Layout:         0, ShapeDynamism: pte.TensorShapeDynamismDYNAMIC_BOUND,
 					ExtraTensorInfo: &pte.ExtraTensorInfo{
-						MutableDataSegmentsIdx: 1, FullyQualifiedName: "w", Location: program.TensorDataLocationEXTERNAL,
-						DeviceType: program.DeviceTypeCUDA, DeviceIndex: 1,
+						MutableDataSegmentsIdx: 1, FullyQualifiedName: "w", Location: pte.TensorDataLocationEXTERNAL,
+						DeviceType: pte.DeviceTypeCUDA, DeviceIndex: 1,
 					},
 				}},
 				{Val: &pte.Tensor{ScalarType: 100, Sizes: []int32{}, DimOrder: nil}},
@@ -63,11 +62,11 @@ func everyKind() *pte.Program {
 			Operators: []*pte.Operator{{Name: "aten::add", Overload: "out"}},
 			Delegates: []*pte.BackendDelegate{{
 				ID:           "TensorRTBackend",
-				Processed:    &pte.BackendDelegateDataReference{Location: program.DataLocationINLINE, Index: 0},
+				Processed:    &pte.BackendDelegateDataReference{Location: pte.DataLocationINLINE, Index: 0},
 				CompileSpecs: []*pte.CompileSpec{{Key: "k", Value: []byte("v")}, {Key: "none", Value: nil}},
 			}},
 			NonConstBufferSizes:  []int64{0, 48},
-			NonConstBufferDevice: []*pte.NonConstBufferDevice{{BufferIdx: 1, DeviceType: program.DeviceTypeCUDA, DeviceIndex: 0}},
+			NonConstBufferDevice: []*pte.NonConstBufferDevice{{BufferIdx: 1, DeviceType: pte.DeviceTypeCUDA, DeviceIndex: 0}},
 		}},
 		ConstantBuffer:      []*pte.Buffer{{Storage: []byte{}}},
 		BackendDelegateData: []*pte.BackendDelegateInlineData{{Data: []byte("TR01")}},

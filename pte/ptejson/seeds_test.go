@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -32,7 +31,7 @@ func seedProgram(t testing.TB, nilMembers bool) []byte {
 	ep := p.ExecutionPlan[0]
 	ep.Values = ep.Values[:len(ep.Values)-1] // no unknown tags: they cannot be written
 	ep.Chains[0].Instructions = ep.Chains[0].Instructions[:len(ep.Chains[0].Instructions)-1]
-	ep.Values[1].Val.(*pte.Tensor).ScalarType = program.ScalarTypeINT
+	ep.Values[1].Val.(*pte.Tensor).ScalarType = pte.ScalarTypeINT
 	blob := func(aliased bool) []byte {
 		m := &delegate.Metadata{IOBindings: []delegate.Binding{{Name: "x", IsInput: true}, {Name: "y"}}}
 		if aliased {
@@ -46,7 +45,7 @@ func seedProgram(t testing.TB, nilMembers bool) []byte {
 	p.BackendDelegateData[0].Data = blob(false)
 	ep.Delegates = append(ep.Delegates, &pte.BackendDelegate{
 		ID:           delegate.BackendID,
-		Processed:    &pte.BackendDelegateDataReference{Location: program.DataLocationSEGMENT, Index: 2},
+		Processed:    &pte.BackendDelegateDataReference{Location: pte.DataLocationSEGMENT, Index: 2},
 		CompileSpecs: []*pte.CompileSpec{{Key: "weight_streaming_budget", Value: []byte("4096")}, {Key: "v", Value: vtablePlaceholder}},
 	})
 	p.Segments = nil

@@ -3,7 +3,6 @@ package ptejson
 import (
 	"reflect"
 
-	"github.com/ptekit/ptekit/internal/fbs/program"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -35,7 +34,7 @@ func nilEValue(member pte.Value) *EValue {
 		return &EValue{ValType: Enum{Name: "NONE"}}
 	default:
 		tag := x.KernelType() // the member types' methods do not read their receiver
-		return &EValue{ValType: enum(tag, program.EnumNamesKernelTypes, int64(tag))}
+		return &EValue{ValType: enum(tag, int64(tag))}
 	}
 }
 
@@ -47,6 +46,6 @@ func nilInstruction(member pte.InstructionArgs) *Instruction {
 		return &Instruction{InstrArgsType: Enum{Name: "NONE"}}
 	default:
 		tag := x.InstructionType()
-		return &Instruction{InstrArgsType: enum(tag, program.EnumNamesInstructionArguments, int64(tag))}
+		return &Instruction{InstrArgsType: enum(tag, int64(tag))}
 	}
 }
