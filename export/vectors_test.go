@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -324,9 +324,9 @@ func documentOf(t *testing.T, path string) map[string]any {
 	for _, fd := range f.Verify() {
 		require.NotEqual(t, "error", strings.ToLower(fd.Severity.String()), "verify: %v", fd)
 	}
-	doc, err := ptejson.Build(f, &ptejson.Options{Hash: true})
+	doc, err := inspect.Build(f, &inspect.Options{Hash: true})
 	require.NoError(t, err)
-	data, err := ptejson.Marshal(doc)
+	data, err := inspect.Marshal(doc)
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(data, &m))
@@ -352,7 +352,7 @@ func documentOf(t *testing.T, path string) map[string]any {
 // matches none of the allowed patterns.
 func diffExcept(t *testing.T, got, want any, allowed ...string) []string {
 	t.Helper()
-	diffs, err := ptejson.Diff(got, want)
+	diffs, err := inspect.Diff(got, want)
 	require.NoError(t, err)
 	var res []*regexp.Regexp
 	for _, a := range allowed {

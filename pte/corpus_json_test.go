@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 // TestCorpus reads every real program of the shared corpus and compares
@@ -48,7 +48,7 @@ func checkAgainstUpstream(t *testing.T, dir, refDir, pattern string) {
 				t.Fatalf("open: %v", err)
 			}
 			defer f.Close()
-			doc, err := ptejson.Build(f, &ptejson.Options{Hash: true})
+			doc, err := inspect.Build(f, &inspect.Options{Hash: true})
 			if err != nil {
 				t.Fatalf("build: %v", err)
 			}
@@ -67,12 +67,12 @@ func checkAgainstUpstream(t *testing.T, dir, refDir, pattern string) {
 // deserializer's values (file, extended_header, segments, delegates and
 // program) with those of upstream, whose program member is raw_program.
 // Only doc has each delegate's tensorrt member; it is left out.
-func diffUpstream(doc *ptejson.Document, upstream []byte) ([]ptejson.Difference, error) {
+func diffUpstream(doc *inspect.Document, upstream []byte) ([]inspect.Difference, error) {
 	var up map[string]json.RawMessage
 	if err := json.Unmarshal(upstream, &up); err != nil {
 		return nil, fmt.Errorf("upstream view: %w", err)
 	}
-	dels := make([]ptejson.Delegate, len(doc.Delegates))
+	dels := make([]inspect.Delegate, len(doc.Delegates))
 	for i, d := range doc.Delegates {
 		dels[i] = *d
 		dels[i].TensorRT = nil
@@ -89,5 +89,5 @@ func diffUpstream(doc *ptejson.Document, upstream []byte) ([]ptejson.Difference,
 			theirs[k] = v
 		}
 	}
-	return ptejson.Diff(ours, theirs)
+	return inspect.Diff(ours, theirs)
 }

@@ -19,9 +19,9 @@ import (
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -31,9 +31,9 @@ import (
 // values taken out of it, per delegate.
 func document(t *testing.T, f *pte.File) (map[string]any, [][]string) {
 	t.Helper()
-	doc, err := ptejson.Build(f, &ptejson.Options{Hash: true})
+	doc, err := inspect.Build(f, &inspect.Options{Hash: true})
 	require.NoError(t, err)
-	data, err := ptejson.Marshal(doc)
+	data, err := inspect.Marshal(doc)
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(data, &m))
@@ -110,7 +110,7 @@ func TestRebakeCLIMatchesReference(t *testing.T) {
 			require.NoError(t, json.Unmarshal(data, &want))
 			wantRest, wantBudgets := stripBudgets(want)
 			gotRest, budgets := document(t, openVerified(t, out))
-			diffs, err := ptejson.Diff(gotRest, wantRest)
+			diffs, err := inspect.Diff(gotRest, wantRest)
 			require.NoError(t, err)
 			for _, d := range diffs {
 				if !layout.MatchString(d.Path) {

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 const bigEngine = 2 << 30 // engine bytes of the generated program
@@ -130,13 +130,13 @@ func TestBigProgramViewsReadLittle(t *testing.T) {
 
 	f, err := pte.NewFile(cr, size)
 	require.NoError(t, err)
-	doc, err := ptejson.Build(f, nil)
+	doc, err := inspect.Build(f, nil)
 	require.NoError(t, err)
 	require.Len(t, doc.Delegates, 1)
 	require.NotNil(t, doc.Delegates[0].TensorRT)
 	require.EqualValues(t, bigEngine, *doc.Delegates[0].TensorRT.EngineSize)
 	require.Empty(t, doc.Delegates[0].TensorRT.Hazards)
-	require.NoError(t, ptejson.Encode(io.Discard, doc))
+	require.NoError(t, inspect.Encode(io.Discard, doc))
 	printHuman(io.Discard, path, f, doc, &options{})
 	require.Less(t, cr.Bytes(), int64(1<<20), "read %d bytes", cr.Bytes())
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ptekit/ptekit/pte/ptejson"
+	"github.com/ptekit/ptekit/inspect"
 )
 
 const diffUsage = `usage: pteinspect diff [--json] [--layout] A.pte B.pte
@@ -48,32 +48,32 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if fs.Arg(0) == "-" && fs.Arg(1) == "-" {
 		return usageErr(stderr, "diff: only one side can be standard input")
 	}
-	var docs [2]*ptejson.Document
+	var docs [2]*inspect.Document
 	for i, name := range fs.Args() {
 		f, err := openInput(name, stdin)
 		if err != nil {
 			failErr(stderr, name, err)
 			return exitUsage
 		}
-		docs[i], err = ptejson.Build(f, &ptejson.Options{Hash: true})
+		docs[i], err = inspect.Build(f, &inspect.Options{Hash: true})
 		f.Close()
 		if err != nil {
 			failErr(stderr, name, err)
 			return exitUsage
 		}
 	}
-	diffs, err := ptejson.DiffDocuments(docs[0], docs[1], &ptejson.DiffOptions{Layout: layout})
+	diffs, err := inspect.DiffDocuments(docs[0], docs[1], &inspect.DiffOptions{Layout: layout})
 	if err != nil {
 		fmt.Fprintf(stderr, "pteinspect: diff: %v\n", err)
 		return exitUsage
 	}
 	if asJSON {
 		if diffs == nil {
-			diffs = []ptejson.Difference{}
+			diffs = []inspect.Difference{}
 		}
-		if err := ptejson.Encode(stdout, struct {
+		if err := inspect.Encode(stdout, struct {
 			Equal       bool                 `json:"equal"`
-			Differences []ptejson.Difference `json:"differences"`
+			Differences []inspect.Difference `json:"differences"`
 		}{len(diffs) == 0, diffs}); err != nil {
 			fmt.Fprintf(stderr, "pteinspect: diff: %v\n", err)
 			return exitUsage

@@ -15,9 +15,9 @@ import (
 
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 // rebake writes trtPrograms' program NAME with a 4 GiB budget on every
@@ -179,14 +179,14 @@ func TestDiff(t *testing.T) {
 	assert.Equal(t, 1, r.code, r.stderr)
 	var v struct {
 		Equal       bool                 `json:"equal"`
-		Differences []ptejson.Difference `json:"differences"`
+		Differences []inspect.Difference `json:"differences"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v))
 	assert.False(t, v.Equal)
 	require.Len(t, v.Differences, len(lines))
 	for i, d := range v.Differences {
 		assert.Equal(t, lines[i], d.String())
-		assert.Contains(t, []ptejson.Kind{ptejson.Added, ptejson.Removed, ptejson.Changed}, d.Kind)
+		assert.Contains(t, []inspect.Kind{inspect.Added, inspect.Removed, inspect.Changed}, d.Kind)
 	}
 
 	r = runArgs(nil, "diff", "--json", a, a)

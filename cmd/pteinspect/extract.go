@@ -11,8 +11,8 @@ import (
 
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/atomicfile"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 // parseTarget reads PLAN:DELEGATE, PLAN being a method index or name.
@@ -86,7 +86,7 @@ func runExtract(f *pte.File, name string, stdout, stderr io.Writer, o *options) 
 	what := fmt.Sprintf("payload of %s delegate %d", f.Program.ExecutionPlan[plan].Name, del)
 	if o.engine {
 		id := f.Program.ExecutionPlan[plan].Delegates[del].ID
-		if !ptejson.IsTensorRT(id) {
+		if !inspect.IsTensorRT(id) {
 			return failErr(stderr, name, fmt.Errorf("--engine: delegate %s:%d is %s, not %s", esc(f.Program.ExecutionPlan[plan].Name), del, esc(id), delegate.BackendID))
 		}
 		blob, err := delegate.Decode(pl, pl.Size())

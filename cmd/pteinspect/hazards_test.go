@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 // withMetadata returns a program whose TensorRT blob holds m (written as upstream's
@@ -103,7 +103,7 @@ func TestTensorRTHazards(t *testing.T) {
 						Hazards []string `json:"hazards"`
 					} `json:"tensorrt"`
 				} `json:"delegates"`
-				Problems []ptejson.Problem `json:"problems"`
+				Problems []inspect.Problem `json:"problems"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
 			trt := doc.Delegates[0].TensorRT

@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 // humanSize formats a byte count for people: "384 B", "1.5 KiB", "2.0 GiB".
@@ -46,7 +46,7 @@ func (t *table) row(cols ...string) {
 func (t *table) flush() { t.tw.Flush() }
 
 // printHuman prints the summary view of a program.
-func printHuman(w io.Writer, name string, f *pte.File, doc *ptejson.Document, o *options) {
+func printHuman(w io.Writer, name string, f *pte.File, doc *inspect.Document, o *options) {
 	p := f.Program
 	t := newTable(w, "")
 	t.row("file", esc(name))
@@ -76,7 +76,7 @@ func printHuman(w io.Writer, name string, f *pte.File, doc *ptejson.Document, o 
 		fmt.Fprintf(w, "\nconstant buffers (deprecated inline): %d, %s\n", len(p.ConstantBuffer), humanSize(total))
 	}
 
-	delegates := map[[2]int]*ptejson.Delegate{}
+	delegates := map[[2]int]*inspect.Delegate{}
 	for _, d := range doc.Delegates {
 		delegates[[2]int{d.PlanIndex, d.DelegateIndex}] = d
 	}
@@ -89,9 +89,9 @@ func printHuman(w io.Writer, name string, f *pte.File, doc *ptejson.Document, o 
 	printProblems(w, doc.Problems)
 }
 
-// printProblems ends the view with what ptejson.Check found, so that damage
+// printProblems ends the view with what inspect.Check found, so that damage
 // is not only visible inline.
-func printProblems(w io.Writer, probs []ptejson.Problem) {
+func printProblems(w io.Writer, probs []inspect.Problem) {
 	if len(probs) == 0 {
 		fmt.Fprintf(w, "\nproblems: none\n")
 		return
@@ -103,7 +103,7 @@ func printProblems(w io.Writer, probs []ptejson.Problem) {
 	}
 }
 
-func printSegments(w io.Writer, doc *ptejson.Document) {
+func printSegments(w io.Writer, doc *inspect.Document) {
 	fmt.Fprintf(w, "\nsegments (%d)\n", len(doc.Segments))
 	if len(doc.Segments) == 0 {
 		return
@@ -133,14 +133,14 @@ func printSegments(w io.Writer, doc *ptejson.Document) {
 	t.flush()
 }
 
-func hashText(d ptejson.Digest) string {
+func hashText(d inspect.Digest) string {
 	if d.Hex == "" {
 		return "-"
 	}
 	return d.Hex
 }
 
-func printMethod(w io.Writer, pi int, ep *pte.ExecutionPlan, delegates map[[2]int]*ptejson.Delegate, o *options) {
+func printMethod(w io.Writer, pi int, ep *pte.ExecutionPlan, delegates map[[2]int]*inspect.Delegate, o *options) {
 	fmt.Fprintf(w, "\nmethod %s (#%d)\n", esc(ep.Name), pi)
 	printIO(w, "inputs", ep.Inputs, ep.Values)
 	printIO(w, "outputs", ep.Outputs, ep.Values)
@@ -270,7 +270,7 @@ func memoryPlan(sizes []int64) string {
 	return fmt.Sprintf("%d arena(s), %s: %s", len(sizes)-1, humanSize(total), strings.Join(parts, ", "))
 }
 
-func printDelegate(w io.Writer, d *ptejson.Delegate, bd *pte.BackendDelegate) {
+func printDelegate(w io.Writer, d *inspect.Delegate, bd *pte.BackendDelegate) {
 	where := "no processed data reference"
 	if d.Location != nil && d.Index != nil {
 		where = fmt.Sprintf("%s #%d", d.Location, *d.Index)
@@ -298,7 +298,7 @@ func printDelegate(w io.Writer, d *ptejson.Delegate, bd *pte.BackendDelegate) {
 	}
 }
 
-func printTensorRT(w io.Writer, trt *ptejson.TensorRT, bd *pte.BackendDelegate) {
+func printTensorRT(w io.Writer, trt *inspect.TensorRT, bd *pte.BackendDelegate) {
 	head := "too short for a header"
 	if trt.Magic != nil {
 		head = "magic " + strconv.Quote(*trt.Magic)
@@ -358,7 +358,7 @@ func printTensorRT(w io.Writer, trt *ptejson.TensorRT, bd *pte.BackendDelegate) 
 
 // bindingText is a binding's quoted name, followed by its dtype and shape
 // when the blob records them (the upstream exporter writes "" and []).
-func bindingText(b ptejson.TRTBinding) string {
+func bindingText(b inspect.TRTBinding) string {
 	s := quoteValue(b.Name)
 	if d, ok := b.DType.(string); !ok || d != "" {
 		s += " " + pyText(b.DType)
@@ -408,7 +408,7 @@ func quoteAll(s []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-func aliases(a []ptejson.TRTAliasedIO) string {
+func aliases(a []inspect.TRTAliasedIO) string {
 	parts := make([]string, len(a))
 	for i, x := range a {
 		parts[i] = fmt.Sprintf("%s <- %s (%s)", quoteValue(x.Output), quoteValue(x.Input), pyText(x.Kind))

@@ -8,8 +8,8 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 	"github.com/ptekit/ptekit/runtime"
 )
 
@@ -62,7 +62,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 		}
 	}
 	if o.json {
-		if err := ptejson.Encode(w, newPlanDoc(plan)); err != nil {
+		if err := inspect.Encode(w, newPlanDoc(plan)); err != nil {
 			return failErr(stderr, name, err)
 		}
 		return code
@@ -248,7 +248,7 @@ func unknownReason(f *pte.File, m *runtime.MethodPlan) string {
 		return fallback
 	}
 	di := *m.Error.Delegate
-	if d := f.Program.ExecutionPlan[plan].Delegates; di < 0 || di >= len(d) || d[di] == nil || !ptejson.IsTensorRT(d[di].ID) {
+	if d := f.Program.ExecutionPlan[plan].Delegates; di < 0 || di >= len(d) || d[di] == nil || !inspect.IsTensorRT(d[di].ID) {
 		return fallback
 	}
 	pl, err := f.DelegateData(plan, di)

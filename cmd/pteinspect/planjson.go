@@ -5,8 +5,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 	"github.com/ptekit/ptekit/runtime"
 )
 
@@ -133,7 +133,7 @@ func newFailure(err error) *failureJSON {
 		}
 	case errors.As(err, &re):
 		code = re.Code
-	case errors.Is(err, ptejson.ErrNoMethod), errors.Is(err, ptejson.ErrNoBackend):
+	case errors.Is(err, inspect.ErrNoMethod), errors.Is(err, inspect.ErrNoBackend):
 		code = pte.CodeNotFound
 	}
 	out.Kind = runtime.KindOf(code)
@@ -146,10 +146,10 @@ func newFailure(err error) *failureJSON {
 func writeFailure(w io.Writer, err error, plan bool) {
 	f := newFailure(err)
 	if plan {
-		ptejson.Encode(w, &planDoc{Error: f, Methods: []planMethod{}, Assumed: []string{}, Stated: []string{}})
+		inspect.Encode(w, &planDoc{Error: f, Methods: []planMethod{}, Assumed: []string{}, Stated: []string{}})
 		return
 	}
-	ptejson.Encode(w, struct {
+	inspect.Encode(w, struct {
 		Error *failureJSON `json:"error"`
 	}{f})
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
-	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 // TestDamagedMethodViews: a file that opens but whose methods cannot load
@@ -46,7 +46,7 @@ func TestDamagedMethodViews(t *testing.T) {
 			assert.Equal(t, exitFail, r.code, r.stderr)
 			var doc struct {
 				Program  json.RawMessage   `json:"program"`
-				Problems []ptejson.Problem `json:"problems"`
+				Problems []inspect.Problem `json:"problems"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc), "stdout is complete JSON")
 			assert.NotEqual(t, "null", string(doc.Program))
@@ -111,10 +111,10 @@ func TestPlanJSONWhenTheProgramCannotBeRead(t *testing.T) {
 }
 
 // TestUnionTagWithoutTable: a file whose Double value and FreeCall keep
-// their union tags but lost their member tables (the FuzzBuild seed package ptejson
+// their union tags but lost their member tables (the FuzzBuild seed package inspect
 // generates) gets every view, no panic, and the verifier's errors.
 func TestUnionTagWithoutTable(t *testing.T) {
-	seed, err := os.ReadFile(filepath.Join("..", "..", "pte", "ptejson", "testdata", "fuzz", "FuzzBuild", "seed_nil_members"))
+	seed, err := os.ReadFile(filepath.Join("..", "..", "inspect", "testdata", "fuzz", "FuzzBuild", "seed_nil_members"))
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(seed)), "\n")
 	require.Len(t, lines, 2)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 // Exit statuses.
@@ -150,7 +150,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case o.compileSpecs:
 		return runCompileSpecs(f, name, w, stderr, &o)
 	}
-	doc, err := ptejson.Build(f, &ptejson.Options{Hash: o.hash, Method: o.method, Backend: o.backend})
+	doc, err := inspect.Build(f, &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend})
 	if err != nil {
 		return fail(err)
 	}
@@ -159,7 +159,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		code = exitFail // the output is complete; the file is damaged
 	}
 	if o.json {
-		if err := ptejson.Encode(w, doc); err != nil {
+		if err := inspect.Encode(w, doc); err != nil {
 			return failErr(stderr, name, err)
 		}
 		return code
@@ -180,7 +180,7 @@ func checkFilters(p *pte.Program, o *options) error {
 			if o.method != "" {
 				where = " in method " + strconv.Quote(o.method)
 			}
-			return fmt.Errorf("%w %q%s (backends: %s)", ptejson.ErrNoBackend, o.backend, where, joinOr(escAll(ids)))
+			return fmt.Errorf("%w %q%s (backends: %s)", inspect.ErrNoBackend, o.backend, where, joinOr(escAll(ids)))
 		}
 	}
 	return nil

@@ -15,9 +15,9 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 type result struct {
@@ -56,7 +56,7 @@ func TestCorpusJSON(t *testing.T) {
 // that promise the upstream deserializer's values with the same members of
 // upstream (corpus/ref/NAME.json, whose raw_program is our program). Only we
 // have each delegate's tensorrt member; it is left out.
-func diffUpstream(ours, upstream []byte) ([]ptejson.Difference, error) {
+func diffUpstream(ours, upstream []byte) ([]inspect.Difference, error) {
 	var a, b map[string]json.RawMessage
 	if err := json.Unmarshal(ours, &a); err != nil {
 		return nil, fmt.Errorf("our document: %w", err)
@@ -85,7 +85,7 @@ func diffUpstream(ours, upstream []byte) ([]ptejson.Difference, error) {
 		}
 		return out
 	}
-	return ptejson.Diff(pick(a), pick(b))
+	return inspect.Diff(pick(a), pick(b))
 }
 
 // TestGolden compares the human view with testdata/golden/NAME.txt;
@@ -173,7 +173,7 @@ func TestVerifyDamaged(t *testing.T) {
 			var v struct {
 				OK       bool              `json:"ok"`
 				Errors   int               `json:"errors"`
-				Findings []ptejson.Problem `json:"findings"`
+				Findings []inspect.Problem `json:"findings"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
 			assert.False(t, v.OK)
@@ -497,9 +497,9 @@ func TestStdinAndFilters(t *testing.T) {
 
 	r = runArgs(nil, "--json", "--delegate", "TensorRTBackend", "--method", "prefill", path)
 	require.Equal(t, 0, r.code)
-	var doc ptejson.Document
+	var doc inspect.Document
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &struct {
-		Delegates *[]*ptejson.Delegate `json:"delegates"`
+		Delegates *[]*inspect.Delegate `json:"delegates"`
 	}{&doc.Delegates}))
 	require.Len(t, doc.Delegates, 1)
 	assert.Equal(t, "prefill", doc.Delegates[0].Plan)

@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
 // decodeSpec returns a compile spec value as a person wants to read it:
@@ -102,7 +102,7 @@ func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o 
 		}
 	}
 	if o.json {
-		if err := ptejson.Encode(w, struct {
+		if err := inspect.Encode(w, struct {
 			CompileSpecs []specRow `json:"compile_specs"`
 		}{rows}); err != nil {
 			return failErr(stderr, name, err)
@@ -132,7 +132,7 @@ func hasMethod(p *pte.Program, name string) bool {
 }
 
 func noMethod(p *pte.Program, name string) error {
-	return fmt.Errorf("%w %q (methods: %s)", ptejson.ErrNoMethod, name, joinOr(escAll(methodNames(p))))
+	return fmt.Errorf("%w %q (methods: %s)", inspect.ErrNoMethod, name, joinOr(escAll(methodNames(p))))
 }
 
 func joinOr(s []string) string {

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/pte/ptejson"
 )
 
-// runVerify runs every check (ptejson.Check): the reader's (verifier,
+// runVerify runs every check (inspect.Check): the reader's (verifier,
 // container invariants, what each method needs to load) and, for TensorRT
 // delegates, their compile specs and the blob readings of both upstream
 // readers. It exits 1 when any finding is an error.
@@ -20,20 +20,20 @@ func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *option
 		}
 		return failErr(stderr, name, err)
 	}
-	var probs []ptejson.Problem
+	var probs []inspect.Problem
 	f, err := openInput(name, stdin)
 	if err != nil {
 		var fe *pte.FormatError
 		if !errors.As(err, &fe) {
 			return fail(err)
 		}
-		probs = append(probs, ptejson.FormatProblem(pte.SeverityError, "", fe))
+		probs = append(probs, inspect.FormatProblem(pte.SeverityError, "", fe))
 	} else {
 		defer f.Close()
 		if o.method != "" && !hasMethod(f.Program, o.method) {
 			return fail(noMethod(f.Program, o.method))
 		}
-		all, err := ptejson.Check(f)
+		all, err := inspect.Check(f)
 		if err != nil {
 			return fail(err)
 		}
@@ -45,12 +45,12 @@ func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *option
 	}
 	errs := countErrors(probs)
 	if o.json {
-		err = ptejson.Encode(stdout, struct {
+		err = inspect.Encode(stdout, struct {
 			File     string            `json:"file"`
 			OK       bool              `json:"ok"`
 			Errors   int               `json:"errors"`
 			Warnings int               `json:"warnings"`
-			Findings []ptejson.Problem `json:"findings"`
+			Findings []inspect.Problem `json:"findings"`
 		}{name, errs == 0, errs, len(probs) - errs, nonNil(probs)})
 		if err != nil {
 			return failErr(stderr, name, err)
@@ -67,7 +67,7 @@ func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *option
 	return exitOK
 }
 
-func countErrors(probs []ptejson.Problem) int {
+func countErrors(probs []inspect.Problem) int {
 	n := 0
 	for _, p := range probs {
 		if p.IsError() {

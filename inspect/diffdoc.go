@@ -1,4 +1,4 @@
-package ptejson
+package inspect
 
 import (
 	"encoding/json"
@@ -53,7 +53,7 @@ type DiffOptions struct {
 // scalars that fit on a line (shapes, argument lists) differ as a whole.
 func DiffDocuments(a, b *Document, opts *DiffOptions) ([]Difference, error) {
 	if a == nil || b == nil || a.Program == nil || b.Program == nil {
-		return nil, errors.New("ptejson: diff: both documents need a program")
+		return nil, errors.New("inspect: diff: both documents need a program")
 	}
 	if opts == nil {
 		opts = &DiffOptions{}
@@ -135,7 +135,7 @@ func (n *node) setUnique(k string, v *node) string {
 func jsonNode(v any) (*node, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("ptejson: diff: %w", err)
+		return nil, fmt.Errorf("inspect: diff: %w", err)
 	}
 	return toNode(json.RawMessage(data))
 }

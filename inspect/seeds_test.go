@@ -1,4 +1,4 @@
-package ptejson
+package inspect
 
 import (
 	"bytes"
@@ -101,7 +101,7 @@ func dropUnionMembers(t testing.TB, b []byte) {
 }
 
 // TestFuzzBuildSeeds: the committed seeds of FuzzBuild are what
-// seedProgram writes; `go test ./pte/ptejson -run TestFuzzBuildSeeds
+// seedProgram writes; `go test ./inspect -run TestFuzzBuildSeeds
 // -update` rewrites them. Build handles both.
 func TestFuzzBuildSeeds(t *testing.T) {
 	dir := filepath.Join("testdata", "fuzz", "FuzzBuild")

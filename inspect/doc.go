@@ -1,7 +1,12 @@
-// Package ptejson maps ExecuTorch program files to a stable JSON form.
+// Package inspect holds every view of a program file that pteinspect prints,
+// as library values a pipeline can call: the inspection document and its
+// stable JSON form (Build, Marshal), the checks (Check, problems), the
+// structural diff (Diff, DiffDocuments), the compile spec rows and the load
+// plan view.
 //
-// The form is a compatibility promise for pipelines (it is what
-// `pteinspect --json` prints) and is documented in docs/json.md. A Document
+// The JSON forms are a compatibility promise for pipelines (they are what
+// `pteinspect --json`, `--plan --json` and `diff --json` print) and are
+// documented in docs/json.md. A Document
 // has six members: file, extended_header, segments, delegates, program and
 // problems (what Check finds: the reader's verification and the TensorRT
 // blob checks).
@@ -27,4 +32,4 @@
 // region (already read by pte.Open), the first bytes of each delegate
 // payload and, for TensorRT delegates, the blob header and metadata. Hashing
 // streams every payload through SHA-256 and never loads one whole.
-package ptejson
+package inspect

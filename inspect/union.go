@@ -1,4 +1,4 @@
-package ptejson
+package inspect
 
 import (
 	"reflect"

@@ -1,4 +1,4 @@
-package ptejson
+package inspect
 
 import (
 	"errors"
@@ -124,7 +124,7 @@ func tensorRTProblems(f *pte.File, pi, di int, method string, d *pte.BackendDele
 	path := fmt.Sprintf("execution_plan[%d].delegates[%d] (TensorRT blob)", pi, di)
 	rep, err := delegate.Check(pl, pl.Size())
 	if err != nil {
-		return nil, fmt.Errorf("ptejson: %s: %w", path, err)
+		return nil, fmt.Errorf("inspect: %s: %w", path, err)
 	}
 	at := func(off int64) *int64 {
 		if pl.FileOffset < 0 {

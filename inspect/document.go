@@ -1,4 +1,4 @@
-package ptejson
+package inspect
 
 import (
 	"bytes"
@@ -126,7 +126,7 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 	}
 	p := f.Program
 	if p == nil {
-		return nil, errors.New("ptejson: file has no decoded program")
+		return nil, errors.New("inspect: file has no decoded program")
 	}
 	b := &builder{f: f, r: f.ReaderAt(), opts: opts}
 	if opts.Method != "" {
@@ -137,13 +137,13 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("ptejson: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(methodNames(p), ", "))
+			return nil, fmt.Errorf("inspect: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(methodNames(p), ", "))
 		}
 	}
 	if opts.Backend != "" {
 		ids := backendIDs(p, opts.Method)
 		if !slices.Contains(ids, opts.Backend) {
-			return nil, fmt.Errorf("ptejson: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
+			return nil, fmt.Errorf("inspect: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
 		}
 	}
 
@@ -256,7 +256,7 @@ func (b *builder) segmentRange(i int) (fileOff uint64, ok bool) {
 func (b *builder) hashRange(off, n int64) (Digest, error) {
 	h := sha256.New()
 	if _, err := io.Copy(h, io.NewSectionReader(b.r, off, n)); err != nil {
-		return Digest{}, fmt.Errorf("ptejson: hashing bytes %d..%d: %w", off, off+n, err)
+		return Digest{}, fmt.Errorf("inspect: hashing bytes %d..%d: %w", off, off+n, err)
 	}
 	return Digest{Hex: hex.EncodeToString(h.Sum(nil))}, nil
 }
@@ -414,20 +414,20 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 	var head [4]byte
 	n, err := r.ReadAt(head[:min(4, size)], 0)
 	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == min(4, size)) {
-		return nil, fmt.Errorf("ptejson: execution_plan[%d].delegates[%d]: reading payload: %w", pi, di, err)
+		return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: reading payload: %w", pi, di, err)
 	}
 	magic := latin1(head[:n])
 	del.Magic = &magic
 	if b.opts.Hash {
 		h := sha256.New()
 		if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
-			return nil, fmt.Errorf("ptejson: execution_plan[%d].delegates[%d]: hashing payload: %w", pi, di, err)
+			return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: hashing payload: %w", pi, di, err)
 		}
 		del.SHA256 = Digest{Hex: hex.EncodeToString(h.Sum(nil))}
 	}
 	if IsTensorRT(d.ID) {
 		if del.TensorRT, err = newTensorRT(r, size); err != nil {
-			return nil, fmt.Errorf("ptejson: execution_plan[%d].delegates[%d]: reading TensorRT blob: %w", pi, di, err)
+			return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: reading TensorRT blob: %w", pi, di, err)
 		}
 	}
 	return del, nil

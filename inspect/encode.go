@@ -1,4 +1,4 @@
-package ptejson
+package inspect
 
 import (
 	"bytes"
@@ -35,7 +35,7 @@ func (e *Enum) UnmarshalJSON(b []byte) error {
 	}
 	var v int64
 	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("ptejson: enum must be a name or an integer: %w", err)
+		return fmt.Errorf("inspect: enum must be a name or an integer: %w", err)
 	}
 	*e = Enum{Value: v}
 	return nil
@@ -90,7 +90,7 @@ func (f *Float) UnmarshalJSON(b []byte) error {
 		case "-inf":
 			*f = Float(math.Inf(-1))
 		default:
-			return fmt.Errorf("ptejson: bad double %q", s)
+			return fmt.Errorf("inspect: bad double %q", s)
 		}
 		return nil
 	}

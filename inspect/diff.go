@@ -1,4 +1,4 @@
-package ptejson
+package inspect
 
 import (
 	"bytes"
@@ -87,11 +87,11 @@ func short(v json.RawMessage, from int) string {
 func Diff(a, b any) ([]Difference, error) {
 	na, err := toNode(a)
 	if err != nil {
-		return nil, fmt.Errorf("ptejson: diff: first value: %w", err)
+		return nil, fmt.Errorf("inspect: diff: first value: %w", err)
 	}
 	nb, err := toNode(b)
 	if err != nil {
-		return nil, fmt.Errorf("ptejson: diff: second value: %w", err)
+		return nil, fmt.Errorf("inspect: diff: second value: %w", err)
 	}
 	var d differ
 	d.walk("", na, nb)
