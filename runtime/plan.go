@@ -36,8 +36,9 @@ type PlanOptions struct {
 	NoDeprecatedConstantBuffer bool
 }
 
-// ProgramPlan is the per-method, per-engine plan of a program, in a form
-// meant for JSON output (pteinspect --plan --json).
+// ProgramPlan is the per-method, per-engine plan of a program. Its JSON
+// form is the one `pteinspect --plan --json` prints (docs/json.md): slices
+// from PlanProgram are never nil, so that they marshal as [].
 type ProgramPlan struct {
 	Methods []MethodPlan `json:"methods"`
 	// Assumed lists the engine facts (FactStreamable, FactScratch,
@@ -56,8 +57,8 @@ type ProgramPlan struct {
 	ScratchMemory *ScratchMemory `json:"scratch_memory"`
 	// Notes lists findings about the whole program, such as its use of
 	// the deprecated inline constant_buffer, which whether it loads
-	// depends on the runtime build.
-	Notes []string `json:"notes,omitempty"`
+	// depends on the runtime build. Not part of the documented JSON form.
+	Notes []string `json:"-"`
 }
 
 // MethodPlan is the outcome of loading one method.
@@ -74,12 +75,12 @@ type MethodPlan struct {
 	Delegates []DelegatePlan `json:"delegates"`
 	// MissingOperators are operators without a registered kernel; they
 	// fail execution, not loading.
-	MissingOperators []string `json:"missing_operators,omitempty"`
+	MissingOperators []string `json:"missing_operators"`
 	// NotModelled lists the backend ids of this method's delegates that
 	// PlanProgram does not model (no backend registered for them): their
 	// delegates are assumed to load, and only the loader's own checks
 	// (payload reachable, compile specs present) apply to them.
-	NotModelled []string `json:"not_modelled,omitempty"`
+	NotModelled []string `json:"not_modelled"`
 }
 
 // PlanError is a load error in JSON form.
@@ -97,7 +98,7 @@ type PlanError struct {
 	// ptekit did not read part of the program (ErrOutcomeUnknown; Kind is
 	// then "not_supported"), so whether the deployed runtime loads the
 	// method is unknown.
-	Unknown bool `json:"unknown,omitempty"`
+	Unknown bool `json:"unknown"`
 }
 
 // DelegatePlan is the plan of one delegate.
@@ -124,7 +125,7 @@ type DelegatePlan struct {
 	SharedScratch bool `json:"shared_scratch"`
 	// Notes lists other findings about the delegate, such as a load-time
 	// option that was ignored or a backend that is not modelled.
-	Notes []string `json:"notes,omitempty"`
+	Notes []string `json:"notes"`
 }
 
 // BudgetPlan is the weight streaming decision of one engine.
@@ -269,6 +270,7 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 						}
 					}
 				}
+				dp.Inputs, dp.Outputs, dp.Notes = nonNil(dp.Inputs), nonNil(dp.Outputs), nonNil(dp.Notes)
 				mp.Delegates = append(mp.Delegates, dp)
 			}
 			if lerr == nil {
@@ -276,6 +278,7 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 				m.Close()
 			}
 		}
+		mp.MissingOperators, mp.NotModelled = nonNil(mp.MissingOperators), nonNil(mp.NotModelled)
 		out.Methods = append(out.Methods, mp)
 	}
 	if scratchKnown {
@@ -283,6 +286,14 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 		out.ScratchMemory = &sm
 	}
 	return out, nil
+}
+
+// nonNil returns s, or an empty slice for nil, so that JSON has [] not null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // notModelled stands in for a backend PlanProgram does not model: it

@@ -202,15 +202,16 @@ type EngineScratch struct {
 // ScratchMemory is the device memory taken by activation scratch.
 type ScratchMemory struct {
 	// WithoutPool is the total when every context owns its scratch.
-	WithoutPool int64
+	WithoutPool int64 `json:"without_pool"`
 	// WithPool is the total when every engine with a non-zero requirement
 	// uses the shared pool: per device, the largest requirement.
-	WithPool int64
+	WithPool int64 `json:"with_pool"`
 	// Current is the total with each engine's actual setting: pooled
 	// engines share one buffer per device, the others own theirs.
-	Current int64
+	Current int64 `json:"current"`
 	// PoolPerDevice is the pool size per device under the actual settings.
-	PoolPerDevice map[int]int64
+	// Never nil from ComputeScratchMemory; JSON keys are the device numbers.
+	PoolPerDevice map[int]int64 `json:"pool_per_device"`
 }
 
 // ComputeScratchMemory adds up scratch requirements with and without the

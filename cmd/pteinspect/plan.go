@@ -54,7 +54,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 		}
 		return failErr(stderr, name, err)
 	}
-	narrowPlan(plan, o)
+	inspect.NarrowPlan(plan, o.method, o.backend)
 	code := exitOK
 	for _, m := range plan.Methods {
 		if !m.OK {
@@ -62,7 +62,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 		}
 	}
 	if o.json {
-		if err := inspect.Encode(w, newPlanDoc(plan)); err != nil {
+		if err := inspect.Encode(w, &inspect.PlanDocument{ProgramPlan: plan}); err != nil {
 			return failErr(stderr, name, err)
 		}
 		return code
@@ -92,19 +92,6 @@ func engineFacts(o *options) []engineFact {
 			unknown: "unknown, so scratch memory is open"},
 		{fact: runtime.FactAutomatic, what: "automatic budget", flag: "--automatic-bytes", value: &o.automatic,
 			unknown: "TensorRT computes it on the device, so it is open"},
-	}
-}
-
-// narrowPlan keeps the method of --method and the delegates of --delegate.
-func narrowPlan(plan *runtime.ProgramPlan, o *options) {
-	if o.method != "" {
-		plan.Methods = slices.DeleteFunc(plan.Methods, func(m runtime.MethodPlan) bool { return m.Name != o.method })
-	}
-	if o.backend != "" {
-		for i := range plan.Methods {
-			m := &plan.Methods[i]
-			m.Delegates = slices.DeleteFunc(m.Delegates, func(d runtime.DelegatePlan) bool { return d.Backend != o.backend })
-		}
 	}
 }
 

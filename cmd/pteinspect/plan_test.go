@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
 )
 
@@ -41,7 +42,7 @@ func assertFailureJSON(t *testing.T, stdout, kind string, view []string) {
 	}
 	assert.Equal(t, want, keysOf(t, json.RawMessage(stdout)), "%v", view)
 	assert.Equal(t, []string{"kind", "message", "offset", "path"}, keysOf(t, doc["error"]), "%v", view)
-	var e failureJSON
+	var e inspect.Failure
 	require.NoError(t, json.Unmarshal(doc["error"], &e))
 	assert.Equal(t, kind, e.Kind, "%v", view)
 	assert.NotEmpty(t, e.Message, "%v", view)
@@ -72,7 +73,7 @@ func TestJSONWhenTheFileCannotBeOpened(t *testing.T) {
 			assert.NotEmpty(t, r.stderr)
 			assertFailureJSON(t, r.stdout, c.kind, view)
 			var doc struct {
-				Error failureJSON `json:"error"`
+				Error inspect.Failure `json:"error"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
 			assert.Equal(t, c.offset, doc.Error.Offset != nil, "%v %s: offset %v", view, c.path, doc.Error.Offset)
@@ -81,7 +82,7 @@ func TestJSONWhenTheFileCannotBeOpened(t *testing.T) {
 	// The path names the damaged field when the reader knows it.
 	r := runArgs(nil, "--json", identPath)
 	var doc struct {
-		Error failureJSON `json:"error"`
+		Error inspect.Failure `json:"error"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
 	assert.Equal(t, "file_identifier", doc.Error.Path)

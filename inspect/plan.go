@@ -1,0 +1,78 @@
+package inspect
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/ptekit/ptekit/pte"
+	"github.com/ptekit/ptekit/runtime"
+)
+
+// PlanDocument is what `pteinspect --plan --json` prints (docs/json.md): the
+// load plan of package runtime, whose JSON form it is, or, when there is no
+// program to plan, the failure with the plan's members empty.
+type PlanDocument struct {
+	// Error is set only when there is no plan; the plan members are then
+	// empty.
+	Error *Failure `json:"error,omitempty"`
+	*runtime.ProgramPlan
+}
+
+// NewPlanFailure returns the plan document of a run that could not plan:
+// err described, no methods, no facts, scratch_memory null.
+func NewPlanFailure(err error) *PlanDocument {
+	return &PlanDocument{Error: NewFailure(err),
+		ProgramPlan: &runtime.ProgramPlan{Methods: []runtime.MethodPlan{}, Assumed: []string{}, Stated: []string{}}}
+}
+
+// NarrowPlan keeps only the method named method and, in every method, only
+// the delegates of backend id backend; an empty string keeps all.
+func NarrowPlan(plan *runtime.ProgramPlan, method, backend string) {
+	if method != "" {
+		plan.Methods = slices.DeleteFunc(plan.Methods, func(m runtime.MethodPlan) bool { return m.Name != method })
+	}
+	if backend != "" {
+		for i := range plan.Methods {
+			m := &plan.Methods[i]
+			m.Delegates = slices.DeleteFunc(m.Delegates, func(d runtime.DelegatePlan) bool { return d.Backend != backend })
+		}
+	}
+}
+
+// Failure says why a --json run has no result to print; it is the "error"
+// member of the failure object (docs/json.md).
+type Failure struct {
+	// Kind is the ExecuTorch error class in snake case ("invalid_program",
+	// "invalid_argument", "not_found", ...), or "access_failed" when the
+	// file cannot be read.
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	// Offset is the file offset of the damage, nil when there is none.
+	Offset *int64 `json:"offset"`
+	// Path locates the damage in the program, in the names of the
+	// problems' paths; "" when it is about the file as a whole.
+	Path string `json:"path"`
+}
+
+// NewFailure describes err, a failure to read, open or narrow a program.
+func NewFailure(err error) *Failure {
+	out := &Failure{Message: strings.Join(strings.Fields(err.Error()), " ")}
+	var fe *pte.FormatError
+	var re *runtime.Error
+	code := pte.CodeAccessFailed
+	switch {
+	case errors.As(err, &fe):
+		code, out.Path = fe.Code, fe.Path
+		if fe.Off >= 0 {
+			off := fe.Off
+			out.Offset = &off
+		}
+	case errors.As(err, &re):
+		code = re.Code
+	case errors.Is(err, ErrNoMethod), errors.Is(err, ErrNoBackend):
+		code = pte.CodeNotFound
+	}
+	out.Kind = runtime.KindOf(code)
+	return out
+}
