@@ -288,7 +288,7 @@ func printDelegate(w io.Writer, d *inspect.Delegate, bd *pte.BackendDelegate) {
 		t := newTable(w, "          ")
 		for _, cs := range bd.CompileSpecs {
 			if cs != nil {
-				t.row(esc(cs.Key), escText(decodeSpec(cs.Key, cs.Value)))
+				t.row(esc(cs.Key), escText(inspect.DecodeSpec(cs.Key, cs.Value)))
 			}
 		}
 		t.flush()

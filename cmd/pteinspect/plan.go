@@ -180,9 +180,9 @@ func pinText(pin []byte, device int) string {
 	}
 	err := compilespec.CheckTargetDevice(pin, device)
 	if err == nil {
-		return fmt.Sprintf(", pinned target_device %s", rawValue(pin))
+		return fmt.Sprintf(", pinned target_device %s", inspect.SpecValueText(pin))
 	}
-	return fmt.Sprintf(", pinned target_device %s: MISMATCH (%v)", rawValue(pin), err)
+	return fmt.Sprintf(", pinned target_device %s: MISMATCH (%v)", inspect.SpecValueText(pin), err)
 }
 
 func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePlan, pin []byte, lo *runtime.LoadOptions) {

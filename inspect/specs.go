@@ -1,0 +1,111 @@
+package inspect
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/pte"
+)
+
+// CompileSpecTable is what `pteinspect --compile-specs --json` prints.
+type CompileSpecTable struct {
+	CompileSpecs []CompileSpecRow `json:"compile_specs"`
+}
+
+// CompileSpecRow is one compile spec of one delegate, as the
+// --compile-specs table shows it.
+type CompileSpecRow struct {
+	Method        string `json:"method"`
+	DelegateIndex int    `json:"delegate_index"`
+	Backend       string `json:"backend"`
+	Key           string `json:"key"`
+	ValueHex      string `json:"value_hex"`
+	// ValueUTF8 is the value as text, nil when it is not valid UTF-8.
+	ValueUTF8 *string `json:"value_utf8"`
+	// Decoded is the value as a person reads it (DecodeSpec).
+	Decoded string `json:"decoded"`
+}
+
+// CompileSpecRows lists the compile specs of p's delegates in file order,
+// only those of the method named method and of backend id backend when
+// they are not empty. The result is never nil.
+func CompileSpecRows(p *pte.Program, method, backend string) []CompileSpecRow {
+	rows := []CompileSpecRow{}
+	for _, ep := range p.ExecutionPlan {
+		if ep == nil || (method != "" && ep.Name != method) {
+			continue
+		}
+		for di, d := range ep.Delegates {
+			if d == nil || (backend != "" && d.ID != backend) {
+				continue
+			}
+			for _, cs := range d.CompileSpecs {
+				if cs == nil {
+					continue
+				}
+				r := CompileSpecRow{Method: ep.Name, DelegateIndex: di, Backend: d.ID, Key: cs.Key,
+					ValueHex: hex.EncodeToString(cs.Value), Decoded: DecodeSpec(cs.Key, cs.Value)}
+				if utf8.Valid(cs.Value) {
+					s := string(cs.Value)
+					r.ValueUTF8 = &s
+				}
+				rows = append(rows, r)
+			}
+		}
+	}
+	return rows
+}
+
+// DecodeSpec returns a compile spec value as a person wants to read it:
+// decoded for the keys the TensorRT delegate knows, SpecValueText otherwise.
+func DecodeSpec(key string, value []byte) string {
+	switch key {
+	case compilespec.KeyWeightStreamingBudget:
+		n, err := compilespec.ParseBudget(value)
+		if err != nil {
+			return fmt.Sprintf("%s: INVALID, the delegate refuses to load (%v)", SpecValueText(value), err)
+		}
+		return fmt.Sprintf("%d bytes (%s)", n, compilespec.FormatSize(n))
+	case compilespec.KeyTargetDevice:
+		typ, idx, err := compilespec.ParseTargetDevice(value)
+		if err != nil {
+			return fmt.Sprintf("%s: invalid (%v)", SpecValueText(value), err)
+		}
+		return fmt.Sprintf("%s (%s device %d)", SpecValueText(value), typ, idx)
+	}
+	return SpecValueText(value)
+}
+
+// SpecValueText shows bytes as text when they are printable UTF-8, quoted
+// when they need it, and as hex otherwise ("hex:...", shortened past 32
+// bytes).
+func SpecValueText(v []byte) string {
+	if utf8.Valid(v) {
+		plain := len(v) > 0
+		for _, r := range string(v) {
+			if !unicode.IsPrint(r) || r == ' ' || r == '"' {
+				plain = false
+			}
+			if !unicode.IsPrint(r) && r != ' ' && r != '\t' {
+				return hexValue(v)
+			}
+		}
+		if plain {
+			return string(v)
+		}
+		return strconv.Quote(string(v))
+	}
+	return hexValue(v)
+}
+
+func hexValue(v []byte) string {
+	const max = 32
+	if len(v) <= max {
+		return "hex:" + hex.EncodeToString(v)
+	}
+	return fmt.Sprintf("hex:%s... (%d bytes)", hex.EncodeToString(v[:max]), len(v))
+}
