@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strconv"
-	"strings"
 
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/atomicfile"
@@ -15,54 +13,13 @@ import (
 	"github.com/ptekit/ptekit/pte"
 )
 
-// parseTarget reads PLAN:DELEGATE, PLAN being a method index or name.
-func parseTarget(p *pte.Program, s string) (plan, del int, err error) {
-	i := strings.LastIndexByte(s, ':')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("--extract %q: want PLAN:DELEGATE, e.g. forward:0 or 0:0", s)
-	}
-	ps, ds := s[:i], s[i+1:]
-	del, err = strconv.Atoi(ds)
-	if err != nil || del < 0 {
-		return 0, 0, fmt.Errorf("--extract %q: delegate %q is not an index", s, ds)
-	}
-	plan = -1
-	for pi, ep := range p.ExecutionPlan {
-		if ep != nil && ep.Name == ps {
-			plan = pi
-			break
-		}
-	}
-	if plan < 0 {
-		n, err := strconv.Atoi(ps)
-		if err != nil || n < 0 || n >= len(p.ExecutionPlan) {
-			return 0, 0, fmt.Errorf("--extract %q: no method %q (methods: %s)", s, ps, joinOr(methodList(p)))
-		}
-		plan = n
-	}
-	if del >= len(p.ExecutionPlan[plan].Delegates) {
-		return 0, 0, fmt.Errorf("--extract %q: method %q has %d delegate(s)", s, p.ExecutionPlan[plan].Name, len(p.ExecutionPlan[plan].Delegates))
-	}
-	return plan, del, nil
-}
-
-func methodList(p *pte.Program) []string {
-	var out []string
-	for i, ep := range p.ExecutionPlan {
-		if ep != nil {
-			out = append(out, fmt.Sprintf("%d=%s", i, ep.Name))
-		}
-	}
-	return out
-}
-
 // runExtract streams a delegate payload, or the TensorRT engine inside it,
 // to a file (atomically: complete or absent) or to stdout. An interrupt
 // (SIGINT, SIGTERM) discards the file and exits 130 or 143.
 func runExtract(f *pte.File, name string, stdout, stderr io.Writer, o *options) int {
-	plan, del, err := parseTarget(f.Program, o.extract)
+	plan, del, err := inspect.ParseDelegateRef(f.Program, o.extract)
 	if err != nil {
-		return usageErr(stderr, "%v", err)
+		return usageErr(stderr, "--extract %q: %v", o.extract, err)
 	}
 	var out *atomicfile.File
 	ctx := context.Background()
