@@ -5,37 +5,37 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ptekit/ptekit/executor"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/runtime"
 )
 
 // PlanDocument is what `pteinspect --plan --json` prints (docs/json.md): the
-// load plan of package runtime, whose JSON form it is, or, when there is no
+// load plan of package executor, whose JSON form it is, or, when there is no
 // program to plan, the failure with the plan's members empty.
 type PlanDocument struct {
 	// Error is set only when there is no plan; the plan members are then
 	// empty.
 	Error *Failure `json:"error,omitempty"`
-	*runtime.ProgramPlan
+	*executor.ProgramPlan
 }
 
 // NewPlanFailure returns the plan document of a run that could not plan:
 // err described, no methods, no facts, scratch_memory null.
 func NewPlanFailure(err error) *PlanDocument {
 	return &PlanDocument{Error: NewFailure(err),
-		ProgramPlan: &runtime.ProgramPlan{Methods: []runtime.MethodPlan{}, Assumed: []string{}, Stated: []string{}}}
+		ProgramPlan: &executor.ProgramPlan{Methods: []executor.MethodPlan{}, Assumed: []string{}, Stated: []string{}}}
 }
 
 // NarrowPlan keeps only the method named method and, in every method, only
 // the delegates of backend id backend; an empty string keeps all.
-func NarrowPlan(plan *runtime.ProgramPlan, method, backend string) {
+func NarrowPlan(plan *executor.ProgramPlan, method, backend string) {
 	if method != "" {
-		plan.Methods = slices.DeleteFunc(plan.Methods, func(m runtime.MethodPlan) bool { return m.Name != method })
+		plan.Methods = slices.DeleteFunc(plan.Methods, func(m executor.MethodPlan) bool { return m.Name != method })
 	}
 	if backend != "" {
 		for i := range plan.Methods {
 			m := &plan.Methods[i]
-			m.Delegates = slices.DeleteFunc(m.Delegates, func(d runtime.DelegatePlan) bool { return d.Backend != backend })
+			m.Delegates = slices.DeleteFunc(m.Delegates, func(d executor.DelegatePlan) bool { return d.Backend != backend })
 		}
 	}
 }
@@ -59,7 +59,7 @@ type Failure struct {
 func NewFailure(err error) *Failure {
 	out := &Failure{Message: strings.Join(strings.Fields(err.Error()), " ")}
 	var fe *pte.FormatError
-	var re *runtime.Error
+	var re *executor.Error
 	code := pte.CodeAccessFailed
 	switch {
 	case errors.As(err, &fe):
@@ -73,6 +73,6 @@ func NewFailure(err error) *Failure {
 	case errors.Is(err, ErrNoMethod), errors.Is(err, ErrNoBackend):
 		code = pte.CodeNotFound
 	}
-	out.Kind = runtime.KindOf(code)
+	out.Kind = executor.KindOf(code)
 	return out
 }

@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -147,7 +147,7 @@ func TestBigProgramViewsReadLittle(t *testing.T) {
 // 2 GiB case within 1.5x of the small one).
 func BenchmarkJSONProcess(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "pteinspect")
-	goCmd := filepath.Join(goruntime.GOROOT(), "bin", "go")
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if out, err := exec.Command(goCmd, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}

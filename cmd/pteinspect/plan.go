@@ -8,9 +8,9 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/executor"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/runtime"
 )
 
 // runPlan loads every method the way ExecuTorch with the TensorRT delegate
@@ -20,9 +20,9 @@ import (
 // pipeline gating on the exit status must not take it for a pass, while
 // the output says the outcome is unknown rather than a failure.
 func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
-	opts := runtime.PlanOptions{LoadOptions: &runtime.LoadOptions{}}
+	opts := executor.PlanOptions{LoadOptions: &executor.LoadOptions{}}
 	for _, s := range o.backendOptions {
-		id, opt, err := runtime.ParseBackendOption(s)
+		id, opt, err := executor.ParseBackendOption(s)
 		if err != nil {
 			return usageErr(stderr, "--backend-option: %v", err)
 		}
@@ -39,15 +39,15 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 		}
 		fc.stated = v
 		switch fc.fact {
-		case runtime.FactStreamable:
+		case executor.FactStreamable:
 			opts.Streamable = v
-		case runtime.FactScratch:
+		case executor.FactScratch:
 			opts.Scratch = v
-		case runtime.FactAutomatic:
+		case executor.FactAutomatic:
 			opts.Automatic = v
 		}
 	}
-	plan, err := runtime.PlanProgram(f, opts)
+	plan, err := executor.PlanProgram(f, opts)
 	if err != nil {
 		if o.json {
 			writeFailure(w, err, true)
@@ -74,7 +74,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 // engineFact is an engine fact the stand-in engine of --plan can be told,
 // with its flag.
 type engineFact struct {
-	fact  string  // runtime.FactStreamable, ...
+	fact  string  // executor.FactStreamable, ...
 	what  string  // what it is, for people
 	flag  string  // the flag that states it
 	value *string // the flag's value, "" when not given
@@ -86,11 +86,11 @@ type engineFact struct {
 
 func engineFacts(o *options) []engineFact {
 	return []engineFact{
-		{fact: runtime.FactStreamable, what: "streamable weight size", flag: "--streamable-bytes", value: &o.streamable,
+		{fact: executor.FactStreamable, what: "streamable weight size", flag: "--streamable-bytes", value: &o.streamable,
 			unknown: "unknown, so applied budgets are open"},
-		{fact: runtime.FactScratch, what: "activation scratch size", flag: "--scratch-bytes", value: &o.scratch,
+		{fact: executor.FactScratch, what: "activation scratch size", flag: "--scratch-bytes", value: &o.scratch,
 			unknown: "unknown, so scratch memory is open"},
-		{fact: runtime.FactAutomatic, what: "automatic budget", flag: "--automatic-bytes", value: &o.automatic,
+		{fact: executor.FactAutomatic, what: "automatic budget", flag: "--automatic-bytes", value: &o.automatic,
 			unknown: "TensorRT computes it on the device, so it is open"},
 	}
 }
@@ -118,7 +118,7 @@ func optBytes(p *int64, unknown string) string {
 
 // printPlan prints the plan for a terminal: the engine facts it rests on,
 // then per method whether it loads and each delegate's plan.
-func printPlan(w io.Writer, f *pte.File, plan *runtime.ProgramPlan, facts []engineFact, lo *runtime.LoadOptions) {
+func printPlan(w io.Writer, f *pte.File, plan *executor.ProgramPlan, facts []engineFact, lo *executor.LoadOptions) {
 	if len(plan.Assumed)+len(plan.Stated) > 0 {
 		fmt.Fprintln(w, "engine facts (no engine binding: a stand-in engine plans with these):")
 		t := newTable(w, "  ")
@@ -185,7 +185,7 @@ func pinText(pin []byte, device int) string {
 	return fmt.Sprintf(", pinned target_device %s: MISMATCH (%v)", inspect.SpecValueText(pin), err)
 }
 
-func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePlan, pin []byte, lo *runtime.LoadOptions) {
+func printDelegatePlan(w io.Writer, m *executor.MethodPlan, d *executor.DelegatePlan, pin []byte, lo *executor.LoadOptions) {
 	switch {
 	case !d.Modelled:
 		fmt.Fprintf(w, "  [%d] %s  (not modelled)\n", d.Index, esc(d.Backend))
@@ -224,7 +224,7 @@ func printDelegatePlan(w io.Writer, m *runtime.MethodPlan, d *runtime.DelegatePl
 // unknownReason says why ptekit cannot tell whether method m loads. For a
 // TensorRT blob whose metadata ptekit did not read it gives the sizes from
 // the blob's header; otherwise it falls back to the load error's message.
-func unknownReason(f *pte.File, m *runtime.MethodPlan) string {
+func unknownReason(f *pte.File, m *executor.MethodPlan) string {
 	fallback := "ptekit did not read all it needs, so it cannot tell whether the method loads (not known to fail): " +
 		oneLine(m.Error.Message)
 	if m.Error.Delegate == nil {
@@ -252,7 +252,7 @@ func unknownReason(f *pte.File, m *runtime.MethodPlan) string {
 
 // appliedBudget says which budget is in force on a TensorRT engine, or why
 // none is, or which unstated fact it depends on.
-func appliedBudget(m *runtime.MethodPlan, d *runtime.DelegatePlan) string {
+func appliedBudget(m *executor.MethodPlan, d *executor.DelegatePlan) string {
 	b := d.Budget
 	switch {
 	case b.Applied != nil:
@@ -270,11 +270,11 @@ func appliedBudget(m *runtime.MethodPlan, d *runtime.DelegatePlan) string {
 // requestedText is the budget an engine was asked for. When the request
 // could not be read (Requested is nil although the source is a load
 // option), it shows the option given, so the user sees which value failed.
-func requestedText(b *runtime.BudgetPlan, d *runtime.DelegatePlan, lo *runtime.LoadOptions) string {
+func requestedText(b *executor.BudgetPlan, d *executor.DelegatePlan, lo *executor.LoadOptions) string {
 	if b.Requested != nil {
 		return optBytes(b.Requested, "")
 	}
-	if b.Source == runtime.SourceLoadOption && lo != nil {
+	if b.Source == executor.SourceLoadOption && lo != nil {
 		var given []string
 		for _, o := range lo.Options(d.Backend) {
 			if compilespec.CKeyEqual(o.Key, compilespec.KeyWeightStreamingBudget) {
@@ -285,7 +285,7 @@ func requestedText(b *runtime.BudgetPlan, d *runtime.DelegatePlan, lo *runtime.L
 			return "INVALID load option " + strings.Join(given, ", ")
 		}
 	}
-	if b.Source == runtime.SourceCompileSpec {
+	if b.Source == executor.SourceCompileSpec {
 		return "INVALID compile spec (see the load error)"
 	}
 	return "none (automatic)"

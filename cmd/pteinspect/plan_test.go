@@ -92,7 +92,7 @@ func TestJSONWhenTheFileCannotBeOpened(t *testing.T) {
 }
 
 // TestPlanJSONMembers: --plan --json has exactly the documented snake_case
-// members at every level, lists always present, whatever package runtime's
+// members at every level, lists always present, whatever package executor's
 // Go structs look like.
 func TestPlanJSONMembers(t *testing.T) {
 	path := writeSeed(t, "chain_budget")

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/executor"
 	"github.com/ptekit/ptekit/pte"
-	"github.com/ptekit/ptekit/runtime"
 )
 
 // unreadBlob is a TensorRT blob that exists only as its header: it claims
@@ -139,12 +139,12 @@ func TestUnknownReasonFallback(t *testing.T) {
 	require.NoError(t, err)
 	defer f.Close()
 	zero, nine := 0, 9
-	for _, m := range []runtime.MethodPlan{
-		{Name: "forward", Error: &runtime.PlanError{Kind: "not_supported", Message: "not read\nby ptekit", Unknown: true}},
-		{Name: "forward", Error: &runtime.PlanError{Kind: "not_supported", Message: "not read\nby ptekit", Delegate: &nine, Unknown: true}},
-		{Name: "nope", Error: &runtime.PlanError{Kind: "not_supported", Message: "not read\nby ptekit", Delegate: &zero, Unknown: true}},
+	for _, m := range []executor.MethodPlan{
+		{Name: "forward", Error: &executor.PlanError{Kind: "not_supported", Message: "not read\nby ptekit", Unknown: true}},
+		{Name: "forward", Error: &executor.PlanError{Kind: "not_supported", Message: "not read\nby ptekit", Delegate: &nine, Unknown: true}},
+		{Name: "nope", Error: &executor.PlanError{Kind: "not_supported", Message: "not read\nby ptekit", Delegate: &zero, Unknown: true}},
 		// The delegate's blob is read, and its metadata is not too large.
-		{Name: "forward", Error: &runtime.PlanError{Kind: "not_supported", Message: "not read\nby ptekit", Delegate: &zero, Unknown: true}},
+		{Name: "forward", Error: &executor.PlanError{Kind: "not_supported", Message: "not read\nby ptekit", Delegate: &zero, Unknown: true}},
 	} {
 		got := unknownReason(f, &m)
 		assert.Contains(t, got, "cannot tell whether the method loads")

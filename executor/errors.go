@@ -1,4 +1,4 @@
-package runtime
+package executor
 
 import (
 	"errors"
@@ -63,6 +63,8 @@ func Errorf(code pte.Code, format string, args ...any) error {
 
 // Error formats the error as
 // `runtime: method "forward" delegate 0 (TensorRTBackend): MSG: CODE`.
+// The prefix is still "runtime:" (the package's former name) because these
+// messages are part of what `pteinspect --plan --json` prints.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("runtime: ")

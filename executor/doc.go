@@ -1,4 +1,4 @@
-// Package runtime is a thin ExecuTorch runtime for .pte programs whose
+// Package executor is a thin model of the ExecuTorch runtime for .pte programs whose
 // delegates carry TensorRT engines. It loads programs and methods the way
 // ExecuTorch's C++ runtime does, so that pipelines can load, check and plan
 // a program before it reaches a GPU, and so that a real TensorRT binding can
@@ -86,4 +86,4 @@
 // shape-tensor inputs) run only with engines implementing EngineTensors;
 // the names and kinds of aliased_io pairs are always checked against the
 // blob's bindings.
-package runtime
+package executor
