@@ -8,8 +8,8 @@ import (
 	"io/fs"
 
 	"github.com/ptekit/ptekit/delegate"
-	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/pte"
 )
 

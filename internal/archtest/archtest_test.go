@@ -25,10 +25,11 @@ const anything = "*"
 // two in step.
 var allowed = map[string][]string{
 	"internal/fbs/":       {},
+	"internal/fbverify":   {},
 	"httprange":           {},
 	"internal/atomicfile": {},
-	"pte":                 {"internal/fbs/", "httprange", "internal/atomicfile"},
-	"ptd":                 {"pte", "internal/fbs/"},
+	"pte":                 {"internal/fbs/", "internal/fbverify", "httprange", "internal/atomicfile"},
+	"ptd":                 {"pte", "internal/fbs/", "internal/fbverify", "internal/atomicfile"},
 	"compilespec":         {"pte"},
 	"delegate":            {},
 	"executor":            {"pte", "ptd", "compilespec", "delegate"},
