@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -34,6 +35,9 @@ type PlanOptions struct {
 	// Config.NoDeprecatedConstantBuffer): a program that uses the
 	// deprecated inline constant_buffer then fails to load.
 	NoDeprecatedConstantBuffer bool
+	// DataFiles are the external data files given with the program
+	// (Config.DataFiles).
+	DataFiles []ptd.Source
 }
 
 // ProgramPlan is the per-method, per-engine plan of a program. Its JSON
@@ -59,6 +63,15 @@ type ProgramPlan struct {
 	// the deprecated inline constant_buffer, which whether it loads
 	// depends on the runtime build. Not part of the documented JSON form.
 	Notes []string `json:"-"`
+	// DataError is set when data files were given and cannot be used (a
+	// file failed to load or the files do not merge): ExecuTorch's
+	// Module::load fails with it, and the methods are planned without a
+	// data map, which is what they then do. Omitted when nil, so the form
+	// without data files is unchanged.
+	DataError *PlanError `json:"data_error,omitempty"`
+	// Data is how the program's external tensors resolved against the data
+	// files the methods were planned with (see Program.Data).
+	Data *ptd.Resolution `json:"-"`
 }
 
 // MethodPlan is the outcome of loading one method.
@@ -218,10 +231,18 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 		out.Notes = append(out.Notes, msgDeprecatedConstantBuffer+
 			"; ExecuTorch's default build loads it (PlanOptions.NoDeprecatedConstantBuffer plans for the other)")
 	}
-	prog, err := Load(f, Config{Registry: reg, Logger: opts.Logger, NoDeprecatedConstantBuffer: opts.NoDeprecatedConstantBuffer})
+	cfg := Config{Registry: reg, Logger: opts.Logger, NoDeprecatedConstantBuffer: opts.NoDeprecatedConstantBuffer, DataFiles: opts.DataFiles}
+	prog, err := Load(f, cfg)
+	var re *Error
+	if errors.Is(err, ErrDataFiles) && errors.As(err, &re) {
+		out.DataError = &PlanError{Kind: re.Kind(), Message: re.Error()}
+		cfg.DataFiles = nil
+		prog, err = Load(f, cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
+	out.Data = prog.Data()
 	var scratch []EngineScratch
 	scratchKnown := true
 	for _, name := range prog.MethodNames() {

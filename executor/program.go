@@ -2,10 +2,12 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 
+	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -23,7 +25,20 @@ type Config struct {
 	// value is upstream's default build, which loads such a program and
 	// logs that the path is deprecated.
 	NoDeprecatedConstantBuffer bool
+	// DataFiles are the external data files (.ptd) given with the program,
+	// in order, as ExecuTorch's Module(program, data_files) takes them:
+	// open them with ptd.Load (a file that failed to open is kept as a
+	// Source with Err set). Load resolves the program against them once
+	// (ptd.Resolve); LoadMethod then finds each EXTERNAL tensor in them.
+	// The Files must stay open while the program is in use.
+	DataFiles []ptd.Source
 }
+
+// ErrDataFiles is wrapped by the error Load returns when a data file fails
+// to load or the data files cannot be merged (errors.Is): ExecuTorch's
+// Module::load stops there. Program.Data of a program loaded without the
+// files then says what the methods do without a data map.
+var ErrDataFiles = errors.New("the external data files cannot be used")
 
 // UsesDeprecatedConstantBuffer reports whether p keeps its constant tensor
 // data in the deprecated inline Program.constant_buffer: the constant
@@ -47,12 +62,19 @@ type Program struct {
 	file *pte.File
 	reg  *Registry
 	log  *slog.Logger
+	data *ptd.Resolution
 }
 
 // Load prepares f for loading methods. f must have been opened with
 // pte.Open or pte.NewFile, which already apply ExecuTorch's Program::load
 // checks; the File must stay open while the program and its methods are in
 // use.
+//
+// With Config.DataFiles, Load also does what Module::load does with data
+// files: each file must have loaded and their keys must merge (no key in
+// two files, at least one file with keys). Otherwise Load fails with the
+// first failure's code (AccessFailed, InvalidArgument,
+// InvalidExternalData; Error.Err wraps ErrDataFiles and the ptd error).
 func Load(f *pte.File, cfg Config) (*Program, error) {
 	if f == nil || f.Program == nil {
 		return nil, errorf(CodeInvalidArgument, "no program")
@@ -71,8 +93,33 @@ func Load(f *pte.File, cfg Config) (*Program, error) {
 		}
 		p.log.Warn("Program::load: " + msgDeprecatedConstantBuffer)
 	}
+	p.data = ptd.Resolve(f.Program, cfg.DataFiles)
+	if len(cfg.DataFiles) > 0 && !p.data.Module.OK() {
+		return nil, dataError(p.data)
+	}
 	return p, nil
 }
+
+// dataError describes why the data files of r cannot be used.
+func dataError(r *ptd.Resolution) *Error {
+	st, what := r.Module, "merging the data files failed"
+	for _, fr := range r.Files {
+		if !fr.Load.OK() {
+			st, what = fr.Load, fmt.Sprintf("data file %s failed to load", fr.Name)
+			break
+		}
+	}
+	if st.Undefined {
+		what += " (ExecuTorch's loader has no check for this and crashes)"
+	}
+	return &Error{Code: st.Code, Delegate: -1, Instruction: -1, Msg: what,
+		Err: fmt.Errorf("%w: %w", ErrDataFiles, st.Err)}
+}
+
+// Data returns how the program's EXTERNAL tensors and named data resolve
+// against the data files given to Load (none: every method is resolved
+// without a data map). The caller must not modify it.
+func (p *Program) Data() *ptd.Resolution { return p.data }
 
 // File returns the program's file.
 func (p *Program) File() *pte.File { return p.file }
@@ -165,12 +212,13 @@ func (p *Program) loadMethod(name string, opts *LoadOptions) (*Method, *Error) {
 	ep := p.file.Program.ExecutionPlan[idx]
 	m := &Method{prog: p, name: name, planIndex: idx, plan: ep,
 		log: p.log.With(slog.String("method", name))}
+	data := &p.data.Methods[idx]
 	err := checkMeta(name, ep)
 	if err == nil {
-		err = checkValues(name, ep)
+		err = checkValues(name, ep, data)
 	}
 	if err == nil {
-		err = m.initDelegates(opts)
+		err = m.initDelegates(opts, data)
 	}
 	if err == nil {
 		err = checkChains(name, ep)
@@ -185,9 +233,14 @@ func (p *Program) loadMethod(name string, opts *LoadOptions) (*Method, *Error) {
 	return m, nil
 }
 
-func (m *Method) initDelegates(opts *LoadOptions) *Error {
+func (m *Method) initDelegates(opts *LoadOptions, data *ptd.MethodResult) *Error {
 	if m.plan.Delegates == nil {
 		return methodError(m.name, CodeInvalidProgram, "delegates", "field is missing")
+	}
+	// Method::init merges the program's named_data with the external data
+	// map for the delegates before initializing the first one.
+	if st := data.NamedDataMerge; !st.OK() {
+		return dataMethodError(m.name, "", st)
 	}
 	for di, d := range m.plan.Delegates {
 		at := func(code pte.Code, format string, args ...any) *Error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -46,7 +47,7 @@ func checkMeta(method string, ep *pte.ExecutionPlan) *Error {
 // that exist, and tensors have what tensor_parser requires. Tensor data
 // (constant buffers, planned arenas) is not resolved here: this runtime
 // does not plan memory.
-func checkValues(method string, ep *pte.ExecutionPlan) *Error {
+func checkValues(method string, ep *pte.ExecutionPlan, data *ptd.MethodResult) *Error {
 	if ep.Values == nil {
 		return methodError(method, CodeInvalidProgram, "values", "field is missing")
 	}
@@ -66,13 +67,14 @@ func checkValues(method string, ep *pte.ExecutionPlan) *Error {
 		}
 	}
 	// Second pass (parse_external_constants): constants stored outside the
-	// program need a named data map (.ptd), which this runtime does not take.
-	for i, ev := range ep.Values {
-		t, ok := ev.Val.(*pte.Tensor)
-		if ok && t.AllocationInfo == nil && t.ExtraTensorInfo != nil && t.ExtraTensorInfo.Location == pte.TensorDataLocationEXTERNAL {
-			return methodError(method, CodeInvalidState, fmt.Sprintf("values[%d]", i),
-				"tensor %q is an external constant; loading it needs a named data map (.ptd), which this runtime does not support",
-				t.ExtraTensorInfo.FullyQualifiedName)
+	// program are looked up in the data map (ptd.Resolve decided how).
+	if st := data.Constants; !st.OK() {
+		return dataMethodError(method, constantPath(data), st)
+	}
+	planned := map[int]ptd.Status{} // value index -> memory-planned EXTERNAL tensor
+	for _, row := range data.Tensors {
+		if row.Planned {
+			planned[row.Value] = row.Status
 		}
 	}
 	for i, ev := range ep.Values {
@@ -105,6 +107,11 @@ func checkValues(method string, ep *pte.ExecutionPlan) *Error {
 			if code, err := checkTensor(x); err != "" {
 				return methodError(method, code, path, "%s", err)
 			}
+			// The tensor parser then copies a memory-planned EXTERNAL
+			// tensor's bytes from the data map.
+			if st, ok := planned[i]; ok && !st.OK() {
+				return dataMethodError(method, path, st)
+			}
 		case *pte.TensorList:
 			if x.Items == nil {
 				return bad("TensorList has no items")
@@ -124,6 +131,33 @@ func checkValues(method string, ep *pte.ExecutionPlan) *Error {
 		}
 	}
 	return nil
+}
+
+// dataMethodError is a method load error decided by external data.
+func dataMethodError(method, path string, st ptd.Status) *Error {
+	msg := st.String()
+	if st.Err != nil {
+		msg = strings.TrimPrefix(st.Err.Error(), "ptd: ")
+	}
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	if st.Undefined {
+		msg += " (ExecuTorch has no check for this and crashes)"
+	}
+	// The ptd error's text is the message (Err would repeat it).
+	return &Error{Code: st.Code, Method: method, Delegate: -1, Instruction: -1, Msg: msg}
+}
+
+// constantPath names the value of the first external constant whose
+// status is not Ok, "" when the failure is not about one.
+func constantPath(data *ptd.MethodResult) string {
+	for _, row := range data.Tensors {
+		if !row.Planned && !row.Status.OK() && row.Status.Code == data.Constants.Code {
+			return fmt.Sprintf("values[%d]", row.Value)
+		}
+	}
+	return ""
 }
 
 // valueTypeName names the Go type of v as the schema does ("Tensor").

@@ -133,6 +133,18 @@ type MethodResult struct {
 	Tensors []TensorRow
 	// NamedData lists the program's own named_data keys.
 	NamedData []KeyRow
+	// Constants is Method::parse_external_constants's result: Ok when the
+	// method has no external constants, else InvalidState without a data
+	// map or the first failing constant's status. Memory-planned tensors
+	// are checked later, value by value (their rows' Status), and the
+	// named-data merge after that (NamedDataMerge): a loader that
+	// interleaves its own checks uses these steps in that order.
+	Constants Status
+	// NamedDataMerge is the merge of the program's named_data with the
+	// external map that Method::init makes for delegates, before the
+	// first delegate is initialized (InvalidArgument when a key is in
+	// both).
+	NamedDataMerge Status
 }
 
 // Resolution is how ExecuTorch resolves a program's external data against
@@ -230,6 +242,12 @@ func Resolve(p *pte.Program, srcs []Source) *Resolution {
 		clear(keyFile)
 	}
 	for _, ep := range p.ExecutionPlan {
+		if ep == nil {
+			// A missing plan has nothing to resolve; the entry keeps
+			// Methods aligned with ExecutionPlan.
+			r.Methods = append(r.Methods, MethodResult{})
+			continue
+		}
 		r.Methods = append(r.Methods, resolveMethod(p, ep, srcs, keyFile, r.HaveMap, r.Crashed))
 	}
 	return r
@@ -297,29 +315,44 @@ func resolveMethod(p *pte.Program, ep *pte.ExecutionPlan, srcs []Source, keyFile
 		}
 		m.NamedData = append(m.NamedData, kr)
 	}
-	switch {
-	case crashed:
+	if crashed {
 		m.Status = Status{Undefined: true, Code: pte.CodeInternal, Err: errors.New("ptd: the loader crashed on a data file")}
-		return m
-	case len(constants) > 0 && !haveMap:
-		m.Status = Status{Code: pte.CodeInvalidState,
-			Err: fmt.Errorf("ptd: method %q has %d external constants and no data map", ep.Name, len(constants))}
+		m.Constants = m.Status
 		return m
 	}
-	for _, i := range append(constants, planned...) {
-		if !m.Tensors[i].Status.OK() {
-			m.Status = m.Tensors[i].Status
-			return m
+	if len(constants) > 0 && !haveMap {
+		first := m.Tensors[constants[0]].Key
+		more := ""
+		if len(constants) > 1 {
+			more = fmt.Sprintf(" (and %d more)", len(constants)-1)
 		}
+		m.Constants = Status{Code: pte.CodeInvalidState,
+			Err: fmt.Errorf("ptd: tensor %q is an external constant%s and there is no data map: no .ptd file was given, or the given files cannot be used", first, more)}
+	}
+	for _, i := range constants {
+		if !m.Constants.OK() {
+			break
+		}
+		m.Constants = m.Tensors[i].Status
 	}
 	if haveMap {
 		for _, kr := range m.NamedData {
 			if kr.File >= 0 {
-				m.Status = Status{Code: pte.CodeInvalidArgument,
+				m.NamedDataMerge = Status{Code: pte.CodeInvalidArgument,
 					Err: fmt.Errorf("ptd: program named_data key %q is also in %s: merging it with the external data fails", kr.Key, srcs[kr.File].Name)}
-				return m
+				break
 			}
 		}
+	}
+	m.Status = m.Constants
+	for _, i := range planned {
+		if !m.Status.OK() {
+			break
+		}
+		m.Status = m.Tensors[i].Status
+	}
+	if m.Status.OK() {
+		m.Status = m.NamedDataMerge
 	}
 	return m
 }

@@ -1,0 +1,178 @@
+package testkit
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The records beside the shared files (corpus/PAIRS.tsv and the C++
+// runtime's JSON lines) are read here once, so that every package's
+// conformance test takes its expectations from the same reading of the
+// tree it is given, never from a file's name.
+
+// TSV reads a tab-separated file whose first line names the columns; each
+// row maps column name to cell. It fails the test when the file has no
+// rows.
+func TSV(t testing.TB, path string) []map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	head := strings.Split(lines[0], "\t")
+	var rows []map[string]string
+	for _, l := range lines[1:] {
+		if l == "" {
+			continue
+		}
+		cells := strings.Split(l, "\t")
+		row := map[string]string{}
+		for i, h := range head {
+			if i < len(cells) {
+				row[h] = cells[i]
+			}
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		t.Fatalf("%s has no rows", path)
+	}
+	return rows
+}
+
+// PairRun is one run of corpus/PAIRS.tsv: a program loaded with zero or
+// more data files.
+type PairRun struct {
+	// Run names the run; its C++ record is ref/RUN.data.cpp.jsonl.
+	Run string
+	// Program and DataFiles are paths in the corpus directory (a data file
+	// may be absent on purpose).
+	Program   string
+	DataFiles []string
+	// Kind and Verdict are the row's columns as written.
+	Kind, Verdict string
+	// Record is the C++ record of the run.
+	Record *DataRecord
+}
+
+// Pairs reads dir/PAIRS.tsv (dir is the corpus directory) with each run's
+// C++ record; a run without its record fails the test.
+func Pairs(t testing.TB, dir string) []PairRun {
+	t.Helper()
+	var out []PairRun
+	for _, row := range TSV(t, filepath.Join(dir, "PAIRS.tsv")) {
+		r := PairRun{Run: row["run"], Program: filepath.Join(dir, row["pte"]), Kind: row["kind"], Verdict: row["verdict"]}
+		if d := row["data_files"]; d != "" && d != "-" {
+			for _, n := range strings.Split(d, ",") {
+				r.DataFiles = append(r.DataFiles, filepath.Join(dir, n))
+			}
+		}
+		r.Record = ReadDataRecord(t, filepath.Join(dir, "ref", r.Run+".data.cpp.jsonl"))
+		out = append(out, r)
+	}
+	return out
+}
+
+// Outcome is one step of a C++ record: a data file load, the merge or a
+// method load.
+type Outcome struct {
+	// Name is the data file as the record names it, or the method name.
+	Name string
+	// Code is "Ok" or the ExecuTorch error name without "Error::".
+	Code string
+	// Keys are the keys the loaded map or the merged map lists.
+	Keys []string
+}
+
+// DataRecord is what the C++ runtime printed for a run with data files
+// (RUN.data.cpp.jsonl) or for a program alone (NAME.cpp.jsonl).
+type DataRecord struct {
+	// Backends are the backend ids the harness registered.
+	Backends []string
+	// Files are the data_map_load events, in order.
+	Files []Outcome
+	// Merge is the data_map_merge event, nil when none was recorded.
+	Merge *Outcome
+	// Program is program_load's code, "" when not recorded.
+	Program string
+	// Methods lists the method names the program reported, in order.
+	Methods []string
+	// Loads maps a method name to its load_method code (or method_meta's
+	// when that failed); a method without an entry was not reached.
+	Loads map[string]string
+	// Crashed is set when the record stops without its "done" event: the
+	// runtime died (undefined behaviour upstream).
+	Crashed bool
+}
+
+// ModuleCode is what Module::load returns for the record: the first failed
+// data file load, else the merge's code; "Ok" without data files.
+func (r *DataRecord) ModuleCode() string {
+	for _, f := range r.Files {
+		if f.Code != "Ok" {
+			return f.Code
+		}
+	}
+	if r.Merge != nil {
+		return r.Merge.Code
+	}
+	return "Ok"
+}
+
+// ReadDataRecord reads a C++ record.
+func ReadDataRecord(t testing.TB, path string) *DataRecord {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	rec := &DataRecord{Loads: map[string]string{}, Crashed: true}
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var e struct {
+			Event string   `json:"event"`
+			File  string   `json:"file"`
+			Name  string   `json:"name"`
+			Names []string `json:"names"`
+			Error string   `json:"error"`
+			Keys  []string `json:"keys"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		code := strings.TrimPrefix(e.Error, "Error::")
+		switch e.Event {
+		case "register_backend":
+			rec.Backends = append(rec.Backends, e.Name)
+		case "data_map_load":
+			rec.Files = append(rec.Files, Outcome{Name: e.File, Code: code, Keys: e.Keys})
+		case "data_map_merge":
+			rec.Merge = &Outcome{Code: code, Keys: e.Keys}
+		case "program_load":
+			rec.Program = code
+		case "methods":
+			rec.Methods = e.Names
+		case "method_meta":
+			if e.Error != "" {
+				rec.Loads[e.Name] = code
+			}
+		case "load_method":
+			if _, failed := rec.Loads[e.Name]; !failed {
+				rec.Loads[e.Name] = code
+			}
+		case "done":
+			rec.Crashed = false
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rec
+}
