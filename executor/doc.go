@@ -9,9 +9,8 @@
 // Load wraps a *pte.File; Program.LoadMethod loads a method with the checks
 // of ExecuTorch's Program::method_meta and Method::init, in their order and
 // with their error classes: required fields, then the value table (known
-// union tags with their tables, list indices, tensor structure; an external
-// constant is InvalidState, as there is no .ptd support), then the
-// delegates, then the chains (known instruction types with their tables,
+// union tags with their tables, list indices, tensor structure, EXTERNAL
+// tensors found in the data files), then the delegates, then the chains (known instruction types with their tables,
 // value and operator indices). A union whose tag is set but whose table is
 // absent (a typed nil in the pte model) is InvalidProgram, never a panic.
 // As upstream, a DelegateCall's delegate index and the method's input and
@@ -29,6 +28,22 @@
 // class (pte.Code) and whose Plans keep the plans reported before the
 // failure.
 //
+// # External data
+//
+// Config.DataFiles passes the program's .ptd files (ptd.Load opens one),
+// as ExecuTorch's Module(program, data_files) does. Load resolves the
+// program against them once (ptd.Resolve, Program.Data) and, like
+// Module::load, fails when a file does not load or the files do not merge
+// (a key in two files is InvalidArgument; the error wraps ErrDataFiles).
+// LoadMethod then applies the resolution at the step where Method::init
+// meets it: external constants first (InvalidState without a data map,
+// NotFound for an unknown key, InvalidExternalData for a layout that
+// differs from the tensor's), then each memory-planned EXTERNAL tensor
+// after its structural checks (InvalidExternalData without a data file),
+// then the merge of the program's named_data with the external keys for
+// the delegates (InvalidArgument on a shared key). Keys a delegate looks
+// up inside its own blob are not modelled.
+//
 // # Error kinds
 //
 // KindOf spells a code in snake case, as the JSON outputs (PlanError.Kind)
@@ -37,7 +52,9 @@
 // past the end of the file, unknown method), "not_found" (backend not
 // registered or unavailable, payload segment missing), "internal"
 // (unknown payload location), "invalid_state" (external constants without
-// a data map), "not_supported" (tensor features the runtime lacks, and a
+// a data map), "invalid_external_data" (external tensors the data files do
+// not provide as the program declares them), "access_failed" (a data file
+// that cannot be read), "not_supported" (tensor features the runtime lacks, and a
 // TensorRT blob whose metadata exceeds the 64 MiB ptekit reads: that error
 // wraps ErrOutcomeUnknown, as the deployed reader would scan it and its
 // verdict is unknown; PlanError.Unknown marks it) and
