@@ -243,6 +243,11 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 		return nil, err
 	}
 	out.Data = prog.Data()
+	if out.DataError != nil {
+		// Resolved with the files that failed: the methods fare as without
+		// them, and the files' own outcomes stay visible.
+		out.Data = ptd.Resolve(f.Program, opts.DataFiles)
+	}
 	var scratch []EngineScratch
 	scratchKnown := true
 	for _, name := range prog.MethodNames() {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -26,6 +27,10 @@ type Document struct {
 	// Options.Method); [] when nothing. An addition to the original five
 	// members.
 	Problems []Problem `json:"problems"`
+	// ExternalData is where the EXTERNAL tensors come from given
+	// Options.Data; absent without data files, so the form of a program
+	// inspected alone is unchanged.
+	ExternalData *ExternalData `json:"external_data,omitempty"`
 }
 
 // File holds file-level facts.
@@ -107,6 +112,11 @@ type Options struct {
 	Method string
 	// Backend, when not empty, keeps only delegates with this id.
 	Backend string
+	// Data, when not nil, is the program resolved against the data files
+	// it is inspected with (ptd.Resolve): the document then has
+	// ExternalData, and the resolution's findings replace the reader's
+	// notices that tensor data is external (see CheckData).
+	Data *ptd.Resolution
 }
 
 // ErrNoMethod is returned (wrapped) by Build when Options.Method names no
@@ -176,6 +186,10 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 	}
 	if doc.Problems, err = check(f, opts.Method); err != nil {
 		return nil, err
+	}
+	if opts.Data != nil {
+		doc.Problems = append(slices.DeleteFunc(doc.Problems, isExternalNotice), DataProblems(opts.Data, opts.Method)...)
+		doc.ExternalData = NewExternalData(opts.Data, opts.Method)
 	}
 	if doc.Problems == nil {
 		doc.Problems = []Problem{}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ptekit/ptekit/executor"
+	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -17,6 +18,9 @@ type PlanDocument struct {
 	// empty.
 	Error *Failure `json:"error,omitempty"`
 	*executor.ProgramPlan
+	// ExternalData is where the EXTERNAL tensors come from when the plan
+	// was made with data files (PlanOptions.DataFiles); absent otherwise.
+	ExternalData *ExternalData `json:"external_data,omitempty"`
 }
 
 // NewPlanFailure returns the plan document of a run that could not plan:
@@ -60,12 +64,19 @@ func NewFailure(err error) *Failure {
 	out := &Failure{Message: strings.Join(strings.Fields(err.Error()), " ")}
 	var fe *pte.FormatError
 	var re *executor.Error
+	var pe *ptd.FormatError
 	code := pte.CodeAccessFailed
 	switch {
 	case errors.As(err, &fe):
 		code, out.Path = fe.Code, fe.Path
 		if fe.Off >= 0 {
 			off := fe.Off
+			out.Offset = &off
+		}
+	case errors.As(err, &pe):
+		code, out.Path = pe.Code, pe.Path
+		if pe.Off >= 0 {
+			off := pe.Off
 			out.Offset = &off
 		}
 	case errors.As(err, &re):

@@ -11,6 +11,7 @@ import (
 )
 
 const diffUsage = `usage: pteinspect diff [--json] [--layout] A.pte B.pte
+       pteinspect diff [--json] [--layout] A.ptd B.ptd
 
 Compares two programs structurally: methods (matched by name), values,
 instructions, operators, delegates and their compile specs (matched by key),
@@ -20,7 +21,9 @@ payload and segment sizes and hashes. Prints one line per difference,
   methods[forward].delegates[0].compile_specs[weight_streaming_budget]: (absent) -> "4294967296"
 
 Where things are in the file (file size, header offsets, segment offsets) is
-left out unless --layout is given. Exit status 0 when equal, 1 when
+left out unless --layout is given. Two .ptd data files compare by key:
+layout, size and content (SHA-256); --layout adds the header, segment
+table and each key's segment and offset. Exit status 0 when equal, 1 when
 different, 2 on error.
 
 Flags:
@@ -48,6 +51,12 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if fs.Arg(0) == "-" && fs.Arg(1) == "-" {
 		return usageErr(stderr, "diff: only one side can be standard input")
 	}
+	if ptdA, ptdB := isPTD(fs.Arg(0)), isPTD(fs.Arg(1)); ptdA || ptdB {
+		if !ptdA || !ptdB {
+			return usageErr(stderr, "diff: compare a .ptd data file with another .ptd file, a program with a program")
+		}
+		return runPTDDiff(fs.Args(), asJSON, layout, stdout, stderr)
+	}
 	var docs [2]*inspect.Document
 	for i, name := range fs.Args() {
 		f, err := openInput(name, stdin)
@@ -67,6 +76,12 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pteinspect: diff: %v\n", err)
 		return exitUsage
 	}
+	return printDiffs(stdout, stderr, diffs, asJSON)
+}
+
+// printDiffs prints differences as lines or JSON and returns the exit
+// status: 1 when there are any.
+func printDiffs(stdout, stderr io.Writer, diffs []inspect.Difference, asJSON bool) int {
 	if asJSON {
 		if diffs == nil {
 			diffs = []inspect.Difference{}

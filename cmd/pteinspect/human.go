@@ -86,6 +86,7 @@ func printHuman(w io.Writer, name string, f *pte.File, doc *inspect.Document, o 
 		}
 		printMethod(w, pi, ep, delegates, o)
 	}
+	printExternalData(w, p, doc.ExternalData)
 	printProblems(w, doc.Problems)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/executor"
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -19,8 +20,8 @@ import (
 // whether it loads (PlanError.Unknown): the plan could not be made, so a
 // pipeline gating on the exit status must not take it for a pass, while
 // the output says the outcome is unknown rather than a failure.
-func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
-	opts := executor.PlanOptions{LoadOptions: &executor.LoadOptions{}}
+func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options, srcs []ptd.Source) int {
+	opts := executor.PlanOptions{LoadOptions: &executor.LoadOptions{}, DataFiles: srcs}
 	for _, s := range o.backendOptions {
 		id, opt, err := executor.ParseBackendOption(s)
 		if err != nil {
@@ -61,13 +62,25 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options) int {
 			code = exitFail
 		}
 	}
+	var ext *inspect.ExternalData
+	if len(srcs) > 0 {
+		ext = inspect.NewExternalData(plan.Data, o.method)
+		if plan.DataError != nil {
+			code = exitFail
+		}
+	}
 	if o.json {
-		if err := inspect.Encode(w, &inspect.PlanDocument{ProgramPlan: plan}); err != nil {
+		if err := inspect.Encode(w, &inspect.PlanDocument{ProgramPlan: plan, ExternalData: ext}); err != nil {
 			return failErr(stderr, name, err)
 		}
 		return code
 	}
+	if plan.DataError != nil {
+		fmt.Fprintf(w, "data files FAIL to load (%s): %s; the methods below are planned without them\n\n",
+			plan.DataError.Kind, escText(oneLine(plan.DataError.Message)))
+	}
 	printPlan(w, f, plan, facts, opts.LoadOptions)
+	printExternalData(w, f.Program, ext)
 	return code
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -28,10 +29,14 @@ const (
 // in memory.
 const maxStdin = 1 << 32
 
-const usageText = `usage: pteinspect [flags] FILE.pte
+const usageText = `usage: pteinspect [flags] FILE.pte [--data FILE.ptd ...]
+       pteinspect [--json] [--hash] [--verify] FILE.ptd
        pteinspect diff [--json] [--layout] A.pte B.pte
+       pteinspect diff [--json] [--layout] A.ptd B.ptd
 
-Shows what is inside an ExecuTorch program (.pte). FILE "-" reads standard input.
+Shows what is inside an ExecuTorch program (.pte) or external data file
+(.ptd, recognised by its content). FILE "-" reads a program from standard
+input.
 
 Flags:
 `
@@ -41,6 +46,7 @@ type options struct {
 	force                                          bool
 	method, backend, extract, output               string
 	backendOptions                                 []string
+	data                                           []string
 	streamable, scratch, automatic                 string
 }
 
@@ -59,6 +65,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.BoolVar(&o.force, "force", false, "with --extract, replace an existing output file")
 	fs.BoolVar(&o.engine, "engine", false, "with --extract, write the TensorRT engine inside the payload")
 	fs.BoolVar(&o.plan, "plan", false, "print the per-engine load plan (budget, device, bindings) without a GPU")
+	fs.StringArrayVar(&o.data, "data", nil, "load the program with external data `FILE.ptd` (repeatable, in order) and show where each external tensor comes from")
 	fs.StringArrayVar(&o.backendOptions, "backend-option", nil, "with --plan, a load-time option `BACKEND:KEY=VALUE` (repeatable)")
 	fs.StringVar(&o.streamable, "streamable-bytes", "", "with --plan, the engines' streamable weight `SIZE` (e.g. 2GiB)")
 	fs.StringVar(&o.scratch, "scratch-bytes", "", "with --plan, the engines' activation scratch `SIZE`")
@@ -118,9 +125,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	name := fs.Arg(0)
+	if isPTD(name) {
+		return runPTD(name, stdout, stderr, &o)
+	}
+	srcs, closeData := openData(o.data)
+	defer closeData()
 
 	if o.verify {
-		return runVerify(name, stdin, stdout, stderr, &o)
+		return runVerify(name, stdin, stdout, stderr, &o, srcs)
 	}
 	// With --json, standard output holds one JSON object whatever happens:
 	// the result, or {"error": ...} when there is none.
@@ -146,11 +158,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		w.Flush()
 		return runExtract(f, name, stdout, stderr, &o)
 	case o.plan:
-		return runPlan(f, name, w, stderr, &o)
+		return runPlan(f, name, w, stderr, &o, srcs)
 	case o.compileSpecs:
 		return runCompileSpecs(f, name, w, stderr, &o)
 	}
-	doc, err := inspect.Build(f, &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend})
+	bo := &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend}
+	if len(srcs) > 0 {
+		bo.Data = ptd.Resolve(f.Program, srcs)
+	}
+	doc, err := inspect.Build(f, bo)
 	if err != nil {
 		return fail(err)
 	}
@@ -212,6 +228,8 @@ func (o *options) check(stderr io.Writer) int {
 		return usageErr(stderr, "--hash goes with the default view and --json, not with %s", modes[0])
 	case o.verify && o.backend != "":
 		return usageErr(stderr, "--verify checks every delegate; --delegate does not apply (--method does)")
+	case len(o.data) > 0 && (o.compileSpecs || o.extract != ""):
+		return usageErr(stderr, "--data goes with the default view, --json, --verify and --plan")
 	case !o.plan && (len(o.backendOptions) > 0 || o.streamable != "" || o.scratch != "" || o.automatic != ""):
 		return usageErr(stderr, "--backend-option, --streamable-bytes, --scratch-bytes and --automatic-bytes go with --plan")
 	}

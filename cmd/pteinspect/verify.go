@@ -2,10 +2,10 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -13,7 +13,11 @@ import (
 // container invariants, what each method needs to load) and, for TensorRT
 // delegates, their compile specs and the blob readings of both upstream
 // readers. It exits 1 when any finding is an error.
-func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *options) int {
+//
+// With data files (srcs) it also resolves the program against them: a file
+// that does not load, files that do not merge and each method that fails
+// to load for want of external data are errors (inspect.CheckData).
+func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *options, srcs []ptd.Source) int {
 	fail := func(err error) int {
 		if o.json {
 			writeFailure(stdout, err, false)
@@ -33,7 +37,12 @@ func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *option
 		if o.method != "" && !hasMethod(f.Program, o.method) {
 			return fail(noMethod(f.Program, o.method))
 		}
-		all, err := inspect.Check(f)
+		var all []inspect.Problem
+		if len(srcs) > 0 {
+			all, err = inspect.CheckData(f, ptd.Resolve(f.Program, srcs))
+		} else {
+			all, err = inspect.Check(f)
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -43,28 +52,7 @@ func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *option
 			}
 		}
 	}
-	errs := countErrors(probs)
-	if o.json {
-		err = inspect.Encode(stdout, struct {
-			File     string            `json:"file"`
-			OK       bool              `json:"ok"`
-			Errors   int               `json:"errors"`
-			Warnings int               `json:"warnings"`
-			Findings []inspect.Problem `json:"findings"`
-		}{name, errs == 0, errs, len(probs) - errs, nonNil(probs)})
-		if err != nil {
-			return failErr(stderr, name, err)
-		}
-	} else {
-		for _, p := range probs {
-			fmt.Fprintln(stdout, escText(p.String()))
-		}
-		fmt.Fprintf(stdout, "%s: %d error(s), %d warning(s)\n", esc(name), errs, len(probs)-errs)
-	}
-	if errs > 0 {
-		return exitFail
-	}
-	return exitOK
+	return printVerify(stdout, stderr, name, probs, o)
 }
 
 func countErrors(probs []inspect.Problem) int {
