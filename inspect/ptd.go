@@ -85,7 +85,8 @@ type PTDLayout struct {
 	ScalarType      Enum    `json:"scalar_type"`
 	ScalarTypeValue int     `json:"scalar_type_value"`
 	Sizes           []int32 `json:"sizes"`
-	DimOrder        []uint8 `json:"dim_order"`
+	// DimOrder is a list of numbers (not base64 as Go writes []uint8).
+	DimOrder []int `json:"dim_order"`
 }
 
 // PTDKey is one named_data entry with its segment's place.
@@ -109,8 +110,12 @@ func newLayout(l *ptd.TensorLayout) *PTDLayout {
 	if l == nil {
 		return nil
 	}
-	return &PTDLayout{ScalarType: enum(l.ScalarType, int64(l.ScalarType)), ScalarTypeValue: int(l.ScalarType),
-		Sizes: nonNilSlice(l.Sizes), DimOrder: nonNilSlice(l.DimOrder)}
+	out := &PTDLayout{ScalarType: enum(l.ScalarType, int64(l.ScalarType)), ScalarTypeValue: int(l.ScalarType),
+		Sizes: nonNilSlice(l.Sizes), DimOrder: make([]int, len(l.DimOrder))}
+	for i, d := range l.DimOrder {
+		out.DimOrder[i] = int(d)
+	}
+	return out
 }
 
 func nonNilSlice[T any](s []T) []T {

@@ -168,7 +168,7 @@ func printPTD(w io.Writer, name string, doc *inspect.PTDDocument) {
 }
 
 // ints formats a list of integers as "[2 2]".
-func ints[T int32 | uint8](s []T) string {
+func ints[T int32 | int](s []T) string {
 	parts := make([]string, len(s))
 	for i, v := range s {
 		parts[i] = strconv.FormatInt(int64(v), 10)
