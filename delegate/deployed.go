@@ -456,3 +456,21 @@ func eofIsUnexpected(err error) error {
 	}
 	return err
 }
+
+// InitRefusal says why the deployed TensorRTBackend::init fails on the blob
+// before it reaches TensorRT: the C++ reader rejects it, or the engine range
+// wraps around (upstream would hand TensorRT bytes past the blob). It is ""
+// when init gets as far as deserializing the engine, and also when the
+// metadata was not read (MetadataUnread), whose outcome is unknown.
+func (v *DeployedView) InitRefusal() string {
+	switch {
+	case v.MetadataUnread:
+		return ""
+	case !v.OK:
+		return "failed to parse TensorRT blob: " + v.Reason
+	case v.EngineSizeWraps:
+		return fmt.Sprintf("failed to parse TensorRT blob: engine_offset %d + engine_size %d wraps around (upstream would read out of bounds)",
+			v.EngineOffset, v.EngineSize)
+	}
+	return ""
+}

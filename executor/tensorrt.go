@@ -192,15 +192,11 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 				view.MetadataSize, view.MetadataOffset, delegate.MaxMetadataSize),
 			Err: ErrOutcomeUnknown}
 	}
-	if !view.OK {
-		log.Error("TensorRTBackend::init: failed to parse TensorRT blob", slog.String("reason", view.Reason))
-		return nil, errorf(CodeInvalidProgram, "failed to parse TensorRT blob: %s", view.Reason)
-	}
-	if view.EngineSizeWraps {
-		// Upstream accepts this and hands TensorRT an out-of-bounds range.
-		log.Error("TensorRTBackend::init: engine range wraps around", slog.Uint64("engine_size", view.EngineSize))
-		return nil, errorf(CodeInvalidProgram, "failed to parse TensorRT blob: engine_offset %d + engine_size %d wraps around (upstream would read out of bounds)",
-			view.EngineOffset, view.EngineSize)
+	if why := view.InitRefusal(); why != "" {
+		// A wrapping engine range upstream accepts and hands TensorRT an
+		// out-of-bounds range; ptekit refuses it with the parse failures.
+		log.Error("TensorRTBackend::init: failed to parse TensorRT blob", slog.String("reason", why))
+		return nil, errorf(CodeInvalidProgram, "%s", why)
 	}
 	plan := Plan{Device: int(view.DeviceID), Inputs: view.Inputs, Outputs: view.Outputs, Source: SourceAutomatic}
 	if len(view.Inputs) == 0 && len(view.Outputs) == 0 {

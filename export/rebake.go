@@ -52,7 +52,11 @@ type RebakeOptions struct {
 //
 // An input that the reader's verifier finds an Error in (one that
 // ExecuTorch would refuse to load or whose methods would fail to load) is
-// refused; its verifier warnings are returned as WarnInput warnings.
+// refused, and so is one with a TensorRTBackend delegate whose blob the
+// backend's init refuses (delegate.DeployedView.InitRefusal: an empty or
+// truncated blob, one the deployed reader rejects); the *Error names the
+// method and delegate. Its verifier warnings are returned as WarnInput
+// warnings.
 //
 // A delegate is a TensorRTBackend delegate when its id names that backend
 // as a C string (as ExecuTorch looks backends up; bytes from a NUL on do
@@ -204,7 +208,7 @@ func verifyInput(f *pte.File, in string, res *Result) error {
 			Msg: fmt.Sprintf("%s: %v", in, fd.Err)})
 	}
 	if len(errs) == 0 {
-		return nil
+		return verifyEngines(f, in)
 	}
 	more := ""
 	if len(errs) > 1 {
@@ -212,6 +216,39 @@ func verifyInput(f *pte.File, in string, res *Result) error {
 	}
 	return newError(errs[0].Method, "", fmt.Sprintf(
 		"%s fails verification, so it is not re-baked (ExecuTorch would refuse it): %v%s", in, errs[0].Err, more), nil)
+}
+
+// verifyEngines refuses an input with a TensorRT delegate whose init
+// fails before TensorRT sees the engine (an empty or unreadable blob, one
+// the deployed C++ reader rejects): ExecuTorch cannot load that method, a
+// new budget does not change that, and a re-baked copy would only look
+// ready. A blob whose metadata ptekit does not read is let through (its
+// outcome is unknown, not known to fail).
+func verifyEngines(f *pte.File, in string) error {
+	for i, ep := range f.Program.ExecutionPlan {
+		if ep == nil {
+			continue
+		}
+		for j, d := range ep.Delegates {
+			if d == nil || !isTensorRT(d) {
+				continue
+			}
+			p, err := f.DelegateData(i, j)
+			if err != nil {
+				return newError(ep.Name, "", fmt.Sprintf("%s: delegates[%d] (%s): cannot read the blob, so it is not re-baked", in, j, delegate.BackendID), err)
+			}
+			view, err := delegate.ReadDeployed(p, p.Size())
+			if err != nil {
+				return newError(ep.Name, "", fmt.Sprintf("%s: delegates[%d] (%s): cannot read the blob, so it is not re-baked", in, j, delegate.BackendID), err)
+			}
+			if why := view.InitRefusal(); why != "" {
+				return newError(ep.Name, "", fmt.Sprintf(
+					"%s: delegates[%d] (%s, %d-byte blob): %s; TensorRTBackend init fails, so ExecuTorch cannot load the method and the program is not re-baked (rebuild it from its engine with pteexport)",
+					in, j, delegate.BackendID, p.Size(), why), nil)
+			}
+		}
+	}
+	return nil
 }
 
 // rebakeDeviceWarnings warns when the target device pinned by a re-bake

@@ -530,3 +530,42 @@ func largeProgram(t *testing.T) string {
 	require.NoError(t, err)
 	return path
 }
+
+// TestRebakeRefusesEngineThatCannotInit: a program whose TensorRT
+// delegate has a 0-byte blob passes the program verifier, but
+// TensorRTBackend init fails on it, so ExecuTorch cannot load the method:
+// it is not re-baked, and the error names the method and the delegate.
+// Other unreadable blobs (one cut short of its header) are refused alike;
+// the intact program re-bakes.
+func TestRebakeRefusesEngineThatCannotInit(t *testing.T) {
+	budget := int64(1 << 20)
+	cases := map[string][]byte{"empty blob": {}, "blob cut in its header": []byte("TR01\x00\x00")}
+	for name, blob := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := twoEngineProgramEdited(t, 128, func(p *pte.Program) {
+				p.BackendDelegateData = append(p.BackendDelegateData, &pte.BackendDelegateInlineData{Data: blob})
+				p.ExecutionPlan[0].Delegates[1].Processed = &pte.BackendDelegateDataReference{
+					Location: pte.DataLocationINLINE, Index: uint32(len(p.BackendDelegateData) - 1)}
+			})
+			f, err := pte.Open(in)
+			require.NoError(t, err)
+			for _, fd := range f.Verify() {
+				require.NotEqual(t, pte.SeverityError, fd.Severity, "the program verifier must not be what refuses it: %v", fd.Err)
+			}
+			f.Close()
+			out := filepath.Join(t.TempDir(), "o.pte")
+			_, err = Rebake(in, out, &RebakeOptions{WeightStreamingBudget: &budget})
+			require.Error(t, err)
+			var ee *Error
+			require.ErrorAs(t, err, &ee)
+			assert.Equal(t, "forward", ee.Method)
+			assert.Contains(t, err.Error(), "delegates[1]")
+			assert.Contains(t, err.Error(), "not re-baked")
+			_, statErr := os.Stat(out)
+			assert.True(t, os.IsNotExist(statErr), "no output on refusal")
+		})
+	}
+	in := twoEngineProgram(t, 128)
+	_, err := Rebake(in, filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{WeightStreamingBudget: &budget})
+	require.NoError(t, err)
+}
