@@ -85,7 +85,7 @@ func TestDataPairs(t *testing.T) {
 }
 
 // dataFile writes a .ptd file with one FLOAT [2,2] key per name.
-func dataFile(t *testing.T, keys ...string) []byte {
+func dataFile(t testing.TB, keys ...string) []byte {
 	t.Helper()
 	d := &ptd.Data{}
 	for i, k := range keys {
@@ -100,7 +100,7 @@ func dataFile(t *testing.T, keys ...string) []byte {
 	return b.Bytes()
 }
 
-func dataSource(t *testing.T, name string, b []byte) ptd.Source {
+func dataSource(t testing.TB, name string, b []byte) ptd.Source {
 	f, err := ptd.NewFile(bytes.NewReader(b), int64(len(b)))
 	return ptd.Source{Name: name, File: f, Err: err}
 }
