@@ -1,8 +1,6 @@
 package ptd_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,35 +14,6 @@ import (
 // This file reads the records beside the shared files (TSV verdicts and the
 // C++ runtime's JSON lines) and compares a Resolution with them. Every
 // expectation comes from the records; no test names a shared file.
-
-// tsv reads a tab-separated file with a header line into maps.
-func tsv(t *testing.T, path string) []map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	head := strings.Split(lines[0], "\t")
-	var rows []map[string]string
-	for _, l := range lines[1:] {
-		if l == "" {
-			continue
-		}
-		cells := strings.Split(l, "\t")
-		row := map[string]string{}
-		for i, h := range head {
-			if i < len(cells) {
-				row[h] = cells[i]
-			}
-		}
-		rows = append(rows, row)
-	}
-	if len(rows) == 0 {
-		t.Fatalf("%s has no rows", path)
-	}
-	return rows
-}
 
 // verdict is a parsed verdict column: per data file load results, merge,
 // per method results and rc.
@@ -92,41 +61,6 @@ func parseVerdict(s string) verdict {
 		}
 	}
 	return v
-}
-
-// event is one line of a C++ record.
-type event struct {
-	Event string   `json:"event"`
-	File  string   `json:"file"`
-	Name  string   `json:"name"`
-	OK    bool     `json:"ok"`
-	Error string   `json:"error"`
-	Keys  []string `json:"keys"`
-}
-
-func readEvents(t *testing.T, path string) []event {
-	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	var evs []event
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		evs = append(evs, e)
-	}
-	return evs
-}
-
-// codeName turns a record's error into our Status spelling.
-func codeName(s string) string {
-	return strings.TrimPrefix(s, "Error::")
 }
 
 // openSources opens each data file name relative to dir.
@@ -184,50 +118,43 @@ func checkVerdict(t *testing.T, r *ptd.Resolution, v verdict) {
 
 // checkEvents compares r with a C++ record: data_map_load per file (result
 // and keys), data_map_merge (result and keys), load_method per method.
-func checkEvents(t *testing.T, r *ptd.Resolution, evs []event) {
+func checkEvents(t *testing.T, r *ptd.Resolution, rec *testkit.DataRecord) {
 	t.Helper()
-	i := 0
-	methods := map[string]event{}
-	for _, e := range evs {
-		switch e.Event {
-		case "data_map_load":
-			if i >= len(r.Files) {
-				t.Fatalf("record loads more data files than the %d given", len(r.Files))
-			}
-			fr := r.Files[i]
-			if got := fr.Load.String(); got != codeName(e.Error) {
-				t.Errorf("data file %d: load %s, record %s", i, got, e.Error)
-			}
-			if e.OK && strings.Join(fr.Keys, "\x00") != strings.Join(e.Keys, "\x00") {
-				t.Errorf("data file %d: keys %q, record %q", i, fr.Keys, e.Keys)
-			}
-			i++
-		case "data_map_merge":
-			if got := r.Merge.String(); got != codeName(e.Error) {
-				t.Errorf("merge %s, record %s", got, e.Error)
-			}
-			if e.OK && strings.Join(r.Keys, "\x00") != strings.Join(e.Keys, "\x00") {
-				t.Errorf("merged keys %q, record %q", r.Keys, e.Keys)
-			}
-		case "load_method":
-			methods[e.Name] = e
+	if len(rec.Files) > len(r.Files) {
+		t.Fatalf("record loads %d data files, %d given", len(rec.Files), len(r.Files))
+	}
+	for i, e := range rec.Files {
+		fr := r.Files[i]
+		if got := fr.Load.String(); got != e.Code {
+			t.Errorf("data file %d: load %s, record %s", i, got, e.Code)
+		}
+		if e.Code == "Ok" && strings.Join(fr.Keys, "\x00") != strings.Join(e.Keys, "\x00") {
+			t.Errorf("data file %d: keys %q, record %q", i, fr.Keys, e.Keys)
+		}
+	}
+	if e := rec.Merge; e != nil {
+		if got := r.Merge.String(); got != e.Code {
+			t.Errorf("merge %s, record %s", got, e.Code)
+		}
+		if e.Code == "Ok" && strings.Join(r.Keys, "\x00") != strings.Join(e.Keys, "\x00") {
+			t.Errorf("merged keys %q, record %q", r.Keys, e.Keys)
 		}
 	}
 	for _, m := range r.Methods {
-		e, ok := methods[m.Name]
+		want, ok := rec.Loads[m.Name]
 		if !ok {
 			continue // a crash; checkVerdict covers it
 		}
-		if got := m.Status.String(); got != codeName(e.Error) {
-			t.Errorf("method %s: %s, record %s (%v)", m.Name, got, e.Error, m.Status.Err)
+		if got := m.Status.String(); got != want {
+			t.Errorf("method %s: %s, record %s (%v)", m.Name, got, want, m.Status.Err)
 		}
 	}
 }
 
 // recordLoaded reports whether the record shows data file name loading.
-func recordLoaded(evs []event, name string) bool {
-	for _, e := range evs {
-		if e.Event == "data_map_load" && filepath.Base(e.File) == filepath.Base(name) && e.OK {
+func recordLoaded(rec *testkit.DataRecord, name string) bool {
+	for _, e := range rec.Files {
+		if filepath.Base(e.Name) == filepath.Base(name) && e.Code == "Ok" {
 			return true
 		}
 	}
@@ -247,24 +174,16 @@ func statuses(r *ptd.Resolution) []string {
 // the C++ record ref/RUN.data.cpp.jsonl.
 func TestCorpusPairs(t *testing.T) {
 	dir := testkit.SharedDir(t, "corpus")
-	for _, row := range tsv(t, filepath.Join(dir, "PAIRS.tsv")) {
-		t.Run(row["run"], func(t *testing.T) {
-			p, err := pte.Open(filepath.Join(dir, row["pte"]))
+	for _, run := range testkit.Pairs(t, dir) {
+		t.Run(run.Run, func(t *testing.T) {
+			p, err := pte.Open(run.Program)
 			if err != nil {
 				t.Fatalf("program: %v", err)
 			}
 			defer p.Close()
-			var names []string
-			if row["data_files"] != "-" && row["data_files"] != "" {
-				names = strings.Split(row["data_files"], ",")
-			}
-			r := ptd.Resolve(p.Program, openSources(t, dir, names))
-			checkVerdict(t, r, parseVerdict(row["verdict"]))
-			rec := filepath.Join(dir, "ref", row["run"]+".data.cpp.jsonl")
-			if _, err := os.Stat(rec); err != nil {
-				t.Fatalf("no C++ record for run: %v", err)
-			}
-			checkEvents(t, r, readEvents(t, rec))
+			r := ptd.Resolve(p.Program, openSources(t, "", run.DataFiles))
+			checkVerdict(t, r, parseVerdict(run.Verdict))
+			checkEvents(t, r, run.Record)
 		})
 	}
 }
@@ -275,7 +194,7 @@ func TestCorpusPairs(t *testing.T) {
 func TestVectors(t *testing.T) {
 	dir := testkit.SharedDir(t, "vectors", "ptd")
 	corpus := testkit.SharedDir(t, "corpus")
-	for _, row := range tsv(t, filepath.Join(dir, "VECTORS.tsv")) {
+	for _, row := range testkit.TSV(t, filepath.Join(dir, "VECTORS.tsv")) {
 		t.Run(row["run"], func(t *testing.T) {
 			p, err := pte.Open(filepath.Join(corpus, row["pte"]))
 			if err != nil {
@@ -283,7 +202,7 @@ func TestVectors(t *testing.T) {
 			}
 			defer p.Close()
 			names := strings.Split(row["ptd"], ",")
-			evs := readEvents(t, filepath.Join(dir, row["run"]+".cpp.jsonl"))
+			evs := testkit.ReadDataRecord(t, filepath.Join(dir, row["run"]+".cpp.jsonl"))
 			for _, n := range names {
 				// Unlike PAIRS.tsv (whose runs include a missing file on
 				// purpose), every vector run names files the tree ships; one
