@@ -118,34 +118,14 @@ func printPTD(w io.Writer, name string, doc *inspect.PTDDocument) {
 		}
 		t.flush()
 	} else {
-		fmt.Fprintf(w, "\nsegments (%d)\n", len(doc.Segments))
-		if len(doc.Segments) > 0 {
-			t := newTable(w, "  ")
-			hashed := !doc.Segments[0].SHA256.IsZero()
-			head := []string{"INDEX", "FILE OFFSET", "SIZE", "USED BY"}
-			if hashed {
-				head = append(head, "SHA256")
+		rows := make([]segmentRow, len(doc.Segments))
+		for i, s := range doc.Segments {
+			rows[i] = segmentRow{s.Index, s.FileOffset, s.Size, s.Resolvable, "", s.UsedBy, s.SHA256}
+			if !s.EndWithinSegmentData {
+				rows[i].note = "(past segment data)"
 			}
-			t.row(head...)
-			for _, s := range doc.Segments {
-				off := strconv.FormatUint(s.FileOffset, 10)
-				if !s.Resolvable {
-					off += " (unreachable)"
-				} else if !s.EndWithinSegmentData {
-					off += " (past segment data)"
-				}
-				used := "unused"
-				if len(s.UsedBy) > 0 {
-					used = escText(strings.Join(s.UsedBy, ", "))
-				}
-				row := []string{strconv.Itoa(s.Index), off, humanSize(s.Size), used}
-				if hashed {
-					row = append(row, hashText(s.SHA256))
-				}
-				t.row(row...)
-			}
-			t.flush()
 		}
+		printSegmentTable(w, rows)
 		fmt.Fprintf(w, "\nkeys (%d)\n", len(doc.NamedData))
 		if len(doc.NamedData) > 0 {
 			t := newTable(w, "  ")

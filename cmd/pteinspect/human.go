@@ -105,29 +105,52 @@ func printProblems(w io.Writer, probs []inspect.Problem) {
 }
 
 func printSegments(w io.Writer, doc *inspect.Document) {
-	fmt.Fprintf(w, "\nsegments (%d)\n", len(doc.Segments))
-	if len(doc.Segments) == 0 {
+	rows := make([]segmentRow, len(doc.Segments))
+	for i, s := range doc.Segments {
+		rows[i] = segmentRow{s.Index, s.FileOffset, s.Size, s.Resolvable, "", s.UsedBy, s.SHA256}
+	}
+	printSegmentTable(w, rows)
+}
+
+// segmentRow is one line of a segments table, of a program or a .ptd file.
+type segmentRow struct {
+	index      int
+	fileOffset uint64
+	size       uint64
+	resolvable bool
+	note       string // after the offset, e.g. "(past segment data)"
+	usedBy     []string
+	sha256     inspect.Digest
+}
+
+// printSegmentTable prints "segments (N)" and a table of rows, with a
+// SHA256 column when they are hashed.
+func printSegmentTable(w io.Writer, rows []segmentRow) {
+	fmt.Fprintf(w, "\nsegments (%d)\n", len(rows))
+	if len(rows) == 0 {
 		return
 	}
 	t := newTable(w, "  ")
-	hashed := len(doc.Segments) > 0 && !doc.Segments[0].SHA256.IsZero()
+	hashed := !rows[0].sha256.IsZero()
 	head := []string{"INDEX", "FILE OFFSET", "SIZE", "USED BY"}
 	if hashed {
 		head = append(head, "SHA256")
 	}
 	t.row(head...)
-	for _, s := range doc.Segments {
-		off := strconv.FormatUint(s.FileOffset, 10)
-		if !s.Resolvable {
+	for _, s := range rows {
+		off := strconv.FormatUint(s.fileOffset, 10)
+		if !s.resolvable {
 			off += " (unreachable)"
+		} else if s.note != "" {
+			off += " " + s.note
 		}
 		used := "unused"
-		if len(s.UsedBy) > 0 {
-			used = escText(strings.Join(s.UsedBy, ", "))
+		if len(s.usedBy) > 0 {
+			used = escText(strings.Join(s.usedBy, ", "))
 		}
-		row := []string{strconv.Itoa(s.Index), off, humanSize(s.Size), used}
+		row := []string{strconv.Itoa(s.index), off, humanSize(s.size), used}
 		if hashed {
-			row = append(row, hashText(s.SHA256))
+			row = append(row, hashText(s.sha256))
 		}
 		t.row(row...)
 	}
