@@ -125,21 +125,6 @@ func nonNilSlice[T any](s []T) []T {
 	return s
 }
 
-// layoutBytes is numel times the element size; ok=false when unknown.
-func layoutBytes(l *ptd.TensorLayout) (uint64, bool) {
-	if l == nil {
-		return 0, false
-	}
-	n, ok := pte.ElementSize(l.ScalarType)
-	for _, s := range l.Sizes {
-		if s < 0 || (s > 0 && n > ^uint64(0)/uint64(s)) {
-			return 0, false
-		}
-		n *= uint64(s)
-	}
-	return n, ok
-}
-
 // BuildPTD returns the JSON form of an open .ptd file. With hash set it
 // reads the whole file and every segment inside it to digest them.
 func BuildPTD(f *ptd.File, hash bool) (*PTDDocument, error) {
@@ -200,8 +185,10 @@ func BuildPTD(f *ptd.File, hash bool) (*PTDDocument, error) {
 	}
 	for _, nd := range f.NamedData {
 		k := &PTDKey{Key: nd.Key, SegmentIndex: nd.SegmentIndex, TensorLayout: newLayout(nd.Layout)}
-		if n, ok := layoutBytes(nd.Layout); ok {
-			k.Bytes = &n
+		if nd.Layout != nil {
+			if n, ok := nd.Layout.Bytes(); ok {
+				k.Bytes = &n
+			}
 		}
 		if int(nd.SegmentIndex) < len(doc.Segments) {
 			s := doc.Segments[nd.SegmentIndex]

@@ -404,7 +404,7 @@ func resolveTensor(row *TensorRow, t *pte.Tensor, srcs []Source, keyFile map[str
 	}
 	// load_data_into reads layout.nbytes() bytes from the segment start,
 	// whatever the segment's size.
-	nbytes, ok := layoutBytes(nd.Layout)
+	nbytes, ok := nd.Layout.Bytes()
 	start := f.Header.SegmentBaseOffset + seg.Offset
 	if !ok || start < seg.Offset || start+nbytes < start || start+nbytes > uint64(f.Size) {
 		return Status{Code: pte.CodeInvalidArgument, Err: &FormatError{Off: f.segPos[nd.SegmentIndex],
@@ -448,9 +448,9 @@ func compareLayout(row *TensorRow, t *pte.Tensor, l *TensorLayout, f *File, entr
 	return Status{}
 }
 
-// layoutBytes is TensorLayout::nbytes: numel times the element size;
-// ok=false on an unknown type, a negative size or overflow.
-func layoutBytes(l *TensorLayout) (uint64, bool) {
+// Bytes is TensorLayout::nbytes: numel times the element size; ok=false
+// on an unknown type, a negative size or overflow.
+func (l *TensorLayout) Bytes() (uint64, bool) {
 	es, ok := pte.ElementSize(l.ScalarType)
 	if !ok {
 		return 0, false
