@@ -2,14 +2,17 @@
 // as library values a pipeline can call: the inspection document and its
 // stable JSON form (Build, Marshal), the checks (Check, problems), the
 // structural diff (Diff, DiffDocuments), the compile spec rows and the load
-// plan view.
+// plan view; for external data, the .ptd document and diff (BuildPTD,
+// DiffPTD) and where a program's EXTERNAL tensors come from given its data
+// files (ExternalData, DataProblems, CheckData, NeededKeys).
 //
 // The JSON forms are a compatibility promise for pipelines (they are what
 // `pteinspect --json`, `--plan --json` and `diff --json` print) and are
 // documented in docs/json.md. A Document
 // has six members: file, extended_header, segments, delegates, program and
 // problems (what Check finds: the reader's verification and the TensorRT
-// blob checks).
+// blob checks), and a seventh, external_data, only when it was built with
+// data files (Options.Data).
 // The program member is the whole Program table with the schema's snake_case
 // field names, in schema field order:
 //
