@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,67 +22,104 @@ import (
 func TestDataPairs(t *testing.T) {
 	dir := testkit.SharedDir(t, "corpus")
 	for _, run := range testkit.Pairs(t, dir) {
-		t.Run(run.Run, func(t *testing.T) {
-			rec := run.Record
-			f, err := pte.Open(run.Program)
-			if err != nil {
-				if rec.Program == "Ok" {
-					t.Fatalf("program: %v", err)
+		t.Run(run.Run, func(t *testing.T) { checkLoadRun(t, run.Program, run.DataFiles, run.Record) })
+	}
+}
+
+// TestDataVectors does the same for the runs of vectors/ptd (damaged and
+// altered data files with a corpus program).
+func TestDataVectors(t *testing.T) {
+	dir := testkit.SharedDir(t, "vectors", "ptd")
+	corpus := testkit.SharedDir(t, "corpus")
+	for _, row := range testkit.TSV(t, filepath.Join(dir, "VECTORS.tsv")) {
+		t.Run(row["run"], func(t *testing.T) {
+			rec := testkit.ReadDataRecord(t, filepath.Join(dir, row["run"]+".cpp.jsonl"))
+			var files []string
+			for i, n := range strings.Split(row["ptd"], ",") {
+				path := filepath.Join(dir, n)
+				if _, err := os.Stat(path); err != nil && i < len(rec.Files) && rec.Files[i].Code == "Ok" {
+					t.Skipf("data file %s is missing but the C++ record loaded it", n)
 				}
-				return
+				files = append(files, path)
 			}
-			defer f.Close()
-			var srcs []ptd.Source
-			for _, n := range run.DataFiles {
-				s := ptd.Load(n)
-				if s.File != nil {
-					defer s.File.Close()
-				}
-				srcs = append(srcs, s)
-			}
-			reg := &Registry{}
-			for _, id := range rec.Backends {
-				reg.RegisterBackend(id, acceptingBackend{})
-			}
-			cfg := Config{Registry: reg, NoDeprecatedConstantBuffer: true, DataFiles: srcs}
-			prog, err := Load(f, cfg)
-			want := rec.ModuleCode()
-			if len(srcs) == 0 {
-				want = "Ok"
-			}
-			if got := CodeOf(err).String(); got != want && !(rec.Crashed && err != nil) {
-				t.Fatalf("Load with %d data files: %s (%v), record %s", len(srcs), got, err, want)
-			}
-			if err != nil {
-				if !errors.Is(err, ErrDataFiles) {
-					t.Fatalf("data file failure does not wrap ErrDataFiles: %v", err)
-				}
-				cfg.DataFiles = nil
-				if prog, err = Load(f, cfg); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if len(rec.Methods) == 0 {
-				t.Fatal("the record lists no methods")
-			}
-			for _, name := range rec.Methods {
-				m, err := prog.LoadMethod(name, nil)
-				if err == nil {
-					m.Close()
-				}
-				want, ok := rec.Loads[name]
-				if !ok {
-					// The C++ runtime crashed loading it: we must refuse.
-					if err == nil {
-						t.Errorf("method %s loads; the C++ runtime crashed", name)
-					}
-					continue
-				}
-				if got := CodeOf(err).String(); got != want {
-					t.Errorf("method %s: %s (%v), record %s", name, got, err, want)
-				}
-			}
+			checkLoadRun(t, filepath.Join(corpus, row["pte"]), files, rec)
 		})
+	}
+}
+
+// checkLoadRun loads program with dataFiles and compares with the C++
+// record: Load's result with Module::load's (the first failed data file,
+// else the merge), and each method's LoadMethod result with load_method's.
+// When the data files cannot be used, the record goes on without them, and
+// so do we; where the C++ runtime crashed, we must refuse.
+func checkLoadRun(t *testing.T, program string, dataFiles []string, rec *testkit.DataRecord) {
+	t.Helper()
+	f, err := pte.Open(program)
+	if err != nil {
+		if rec.Program == "Ok" {
+			t.Fatalf("program: %v", err)
+		}
+		return
+	}
+	defer f.Close()
+	var srcs []ptd.Source
+	for _, n := range dataFiles {
+		s := ptd.Load(n)
+		if s.File != nil {
+			defer s.File.Close()
+		}
+		srcs = append(srcs, s)
+	}
+	reg := &Registry{}
+	for _, id := range rec.Backends {
+		reg.RegisterBackend(id, acceptingBackend{})
+	}
+	cfg := Config{Registry: reg, NoDeprecatedConstantBuffer: true, DataFiles: srcs}
+	prog, err := Load(f, cfg)
+	want := rec.ModuleCode()
+	if len(srcs) == 0 {
+		want = "Ok"
+	}
+	crashedEarly := rec.Crashed && len(rec.Files) < len(srcs)
+	switch got := CodeOf(err).String(); {
+	case crashedEarly:
+		if err == nil {
+			t.Fatal("Load succeeds; the C++ loader crashed on a data file")
+		}
+	case got != want:
+		t.Fatalf("Load with %d data files: %s (%v), record %s", len(srcs), got, err, want)
+	}
+	if err != nil {
+		if !errors.Is(err, ErrDataFiles) {
+			t.Fatalf("data file failure does not wrap ErrDataFiles: %v", err)
+		}
+		if crashedEarly {
+			return
+		}
+		cfg.DataFiles = nil
+		if prog, err = Load(f, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(rec.Methods) == 0 {
+		t.Fatal("the record lists no methods")
+	}
+	for _, name := range rec.Methods {
+		m, err := prog.LoadMethod(name, nil)
+		if err == nil {
+			m.Close()
+		}
+		want, ok := rec.Loads[name]
+		if !ok {
+			// The C++ runtime crashed loading it: we must refuse.
+			if err == nil {
+				t.Errorf("method %s loads; the C++ runtime crashed", name)
+			}
+			continue
+		}
+		if got := CodeOf(err).String(); got != want {
+			t.Errorf("method %s: %s (%v), record %s", name, got, err, want)
+		}
 	}
 }
 

@@ -137,43 +137,85 @@ func verifyFindings(t *testing.T, args ...string) (methods []string, program []s
 func TestVerifyDataPairs(t *testing.T) {
 	dir := testkit.SharedDir(t, "corpus")
 	for _, run := range testkit.Pairs(t, dir) {
-		t.Run(run.Run, func(t *testing.T) {
-			rec := run.Record
-			var failing []string
-			for _, m := range rec.Methods {
-				if c, ok := rec.Loads[m]; !ok || c != "Ok" {
-					failing = append(failing, m)
+		t.Run(run.Run, func(t *testing.T) { checkVerifyRun(t, run.Program, run.DataFiles, run.Record) })
+	}
+}
+
+// TestVerifyDataVectors does the same for the runs of vectors/ptd
+// (damaged and altered data files with a corpus program, VECTORS.tsv and
+// RUN.cpp.jsonl): a method the C++ runtime crashed on must be an error too.
+func TestVerifyDataVectors(t *testing.T) {
+	dir := testkit.SharedDir(t, "vectors", "ptd")
+	corpus := testkit.SharedDir(t, "corpus")
+	for _, row := range testkit.TSV(t, filepath.Join(dir, "VECTORS.tsv")) {
+		t.Run(row["run"], func(t *testing.T) {
+			rec := testkit.ReadDataRecord(t, filepath.Join(dir, row["run"]+".cpp.jsonl"))
+			var files []string
+			for i, n := range strings.Split(row["ptd"], ",") {
+				path := filepath.Join(dir, n)
+				if _, err := os.Stat(path); err != nil && i < len(rec.Files) && rec.Files[i].Code == "Ok" {
+					// A defect of the tree: the C++ run loaded a file it
+					// does not ship.
+					t.Skipf("data file %s is missing but the C++ record loaded it", n)
 				}
+				files = append(files, path)
 			}
-			sort.Strings(failing)
-			args := []string{run.Program}
-			for _, d := range run.DataFiles {
-				args = append(args, "--data", d)
-			}
-			methods, program, code := verifyFindings(t, args...)
-			if len(run.DataFiles) == 0 {
-				for _, m := range methods {
-					assert.Contains(t, failing, m, "method %s has an error finding; the record loads it", m)
-				}
-				return
-			}
-			assert.Equal(t, failing, methods, "methods with error findings")
-			if want := rec.ModuleCode(); want != "Ok" {
-				assert.Contains(t, program, want, "Module::load fails with %s", want)
-			} else {
-				assert.Empty(t, program)
-			}
-			if len(failing) > 0 || rec.ModuleCode() != "Ok" {
-				assert.Equal(t, exitFail, code)
-			} else {
-				assert.Equal(t, exitOK, code)
-			}
-			// Every other view takes --data too and exits alike.
-			for _, view := range [][]string{nil, {"--json"}, {"--plan"}, {"--plan", "--json"}} {
-				r := runArgs(nil, append(view, args...)...)
-				assert.Equal(t, code, r.code, "%v: %s", view, r.stderr)
-			}
+			checkVerifyRun(t, filepath.Join(corpus, row["pte"]), files, rec)
 		})
+	}
+}
+
+// checkVerifyRun runs `pteinspect --verify --data ...` for one recorded
+// run and compares it with the record: exactly the methods whose load
+// failed (or crashed) have error findings, and a data file or merge error
+// is reported exactly when Module::load failed, with its code. A run
+// without data files is verified without --data: none of its methods has
+// an error the record does not show.
+func checkVerifyRun(t *testing.T, program string, dataFiles []string, rec *testkit.DataRecord) {
+	t.Helper()
+	var failing []string
+	for _, m := range rec.Methods {
+		if c, ok := rec.Loads[m]; !ok || c != "Ok" {
+			failing = append(failing, m)
+		}
+	}
+	sort.Strings(failing)
+	args := []string{program}
+	for _, d := range dataFiles {
+		args = append(args, "--data", d)
+	}
+	methods, programErrs, code := verifyFindings(t, args...)
+	if len(dataFiles) == 0 {
+		for _, m := range methods {
+			assert.Contains(t, failing, m, "method %s has an error finding; the record loads it", m)
+		}
+		return
+	}
+	if rec.Crashed && len(rec.Methods) == 0 {
+		// The runtime died before listing the methods: none of them loads.
+		assert.NotEmpty(t, methods, "the C++ runtime crashed before loading any method")
+	} else {
+		assert.Equal(t, failing, methods, "methods with error findings")
+	}
+	want := rec.ModuleCode()
+	switch {
+	case rec.Crashed && len(rec.Files) < len(dataFiles):
+		// The loader crashed on a data file before reporting it.
+		assert.NotEmpty(t, programErrs, "the C++ loader crashed on a data file")
+	case want != "Ok":
+		assert.Contains(t, programErrs, want, "Module::load fails with %s", want)
+	default:
+		assert.Empty(t, programErrs)
+	}
+	if len(failing) > 0 || want != "Ok" || len(programErrs) > 0 {
+		assert.Equal(t, exitFail, code)
+	} else {
+		assert.Equal(t, exitOK, code)
+	}
+	// Every other view takes --data too and exits alike.
+	for _, view := range [][]string{nil, {"--json"}, {"--plan"}, {"--plan", "--json"}} {
+		r := runArgs(nil, append(view, args...)...)
+		assert.Equal(t, code, r.code, "%v: %s", view, r.stderr)
 	}
 }
 
