@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -59,15 +61,19 @@ func keep(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader { return
 // segment alignment, so that every offset moves) is structurally equal to
 // the original; only Layout shows the moves.
 func TestDiffDocumentsIgnoresLayout(t *testing.T) {
-	for _, sub := range []string{
-		"two_methods",
-		"aligned_4096",
-		"inline",
-		"corpus/et__resources__add__43252ca7.pte",
-		"corpus/djl__stress_mlp__3022a8a3.pte",
-	} {
+	subs := []string{"two_methods", "aligned_4096", "inline"}
+	// Every program of the shared corpus too, whatever the tree holds.
+	for _, path := range testkit.Glob(t, testkit.SharedDir(t, "corpus"), "*.pte") {
+		subs = append(subs, "corpus/"+filepath.Base(path))
+	}
+	for _, sub := range subs {
 		t.Run(filepath.Base(sub), func(t *testing.T) {
 			a := buildShared(t, sub)
+			if h := a.ExtendedHeader; h != nil && h.Length != 32 {
+				// Written again, a shorter header becomes today's 32-byte
+				// one, which the diff reports as a change of format.
+				t.Skipf("%d-byte extended header", h.Length)
+			}
 			b := variant(t, sub, keep)
 			assert.Empty(t, diffLines(t, a, a, nil))
 			assert.Empty(t, diffLines(t, a, b, nil))
@@ -228,17 +234,16 @@ func TestDiffDocumentsInlineVersusSegment(t *testing.T) {
 }
 
 func TestDiffDocumentsValuesAndOperators(t *testing.T) {
-	const sub = "corpus/et__resources__add__43252ca7.pte"
+	const sub = "segment"
 	a := buildShared(t, sub)
-	var tensor, other int
-	for i, v := range a.Program.ExecutionPlan[0].Values {
-		switch v.Val.(type) {
-		case *Tensor:
-			tensor = i
-		default:
-			other = i
-		}
-	}
+	// The first tensor gets a dimension more; the last value, after it,
+	// becomes a string.
+	tensor := slices.IndexFunc(a.Program.ExecutionPlan[0].Values, func(v *EValue) bool {
+		_, ok := v.Val.(*Tensor)
+		return ok
+	})
+	other := len(a.Program.ExecutionPlan[0].Values) - 1
+	require.True(t, tensor >= 0 && other > tensor, "the test program needs a tensor and a value after it")
 	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
 		ep := p.ExecutionPlan[0]
 		tv := ep.Values[tensor].Val.(*pte.Tensor)
@@ -252,7 +257,7 @@ func TestDiffDocumentsValuesAndOperators(t *testing.T) {
 	require.Len(t, diffs, 3, "%v", diffs)
 	assert.Regexp(t, `^methods\[forward\]\.values\[\d+\]\.Tensor\.sizes: \[[0-9,]*\] -> \[[0-9,]*7\]$`, diffs[0].String())
 	// A changed union member is one difference, not one per member.
-	assert.Regexp(t, `^methods\[forward\]\.values\[\d+\]: \{"\w+":.*\} -> \{"String":\{"string_val":"x"\}\}$`, diffs[1].String())
+	assert.Regexp(t, `^methods\[forward\]\.values\[\d+\]: \{"\w+":.* -> \{"String":\{"string_val":"x"\}\}$`, diffs[1].String())
 	assert.Equal(t, "methods[forward].operators[aten::mul.out]", diffs[2].Path)
 	assert.Equal(t, Added, diffs[2].Kind)
 	assert.JSONEq(t, `{"name":"aten::mul","overload":"out"}`, string(diffs[2].B))
