@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/internal/testprog"
+	"github.com/ptekit/ptekit/pte"
 )
 
 // trtPrograms returns the small TensorRT programs of package testprog
@@ -64,4 +65,17 @@ func unreadableFiles(t *testing.T) map[string]string {
 		write("trunc_7.pte", good[:7]):              "invalid_argument",
 		filepath.Join(dir, "missing.pte"):           "access_failed",
 	}
+}
+
+// otherBackendPath writes trtPrograms' "segment" with its delegate's
+// backend id changed to XnnpackBackend (a backend ptekit does not model)
+// and returns its path.
+func otherBackendPath(t *testing.T) string {
+	t.Helper()
+	data := testprog.Rewrite(t, trtPrograms(t)["segment"], func(p *pte.Program) {
+		p.ExecutionPlan[0].Delegates[0].ID = "XnnpackBackend"
+	})
+	path := filepath.Join(t.TempDir(), "xnnpack.pte")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	return path
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/inspect"
-	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // keysOf returns the member names of a JSON object, sorted.
@@ -195,7 +194,7 @@ func TestPlanFacts(t *testing.T) {
 	assert.Contains(t, out, "automatic budget         268435456 (256.0 MiB), stated with --automatic-bytes")
 
 	// A backend the planner does not model.
-	out, p = both(t, filepath.Join(testkit.SharedDir(t, "corpus"), "djl__stress_mlp__3022a8a3.pte"))
+	out, p = both(t, otherBackendPath(t))
 	assert.Equal(t, []string{"XnnpackBackend"}, p.Methods[0].NotModelled)
 	require.NotEmpty(t, p.Methods[0].Delegates)
 	assert.False(t, p.Methods[0].Delegates[0].Modelled)
