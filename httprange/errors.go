@@ -18,7 +18,8 @@ const (
 	// KindNetwork: the connection failed or broke, after the retries.
 	KindNetwork Kind = iota + 1
 	// KindCanceled: the context was canceled or its deadline passed, or
-	// the Reader was closed. Err is the context's error or ErrClosed.
+	// the Reader was closed. Err is the context's cause (context.Cause:
+	// its error, or the cause it was cancelled with) or ErrClosed.
 	KindCanceled
 	// KindAuth: 401 or 403; the credentials are missing, wrong or expired.
 	KindAuth

@@ -47,9 +47,7 @@ func (r *Reader) Prefetch(ctx context.Context, ranges []Range) error {
 	if r.whole != nil {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(r.ctx, cancel)
+	ctx, stop := r.bind(ctx)
 	defer stop()
 
 	budget := int64(r.opts.CacheBlocks) * int64(r.opts.BlockSize)

@@ -150,11 +150,17 @@ func (r *Reader) ReadAt(p []byte, off int64) (int, error) {
 
 // ReadAtContext is ReadAt under ctx as well as the context given to Open.
 func (r *Reader) ReadAtContext(ctx context.Context, p []byte, off int64) (int, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(r.ctx, cancel)
+	ctx, stop := r.bind(ctx)
 	defer stop()
 	return r.readAt(ctx, p, off)
+}
+
+// bind returns ctx also cancelled when the Reader's own context is, with
+// that context's cause (an interrupt, a deadline), so that errors say why.
+func (r *Reader) bind(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(r.ctx, func() { cancel(context.Cause(r.ctx)) })
+	return ctx, func() { stop(); cancel(nil) }
 }
 
 func (r *Reader) readAt(ctx context.Context, p []byte, off int64) (int, error) {
@@ -651,7 +657,9 @@ func (r *Reader) doError(ctx context.Context, err error, off, n int64) error {
 
 // ctxError is the error for a read stopped by ctx or by Close.
 func (r *Reader) ctxError(ctx context.Context, off, n int64) error {
-	err := ctx.Err()
+	// The cause says why (an interrupt, a deadline); it still matches
+	// the context's error under errors.Is.
+	err := context.Cause(ctx)
 	if r.closed.Load() {
 		err = ErrClosed
 	}
