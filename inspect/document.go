@@ -39,6 +39,11 @@ type File struct {
 	SHA256         Digest `json:"sha256,omitzero"`
 	RootOffset     uint32 `json:"root_offset"`     // u32 at byte 0
 	FileIdentifier string `json:"file_identifier"` // bytes 4..8, "ET12"
+	// URL is where a program read over HTTP came from, without user
+	// information, query and fragment (which may carry credentials);
+	// absent for a local file. Build leaves it empty: the caller, who
+	// knows the source, sets it (pteinspect does for a URL input).
+	URL string `json:"url,omitempty"`
 }
 
 // ExtendedHeader is the eh00 header. SegmentDataSize is 0 for the 24-byte

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,10 +9,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/input"
 )
 
-const diffUsage = `usage: pteinspect diff [--json] [--layout] A.pte B.pte
-       pteinspect diff [--json] [--layout] A.ptd B.ptd
+const diffUsage = `usage: pteinspect diff [--json] [--layout] A.pte|URL B.pte|URL
+       pteinspect diff [--json] [--layout] A.ptd|URL B.ptd|URL
 
 Compares two programs structurally: methods (matched by name), values,
 instructions, operators, delegates and their compile specs (matched by key),
@@ -24,19 +26,23 @@ Where things are in the file (file size, header offsets, segment offsets) is
 left out unless --layout is given. Two .ptd data files compare by key:
 layout, size and content (SHA-256); --layout adds the header, segment
 table and each key's segment and offset. Exit status 0 when equal, 1 when
-different, 2 on error.
+different, 2 on error, 3 when reading a URL failed in a way worth retrying,
+130/143 when interrupted.
 
 Flags:
 `
 
-// runDiff compares two programs. Every error exits 2, so that 1 always
-// means "different".
+// runDiff compares two programs. Every error exits 2 (or, reading a URL,
+// 3 when worth retrying, 130/143 when interrupted), so that 1 always means
+// "different".
 func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var asJSON, layout bool
+	var in input.Flags
 	fs := pflag.NewFlagSet("pteinspect diff", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&asJSON, "json", false, `print {"equal": BOOL, "differences": [{"path", "kind", "a", "b"}]}`)
 	fs.BoolVar(&layout, "layout", false, "also compare file size, header offsets and segment offsets")
+	in.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			io.WriteString(stdout, diffUsage)
@@ -51,24 +57,35 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if fs.Arg(0) == "-" && fs.Arg(1) == "-" {
 		return usageErr(stderr, "diff: only one side can be standard input")
 	}
-	if ptdA, ptdB := isPTD(fs.Arg(0)), isPTD(fs.Arg(1)); ptdA || ptdB {
+	opener, err := in.Opener(stdin, nil)
+	if err != nil {
+		return usageErr(stderr, "diff: %v", err)
+	}
+	ctx, stop := in.Context(context.Background())
+	defer stop()
+	// fail reports an error reading one side.
+	fail := func(name string, err error) int {
+		if code := failErr(stderr, name, err); code != exitFail {
+			return code // retry or interrupt
+		}
+		return exitUsage
+	}
+	if ptdA, ptdB := isPTD(ctx, opener, fs.Arg(0)), isPTD(ctx, opener, fs.Arg(1)); ptdA || ptdB {
 		if !ptdA || !ptdB {
 			return usageErr(stderr, "diff: compare a .ptd data file with another .ptd file, a program with a program")
 		}
-		return runPTDDiff(fs.Args(), asJSON, layout, stdout, stderr)
+		return runPTDDiff(ctx, opener, fs.Args(), asJSON, layout, stdout, stderr, fail)
 	}
 	var docs [2]*inspect.Document
 	for i, name := range fs.Args() {
-		f, err := openInput(name, stdin)
+		f, err := opener.Program(ctx, name)
 		if err != nil {
-			failErr(stderr, name, err)
-			return exitUsage
+			return fail(name, err)
 		}
 		docs[i], err = inspect.Build(f, &inspect.Options{Hash: true})
 		f.Close()
 		if err != nil {
-			failErr(stderr, name, err)
-			return exitUsage
+			return fail(name, err)
 		}
 	}
 	diffs, err := inspect.DiffDocuments(docs[0], docs[1], &inspect.DiffOptions{Layout: layout})

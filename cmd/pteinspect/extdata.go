@@ -2,60 +2,86 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
 
-// isPTD reports whether the file name starts like a .ptd file (FlatBuffers
-// identifier "FT01"), so that FILE may be either kind without a flag.
-func isPTD(name string) bool {
-	if name == "-" {
+// isPTD reports whether the input starts like a .ptd file (FlatBuffers
+// identifier "FT01"), so that FILE may be either kind without a flag. A
+// URL is not read for this (it would cost a request before the program's
+// own); its path must end in ".ptd".
+func isPTD(ctx context.Context, opener *input.Opener, name string) bool {
+	switch {
+	case name == "-":
 		return false
+	case input.IsURL(name):
+		u, err := url.Parse(name)
+		return err == nil && strings.HasSuffix(u.Path, ".ptd")
 	}
-	fh, err := os.Open(name)
+	src, err := opener.Open(ctx, name)
 	if err != nil {
 		return false
 	}
-	defer fh.Close()
+	defer src.Close()
 	var head [8]byte
-	if _, err := io.ReadFull(fh, head[:]); err != nil {
+	if _, err := src.ReadAt(head[:], 0); err != nil {
 		return false
 	}
 	return string(head[4:8]) == ptd.Identifier
 }
 
+// openPTD opens a .ptd input (a path or a URL) through the commands' one
+// opener.
+func openPTD(ctx context.Context, opener *input.Opener, name string) (*ptd.File, io.Closer, error) {
+	src, err := opener.Open(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := ptd.NewFile(src, src.Size)
+	if err != nil {
+		src.Close()
+		return nil, nil, fmt.Errorf("%s: %w", src.Name, err)
+	}
+	return f, src, nil
+}
+
 // openData opens the --data files in order; a file that fails to open is
 // kept with its error, as ExecuTorch reports its load failure. The caller
 // must call closeAll.
-func openData(names []string) (srcs []ptd.Source, closeAll func()) {
+func openData(ctx context.Context, opener *input.Opener, names []string) (srcs []ptd.Source, closeAll func()) {
+	var closers []io.Closer
 	for _, n := range names {
-		srcs = append(srcs, ptd.Load(n))
+		f, c, err := openPTD(ctx, opener, n)
+		if c != nil {
+			closers = append(closers, c)
+		}
+		srcs = append(srcs, ptd.Source{Name: input.Display(n), File: f, Err: err})
 	}
 	return srcs, func() {
-		for _, s := range srcs {
-			if s.File != nil {
-				s.File.Close()
-			}
+		for _, c := range closers {
+			c.Close()
 		}
 	}
 }
 
 // runPTD shows a .ptd file: the summary, --json (with --hash digests) or
 // --verify (the reader's findings).
-func runPTD(name string, stdout, stderr io.Writer, o *options) int {
+func runPTD(ctx context.Context, opener *input.Opener, name string, stdout, stderr io.Writer, o *options) int {
 	switch {
 	case o.plan || o.compileSpecs || o.extract != "" || o.method != "" || o.backend != "" || len(o.data) > 0:
 		return usageErr(stderr, "%s is a .ptd data file: only --json, --hash and --verify apply (inspect a program with --data %s)", esc(name), esc(name))
 	}
-	f, err := ptd.Open(name)
+	f, c, err := openPTD(ctx, opener, name)
 	if err != nil {
 		var fe *ptd.FormatError
 		if o.verify && errors.As(err, &fe) {
@@ -66,7 +92,7 @@ func runPTD(name string, stdout, stderr io.Writer, o *options) int {
 		}
 		return failErr(stderr, name, err)
 	}
-	defer f.Close()
+	defer c.Close()
 	doc, err := inspect.BuildPTD(f, o.hash)
 	if err != nil {
 		return failErr(stderr, name, err)
@@ -166,7 +192,7 @@ func printVerify(stdout, stderr io.Writer, name string, probs []inspect.Problem,
 			Errors   int               `json:"errors"`
 			Warnings int               `json:"warnings"`
 			Findings []inspect.Problem `json:"findings"`
-		}{name, errs == 0, errs, len(probs) - errs, nonNil(probs)})
+		}{input.Display(name), errs == 0, errs, len(probs) - errs, nonNil(probs)})
 		if err != nil {
 			return failErr(stderr, name, err)
 		}
@@ -174,7 +200,7 @@ func printVerify(stdout, stderr io.Writer, name string, probs []inspect.Problem,
 		for _, p := range probs {
 			fmt.Fprintln(stdout, escText(p.String()))
 		}
-		fmt.Fprintf(stdout, "%s: %d error(s), %d warning(s)\n", esc(name), errs, len(probs)-errs)
+		fmt.Fprintf(stdout, "%s: %d error(s), %d warning(s)\n", esc(input.Display(name)), errs, len(probs)-errs)
 	}
 	if errs > 0 {
 		return exitFail
@@ -251,19 +277,17 @@ func statusText(s inspect.DataStatus) string {
 }
 
 // runPTDDiff compares two .ptd files (diff with both sides .ptd).
-func runPTDDiff(names []string, asJSON, layout bool, stdout, stderr io.Writer) int {
+func runPTDDiff(ctx context.Context, opener *input.Opener, names []string, asJSON, layout bool, stdout, stderr io.Writer, fail func(string, error) int) int {
 	var docs [2]*inspect.PTDDocument
 	for i, name := range names {
-		f, err := ptd.Open(name)
+		f, c, err := openPTD(ctx, opener, name)
 		if err != nil {
-			failErr(stderr, name, err)
-			return exitUsage
+			return fail(name, err)
 		}
 		docs[i], err = inspect.BuildPTD(f, true)
-		f.Close()
+		c.Close()
 		if err != nil {
-			failErr(stderr, name, err)
-			return exitUsage
+			return fail(name, err)
 		}
 	}
 	diffs, err := inspect.DiffPTD(docs[0], docs[1], &inspect.DiffOptions{Layout: layout})

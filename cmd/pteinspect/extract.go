@@ -10,23 +10,20 @@ import (
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/atomicfile"
+	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/pte"
 )
 
 // runExtract streams a delegate payload, or the TensorRT engine inside it,
 // to a file (atomically: complete or absent) or to stdout. An interrupt
 // (SIGINT, SIGTERM) discards the file and exits 130 or 143.
-func runExtract(f *pte.File, name string, stdout, stderr io.Writer, o *options) int {
+func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io.Writer, o *options) int {
 	plan, del, err := inspect.ParseDelegateRef(f.Program, o.extract)
 	if err != nil {
 		return usageErr(stderr, "--extract %q: %v", o.extract, err)
 	}
 	var out *atomicfile.File
-	ctx := context.Background()
 	if o.output != "-" {
-		var stop func()
-		ctx, stop = atomicfile.NotifyInterrupt(ctx)
-		defer stop()
 		if out, err = createOutput(ctx, name, o.output, o.force); err != nil {
 			if code, ok := outputUsageErr(stderr, o.output, err); ok {
 				return code
@@ -75,11 +72,12 @@ func runExtract(f *pte.File, name string, stdout, stderr io.Writer, o *options) 
 }
 
 // createOutput starts the --extract output file, which may not be the
-// input (by any name, even with --force) nor exist unless force.
-func createOutput(ctx context.Context, input, output string, force bool) (*atomicfile.File, error) {
+// input (by any name, even with --force) nor exist unless force. A URL
+// input is not a local file to protect.
+func createOutput(ctx context.Context, in, output string, force bool) (*atomicfile.File, error) {
 	opts := &atomicfile.Options{NoOverwrite: !force}
-	if input != "-" {
-		opts.Inputs = []string{input}
+	if in != "-" && !input.IsURL(in) {
+		opts.Inputs = []string{in}
 	}
 	return atomicfile.CreateContext(ctx, output, opts)
 }

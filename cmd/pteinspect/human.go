@@ -11,6 +11,7 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -49,7 +50,7 @@ func (t *table) flush() { t.tw.Flush() }
 func printHuman(w io.Writer, name string, f *pte.File, doc *inspect.Document, o *options) {
 	p := f.Program
 	t := newTable(w, "")
-	t.row("file", esc(name))
+	t.row("file", esc(input.Display(name)))
 	t.row("size", fmt.Sprintf("%s (%d bytes)", humanSize(f.Size), f.Size))
 	if doc.File.SHA256.Hex != "" {
 		t.row("sha256", doc.File.SHA256.Hex)

@@ -2,7 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -23,20 +24,18 @@ const (
 	exitOK    = 0
 	exitFail  = 1 // damaged input, failed check, differences found
 	exitUsage = 2 // bad command line (and any error of diff)
+	exitRetry = input.ExitRetry
 )
 
-// maxStdin bounds a program read from standard input, which has to be held
-// in memory.
-const maxStdin = 1 << 32
-
-const usageText = `usage: pteinspect [flags] FILE.pte [--data FILE.ptd ...]
-       pteinspect [--json] [--hash] [--verify] FILE.ptd
-       pteinspect diff [--json] [--layout] A.pte B.pte
-       pteinspect diff [--json] [--layout] A.ptd B.ptd
+const usageText = `usage: pteinspect [flags] FILE.pte|URL [--data FILE.ptd|URL ...]
+       pteinspect [--json] [--hash] [--verify] FILE.ptd|URL
+       pteinspect diff [--json] [--layout] A.pte|URL B.pte|URL
+       pteinspect diff [--json] [--layout] A.ptd|URL B.ptd|URL
 
 Shows what is inside an ExecuTorch program (.pte) or external data file
 (.ptd, recognised by its content). FILE "-" reads a program from standard
-input.
+input; an http:// or https:// URL is read with range requests, without
+downloading it.
 
 Flags:
 `
@@ -48,6 +47,7 @@ type options struct {
 	backendOptions                                 []string
 	data                                           []string
 	streamable, scratch, automatic                 string
+	in                                             input.Flags
 }
 
 func newFlagSet(o *options) *pflag.FlagSet {
@@ -70,6 +70,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.streamable, "streamable-bytes", "", "with --plan, the engines' streamable weight `SIZE` (e.g. 2GiB)")
 	fs.StringVar(&o.scratch, "scratch-bytes", "", "with --plan, the engines' activation scratch `SIZE`")
 	fs.StringVar(&o.automatic, "automatic-bytes", "", "with --plan, the automatic weight streaming budget `SIZE` TensorRT would choose")
+	o.in.AddFlags(fs)
 	return fs
 }
 
@@ -84,21 +85,30 @@ func usageErr(stderr io.Writer, format string, args ...any) int {
 	return exitUsage
 }
 
-// failErr reports a failure in one line, with a hint when there is one.
+// failErr reports a failure in one line, with a hint when there is one,
+// and returns its exit status: exitFail, or for a URL input the status
+// input.ExitCode gives (exitRetry for a transient failure, 130/143 when
+// interrupted). name is shown as input.Display shows it.
 func failErr(stderr io.Writer, name string, err error) int {
-	fmt.Fprintf(stderr, "pteinspect: %s%s\n", escText(oneLine(err.Error())), hint(name, err))
+	fmt.Fprintf(stderr, "pteinspect: %s%s\n", escText(oneLine(err.Error())), hint(input.Display(name), err))
+	if code, ok := input.ExitCode(err); ok {
+		return code
+	}
 	return exitFail
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func hint(name string, err error) string {
+	if h := input.Hint(err); h != "" {
+		return h
+	}
 	var fe *pte.FormatError
 	switch {
 	case errors.As(err, &fe) && fe.Path == "file_identifier":
 		return "" // the message says what the file is
 	case errors.As(err, &fe):
-		return " (hint: pteinspect --verify " + name + " lists every problem found)"
+		return " (hint: pteinspect --verify " + esc(name) + " lists every problem found)"
 	case errors.Is(err, os.ErrNotExist):
 		return " (hint: check the path)"
 	}
@@ -125,14 +135,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	name := fs.Arg(0)
-	if isPTD(name) {
-		return runPTD(name, stdout, stderr, &o)
+	opener, err := o.in.Opener(stdin, nil)
+	if err != nil {
+		return usageErr(stderr, "%v", err)
 	}
-	srcs, closeData := openData(o.data)
+	ctx, stop := o.in.Context(context.Background())
+	defer stop()
+	if isPTD(ctx, opener, name) {
+		return runPTD(ctx, opener, name, stdout, stderr, &o)
+	}
+	srcs, closeData := openData(ctx, opener, o.data)
 	defer closeData()
 
 	if o.verify {
-		return runVerify(name, stdin, stdout, stderr, &o, srcs)
+		return runVerify(ctx, opener, name, stdout, stderr, &o, srcs)
 	}
 	// With --json, standard output holds one JSON object whatever happens:
 	// the result, or {"error": ...} when there is none.
@@ -142,7 +158,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return failErr(stderr, name, err)
 	}
-	f, err := openInput(name, stdin)
+	f, err := opener.Program(ctx, name)
 	if err != nil {
 		return fail(err)
 	}
@@ -156,7 +172,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case o.extract != "":
 		w.Flush()
-		return runExtract(f, name, stdout, stderr, &o)
+		return runExtract(ctx, f, name, stdout, stderr, &o)
 	case o.plan:
 		return runPlan(f, name, w, stderr, &o, srcs)
 	case o.compileSpecs:
@@ -169,6 +185,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	doc, err := inspect.Build(f, bo)
 	if err != nil {
 		return fail(err)
+	}
+	if input.IsURL(name) {
+		doc.File.URL = input.Display(name)
 	}
 	code := exitOK
 	if countErrors(doc.Problems) > 0 {
@@ -234,23 +253,4 @@ func (o *options) check(stderr io.Writer) int {
 		return usageErr(stderr, "--backend-option, --streamable-bytes, --scratch-bytes and --automatic-bytes go with --plan")
 	}
 	return exitOK
-}
-
-// openInput opens a program file, or reads one from stdin for "-".
-func openInput(name string, stdin io.Reader) (*pte.File, error) {
-	if name != "-" {
-		return pte.Open(name)
-	}
-	data, err := io.ReadAll(io.LimitReader(stdin, maxStdin+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading standard input: %w", err)
-	}
-	if len(data) > maxStdin {
-		return nil, fmt.Errorf("standard input holds more than %d bytes; pass a file name instead", int64(maxStdin))
-	}
-	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		return nil, fmt.Errorf("<stdin>: %w", err)
-	}
-	return f, nil
 }

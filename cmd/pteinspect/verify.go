@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -17,7 +19,7 @@ import (
 // With data files (srcs) it also resolves the program against them: a file
 // that does not load, files that do not merge and each method that fails
 // to load for want of external data are errors (inspect.CheckData).
-func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *options, srcs []ptd.Source) int {
+func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, stderr io.Writer, o *options, srcs []ptd.Source) int {
 	fail := func(err error) int {
 		if o.json {
 			writeFailure(stdout, err, false)
@@ -25,7 +27,7 @@ func runVerify(name string, stdin io.Reader, stdout, stderr io.Writer, o *option
 		return failErr(stderr, name, err)
 	}
 	var probs []inspect.Problem
-	f, err := openInput(name, stdin)
+	f, err := opener.Program(ctx, name)
 	if err != nil {
 		var fe *pte.FormatError
 		if !errors.As(err, &fe) {

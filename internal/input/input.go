@@ -1,0 +1,282 @@
+// Package input opens the inputs of ptekit's commands: a file path, "-"
+// for standard input, or an http:// or https:// URL read with range
+// requests (package httprange). Both commands open every input through
+// Open, so a URL is accepted wherever a path is, with the same flags
+// (--header, --timeout), the same credentials from the environment, and
+// the same exit codes and hints for transport failures.
+package input
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ptekit/ptekit/httprange"
+	"github.com/ptekit/ptekit/internal/atomicfile"
+	"github.com/ptekit/ptekit/pte"
+)
+
+// MaxStdin bounds a program read from standard input, which has to be held
+// in memory.
+const MaxStdin = 1 << 32
+
+// Exit statuses shared by the commands for input failures. 0, 1 and 2 keep
+// their meaning (success, failure, usage); ExitRetry is new.
+const (
+	// ExitFail: the input cannot be read and trying again will not help
+	// (not found, not authorized, no range support, 416, a refused
+	// redirect, a malformed response, a 4xx status).
+	ExitFail = 1
+	// ExitRetry: a transient transport failure, worth running again: the
+	// object changed while it was read, the connection failed or was cut
+	// (after the retries), a 5xx or 429 (after the retries), or the
+	// --timeout deadline passed.
+	ExitRetry = 3
+)
+
+// Flags are the input flags both commands take.
+type Flags struct {
+	// Header holds --header "Name: value" values (repeatable), sent with
+	// every request to a URL input's host.
+	Header []string
+	// Timeout is --timeout: a deadline for the whole command's reads of
+	// URL inputs; 0 means none.
+	Timeout time.Duration
+}
+
+// AddFlags registers --header and --timeout on fs.
+func (fl *Flags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&fl.Header, "header", nil, "with a URL input, send the request header `'Name: value'` (repeatable); "+
+		"$"+httprange.EnvBearerToken+" sends 'Authorization: Bearer <token>'")
+	fs.DurationVar(&fl.Timeout, "timeout", 0, "with a URL input, give up reading it after `DURATION` (e.g. 30s); exit 3")
+}
+
+// Opener opens inputs with one configuration. Build it with Flags.Opener.
+type Opener struct {
+	// Stdin is read for the name "-".
+	Stdin io.Reader
+	// HTTP is the transport configuration for URL inputs: the headers of
+	// --header and the environment, and tuning (tests shorten retries).
+	HTTP httprange.Options
+}
+
+// Opener returns an Opener for these flags, with the environment's
+// credentials (httprange.HeaderFromEnv; getenv is os.Getenv when nil). Its
+// errors name a header by position and name, never by value.
+func (fl *Flags) Opener(stdin io.Reader, getenv func(string) string) (*Opener, error) {
+	h, err := httprange.HeaderFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	extra, err := httprange.ParseHeader(fl.Header...)
+	if err != nil {
+		return nil, fmt.Errorf("--header: %w", err)
+	}
+	for k, v := range extra {
+		h[k] = v // --header wins over the environment
+	}
+	return &Opener{Stdin: stdin, HTTP: httprange.Options{Header: h}}, nil
+}
+
+// Context returns the context a command runs under: cancelled by SIGINT or
+// SIGTERM (atomicfile.NotifyInterrupt), with the --timeout deadline when
+// one is given. It governs every read of a URL input, not only its open.
+func (fl *Flags) Context(parent context.Context) (context.Context, func()) {
+	ctx, stop := atomicfile.NotifyInterrupt(parent)
+	if fl.Timeout <= 0 {
+		return ctx, stop
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, fl.Timeout, &TimeoutError{fl.Timeout})
+	return ctx, func() { cancel(); stop() }
+}
+
+// TimeoutError is the cause of a context whose --timeout passed.
+type TimeoutError struct{ Timeout time.Duration }
+
+// Error says which deadline passed.
+func (e *TimeoutError) Error() string { return fmt.Sprintf("--timeout %s passed", e.Timeout) }
+
+// Is makes a TimeoutError match context.DeadlineExceeded.
+func (e *TimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// IsURL reports whether name is an http:// or https:// URL rather than a
+// path.
+func IsURL(name string) bool { return httprange.IsURL(name) }
+
+// Display returns name as messages and documents may show it: a URL
+// without user information, query and fragment (presigned URLs carry
+// credentials there), anything else as it is.
+func Display(name string) string {
+	if IsURL(name) {
+		return httprange.Redact(name)
+	}
+	return name
+}
+
+// Program opens the program name: a path, "-" for standard input, or a
+// URL. ctx governs every later read of a URL input; the caller must Close
+// the File.
+func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
+	switch {
+	case IsURL(name):
+		return pte.OpenURL(ctx, name, &pte.OpenURLOptions{HTTP: o.HTTP})
+	case name == "-":
+		data, err := o.readStdin()
+		if err != nil {
+			return nil, err
+		}
+		f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			return nil, fmt.Errorf("<stdin>: %w", err)
+		}
+		return f, nil
+	}
+	return pte.Open(name)
+}
+
+// Source is an input opened as bytes, for formats other than .pte.
+type Source struct {
+	io.ReaderAt
+	// Size is the input's size in bytes.
+	Size int64
+	// Name is the input as Display shows it.
+	Name   string
+	closer io.Closer
+}
+
+// Close releases the input.
+func (s *Source) Close() error {
+	if s.closer != nil {
+		return s.closer.Close()
+	}
+	return nil
+}
+
+// Open opens name as bytes: a file, standard input ("-", read into memory)
+// or a URL (an *httprange.Reader, read lazily under ctx). The caller must
+// Close the Source.
+func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
+	switch {
+	case IsURL(name):
+		r, err := httprange.Open(ctx, name, &o.HTTP)
+		if err != nil {
+			return nil, err
+		}
+		return &Source{ReaderAt: r, Size: r.Size(), Name: r.String(), closer: r}, nil
+	case name == "-":
+		data, err := o.readStdin()
+		if err != nil {
+			return nil, err
+		}
+		return &Source{ReaderAt: bytes.NewReader(data), Size: int64(len(data)), Name: "<stdin>"}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Source{ReaderAt: f, Size: st.Size(), Name: name, closer: f}, nil
+}
+
+func (o *Opener) readStdin() ([]byte, error) {
+	stdin := o.Stdin
+	if stdin == nil {
+		stdin = bytes.NewReader(nil)
+	}
+	data, err := io.ReadAll(io.LimitReader(stdin, MaxStdin+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	if len(data) > MaxStdin {
+		return nil, fmt.Errorf("standard input holds more than %d bytes; pass a file name instead", int64(MaxStdin))
+	}
+	return data, nil
+}
+
+// ExitCode returns the exit status for a failure to read an input, and
+// false when err is not an input failure the table below knows (the
+// command then uses its own status):
+//
+//	130, 143  interrupted by SIGINT, SIGTERM
+//	3         changed while reading, network error, truncated body, 5xx or
+//	          429 after the retries, --timeout passed (ExitRetry)
+//	1         not found, not authorized, no range support, 416, redirect
+//	          refused, malformed response, another status (ExitFail)
+func ExitCode(err error) (int, bool) {
+	if ie := atomicfile.Interrupted(nil, err); ie != nil {
+		return ie.ExitCode(), true
+	}
+	if isTimeout(err) {
+		return ExitRetry, true
+	}
+	he, ok := errors.AsType[*httprange.Error](err)
+	if !ok {
+		return 0, false
+	}
+	if he.Temporary() {
+		return ExitRetry, true
+	}
+	return ExitFail, true
+}
+
+// isTimeout reports whether err comes from a passed deadline (--timeout,
+// whose cause the transport's errors carry, or another).
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// Hint returns " (hint: ...)" for an input failure that has one, "" when
+// not: what to do about each kind of transport failure. It never repeats
+// a URL or a header value.
+func Hint(err error) string {
+	if atomicfile.Interrupted(nil, err) != nil {
+		return ""
+	}
+	if isTimeout(err) {
+		return " (hint: the server was too slow; raise --timeout or try again)"
+	}
+	he, ok := errors.AsType[*httprange.Error](err)
+	if !ok {
+		return ""
+	}
+	h := ""
+	switch he.Kind {
+	case httprange.KindAuth:
+		h = "set " + httprange.EnvBearerToken + " or pass --header 'Authorization: ...'; a presigned URL may have expired"
+	case httprange.KindNotFound:
+		h = "check the URL"
+	case httprange.KindNoRangeSupport:
+		h = "the server ignores Range requests; download the file and inspect it locally"
+	case httprange.KindRangeNotSatisfiable:
+		h = "the server refused a range inside the size it gave; it may be serving a changing object"
+	case httprange.KindChanged:
+		h = "the file was replaced on the server while it was read; run again"
+	case httprange.KindRedirect:
+		h = "too many redirects or one from https to http; pass the final URL"
+	case httprange.KindNetwork, httprange.KindTruncated:
+		h = "the connection failed after retries; run again"
+	case httprange.KindBadResponse:
+		h = "the server's answer contradicts the request; a proxy may be rewriting it"
+	case httprange.KindStatus:
+		if he.Status >= 500 || he.Status == http.StatusTooManyRequests {
+			h = "the server is failing or busy; run again later"
+		}
+	case httprange.KindCanceled:
+		return ""
+	}
+	if h == "" {
+		return ""
+	}
+	return " (hint: " + h + ")"
+}
