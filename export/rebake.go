@@ -82,25 +82,8 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 	if opts == nil {
 		opts = &RebakeOptions{}
 	}
-	var budget []byte
-	switch {
-	case opts.WeightStreamingBudget != nil && opts.ClearBudget:
-		return nil, newError("", "", "set the budget or clear it, not both", nil)
-	case opts.WeightStreamingBudget != nil:
-		v, err := compilespec.FormatBudget(*opts.WeightStreamingBudget)
-		if err != nil {
-			return nil, newError("", "", "bad weight streaming budget", err)
-		}
-		budget = v
-	case !opts.ClearBudget && opts.TargetDevice == "":
-		return nil, newError("", "", "nothing to change: give a budget, clear it, or give a target device", nil)
-	}
-	if opts.TargetDevice != "" {
-		if err := checkTargetDevice([]byte(opts.TargetDevice)); err != nil {
-			return nil, newError("", "", "bad target device", err)
-		}
-	}
-	if err := checkAlignment(opts.SegmentAlignment); err != nil {
+	budget, err := checkRebakeOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 
@@ -124,6 +107,32 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 		return nil, fmt.Errorf("export: rebake: %s: %w", in, err)
 	}
 	defer f.Close()
+	return rebakeOpen(ctx, f, in, dst, out, opts, budget, wrap)
+}
+
+// RebakeFile is RebakeContext for a program already open, such as one
+// read over HTTP with pte.OpenURL: its segments are streamed from f to out
+// once. name names the input in messages and warnings. out may not exist
+// unless opts allow it; f is not closed.
+func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *RebakeOptions) (*Result, error) {
+	if opts == nil {
+		opts = &RebakeOptions{}
+	}
+	budget, err := checkRebakeOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	dst, err := createOutput(ctx, out, &atomicfile.Options{NoOverwrite: opts.NoOverwrite})
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Abort()
+	return rebakeOpen(ctx, f, name, dst, out, opts, budget, nil)
+}
+
+// rebakeOpen is the re-bake of an open program f into dst, which the caller
+// aborts unless this commits it.
+func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.File, out string, opts *RebakeOptions, budget []byte, wrap func([]*io.SectionReader) []*io.SectionReader) (*Result, error) {
 	res := &Result{}
 	if err := verifyInput(f, in, res); err != nil {
 		return nil, err
@@ -192,6 +201,33 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 	res.Path = out
 	res.Size = size
 	return res, nil
+}
+
+// checkRebakeOptions refuses options that ask for nothing or for
+// something invalid, and returns the budget value to write (nil when none).
+func checkRebakeOptions(opts *RebakeOptions) ([]byte, error) {
+	var budget []byte
+	switch {
+	case opts.WeightStreamingBudget != nil && opts.ClearBudget:
+		return nil, newError("", "", "set the budget or clear it, not both", nil)
+	case opts.WeightStreamingBudget != nil:
+		v, err := compilespec.FormatBudget(*opts.WeightStreamingBudget)
+		if err != nil {
+			return nil, newError("", "", "bad weight streaming budget", err)
+		}
+		budget = v
+	case !opts.ClearBudget && opts.TargetDevice == "":
+		return nil, newError("", "", "nothing to change: give a budget, clear it, or give a target device", nil)
+	}
+	if opts.TargetDevice != "" {
+		if err := checkTargetDevice([]byte(opts.TargetDevice)); err != nil {
+			return nil, newError("", "", "bad target device", err)
+		}
+	}
+	if err := checkAlignment(opts.SegmentAlignment); err != nil {
+		return nil, err
+	}
+	return budget, nil
 }
 
 // verifyInput refuses an input with an Error finding: re-baking would only

@@ -7,14 +7,20 @@
 //
 //	pteexport --manifest model.json -o model.pte [--weight-streaming-budget-per-engine SIZE|auto]
 //	          [--target-device cuda:N] [--inline-delegate-data] [--segment-alignment N] [--json] [--force]
-//	pteexport --from in.pte -o out.pte --weight-streaming-budget-per-engine SIZE|auto [--target-device cuda:N]
+//	pteexport --from in.pte|URL -o out.pte --weight-streaming-budget-per-engine SIZE|auto [--target-device cuda:N]
+//	          [--header 'Name: value'] [--timeout DURATION]
 //
+// --from takes an http:// or https:// URL too: the program is read with
+// range requests and its segments are streamed from the server to the
+// output once (credentials: --header, $PTEKIT_HTTP_BEARER_TOKEN).
 // The manifest schema is documented in package export and docs/manifest.md.
 // The output is never one of the inputs (the manifest, an engine or blob it
 // names; --from's input only for the in-place re-bake -o equal to --from).
-// Exit status: 0 on success, 1 when the export fails, 2 for bad usage, 130
-// (SIGINT) or 143 (SIGTERM) when interrupted; an interrupted or failed
-// export leaves no output and no temporary file.
+// Exit status: 0 on success, 1 when the export fails, 2 for bad usage, 3
+// when reading a --from URL failed in a way worth retrying (changed on the
+// server, connection failed or cut, 5xx/429, --timeout), 130 (SIGINT) or
+// 143 (SIGTERM) when interrupted; an interrupted or failed export leaves
+// no output and no temporary file.
 package main
 
 import (
@@ -31,6 +37,7 @@ import (
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/internal/atomicfile"
+	"github.com/ptekit/ptekit/internal/input"
 	"github.com/spf13/pflag"
 )
 
@@ -40,7 +47,7 @@ func main() {
 
 const usage = `Usage:
   pteexport --manifest model.json -o model.pte [options]   build a program from a manifest
-  pteexport --from in.pte -o out.pte [options]             re-bake an existing program
+  pteexport --from in.pte|URL -o out.pte [options]         re-bake an existing program
 
 Options:
 `
@@ -63,6 +70,7 @@ type config struct {
 	alignment              uint64
 	alignmentSet           bool
 	jsonOut, force, help   bool
+	in                     input.Flags
 }
 
 func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
@@ -70,7 +78,7 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	fs := pflag.NewFlagSet("pteexport", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.manifest, "manifest", "", "JSON manifest describing the program (see docs/manifest.md)")
-	fs.StringVar(&c.from, "from", "", "existing .pte to re-bake")
+	fs.StringVar(&c.from, "from", "", "existing .pte to re-bake: a file or an http(s) URL")
 	fs.StringVarP(&c.output, "output", "o", "", "output .pte file")
 	fs.StringVar(&c.budgetText, "weight-streaming-budget-per-engine", "", `per-engine weight streaming budget: bytes or a size such as "4GiB", "512MiB", "8GB"; "auto" writes no budget (TensorRT's automatic budget)`)
 	fs.StringVar(&c.targetDevice, "target-device", "", `pin target_device (e.g. "cuda:0") on every delegate instead of deriving it from each engine's device`)
@@ -79,6 +87,7 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	fs.BoolVar(&c.jsonOut, "json", false, "print a machine-readable summary on stdout")
 	fs.BoolVar(&c.force, "force", false, "overwrite an existing output file")
 	fs.BoolVarP(&c.help, "help", "h", false, "show this help")
+	c.in.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, fs, &usageError{err.Error()}
 	}
@@ -115,6 +124,9 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 			return nil, fs, &usageError{fmt.Sprintf("--target-device: %v", err)}
 		}
 	}
+	if _, err := c.in.Opener(nil, nil); err != nil {
+		return nil, fs, &usageError{err.Error()}
+	}
 	if c.budgetSet {
 		if _, _, err := compilespec.ParseSize(c.budgetText); err != nil {
 			return nil, fs, &usageError{fmt.Sprintf("--weight-streaming-budget-per-engine: %v", err)}
@@ -144,6 +156,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	// The library creates the output before any work: an output that is
 	// an input, or that exists without --force, fails first.
+	ctx, cancel := c.in.WithTimeout(ctx)
+	defer cancel()
 	prog := newProgress(ctx, stderr)
 	var res *export.Result
 	if c.from != "" {
@@ -169,7 +183,10 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "pteexport: %s already exists; use --force to overwrite it\n", c.output)
 		return 1
 	default:
-		fmt.Fprintf(stderr, "pteexport: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "pteexport: %s%s\n", oneLine(err.Error()), input.Hint(err))
+		if code, ok := input.ExitCode(err); ok {
+			return code // a --from URL: 3 when worth retrying
+		}
 		return 1
 	}
 	for _, w := range res.Warnings {
@@ -236,7 +253,19 @@ func rebake(ctx context.Context, c *config, progress func(int64, int64)) (*expor
 	if c.alignmentSet {
 		opts.SegmentAlignment = c.alignment
 	}
-	return export.RebakeContext(ctx, c.from, c.output, opts)
+	if !input.IsURL(c.from) {
+		return export.RebakeContext(ctx, c.from, c.output, opts)
+	}
+	opener, err := c.in.Opener(nil, nil)
+	if err != nil {
+		return nil, &usageError{err.Error()}
+	}
+	f, err := opener.Program(ctx, c.from)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return export.RebakeFile(ctx, f, input.Display(c.from), c.output, opts)
 }
 
 // summary is the --json output.

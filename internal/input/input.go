@@ -90,11 +90,17 @@ func (fl *Flags) Opener(stdin io.Reader, getenv func(string) string) (*Opener, e
 // one is given. It governs every read of a URL input, not only its open.
 func (fl *Flags) Context(parent context.Context) (context.Context, func()) {
 	ctx, stop := atomicfile.NotifyInterrupt(parent)
-	if fl.Timeout <= 0 {
-		return ctx, stop
-	}
-	ctx, cancel := context.WithTimeoutCause(ctx, fl.Timeout, &TimeoutError{fl.Timeout})
+	ctx, cancel := fl.WithTimeout(ctx)
 	return ctx, func() { cancel(); stop() }
+}
+
+// WithTimeout returns parent with the --timeout deadline, if one is given;
+// its cause is a *TimeoutError.
+func (fl *Flags) WithTimeout(parent context.Context) (context.Context, context.CancelFunc) {
+	if fl.Timeout <= 0 {
+		return context.WithCancel(parent)
+	}
+	return context.WithTimeoutCause(parent, fl.Timeout, &TimeoutError{fl.Timeout})
 }
 
 // TimeoutError is the cause of a context whose --timeout passed.
