@@ -122,6 +122,16 @@ const (
 	offReserved       = 24
 )
 
+// ParseHeader unpacks the header from the first HeaderSize bytes of a
+// blob, without checking it (Decode and Check do); ok is false when b is
+// shorter. It lets a caller find the metadata to fetch ahead of a Check.
+func ParseHeader(b []byte) (h Header, ok bool) {
+	if len(b) < HeaderSize {
+		return Header{}, false
+	}
+	return parseHeader(b), true
+}
+
 // parseHeader unpacks a header from at least HeaderSize bytes.
 func parseHeader(b []byte) Header {
 	var h Header

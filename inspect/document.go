@@ -162,6 +162,7 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 		}
 	}
 
+	Prefetch(f)
 	doc := &Document{
 		File: File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier},
 	}

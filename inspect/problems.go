@@ -77,6 +77,7 @@ func FormatProblem(sev pte.Severity, method string, fe *pte.FormatError) Problem
 // reader reads it. It reads only the header and metadata of TensorRT blobs.
 // The error is only for failures to read the file.
 func Check(f *pte.File) ([]Problem, error) {
+	Prefetch(f)
 	return check(f, "")
 }
 

@@ -48,6 +48,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options, srcs []p
 			opts.Automatic = v
 		}
 	}
+	inspect.Prefetch(f) // the plan reads every blob's header and metadata
 	plan, err := executor.PlanProgram(f, opts)
 	if err != nil {
 		if o.json {

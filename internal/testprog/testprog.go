@@ -10,6 +10,9 @@ package testprog
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -159,4 +162,73 @@ func SetSpec(d *pte.BackendDelegate, key string, value []byte) {
 		}
 	}
 	d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: key, Value: value})
+}
+
+// Zeros is an io.ReaderAt of endless zero bytes: the engine of a large
+// program written sparse.
+type Zeros struct{}
+
+// ReadAt fills p with zeros.
+func (Zeros) ReadAt(p []byte, off int64) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// SparseWriter writes to a file, seeking over 64 KiB blocks of zeros so
+// that a multi-GiB program of zero engines costs little disk. The caller
+// truncates the file to Off at the end, so trailing holes count.
+type SparseWriter struct {
+	F   *os.File
+	Off int64
+}
+
+var zeroBlock = make([]byte, 64<<10)
+
+// Write writes p, leaving its zero blocks as holes.
+func (w *SparseWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		c := min(len(p), len(zeroBlock))
+		if bytes.Equal(p[:c], zeroBlock[:c]) {
+			if _, err := w.F.Seek(int64(c), io.SeekCurrent); err != nil {
+				return 0, err
+			}
+		} else if _, err := w.F.Write(p[:c]); err != nil {
+			return 0, err
+		}
+		w.Off += int64(c)
+		p = p[c:]
+	}
+	return n, nil
+}
+
+// WriteEngines writes to path, sparse, a program whose method "forward"
+// calls n TensorRT engines in a chain, engine i holding engineSize+16*i
+// zero bytes (sizes differ so that no two blobs are compared for
+// deduplication), each in its own segment, with a 1 GiB budget spec.
+func WriteEngines(tb testing.TB, path string, n int, engineSize int64) {
+	tb.Helper()
+	m := &export.Method{Name: "forward",
+		Inputs:  []*export.Tensor{{Name: "t0", DType: export.Float32, Shape: []int64{4}}},
+		Outputs: []*export.Tensor{{Name: fmt.Sprintf("t%d", n)}}}
+	for i := range n {
+		m.Calls = append(m.Calls, &export.EngineCall{
+			Engine:  export.EngineReader(Zeros{}, engineSize+16*int64(i)),
+			Inputs:  []*export.Binding{{Name: "in", Tensor: fmt.Sprintf("t%d", i)}},
+			Outputs: []*export.Binding{{Name: "out", Tensor: fmt.Sprintf("t%d", i+1), DType: export.Float32, Shape: []int64{4}}},
+		})
+	}
+	budget := int64(1 << 30)
+	out, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer out.Close()
+	sw := &SparseWriter{F: out}
+	if _, err := export.Write(sw, &export.Program{Methods: []*export.Method{m}}, &export.Options{WeightStreamingBudget: &budget}); err != nil {
+		tb.Fatalf("testprog: %v", err)
+	}
+	if err := out.Truncate(sw.Off); err != nil {
+		tb.Fatal(err)
+	}
 }

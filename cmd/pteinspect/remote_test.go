@@ -1,0 +1,83 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/internal/testprog"
+)
+
+// counter counts the requests a handler answers and the body bytes it
+// writes.
+type counter struct {
+	h               http.Handler
+	requests, bytes atomic.Int64
+}
+
+func (c *counter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.requests.Add(1)
+	c.h.ServeHTTP(&countingWriter{ResponseWriter: w, n: &c.bytes}, r)
+}
+
+func (c *counter) reset() { c.requests.Store(0); c.bytes.Store(0) }
+
+// countingWriter counts what is written through it (it hides
+// io.ReaderFrom, so sendfile cannot bypass the count).
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	w.n.Add(int64(n))
+	return n, err
+}
+
+// serveDir serves dir over loopback HTTP with http.FileServer
+// (http.ServeContent), counting requests and bytes.
+func serveDir(t testing.TB, dir string) (*httptest.Server, *counter) {
+	c := &counter{h: http.FileServer(http.Dir(dir))}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	return srv, c
+}
+
+// TestRemoteListReadsLittle: the default view, --json and --verify of a
+// 64-engine program over HTTP take at most 3 requests and under 64 KiB,
+// as many requests for 2 GiB of engines as for 2 MiB.
+func TestRemoteListReadsLittle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 2 GiB sparse file")
+	}
+	dir := t.TempDir()
+	sizes := map[string]int64{"2MiB.pte": 32 << 10, "2GiB.pte": 32 << 20}
+	for name, engine := range sizes {
+		p := filepath.Join(dir, name)
+		testprog.WriteEngines(t, p, 64, engine)
+		st, err := os.Stat(p)
+		require.NoError(t, err)
+		require.Greater(t, st.Size(), 64*engine, name)
+	}
+	srv, cnt := serveDir(t, dir)
+	for _, view := range [][]string{{}, {"--json"}, {"--verify"}, {"--plan"}, {"--compile-specs"}} {
+		counts := map[string]int64{}
+		for name := range sizes {
+			cnt.reset()
+			r := runArgs(nil, append(view, srv.URL+"/"+name)...)
+			require.Equal(t, 0, r.code, "%v %s: %s", view, name, r.stderr)
+			require.NotEmpty(t, r.stdout)
+			t.Logf("%v %s: %d requests, %d bytes", view, name, cnt.requests.Load(), cnt.bytes.Load())
+			require.LessOrEqual(t, cnt.requests.Load(), int64(3), "%v %s", view, name)
+			require.Less(t, cnt.bytes.Load(), int64(64<<10), "%v %s", view, name)
+			counts[name] = cnt.requests.Load()
+		}
+		require.Equal(t, counts["2MiB.pte"], counts["2GiB.pte"], "%v", view)
+	}
+}
