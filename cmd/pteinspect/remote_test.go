@@ -1,15 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/internal/testprog"
 )
 
@@ -79,5 +82,43 @@ func TestRemoteListReadsLittle(t *testing.T) {
 			counts[name] = cnt.requests.Load()
 		}
 		require.Equal(t, counts["2MiB.pte"], counts["2GiB.pte"], "%v", view)
+	}
+}
+
+// TestRemoteJSONEqualsLocal: for every program of the shared tree's
+// corpus/ and vectors/pte/, `pteinspect --json URL` (and with --hash)
+// prints what `pteinspect --json FILE` prints, with the same exit status,
+// apart from the documented file.url member; a failure object's message
+// names the input as given, so the URL is put back to the path there.
+func TestRemoteJSONEqualsLocal(t *testing.T) {
+	shared := testkit.SharedDir(t)
+	srv, _ := serveDir(t, shared)
+	var files []string
+	for _, sub := range []string{"corpus", "vectors/pte"} {
+		files = append(files, testkit.Glob(t, filepath.Join(shared, sub), "*.pte")...)
+	}
+	for _, path := range files {
+		rel, err := filepath.Rel(shared, path)
+		require.NoError(t, err)
+		url := srv.URL + "/" + filepath.ToSlash(rel)
+		for _, flags := range [][]string{{"--json"}, {"--json", "--hash"}} {
+			local := runArgs(nil, append(flags, path)...)
+			remote := runArgs(nil, append(flags, url+"?X-Amz-Signature=s3cr3t")...)
+			require.Equal(t, local.code, remote.code, "%s %v: %s", rel, flags, remote.stderr)
+			require.NotContains(t, remote.stdout+remote.stderr, "s3cr3t", rel)
+
+			var lv, rv map[string]any
+			require.NoError(t, json.Unmarshal([]byte(local.stdout), &lv), rel)
+			require.NoError(t, json.Unmarshal([]byte(remote.stdout), &rv), rel)
+			if file, ok := rv["file"].(map[string]any); ok {
+				require.Equal(t, url, file["url"], "%s: file.url", rel)
+				delete(file, "url")
+			} else {
+				e, ok := rv["error"].(map[string]any) // the failure object
+				require.True(t, ok, "%s: %s", rel, remote.stdout)
+				e["message"] = strings.ReplaceAll(e["message"].(string), url, path)
+			}
+			require.Equal(t, lv, rv, "%s %v", rel, flags)
+		}
 	}
 }
