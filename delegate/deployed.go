@@ -430,6 +430,10 @@ func readHeader(r io.ReaderAt, size int64) ([]byte, error) {
 	if size > n {
 		var last [1]byte
 		if got, err := r.ReadAt(last[:], size-1); got < 1 {
+			if err != nil && err != io.EOF {
+				// A failed read, not a short reader.
+				return nil, fmt.Errorf("trt blob: reading its last byte (%d): %w", size-1, err)
+			}
 			return nil, fmt.Errorf("trt blob: reader ends before the stated blob size %d: %w", size, eofIsUnexpected(err))
 		}
 	}

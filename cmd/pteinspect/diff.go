@@ -61,6 +61,9 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, "diff: %v", err)
 	}
+	if tuneHTTP != nil {
+		tuneHTTP(&opener.HTTP)
+	}
 	ctx, stop := in.Context(context.Background())
 	defer stop()
 	// fail reports an error reading one side.

@@ -13,11 +13,16 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ptekit/ptekit/httprange"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
+
+// tuneHTTP, when set (by tests), adjusts the transport options of URL
+// inputs, such as shorter retry delays.
+var tuneHTTP func(*httprange.Options)
 
 // Exit statuses.
 const (
@@ -138,6 +143,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opener, err := o.in.Opener(stdin, nil)
 	if err != nil {
 		return usageErr(stderr, "%v", err)
+	}
+	if tuneHTTP != nil {
+		tuneHTTP(&opener.HTTP)
 	}
 	ctx, stop := o.in.Context(context.Background())
 	defer stop()

@@ -266,7 +266,7 @@ func Hint(err error) string {
 	h := ""
 	switch he.Kind {
 	case httprange.KindAuth:
-		h = "set " + httprange.EnvBearerToken + " or pass --header 'Authorization: ...'; a presigned URL may have expired"
+		return "" // the message names the variable and the flag already
 	case httprange.KindNotFound:
 		h = "check the URL"
 	case httprange.KindNoRangeSupport:
