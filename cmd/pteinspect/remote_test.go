@@ -122,3 +122,54 @@ func TestRemoteJSONEqualsLocal(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteViews: the other views take a URL as they take a file, with
+// the same output: --verify, --plan, --compile-specs (text and JSON, the
+// file named by its redacted URL), --extract to a local file, and diff of
+// two URLs or a URL and a file.
+func TestRemoteViews(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"two_methods", "segment", "aliased"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".pte"), trtPrograms(t)[name], 0o644))
+	}
+	srv, _ := serveDir(t, dir)
+	url := func(name string) string { return srv.URL + "/" + name + ".pte?sig=s3cr3t" }
+	local := func(name string) string { return filepath.Join(dir, name+".pte") }
+	same := func(args ...string) {
+		t.Helper()
+		n := len(args) - 1
+		l := runArgs(nil, append(args[:n:n], local(args[n]))...)
+		r := runArgs(nil, append(args[:n:n], url(args[n]))...)
+		require.Equal(t, l.code, r.code, "%v: %s", args, r.stderr)
+		shown := srv.URL + "/" + args[n] + ".pte"
+		require.Equal(t, l.stdout, strings.ReplaceAll(r.stdout, shown, local(args[n])), "%v", args)
+		require.NotContains(t, r.stdout+r.stderr, "s3cr3t")
+	}
+	for _, args := range [][]string{
+		{"--verify"}, {"--verify", "--json"}, {"--plan"}, {"--plan", "--json"},
+		{"--compile-specs"}, {"--compile-specs", "--json"}, {"--method", "decode"},
+	} {
+		same(append(args, "two_methods")...)
+	}
+	same("--extract", "0:0", "-o", "-", "aliased")
+	same("--extract", "0:0", "--engine", "-o", "-", "aliased")
+
+	out := filepath.Join(t.TempDir(), "blob")
+	r := runArgs(nil, "--extract", "prefill:0", "-o", out, url("two_methods"))
+	require.Equal(t, 0, r.code, r.stderr)
+	want := runArgs(nil, "--extract", "prefill:0", "-o", "-", local("two_methods"))
+	got, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, want.stdout, string(got))
+
+	for _, pair := range [][2]string{{url("segment"), url("segment")}, {url("segment"), local("segment")}} {
+		r := runArgs(nil, "diff", pair[0], pair[1])
+		require.Equal(t, 0, r.code, "%v: %s %s", pair, r.stdout, r.stderr)
+	}
+	l := runArgs(nil, "diff", "--json", local("segment"), local("two_methods"))
+	r = runArgs(nil, "diff", "--json", url("segment"), local("two_methods"))
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, l.stdout, r.stdout)
+	r = runArgs(nil, "diff", url("segment"), srv.URL+"/missing.pte")
+	require.Equal(t, 2, r.code, r.stderr)
+}
