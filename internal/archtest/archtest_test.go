@@ -35,6 +35,7 @@ var allowed = map[string][]string{
 	"executor":            {"pte", "ptd", "compilespec", "delegate"},
 	"inspect":             {"pte", "ptd", "compilespec", "delegate", "executor"},
 	"export":              {"pte", "compilespec", "delegate", "internal/atomicfile"},
+	"internal/input":      {"pte", "httprange", "internal/atomicfile"},
 	"cmd/":                {anything},
 	"internal/testkit":    {anything},
 	"internal/testprog":   {anything},

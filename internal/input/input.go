@@ -82,8 +82,14 @@ func (fl *Flags) Opener(stdin io.Reader, getenv func(string) string) (*Opener, e
 	for k, v := range extra {
 		h[k] = v // --header wins over the environment
 	}
-	return &Opener{Stdin: stdin, HTTP: httprange.Options{Header: h, BlockSize: BlockSize}}, nil
+	return &Opener{Stdin: stdin, HTTP: httprange.Options{Header: h, BlockSize: BlockSize, ReadAhead: ReadAhead}}, nil
 }
+
+// ReadAhead is the commands' httprange read-ahead window for streams (a
+// re-bake copying segments, --extract, --hash): half the default, which
+// keeps a 2 GiB re-bake from a URL under 40 MiB of memory at loopback
+// speed, where 8 MiB windows reach 60 MiB.
+const ReadAhead = 4 << 20
 
 // BlockSize is the commands' httprange block size, and so the size of the
 // first request of a URL input. Half httprange's default: the flatbuffer
