@@ -3,8 +3,8 @@
 //
 // Usage:
 //
-//	pteinspect [flags] FILE.pte
-//	pteinspect diff [--json] [--layout] A.pte B.pte
+//	pteinspect [flags] FILE.pte|URL
+//	pteinspect diff [--json] [--layout] A.pte|URL B.pte|URL
 //
 // By default it prints a summary for a terminal: file size, extended header,
 // segment table, and for each method its inputs and outputs, instruction
@@ -33,14 +33,20 @@
 //	                     TensorRT would choose), load-time options with
 //	                     --backend-option BACKEND:KEY=VALUE
 //
-// FILE "-" reads the program from standard input.
+// FILE "-" reads the program from standard input. An http:// or https://
+// URL is read with range requests (a few KiB for the default and --json
+// views of any size); --header 'Name: value' (repeatable) and
+// $PTEKIT_HTTP_BEARER_TOKEN send credentials, --timeout DURATION bounds the
+// reads. URLs are shown without user information, query and fragment.
 //
 // Exit status: 0 on success, 1 when the file is damaged or a check finds an
 // error (the output is still complete), when --method or --delegate names
 // nothing in the file, and for diff when the files differ; 2 on a usage
-// error (diff: any error); 130 (SIGINT) or 143 (SIGTERM) when an --extract
-// to a file is interrupted, which leaves no output and no temporary file
-// behind. With --json, standard output holds one JSON
+// error (diff: any error); 3 when reading a URL failed in a way worth
+// retrying (changed on the server, connection failed or cut, 5xx/429
+// after retries, --timeout passed); 130 (SIGINT) or 143 (SIGTERM) when
+// interrupted (an --extract to a file then leaves no output and no
+// temporary file behind). With --json, standard output holds one JSON
 // object even on failure: {"error": {"kind", "message", "offset", "path"}}.
 // pteinspect never reads payload bytes it does not need: the default and
 // --json views of a multi-gigabyte program read a few kilobytes.
