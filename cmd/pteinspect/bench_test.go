@@ -16,6 +16,7 @@ import (
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -34,40 +35,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(bigDir)
 	}
 	os.Exit(code)
-}
-
-// zeros is an io.ReaderAt of zero bytes.
-type zeros struct{}
-
-func (zeros) ReadAt(p []byte, off int64) (int, error) {
-	clear(p)
-	return len(p), nil
-}
-
-// sparseWriter writes to a file, seeking over blocks of zeros so that the
-// file stays sparse.
-type sparseWriter struct {
-	f   *os.File
-	off int64
-}
-
-var zeroBlock = make([]byte, 64<<10)
-
-func (w *sparseWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		c := min(len(p), len(zeroBlock))
-		if bytes.Equal(p[:c], zeroBlock[:c]) {
-			if _, err := w.f.Seek(int64(c), io.SeekCurrent); err != nil {
-				return 0, err
-			}
-		} else if _, err := w.f.Write(p[:c]); err != nil {
-			return 0, err
-		}
-		w.off += int64(c)
-		p = p[c:]
-	}
-	return n, nil
 }
 
 // bigProgram returns a TensorRT program whose engine is 2 GiB of zeros,
@@ -98,7 +65,7 @@ func writeBigProgram(src []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	segs[f.Program.ExecutionPlan[0].Delegates[0].Processed.Index], err = delegate.NewBlobReader(&blob.Metadata, zeros{}, bigEngine)
+	segs[f.Program.ExecutionPlan[0].Delegates[0].Processed.Index], err = delegate.NewBlobReader(&blob.Metadata, testprog.Zeros{}, bigEngine)
 	if err != nil {
 		return "", err
 	}
@@ -111,11 +78,11 @@ func writeBigProgram(src []byte) (string, error) {
 		return "", err
 	}
 	defer out.Close()
-	sw := &sparseWriter{f: out}
+	sw := &testprog.SparseWriter{F: out}
 	if _, err := pte.Write(sw, f.Program, segs, nil); err != nil {
 		return "", err
 	}
-	return path, out.Truncate(sw.off)
+	return path, out.Truncate(sw.Off)
 }
 
 // TestBigProgramViewsReadLittle: opening a 2 GiB TensorRT program and

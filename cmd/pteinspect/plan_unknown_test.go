@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/internal/testprog"
+
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/executor"
 	"github.com/ptekit/ptekit/pte"
@@ -66,10 +68,10 @@ func unreadProgram(t *testing.T, metadataSize uint32) string {
 	out, err := os.Create(path)
 	require.NoError(t, err)
 	defer out.Close()
-	sw := &sparseWriter{f: out}
+	sw := &testprog.SparseWriter{F: out}
 	_, err = pte.Write(sw, src.Program, segs, nil)
 	require.NoError(t, err)
-	require.NoError(t, out.Truncate(sw.off))
+	require.NoError(t, out.Truncate(sw.Off))
 	return path
 }
 
