@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,8 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/internal/testprog"
+	"github.com/ptekit/ptekit/pte"
 )
 
 // counter counts the requests a handler answers and the body bytes it
@@ -172,4 +175,38 @@ func TestRemoteViews(t *testing.T) {
 	require.Equal(t, l.stdout, r.stdout)
 	r = runArgs(nil, "diff", url("segment"), srv.URL+"/missing.pte")
 	require.Equal(t, 2, r.code, r.stderr)
+}
+
+// BenchmarkRemoteJSON runs `pteinspect --json URL` on 64-engine programs of
+// 2 MiB and 2 GiB served over loopback, and reports requests and bytes per
+// run beside the local file's preads and bytes for the same view.
+func BenchmarkRemoteJSON(b *testing.B) {
+	dir := b.TempDir()
+	srv, cnt := serveDir(b, dir)
+	for _, c := range []struct {
+		name   string
+		engine int64
+	}{{"2MiB", 32 << 10}, {"2GiB", 32 << 20}} {
+		path := filepath.Join(dir, c.name+".pte")
+		testprog.WriteEngines(b, path, 64, c.engine)
+		b.Run(c.name, func(b *testing.B) {
+			cr, size := testkit.OpenCounting(b, path)
+			f, err := pte.NewFile(cr, size)
+			require.NoError(b, err)
+			doc, err := inspect.Build(f, nil)
+			require.NoError(b, err)
+			require.NoError(b, inspect.Encode(io.Discard, doc))
+			cnt.reset()
+			for b.Loop() {
+				if r := runArgs(nil, "--json", srv.URL+"/"+c.name+".pte"); r.code != 0 {
+					b.Fatal(r.stderr)
+				}
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(cnt.requests.Load())/n, "requests/op")
+			b.ReportMetric(float64(cnt.bytes.Load())/n, "http-bytes/op")
+			b.ReportMetric(float64(cr.Calls()), "local-preads/op")
+			b.ReportMetric(float64(cr.Bytes()), "local-bytes/op")
+		})
+	}
 }
