@@ -156,7 +156,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	// The library creates the output before any work: an output that is
 	// an input, or that exists without --force, fails first.
-	ctx, cancel := c.in.WithTimeout(ctx)
+	ctx, cancel := c.in.WithTimeout(ctx, c.from)
 	defer cancel()
 	prog := newProgress(ctx, stderr)
 	var res *export.Result

@@ -64,7 +64,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if tuneHTTP != nil {
 		tuneHTTP(&opener.HTTP)
 	}
-	ctx, stop := in.Context(context.Background())
+	ctx, stop := in.Context(context.Background(), fs.Args()...)
 	defer stop()
 	// fail reports an error reading one side.
 	fail := func(name string, err error) int {

@@ -147,7 +147,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if tuneHTTP != nil {
 		tuneHTTP(&opener.HTTP)
 	}
-	ctx, stop := o.in.Context(context.Background())
+	ctx, stop := o.in.Context(context.Background(), name)
 	defer stop()
 	if isPTD(ctx, opener, name) {
 		return runPTD(ctx, opener, name, stdout, stderr, &o)

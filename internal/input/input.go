@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -98,19 +99,21 @@ const ReadAhead = 4 << 20
 // would double what listing a program transfers.
 const BlockSize = 16 << 10
 
-// Context returns the context a command runs under: cancelled by SIGINT or
-// SIGTERM (atomicfile.NotifyInterrupt), with the --timeout deadline when
-// one is given. It governs every read of a URL input, not only its open.
-func (fl *Flags) Context(parent context.Context) (context.Context, func()) {
+// Context returns the context a command with these inputs runs under:
+// cancelled by SIGINT or SIGTERM (atomicfile.NotifyInterrupt), with the
+// --timeout deadline when one is given and an input is a URL. It governs
+// every read of a URL input, not only its open.
+func (fl *Flags) Context(parent context.Context, inputs ...string) (context.Context, func()) {
 	ctx, stop := atomicfile.NotifyInterrupt(parent)
-	ctx, cancel := fl.WithTimeout(ctx)
+	ctx, cancel := fl.WithTimeout(ctx, inputs...)
 	return ctx, func() { cancel(); stop() }
 }
 
-// WithTimeout returns parent with the --timeout deadline, if one is given;
-// its cause is a *TimeoutError.
-func (fl *Flags) WithTimeout(parent context.Context) (context.Context, context.CancelFunc) {
-	if fl.Timeout <= 0 {
+// WithTimeout returns parent with the --timeout deadline, if one is given
+// and one of inputs is a URL (a local command is not timed); its cause is
+// a *TimeoutError.
+func (fl *Flags) WithTimeout(parent context.Context, inputs ...string) (context.Context, context.CancelFunc) {
+	if fl.Timeout <= 0 || !slices.ContainsFunc(inputs, IsURL) {
 		return context.WithCancel(parent)
 	}
 	return context.WithTimeoutCause(parent, fl.Timeout, &TimeoutError{fl.Timeout})

@@ -129,7 +129,10 @@ func TestOpen(t *testing.T) {
 // which the transport's errors carry.
 func TestContextTimeout(t *testing.T) {
 	fl := Flags{Timeout: 20 * time.Millisecond}
-	ctx, stop := fl.Context(context.Background())
+	ctx, stop := fl.Context(context.Background(), "p.pte")
+	defer stop()
+	require.NoError(t, context.Cause(ctx)) // no URL: no deadline
+	ctx, stop = fl.Context(context.Background(), "p.pte", "http://h/p.pte")
 	defer stop()
 	<-ctx.Done()
 	require.ErrorIs(t, context.Cause(ctx), context.DeadlineExceeded)
