@@ -3,6 +3,7 @@ package httprange
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"strings"
 	"time"
@@ -139,7 +140,17 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is reports whether target is the sentinel of e's Kind.
+//
+// A missing object also matches fs.ErrNotExist and a refused one
+// fs.ErrPermission, so code written for files (errors.Is(err,
+// fs.ErrNotExist)) treats a URL alike.
 func (e *Error) Is(target error) bool {
+	switch {
+	case target == fs.ErrNotExist:
+		return e.Kind == KindNotFound
+	case target == fs.ErrPermission:
+		return e.Kind == KindAuth
+	}
 	i, ok := kindInfo[e.Kind]
 	return ok && target == i.sentinel
 }

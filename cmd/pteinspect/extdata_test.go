@@ -365,3 +365,25 @@ func TestPTDDiff(t *testing.T) {
 	// A .ptd against a program is a usage error.
 	assert.Equal(t, exitUsage, runArgs(nil, "diff", a, trtPath(t, "segment")).code)
 }
+
+// TestVerifyDataPairsOverHTTP: the same runs with the program and every
+// data file served over HTTP (--data takes URLs through the one input
+// opener) give the same verdicts as the local files.
+func TestVerifyDataPairsOverHTTP(t *testing.T) {
+	dir := testkit.SharedDir(t, "corpus")
+	srv, _ := serveDir(t, dir)
+	rel := func(p string) string {
+		r, err := filepath.Rel(dir, p)
+		require.NoError(t, err)
+		return srv.URL + "/" + filepath.ToSlash(r)
+	}
+	for _, run := range testkit.Pairs(t, dir) {
+		t.Run(run.Run, func(t *testing.T) {
+			var files []string
+			for _, d := range run.DataFiles {
+				files = append(files, rel(d))
+			}
+			checkVerifyRun(t, rel(run.Program), files, run.Record)
+		})
+	}
+}
