@@ -30,7 +30,7 @@ func TestHumanViewsEscapeNames(t *testing.T) {
 		p.ExecutionPlan[0].Operators = append(p.ExecutionPlan[0].Operators, &pte.Operator{Name: op})
 		p.ExecutionPlan[1].Delegates[0].ID = backend
 	})
-	for _, args := range [][]string{{"-"}, {"--compile-specs", "-"}, {"--plan", "-"}, {"--verify", "-"}} {
+	for _, args := range [][]string{{"-"}, {"--long", "-"}, {"--compile-specs", "-"}, {"--plan", "-"}, {"--verify", "-"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			r := runArgs(data, args...)
 			require.NotEmpty(t, r.stdout, r.stderr)
@@ -47,7 +47,7 @@ func TestHumanViewsEscapeNames(t *testing.T) {
 			assert.Contains(t, r.stdout, `for\nward\x1b[31m`)
 		})
 	}
-	r := runArgs(data, "-")
+	r := runArgs(data, "--long", "-")
 	assert.Contains(t, r.stdout, `"Evil\rBackend\xff"`)
 	assert.Contains(t, r.stdout, `"k\x1b]0;title\a"`)
 	assert.Contains(t, r.stdout, `"aten::add\u2028"`)

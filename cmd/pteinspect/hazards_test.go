@@ -121,7 +121,7 @@ func TestTensorRTHazards(t *testing.T) {
 			assert.Equal(t, "error", doc.Problems[0].Severity)
 			assert.Equal(t, "execution_plan[0].delegates[0] (TensorRT blob)", doc.Problems[0].Path)
 
-			r = runArgs(data, "-")
+			r = runArgs(data, "--long", "-")
 			require.Equal(t, exitFail, r.code)
 			assert.Contains(t, r.stdout, "HAZARD: ")
 			if bothReject {
@@ -137,7 +137,7 @@ func TestTensorRTHazards(t *testing.T) {
 	}
 
 	// The golden human view of one of them.
-	r := runArgs(emptyName, "-")
+	r := runArgs(emptyName, "--long", "-")
 	testkit.Golden(t, filepath.Join("testdata", "golden", "trt_hazard_empty_name.txt"), []byte(r.stdout))
 }
 

@@ -23,7 +23,7 @@ func TestTargetDeviceMismatchShown(t *testing.T) {
 			}
 		}
 	})
-	r := runArgs(data, "-")
+	r := runArgs(data, "--long", "-")
 	require.Equal(t, exitOK, r.code, r.stderr) // a warning
 	assert.Contains(t, r.stdout, "warning(s)")
 	assert.Regexp(t, `warning: \[prefill\] .*target_device "cuda:1" .*cuda:0`, r.stdout)

@@ -33,7 +33,7 @@ func TestDamagedMethodViews(t *testing.T) {
 		}
 		n++
 		t.Run(name, func(t *testing.T) {
-			r := runArgs(nil, path)
+			r := runArgs(nil, "--long", path)
 			assert.Equal(t, exitFail, r.code, r.stderr)
 			assert.Empty(t, r.stderr)
 			assert.Contains(t, r.stdout, "\nmethod ", "the view is complete")
@@ -79,7 +79,7 @@ func TestVerifyAliasedIOThatInitRefuses(t *testing.T) {
 	assert.Contains(t, r.stdout, `input "no_such_input" is not an input binding`)
 	assert.Contains(t, r.stdout, "-: 2 error(s)")
 
-	r = runArgs(data, "-")
+	r = runArgs(data, "--long", "-")
 	assert.Equal(t, exitFail, r.code)
 	assert.Contains(t, r.stdout, `HAZARD: aliased_io entry "y" <- "no_such_input" has kind "bogus"`)
 	assert.NotContains(t, r.stdout, "hazards     none")
@@ -123,13 +123,17 @@ func TestUnionTagWithoutTable(t *testing.T) {
 	require.NoError(t, err)
 	data := []byte(text)
 
-	for _, args := range [][]string{{"-"}, {"--json", "-"}, {"--verify", "-"}} {
+	for _, args := range [][]string{{"--long", "-"}, {"--json", "-"}, {"--verify", "-"}} {
 		r := runArgs(data, args...)
 		assert.Equal(t, exitFail, r.code, "%v: %s", args, r.stderr)
 		assert.Contains(t, r.stdout, "FreeCall has no table", "%v", args)
 		assert.Contains(t, r.stdout, "Double value has no Double table", "%v", args)
 	}
-	r := runArgs(data, "--plan", "-") // the runtime fails the method on the first damage it meets
+	r := runArgs(data, "-") // the summary counts them and lists the first
+	assert.Equal(t, exitFail, r.code, r.stderr)
+	assert.Regexp(t, `problems +8 errors, 1 warning`, r.stdout)
+	assert.Contains(t, r.stdout, "Double value has no Double table")
+	r = runArgs(data, "--plan", "-") // the runtime fails the method on the first damage it meets
 	assert.Equal(t, exitFail, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "FAILS to load: invalid_program")
 

@@ -47,7 +47,7 @@ Flags:
 
 type options struct {
 	json, hash, compileSpecs, verify, engine, plan bool
-	force                                          bool
+	force, long, quiet, version                    bool
 	method, backend, extract, output               string
 	backendOptions                                 []string
 	data                                           []string
@@ -60,6 +60,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&o.json, "json", false, "print the stable JSON form (docs/json.md)")
+	fs.BoolVarP(&o.long, "long", "l", false, "show every delegate, segment, binding and compile spec, not only the summary")
 	fs.BoolVar(&o.hash, "hash", false, "add SHA-256 digests of the file, segments, payloads and byte vectors")
 	fs.StringVar(&o.method, "method", "", "show only the method `NAME`")
 	fs.StringVar(&o.backend, "delegate", "", "show only delegates of backend `ID` (e.g. TensorRTBackend)")
@@ -207,7 +208,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return code
 	}
-	printHuman(w, name, f, doc, &o)
+	if o.long {
+		printHuman(w, name, f, doc, &o)
+	} else {
+		printSummary(w, name, doc)
+	}
 	return code
 }
 
@@ -251,6 +256,8 @@ func (o *options) check(stderr io.Writer) int {
 		return usageErr(stderr, "--extract writes bytes; --json and --hash do not apply")
 	case o.extract != "" && (o.method != "" || o.backend != ""):
 		return usageErr(stderr, "--extract PLAN:DELEGATE names the delegate; --method and --delegate do not apply")
+	case o.long && (len(modes) > 0 || o.json):
+		return usageErr(stderr, "--long goes with the default view")
 	case o.hash && len(modes) > 0:
 		return usageErr(stderr, "--hash goes with the default view and --json, not with %s", modes[0])
 	case o.verify && o.backend != "":

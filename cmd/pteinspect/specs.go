@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/ptekit/ptekit/inspect"
@@ -50,11 +51,7 @@ func joinOr(s []string) string {
 	if len(s) == 0 {
 		return "none"
 	}
-	out := s[0]
-	for _, x := range s[1:] {
-		out += ", " + x
-	}
-	return out
+	return strings.Join(s, ", ") // linear: 8192 methods must be fast
 }
 
 // methodNames returns the names of p's methods in order.

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/inspect"
+)
+
+// The default view fits a terminal: at most this many methods, method names
+// on the methods line and problems are listed; --long shows everything.
+const (
+	summaryMethods  = 20
+	summaryNames    = 8
+	summaryProblems = 5
+)
+
+// printSummary prints the default view: inspect.Summary of the document,
+// one line per method and per group of alike delegates.
+func printSummary(w io.Writer, name string, doc *inspect.Document) {
+	s := inspect.NewSummary(doc)
+	t := newTable(w, "")
+	t.row("file", esc(name))
+	t.row("size", compilespec.FormatSize(s.Size))
+	if doc.File.SHA256.Hex != "" {
+		t.row("sha256", doc.File.SHA256.Hex)
+	}
+	names := make([]string, 0, min(len(s.Methods), summaryNames))
+	for _, m := range s.Methods[:min(len(s.Methods), summaryNames)] {
+		names = append(names, esc(m.Name))
+	}
+	methods := fmt.Sprintf("%d: %s", len(s.Methods), strings.Join(names, ", "))
+	if len(s.Methods) == 0 {
+		methods = "none"
+	} else if more := len(s.Methods) - len(names); more > 0 {
+		methods += fmt.Sprintf(" and %d more", more)
+	}
+	t.row("methods", methods)
+	t.row("delegates", backendsText(s.Backends))
+	if s.Largest != nil {
+		t.row("payloads", fmt.Sprintf("%s in all, largest %s (%s delegate %d)", compilespec.FormatSize(s.Payloads),
+			compilespec.FormatSize(*s.Largest.Size), esc(s.Largest.Plan), s.Largest.DelegateIndex))
+	}
+	t.row("problems", problemsText(s))
+	t.flush()
+
+	if len(s.Methods) > 0 {
+		fmt.Fprintln(w)
+	}
+	for i, m := range s.Methods {
+		if i == summaryMethods {
+			fmt.Fprintf(w, "... and %d more methods (--method NAME or --long shows them)\n", len(s.Methods)-i)
+			break
+		}
+		fmt.Fprintf(w, "%s (#%d): %s\n", esc(m.Name), m.Index, methodText(m))
+		for _, g := range m.Groups {
+			fmt.Fprintf(w, "  %s\n", groupText(g))
+		}
+	}
+	if s.Errors+s.Warnings > 0 {
+		fmt.Fprintln(w)
+		for i, p := range doc.Problems {
+			if i == summaryProblems {
+				fmt.Fprintf(w, "... and %d more problems (pteinspect --verify lists them all)\n", len(doc.Problems)-i)
+				break
+			}
+			fmt.Fprintln(w, escText(p.String()))
+		}
+	}
+	if len(doc.Delegates) > 0 || len(doc.Segments) > 0 {
+		fmt.Fprintf(w, "\n(--long shows segments, bindings, compile specs and every delegate)\n")
+	}
+}
+
+func backendsText(bs []inspect.BackendCount) string {
+	if len(bs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(bs))
+	for i, b := range bs {
+		parts[i] = strconv.Itoa(b.Count) + " " + esc(b.ID)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func problemsText(s *inspect.Summary) string {
+	if s.Errors+s.Warnings == 0 {
+		return "none"
+	}
+	return plural(s.Errors, "error") + ", " + plural(s.Warnings, "warning")
+}
+
+// plural is "1 error", "2 errors".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+func methodText(m *inspect.MethodSummary) string {
+	parts := []string{plural(m.Inputs, "input"), plural(m.Outputs, "output"), plural(m.Instructions, "instruction")}
+	if len(m.Returns) > 0 {
+		r := make([]string, len(m.Returns))
+		for i, c := range m.Returns {
+			r[i] = c.Type + " " + escText(c.Value)
+		}
+		parts = append(parts, "returns "+strings.Join(r, ", "))
+	}
+	switch {
+	case m.Budgeted > 0 && m.Automatic > 0:
+		parts = append(parts, fmt.Sprintf("engine budgets add up to %s (%d automatic)", compilespec.FormatSize(m.Budget), m.Automatic))
+	case m.Budgeted > 1:
+		parts = append(parts, "engine budgets add up to "+compilespec.FormatSize(m.Budget))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func groupText(g *inspect.DelegateGroup) string {
+	var b strings.Builder
+	if g.Count == 1 {
+		fmt.Fprintf(&b, "%s delegate #%d", esc(g.ID), g.First)
+	} else {
+		fmt.Fprintf(&b, "%d %s delegates", g.Count, esc(g.ID))
+	}
+	each := ""
+	if g.Count > 1 {
+		each = " each"
+	}
+	switch {
+	case g.Budget != "":
+		b.WriteString(", budget " + escText(g.Budget) + each)
+	case inspect.IsTensorRT(g.ID):
+		b.WriteString(", automatic budget")
+	}
+	if g.Device != "" {
+		b.WriteString(", " + esc(g.Device))
+	}
+	payload := "payload"
+	if g.Count > 1 {
+		payload = "payloads"
+	}
+	fmt.Fprintf(&b, ", %s %s", payload, compilespec.FormatSize(g.Payloads))
+	return b.String()
+}

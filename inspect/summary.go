@@ -1,0 +1,264 @@
+package inspect
+
+import (
+	"encoding/hex"
+	"math"
+	"strconv"
+
+	"github.com/ptekit/ptekit/compilespec"
+)
+
+// Summary is what a person takes in at a glance about a program: its
+// methods, its delegates grouped where they are alike, payload sizes,
+// weight streaming budgets and how many problems the checks found.
+// pteinspect's default view prints it; the per-delegate detail stays in the
+// Document. NewSummary builds it in time and memory linear in the number of
+// methods and delegates.
+type Summary struct {
+	Size int64 // file size in bytes
+	// Methods lists every method of the document, in order.
+	Methods []*MethodSummary
+	// Backends counts delegates per backend id, in order of first use.
+	Backends []BackendCount
+	// Payloads is the total size of every delegate payload that can be
+	// located; the sum saturates at math.MaxInt64 rather than wrapping.
+	Payloads int64
+	// Largest is the delegate with the largest payload; nil when no payload
+	// can be located.
+	Largest *Delegate
+	// Errors and Warnings count the document's problems.
+	Errors, Warnings int
+}
+
+// BackendCount is the number of delegates of one backend.
+type BackendCount struct {
+	ID    string
+	Count int
+}
+
+// MethodSummary is one method at a glance.
+type MethodSummary struct {
+	Index   int // in program.execution_plan
+	Name    string
+	Inputs  int
+	Outputs int
+	// Instructions counts the instructions of every chain.
+	Instructions int
+	// Returns holds the method's outputs that are constant values (an int,
+	// a bool, a double, a string), as text; a getter method such as
+	// get_max_seq_len returns only those. Tensor outputs are not listed.
+	Returns []Constant
+	// Groups are the method's delegates, alike ones counted together, in
+	// order of first appearance.
+	Groups []*DelegateGroup
+	// Budget sums the weight streaming budgets of the method's TensorRT
+	// delegates that state one (saturating at math.MaxInt64); Budgeted
+	// counts them and Automatic counts those that state none.
+	Budget              int64
+	Budgeted, Automatic int
+}
+
+// Constant is a constant value a method returns.
+type Constant struct {
+	Type  string // "Int", "Bool", "Double", "String", "Null"
+	Value string // as text: 128, true, 0.5, "text" (quoted)
+}
+
+// DelegateGroup is a set of delegates of one method that a person would
+// call the same: one backend, one budget, one device.
+type DelegateGroup struct {
+	ID    string // backend id
+	Count int
+	// Budget is the weight_streaming_budget compile spec as text: a size
+	// (e.g. "512 MiB") when it parses, the value quoted (at most 64 bytes)
+	// when it does not, "" when the delegates state none.
+	Budget string
+	// BudgetBytes is the parsed budget, -1 when there is none or it does
+	// not parse.
+	BudgetBytes int64
+	// Device is where the delegates run: the target_device compile spec
+	// ("cuda:0"), or the engine's device ("engine device 0") when no spec
+	// pins one; "" when neither says.
+	Device string
+	// Payloads is the total payload size of the group (saturating).
+	Payloads int64
+	// First is the delegate index of the group's first delegate.
+	First int
+}
+
+// maxQuote bounds how much of an untrusted value a summary quotes.
+const maxQuote = 64
+
+// NewSummary summarises doc.
+func NewSummary(doc *Document) *Summary {
+	s := &Summary{Size: doc.File.Size}
+	for _, p := range doc.Problems {
+		if p.IsError() {
+			s.Errors++
+		} else {
+			s.Warnings++
+		}
+	}
+	byIndex := map[int]*MethodSummary{}
+	if doc.Program != nil {
+		for i, ep := range doc.Program.ExecutionPlan {
+			if ep == nil {
+				continue
+			}
+			m := methodSummary(ep)
+			m.Index = i
+			s.Methods = append(s.Methods, m)
+			byIndex[i] = m
+		}
+	}
+	backends := map[string]int{} // id -> index in s.Backends
+	type groupKey struct {
+		plan               int
+		id, budget, device string
+	}
+	groups := map[groupKey]*DelegateGroup{}
+	for _, d := range doc.Delegates {
+		if i, ok := backends[d.ID]; ok {
+			s.Backends[i].Count++
+		} else {
+			backends[d.ID] = len(s.Backends)
+			s.Backends = append(s.Backends, BackendCount{ID: d.ID, Count: 1})
+		}
+		var size int64
+		if d.Size != nil {
+			size = *d.Size
+			s.Payloads = satAdd(s.Payloads, size)
+			if s.Largest == nil || size > *s.Largest.Size {
+				s.Largest = d
+			}
+		}
+		budget, budgetBytes := delegateBudget(d)
+		k := groupKey{d.PlanIndex, d.ID, budget, delegateDevice(d)}
+		g := groups[k]
+		m := byIndex[d.PlanIndex]
+		if g == nil {
+			g = &DelegateGroup{ID: d.ID, Budget: budget, BudgetBytes: budgetBytes, Device: k.device, First: d.DelegateIndex}
+			groups[k] = g
+			if m != nil {
+				m.Groups = append(m.Groups, g)
+			}
+		}
+		g.Count++
+		g.Payloads = satAdd(g.Payloads, size)
+		if m != nil && IsTensorRT(d.ID) {
+			if budgetBytes >= 0 {
+				m.Budget = satAdd(m.Budget, budgetBytes)
+				m.Budgeted++
+			} else if budget == "" {
+				m.Automatic++
+			}
+		}
+	}
+	return s
+}
+
+func methodSummary(ep *ExecutionPlan) *MethodSummary {
+	m := &MethodSummary{Name: ep.Name, Inputs: len(ep.Inputs), Outputs: len(ep.Outputs)}
+	for _, c := range ep.Chains {
+		if c != nil {
+			m.Instructions += len(c.Instructions)
+		}
+	}
+	for _, i := range ep.Outputs {
+		if i < 0 || int(i) >= len(ep.Values) || ep.Values[i] == nil {
+			continue
+		}
+		if c, ok := constant(ep.Values[i].Val); ok {
+			m.Returns = append(m.Returns, c)
+		}
+	}
+	return m
+}
+
+// constant returns the text of a constant value, false for anything else
+// (tensors, lists).
+func constant(v any) (Constant, bool) {
+	switch x := v.(type) {
+	case *IntVal:
+		return Constant{"Int", strconv.FormatInt(x.IntVal, 10)}, true
+	case *BoolVal:
+		return Constant{"Bool", strconv.FormatBool(x.BoolVal)}, true
+	case *DoubleVal:
+		return Constant{"Double", strconv.FormatFloat(float64(x.DoubleVal), 'g', -1, 64)}, true
+	case *StringVal:
+		return Constant{"String", QuoteShort(x.StringVal)}, true
+	case *NullVal:
+		return Constant{"Null", "None"}, true
+	}
+	return Constant{}, false
+}
+
+// QuoteShort quotes s in Go syntax, cut to its first 64 bytes (with "..."
+// after the quote) so that a hostile value cannot flood a message.
+func QuoteShort(s string) string {
+	if len(s) <= maxQuote {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:maxQuote]) + "..."
+}
+
+// specValue returns a compile spec value's bytes.
+func specValue(cs *CompileSpecRaw) []byte {
+	if cs.ValueUTF8 != nil {
+		return []byte(*cs.ValueUTF8)
+	}
+	b, _ := hex.DecodeString(cs.ValueHex)
+	return b
+}
+
+// specOf returns the first compile spec of d whose key is key (with
+// ExecuTorch's C-string key comparison), or nil.
+func specOf(d *Delegate, key string) *CompileSpecRaw {
+	for _, cs := range d.CompileSpecs {
+		if cs != nil && compilespec.CKeyEqual(cs.Key, key) {
+			return cs
+		}
+	}
+	return nil
+}
+
+// delegateBudget returns a TensorRT delegate's budget as the summary shows
+// it, and in bytes (-1 when none or unreadable).
+func delegateBudget(d *Delegate) (string, int64) {
+	if !IsTensorRT(d.ID) {
+		return "", -1
+	}
+	cs := specOf(d, compilespec.KeyWeightStreamingBudget)
+	if cs == nil {
+		return "", -1
+	}
+	v := specValue(cs)
+	n, err := compilespec.ParseBudget(v)
+	if err != nil {
+		return "invalid " + QuoteShort(string(v)), -1
+	}
+	return compilespec.FormatSize(n), n
+}
+
+// delegateDevice returns where a delegate runs, as the summary shows it.
+func delegateDevice(d *Delegate) string {
+	if cs := specOf(d, compilespec.KeyTargetDevice); cs != nil {
+		v := specValue(cs)
+		if len(v) > maxQuote {
+			return QuoteShort(string(v))
+		}
+		return string(v)
+	}
+	if t := d.TensorRT; t != nil && t.Deployed != nil && t.Deployed.OK {
+		return "engine device " + strconv.Itoa(int(t.Deployed.DeviceID))
+	}
+	return ""
+}
+
+// satAdd adds two non-negative sizes, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
