@@ -10,11 +10,13 @@ import (
 	"github.com/ptekit/ptekit/inspect"
 )
 
-// The default view fits a terminal: at most this many methods, method names
-// on the methods line and problems are listed; --long shows everything.
+// The default view fits a terminal: the methods take at most summaryLines
+// lines, and at most summaryNames method names and summaryProblems
+// problems are listed; --long shows everything.
 const (
-	summaryMethods  = 20
+	summaryLines    = 20
 	summaryNames    = 8
+	summaryGroups   = 8 // per method
 	summaryProblems = 5
 )
 
@@ -50,13 +52,19 @@ func printSummary(w io.Writer, name string, doc *inspect.Document) {
 	if len(s.Methods) > 0 {
 		fmt.Fprintln(w)
 	}
+	lines := 0
 	for i, m := range s.Methods {
-		if i == summaryMethods {
+		lines += 1 + min(len(m.Groups), summaryGroups+1)
+		if lines > summaryLines && i > 0 {
 			fmt.Fprintf(w, "... and %d more methods (--method NAME or --long shows them)\n", len(s.Methods)-i)
 			break
 		}
 		fmt.Fprintf(w, "%s (#%d): %s\n", esc(m.Name), m.Index, methodText(m))
-		for _, g := range m.Groups {
+		for j, g := range m.Groups {
+			if j == summaryGroups {
+				fmt.Fprintf(w, "  ... and %d more kinds of delegate (--long shows them)\n", len(m.Groups)-j)
+				break
+			}
 			fmt.Fprintf(w, "  %s\n", groupText(g))
 		}
 	}

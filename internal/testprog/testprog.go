@@ -42,7 +42,10 @@ func Programs(t testing.TB) map[string][]byte {
 	mu.Lock()
 	defer mu.Unlock()
 	if cache == nil {
-		cache = write(t)
+		var err error
+		if cache, err = Build(); err != nil {
+			t.Fatalf("testprog: %v", err)
+		}
 	}
 	return cache
 }
@@ -52,7 +55,12 @@ var (
 	cache map[string][]byte
 )
 
-func write(t testing.TB) map[string][]byte {
+// Build writes the programs Programs returns, and more: "engines_64" (a
+// method calling 64 engines of 4 KiB each, budget 512 MiB, cuda:0) and
+// "getter" ("segment" plus a method get_max_seq_len returning the Int 128,
+// as the Llama exports have). Commands without a testing.TB (the script
+// tests' mkprog) use it directly.
+func Build() (map[string][]byte, error) {
 	engine := func(n int) export.Source {
 		return export.EngineReader(strings.NewReader(strings.Repeat("E", n)), int64(n))
 	}
@@ -111,45 +119,109 @@ func write(t testing.TB) map[string][]byte {
 	for name, c := range cases {
 		var b bytes.Buffer
 		if _, err := export.Write(&b, &export.Program{Methods: c.methods}, &c.opts); err != nil {
-			t.Fatalf("testprog: writing %s: %v", name, err)
+			return nil, fmt.Errorf("writing %s: %w", name, err)
 		}
 		out[name] = b.Bytes()
 	}
-	out["two_methods"] = Rewrite(t, out["two_methods"], func(p *pte.Program) {
-		SetSpec(p.ExecutionPlan[1].Delegates[0], "weight_streaming_budget", []byte("262144"))
-	})
-	out["budget_twice"] = Rewrite(t, out["segment"], func(p *pte.Program) {
-		d := p.ExecutionPlan[0].Delegates[0]
-		d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: "weight_streaming_budget", Value: []byte("2048")})
-	})
-	out["specs"] = Rewrite(t, out["segment"], func(p *pte.Program) {
-		d := p.ExecutionPlan[0].Delegates[0]
-		SetSpec(d, "target_device", []byte("cuda:0"))
-		SetSpec(d, "precision", []byte("fp16"))
-		SetSpec(d, "opaque", []byte{0xff, 0x00, 0x10})
-	})
-	return out
+	var b bytes.Buffer
+	if _, err := export.Write(&b, &export.Program{Methods: []*export.Method{Engines(64, 4096)}}, &export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: &mib512}); err != nil {
+		return nil, fmt.Errorf("writing engines_64: %w", err)
+	}
+	out["engines_64"] = b.Bytes()
+	edits := []struct {
+		name, from string
+		edit       func(p *pte.Program)
+	}{
+		{"two_methods", "two_methods", func(p *pte.Program) {
+			SetSpec(p.ExecutionPlan[1].Delegates[0], "weight_streaming_budget", []byte("262144"))
+		}},
+		{"budget_twice", "segment", func(p *pte.Program) {
+			d := p.ExecutionPlan[0].Delegates[0]
+			d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: "weight_streaming_budget", Value: []byte("2048")})
+		}},
+		{"specs", "segment", func(p *pte.Program) {
+			d := p.ExecutionPlan[0].Delegates[0]
+			SetSpec(d, "target_device", []byte("cuda:0"))
+			SetSpec(d, "precision", []byte("fp16"))
+			SetSpec(d, "opaque", []byte{0xff, 0x00, 0x10})
+		}},
+		{"getter", "segment", func(p *pte.Program) { p.ExecutionPlan = append(p.ExecutionPlan, Getter("get_max_seq_len", 128)) }},
+	}
+	for _, e := range edits {
+		data, err := rewrite(out[e.from], e.edit)
+		if err != nil {
+			return nil, fmt.Errorf("writing %s: %w", e.name, err)
+		}
+		out[e.name] = data
+	}
+	return out, nil
+}
+
+var mib512 = int64(512 << 20)
+
+// Engines returns a method "forward" that calls n engines of size bytes
+// each in a chain, x -> h1 -> ... -> y.
+func Engines(n, size int) *export.Method {
+	m := &export.Method{Name: "forward", Inputs: []*export.Tensor{{Name: "x", DType: export.Float32, Shape: []int64{2}}}, Outputs: []*export.Tensor{{Name: "y"}}}
+	for i := range n {
+		in, out := fmt.Sprintf("h%d", i), fmt.Sprintf("h%d", i+1)
+		if i == 0 {
+			in = "x"
+		}
+		if i == n-1 {
+			out = "y"
+		}
+		m.Calls = append(m.Calls, &export.EngineCall{
+			Engine:  export.EngineReader(strings.NewReader(strings.Repeat("E", size)), int64(size)),
+			Inputs:  []*export.Binding{{Name: "in", Tensor: in}},
+			Outputs: []*export.Binding{{Name: "out", Tensor: out, DType: export.Float32, Shape: []int64{2}}},
+		})
+	}
+	return m
+}
+
+// Getter returns a method that only returns the constant v, as the
+// get_max_seq_len methods of ExecuTorch's Llama exports do.
+func Getter(name string, v int64) *pte.ExecutionPlan {
+	return &pte.ExecutionPlan{
+		Name:                name,
+		Values:              []*pte.EValue{{Val: &pte.Int{IntVal: v}}},
+		Inputs:              []int32{},
+		Outputs:             []int32{0},
+		Chains:              []*pte.Chain{{Inputs: []int32{}, Outputs: []int32{0}, Instructions: []*pte.Instruction{}}},
+		Operators:           []*pte.Operator{},
+		Delegates:           []*pte.BackendDelegate{},
+		NonConstBufferSizes: []int64{0},
+	}
 }
 
 // Rewrite opens the program file data, lets edit change its Program and
 // returns the program written again with its segments passed through.
 func Rewrite(t testing.TB, data []byte, edit func(p *pte.Program)) []byte {
 	t.Helper()
-	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+	out, err := rewrite(data, edit)
 	if err != nil {
 		t.Fatalf("testprog: %v", err)
+	}
+	return out
+}
+
+func rewrite(data []byte, edit func(p *pte.Program)) ([]byte, error) {
+	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	segs, err := f.SegmentReaders()
 	if err != nil {
-		t.Fatalf("testprog: %v", err)
+		return nil, err
 	}
 	edit(f.Program)
 	var out bytes.Buffer
 	if _, err := pte.Write(&out, f.Program, segs, nil); err != nil {
-		t.Fatalf("testprog: %v", err)
+		return nil, err
 	}
-	return out.Bytes()
+	return out.Bytes(), nil
 }
 
 // SetSpec sets key to value in d's compile specs, appending it when d has

@@ -26,6 +26,8 @@ func TestPrograms(t *testing.T) {
 		"budget_twice": {1, 1, []string{"1048576", "2048"}},
 		"specs":        {1, 1, []string{"1048576"}},
 		"large_engine": {1, 1, nil},
+		"getter":       {2, 1, []string{"1048576"}},
+		"engines_64":   {1, 64, slices.Repeat([]string{"536870912"}, 64)},
 	}
 	if len(progs) != len(want) {
 		t.Errorf("%d programs, want %d", len(progs), len(want))
