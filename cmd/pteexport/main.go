@@ -32,12 +32,13 @@ import (
 	iofs "io/fs"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/internal/atomicfile"
+	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
+	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/spf13/pflag"
 )
 
@@ -48,6 +49,7 @@ func main() {
 const usage = `Usage:
   pteexport --manifest model.json -o model.pte [options]   build a program from a manifest
   pteexport --from in.pte|URL -o out.pte [options]         re-bake an existing program
+  pteexport help                                           show this help
 
 Options:
 `
@@ -71,6 +73,7 @@ type config struct {
 	alignmentSet           bool
 	jsonOut, force, help   bool
 	in                     input.Flags
+	quiet, version         bool
 }
 
 func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
@@ -86,12 +89,17 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	fs.Uint64Var(&c.alignment, "segment-alignment", 0, "segment alignment in bytes, at most 1 MiB (default 128; re-bake keeps the input's)")
 	fs.BoolVar(&c.jsonOut, "json", false, "print a machine-readable summary on stdout")
 	fs.BoolVar(&c.force, "force", false, "overwrite an existing output file")
+	fs.BoolVarP(&c.quiet, "quiet", "q", false, "print only errors: no progress, warnings or \"wrote\" line")
+	fs.BoolVar(&c.version, "version", false, "print the version and VCS revision, and exit")
 	fs.BoolVarP(&c.help, "help", "h", false, "show this help")
 	c.in.AddFlags(fs)
+	if len(args) > 0 && args[0] == "help" {
+		args = []string{"--help"} // "pteexport help", as go and git have
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, fs, &usageError{err.Error()}
 	}
-	if c.help {
+	if c.help || c.version {
 		return c, fs, nil
 	}
 	c.budgetSet = fs.Changed("weight-streaming-budget-per-engine")
@@ -151,21 +159,25 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	if c.help {
 		fmt.Fprint(stdout, usage)
-		fmt.Fprint(stdout, fs.FlagUsages())
+		fmt.Fprint(stdout, cli.FlagUsages(fs))
+		return 0
+	}
+	if c.version {
+		cli.PrintVersion(stdout, "pteexport")
 		return 0
 	}
 	// The library creates the output before any work: an output that is
 	// an input, or that exists without --force, fails first.
 	ctx, cancel := c.in.WithTimeout(ctx, c.from)
 	defer cancel()
-	prog := newProgress(ctx, stderr)
+	report, done := newProgress(ctx, stderr, c.quiet)
 	var res *export.Result
 	if c.from != "" {
-		res, err = rebake(ctx, c, prog.report)
+		res, err = rebake(ctx, c, report)
 	} else {
-		res, err = build(ctx, c, prog.report)
+		res, err = build(ctx, c, report)
 	}
-	prog.done()
+	done()
 	var inputErr *export.InputError
 	switch {
 	case err == nil:
@@ -189,8 +201,10 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		return 1
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(stderr, "pteexport: %s\n", oneLine(w.String()))
+	if !c.quiet {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(stderr, "pteexport: %s\n", oneLine(w.String()))
+		}
 	}
 	if c.jsonOut {
 		if err := writeSummary(stdout, res); err != nil {
@@ -207,6 +221,9 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		budget = "automatic (no weight_streaming_budget)"
 	default:
 		budget = fmt.Sprintf("%d bytes (%s) per engine", *res.Budget, compilespec.FormatSize(*res.Budget))
+	}
+	if c.quiet {
+		return 0
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d bytes, %d method(s), %d TensorRT delegate(s), %d blob(s), weight streaming budget %s\n",
 		res.Path, res.Size, len(res.Methods), res.Delegates, res.Blobs, budget)
@@ -335,80 +352,21 @@ func oneLine(s string) string {
 	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
 }
 
-// progress shows write progress on stderr when it is a terminal and the
-// write has taken more than a second: one line, rewritten in place and
-// erased at the end.
-type progress struct {
-	ctx     context.Context
-	w       io.Writer
-	tty     bool
-	start   time.Time
-	now     func() time.Time
-	printed bool
-}
-
-// isTerminal reports whether w is a terminal; tests replace it.
-var isTerminal = func(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 // progressHook, when non-nil, is called with the run's context on every
 // progress report (tests use it to interrupt a write).
 var progressHook func(ctx context.Context, written, total int64)
 
-// progressDelay is how long a write runs before progress is shown.
-const progressDelay = time.Second
-
-func newProgress(ctx context.Context, stderr io.Writer) *progress {
-	return &progress{ctx: ctx, w: stderr, tty: isTerminal(stderr), start: time.Now(), now: time.Now}
-}
-
-func (p *progress) report(written, total int64) {
-	if progressHook != nil {
-		progressHook(p.ctx, written, total)
+// newProgress returns the progress report of a write: a line on stderr
+// when it is a terminal (package progress), nothing with --quiet.
+func newProgress(ctx context.Context, stderr io.Writer, quiet bool) (report func(int64, int64), done func()) {
+	var m *progress.Meter
+	if !quiet {
+		m = progress.New(stderr, "pteexport: writing")
 	}
-	if !p.tty || p.now().Sub(p.start) < progressDelay {
-		return
-	}
-	fmt.Fprint(p.w, "\r\x1b[K"+progressLine(written, total))
-	p.printed = true
-}
-
-// done erases the progress line, if one was shown.
-func (p *progress) done() {
-	if p.printed {
-		fmt.Fprint(p.w, "\r\x1b[K")
-	}
-}
-
-// progressLine formats a progress report, e.g.
-// "pteexport: writing  37% (1.1 GiB of 3.0 GiB)".
-func progressLine(written, total int64) string {
-	total = max(total, written)
-	pct := 100.0
-	if total > 0 {
-		pct = 100 * float64(written) / float64(total)
-	}
-	return fmt.Sprintf("pteexport: writing %3.0f%% (%s of %s)", pct, humanBytes(written), humanBytes(total))
-}
-
-// humanBytes formats n with one decimal in the largest binary unit it
-// reaches: "512 B", "1.5 KiB", "3.0 GiB".
-func humanBytes(n int64) string {
-	const units = "KMGTPE"
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	i := -1
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, units[i])
+	return func(written, total int64) {
+		if progressHook != nil {
+			progressHook(ctx, written, total)
+		}
+		m.Report(written, total)
+	}, m.Done
 }

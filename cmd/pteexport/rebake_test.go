@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -294,41 +293,6 @@ func TestJSONSummaryFromManifestPins(t *testing.T) {
 		kinds[w.Kind] = true
 	}
 	assert.True(t, kinds["device-mismatch"], "%v", sum.Warnings)
-}
-
-// TestProgressDisplay: the line uses human units, rewrites itself in
-// place, appears only on a terminal after a second, and is erased.
-func TestProgressDisplay(t *testing.T) {
-	assert.Equal(t, "pteexport: writing  37% (1.1 GiB of 3.0 GiB)", progressLine(1181116006, 3<<30+512))
-	assert.Equal(t, "pteexport: writing 100% (512 B of 512 B)", progressLine(512, 100), "total is at least what is written")
-	assert.Equal(t, "pteexport: writing 100% (0 B of 0 B)", progressLine(0, 0))
-	assert.Equal(t, "1.5 KiB", humanBytes(1536))
-	assert.Equal(t, "1023 B", humanBytes(1023))
-	assert.Equal(t, "8.0 EiB", humanBytes(1<<63-1))
-
-	saved := isTerminal
-	defer func() { isTerminal = saved }()
-	for _, tty := range []bool{false, true} {
-		isTerminal = func(w io.Writer) bool { return tty }
-		var buf strings.Builder
-		p := newProgress(context.Background(), &buf)
-		clock := p.start
-		p.now = func() time.Time { return clock }
-		p.report(1, 10) // under a second: nothing
-		clock = clock.Add(1500 * time.Millisecond)
-		p.report(5, 10)
-		p.report(10, 10)
-		p.done()
-		if !tty {
-			assert.Empty(t, buf.String())
-			continue
-		}
-		assert.Equal(t, "\r\x1b[Kpteexport: writing  50% (5 B of 10 B)\r\x1b[Kpteexport: writing 100% (10 B of 10 B)\r\x1b[K", buf.String())
-	}
-	var buf strings.Builder
-	p := newProgress(context.Background(), &buf)
-	p.done()
-	assert.Empty(t, buf.String(), "nothing to erase")
 }
 
 // carrier writes a TensorRT program with one engine call per size (a

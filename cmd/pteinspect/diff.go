@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
 )
 
@@ -46,7 +47,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			io.WriteString(stdout, diffUsage)
-			io.WriteString(stdout, fs.FlagUsages())
+			io.WriteString(stdout, cli.FlagUsages(fs))
 			return exitOK
 		}
 		return usageErr(stderr, "diff: %v", err)

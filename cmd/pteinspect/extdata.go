@@ -12,6 +12,7 @@ import (
 
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/input"
+	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -120,14 +121,14 @@ func runPTD(ctx context.Context, opener *input.Opener, name string, stdout, stde
 func printPTD(w io.Writer, name string, doc *inspect.PTDDocument) {
 	t := newTable(w, "")
 	t.row("file", esc(name))
-	t.row("size", fmt.Sprintf("%s (%d bytes)", humanSize(doc.File.Size), doc.File.Size))
+	t.row("size", fmt.Sprintf("%s (%d bytes)", progress.Size(doc.File.Size), doc.File.Size))
 	if doc.File.SHA256.Hex != "" {
 		t.row("sha256", doc.File.SHA256.Hex)
 	}
 	t.row("identifier", fmt.Sprintf("%s (external data), root table at byte %d", doc.File.FileIdentifier, doc.File.RootOffset))
 	h := doc.Header
 	t.row("header", fmt.Sprintf("%s length %d: flatbuffer %d bytes at %d, segment base %d, segment data %s",
-		h.Magic, h.Length, h.FlatbufferSize, h.FlatbufferOffset, h.SegmentBaseOffset, humanSize(h.SegmentDataSize)))
+		h.Magic, h.Length, h.FlatbufferSize, h.FlatbufferOffset, h.SegmentBaseOffset, progress.Size(h.SegmentDataSize)))
 	if doc.FlatTensor != nil {
 		t.row("version", strconv.FormatUint(uint64(doc.FlatTensor.Version), 10))
 	}
@@ -163,7 +164,7 @@ func printPTD(w io.Writer, name string, doc *inspect.PTDDocument) {
 				}
 				size := "-"
 				if k.Size != nil {
-					size = humanSize(*k.Size)
+					size = progress.Size(*k.Size)
 				}
 				t.row(esc(k.Key), typ, sizes, order, strconv.FormatUint(uint64(k.SegmentIndex), 10), size)
 			}
@@ -253,7 +254,7 @@ func printExternalData(w io.Writer, p *pte.Program, ext *inspect.ExternalData) {
 			if x.File != nil {
 				from = esc(*x.File)
 				if x.Offset != nil {
-					from += fmt.Sprintf(" @%d, %s", *x.Offset, humanSize(*x.Size))
+					from += fmt.Sprintf(" @%d, %s", *x.Offset, progress.Size(*x.Size))
 				}
 			}
 			st := "ok"

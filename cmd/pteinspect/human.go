@@ -12,23 +12,9 @@ import (
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/input"
+	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/pte"
 )
-
-// humanSize formats a byte count for people: "384 B", "1.5 KiB", "2.0 GiB".
-func humanSize[T int64 | uint64 | int | uint32](n T) string {
-	const units = "KMGTPE"
-	v := float64(n)
-	if v < 1024 {
-		return strconv.FormatInt(int64(n), 10) + " B"
-	}
-	i := -1
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, units[i])
-}
 
 // table writes aligned columns indented by indent.
 type table struct {
@@ -51,14 +37,14 @@ func printHuman(w io.Writer, name string, f *pte.File, doc *inspect.Document, o 
 	p := f.Program
 	t := newTable(w, "")
 	t.row("file", esc(input.Display(name)))
-	t.row("size", fmt.Sprintf("%s (%d bytes)", humanSize(f.Size), f.Size))
+	t.row("size", fmt.Sprintf("%s (%d bytes)", progress.Size(f.Size), f.Size))
 	if doc.File.SHA256.Hex != "" {
 		t.row("sha256", doc.File.SHA256.Hex)
 	}
 	t.row("identifier", fmt.Sprintf("%s, root table at byte %d", f.Identifier, f.RootOffset))
 	if h := f.Header; h != nil {
 		t.row("header", fmt.Sprintf("%s length %d: program %s, segment base %d, segment data %s",
-			h.Magic, h.Length, humanSize(h.ProgramSize), h.SegmentBaseOffset, humanSize(h.SegmentDataSize)))
+			h.Magic, h.Length, progress.Size(h.ProgramSize), h.SegmentBaseOffset, progress.Size(h.SegmentDataSize)))
 	} else {
 		t.row("header", "none")
 	}
@@ -74,7 +60,7 @@ func printHuman(w io.Writer, name string, f *pte.File, doc *inspect.Document, o 
 				total += len(b.Storage)
 			}
 		}
-		fmt.Fprintf(w, "\nconstant buffers (deprecated inline): %d, %s\n", len(p.ConstantBuffer), humanSize(total))
+		fmt.Fprintf(w, "\nconstant buffers (deprecated inline): %d, %s\n", len(p.ConstantBuffer), progress.Size(total))
 	}
 
 	delegates := map[[2]int]*inspect.Delegate{}
@@ -149,7 +135,7 @@ func printSegmentTable(w io.Writer, rows []segmentRow) {
 		if len(s.usedBy) > 0 {
 			used = escText(strings.Join(s.usedBy, ", "))
 		}
-		row := []string{strconv.Itoa(s.index), off, humanSize(s.size), used}
+		row := []string{strconv.Itoa(s.index), off, progress.Size(s.size), used}
 		if hashed {
 			row = append(row, hashText(s.sha256))
 		}
@@ -290,9 +276,9 @@ func memoryPlan(sizes []int64) string {
 	parts := []string{}
 	for i, s := range sizes[1:] {
 		total += s
-		parts = append(parts, fmt.Sprintf("#%d %s", i+1, humanSize(s)))
+		parts = append(parts, fmt.Sprintf("#%d %s", i+1, progress.Size(s)))
 	}
-	return fmt.Sprintf("%d arena(s), %s: %s", len(sizes)-1, humanSize(total), strings.Join(parts, ", "))
+	return fmt.Sprintf("%d arena(s), %s: %s", len(sizes)-1, progress.Size(total), strings.Join(parts, ", "))
 }
 
 func printDelegate(w io.Writer, d *inspect.Delegate, bd *pte.BackendDelegate) {
@@ -302,7 +288,7 @@ func printDelegate(w io.Writer, d *inspect.Delegate, bd *pte.BackendDelegate) {
 	}
 	size := "payload not reachable"
 	if d.Size != nil {
-		size = humanSize(*d.Size)
+		size = progress.Size(*d.Size)
 	}
 	fmt.Fprintf(w, "    [%d] %s  %s  %s\n", d.DelegateIndex, esc(d.ID), where, size)
 	if d.SHA256.Hex != "" {
@@ -332,8 +318,8 @@ func printTensorRT(w io.Writer, trt *inspect.TensorRT, bd *pte.BackendDelegate) 
 		}
 	}
 	if trt.MetadataOffset != nil {
-		head += fmt.Sprintf(", metadata %s at %d, engine %s at %d", humanSize(*trt.MetadataSize), *trt.MetadataOffset,
-			humanSize(*trt.EngineSize), *trt.EngineOffset)
+		head += fmt.Sprintf(", metadata %s at %d, engine %s at %d", progress.Size(*trt.MetadataSize), *trt.MetadataOffset,
+			progress.Size(*trt.EngineSize), *trt.EngineOffset)
 	}
 	fmt.Fprintf(w, "        tensorrt blob  %s\n", head)
 	t := newTable(w, "          ")

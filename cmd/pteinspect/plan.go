@@ -10,6 +10,7 @@ import (
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/executor"
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -127,7 +128,7 @@ func optBytes(p *int64, unknown string) string {
 	if p == nil {
 		return unknown
 	}
-	return fmt.Sprintf("%d (%s)", *p, humanSize(*p))
+	return fmt.Sprintf("%d (%s)", *p, progress.Size(*p))
 }
 
 // printPlan prints the plan for a terminal: the engine facts it rests on,
@@ -172,7 +173,7 @@ func printPlan(w io.Writer, f *pte.File, plan *executor.ProgramPlan, facts []eng
 	}
 	if sm := plan.ScratchMemory; sm != nil && sm.WithoutPool > 0 {
 		fmt.Fprintf(w, "\nscratch memory: %s with a context each, %s with the shared pool, %s as configured\n",
-			humanSize(sm.WithoutPool), humanSize(sm.WithPool), humanSize(sm.Current))
+			progress.Size(sm.WithoutPool), progress.Size(sm.WithPool), progress.Size(sm.Current))
 	}
 }
 

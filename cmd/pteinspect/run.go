@@ -15,6 +15,7 @@ import (
 
 	"github.com/ptekit/ptekit/httprange"
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
@@ -36,6 +37,7 @@ const usageText = `usage: pteinspect [flags] FILE.pte|URL [--data FILE.ptd|URL .
        pteinspect [--json] [--hash] [--verify] FILE.ptd|URL
        pteinspect diff [--json] [--layout] A.pte|URL B.pte|URL
        pteinspect diff [--json] [--layout] A.ptd|URL B.ptd|URL
+       pteinspect help [diff]
 
 Shows what is inside an ExecuTorch program (.pte) or external data file
 (.ptd, recognised by its content). FILE "-" reads a program from standard
@@ -77,12 +79,15 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.StringVar(&o.scratch, "scratch-bytes", "", "with --plan, the engines' activation scratch `SIZE`")
 	fs.StringVar(&o.automatic, "automatic-bytes", "", "with --plan, the automatic weight streaming budget `SIZE` TensorRT would choose")
 	o.in.AddFlags(fs)
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "no progress and no \"wrote\" line on a terminal; only errors on standard error")
+	fs.BoolVar(&o.version, "version", false, "print the version and VCS revision, and exit")
+	fs.BoolP("help", "h", false, "show this help")
 	return fs
 }
 
 func printUsage(w io.Writer, fs *pflag.FlagSet) {
 	io.WriteString(w, usageText)
-	io.WriteString(w, fs.FlagUsages())
+	io.WriteString(w, cli.FlagUsages(fs))
 }
 
 // usageErr reports a command line problem.
@@ -103,7 +108,7 @@ func failErr(stderr io.Writer, name string, err error) int {
 	return exitFail
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+func oneLine(s string) string { return cli.OneLine(s) }
 
 func hint(name string, err error) string {
 	if h := input.Hint(err); h != "" {
@@ -125,6 +130,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "diff" {
 		return runDiff(args[1:], stdin, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "help" {
+		// "pteinspect help" and "pteinspect help diff", as go and git
+		// have; a file named help is ./help.
+		if len(args) > 1 && args[1] == "diff" {
+			return runDiff([]string{"--help"}, stdin, stdout, stderr)
+		}
+		var o options
+		printUsage(stdout, newFlagSet(&o))
+		return exitOK
+	}
 	var o options
 	fs := newFlagSet(&o)
 	if err := fs.Parse(args); err != nil {
@@ -133,6 +148,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		return usageErr(stderr, "%v", err)
+	}
+	if help, _ := fs.GetBool("help"); help {
+		printUsage(stdout, fs)
+		return exitOK
+	}
+	if o.version {
+		cli.PrintVersion(stdout, "pteinspect")
+		return exitOK
 	}
 	if fs.NArg() != 1 {
 		return usageErr(stderr, "expected one FILE, got %d arguments", fs.NArg())

@@ -36,6 +36,8 @@ var allowed = map[string][]string{
 	"inspect":             {"pte", "ptd", "compilespec", "delegate", "executor"},
 	"export":              {"pte", "compilespec", "delegate", "internal/atomicfile"},
 	"internal/input":      {"pte", "httprange", "internal/atomicfile"},
+	"internal/cli":        {},
+	"internal/progress":   {},
 	"cmd/":                {anything},
 	"internal/testkit":    {anything},
 	"internal/testprog":   {anything},

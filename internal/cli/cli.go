@@ -1,0 +1,102 @@
+// Package cli holds what ptekit's commands share about talking to people:
+// flag help without pflag's "[=true|false]" noise on boolean flags, the
+// --version line from the binary's build information, and the one-line
+// form of an error.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+)
+
+// FlagUsages formats fs's flags for --help, one per line: "-o, --output
+// FILE  text". A boolean flag shows no value (pflag's own formatter writes
+// "--json[=true|false]"); another flag shows the name given in backquotes
+// in its usage, or its type. A default that is not the zero value follows
+// the text.
+func FlagUsages(fs *pflag.FlagSet) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 3, ' ', 0)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		head := "      --" + f.Name
+		if f.Shorthand != "" {
+			head = "  -" + f.Shorthand + ", --" + f.Name
+		}
+		name, usage := pflag.UnquoteUsage(f)
+		if f.Value.Type() != "bool" && name != "" {
+			head += " " + name
+		}
+		switch f.DefValue {
+		case "", "false", "0", "[]":
+		default:
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", head, usage)
+	})
+	tw.Flush()
+	return b.String()
+}
+
+// Version returns the --version line of command cmd: the module version
+// and the VCS revision the binary was built from, as the Go toolchain
+// recorded them ("pteinspect github.com/ptekit/ptekit v1.2.0 (revision
+// 0123abcd, 2026-12-03T08:00:00Z)"); "(devel)" and "revision unknown" when
+// the build recorded none (go run, -buildvcs=false).
+func Version(cmd string) string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return cmd + " (no build information)"
+	}
+	return versionLine(cmd, info)
+}
+
+func versionLine(cmd string, info *debug.BuildInfo) string {
+	version := info.Main.Version
+	if version == "" {
+		version = "(devel)"
+	}
+	var rev, when string
+	modified := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	vcs := "revision unknown"
+	if rev != "" {
+		vcs = "revision " + rev[:min(len(rev), 12)]
+		if when != "" {
+			vcs += ", " + when
+		}
+		if modified {
+			vcs += ", modified"
+		}
+	}
+	path := info.Main.Path
+	if path == "" {
+		path = info.Path
+	}
+	return fmt.Sprintf("%s %s %s (%s, %s)", cmd, path, version, vcs, info.GoVersion)
+}
+
+// OneLine joins the lines of a message (errors.Join, wrapped text) into
+// one line.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// PrintVersion writes Version(cmd) and a newline to w.
+func PrintVersion(w io.Writer, cmd string) {
+	fmt.Fprintln(w, Version(cmd))
+}

@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+)
+
+// TestFlagUsagesNoBoolNoise: boolean flags show no "[=true|false]" (pflag's
+// formatter does), value flags their backquoted name, defaults follow.
+func TestFlagUsagesNoBoolNoise(t *testing.T) {
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	fs.BoolP("long", "l", false, "show everything")
+	fs.String("method", "", "only the method `NAME`")
+	fs.Uint64("align", 128, "alignment in bytes")
+	got := FlagUsages(fs)
+	assert.Contains(t, fs.FlagUsages(), "[=true|false]", "pflag's own formatter, which this replaces")
+	assert.NotContains(t, got, "[=")
+	assert.Regexp(t, `(?m)^  -l, --long +show everything$`, got)
+	assert.Regexp(t, `(?m)^      --method NAME +only the method NAME$`, got)
+	assert.Regexp(t, `(?m)^      --align uint +alignment in bytes \(default 128\)$`, got)
+}
+
+func TestVersionLine(t *testing.T) {
+	info := &debug.BuildInfo{GoVersion: "go1.26", Main: debug.Module{Path: "github.com/ptekit/ptekit", Version: "v1.2.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.time", Value: "2026-12-03T08:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	assert.Equal(t, "pteinspect github.com/ptekit/ptekit v1.2.0 (revision 0123456789ab, 2026-12-03T08:00:00Z, modified, go1.26)", versionLine("pteinspect", info))
+	info.Settings, info.Main.Version = nil, ""
+	assert.Equal(t, "pteexport github.com/ptekit/ptekit (devel) (revision unknown, go1.26)", versionLine("pteexport", info))
+	assert.True(t, strings.HasPrefix(Version("pteinspect"), "pteinspect "))
+}
