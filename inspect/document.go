@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -122,6 +123,10 @@ type Options struct {
 	// ExternalData, and the resolution's findings replace the reader's
 	// notices that tensor data is external (see CheckData).
 	Data *ptd.Resolution
+	// Progress, when not nil, is called as hashing goes on with the bytes
+	// hashed so far and the bytes Build will hash in all (the file, its
+	// segments and the payloads), so that a command can show progress.
+	Progress func(done, total int64)
 }
 
 // ErrNoMethod is returned (wrapped) by Build when Options.Method names no
@@ -144,6 +149,9 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 		return nil, errors.New("inspect: file has no decoded program")
 	}
 	b := &builder{f: f, r: f.ReaderAt(), opts: opts}
+	if opts.Hash && opts.Progress != nil {
+		b.total = b.hashTotal()
+	}
 	if opts.Method != "" {
 		found := false
 		for _, ep := range p.ExecutionPlan {
@@ -253,6 +261,54 @@ type builder struct {
 	f    *pte.File
 	r    io.ReaderAt
 	opts *Options
+	// done and total count the bytes hashed, for Options.Progress.
+	done, total int64
+}
+
+// hashTotal returns how many bytes Build hashes: the file, every segment
+// that can be reached and every payload that can be located (saturating).
+func (b *builder) hashTotal() int64 {
+	total := b.f.Size
+	for i, s := range b.f.Program.Segments {
+		if _, ok := b.segmentRange(i); ok {
+			total = satAdd(total, int64(min(s.Size, math.MaxInt64)))
+		}
+	}
+	for _, ep := range b.f.Program.ExecutionPlan {
+		if ep == nil || (b.opts.Method != "" && ep.Name != b.opts.Method) {
+			continue
+		}
+		for _, d := range ep.Delegates {
+			if d == nil || (b.opts.Backend != "" && d.ID != b.opts.Backend) {
+				continue
+			}
+			if pl, ok := b.locate(d.Processed); ok {
+				total = satAdd(total, pl.size)
+			}
+		}
+	}
+	return total
+}
+
+// hashWriter is where hashed bytes go: the digest, and the count that
+// Options.Progress reports.
+func (b *builder) hashWriter(h io.Writer) io.Writer {
+	if b.opts.Progress == nil {
+		return h
+	}
+	return &progressWriter{h, b}
+}
+
+type progressWriter struct {
+	w io.Writer
+	b *builder
+}
+
+func (p *progressWriter) Write(buf []byte) (int, error) {
+	n, err := p.w.Write(buf)
+	p.b.done += int64(n)
+	p.b.opts.Progress(p.b.done, p.b.total)
+	return n, err
 }
 
 // segmentRange returns where segment i is in the file, and whether its
@@ -275,7 +331,7 @@ func (b *builder) segmentRange(i int) (fileOff uint64, ok bool) {
 
 func (b *builder) hashRange(off, n int64) (Digest, error) {
 	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(b.r, off, n)); err != nil {
+	if _, err := io.Copy(b.hashWriter(h), io.NewSectionReader(b.r, off, n)); err != nil {
 		return Digest{}, fmt.Errorf("inspect: hashing bytes %d..%d: %w", off, off+n, err)
 	}
 	return Digest{Hex: hex.EncodeToString(h.Sum(nil))}, nil
@@ -440,7 +496,7 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 	del.Magic = &magic
 	if b.opts.Hash {
 		h := sha256.New()
-		if _, err := io.Copy(h, io.NewSectionReader(r, 0, size)); err != nil {
+		if _, err := io.Copy(b.hashWriter(h), io.NewSectionReader(r, 0, size)); err != nil {
 			return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: hashing payload: %w", pi, di, err)
 		}
 		del.SHA256 = Digest{Hex: hex.EncodeToString(h.Sum(nil))}

@@ -37,13 +37,14 @@ Flags:
 // 3 when worth retrying, 130/143 when interrupted), so that 1 always means
 // "different".
 func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var asJSON, layout bool
+	var asJSON, layout, quiet bool
 	var in input.Flags
 	fs := pflag.NewFlagSet("pteinspect diff", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&asJSON, "json", false, `print {"equal": BOOL, "differences": [{"path", "kind", "a", "b"}]}`)
 	fs.BoolVar(&layout, "layout", false, "also compare file size, header offsets and segment offsets")
 	in.AddFlags(fs)
+	fs.BoolVarP(&quiet, "quiet", "q", false, "no progress line on a terminal")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			io.WriteString(stdout, diffUsage)
@@ -86,7 +87,9 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(name, err)
 		}
-		docs[i], err = inspect.Build(f, &inspect.Options{Hash: true})
+		meter := newMeter(stderr, quiet, "pteinspect: reading "+esc(name))
+		docs[i], err = inspect.Build(f, &inspect.Options{Hash: true, Progress: meter.Report})
+		meter.Done()
 		f.Close()
 		if err != nil {
 			return fail(name, err)

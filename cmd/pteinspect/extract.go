@@ -7,10 +7,12 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/internal/input"
+	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -51,12 +53,17 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 		what = "TensorRT engine in the " + what
 	}
 	if o.output == "-" {
-		if _, err := io.Copy(stdout, src); err != nil {
+		meter := newMeter(stderr, o.quiet, "pteinspect: extracting")
+		_, err := io.Copy(stdout, &progress.Reader{R: src, M: meter, Total: src.Size()})
+		meter.Done()
+		if err != nil {
 			return failErr(stderr, name, fmt.Errorf("writing %s: %w", what, err))
 		}
 		return exitOK
 	}
-	n, err := io.Copy(out, src)
+	meter := newMeter(stderr, o.quiet, "pteinspect: extracting")
+	n, err := io.Copy(out, &progress.Reader{R: src, M: meter, Total: src.Size()})
+	meter.Done()
 	if err == nil {
 		err = out.Commit()
 	}
@@ -67,7 +74,9 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 		}
 		return failErr(stderr, name, fmt.Errorf("writing %s: %w", what, err))
 	}
-	fmt.Fprintf(stdout, "wrote %d bytes (%s) to %s\n", n, what, o.output)
+	if !o.quiet {
+		fmt.Fprintf(stdout, "wrote %s (%s) to %s\n", compilespec.FormatSize(n), what, esc(o.output))
+	}
 	return exitOK
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
+	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -210,11 +211,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case o.compileSpecs:
 		return runCompileSpecs(f, name, w, stderr, &o)
 	}
-	bo := &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend}
+	meter := newMeter(stderr, o.quiet, "pteinspect: hashing")
+	bo := &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend, Progress: meter.Report}
 	if len(srcs) > 0 {
 		bo.Data = ptd.Resolve(f.Program, srcs)
 	}
 	doc, err := inspect.Build(f, bo)
+	meter.Done()
 	if err != nil {
 		return fail(err)
 	}
@@ -237,6 +240,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		printSummary(w, name, doc)
 	}
 	return code
+}
+
+// newMeter returns the progress line of a long read on stderr (shown only
+// on a terminal), or nil, which shows nothing, with --quiet.
+func newMeter(stderr io.Writer, quiet bool, label string) *progress.Meter {
+	if quiet {
+		return nil
+	}
+	return progress.New(stderr, label)
 }
 
 // checkFilters makes sure --method and --delegate name something in p.

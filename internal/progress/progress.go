@@ -30,6 +30,10 @@ var IsTerminal = func(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// Now is the clock of new Meters; tests of commands replace it to see
+// progress without waiting.
+var Now = time.Now
+
 // Meter shows the progress of one piece of work on w. The zero value is
 // not usable; a nil *Meter accepts every call and shows nothing.
 type Meter struct {
@@ -45,8 +49,7 @@ type Meter struct {
 // New returns a Meter that writes lines "LABEL  37% (1.1 GiB of 3.0 GiB)"
 // to w when w is a terminal.
 func New(w io.Writer, label string) *Meter {
-	now := time.Now()
-	return &Meter{w: w, label: label, tty: IsTerminal(w), start: now, now: time.Now}
+	return &Meter{w: w, label: label, tty: IsTerminal(w), start: Now(), now: Now}
 }
 
 // Report records that done of total bytes are done. It is cheap when
