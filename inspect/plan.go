@@ -59,6 +59,12 @@ type Failure struct {
 	Path string `json:"path"`
 }
 
+// UsageError is a command line that asks for something impossible; its
+// failure object has kind "usage".
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
 // NewFailure describes err, a failure to read, open or narrow a program.
 func NewFailure(err error) *Failure {
 	out := &Failure{Message: strings.Join(strings.Fields(err.Error()), " ")}
@@ -85,5 +91,9 @@ func NewFailure(err error) *Failure {
 		code = pte.CodeNotFound
 	}
 	out.Kind = executor.KindOf(code)
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		out.Kind = "usage"
+	}
 	return out
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
@@ -154,8 +155,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c, fs, err := parseArgs(args)
 	if err != nil {
+		if wantsJSON(args) {
+			writeFailure(stdout, &inspect.UsageError{Msg: err.Error()})
+		}
 		fmt.Fprintf(stderr, "pteexport: %v (see pteexport --help)\n", err)
 		return 2
+	}
+	// With --json, standard output holds one JSON object whatever
+	// happens: the summary, or the failure object pteinspect --json prints.
+	fail := func(msg string, err error) {
+		if c.jsonOut {
+			writeFailure(stdout, &failure{msg, err})
+		}
+		fmt.Fprintf(stderr, "pteexport: %s\n", msg)
 	}
 	if c.help {
 		fmt.Fprint(stdout, usage)
@@ -182,20 +194,20 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	switch {
 	case err == nil:
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(stderr, "pteexport: interrupted; %s was not written\n", c.output)
+		fail(fmt.Sprintf("interrupted; %s was not written", c.output), err)
 		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
 			return ie.ExitCode() // 130 or 143, as the shell reports a signal
 		}
 		return 1
 	case errors.As(err, &inputErr):
 		// Never a hint to --force: that would replace the input.
-		fmt.Fprintf(stderr, "pteexport: -o %v; choose another output file\n", inputErr)
+		fail(fmt.Sprintf("-o %v; choose another output file", inputErr), err)
 		return 1
 	case errors.Is(err, iofs.ErrExist):
-		fmt.Fprintf(stderr, "pteexport: %s already exists; use --force to overwrite it\n", c.output)
+		fail(fmt.Sprintf("%s already exists; use --force to overwrite it", c.output), err)
 		return 1
 	default:
-		fmt.Fprintf(stderr, "pteexport: %s%s\n", oneLine(err.Error()), input.Hint(err))
+		fail(oneLine(err.Error())+input.Hint(err), err)
 		if code, ok := input.ExitCode(err); ok {
 			return code // a --from URL: 3 when worth retrying
 		}
@@ -283,6 +295,36 @@ func rebake(ctx context.Context, c *config, progress func(int64, int64)) (*expor
 	}
 	defer f.Close()
 	return export.RebakeFile(ctx, f, input.Display(c.from), c.output, opts)
+}
+
+// wantsJSON reports whether args ask for --json, before they are parsed.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" || a == "--json=1" {
+			return true
+		}
+	}
+	return false
+}
+
+// failure is an error with the message the command prints for it.
+type failure struct {
+	msg string
+	err error
+}
+
+func (f *failure) Error() string { return f.msg }
+func (f *failure) Unwrap() error { return f.err }
+
+// writeFailure prints the failure object of docs/json.md,
+// {"error": {"kind", "message", "offset", "path"}}, as pteinspect --json does.
+func writeFailure(w io.Writer, err error) {
+	inspect.Encode(w, struct {
+		Error *inspect.Failure `json:"error"`
+	}{inspect.NewFailure(err)})
 }
 
 // summary is the --json output.

@@ -37,6 +37,9 @@ Flags:
 // 3 when worth retrying, 130/143 when interrupted), so that 1 always means
 // "different".
 func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if j, _ := wantsJSON(args); j {
+		stderr = &jsonStderr{Writer: stderr, stdout: stdout}
+	}
 	var asJSON, layout, quiet bool
 	var in input.Flags
 	fs := pflag.NewFlagSet("pteinspect diff", pflag.ContinueOnError)
@@ -70,6 +73,9 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	// fail reports an error reading one side.
 	fail := func(name string, err error) int {
+		if asJSON {
+			writeFailure(stdout, err, false)
+		}
 		if code := failErr(stderr, name, err); code != exitFail {
 			return code // retry or interrupt
 		}

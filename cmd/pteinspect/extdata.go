@@ -86,7 +86,7 @@ func runPTD(ctx context.Context, opener *input.Opener, name string, stdout, stde
 	if err != nil {
 		var fe *ptd.FormatError
 		if o.verify && errors.As(err, &fe) {
-			return printVerify(stdout, stderr, name, []inspect.Problem{inspect.PTDFormatProblem(fe)}, o)
+			return printVerify(stdout, stderr, name, nil, []inspect.Problem{inspect.PTDFormatProblem(fe)}, o)
 		}
 		if o.json {
 			writeFailure(stdout, err, false)
@@ -99,7 +99,7 @@ func runPTD(ctx context.Context, opener *input.Opener, name string, stdout, stde
 		return failErr(stderr, name, err)
 	}
 	if o.verify {
-		return printVerify(stdout, stderr, name, doc.Findings, o)
+		return printVerify(stdout, stderr, name, &doc.File, doc.Findings, o)
 	}
 	code := exitOK
 	if countErrors(doc.Findings) > 0 {
@@ -184,16 +184,20 @@ func ints[T int32 | int](s []T) string {
 }
 
 // printVerify prints findings as --verify does and returns its exit status.
-func printVerify(stdout, stderr io.Writer, name string, probs []inspect.Problem, o *options) int {
+//
+// In the JSON form "file" has the shape of the --json document's (nil: the
+// file does not open); the name as given is "name".
+func printVerify(stdout, stderr io.Writer, name string, file *inspect.File, probs []inspect.Problem, o *options) int {
 	errs := countErrors(probs)
 	if o.json {
 		err := inspect.Encode(stdout, struct {
-			File     string            `json:"file"`
+			Name     string            `json:"name"`
+			File     *inspect.File     `json:"file"`
 			OK       bool              `json:"ok"`
 			Errors   int               `json:"errors"`
 			Warnings int               `json:"warnings"`
 			Findings []inspect.Problem `json:"findings"`
-		}{input.Display(name), errs == 0, errs, len(probs) - errs, nonNil(probs)})
+		}{input.Display(name), file, errs == 0, errs, len(probs) - errs, nonNil(probs)})
 		if err != nil {
 			return failErr(stderr, name, err)
 		}

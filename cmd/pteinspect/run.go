@@ -91,10 +91,41 @@ func printUsage(w io.Writer, fs *pflag.FlagSet) {
 	io.WriteString(w, cli.FlagUsages(fs))
 }
 
-// usageErr reports a command line problem.
+// usageErr reports a command line problem on stderr and, when the command
+// line asks for JSON (stderr is a *jsonStderr), as the failure object on
+// standard output, so that a pipeline gets JSON whatever happens.
 func usageErr(stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "pteinspect: %s (see pteinspect --help)\n", fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if j, ok := stderr.(*jsonStderr); ok {
+		writeFailure(j.stdout, &inspect.UsageError{Msg: msg}, j.plan)
+	}
+	fmt.Fprintf(stderr, "pteinspect: %s (see pteinspect --help)\n", msg)
 	return exitUsage
+}
+
+// jsonStderr is standard error of a run whose command line asks for JSON:
+// usage errors also go to stdout as the failure object (for --plan, the
+// plan's).
+type jsonStderr struct {
+	io.Writer
+	stdout io.Writer
+	plan   bool
+}
+
+// wantsJSON reports whether args ask for JSON output, and for the plan
+// view, before the flags are parsed (a parse error needs to know).
+func wantsJSON(args []string) (json, plan bool) {
+	for _, a := range args {
+		switch {
+		case a == "--":
+			return json, plan
+		case a == "--json" || a == "--json=true" || a == "--json=1":
+			json = true
+		case a == "--plan" || a == "--plan=true" || a == "--plan=1":
+			plan = true
+		}
+	}
+	return json, plan
 }
 
 // failErr reports a failure in one line, with a hint when there is one,
@@ -140,6 +171,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		var o options
 		printUsage(stdout, newFlagSet(&o))
 		return exitOK
+	}
+	if j, plan := wantsJSON(args); j {
+		stderr = &jsonStderr{Writer: stderr, stdout: stdout, plan: plan}
 	}
 	var o options
 	fs := newFlagSet(&o)

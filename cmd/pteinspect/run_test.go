@@ -451,11 +451,27 @@ func TestUsageAndFailures(t *testing.T) {
 		{"--hash", "--verify", path},
 		{"--hash", "--compile-specs", path},
 		{"--verify", "--delegate", "TensorRTBackend", path},
+		{"--plan", "--json", "--backend-option", "nocolon", path},
+		{"--json", "--bogus", path},
+		{"--json", "--long", path},
 	}
 	for _, args := range usage {
 		r := runArgs(nil, args...)
 		assert.Equal(t, 2, r.code, "%v", args)
-		assert.Empty(t, r.stdout, "%v", args)
+		if slices.Contains(args, "--json") {
+			// JSON on failure, always (issue 11 item 11): the failure
+			// object, with the plan's members for --plan.
+			var obj struct {
+				Error   *inspect.Failure `json:"error"`
+				Methods []any            `json:"methods"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &obj), "%v: %q", args, r.stdout)
+			require.NotNil(t, obj.Error, "%v", args)
+			assert.Equal(t, "usage", obj.Error.Kind)
+			assert.Equal(t, slices.Contains(args, "--plan"), obj.Methods != nil, "%v: plan members", args)
+		} else {
+			assert.Empty(t, r.stdout, "%v", args)
+		}
 		assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
 		assert.Contains(t, r.stderr, "--help")
 	}

@@ -27,6 +27,7 @@ func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, s
 		return failErr(stderr, name, err)
 	}
 	var probs []inspect.Problem
+	var file *inspect.File // null in the JSON when the file does not open
 	f, err := opener.Program(ctx, name)
 	if err != nil {
 		var fe *pte.FormatError
@@ -36,6 +37,7 @@ func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, s
 		probs = append(probs, inspect.FormatProblem(pte.SeverityError, "", fe))
 	} else {
 		defer f.Close()
+		file = &inspect.File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier}
 		if o.method != "" && !hasMethod(f.Program, o.method) {
 			return fail(noMethod(f.Program, o.method))
 		}
@@ -54,7 +56,7 @@ func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, s
 			}
 		}
 	}
-	return printVerify(stdout, stderr, name, probs, o)
+	return printVerify(stdout, stderr, name, file, probs, o)
 }
 
 func countErrors(probs []inspect.Problem) int {
