@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -29,12 +31,22 @@ var (
 	bigErr  error
 )
 
+// TestMain runs the tests, then removes the large benchmark file. Through
+// testscript.Main the test binary is also the commands of the script tests
+// (script_test.go).
 func TestMain(m *testing.M) {
-	code := m.Run()
+	testscript.Main(cleanup{m}, scriptCommands)
+}
+
+// cleanup removes the large benchmark file after the tests.
+type cleanup struct{ m *testing.M }
+
+func (c cleanup) Run() int {
+	code := c.m.Run()
 	if bigDir != "" {
 		os.RemoveAll(bigDir)
 	}
-	os.Exit(code)
+	return code
 }
 
 // bigProgram returns a TensorRT program whose engine is 2 GiB of zeros,

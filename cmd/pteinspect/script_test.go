@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/ptekit/ptekit/internal/testprog"
+)
+
+// scriptCommands are the commands of the script tests: pteinspect itself
+// (run, as main calls it) and mkprog, which writes the programs a script
+// needs (package testprog), so that no script names a shared file.
+var scriptCommands = map[string]func(){
+	"pteinspect": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	"mkprog":     func() { os.Exit(testprog.Mkprog(os.Args[1:], os.Stdout, os.Stderr)) },
+}
+
+// TestScript runs testdata/script/*.txtar: the user-facing contract of
+// pteinspect (views, flags, messages, exit statuses, JSON on failure), in
+// the style of cmd/go's script tests. `go test -run TestScript/NAME`
+// runs one; -testwork keeps the work directories.
+func TestScript(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("HOME", e.WorkDir)
+			return nil
+		},
+	})
+}
