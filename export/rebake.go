@@ -162,7 +162,7 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 			}
 			d.CompileSpecs = specs
 		}
-		res.Warnings = append(res.Warnings, engineCountWarnings(ep.Name, n, budget)...)
+		res.Warnings = append(res.Warnings, engineCountWarnings(ep.Name, n, budget, false)...)
 	}
 	res.Warnings = append(res.Warnings, summarize(prog, res)...)
 	if res.Delegates == 0 {

@@ -156,7 +156,7 @@ func delegateSpecs(extra []*pte.CompileSpec, sp *specPlan, deviceID int64) ([]*p
 // target_device pinned by the caller's specs, nil when none.
 func methodWarnings(md *methodDef, pin []byte, sp *specPlan) []Warning {
 	name := md.m.Name
-	ws := engineCountWarnings(name, len(md.calls), sp.budget)
+	ws := engineCountWarnings(name, len(md.calls), sp.budget, true)
 	if sp.pinned != nil {
 		pin = sp.pinned
 	}
@@ -193,18 +193,30 @@ func usedByCall(md *methodDef, t *tensorDef) bool {
 }
 
 // engineCountWarnings returns the warnings for a method with n engine
-// calls: each call pays the delegate boundary, and a budget applies to
-// each engine separately.
-func engineCountWarnings(method string, n int, budget []byte) []Warning {
+// calls: each call pays the delegate boundary (only when building: a
+// re-bake builds no engine calls, the boundaries are already there), and a
+// non-zero budget applies to each engine separately (a budget of 0 adds up
+// to nothing).
+func engineCountWarnings(method string, n int, budget []byte, building bool) []Warning {
 	if n <= 1 {
 		return nil
 	}
-	ws := []Warning{{Kind: WarnMultipleEngines, Method: method, Msg: fmt.Sprintf(
-		"%d TensorRT engine calls; each becomes its own delegate, so the delegate boundary overhead is paid %d times", n, n)}}
-	if budget != nil {
+	var ws []Warning
+	if building {
+		ws = append(ws, Warning{Kind: WarnMultipleEngines, Method: method, Msg: fmt.Sprintf(
+			"%d TensorRT engine calls; each becomes its own delegate, so the delegate boundary overhead is paid %d times", n, n)})
+	}
+	if b, err := compilespec.ParseBudget(budget); budget != nil && (err != nil || b > 0) {
+		reach := fmt.Sprintf("%d times %q", n, budget)
+		if err == nil {
+			reach = fmt.Sprintf("%d × %s", n, compilespec.FormatSize(b))
+			if total := b * int64(n); total/int64(n) == b {
+				reach = fmt.Sprintf("%s (%s)", compilespec.FormatSize(total), reach)
+			}
+		}
 		ws = append(ws, Warning{Kind: WarnBudgetPerEngine, Method: method, Msg: fmt.Sprintf(
-			"the weight streaming budget (%s bytes) applies to each of the %d engines separately, not as a total, so resident weights can reach %d times the value given",
-			budget, n, n)})
+			"the weight streaming budget applies to each of the %d engines separately, not as a total: resident weights can reach %s",
+			n, reach)})
 	}
 	return ws
 }

@@ -156,9 +156,9 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	c, fs, err := parseArgs(args)
 	if err != nil {
 		if wantsJSON(args) {
-			writeFailure(stdout, &inspect.UsageError{Msg: err.Error()})
+			writeFailure(stdout, &inspect.UsageError{Msg: cli.Plain(err.Error())})
 		}
-		fmt.Fprintf(stderr, "pteexport: %v (see pteexport --help)\n", err)
+		fmt.Fprintf(stderr, "pteexport: %s (see pteexport --help)\n", cli.Plain(err.Error()))
 		return 2
 	}
 	// With --json, standard output holds one JSON object whatever
@@ -207,7 +207,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fail(fmt.Sprintf("%s already exists; use --force to overwrite it", c.output), err)
 		return 1
 	default:
-		fail(oneLine(err.Error())+input.Hint(err), err)
+		fail(cli.Message(err)+input.Hint(err), err)
 		if code, ok := input.ExitCode(err); ok {
 			return code // a --from URL: 3 when worth retrying
 		}
@@ -215,7 +215,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	if !c.quiet {
 		for _, w := range res.Warnings {
-			fmt.Fprintf(stderr, "pteexport: %s\n", oneLine(w.String()))
+			fmt.Fprintf(stderr, "pteexport: %s\n", cli.Plain(w.String()))
 		}
 	}
 	if c.jsonOut {
@@ -232,13 +232,14 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case res.Budget == nil:
 		budget = "automatic (no weight_streaming_budget)"
 	default:
-		budget = fmt.Sprintf("%d bytes (%s) per engine", *res.Budget, compilespec.FormatSize(*res.Budget))
+		budget = compilespec.FormatSize(*res.Budget) + " per engine"
 	}
 	if c.quiet {
 		return 0
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d bytes, %d method(s), %d TensorRT delegate(s), %d blob(s), weight streaming budget %s\n",
-		res.Path, res.Size, len(res.Methods), res.Delegates, res.Blobs, budget)
+	fmt.Fprintf(stdout, "wrote %s: %s, %s, %s, %s, weight streaming budget %s\n",
+		res.Path, compilespec.FormatSize(res.Size), cli.Count(len(res.Methods), "method"),
+		cli.Count(res.Delegates, "TensorRT delegate"), cli.Count(res.Blobs, "blob"), budget)
 	return 0
 }
 
@@ -322,9 +323,11 @@ func (f *failure) Unwrap() error { return f.err }
 // writeFailure prints the failure object of docs/json.md,
 // {"error": {"kind", "message", "offset", "path"}}, as pteinspect --json does.
 func writeFailure(w io.Writer, err error) {
+	f := inspect.NewFailure(err)
+	f.Message = cli.Message(err) // the message standard error shows
 	inspect.Encode(w, struct {
 		Error *inspect.Failure `json:"error"`
-	}{inspect.NewFailure(err)})
+	}{f})
 }
 
 // summary is the --json output.

@@ -120,7 +120,7 @@ func TestExampleManifest(t *testing.T) {
 	r = runCmd("--manifest", filepath.Join(examplesDir, "model.json"), "-o", out, "--force",
 		"--weight-streaming-budget-per-engine", "1.5GiB")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "1610612736 bytes")
+	assert.Contains(t, r.stdout, "weight streaming budget 1.5 GiB per engine")
 	f = openVerified(t, out)
 	assert.Equal(t, [][]string{
 		{"weight_streaming_budget=1610612736", "target_device=cuda:0"},

@@ -138,7 +138,7 @@ func TestRebakeCLIReportsKeptBudget(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r1.pte")
 	r := runCmd("--from", in, "-o", out, "--target-device", "cuda:1")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "weight streaming budget 1048576 bytes (1 MiB) per engine")
+	assert.Contains(t, r.stdout, "weight streaming budget 1 MiB per engine")
 	assert.Contains(t, r.stderr, "cuda:1")
 	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
 	r = runCmd("--from", in, "-o", out, "--force", "--target-device", "cuda:1", "--json")

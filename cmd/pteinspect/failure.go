@@ -4,17 +4,24 @@ import (
 	"io"
 
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/cli"
 )
 
 // writeFailure prints the JSON object of a --json run that failed before
 // it had a result, so that pipelines get JSON whatever happens:
 // {"error": {...}}, and for --plan also the plan's members, empty.
+//
+// The message is the one standard error shows (cli.Message).
 func writeFailure(w io.Writer, err error, plan bool) {
 	if plan {
-		inspect.Encode(w, inspect.NewPlanFailure(err))
+		doc := inspect.NewPlanFailure(err)
+		doc.Error.Message = cli.Message(err)
+		inspect.Encode(w, doc)
 		return
 	}
+	f := inspect.NewFailure(err)
+	f.Message = cli.Message(err)
 	inspect.Encode(w, struct {
 		Error *inspect.Failure `json:"error"`
-	}{inspect.NewFailure(err)})
+	}{f})
 }

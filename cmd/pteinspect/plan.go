@@ -10,6 +10,7 @@ import (
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/executor"
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
@@ -162,7 +163,7 @@ func printPlan(w io.Writer, f *pte.File, plan *executor.ProgramPlan, facts []eng
 		case m.Error.Unknown:
 			fmt.Fprintf(w, "method %s: load outcome UNKNOWN: %s\n", esc(m.Name), escText(unknownReason(f, &m)))
 		default:
-			fmt.Fprintf(w, "method %s: FAILS to load: %s: %s\n", esc(m.Name), m.Error.Kind, escText(oneLine(m.Error.Message)))
+			fmt.Fprintf(w, "method %s: FAILS to load: %s: %s\n", esc(m.Name), m.Error.Kind, escText(cli.Plain(m.Error.Message)))
 		}
 		for _, d := range m.Delegates {
 			printDelegatePlan(w, &m, &d, pinnedDevice(f, m.Name, d.Index), lo)
@@ -216,7 +217,7 @@ func printDelegatePlan(w io.Writer, m *executor.MethodPlan, d *executor.Delegate
 		t.row("applied", appliedBudget(m, d))
 		t.row("streamable", optBytes(b.Streamable, "unknown"))
 		if b.Reason != "" {
-			t.row("reason", escText(b.Reason))
+			t.row("reason", escText(cli.Plain(b.Reason)))
 		}
 	}
 	if d.Budget != nil || len(d.Inputs)+len(d.Outputs) > 0 {
@@ -241,7 +242,7 @@ func printDelegatePlan(w io.Writer, m *executor.MethodPlan, d *executor.Delegate
 // the blob's header; otherwise it falls back to the load error's message.
 func unknownReason(f *pte.File, m *executor.MethodPlan) string {
 	fallback := "ptekit did not read all it needs, so it cannot tell whether the method loads (not known to fail): " +
-		oneLine(m.Error.Message)
+		cli.Plain(m.Error.Message)
 	if m.Error.Delegate == nil {
 		return fallback
 	}

@@ -95,7 +95,7 @@ func printUsage(w io.Writer, fs *pflag.FlagSet) {
 // line asks for JSON (stderr is a *jsonStderr), as the failure object on
 // standard output, so that a pipeline gets JSON whatever happens.
 func usageErr(stderr io.Writer, format string, args ...any) int {
-	msg := fmt.Sprintf(format, args...)
+	msg := cli.Plain(fmt.Sprintf(format, args...))
 	if j, ok := stderr.(*jsonStderr); ok {
 		writeFailure(j.stdout, &inspect.UsageError{Msg: msg}, j.plan)
 	}
@@ -133,7 +133,7 @@ func wantsJSON(args []string) (json, plan bool) {
 // input.ExitCode gives (exitRetry for a transient failure, 130/143 when
 // interrupted). name is shown as input.Display shows it.
 func failErr(stderr io.Writer, name string, err error) int {
-	fmt.Fprintf(stderr, "pteinspect: %s%s\n", escText(oneLine(err.Error())), hint(input.Display(name), err))
+	fmt.Fprintf(stderr, "pteinspect: %s%s\n", escText(cli.Message(err)), hint(input.Display(name), err))
 	if code, ok := input.ExitCode(err); ok {
 		return code
 	}

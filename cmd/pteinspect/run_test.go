@@ -490,7 +490,7 @@ func TestUsageAndFailures(t *testing.T) {
 	failures := map[string]string{
 		bundledPath:    "bundled program",
 		rootPastEnd(t): "--verify",
-		filepath.Join(t.TempDir(), "does_not_exist.pte"): "no such file",
+		filepath.Join(t.TempDir(), "does_not_exist.pte"): "does_not_exist.pte does not exist (hint: check the path)",
 	}
 	for file, want := range failures {
 		r := runArgs(nil, file)

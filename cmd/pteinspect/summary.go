@@ -8,6 +8,7 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/cli"
 )
 
 // The default view fits a terminal: the methods take at most summaryLines
@@ -102,12 +103,7 @@ func problemsText(s *inspect.Summary) string {
 }
 
 // plural is "1 error", "2 errors".
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
-}
+func plural(n int, what string) string { return cli.Count(n, what) }
 
 func methodText(m *inspect.MethodSummary) string {
 	parts := []string{plural(m.Inputs, "input"), plural(m.Outputs, "output"), plural(m.Instructions, "instruction")}

@@ -5,9 +5,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -90,6 +93,55 @@ func versionLine(cmd string, info *debug.BuildInfo) string {
 		path = info.Path
 	}
 	return fmt.Sprintf("%s %s %s (%s, %s)", cmd, path, version, vcs, info.GoVersion)
+}
+
+// packages are the names ptekit's packages put before their errors
+// ("pte: ...", "export: rebake: ..."): the Go convention, but not the
+// user's terms, so Message drops them.
+var packages = []string{"export", "rebake", "pte", "ptd", "compilespec", "executor", "runtime", "inspect",
+	"delegate", "httprange", "atomicfile", "fbverify"}
+
+// Message is err as one line in the user's terms: without the Go package
+// names of the library's error chain, and a missing file or directory
+// said as such ("m.json does not exist", not "open m.json: no such file or
+// directory").
+func Message(err error) string {
+	s := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		plain := ""
+		switch {
+		case errors.Is(pe.Err, fs.ErrNotExist):
+			plain = pe.Path + " does not exist"
+		case errors.Is(pe.Err, fs.ErrPermission):
+			plain = pe.Path + ": permission denied"
+		}
+		if plain != "" {
+			s = strings.Replace(s, pe.Error(), plain, 1)
+		}
+	}
+	return Plain(s)
+}
+
+// Plain is a message as one line without the Go package names of an error
+// chain ("export: rebake: a.pte: pte: short" is "a.pte: short").
+func Plain(s string) string {
+	parts := strings.Split(s, ": ")
+	kept := parts[:0]
+	for _, p := range parts {
+		if !slices.Contains(packages, p) {
+			kept = append(kept, p)
+		}
+	}
+	return OneLine(strings.Join(kept, ": "))
+}
+
+// Count is "1 method", "2 methods".
+func Count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // OneLine joins the lines of a message (errors.Join, wrapped text) into

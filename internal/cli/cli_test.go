@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -31,4 +35,15 @@ func TestVersionLine(t *testing.T) {
 	info.Settings, info.Main.Version = nil, ""
 	assert.Equal(t, "pteexport github.com/ptekit/ptekit (devel) (revision unknown, go1.26)", versionLine("pteexport", info))
 	assert.True(t, strings.HasPrefix(Version("pteinspect"), "pteinspect "))
+}
+
+// TestMessage: one line in the user's terms, no Go package chain, a
+// missing file said as such (issue 11 item 9).
+func TestMessage(t *testing.T) {
+	chain := fmt.Errorf("export: rebake: empty.pte: %w", errors.New("pte: file is 0 bytes\nsecond line"))
+	assert.Equal(t, "empty.pte: file is 0 bytes second line", Message(chain))
+	_, err := os.Open(filepath.Join(t.TempDir(), "nope.pte"))
+	assert.Regexp(t, `^\S+nope.pte does not exist$`, Message(err))
+	assert.Regexp(t, `^manifest: \S+nope.pte does not exist$`, Message(fmt.Errorf("manifest: %w", err)))
+	assert.Equal(t, "invalid weight_streaming_budget", Message(errors.New("runtime: compilespec: invalid weight_streaming_budget")))
 }
