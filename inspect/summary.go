@@ -80,8 +80,11 @@ type DelegateGroup struct {
 	// ("cuda:0"), or the engine's device ("engine device 0") when no spec
 	// pins one; "" when neither says.
 	Device string
-	// Payloads is the total payload size of the group (saturating).
-	Payloads int64
+	// Payloads is the total payload size of the group (saturating);
+	// Unreachable counts the delegates whose payload cannot be located (a
+	// bad reference, a truncated file).
+	Payloads    int64
+	Unreachable int
 	// First is the delegate index of the group's first delegate.
 	First int
 }
@@ -125,7 +128,8 @@ func NewSummary(doc *Document) *Summary {
 			s.Backends = append(s.Backends, BackendCount{ID: d.ID, Count: 1})
 		}
 		var size int64
-		if d.Size != nil {
+		reachable := d.Size != nil
+		if reachable {
 			size = *d.Size
 			s.Payloads = satAdd(s.Payloads, size)
 			if s.Largest == nil || size > *s.Largest.Size {
@@ -145,6 +149,9 @@ func NewSummary(doc *Document) *Summary {
 		}
 		g.Count++
 		g.Payloads = satAdd(g.Payloads, size)
+		if !reachable {
+			g.Unreachable++
+		}
 		if m != nil && IsTensorRT(d.ID) {
 			if budgetBytes >= 0 {
 				m.Budget = satAdd(m.Budget, budgetBytes)

@@ -39,6 +39,10 @@ type File struct {
 	closer io.Closer
 	region []byte
 	dec    *fbDecoder
+	// Truncated is the error of a file shorter than its header says,
+	// opened with OpenOptions.Truncated; nil otherwise.
+	Truncated *TruncatedError
+
 	// fbWarnings are what the FlatBuffers verifier accepted, as ExecuTorch
 	// does, but flagged; Verify reports them.
 	fbWarnings []fbverify.Error
@@ -61,6 +65,12 @@ type OpenOptions struct {
 	// larger value is lowered to it. Services that open untrusted files
 	// should set a limit that fits their memory.
 	MaxProgramSize int64
+	// Truncated opens a file that ends before the segment data its header
+	// promises, as long as the program region itself is whole, so that a
+	// viewer can still show its structure: File.Truncated holds the error
+	// (also Verify's first finding), and a payload past the end fails when
+	// it is read. ExecuTorch refuses such a file; so does Open.
+	Truncated bool
 }
 
 // maxProgramSize returns the effective region limit of o.
@@ -158,7 +168,11 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 	programSize := uint64(size)
 	if h != nil {
 		if err := checkHeaderSize(h, size); err != nil {
-			return nil, err
+			var te *TruncatedError
+			if opts == nil || !opts.Truncated || !errors.As(err, &te) || h.ProgramSize > uint64(size) {
+				return nil, err
+			}
+			f.Truncated = te // the program region is whole: read it
 		}
 		if h.ProgramSize > uint64(size) {
 			return nil, &FormatError{Off: 16, Path: "extended_header.program_size",

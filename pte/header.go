@@ -90,7 +90,8 @@ func parseHeader(head []byte) (*ExtendedHeader, error) {
 
 // checkHeaderSize applies Program::load's file-size rule: unless an old
 // 24-byte header with segments leaves the data size unknown, the file must
-// hold everything the header promises.
+// hold everything the header promises. The error of a file that ends early
+// (rather than of a header that cannot be right) is a *TruncatedError.
 func checkHeaderSize(h *ExtendedHeader, size int64) error {
 	if !((h.SegmentDataSize == 0 && h.SegmentBaseOffset == 0) || h.SegmentDataSize > 0) {
 		return nil
@@ -109,9 +110,17 @@ func checkHeaderSize(h *ExtendedHeader, size int64) error {
 		}
 	}
 	if expected > uint64(size) {
-		return &FormatError{Off: off, Path: "extended_header",
+		return &TruncatedError{FormatError{Off: off, Path: "extended_header",
 			Msg:  fmt.Sprintf("%s = %d is past the end of the %d-byte file (truncated?)", what, expected, size),
-			Code: CodeInvalidProgram}
+			Code: CodeInvalidProgram}}
 	}
 	return nil
 }
+
+// TruncatedError is the error of a file shorter than its extended header
+// says: ExecuTorch refuses to load it. With OpenOptions.Truncated the file
+// opens anyway, when its program region is whole, for inspection.
+type TruncatedError struct{ FormatError }
+
+// Unwrap returns the *FormatError, so that errors.As finds it.
+func (e *TruncatedError) Unwrap() error { return &e.FormatError }

@@ -52,6 +52,9 @@ func (fd Finding) String() string {
 // far as the file itself can tell (registered kernels and backends aside).
 func (f *File) Verify() []Finding {
 	v := &validator{f: f}
+	if t := f.Truncated; t != nil {
+		v.add(SeverityError, t.Code, t.Off, t.Path, "%s", t.Msg)
+	}
 	for _, w := range f.fbWarnings {
 		v.add(SeverityWarning, CodeOk, w.Off, w.Path, "%s", w.Msg)
 	}

@@ -206,6 +206,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if tuneHTTP != nil {
 		tuneHTTP(&opener.HTTP)
 	}
+	// The views show a truncated file whose program region is whole, the
+	// truncation a problem (pte.OpenOptions.Truncated); --plan, which
+	// models ExecuTorch's load, and --compile-specs, which shows no
+	// problems, refuse it, as diff does.
+	opener.ProgramOptions.Truncated = !o.plan && !o.compileSpecs
 	ctx, stop := o.in.Context(context.Background(), name)
 	defer stop()
 	if isPTD(ctx, opener, name) {

@@ -143,10 +143,18 @@ func groupText(g *inspect.DelegateGroup) string {
 	if g.Device != "" {
 		b.WriteString(", " + esc(g.Device))
 	}
-	payload := "payload"
-	if g.Count > 1 {
-		payload = "payloads"
+	switch {
+	case g.Unreachable == g.Count && g.Count == 1:
+		b.WriteString(", payload not reachable")
+	case g.Unreachable == g.Count:
+		b.WriteString(", payloads not reachable")
+	case g.Count == 1:
+		b.WriteString(", payload " + compilespec.FormatSize(g.Payloads))
+	default:
+		b.WriteString(", payloads " + compilespec.FormatSize(g.Payloads))
+		if g.Unreachable > 0 {
+			fmt.Fprintf(&b, " (%d not reachable)", g.Unreachable)
+		}
 	}
-	fmt.Fprintf(&b, ", %s %s", payload, compilespec.FormatSize(g.Payloads))
 	return b.String()
 }

@@ -66,6 +66,9 @@ type Opener struct {
 	// HTTP is the transport configuration for URL inputs: the headers of
 	// --header and the environment, and tuning (tests shorten retries).
 	HTTP httprange.Options
+	// ProgramOptions tunes how a program is read (pte.OpenOptions): the views set
+	// Truncated, to show a truncated file's structure.
+	ProgramOptions pte.OpenOptions
 }
 
 // Opener returns an Opener for these flags, with the environment's
@@ -148,19 +151,19 @@ func Display(name string) string {
 func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 	switch {
 	case IsURL(name):
-		return pte.OpenURL(ctx, name, &pte.OpenURLOptions{HTTP: o.HTTP})
+		return pte.OpenURL(ctx, name, &pte.OpenURLOptions{OpenOptions: o.ProgramOptions, HTTP: o.HTTP})
 	case name == "-":
 		data, err := o.readStdin()
 		if err != nil {
 			return nil, err
 		}
-		f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+		f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &o.ProgramOptions)
 		if err != nil {
 			return nil, fmt.Errorf("<stdin>: %w", err)
 		}
 		return f, nil
 	}
-	return pte.Open(name)
+	return pte.OpenWith(name, &o.ProgramOptions)
 }
 
 // Source is an input opened as bytes, for formats other than .pte.
