@@ -62,7 +62,11 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 		return exitOK
 	}
 	meter := newMeter(stderr, o.quiet, "pteinspect: extracting")
-	n, err := io.Copy(out, &progress.Reader{R: src, M: meter, Total: src.Size()})
+	var r io.Reader = &progress.Reader{R: src, M: meter, Total: src.Size()}
+	if extractHook != nil {
+		r = &hookReader{r, ctx}
+	}
+	n, err := io.Copy(out, r)
 	meter.Done()
 	if err == nil {
 		err = out.Commit()
@@ -78,6 +82,21 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 		fmt.Fprintf(stdout, "wrote %s (%s) to %s\n", compilespec.FormatSize(n), what, esc(o.output))
 	}
 	return exitOK
+}
+
+// extractHook, when non-nil, is called with the run's context before each
+// read of an extract to a file (the script tests use it to interrupt the
+// write half way).
+var extractHook func(ctx context.Context)
+
+type hookReader struct {
+	r   io.Reader
+	ctx context.Context
+}
+
+func (h *hookReader) Read(p []byte) (int, error) {
+	extractHook(h.ctx)
+	return h.r.Read(p)
 }
 
 // createOutput starts the --extract output file, which may not be the
