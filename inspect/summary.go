@@ -38,7 +38,10 @@ type BackendCount struct {
 
 // MethodSummary is one method at a glance.
 type MethodSummary struct {
-	Index   int // in program.execution_plan
+	// Index is the method's index in the document's program.execution_plan
+	// or, when a delegate of the method says, its plan_index (which counts
+	// every method also when Options.Method narrowed the document).
+	Index   int
 	Name    string
 	Inputs  int
 	Outputs int
@@ -103,6 +106,7 @@ func NewSummary(doc *Document) *Summary {
 		}
 	}
 	byIndex := map[int]*MethodSummary{}
+	byName := map[string]*MethodSummary{}
 	if doc.Program != nil {
 		for i, ep := range doc.Program.ExecutionPlan {
 			if ep == nil {
@@ -112,7 +116,22 @@ func NewSummary(doc *Document) *Summary {
 			m.Index = i
 			s.Methods = append(s.Methods, m)
 			byIndex[i] = m
+			if byName[ep.Name] == nil {
+				byName[ep.Name] = m
+			}
 		}
+	}
+	// methodOf finds a delegate's method: by plan_index, or by name in a
+	// document narrowed to one method, whose indices no longer match.
+	methodOf := func(d *Delegate) *MethodSummary {
+		if m := byIndex[d.PlanIndex]; m != nil && m.Name == d.Plan {
+			return m
+		}
+		m := byName[d.Plan]
+		if m != nil {
+			m.Index = d.PlanIndex
+		}
+		return m
 	}
 	backends := map[string]int{} // id -> index in s.Backends
 	type groupKey struct {
@@ -139,7 +158,7 @@ func NewSummary(doc *Document) *Summary {
 		budget, budgetBytes := delegateBudget(d)
 		k := groupKey{d.PlanIndex, d.ID, budget, delegateDevice(d)}
 		g := groups[k]
-		m := byIndex[d.PlanIndex]
+		m := methodOf(d)
 		if g == nil {
 			g = &DelegateGroup{ID: d.ID, Budget: budget, BudgetBytes: budgetBytes, Device: k.device, First: d.DelegateIndex}
 			groups[k] = g

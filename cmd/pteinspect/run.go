@@ -276,7 +276,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.long {
 		printHuman(w, name, f, doc, &o)
 	} else {
-		printSummary(w, name, doc)
+		printSummary(w, name, f.Program, doc)
 	}
 	return code
 }

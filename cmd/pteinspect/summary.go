@@ -9,6 +9,7 @@ import (
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/cli"
+	"github.com/ptekit/ptekit/pte"
 )
 
 // The default view fits a terminal: the methods take at most summaryLines
@@ -23,8 +24,17 @@ const (
 
 // printSummary prints the default view: inspect.Summary of the document,
 // one line per method and per group of alike delegates.
-func printSummary(w io.Writer, name string, doc *inspect.Document) {
+func printSummary(w io.Writer, name string, p *pte.Program, doc *inspect.Document) {
 	s := inspect.NewSummary(doc)
+	if len(s.Methods) == 1 && len(p.ExecutionPlan) > 1 {
+		// Narrowed by --method: the index in the whole program.
+		for i, ep := range p.ExecutionPlan {
+			if ep != nil && ep.Name == s.Methods[0].Name {
+				s.Methods[0].Index = i
+				break
+			}
+		}
+	}
 	t := newTable(w, "")
 	t.row("file", esc(name))
 	t.row("size", compilespec.FormatSize(s.Size))
