@@ -22,13 +22,23 @@ func addSharedSeeds(f *testing.F) {
 func FuzzBuild(f *testing.F) {
 	addSharedSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		pf, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
+		pf, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &pte.OpenOptions{Truncated: true})
 		if err != nil {
 			return
 		}
 		doc, err := Build(pf, &Options{Hash: true})
 		if err != nil {
 			t.Fatalf("Build failed on an in-memory file: %v", err)
+		}
+		// The default view's value: no panic, every method.
+		n := 0
+		for _, ep := range doc.Program.ExecutionPlan {
+			if ep != nil {
+				n++
+			}
+		}
+		if s := NewSummary(doc); len(s.Methods) != n {
+			t.Fatalf("summary has %d methods, document %d", len(s.Methods), n)
 		}
 		b, err := Marshal(doc)
 		if err != nil {
