@@ -4,18 +4,27 @@
 // Usage:
 //
 //	pteinspect [flags] FILE.pte|URL
-//	pteinspect diff [--json] [--layout] A.pte|URL B.pte|URL
+//	pteinspect diff [--json] [--layout] [--quiet] A.pte|URL B.pte|URL
+//	pteinspect help [diff]
 //
-// By default it prints a summary for a terminal: file size, extended header,
+// By default it prints a summary that fits a screen (inspect.Summary): the
+// methods, delegates per backend, payload sizes, problems, and for each
+// method one line per group of alike delegates (backend, weight streaming
+// budget, device), what its engine budgets add up to and any constant it
+// returns. --long (-l) prints everything: file size, extended header,
 // segment table, and for each method its inputs and outputs, instruction
 // counts, operators, memory plan and delegates (backend, payload location
 // and size, decoded compile specs, and for TensorRT delegates the blob
 // header, bindings and any hazard where the deployed C++ reader reads the
-// metadata differently from what it says), and ends with the problems every
-// check finds (the same as --verify).
+// metadata differently from what it says). Both end with the problems
+// every check finds (the same as --verify). A truncated file whose program
+// region is whole is still shown, the truncation its first problem.
 //
 // Flags:
 //
+//	-l, --long           the full view instead of the summary
+//	-q, --quiet          no progress line and no "wrote" line
+//	--version            print the module version and VCS revision
 //	--json               print the stable JSON form (see docs/json.md)
 //	--hash               add SHA-256 digests of the file, segments, payloads
 //	--method NAME        only this method
