@@ -79,6 +79,7 @@ func printSummary(w io.Writer, name string, p *pte.Program, doc *inspect.Documen
 			fmt.Fprintf(w, "  %s\n", groupText(g))
 		}
 	}
+	printExternalDataSummary(w, p, doc.ExternalData)
 	if s.Errors+s.Warnings > 0 {
 		fmt.Fprintln(w)
 		for i, p := range doc.Problems {
@@ -92,6 +93,55 @@ func printSummary(w io.Writer, name string, p *pte.Program, doc *inspect.Documen
 	if len(doc.Delegates) > 0 || len(doc.Segments) > 0 {
 		fmt.Fprintf(w, "\n(--long shows segments, bindings, compile specs and every delegate)\n")
 	}
+}
+
+// printExternalDataSummary is --long's external data section in a few
+// lines: the keys needed (none given), or each data file, the methods that
+// fail and the keys missing, lists cut to summaryNames.
+func printExternalDataSummary(w io.Writer, p *pte.Program, ext *inspect.ExternalData) {
+	if ext == nil {
+		if keys := inspect.NeededKeys(p); len(keys) > 0 {
+			fmt.Fprintf(w, "\nexternal data: needs %d key(s) from .ptd files, none given (pass --data FILE.ptd): %s\n",
+				len(keys), escText(shortList(keys)))
+		}
+		return
+	}
+	fmt.Fprintf(w, "\nexternal data (%d file(s))\n", len(ext.Files))
+	for i, f := range ext.Files {
+		if i == summaryNames {
+			fmt.Fprintf(w, "  ... and %d more files\n", len(ext.Files)-i)
+			break
+		}
+		state := fmt.Sprintf("loads, %d key(s)", len(f.Keys))
+		if !f.OK {
+			state = "FAILS: " + statusText(f.DataStatus)
+		}
+		fmt.Fprintf(w, "  [%d] %s: %s\n", i, esc(f.Name), escText(state))
+	}
+	if len(ext.Files) > 0 && !ext.Merge.OK {
+		fmt.Fprintf(w, "  merge FAILS: %s\n", escText(statusText(ext.Merge)))
+	}
+	failing := 0
+	for _, m := range ext.Methods {
+		if !m.OK {
+			failing++
+		}
+	}
+	if failing > 0 {
+		fmt.Fprintf(w, "  %s of %d fail to load for want of external data\n", cli.Count(failing, "method"), len(ext.Methods))
+	}
+	if len(ext.Missing) > 0 {
+		fmt.Fprintf(w, "  missing keys: %s\n", escText(shortList(ext.Missing)))
+	}
+}
+
+// shortList is quoteAll of at most summaryNames strings, saying how many
+// more there are.
+func shortList(s []string) string {
+	if len(s) <= summaryNames {
+		return quoteAll(s)
+	}
+	return fmt.Sprintf("%s and %d more", quoteAll(s[:summaryNames]), len(s)-summaryNames)
 }
 
 func backendsText(bs []inspect.BackendCount) string {
