@@ -103,10 +103,20 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	diffs, err := inspect.DiffDocuments(docs[0], docs[1], &inspect.DiffOptions{Layout: layout})
 	if err != nil {
-		fmt.Fprintf(stderr, "pteinspect: diff: %v\n", err)
-		return exitUsage
+		return diffFail(stdout, stderr, err, asJSON)
 	}
 	return printDiffs(stdout, stderr, diffs, asJSON)
+}
+
+// diffFail reports a failure to compare (exit status 2, so that 1 always
+// means "different"): one line, and with --json the failure object. A
+// failure to read one side goes through runDiff's fail.
+func diffFail(stdout, stderr io.Writer, err error, asJSON bool) int {
+	if asJSON {
+		writeFailure(stdout, err, false)
+	}
+	fmt.Fprintf(stderr, "pteinspect: diff: %s\n", escText(cli.Message(err)))
+	return exitUsage
 }
 
 // printDiffs prints differences as lines or JSON and returns the exit

@@ -297,8 +297,7 @@ func runPTDDiff(ctx context.Context, opener *input.Opener, names []string, asJSO
 	}
 	diffs, err := inspect.DiffPTD(docs[0], docs[1], &inspect.DiffOptions{Layout: layout})
 	if err != nil {
-		fmt.Fprintf(stderr, "pteinspect: diff: %v\n", err)
-		return exitUsage
+		return diffFail(stdout, stderr, err, asJSON)
 	}
 	return printDiffs(stdout, stderr, diffs, asJSON)
 }
