@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"os"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -14,12 +12,18 @@ import (
 
 // TestMain makes the test binary also the commands of the script tests:
 // pteexport (run, as main calls it) and mkprog (package testprog), which
-// writes the programs a script re-bakes.
+// writes the programs a script re-bakes. SCRIPT_SIGNAL_MID_WRITE=INT or
+// TERM interrupts a write once it has begun.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"pteexport": func() {
 			if sig := os.Getenv("SCRIPT_SIGNAL_MID_WRITE"); sig != "" {
-				progressHook = signalOnce(sig)
+				interrupt := testprog.SignalOnce(sig, 1)
+				progressHook = func(ctx context.Context, written, total int64) {
+					if written < total {
+						interrupt(ctx)
+					}
+				}
 			}
 			os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 		},
@@ -27,38 +31,8 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// signalOnce returns a progress hook that, on the first report of a write
-// in progress, sends the process SIGINT or SIGTERM and waits for the
-// command to notice: a deterministic Ctrl-C in the middle of a write, for
-// the scripts (SCRIPT_SIGNAL_MID_WRITE=INT or TERM).
-func signalOnce(name string) func(ctx context.Context, written, total int64) {
-	sig := syscall.SIGINT
-	if name == "TERM" {
-		sig = syscall.SIGTERM
-	}
-	sent := false
-	return func(ctx context.Context, written, total int64) {
-		if sent || written >= total {
-			return
-		}
-		sent = true
-		syscall.Kill(os.Getpid(), sig)
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Second):
-		}
-	}
-}
-
 // TestScript runs testdata/script/*.txtar: pteexport's user-facing
 // contract (building, re-baking, refusals, messages, JSON on failure).
 func TestScript(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/script",
-		RequireExplicitExec: true,
-		Setup: func(e *testscript.Env) error {
-			e.Setenv("HOME", e.WorkDir)
-			return nil
-		},
-	})
+	testscript.Run(t, testprog.ScriptParams("testdata/script"))
 }
