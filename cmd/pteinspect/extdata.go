@@ -213,23 +213,35 @@ func printVerify(stdout, stderr io.Writer, name string, file *inspect.File, prob
 	return exitOK
 }
 
+// printNeededKeys prints the keys of .ptd files a program needs when none
+// is given; list formats them.
+func printNeededKeys(w io.Writer, p *pte.Program, list func([]string) string) {
+	if keys := inspect.NeededKeys(p); len(keys) > 0 {
+		fmt.Fprintf(w, "\nexternal data: needs %d key(s) from .ptd files, none given (pass --data FILE.ptd): %s\n",
+			len(keys), escText(list(keys)))
+	}
+}
+
+// dataFileState says whether a data file loads.
+func dataFileState(f *inspect.DataFile) string {
+	if !f.OK {
+		return "FAILS: " + statusText(f.DataStatus)
+	}
+	return fmt.Sprintf("loads, %d key(s)", len(f.Keys))
+}
+
 // printExternalData prints where each EXTERNAL tensor comes from (with
 // --data) or, without data files, which keys the program needs.
 func printExternalData(w io.Writer, p *pte.Program, ext *inspect.ExternalData) {
 	if ext == nil {
-		if keys := inspect.NeededKeys(p); len(keys) > 0 {
-			fmt.Fprintf(w, "\nexternal data: needs %d key(s) from .ptd files, none given (pass --data FILE.ptd): %s\n",
-				len(keys), escText(quoteAll(keys)))
-		}
+		printNeededKeys(w, p, quoteAll)
 		return
 	}
 	fmt.Fprintf(w, "\nexternal data (%d file(s))\n", len(ext.Files))
 	t := newTable(w, "  ")
 	for i, f := range ext.Files {
-		state := fmt.Sprintf("loads, %d key(s)", len(f.Keys))
-		if !f.OK {
-			state = "FAILS: " + statusText(f.DataStatus)
-		} else if f.Legacy {
+		state := dataFileState(f)
+		if f.OK && f.Legacy {
 			state += " (older layout: ExecuTorch misreads it)"
 		}
 		t.row(fmt.Sprintf("[%d]", i), esc(f.Name), state)

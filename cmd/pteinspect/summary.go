@@ -100,10 +100,7 @@ func printSummary(w io.Writer, name string, p *pte.Program, doc *inspect.Documen
 // fail and the keys missing, lists cut to summaryNames.
 func printExternalDataSummary(w io.Writer, p *pte.Program, ext *inspect.ExternalData) {
 	if ext == nil {
-		if keys := inspect.NeededKeys(p); len(keys) > 0 {
-			fmt.Fprintf(w, "\nexternal data: needs %d key(s) from .ptd files, none given (pass --data FILE.ptd): %s\n",
-				len(keys), escText(shortList(keys)))
-		}
+		printNeededKeys(w, p, shortList)
 		return
 	}
 	fmt.Fprintf(w, "\nexternal data (%d file(s))\n", len(ext.Files))
@@ -112,11 +109,7 @@ func printExternalDataSummary(w io.Writer, p *pte.Program, ext *inspect.External
 			fmt.Fprintf(w, "  ... and %d more files\n", len(ext.Files)-i)
 			break
 		}
-		state := fmt.Sprintf("loads, %d key(s)", len(f.Keys))
-		if !f.OK {
-			state = "FAILS: " + statusText(f.DataStatus)
-		}
-		fmt.Fprintf(w, "  [%d] %s: %s\n", i, esc(f.Name), escText(state))
+		fmt.Fprintf(w, "  [%d] %s: %s\n", i, esc(f.Name), escText(dataFileState(f)))
 	}
 	if len(ext.Files) > 0 && !ext.Merge.OK {
 		fmt.Fprintf(w, "  merge FAILS: %s\n", escText(statusText(ext.Merge)))
