@@ -93,7 +93,7 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(name, err)
 		}
-		meter := newMeter(stderr, quiet, "pteinspect: reading "+esc(name))
+		meter := newMeter(stderr, quiet, "pteinspect: reading "+esc(input.Display(name)))
 		docs[i], err = inspect.Build(f, &inspect.Options{Hash: true, Progress: meter.Report})
 		meter.Done()
 		f.Close()

@@ -9,6 +9,7 @@ import (
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/cli"
+	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -36,7 +37,7 @@ func printSummary(w io.Writer, name string, p *pte.Program, doc *inspect.Documen
 		}
 	}
 	t := newTable(w, "")
-	t.row("file", esc(name))
+	t.row("file", esc(input.Display(name)))
 	t.row("size", compilespec.FormatSize(s.Size))
 	if doc.File.SHA256.Hex != "" {
 		t.row("sha256", doc.File.SHA256.Hex)
