@@ -38,7 +38,7 @@ func FlagUsages(fs *pflag.FlagSet) string {
 			head += " " + name
 		}
 		switch f.DefValue {
-		case "", "false", "0", "[]":
+		case "", "false", "0", "0s", "[]":
 		default:
 			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
