@@ -41,6 +41,21 @@ type WriteOptions struct {
 	// share their size with another are read before writing: a pair is
 	// compared byte by byte, larger groups are hashed (SHA-256).
 	Dedup bool
+	// PageCongruent lays the segments out so that the kernel can copy
+	// their bytes (copy_file_range, which shares blocks on XFS and btrfs):
+	// a payload with a part of at least CongruentMin bytes (its largest,
+	// see Composite) starts at the first offset, from where
+	// ExecuTorch's rule puts it, at which that part lands at its source
+	// offset modulo 4096, and the segment base moves (by less than 4096
+	// bytes) to keep that true. Each such segment costs up to 4095 more
+	// bytes of padding; smaller ones are laid out as without the option.
+	// The base stays a multiple of SegmentAlignment; a moved segment is
+	// aligned as its bytes were in their source (an engine behind a
+	// TensorRT blob header: 16 bytes, and the engine itself at 4096).
+	// ExecuTorch locates segments by their offsets and size alone and
+	// requires no alignment of them. It applies only when
+	// SegmentAlignment divides 4096.
+	PageCongruent bool
 	// Strict refuses a program in which Verify would find an error, with a
 	// *VerifyError listing them all. Without Strict, Write refuses only
 	// what NewFile refuses, dangling payload references and model values
@@ -183,15 +198,11 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 	if err := checkSources(segments); err != nil {
 		return nil, err
 	}
-	sizes := make([]uint64, len(segments))
-	for i, s := range segments {
-		sizes[i] = uint64(s.Size())
-	}
 	pl := &writePlan{srcs: segments, info: &WriteInfo{}}
 	var remap []int
 	if dedup {
 		var err error
-		if remap, pl.unique, err = dedupe(segments); err != nil {
+		if remap, pl.unique, err = DedupPayloads(segments); err != nil {
 			return nil, err
 		}
 	} else {
@@ -203,22 +214,26 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 	}
 	pl.info.SegmentIndex = remap
 
-	// Lay the segments out: each starts at the end of the previous list
-	// entry rounded up to the alignment, so a 0-byte segment shares the
-	// offset of the next one.
-	layout := make([]*DataSegment, len(pl.unique))
-	var end, dataSize uint64
-	hasData := false
-	for k, i := range pl.unique {
-		off := roundUp(end, align)
-		if off < end || off+sizes[i] < off || off+sizes[i] > math.MaxInt64/2 {
-			return nil, &SegmentError{Index: i, Err: fmt.Errorf("segment offset %d + size %d overflows", off, sizes[i])}
-		}
-		layout[k] = &DataSegment{Offset: off, Size: sizes[i]}
-		end = off + sizes[i]
-		dataSize = end
-		hasData = hasData || sizes[i] > 0
+	sizes := make([]uint64, len(pl.unique))
+	var anchors []anchor
+	if opts != nil && opts.PageCongruent {
+		anchors = make([]anchor, len(pl.unique))
 	}
+	for k, i := range pl.unique {
+		sizes[k] = uint64(segments[i].Size())
+		if anchors != nil {
+			anchors[k] = anchorOf(segments[i], segments[i].Size())
+		}
+	}
+	sl, k, err := placeSegments(sizes, anchors, align)
+	if err != nil {
+		return nil, &SegmentError{Index: pl.unique[k], Err: err}
+	}
+	layout := make([]*DataSegment, len(pl.unique))
+	for k := range layout {
+		layout[k] = &DataSegment{Offset: sl.offsets[k], Size: sizes[k]}
+	}
+	dataSize, hasData := sl.dataSize, sl.hasData
 	present := p.Segments != nil || len(layout) > 0
 	if !present {
 		layout = nil // no payloads and no table in p: keep the field absent
@@ -253,7 +268,7 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 		pl.flatbuffer = fb
 		pl.info.ProgramSize = int64(len(fb))
 		pl.info.Size = int64(len(fb))
-	} else if err := pl.addHeader(fb, align, dataSize); err != nil {
+	} else if err := pl.addHeader(fb, sl, align, dataSize); err != nil {
 		return nil, err
 	}
 	return pl, nil
@@ -261,9 +276,9 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 
 // addHeader places the extended header in front of the encoded program fb
 // and the segment base after it.
-func (pl *writePlan) addHeader(fb []byte, align, dataSize uint64) error {
+func (pl *writePlan) addHeader(fb []byte, sl *segmentLayout, align, dataSize uint64) error {
 	programSize := uint64(len(fb)) + wrHeaderPad
-	base := roundUp(programSize, align)
+	base := sl.base(programSize, align)
 	h := &ExtendedHeader{
 		Magic:             "eh00",
 		Length:            wrHeaderLength,

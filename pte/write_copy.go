@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"syscall"
 )
 
 // SegmentReaders returns one reader per entry of f.Program.Segments, over
@@ -62,7 +63,9 @@ func (f *File) SegmentReaders() ([]*io.SectionReader, error) {
 // section of an *os.File can be copied by the kernel (copy_file_range,
 // which may share blocks) instead of through a user-space buffer; this
 // happens when the part's file offset and its output offset are equal
-// modulo 4096. Other destinations read the source through its ReadAt.
+// modulo 4096 (WriteOptions.PageCongruent lays segments out so that they
+// are). A part may also be a section of any reader that implements
+// syscall.Conn, which copy_file_range is then given. Other destinations read the source through its ReadAt.
 type Composite interface {
 	io.ReaderAt
 	// SegmentParts returns the parts. It is called once per segment
@@ -178,11 +181,13 @@ func (c *payloadCopier) copy(src *io.SectionReader, n int64) error {
 	return nil
 }
 
-// fileSection reports whether s reads straight from an *os.File, and at
+// fileSection reports whether s reads straight from an open file (an
+// *os.File, or any reader that gives its file descriptor through
+// syscall.Conn, such as a file opened only while it is copied), and at
 // which file offset.
-func fileSection(s *io.SectionReader) (*os.File, int64, bool) {
+func fileSection(s *io.SectionReader) (syscall.Conn, int64, bool) {
 	ra, off, _ := s.Outer()
-	f, ok := ra.(*os.File)
+	f, ok := ra.(syscall.Conn)
 	return f, off, ok
 }
 

@@ -3,41 +3,103 @@ package pte
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
+	"strings"
 )
 
-// dedupe finds byte-identical payloads. remap[i] is the written segment
-// holding payload i; unique lists, in order of first appearance, the payload
-// that each written segment is copied from.
+// DedupPayloads finds byte-identical payloads among srcs, as Write does
+// with WriteOptions.Dedup. remap[i] is the position in unique of the
+// payload holding the bytes of payload i; unique lists, in order of first
+// appearance, the index of one payload per distinct content.
 //
-// Only payloads whose size is shared with another are read at all: a pair is
-// compared directly (stopping at the first difference), larger groups are
-// hashed once each. Sections of the same source at the same offset are
-// recognised without reading. A SequentialSource can be read only once, to
-// write it, so it is never compared by content.
-func dedupe(srcs []*io.SectionReader) (remap, unique []int, err error) {
-	bySize := map[int64][]int{}
-	seq := make([]bool, len(srcs))
-	for i, s := range srcs {
-		bySize[s.Size()] = append(bySize[s.Size()], i)
-		seq[i] = s.Size() > 0 && isSequential(s)
+// The work is linear in the number of payloads, and most payloads are not
+// read at all:
+//   - payloads made of the same parts (see Composite) are equal without
+//     reading: the same range of the same file (same device and inode,
+//     whichever *os.File reads it) or of the same pointer-shaped reader,
+//     and in-memory parts (*bytes.Reader, *strings.Reader) of up to
+//     fingerprintChunk bytes with equal bytes;
+//   - a payload whose size no other payload has is unique;
+//   - the others get a fingerprint, SHA-256 of their first and last
+//     fingerprintChunk bytes (of all of them when that is the whole
+//     payload); only payloads whose size and fingerprint collide are then
+//     hashed whole.
+//
+// A SequentialSource can be read only once, to write it, so it is
+// compared by identity only. A source that fails or ends early is reported
+// as a *SegmentError.
+func DedupPayloads(srcs []*io.SectionReader) (remap, unique []int, err error) {
+	if err := checkSources(srcs); err != nil {
+		return nil, nil, err
 	}
-	// same[i] is the first payload identical to payload i (i itself when
-	// none comes before it).
+	// same[i] is the first payload identical to payload i.
 	same := make([]int, len(srcs))
-	for i := range same {
+	byIdentity := map[string]int{}
+	bySize := map[int64]int{} // payloads (not yet matched) of each size
+	seq := make([]bool, len(srcs))
+	var ids identities
+	for i, s := range srcs {
 		same[i] = i
+		parts := sourceParts(s, s.Size())
+		if key, ok := ids.key(parts, s.Size()); ok {
+			if j, dup := byIdentity[key]; dup {
+				same[i] = j
+				continue
+			}
+			byIdentity[key] = i
+		}
+		seq[i] = s.Size() > 0 && partsSequential(parts)
+		if !seq[i] {
+			bySize[s.Size()]++
+		}
 	}
-	for size, group := range bySize {
+
+	type print struct {
+		size int64
+		sum  [sha256.Size]byte
+	}
+	byPrint := map[print][]int{} // first payloads of each fingerprint
+	for i, s := range srcs {
+		if same[i] != i || seq[i] || bySize[s.Size()] < 2 {
+			continue
+		}
+		sum, err := fingerprint(s)
+		if err != nil {
+			return nil, nil, &SegmentError{Index: i, Err: err}
+		}
+		k := print{s.Size(), sum}
+		byPrint[k] = append(byPrint[k], i)
+	}
+	for k, group := range byPrint {
 		if len(group) < 2 {
 			continue
 		}
-		if err := classify(srcs, seq, group, size, same); err != nil {
-			return nil, nil, err
+		if k.size <= 2*fingerprintChunk {
+			for _, i := range group[1:] {
+				same[i] = group[0] // the fingerprint covers every byte
+			}
+			continue
+		}
+		first := map[[sha256.Size]byte]int{}
+		for _, i := range group {
+			h := sha256.New()
+			if err := readAll(h, srcs[i], k.size); err != nil {
+				return nil, nil, &SegmentError{Index: i, Err: err}
+			}
+			var sum [sha256.Size]byte
+			h.Sum(sum[:0])
+			if j, ok := first[sum]; ok {
+				same[i] = j
+			} else {
+				first[sum] = i
+			}
 		}
 	}
+
 	remap = make([]int, len(srcs))
 	for i := range srcs {
 		if same[i] == i {
@@ -50,96 +112,107 @@ func dedupe(srcs []*io.SectionReader) (remap, unique []int, err error) {
 	return remap, unique, nil
 }
 
-// classify sets same[i] for the payloads of one size group (indices in
-// increasing order); payloads marked seq are not read.
-func classify(srcs []*io.SectionReader, seq []bool, group []int, size int64, same []int) error {
-	if size == 0 {
-		for _, i := range group[1:] {
-			same[i] = group[0]
+// fingerprintChunk is how much of each end of a payload its fingerprint
+// reads.
+const fingerprintChunk = 4 << 10
+
+// fingerprint hashes the first and last fingerprintChunk bytes of src (all
+// of it when it is no longer than both).
+func fingerprint(src *io.SectionReader) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	n := src.Size()
+	h := sha256.New()
+	if n <= 2*fingerprintChunk {
+		if err := readAll(h, src, n); err != nil {
+			return sum, err
 		}
-		return nil
-	}
-	if len(group) == 2 {
-		a, b := group[0], group[1]
-		eq := sameSection(srcs[a], srcs[b])
-		if !eq && !seq[a] && !seq[b] {
-			var err error
-			if eq, err = equalContent(srcs, a, b, size); err != nil {
-				return err
+	} else {
+		var buf [fingerprintChunk]byte
+		for _, off := range []int64{0, n - fingerprintChunk} {
+			if err := readFull(src, buf[:], off, n); err != nil {
+				return sum, err
 			}
-		}
-		if eq {
-			same[b] = a
-		}
-		return nil
-	}
-	first := map[[sha256.Size]byte]int{}
-	for _, i := range group {
-		// A section already seen needs no hashing.
-		found := false
-		for _, j := range group {
-			if j >= i {
-				break
-			}
-			if same[j] == j && sameSection(srcs[i], srcs[j]) {
-				same[i], found = j, true
-				break
-			}
-		}
-		if found || seq[i] {
-			continue
-		}
-		h := sha256.New()
-		if err := readAll(h, srcs[i], size); err != nil {
-			return &SegmentError{Index: i, Err: err}
-		}
-		var sum [sha256.Size]byte
-		h.Sum(sum[:0])
-		if j, ok := first[sum]; ok {
-			same[i] = j
-		} else {
-			first[sum] = i
+			h.Write(buf[:])
 		}
 	}
-	return nil
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// identities builds identity keys of payloads from their parts.
+type identities struct {
+	files map[*os.File]string // file identity of each *os.File seen
+	buf   []byte
+}
+
+// key returns a key that two payloads of n bytes share only when they are
+// made of the same parts, and false when a part has no identity (a reader
+// that cannot be compared without reading it).
+func (ids *identities) key(parts []*io.SectionReader, n int64) (string, bool) {
+	b := binary.AppendVarint(ids.buf[:0], n)
+	for _, p := range parts {
+		ra, off, size := p.Outer()
+		switch r := ra.(type) {
+		case *os.File:
+			id, ok := ids.file(r)
+			if !ok {
+				return "", false
+			}
+			b = append(append(b, 'f'), id...)
+		case *bytes.Reader, *strings.Reader:
+			if size > fingerprintChunk {
+				return "", false
+			}
+			m := make([]byte, size)
+			if k, _ := ra.ReadAt(m, off); int64(k) != size {
+				return "", false
+			}
+			b = binary.AppendVarint(append(b, 'm'), size)
+			b = append(b, m...)
+			off = 0
+		default:
+			v := reflect.ValueOf(ra)
+			// Only pointer-shaped readers have an identity: comparing
+			// interface values whose dynamic type holds a slice panics.
+			if ra == nil || v.Kind() != reflect.Pointer {
+				return "", false
+			}
+			b = fmt.Appendf(append(b, 'p'), "%s:%x", v.Type(), v.Pointer())
+		}
+		b = binary.AppendVarint(binary.AppendVarint(b, off), size)
+	}
+	ids.buf = b
+	return string(b), true
+}
+
+// file returns the identity of the file f reads (device and inode where
+// the system has them, else f itself).
+func (ids *identities) file(f *os.File) (string, bool) {
+	if id, ok := ids.files[f]; ok {
+		return id, true
+	}
+	if ids.files == nil {
+		ids.files = map[*os.File]string{}
+	}
+	id, ok := fileIdentity(f)
+	if !ok {
+		id = fmt.Sprintf("%p", f)
+	}
+	ids.files[f] = id
+	return id, true
 }
 
 // sameSection reports whether a and b are the same range of the same
-// source. Only pointer-shaped sources (*os.File, *bytes.Reader, ...) are
-// recognised: comparing two interface values whose dynamic type is, say, a
-// struct holding a slice-based reader panics, even though the struct type
-// itself reports Comparable. Everything else is compared by content.
+// source, as DedupPayloads recognises without reading.
 func sameSection(a, b *io.SectionReader) bool {
-	ra, oa, na := a.Outer()
-	rb, ob, nb := b.Outer()
-	if oa != ob || na != nb || ra == nil || rb == nil {
-		return false
-	}
-	va, vb := reflect.ValueOf(ra), reflect.ValueOf(rb)
-	return va.Type() == vb.Type() && va.Kind() == reflect.Pointer && va.Pointer() == vb.Pointer()
+	var ids identities
+	ka, oka := ids.key(sourceParts(a, a.Size()), a.Size())
+	kb, okb := ids.key(sourceParts(b, b.Size()), b.Size())
+	return oka && okb && ka == kb
 }
 
-// dedupChunk is the read size used when comparing or hashing payloads.
+// dedupChunk is the read size used when hashing payloads.
 const dedupChunk = 256 << 10
-
-// equalContent compares payloads a and b of the given size.
-func equalContent(srcs []*io.SectionReader, a, b int, size int64) (bool, error) {
-	ba, bb := make([]byte, min(size, dedupChunk)), make([]byte, min(size, dedupChunk))
-	for off := int64(0); off < size; {
-		k := min(int64(len(ba)), size-off)
-		if err := readFull(srcs[a], ba[:k], off, size); err != nil {
-			return false, &SegmentError{Index: a, Err: err}
-		}
-		if err := readFull(srcs[b], bb[:k], off, size); err != nil {
-			return false, &SegmentError{Index: b, Err: err}
-		}
-		if !bytes.Equal(ba[:k], bb[:k]) {
-			return false, nil
-		}
-		off += k
-	}
-	return true, nil
-}
 
 // readAll writes the first size bytes of src to w.
 func readAll(w io.Writer, src *io.SectionReader, size int64) error {

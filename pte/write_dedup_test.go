@@ -62,11 +62,15 @@ func TestWriteDedupUncomparableSources(t *testing.T) {
 	}
 }
 
-// TestSameSectionPointers: the identity shortcut still recognises the same
-// range of the same pointer-shaped source, and nothing else.
+// TestSameSectionPointers: the identity shortcut recognises the same range
+// of the same pointer-shaped source, and small in-memory parts by their
+// bytes, and nothing else.
 func TestSameSectionPointers(t *testing.T) {
-	r := bytes.NewReader(make([]byte, 64))
-	r2 := bytes.NewReader(make([]byte, 64))
+	r := &wrPointerReaderAt{make([]byte, 64)}
+	r2 := &wrPointerReaderAt{make([]byte, 64)}
+	m := bytes.NewReader(make([]byte, 64))
+	m2 := bytes.NewReader(make([]byte, 64))
+	m3 := bytes.NewReader(bytes.Repeat([]byte{1}, 64))
 	for _, tc := range []struct {
 		a, b *io.SectionReader
 		want bool
@@ -74,10 +78,20 @@ func TestSameSectionPointers(t *testing.T) {
 		{io.NewSectionReader(r, 8, 16), io.NewSectionReader(r, 8, 16), true},
 		{io.NewSectionReader(r, 8, 16), io.NewSectionReader(r, 9, 16), false},
 		{io.NewSectionReader(r, 8, 16), io.NewSectionReader(r2, 8, 16), false},
+		{io.NewSectionReader(m, 8, 16), io.NewSectionReader(m2, 8, 16), true},
+		{io.NewSectionReader(m, 8, 16), io.NewSectionReader(m3, 8, 16), false},
 		{io.NewSectionReader(wrSliceReaderAt(make([]byte, 64)), 0, 8), io.NewSectionReader(wrSliceReaderAt(make([]byte, 64)), 0, 8), false},
 	} {
 		if got := sameSection(tc.a, tc.b); got != tc.want {
 			t.Errorf("sameSection = %v, want %v", got, tc.want)
 		}
 	}
+}
+
+// wrPointerReaderAt is a pointer-shaped reader that is not in memory as
+// far as the identity shortcut knows.
+type wrPointerReaderAt struct{ b []byte }
+
+func (r *wrPointerReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	return bytes.NewReader(r.b).ReadAt(p, off)
 }

@@ -23,7 +23,7 @@ var copyFileRangeSupported = copyFileRangeTrap != 0
 // offset. It returns errors.ErrUnsupported, with the bytes copied so far,
 // when the kernel cannot do it for these files; the caller then continues
 // with an ordinary copy. It stops early without error at the end of src.
-func copyFileRange(dst, src *os.File, off, n int64) (int64, error) {
+func copyFileRange(dst *os.File, src syscall.Conn, off, n int64) (int64, error) {
 	sc, err := src.SyscallConn()
 	if err != nil {
 		return 0, errors.ErrUnsupported

@@ -5,10 +5,11 @@ package pte
 import (
 	"errors"
 	"os"
+	"syscall"
 )
 
 const copyFileRangeSupported = false
 
-func copyFileRange(dst, src *os.File, off, n int64) (int64, error) {
+func copyFileRange(dst *os.File, src syscall.Conn, off, n int64) (int64, error) {
 	return 0, errors.ErrUnsupported
 }

@@ -49,10 +49,10 @@ func (s *sequentialReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// isSequential reports whether any byte of src comes from a
+// partsSequential reports whether any part (see sourceParts) reads a
 // SequentialSource.
-func isSequential(src *io.SectionReader) bool {
-	for _, part := range sourceParts(src, src.Size()) {
+func partsSequential(parts []*io.SectionReader) bool {
+	for _, part := range parts {
 		if ra, _, _ := part.Outer(); ra != nil {
 			if _, ok := ra.(*sequentialReaderAt); ok {
 				return true

@@ -1,0 +1,197 @@
+package pte
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// CongruentMin is the smallest part of a payload that a page-congruent
+// layout (WriteOptions.PageCongruent) places at its source offset modulo
+// 4096. Below it the padding that placement costs (up to 4095 bytes) is
+// not worth what a kernel copy saves.
+const CongruentMin = 64 << 10
+
+// maxInferredAlignment caps the alignment File.SegmentAlignment reports.
+const maxInferredAlignment = 1 << 20
+
+// anchor is the part of a payload whose offset modulo the page size a
+// page-congruent layout keeps: the largest leaf part of at least
+// CongruentMin bytes (see Composite).
+type anchor struct {
+	src uint64 // offset of the part in the reader it comes from
+	at  uint64 // offset of the part in the payload
+	ok  bool
+}
+
+// anchorOf returns the anchor of the first n bytes of src.
+func anchorOf(src *io.SectionReader, n int64) anchor {
+	var a anchor
+	var best, pos int64
+	for _, p := range sourceParts(src, n) {
+		if ps := p.Size(); ps >= CongruentMin && ps > best {
+			_, off, _ := p.Outer()
+			a, best = anchor{src: uint64(off), at: uint64(pos), ok: true}, ps
+		}
+		pos += p.Size()
+	}
+	return a
+}
+
+// segmentLayout is where the segments go, relative to the segment base.
+type segmentLayout struct {
+	offsets  []uint64
+	dataSize uint64 // end of the last segment
+	hasData  bool   // some segment holds a byte
+	// congruent is set when an anchored segment fixed the base's offset
+	// modulo the page size to b0.
+	congruent bool
+	b0        uint64
+}
+
+// placeSegments lays out segments of the given sizes as ExecuTorch's
+// serializer does: each at the end of the previous one rounded up to
+// align, so a 0-byte segment shares the offset of the next one.
+//
+// With anchors (a page-congruent layout; align must divide the page size),
+// an anchored segment goes instead at the first offset from there at which
+// its anchor lands at its source offset modulo the page size, so that the
+// kernel can copy (or share) those pages. The first anchored segment fixes
+// the base's offset modulo the page size (b0, a multiple of align, so the
+// base keeps its alignment) and moves by less than align; later ones move
+// by less than a page. A segment that errs is reported by its position.
+func placeSegments(sizes []uint64, anchors []anchor, align uint64) (*segmentLayout, int, error) {
+	l := &segmentLayout{offsets: make([]uint64, len(sizes))}
+	if shareAlign%align != 0 {
+		anchors = nil
+	}
+	var end uint64
+	for k, size := range sizes {
+		off := roundUp(end, align)
+		if off < end || off > math.MaxInt64/4 {
+			return nil, k, fmt.Errorf("segment offset %d overflows", off)
+		}
+		if k < len(anchors) && anchors[k].ok {
+			a := anchors[k]
+			// want is where the segment starts, modulo the page, for
+			// its anchor to keep its page offset: base+off+at = src.
+			want := (a.src%shareAlign + 2*shareAlign - a.at%shareAlign) % shareAlign
+			if !l.congruent {
+				r := (want + shareAlign - off%shareAlign) % shareAlign
+				l.b0, l.congruent = r-r%align, true
+			}
+			off += (want + 2*shareAlign - l.b0 - off%shareAlign) % shareAlign
+		}
+		if off+size < off || off+size > math.MaxInt64/2 {
+			return nil, k, fmt.Errorf("segment offset %d + size %d overflows", off, size)
+		}
+		l.offsets[k] = off
+		end = off + size
+		l.dataSize = end
+		l.hasData = l.hasData || size > 0
+	}
+	return l, 0, nil
+}
+
+// base returns the segment base for a program region of programSize
+// bytes: the size rounded up to align, or in a page-congruent layout the
+// first offset from there that is b0 modulo the page size.
+func (l *segmentLayout) base(programSize, align uint64) uint64 {
+	if !l.congruent {
+		return roundUp(programSize, align)
+	}
+	return programSize + (l.b0+shareAlign-programSize%shareAlign)%shareAlign
+}
+
+// SegmentAlignment returns the segment alignment with which Write, with
+// PageCongruent set and f's segments as payloads (SegmentReaders), lays
+// them out at the offsets they have in f relative to the segment base, and
+// puts the base where f has it for f's program size. Re-writing f with it
+// keeps f's layout rules (and, when the head grows, keeps large segments
+// at their offset modulo the page size).
+//
+// It prefers ExecuTorch's default, 128, when that reproduces f; otherwise
+// it returns the largest alignment up to 1 MiB that does (any value, not
+// only a power of two). It returns 128 and true for a file without segment
+// data, and 128 and false when no alignment reproduces f (another writer's
+// layout, gaps between segments, or a segment table that does not fit).
+func (f *File) SegmentAlignment() (uint64, bool) {
+	h := f.Header
+	if h == nil || h.SegmentBaseOffset == 0 || f.Program == nil {
+		return DefaultSegmentAlignment, true
+	}
+	if h.ProgramSize > h.SegmentBaseOffset {
+		return DefaultSegmentAlignment, false
+	}
+	segs := f.Program.Segments
+	sizes := make([]uint64, len(segs))
+	anchors := make([]anchor, len(segs))
+	for i, s := range segs {
+		if s == nil || s.Offset+s.Size < s.Offset || h.SegmentBaseOffset+s.Offset < s.Offset {
+			return DefaultSegmentAlignment, false
+		}
+		sizes[i] = s.Size
+		anchors[i] = anchor{src: h.SegmentBaseOffset + s.Offset, ok: s.Size >= CongruentMin}
+	}
+	reproduces := func(a uint64) bool {
+		if a == 0 {
+			return false
+		}
+		l, _, err := placeSegments(sizes, anchors, a)
+		if err != nil || l.base(h.ProgramSize, a) != h.SegmentBaseOffset {
+			return false
+		}
+		for i, s := range segs {
+			if l.offsets[i] != s.Offset {
+				return false
+			}
+		}
+		return true
+	}
+	if reproduces(DefaultSegmentAlignment) {
+		return DefaultSegmentAlignment, true
+	}
+	// An alignment that reproduces the rounding rule divides the base and
+	// every offset it placed, and exceeds every gap the rounding left:
+	// round_up(e, A) == o exactly when A | o and o-A < e <= o. So try the
+	// largest divisor of their gcd above the largest gap (at most a million
+	// steps, however large the gcd is).
+	g, gap, end := h.SegmentBaseOffset, h.SegmentBaseOffset-h.ProgramSize, uint64(0)
+	for _, s := range segs {
+		if s.Offset < end {
+			return DefaultSegmentAlignment, false
+		}
+		g, gap, end = gcd(g, s.Offset), max(gap, s.Offset-end), s.Offset+s.Size
+	}
+	for a := min(g, maxInferredAlignment); a > gap; a-- {
+		if g%a == 0 {
+			if reproduces(a) {
+				return a, true
+			}
+			break
+		}
+	}
+	// A page-congruent layout moved its anchored segments and the base by
+	// up to a page: its alignment divides the page size, the base and the
+	// other offsets, and exceeds the gaps before the other segments.
+	g, gap, end = gcd(shareAlign, h.SegmentBaseOffset), 0, 0
+	for i, s := range segs {
+		if !anchors[i].ok {
+			g, gap = gcd(g, s.Offset), max(gap, s.Offset-end)
+		}
+		end = s.Offset + s.Size
+	}
+	for a := g; a > gap; a /= 2 { // g is a power of two
+		if reproduces(a) {
+			return a, true
+		}
+	}
+	return DefaultSegmentAlignment, false
+}
+
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
