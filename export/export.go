@@ -3,12 +3,10 @@ package export
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"strings"
 
 	"github.com/ptekit/ptekit/delegate"
@@ -106,31 +104,26 @@ type built struct {
 	result   *Result
 	total    int64 // expected output size, for progress
 	progress func(written, total int64)
-	closers  []io.Closer
+	files    fileSet
 }
 
 // writeTo writes the program to w and returns its size. The program is
 // new, so it is written only if pte.Verify would find no error in it: a
 // file the exporter writes must load.
 func (b *built) writeTo(w io.Writer) (int64, error) {
-	info, err := pte.Write(w, b.prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, Strict: true})
+	info, err := pte.Write(w, b.prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, Strict: true, PageCongruent: true})
 	if err != nil {
 		return 0, err
 	}
 	return info.Size, nil
 }
 
-func (b *built) close() {
-	for _, c := range b.closers {
-		c.Close()
-	}
-}
+func (b *built) close() { b.files.close() }
 
-// source is an opened engine or blob source.
+// source is an engine or blob source.
 type source struct {
 	r    io.ReaderAt
 	size int64
-	id   any // identity: same id and size means same bytes
 }
 
 // checkBlob reads the passed-through blob of m.Calls[i] the ways
@@ -205,14 +198,12 @@ func (e *BlobHazardError) Error() string {
 	return b.String()
 }
 
-// blobEntry is one distinct delegate blob.
+// blobEntry is the delegate blob of one engine call.
 type blobEntry struct {
-	sr     *io.SectionReader
-	prefix []byte // bytes before the engine (nil for a passed-through blob)
-	src    *source
-
-	// Cached digests for deduplication, computed on first use.
-	sample, full *[32]byte
+	sr  *io.SectionReader
+	del *pte.BackendDelegate // the delegate whose data it is
+	// fail reports an error reading the blob as this call's.
+	fail func(msg string, err error) error
 }
 
 func build(p *Program, opts *Options) (_ *built, err error) {
@@ -236,7 +227,9 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 		return nil, newError("", "", "the program has no methods", nil)
 	}
 
-	// Open every source once per path, and read the metadata of blobs.
+	// One source per path, and the metadata of blobs. Engine files are
+	// opened one at a time (see fileSet), so any number of them can be
+	// exported.
 	files := map[string]*source{}
 	srcs := map[*EngineCall]*source{}
 	blobs := map[*EngineCall]*blobMeta{}
@@ -306,25 +299,23 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 			if err != nil {
 				return nil, err
 			}
-			idx, err := dedupIndex(entries, e)
-			if err != nil {
-				return nil, cd.err(md.m, "", "cannot compare engine bytes", err)
-			}
-			if idx < 0 {
-				idx = len(entries)
-				entries = append(entries, e)
-			}
 			specs, err := delegateSpecs(extra, sp, cd.deviceID)
 			if err != nil {
 				return nil, cd.err(md.m, "", "cannot derive target_device from the engine's device", err)
 			}
-			dels = append(dels, &pte.BackendDelegate{
+			e.del = &pte.BackendDelegate{
 				ID:           delegate.BackendID,
-				Processed:    &pte.BackendDelegateDataReference{Index: uint32(idx)},
+				Processed:    &pte.BackendDelegateDataReference{},
 				CompileSpecs: specs,
-			})
+			}
+			e.fail = func(msg string, err error) error { return cd.err(md.m, "", msg, err) }
+			entries = append(entries, e)
+			dels = append(dels, e.del)
 		}
 		prog.ExecutionPlan = append(prog.ExecutionPlan, executionPlan(md, dels))
+	}
+	if entries, err = dedupBlobs(entries); err != nil {
+		return nil, err
 	}
 	res.Blobs = len(entries)
 	res.Warnings = append(res.Warnings, summarize(prog, res)...)
@@ -375,7 +366,9 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	return b, nil
 }
 
-// open opens a source, once per path.
+// open returns the source of s, one per path. A file is checked (a
+// regular file, readable) and then read through b.files, which keeps one
+// engine file open at a time.
 func (b *built) open(s Source, files map[string]*source) (*source, error) {
 	switch {
 	case s.Path != "" && s.ReaderAt != nil:
@@ -384,25 +377,18 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 		if src, ok := files[s.Path]; ok {
 			return src, nil
 		}
-		f, st, err := openRegular(s.Path)
+		lf, err := b.files.add(s.Path)
 		if err != nil {
 			return nil, err
 		}
-		b.closers = append(b.closers, f)
-		src := &source{r: f, size: st.Size(), id: st}
-		// Two paths naming the same file are one source.
-		for _, o := range files {
-			if ost, ok := o.id.(os.FileInfo); ok && os.SameFile(ost, st) {
-				src.id = o.id
-			}
-		}
+		src := &source{r: lf, size: lf.size}
 		files[s.Path] = src
 		return src, nil
 	case s.ReaderAt != nil:
 		if s.Size < 0 {
 			return nil, fmt.Errorf("negative size %d", s.Size)
 		}
-		return &source{r: s.ReaderAt, size: s.Size, id: readerIdentity(s.ReaderAt)}, nil
+		return &source{r: s.ReaderAt, size: s.Size}, nil
 	default:
 		return nil, errors.New("source has neither a path nor a reader")
 	}
@@ -411,7 +397,7 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 // blobFor returns the delegate blob of one call.
 func (b *built) blobFor(md *methodDef, cd *callDef, src *source, blob *delegate.Blob) (*blobEntry, error) {
 	if blob != nil {
-		return &blobEntry{sr: io.NewSectionReader(src.r, 0, src.size), src: src}, nil
+		return &blobEntry{sr: io.NewSectionReader(src.r, 0, src.size)}, nil
 	}
 	c := cd.call
 	meta := &delegate.Metadata{
@@ -437,100 +423,33 @@ func (b *built) blobFor(md *methodDef, cd *callDef, src *source, blob *delegate.
 	if err != nil {
 		return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
 	}
-	prefix := make([]byte, sr.Size()-src.size)
-	if _, err := sr.ReadAt(prefix, 0); err != nil {
-		return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
-	}
-	return &blobEntry{sr: sr, prefix: prefix, src: src}, nil
+	return &blobEntry{sr: sr}, nil
 }
 
-// dedupIndex returns the index of an entry holding the same bytes as e, or
-// -1. Blobs of different sizes differ; blobs built from the same source
-// with the same metadata are equal without reading; otherwise the bytes
-// are compared, cheapest evidence first.
-func dedupIndex(entries []*blobEntry, e *blobEntry) (int, error) {
-	for i, o := range entries {
-		if o.sr.Size() != e.sr.Size() {
-			continue
-		}
-		if (o.prefix == nil) == (e.prefix == nil) && bytes.Equal(o.prefix, e.prefix) &&
-			o.src.id == e.src.id && o.src.size == e.src.size {
-			return i, nil
-		}
-		same, err := sameBytes(o, e)
-		if err != nil {
-			return -1, err
-		}
-		if same {
-			return i, nil
-		}
+// dedupBlobs stores blobs with the same bytes once (pte.DedupPayloads):
+// it points each delegate at its blob's position among the distinct ones
+// and returns those.
+func dedupBlobs(entries []*blobEntry) ([]*blobEntry, error) {
+	srs := make([]*io.SectionReader, len(entries))
+	for i, e := range entries {
+		srs[i] = e.sr
 	}
-	return -1, nil
-}
-
-// sampleSize is how much of each end of two equal-sized blobs is compared
-// before hashing them whole.
-const sampleSize = 64 << 10
-
-// sameBytes compares two equal-sized blobs: first by a digest of their
-// first and last sampleSize bytes, then by a digest of everything. Digests
-// are cached, so each blob is read at most once in full however many
-// blobs it is compared with.
-func sameBytes(a, b *blobEntry) (bool, error) {
-	for _, whole := range []bool{false, true} {
-		da, err := a.digest(whole)
-		if err != nil {
-			return false, err
+	remap, unique, err := pte.DedupPayloads(srs)
+	if err != nil {
+		var se *pte.SegmentError
+		if errors.As(err, &se) && se.Index < len(entries) {
+			return nil, entries[se.Index].fail("cannot compare engine bytes", se.Err)
 		}
-		db, err := b.digest(whole)
-		if err != nil {
-			return false, err
-		}
-		if *da != *db {
-			return false, nil
-		}
+		return nil, newError("", "", "cannot compare engine bytes", err)
 	}
-	return true, nil
-}
-
-func (e *blobEntry) digest(whole bool) (*[32]byte, error) {
-	cache := &e.sample
-	if whole {
-		cache = &e.full
+	for i, e := range entries {
+		e.del.Processed.Index = uint32(remap[i])
 	}
-	if *cache != nil {
-		return *cache, nil
+	out := make([]*blobEntry, len(unique))
+	for k, i := range unique {
+		out[k] = entries[i]
 	}
-	n := e.sr.Size()
-	var r io.Reader = io.NewSectionReader(e.sr, 0, n)
-	if !whole && n > 2*sampleSize {
-		r = io.MultiReader(io.NewSectionReader(e.sr, 0, sampleSize), io.NewSectionReader(e.sr, n-sampleSize, sampleSize))
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, r); err != nil {
-		return nil, err
-	}
-	var sum [32]byte
-	copy(sum[:], h.Sum(nil))
-	*cache = &sum
-	return &sum, nil
-}
-
-// readerIdentity returns an identity for a reader: readers that are the
-// same pointer (of the same type) read the same bytes. Other readers get a
-// unique identity, so that their bytes are compared; comparing the readers
-// themselves with == could panic (a struct holding a func or a map).
-func readerIdentity(r io.ReaderAt) any {
-	v := reflect.ValueOf(r)
-	if v.Kind() == reflect.Pointer && !v.IsNil() {
-		return readerID{typ: v.Type(), ptr: v.Pointer()}
-	}
-	return new(int)
-}
-
-type readerID struct {
-	typ reflect.Type
-	ptr uintptr
+	return out, nil
 }
 
 // openRegular opens path for reading after checking that it is a regular

@@ -26,11 +26,15 @@ type RebakeOptions struct {
 	TargetDevice string
 	// SegmentAlignment is the alignment of segment data in the output;
 	// 0 keeps the input's layout: its segments keep their offsets relative
-	// to the segment base, and the base stays aligned as the input's was.
-	// That is 128 (ExecuTorch's default) when 128 reproduces the input,
-	// else the largest alignment up to MaxSegmentAlignment that does (any
-	// value, not only a power of two). When none does (a layout no
-	// alignment explains), 128 is used and a WarnLayout warning says so.
+	// to the segment base, and the base stays aligned as the input's was
+	// (pte.File.SegmentAlignment: 128, ExecuTorch's default, when 128
+	// reproduces the input, else the largest alignment up to 1 MiB that
+	// does). When none does (a layout no alignment explains), 128 is used
+	// and a WarnLayout warning says so. Either way the output is laid out
+	// page-congruently (pte.WriteOptions.PageCongruent): when the head
+	// grows, a base followed by segments of 64 KiB or more moves by a
+	// multiple of 4096 bytes, so that their pages are copied (or shared)
+	// by the kernel.
 	SegmentAlignment uint64
 	// Progress, when non-nil, is called as output bytes are written, with
 	// the size of the input as the expected total.
@@ -180,7 +184,7 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 	align := opts.SegmentAlignment
 	if align == 0 {
 		var ok bool
-		if align, ok = inferAlignment(f); !ok {
+		if align, ok = f.SegmentAlignment(); !ok {
 			res.Warnings = append(res.Warnings, Warning{Kind: WarnLayout, Msg: fmt.Sprintf(
 				"%s: no segment alignment up to %d reproduces its segment layout (another writer's, or gaps between segments); segments are re-laid at %d bytes",
 				in, MaxSegmentAlignment, align)})
@@ -189,7 +193,7 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 	size, err := writeOutput(ctx, dst, f.Size, opts.Progress, func(w *os.File) (int64, error) {
 		// Not Strict: the input was verified above and refused on an
 		// Error, and only its compile specs change.
-		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align})
+		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align, PageCongruent: true})
 		if err != nil {
 			return 0, err
 		}
@@ -396,91 +400,4 @@ func countBlobs(p *pte.Program) int {
 		}
 	}
 	return len(seen)
-}
-
-// inferAlignment returns the segment alignment that keeps the input's
-// layout rules, and false when no alignment up to MaxSegmentAlignment
-// reproduces them (or the file has no segment data), in which case it
-// returns the default, 128.
-//
-// Writing with alignment A (as pte.Write and ExecuTorch's serializer lay
-// segments out: each at the end of the previous one rounded up to A, the
-// base at the program size rounded up to A) reproduces the input exactly
-// when A divides the base and every segment offset, and A exceeds every
-// gap the rounding left: round_up(e, A) == o holds exactly when A | o and
-// o-A < e <= o. So the alignments that reproduce the input are the divisors
-// of g = gcd(base, offsets) above the largest gap. The default, 128, is
-// kept when it is one of them (a 128-aligned file whose base happens to be
-// a multiple of 4096 stays 128). Otherwise the largest is taken: the set is
-// closed under lcm, so the largest is a multiple of every other one,
-// including the alignment the input was written with, and the output's
-// base stays aligned to it even when the program's size changes.
-func inferAlignment(f *pte.File) (uint64, bool) {
-	h := f.Header
-	if h == nil || h.SegmentBaseOffset == 0 || h.ProgramSize > h.SegmentBaseOffset {
-		return pte.DefaultSegmentAlignment, h == nil || h.SegmentBaseOffset == 0
-	}
-	g := h.SegmentBaseOffset
-	gap := h.SegmentBaseOffset - h.ProgramSize
-	var end uint64
-	for _, s := range f.Program.Segments {
-		if s == nil || s.Offset < end || s.Offset+s.Size < s.Offset {
-			return pte.DefaultSegmentAlignment, false
-		}
-		g = gcd(g, s.Offset)
-		gap = max(gap, s.Offset-end)
-		end = s.Offset + s.Size
-	}
-	if reproducesLayout(h, f.Program.Segments, pte.DefaultSegmentAlignment) {
-		return pte.DefaultSegmentAlignment, true
-	}
-	// The largest divisor of g above the gap and not above
-	// MaxSegmentAlignment (at most a million steps, however large g is).
-	best := uint64(0)
-	for a := min(g, MaxSegmentAlignment); a > gap; a-- {
-		if g%a == 0 {
-			best = a
-			break
-		}
-	}
-	if best == 0 || !reproducesLayout(h, f.Program.Segments, best) {
-		return pte.DefaultSegmentAlignment, false
-	}
-	return best, true
-}
-
-func gcd(a, b uint64) uint64 {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
-}
-
-// reproducesLayout reports whether writing with alignment a, as pte.Write
-// lays segments out (each at the end of the previous one rounded up to a),
-// gives the segment base and offsets of h and segs.
-func reproducesLayout(h *pte.ExtendedHeader, segs []*pte.DataSegment, a uint64) bool {
-	if roundUp(h.ProgramSize, a) != h.SegmentBaseOffset {
-		return false
-	}
-	var end uint64
-	for _, s := range segs {
-		if s == nil || roundUp(end, a) != s.Offset {
-			return false
-		}
-		end = s.Offset + s.Size
-		if end < s.Offset {
-			return false
-		}
-	}
-	return true
-}
-
-// roundUp rounds x up to a multiple of a (a > 0); on overflow the result
-// is smaller than x, which no real layout matches.
-func roundUp(x, a uint64) uint64 {
-	if r := x % a; r != 0 {
-		return x + (a - r)
-	}
-	return x
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"syscall"
 )
 
 // DedupPayloads finds byte-identical payloads among srcs, as Write does
@@ -20,9 +21,9 @@ import (
 // read at all:
 //   - payloads made of the same parts (see Composite) are equal without
 //     reading: the same range of the same file (same device and inode,
-//     whichever *os.File reads it) or of the same pointer-shaped reader,
-//     and in-memory parts (*bytes.Reader, *strings.Reader) of up to
-//     fingerprintChunk bytes with equal bytes;
+//     whichever *os.File or syscall.Conn reader reads it) or of the same
+//     pointer-shaped reader, and in-memory parts (*bytes.Reader,
+//     *strings.Reader) of up to 1 MiB with equal bytes;
 //   - a payload whose size no other payload has is unique;
 //   - the others get a fingerprint, SHA-256 of their first and last
 //     fingerprintChunk bytes (of all of them when that is the whole
@@ -139,6 +140,9 @@ func fingerprint(src *io.SectionReader) ([sha256.Size]byte, error) {
 	return sum, nil
 }
 
+// maxMemoryIdentity is the largest in-memory part identified by its bytes.
+const maxMemoryIdentity = 1 << 20
+
 // identities builds identity keys of payloads from their parts.
 type identities struct {
 	files map[*os.File]string // file identity of each *os.File seen
@@ -159,16 +163,25 @@ func (ids *identities) key(parts []*io.SectionReader, n int64) (string, bool) {
 				return "", false
 			}
 			b = append(append(b, 'f'), id...)
+		case syscall.Conn:
+			// A file opened on demand: its descriptor names the file.
+			id, ok := connIdentity(r)
+			if !ok {
+				return "", false
+			}
+			b = append(append(b, 'f'), id...)
 		case *bytes.Reader, *strings.Reader:
-			if size > fingerprintChunk {
+			// Memory: its bytes are its identity (a TensorRT blob's
+			// header, built for each call, is one).
+			if size > maxMemoryIdentity {
 				return "", false
 			}
 			m := make([]byte, size)
 			if k, _ := ra.ReadAt(m, off); int64(k) != size {
 				return "", false
 			}
-			b = binary.AppendVarint(append(b, 'm'), size)
-			b = append(b, m...)
+			sum := sha256.Sum256(m)
+			b = append(append(b, 'm'), sum[:]...)
 			off = 0
 		default:
 			v := reflect.ValueOf(ra)

@@ -16,8 +16,9 @@ const CongruentMin = 64 << 10
 const maxInferredAlignment = 1 << 20
 
 // anchor is the part of a payload whose offset modulo the page size a
-// page-congruent layout keeps: the largest leaf part of at least
-// CongruentMin bytes (see Composite).
+// page-congruent layout keeps: the largest part of at least CongruentMin
+// bytes that is a range of a file (see Composite), since only those can be
+// copied by the kernel. Payloads from memory keep ExecuTorch's layout.
 type anchor struct {
 	src uint64 // offset of the part in the reader it comes from
 	at  uint64 // offset of the part in the payload
@@ -29,9 +30,8 @@ func anchorOf(src *io.SectionReader, n int64) anchor {
 	var a anchor
 	var best, pos int64
 	for _, p := range sourceParts(src, n) {
-		if ps := p.Size(); ps >= CongruentMin && ps > best {
-			_, off, _ := p.Outer()
-			a, best = anchor{src: uint64(off), at: uint64(pos), ok: true}, ps
+		if _, off, file := fileSection(p); file && p.Size() >= CongruentMin && p.Size() > best {
+			a, best = anchor{src: uint64(off), at: uint64(pos), ok: true}, p.Size()
 		}
 		pos += p.Size()
 	}
