@@ -10,6 +10,8 @@ import (
 // fileSet reads engine and blob files for an export, holding at most one
 // of them open at a time: a program may call more engines than the
 // process may open files, and the writer reads them one after another.
+// Each file is opened when first read (by the dedup, the writer, or a
+// blob check), and again if another was read in between.
 type fileSet struct {
 	mu  sync.Mutex
 	cur *lazyFile
@@ -27,19 +29,18 @@ type lazyFile struct {
 	st   os.FileInfo // the file checked when it was added
 }
 
-// add checks that path is a regular file that can be opened and returns
-// it as a lazyFile. It is left open, as the set's current file.
+// add checks that path is a regular file and returns it as a lazyFile,
+// not yet open: a file that cannot be opened is reported when it is first
+// read, with its path.
 func (s *fileSet) add(path string) (*lazyFile, error) {
-	f, st, err := openRegular(path)
+	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
-	lf := &lazyFile{set: s, path: path, size: st.Size(), st: st}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closeLocked()
-	s.cur, s.f = lf, f
-	return lf, nil
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
+	}
+	return &lazyFile{set: s, path: path, size: st.Size(), st: st}, nil
 }
 
 // file returns the open file of lf, opening it (and closing the set's

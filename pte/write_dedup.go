@@ -39,12 +39,23 @@ func DedupPayloads(srcs []*io.SectionReader) (remap, unique []int, err error) {
 	}
 	// same[i] is the first payload identical to payload i.
 	same := make([]int, len(srcs))
-	byIdentity := map[string]int{}
-	bySize := map[int64]int{} // payloads (not yet matched) of each size
-	seq := make([]bool, len(srcs))
-	var ids identities
+	bySize := map[int64]int{}
 	for i, s := range srcs {
 		same[i] = i
+		bySize[s.Size()]++
+	}
+	type print struct {
+		size int64
+		sum  [sha256.Size]byte
+	}
+	byIdentity := map[string]int{}
+	byPrint := map[print][]int{} // payloads of each fingerprint
+	pending := map[int64]int{}   // first payload of a size, not yet read
+	var ids identities
+	for i, s := range srcs {
+		if bySize[s.Size()] < 2 {
+			continue // a size of its own: unique, never read
+		}
 		parts := sourceParts(s, s.Size())
 		if key, ok := ids.key(parts, s.Size()); ok {
 			if j, dup := byIdentity[key]; dup {
@@ -53,27 +64,35 @@ func DedupPayloads(srcs []*io.SectionReader) (remap, unique []int, err error) {
 			}
 			byIdentity[key] = i
 		}
-		seq[i] = s.Size() > 0 && partsSequential(parts)
-		if !seq[i] {
-			bySize[s.Size()]++
-		}
-	}
-
-	type print struct {
-		size int64
-		sum  [sha256.Size]byte
-	}
-	byPrint := map[print][]int{} // first payloads of each fingerprint
-	for i, s := range srcs {
-		if same[i] != i || seq[i] || bySize[s.Size()] < 2 {
+		if s.Size() > 0 && partsSequential(parts) {
 			continue
 		}
-		sum, err := fingerprint(s)
-		if err != nil {
-			return nil, nil, &SegmentError{Index: i, Err: err}
+		// The first payload of a size is read only when another one of
+		// that size, not the same by identity, comes; later ones right
+		// after their identity, while a file opened for it is still open.
+		add := func(i int) error {
+			sum, err := fingerprint(srcs[i])
+			if err != nil {
+				return &SegmentError{Index: i, Err: err}
+			}
+			k := print{srcs[i].Size(), sum}
+			byPrint[k] = append(byPrint[k], i)
+			return nil
 		}
-		k := print{s.Size(), sum}
-		byPrint[k] = append(byPrint[k], i)
+		first, seen := pending[s.Size()]
+		switch {
+		case !seen:
+			pending[s.Size()] = i
+			continue
+		case first >= 0:
+			if err := add(first); err != nil {
+				return nil, nil, err
+			}
+			pending[s.Size()] = -1
+		}
+		if err := add(i); err != nil {
+			return nil, nil, err
+		}
 	}
 	for k, group := range byPrint {
 		if len(group) < 2 {

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// machine describes where the run happens: CPU, cores, kernel, the file
+// system of the temporary directory, Go version and date.
+func machine(tmp string) string {
+	cpu := "?"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	kernel := "?"
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = strings.TrimSpace(string(data))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Machine: %d CPUs (%s), Linux %s, %s file system in %s, %s, %s.\n",
+		runtime.NumCPU(), cpu, kernel, fsType(tmp), tmp, runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	return b.String()
+}
+
+// fsType names the file system holding dir, from statfs(2)'s magic.
+func fsType(dir string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return "unknown"
+	}
+	switch st.Type {
+	case 0xEF53:
+		return "ext4"
+	case 0x58465342:
+		return "xfs"
+	case 0x9123683E:
+		return "btrfs"
+	case 0x01021994:
+		return "tmpfs"
+	case 0x794c7630:
+		return "overlayfs"
+	default:
+		return fmt.Sprintf("0x%x", st.Type)
+	}
+}

@@ -1,0 +1,112 @@
+// Command bench measures ptekit's commands as whole processes against the
+// tools that set their floor (cat, cp, sha256sum of the same bytes), in the
+// same run, and prints the results as Markdown. scripts/bench builds the
+// commands and runs it; docs/performance.md is one of its outputs.
+//
+// Each row runs our command and its baseline as pairs, alternating which
+// goes first, after sync(2) and with a fresh output, and reports the median
+// of the per-pair ratios, each side's median wall time, its peak RSS (the
+// ru_maxrss wait4 reports, children included) and the bytes it read
+// (/proc/PID/io rchar: bytes passed through read(2) and friends, which
+// copy_file_range does not count). The scale rows export N engines of
+// 1 KiB and time the views of the result.
+//
+// Inputs are built in a temporary directory (-tmp, default $TMPDIR) and
+// removed at the end.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type config struct {
+	bin       string
+	tmp       string
+	rows      map[string]bool
+	engineMiB int64
+	engines   int
+	scale     []int
+	shapes    []string
+	pairs     int
+	out       io.Writer
+}
+
+const allRows = "export,rebake,diff,json-hash,scale"
+
+func main() {
+	c := &config{out: os.Stdout}
+	var rows, scale, shapes string
+	var quick bool
+	flag.StringVar(&c.bin, "bin", "", "directory holding the built pteexport and pteinspect")
+	flag.StringVar(&c.tmp, "tmp", os.TempDir(), "directory for the inputs (removed afterwards)")
+	flag.StringVar(&rows, "rows", allRows, "rows to run, comma-separated: "+allRows)
+	flag.Int64Var(&c.engineMiB, "engine-mib", 32, "engine size in MiB for the export, re-bake, diff and hash rows")
+	flag.IntVar(&c.engines, "engines", 64, "number of engines for the export, re-bake, diff and hash rows")
+	flag.StringVar(&scale, "scale", "1,64,1024,8192,65536", "engine counts of the scale rows (1 KiB engines)")
+	flag.StringVar(&shapes, "shapes", "methods,chain", "scale row program shapes: methods (one engine per method), chain (one method calling every engine)")
+	flag.IntVar(&c.pairs, "pairs", 5, "runs of each side per row (the median is reported)")
+	flag.BoolVar(&quick, "quick", false, "a run under a minute: 1 MiB engines, scale 1,64,1024, 3 pairs (flags given after it still apply)")
+	flag.Parse()
+	if quick {
+		// Defaults for a quick run, unless the flag was set explicitly.
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["engine-mib"] {
+			c.engineMiB = 1
+		}
+		if !set["scale"] {
+			scale = "1,64,1024"
+		}
+		if !set["pairs"] {
+			c.pairs = 3
+		}
+	}
+	c.rows = map[string]bool{}
+	for _, r := range strings.Split(rows, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			if !strings.Contains(","+allRows+",", ","+r+",") {
+				fatalf("unknown row %q (rows: %s)", r, allRows)
+			}
+			c.rows[r] = true
+		}
+	}
+	for _, s := range strings.Split(scale, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fatalf("bad -scale entry %q", s)
+		}
+		c.scale = append(c.scale, n)
+	}
+	c.shapes = strings.Split(shapes, ",")
+	if c.bin == "" || c.pairs < 1 || c.engineMiB < 1 || c.engines < 1 {
+		fatalf("need -bin, and positive -pairs, -engine-mib, -engines")
+	}
+	for _, b := range []string{"pteexport", "pteinspect"} {
+		if _, err := os.Stat(filepath.Join(c.bin, b)); err != nil {
+			fatalf("%v", err)
+		}
+	}
+	dir, err := os.MkdirTemp(c.tmp, "ptekit-bench-")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	start := time.Now()
+	if err := runAll(c, dir); err != nil {
+		os.RemoveAll(dir)
+		fatalf("%v", err)
+	}
+	fmt.Fprintf(c.out, "\nWhole run: %s.\n", time.Since(start).Round(time.Second))
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	os.Exit(2)
+}

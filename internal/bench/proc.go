@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// sample is one measured process.
+type sample struct {
+	wall   time.Duration
+	maxRSS int64 // bytes, the process and the children it waited for
+	rchar  int64 // bytes read through read(2)-like calls, -1 if unknown
+}
+
+// cmdSpec is a command to measure: argv, the exit codes that count as
+// success, and what to remove after each run (off the clock).
+type cmdSpec struct {
+	argv    []string
+	okCodes []int
+	cleanup []string
+}
+
+// measure runs c once after sync(2) and returns its sample. The process is
+// waited for without being reaped (waitid WNOWAIT) so that /proc/PID/io
+// can still be read, then reaped with wait4 for its rusage.
+func measure(c cmdSpec) (sample, error) {
+	for _, p := range c.cleanup {
+		os.RemoveAll(p)
+	}
+	syscall.Sync()
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return sample{}, err
+	}
+	defer devnull.Close()
+	var stderr strings.Builder
+	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Stdout, cmd.Stderr = devnull, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return sample{}, err
+	}
+	pid := cmd.Process.Pid
+	waitExited(pid)
+	s := sample{wall: time.Since(start), rchar: readIO(pid)}
+	err = cmd.Wait()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		s.maxRSS = int64(ru.Maxrss) * 1024
+	}
+	code := cmd.ProcessState.ExitCode()
+	if err != nil && !slices.Contains(c.okCodes, code) {
+		return s, fmt.Errorf("%s: %v: %s", strings.Join(c.argv, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	for _, p := range c.cleanup {
+		os.RemoveAll(p)
+	}
+	return s, nil
+}
+
+// waitExited blocks until pid has exited, leaving it to be reaped.
+func waitExited(pid int) {
+	const pPID, wEXITED, wNOWAIT = 1, 4, 0x1000000
+	var info [128]byte // siginfo_t
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])), wEXITED|wNOWAIT, 0, 0)
+		if errno != syscall.EINTR {
+			return
+		}
+	}
+}
+
+// readIO returns rchar from /proc/PID/io, or -1.
+func readIO(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "rchar: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+// pairResult is a row's measurements: ours and the baseline, pair by pair.
+type pairResult struct {
+	ours, base []sample
+}
+
+// pairs runs ours and base n times each, alternating which goes first.
+func pairs(n int, ours, base cmdSpec) (*pairResult, error) {
+	r := &pairResult{}
+	for i := range n {
+		order := []bool{true, false}
+		if i%2 == 1 {
+			order = []bool{false, true}
+		}
+		for _, isOurs := range order {
+			c := base
+			if isOurs {
+				c = ours
+			}
+			s, err := measure(c)
+			if err != nil {
+				return nil, err
+			}
+			if isOurs {
+				r.ours = append(r.ours, s)
+			} else {
+				r.base = append(r.base, s)
+			}
+		}
+	}
+	return r, nil
+}
+
+// repeat runs c n times.
+func repeat(n int, c cmdSpec) ([]sample, error) {
+	var out []sample
+	for range n {
+		s, err := measure(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+}
+
+func walls(ss []sample) []float64 {
+	var out []float64
+	for _, s := range ss {
+		out = append(out, s.wall.Seconds())
+	}
+	return out
+}
+
+// ratio is the median of the per-pair ratios ours/base.
+func (r *pairResult) ratio() float64 {
+	var xs []float64
+	for i := range r.ours {
+		xs = append(xs, r.ours[i].wall.Seconds()/r.base[i].wall.Seconds())
+	}
+	return median(xs)
+}
+
+// peak is the largest peak RSS of the samples; reads the median rchar.
+func peak(ss []sample) int64 {
+	var m int64
+	for _, s := range ss {
+		m = max(m, s.maxRSS)
+	}
+	return m
+}
+
+func reads(ss []sample) int64 {
+	var xs []float64
+	for _, s := range ss {
+		if s.rchar < 0 {
+			return -1
+		}
+		xs = append(xs, float64(s.rchar))
+	}
+	return int64(median(xs))
+}
