@@ -3,13 +3,12 @@
 package pte
 
 import (
-	"os"
-	"syscall"
+	"errors"
+	"io/fs"
 )
 
-// fileIdentity has no device and inode to offer here: each *os.File is
-// its own identity.
-func fileIdentity(f *os.File) (string, bool) { return "", false }
-
-// connIdentity has no descriptor identity to offer here.
-func connIdentity(c syscall.Conn) (string, bool) { return "", false }
+// fileIdentity has no device and inode to offer here: each reader is its
+// own identity.
+func fileIdentity(st fs.FileInfo) (string, error) {
+	return "", errors.New("no device and inode")
+}

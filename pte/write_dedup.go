@@ -6,10 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"reflect"
 	"strings"
-	"syscall"
 )
 
 // DedupPayloads finds byte-identical payloads among srcs, as Write does
@@ -21,8 +20,8 @@ import (
 // read at all:
 //   - payloads made of the same parts (see Composite) are equal without
 //     reading: the same range of the same file (same device and inode,
-//     whichever *os.File or syscall.Conn reader reads it) or of the same
-//     pointer-shaped reader, and in-memory parts (*bytes.Reader,
+//     whichever reader with a Stat method, such as *os.File, reads it) or
+//     of the same pointer-shaped reader, and in-memory parts (*bytes.Reader,
 //     *strings.Reader) of up to 1 MiB with equal bytes;
 //   - a payload whose size no other payload has is unique;
 //   - the others get a fingerprint, SHA-256 of their first and last
@@ -164,7 +163,7 @@ const maxMemoryIdentity = 1 << 20
 
 // identities builds identity keys of payloads from their parts.
 type identities struct {
-	files map[*os.File]string // file identity of each *os.File seen
+	files map[uintptr]string // identity of each file reader seen
 	buf   []byte
 }
 
@@ -176,15 +175,10 @@ func (ids *identities) key(parts []*io.SectionReader, n int64) (string, bool) {
 	for _, p := range parts {
 		ra, off, size := p.Outer()
 		switch r := ra.(type) {
-		case *os.File:
+		case interface{ Stat() (fs.FileInfo, error) }:
+			// A file (an *os.File, or one opened on demand that kept the
+			// result of stat(2)): its device and inode name it.
 			id, ok := ids.file(r)
-			if !ok {
-				return "", false
-			}
-			b = append(append(b, 'f'), id...)
-		case syscall.Conn:
-			// A file opened on demand: its descriptor names the file.
-			id, ok := connIdentity(r)
 			if !ok {
 				return "", false
 			}
@@ -217,20 +211,28 @@ func (ids *identities) key(parts []*io.SectionReader, n int64) (string, bool) {
 	return string(b), true
 }
 
-// file returns the identity of the file f reads (device and inode where
-// the system has them, else f itself).
-func (ids *identities) file(f *os.File) (string, bool) {
-	if id, ok := ids.files[f]; ok {
+// file returns the identity of the file r reads: its device and inode
+// where the system has them, else r itself when it is a pointer.
+func (ids *identities) file(r interface{ Stat() (fs.FileInfo, error) }) (string, bool) {
+	v := reflect.ValueOf(r)
+	if v.Kind() != reflect.Pointer {
+		return "", false
+	}
+	if id, ok := ids.files[v.Pointer()]; ok {
 		return id, true
 	}
 	if ids.files == nil {
-		ids.files = map[*os.File]string{}
+		ids.files = map[uintptr]string{}
 	}
-	id, ok := fileIdentity(f)
-	if !ok {
-		id = fmt.Sprintf("%p", f)
+	var id string
+	st, err := r.Stat()
+	if err == nil {
+		id, err = fileIdentity(st)
 	}
-	ids.files[f] = id
+	if err != nil {
+		id = fmt.Sprintf("%s:%x", v.Type(), v.Pointer())
+	}
+	ids.files[v.Pointer()] = id
 	return id, true
 }
 

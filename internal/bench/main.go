@@ -6,7 +6,8 @@
 // Each row runs our command and its baseline as pairs, alternating which
 // goes first, after sync(2) and with a fresh output, and reports the median
 // of the per-pair ratios, each side's median wall time, its peak RSS (the
-// ru_maxrss wait4 reports, children included) and the bytes it read
+// ru_maxrss wait4 reports, children included; at least that of the small
+// launcher process, reported with the results) and the bytes it read
 // (/proc/PID/io rchar: bytes passed through read(2) and friends, which
 // copy_file_range does not count). The scale rows export N engines of
 // 1 KiB and time the views of the result.
@@ -41,6 +42,10 @@ type config struct {
 const allRows = "export,rebake,diff,json-hash,scale"
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == "-launch" {
+		launch(os.Args[2:])
+		return
+	}
 	c := &config{out: os.Stdout}
 	var rows, scale, shapes string
 	var quick bool
@@ -99,6 +104,9 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 	start := time.Now()
+	if floor, err := measure(cmdSpec{argv: []string{"true"}}); err == nil {
+		fmt.Fprintf(c.out, "Peak RSS floor (the launcher, measured with `true`): %s.\n\n", size(floor.maxRSS))
+	}
 	if err := runAll(c, dir); err != nil {
 		os.RemoveAll(dir)
 		fatalf("%v", err)

@@ -28,41 +28,66 @@ type cmdSpec struct {
 	cleanup []string
 }
 
-// measure runs c once after sync(2) and returns its sample. The process is
-// waited for without being reaped (waitid WNOWAIT) so that /proc/PID/io
-// can still be read, then reaped with wait4 for its rusage.
+// measure runs c once after sync(2) and returns its sample. The command
+// is started by a fresh copy of this program (launch), so that the peak
+// RSS the kernel reports for it starts from that small process and not
+// from this one: at exec a process inherits the high-water mark of the
+// memory it was forked with.
 func measure(c cmdSpec) (sample, error) {
 	for _, p := range c.cleanup {
 		os.RemoveAll(p)
 	}
 	syscall.Sync()
-	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	self, err := os.Executable()
 	if err != nil {
 		return sample{}, err
 	}
-	defer devnull.Close()
-	var stderr strings.Builder
-	cmd := exec.Command(c.argv[0], c.argv[1:]...)
-	cmd.Stdout, cmd.Stderr = devnull, &stderr
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return sample{}, err
+	var stdout, stderr strings.Builder
+	cmd := exec.Command(self, append([]string{"-launch"}, c.argv...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return sample{}, fmt.Errorf("%s: %v: %s", strings.Join(c.argv, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	pid := cmd.Process.Pid
-	waitExited(pid)
-	s := sample{wall: time.Since(start), rchar: readIO(pid)}
-	err = cmd.Wait()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		s.maxRSS = int64(ru.Maxrss) * 1024
+	var s sample
+	var wall int64
+	var code int
+	if _, err := fmt.Sscan(stdout.String(), &wall, &s.maxRSS, &s.rchar, &code); err != nil {
+		return sample{}, fmt.Errorf("launcher output %q: %v", stdout.String(), err)
 	}
-	code := cmd.ProcessState.ExitCode()
-	if err != nil && !slices.Contains(c.okCodes, code) {
-		return s, fmt.Errorf("%s: %v: %s", strings.Join(c.argv, " "), err, strings.TrimSpace(stderr.String()))
+	s.wall = time.Duration(wall)
+	if code != 0 && !slices.Contains(c.okCodes, code) {
+		return s, fmt.Errorf("%s: exit status %d: %s", strings.Join(c.argv, " "), code, strings.TrimSpace(stderr.String()))
 	}
 	for _, p := range c.cleanup {
 		os.RemoveAll(p)
 	}
 	return s, nil
+}
+
+// launch runs argv with its standard output discarded and prints its wall
+// time (ns), peak RSS (bytes), rchar and exit code. The process is waited
+// for without being reaped (waitid WNOWAIT) so that /proc/PID/io can still
+// be read, then reaped with wait4 for its rusage.
+func launch(argv []string) {
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = devnull, os.Stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		fatalf("%v", err)
+	}
+	waitExited(cmd.Process.Pid)
+	wall := time.Since(start)
+	rchar := readIO(cmd.Process.Pid)
+	cmd.Wait()
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = int64(ru.Maxrss) * 1024
+	}
+	fmt.Println(wall.Nanoseconds(), rss, rchar, cmd.ProcessState.ExitCode())
 }
 
 // waitExited blocks until pid has exited, leaving it to be reaped.
