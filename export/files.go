@@ -50,8 +50,15 @@ func (s *fileSet) fileLocked(lf *lazyFile) (*os.File, error) {
 		return s.f, nil
 	}
 	s.closeLocked()
-	f, st, err := openRegular(lf.path)
+	// Non-blocking, so that a FIFO put in the file's place cannot hang
+	// the open; the identity check below then refuses it.
+	f, err := os.OpenFile(lf.path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	if !os.SameFile(st, lf.st) || st.Size() != lf.size {

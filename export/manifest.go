@@ -142,6 +142,9 @@ type jsonParser struct {
 }
 
 func parseJSON(data []byte) (*jval, error) {
+	if v, ok := scanJSON(data); ok {
+		return v, nil
+	}
 	p := &jsonParser{data: data, d: json.NewDecoder(bytes.NewReader(data))}
 	p.d.UseNumber()
 	if len(bytes.TrimSpace(data)) == 0 {

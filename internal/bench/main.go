@@ -104,6 +104,7 @@ func main() {
 	}
 	defer os.RemoveAll(dir)
 	start := time.Now()
+	fmt.Fprintln(c.out, machine(c.tmp))
 	if floor, err := measure(cmdSpec{argv: []string{"true"}}); err == nil {
 		fmt.Fprintf(c.out, "Peak RSS floor (the launcher, measured with `true`): %s.\n\n", size(floor.maxRSS))
 	}

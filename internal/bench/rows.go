@@ -103,7 +103,6 @@ func manifest(path, shape string, engines []string) error {
 
 func runAll(c *config, dir string) error {
 	pteexport, pteinspect := filepath.Join(c.bin, "pteexport"), filepath.Join(c.bin, "pteinspect")
-	fmt.Fprintln(c.out, machine(c.tmp))
 	fmt.Fprintf(c.out, "Pairs per row: %d (median reported; order alternates). Engines: %d x %d MiB.\n\n", c.pairs, c.engines, c.engineMiB)
 
 	big := c.rows["export"] || c.rows["rebake"] || c.rows["diff"] || c.rows["json-hash"]

@@ -1,0 +1,70 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// decoderJSON parses with the json.Decoder-based parser only.
+func decoderJSON(data []byte) (*jval, error) {
+	p := &jsonParser{data: data, d: json.NewDecoder(bytes.NewReader(data))}
+	p.d.UseNumber()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.d.Token(); err == nil {
+		return nil, &ManifestError{Msg: "trailing data"}
+	}
+	return v, nil
+}
+
+// checkScan fails when scanJSON accepts data that the decoder refuses or
+// reads differently.
+func checkScan(t *testing.T, data []byte) {
+	t.Helper()
+	got, ok := scanJSON(data)
+	if !ok {
+		return
+	}
+	want, err := decoderJSON(data)
+	if err != nil {
+		t.Fatalf("scanJSON accepts %q, the decoder refuses it: %v", data, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("scanJSON reads %q differently from the decoder", data)
+	}
+}
+
+// TestScanJSONMatchesDecoder: on manifests and on damaged or unusual JSON
+// the fast scanner either gives up or gives the decoder's tree, offsets
+// included; on the example manifest it does not give up.
+func TestScanJSONMatchesDecoder(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("..", "testdata", "examples", "model.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := scanJSON(example); !ok {
+		t.Error("the example manifest takes the slow path")
+	}
+	for _, s := range []string{
+		string(example), `{}`, `[]`, ` {"a" : [1, -2.5e+3, 0, true, false, null, "x"] } `, `{"a":1,"a":2}`,
+		`{"a":"\u00e9\ud83d\ude00\n\"q\""}`, `{"a":"é"}`, "{\"a\":\"\xff\"}", "{\"a\":\"\x01\"}", `{"a":01}`, `{"a":1x}`,
+		`{"a":-}`, `{"a":1.}`, `{"a":1e}`, `[1 2]`, `[1,]`, `{"a":1,}`, `{"a"}`, `{"a":1} x`, `"\`, `tru`, `nul`,
+		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`, `{"a":"\ud800"}`, `{"a":"\x"}`,
+	} {
+		checkScan(t, []byte(s))
+	}
+}
+
+func FuzzScanJSON(f *testing.F) {
+	if example, err := os.ReadFile(filepath.Join("..", "testdata", "examples", "model.json")); err == nil {
+		f.Add(example)
+	}
+	f.Add([]byte(`{"a":[1,-2.5e+3,"\u00e9",true,null]}`))
+	f.Fuzz(func(t *testing.T, data []byte) { checkScan(t, data) })
+}
