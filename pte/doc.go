@@ -22,4 +22,24 @@
 // Writing streams payloads from their sources and never holds them all in
 // memory; WriteFile puts its output in place atomically (internal/atomicfile:
 // complete or absent, never a partial file or a stray temporary one).
+//
+// # Segment layout
+//
+// By default Write lays segments out as ExecuTorch's serializer does: the
+// segment base is the end of the program rounded up to the segment
+// alignment (128 by default), and each segment starts at the end of the
+// previous one rounded up to it. With WriteOptions.PageCongruent, a
+// segment carrying at least CongruentMin (64 KiB) of a file's bytes (an
+// engine behind a TensorRT blob header, a segment of another program)
+// starts instead where those bytes keep their file offset modulo 4096, at
+// most 4095 bytes further, and the base is moved (by less than 4096 bytes,
+// staying a multiple of the alignment) to keep that true. The kernel can
+// then copy those bytes with copy_file_range, which shares blocks on XFS
+// and btrfs, instead of through a buffer. ExecuTorch locates a segment by
+// segment_base_offset + offset and checks only that it lies in the file;
+// no loader requires an alignment of the offset, and a TensorRT engine
+// keeps the 16-byte alignment its blob gives it (it lands on a page).
+// File.SegmentAlignment finds the alignment with which a rewrite keeps a
+// file's layout, so that a program whose head grows keeps its segment
+// offsets and moves its base by whole pages.
 package pte

@@ -21,11 +21,13 @@ type sample struct {
 }
 
 // cmdSpec is a command to measure: argv, the exit codes that count as
-// success, and what to remove after each run (off the clock).
+// success, what to run before and what to remove after each run (both
+// off the clock).
 type cmdSpec struct {
 	argv    []string
 	okCodes []int
 	cleanup []string
+	setup   [][]string // commands run before, off the clock
 }
 
 // measure runs c once after sync(2) and returns its sample. The command
@@ -36,6 +38,11 @@ type cmdSpec struct {
 func measure(c cmdSpec) (sample, error) {
 	for _, p := range c.cleanup {
 		os.RemoveAll(p)
+	}
+	for _, argv := range c.setup {
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			return sample{}, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, out)
+		}
 	}
 	syscall.Sync()
 	self, err := os.Executable()
