@@ -106,7 +106,7 @@ func TestExportOpensOneFileAtATime(t *testing.T) {
 	const n = 120
 	sizes := make([]int, n)
 	for i := range sizes {
-		sizes[i] = 1024
+		sizes[i] = maxHeldEngine + 1 // read from the files, not held in memory
 	}
 	paths := writeEngineFiles(t, dir, sizes...)
 	link := filepath.Join(dir, "link.engine")

@@ -105,6 +105,7 @@ type built struct {
 	total    int64 // expected output size, for progress
 	progress func(written, total int64)
 	files    fileSet
+	held     int64 // bytes of engine files held in memory
 }
 
 // writeTo writes the program to w and returns its size. The program is
@@ -366,6 +367,14 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	return b, nil
 }
 
+// Engine files up to maxHeldEngine bytes are held in memory, up to
+// maxHeldEngines bytes in all: a program of many small engines then opens
+// each once, and the memory stays bounded.
+const (
+	maxHeldEngine  = 16 << 10
+	maxHeldEngines = 64 << 20
+)
+
 // open returns the source of s, one per path. A file is checked (a
 // regular file, readable) and then read through b.files, which keeps one
 // engine file open at a time.
@@ -382,6 +391,16 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 			return nil, err
 		}
 		src := &source{r: lf, size: lf.size}
+		if lf.size <= maxHeldEngine && b.held+lf.size <= maxHeldEngines {
+			// Small: read once now, instead of once to compare it with
+			// the others and once to write it.
+			data := make([]byte, lf.size)
+			if _, err := lf.ReadAt(data, 0); err != nil {
+				return nil, err
+			}
+			b.held += lf.size
+			src.r = bytes.NewReader(data)
+		}
 		files[s.Path] = src
 		return src, nil
 	case s.ReaderAt != nil:

@@ -1,6 +1,7 @@
 package pte
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -347,17 +348,22 @@ func roundUp(x, a uint64) uint64 {
 	return x + (a - r)
 }
 
-// countingWriter tracks the output position.
+// countingWriter tracks the output position. Writes go through bw, so
+// that a program of many small segments is not written a few bytes per
+// system call; flush before writing to w another way.
 type countingWriter struct {
 	w   io.Writer
+	bw  *bufio.Writer
 	pos int64
 }
 
 func (c *countingWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
+	n, err := c.bw.Write(b)
 	c.pos += int64(n)
 	return n, err
 }
+
+func (c *countingWriter) flush() error { return c.bw.Flush() }
 
 var zeros [4096]byte
 
@@ -375,8 +381,12 @@ func (c *countingWriter) padTo(to int64) error {
 // copyBufferSize bounds the memory a segment copy uses.
 const copyBufferSize = 1 << 20
 
+// writeBufferSize is the output buffer: copies of at least its size go
+// around it.
+const writeBufferSize = 64 << 10
+
 func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
-	cw := &countingWriter{w: w}
+	cw := &countingWriter{w: w, bw: bufio.NewWriterSize(w, writeBufferSize)}
 	for _, b := range [][]byte{pl.head, pl.flatbuffer} {
 		if _, err := cw.Write(b); err != nil {
 			return nil, fmt.Errorf("pte: write: %w", err)
@@ -394,6 +404,9 @@ func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 		if err := pc.copy(pl.srcs[i], int64(seg.Size)); err != nil {
 			return nil, &SegmentError{Index: i, Err: err}
 		}
+	}
+	if err := cw.flush(); err != nil {
+		return nil, fmt.Errorf("pte: write: %w", err)
 	}
 	if cw.pos != pl.info.Size {
 		return nil, fmt.Errorf("pte: write: wrote %d bytes, layout says %d", cw.pos, pl.info.Size)

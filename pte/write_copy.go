@@ -158,6 +158,9 @@ func (c *payloadCopier) copy(src *io.SectionReader, n int64) error {
 		size := part.Size()
 		var k int64
 		if in, off, ok := fileSection(part); ok && (c.cw.pos-off)%shareAlign == 0 {
+			if err := c.cw.flush(); err != nil {
+				return err
+			}
 			var err error
 			k, err = copyFileRange(dst, in, off, size)
 			c.cw.pos += k

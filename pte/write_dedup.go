@@ -138,24 +138,23 @@ const fingerprintChunk = 4 << 10
 // fingerprint hashes the first and last fingerprintChunk bytes of src (all
 // of it when it is no longer than both).
 func fingerprint(src *io.SectionReader) ([sha256.Size]byte, error) {
-	var sum [sha256.Size]byte
 	n := src.Size()
-	h := sha256.New()
+	var buf [2 * fingerprintChunk]byte
+	b := buf[:]
 	if n <= 2*fingerprintChunk {
-		if err := readAll(h, src, n); err != nil {
-			return sum, err
+		b = buf[:n]
+		if err := readFull(src, b, 0, n); err != nil {
+			return [sha256.Size]byte{}, err
 		}
 	} else {
-		var buf [fingerprintChunk]byte
-		for _, off := range []int64{0, n - fingerprintChunk} {
-			if err := readFull(src, buf[:], off, n); err != nil {
-				return sum, err
-			}
-			h.Write(buf[:])
+		if err := readFull(src, buf[:fingerprintChunk], 0, n); err != nil {
+			return [sha256.Size]byte{}, err
+		}
+		if err := readFull(src, buf[fingerprintChunk:], n-fingerprintChunk, n); err != nil {
+			return [sha256.Size]byte{}, err
 		}
 	}
-	h.Sum(sum[:0])
-	return sum, nil
+	return sha256.Sum256(b), nil
 }
 
 // maxMemoryIdentity is the largest in-memory part identified by its bytes.
