@@ -168,7 +168,10 @@ type Options struct {
 	InlineDelegateData bool
 	// SegmentAlignment is the alignment of segment data in bytes; 0 means
 	// 128 (ExecuTorch's default). It need not be a power of two (ExecuTorch
-	// does not require one) but may not exceed MaxSegmentAlignment.
+	// does not require one) but may not exceed MaxSegmentAlignment. When
+	// it divides 4096, an engine of 64 KiB or more is placed so that it
+	// lands on a page of the output, where the kernel can copy it
+	// (pte.WriteOptions.PageCongruent); its blob then starts 16-aligned.
 	SegmentAlignment uint64
 	// Progress, when non-nil, is called by WriteFile when the output file
 	// is created, about five times a second while it is written, and at
