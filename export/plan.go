@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,19 +21,30 @@ const planAlign = 16
 // disjoint. Tensors are placed in value order at the lowest 16-byte aligned
 // offset that fits (first fit), which reproduces the sequential layout
 // upstream writes when nothing can be shared.
+//
+// Tensors come in the order of the calls producing them, so a tensor whose
+// last use is before the next one's production can never overlap it or
+// any later one: it leaves the set that is searched, which keeps the
+// planning linear in the number of tensors for a chain of calls.
 func planMemory(md *methodDef) error {
-	var placed []*tensorDef
+	var live []*tensorDef // placed tensors still alive, by offset
+	inOrder := slices.IsSortedFunc(md.tensors, func(a, b *tensorDef) int { return a.produced - b.produced })
 	for _, t := range md.tensors {
 		start := t.produced
 		// Candidate offsets: 0 and the aligned end of every placed tensor
 		// whose lifetime overlaps t's.
 		var busy []*tensorDef
-		for _, p := range placed {
+		kept := live[:0]
+		for _, p := range live {
+			if inOrder && p.lastUse < start {
+				continue // dead before t and every later tensor is produced
+			}
+			kept = append(kept, p)
 			if p.produced <= t.lastUse && start <= p.lastUse {
 				busy = append(busy, p)
 			}
 		}
-		sort.Slice(busy, func(i, j int) bool { return busy[i].offset < busy[j].offset })
+		live = kept
 		off := int64(0)
 		for _, p := range busy {
 			if t.nbytes == 0 || off+t.nbytes <= p.offset {
@@ -54,7 +66,8 @@ func planMemory(md *methodDef) error {
 		if e := off + t.nbytes; e > md.arena {
 			md.arena = e
 		}
-		placed = append(placed, t)
+		i := sort.Search(len(live), func(i int) bool { return live[i].offset > t.offset })
+		live = slices.Insert(live, i, t)
 	}
 	a, err := alignUp(md.arena)
 	if err != nil {
