@@ -221,3 +221,25 @@ func (c *wrCountingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	c.n++
 	return c.r.ReadAt(p, off)
 }
+
+// TestDedupPayloadsAcrossKinds: equal bytes are stored once whether they
+// come from memory (whole, or split into parts) or from a file.
+func TestDedupPayloadsAcrossKinds(t *testing.T) {
+	data := cpPattern(3000, 7)
+	f := cpFile(t, t.TempDir(), "x", data)
+	split := &cpComposite{parts: []*io.SectionReader{wrSection(data[:100]), wrSection(data[100:])}}
+	for _, srcs := range [][]*io.SectionReader{
+		{wrSection(data), io.NewSectionReader(f, 0, 3000)},
+		{io.NewSectionReader(f, 0, 3000), wrSection(data)},
+		{wrSection(data), io.NewSectionReader(split, 0, 3000)},
+		{io.NewSectionReader(split, 0, 3000), io.NewSectionReader(f, 0, 3000)},
+	} {
+		remap, unique, err := DedupPayloads(srcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(unique) != 1 || remap[1] != 0 {
+			t.Errorf("remap %v, unique %v: equal bytes stored twice", remap, unique)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"reflect"
@@ -48,20 +49,28 @@ func DedupPayloads(srcs []*io.SectionReader) (remap, unique []int, err error) {
 		sum  [sha256.Size]byte
 	}
 	byIdentity := map[string]int{}
-	byPrint := map[print][]int{} // payloads of each fingerprint
-	pending := map[int64]int{}   // first payload of a size, not yet read
+	byPrint := map[print][]int{}         // payloads of each fingerprint
+	pending := map[int64]int{}           // first payload of a size, not yet read
+	known := map[int][sha256.Size]byte{} // fingerprints known without reading
 	var ids identities
 	for i, s := range srcs {
 		if bySize[s.Size()] < 2 {
 			continue // a size of its own: unique, never read
 		}
 		parts := sourceParts(s, s.Size())
-		if key, ok := ids.key(parts, s.Size()); ok {
+		if key, ok, exact := ids.key(parts, s.Size()); ok {
 			if j, dup := byIdentity[key]; dup {
 				same[i] = j
 				continue
 			}
 			byIdentity[key] = i
+			if exact && s.Size() <= 2*fingerprintChunk {
+				// The fingerprint of a small payload is the hash of
+				// its bytes, which its key already holds.
+				var sum [sha256.Size]byte
+				copy(sum[:], key[len(key)-sha256.Size-varintLen(s.Size()):])
+				known[i] = sum
+			}
 		}
 		if s.Size() > 0 && partsSequential(parts) {
 			continue
@@ -70,9 +79,12 @@ func DedupPayloads(srcs []*io.SectionReader) (remap, unique []int, err error) {
 		// that size, not the same by identity, comes; later ones right
 		// after their identity, while a file opened for it is still open.
 		add := func(i int) error {
-			sum, err := fingerprint(srcs[i])
-			if err != nil {
-				return &SegmentError{Index: i, Err: err}
+			sum, ok := known[i]
+			if !ok {
+				var err error
+				if sum, err = fingerprint(srcs[i]); err != nil {
+					return &SegmentError{Index: i, Err: err}
+				}
 			}
 			k := print{srcs[i].Size(), sum}
 			byPrint[k] = append(byPrint[k], i)
@@ -157,6 +169,9 @@ func fingerprint(src *io.SectionReader) ([sha256.Size]byte, error) {
 	return sha256.Sum256(b), nil
 }
 
+// varintLen is the length of n as binary.AppendVarint writes it.
+func varintLen(n int64) int { return len(binary.AppendVarint(nil, n)) }
+
 // maxMemoryIdentity is the largest in-memory part identified by its bytes.
 const maxMemoryIdentity = 1 << 20
 
@@ -164,50 +179,73 @@ const maxMemoryIdentity = 1 << 20
 type identities struct {
 	files map[uintptr]string // identity of each file reader seen
 	buf   []byte
+	mem   []byte // in-memory part being hashed
 }
 
 // key returns a key that two payloads of n bytes share only when they are
 // made of the same parts, and false when a part has no identity (a reader
-// that cannot be compared without reading it).
-func (ids *identities) key(parts []*io.SectionReader, n int64) (string, bool) {
+// that cannot be compared without reading it). Consecutive in-memory parts
+// count by the SHA-256 of their bytes together, so exact is set when the
+// whole payload is in memory: the key then names its content, and payloads
+// with different keys differ.
+func (ids *identities) key(parts []*io.SectionReader, n int64) (key string, ok, exact bool) {
 	b := binary.AppendVarint(ids.buf[:0], n)
+	var run hash.Hash
+	var runLen int64
+	flush := func() {
+		if run != nil {
+			b = binary.AppendVarint(run.Sum(append(b, 'm')), runLen)
+			run, runLen = nil, 0
+		}
+	}
+	exact = true
 	for _, p := range parts {
 		ra, off, size := p.Outer()
 		switch r := ra.(type) {
+		case *bytes.Reader, *strings.Reader:
+			// Memory: its bytes are its identity (a TensorRT blob's
+			// header, built for each call, is one).
+			if runLen+size > maxMemoryIdentity {
+				return "", false, false
+			}
+			if int64(cap(ids.mem)) < size {
+				ids.mem = make([]byte, size)
+			}
+			m := ids.mem[:size]
+			if k, _ := ra.ReadAt(m, off); int64(k) != size {
+				return "", false, false
+			}
+			if run == nil {
+				run = sha256.New()
+			}
+			run.Write(m)
+			runLen += size
+			continue
 		case interface{ Stat() (fs.FileInfo, error) }:
 			// A file (an *os.File, or one opened on demand that kept the
 			// result of stat(2)): its device and inode name it.
 			id, ok := ids.file(r)
 			if !ok {
-				return "", false
+				return "", false, false
 			}
+			flush()
 			b = append(append(b, 'f'), id...)
-		case *bytes.Reader, *strings.Reader:
-			// Memory: its bytes are its identity (a TensorRT blob's
-			// header, built for each call, is one).
-			if size > maxMemoryIdentity {
-				return "", false
-			}
-			m := make([]byte, size)
-			if k, _ := ra.ReadAt(m, off); int64(k) != size {
-				return "", false
-			}
-			sum := sha256.Sum256(m)
-			b = append(append(b, 'm'), sum[:]...)
-			off = 0
 		default:
 			v := reflect.ValueOf(ra)
 			// Only pointer-shaped readers have an identity: comparing
 			// interface values whose dynamic type holds a slice panics.
 			if ra == nil || v.Kind() != reflect.Pointer {
-				return "", false
+				return "", false, false
 			}
+			flush()
 			b = fmt.Appendf(append(b, 'p'), "%s:%x", v.Type(), v.Pointer())
 		}
+		exact = false
 		b = binary.AppendVarint(binary.AppendVarint(b, off), size)
 	}
+	flush()
 	ids.buf = b
-	return string(b), true
+	return string(b), true, exact && len(parts) > 0
 }
 
 // file returns the identity of the file r reads: its device and inode
@@ -239,8 +277,8 @@ func (ids *identities) file(r interface{ Stat() (fs.FileInfo, error) }) (string,
 // source, as DedupPayloads recognises without reading.
 func sameSection(a, b *io.SectionReader) bool {
 	var ids identities
-	ka, oka := ids.key(sourceParts(a, a.Size()), a.Size())
-	kb, okb := ids.key(sourceParts(b, b.Size()), b.Size())
+	ka, oka, _ := ids.key(sourceParts(a, a.Size()), a.Size())
+	kb, okb, _ := ids.key(sourceParts(b, b.Size()), b.Size())
 	return oka && okb && ka == kb
 }
 
