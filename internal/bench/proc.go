@@ -190,13 +190,25 @@ func walls(ss []sample) []float64 {
 	return out
 }
 
-// ratio is the median of the per-pair ratios ours/base.
-func (r *pairResult) ratio() float64 {
+// ratios are the per-pair ratios ours/base.
+func (r *pairResult) ratios() []float64 {
 	var xs []float64
 	for i := range r.ours {
 		xs = append(xs, r.ours[i].wall.Seconds()/r.base[i].wall.Seconds())
 	}
-	return median(xs)
+	return xs
+}
+
+// ratio is the median of the per-pair ratios.
+func (r *pairResult) ratio() float64 { return median(r.ratios()) }
+
+// spread formats the smallest and largest per-pair ratio.
+func (r *pairResult) spread() string {
+	xs := r.ratios()
+	if len(xs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f-%.2f", slices.Min(xs), slices.Max(xs))
 }
 
 // peak is the largest peak RSS of the samples; reads the median rchar.

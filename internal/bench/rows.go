@@ -107,8 +107,8 @@ func runAll(c *config, dir string) error {
 
 	big := c.rows["export"] || c.rows["rebake"] || c.rows["diff"] || c.rows["json-hash"]
 	if big {
-		fmt.Fprintln(c.out, "| work | ours (median) | baseline | baseline (median) | ratio | peak RSS ours / base | read ours / base |")
-		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|")
+		fmt.Fprintln(c.out, "| work | ours (median) | baseline | baseline (median) | ratio (median) | ratio range | peak RSS ours / base | read ours / base |")
+		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|")
 		engDir := filepath.Join(dir, "engines")
 		engines, err := writeEngines(engDir, c.engines, c.engineMiB<<20)
 		if err != nil {
@@ -240,8 +240,8 @@ func scaleRows(c *config, dir, pteexport, pteinspect string) error {
 }
 
 func row(c *config, work, baseline string, r *pairResult) {
-	fmt.Fprintf(c.out, "| %s | %s | %s | %s | **%.2fx** | %s / %s | %s / %s |\n", work,
-		dur(median(walls(r.ours))), baseline, dur(median(walls(r.base))), r.ratio(),
+	fmt.Fprintf(c.out, "| %s | %s | %s | %s | **%.2fx** | %s | %s / %s | %s / %s |\n", work,
+		dur(median(walls(r.ours))), baseline, dur(median(walls(r.base))), r.ratio(), r.spread(),
 		size(peak(r.ours)), size(peak(r.base)), size(reads(r.ours)), size(reads(r.base)))
 }
 
