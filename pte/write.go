@@ -44,8 +44,9 @@ type WriteOptions struct {
 	Dedup bool
 	// PageCongruent lays the segments out so that the kernel can copy
 	// their bytes (copy_file_range, which shares blocks on XFS and btrfs):
-	// a payload with a file range of at least CongruentMin bytes (its
-	// largest, see Composite) starts at the first offset, from where
+	// a payload with a part of at least CongruentMin bytes not in memory
+	// (a file range; its largest, see Composite) starts at the first
+	// offset, from where
 	// ExecuTorch's rule puts it, at which that part lands at its source
 	// offset modulo 4096, and the segment base moves (by less than 4096
 	// bytes) to keep that true. Each such segment costs up to 4095 more

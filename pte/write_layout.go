@@ -1,9 +1,11 @@
 package pte
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
+	"strings"
 )
 
 // CongruentMin is the smallest part of a payload that a page-congruent
@@ -17,8 +19,10 @@ const maxInferredAlignment = 1 << 20
 
 // anchor is the part of a payload whose offset modulo the page size a
 // page-congruent layout keeps: the largest part of at least CongruentMin
-// bytes that is a range of a file (see Composite), since only those can be
-// copied by the kernel. Payloads from memory keep ExecuTorch's layout.
+// bytes that is not in memory (see Composite). A range of a file can be
+// copied by the kernel; a range read from elsewhere (a URL) is placed the
+// same way, so that a program rewritten from a URL is the one rewritten
+// from the local file. Payloads from memory keep ExecuTorch's layout.
 type anchor struct {
 	src uint64 // offset of the part in the reader it comes from
 	at  uint64 // offset of the part in the payload
@@ -30,12 +34,22 @@ func anchorOf(src *io.SectionReader, n int64) anchor {
 	var a anchor
 	var best, pos int64
 	for _, p := range sourceParts(src, n) {
-		if _, off, file := fileSection(p); file && p.Size() >= CongruentMin && p.Size() > best {
+		ra, off, _ := p.Outer()
+		if !inMemory(ra) && p.Size() >= CongruentMin && p.Size() > best {
 			a, best = anchor{src: uint64(off), at: uint64(pos), ok: true}, p.Size()
 		}
 		pos += p.Size()
 	}
 	return a
+}
+
+// inMemory reports whether ra is a reader over memory.
+func inMemory(ra io.ReaderAt) bool {
+	switch ra.(type) {
+	case *bytes.Reader, *strings.Reader:
+		return true
+	}
+	return false
 }
 
 // segmentLayout is where the segments go, relative to the segment base.
