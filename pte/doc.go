@@ -30,9 +30,9 @@
 // alignment (128 by default), and each segment starts at the end of the
 // previous one rounded up to it. With WriteOptions.PageCongruent, a
 // segment carrying at least CongruentMin (64 KiB) of a file's bytes (an
-// engine behind a TensorRT blob header, a segment of another program; or
-// of any source not in memory, such as a URL, so that a rewrite from a URL
-// equals one from the local file) starts instead where those bytes keep their file offset modulo 4096, at
+// engine behind a TensorRT blob header, a segment of another program; with
+// CongruentAnyReader, of any source not in memory, such as a URL) starts
+// instead where those bytes keep their file offset modulo 4096, at
 // most 4095 bytes further, and the base is moved (by less than 4096 bytes,
 // staying a multiple of the alignment) to keep that true. The kernel can
 // then copy those bytes with copy_file_range, which shares blocks on XFS

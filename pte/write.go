@@ -44,9 +44,8 @@ type WriteOptions struct {
 	Dedup bool
 	// PageCongruent lays the segments out so that the kernel can copy
 	// their bytes (copy_file_range, which shares blocks on XFS and btrfs):
-	// a payload with a part of at least CongruentMin bytes not in memory
-	// (a file range; its largest, see Composite) starts at the first
-	// offset, from where
+	// a payload with a file range of at least CongruentMin bytes (its
+	// largest, see Composite) starts at the first offset, from where
 	// ExecuTorch's rule puts it, at which that part lands at its source
 	// offset modulo 4096, and the segment base moves (by less than 4096
 	// bytes) to keep that true. Each such segment costs up to 4095 more
@@ -58,6 +57,12 @@ type WriteOptions struct {
 	// requires no alignment of them. It applies only when
 	// SegmentAlignment divides 4096.
 	PageCongruent bool
+	// CongruentAnyReader makes PageCongruent treat a part read from any
+	// reader not in memory (an HTTP range reader, a custom ReaderAt) as a
+	// file range, so that a rewrite is laid out the same wherever its
+	// bytes come from: a program re-baked from a URL equals the one
+	// re-baked from the local file.
+	CongruentAnyReader bool
 	// Strict refuses a program in which Verify would find an error, with a
 	// *VerifyError listing them all. Without Strict, Write refuses only
 	// what NewFile refuses, dangling payload references and model values
@@ -224,7 +229,7 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 	for k, i := range pl.unique {
 		sizes[k] = uint64(segments[i].Size())
 		if anchors != nil {
-			anchors[k] = anchorOf(segments[i], segments[i].Size())
+			anchors[k] = anchorOf(segments[i], segments[i].Size(), opts.CongruentAnyReader)
 		}
 	}
 	sl, k, err := placeSegments(sizes, anchors, align)

@@ -58,7 +58,7 @@ func TestWritePageCongruent(t *testing.T) {
 			var want, end uint64
 			for i, s := range got.Program.Segments {
 				natural := roundUp(end, align)
-				a := anchorOf(srcs[i], srcs[i].Size())
+				a := anchorOf(srcs[i], srcs[i].Size(), false)
 				switch {
 				case !a.ok && s.Offset != natural:
 					t.Errorf("segment %d (%d bytes, no large part) at %d, want %d", i, s.Size, s.Offset, natural)
@@ -240,6 +240,24 @@ func TestDedupPayloadsAcrossKinds(t *testing.T) {
 		}
 		if len(unique) != 1 || remap[1] != 0 {
 			t.Errorf("remap %v, unique %v: equal bytes stored twice", remap, unique)
+		}
+	}
+}
+
+// TestCongruentAnyReader: a large part from a reader that is neither a
+// file nor memory keeps ExecuTorch's layout, unless CongruentAnyReader
+// asks for it to be placed as a file range would be.
+func TestCongruentAnyReader(t *testing.T) {
+	r := &wrPointerReaderAt{cpPattern(300<<10, 2)}
+	srcs := []*io.SectionReader{wrSection(nil), io.NewSectionReader(r, 1000, 200<<10)}
+	for _, anyReader := range []bool{false, true} {
+		info, err := Write(io.Discard, wrProgram(1), srcs, &WriteOptions{PageCongruent: true, CongruentAnyReader: anyReader})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := info.Header.SegmentBaseOffset + info.Segments[1].Offset
+		if congruent := at%shareAlign == 1000; congruent != anyReader {
+			t.Errorf("CongruentAnyReader=%v: segment at file offset %d (source offset 1000)", anyReader, at)
 		}
 	}
 }

@@ -19,23 +19,24 @@ const maxInferredAlignment = 1 << 20
 
 // anchor is the part of a payload whose offset modulo the page size a
 // page-congruent layout keeps: the largest part of at least CongruentMin
-// bytes that is not in memory (see Composite). A range of a file can be
-// copied by the kernel; a range read from elsewhere (a URL) is placed the
-// same way, so that a program rewritten from a URL is the one rewritten
-// from the local file. Payloads from memory keep ExecuTorch's layout.
+// bytes that is a range of a file (see Composite), the parts the kernel
+// can copy (WriteOptions.CongruentAnyReader adds any part not in memory).
+// Payloads from memory keep ExecuTorch's layout.
 type anchor struct {
 	src uint64 // offset of the part in the reader it comes from
 	at  uint64 // offset of the part in the payload
 	ok  bool
 }
 
-// anchorOf returns the anchor of the first n bytes of src.
-func anchorOf(src *io.SectionReader, n int64) anchor {
+// anchorOf returns the anchor of the first n bytes of src: a part read
+// from a file, or with anyReader from any reader not in memory.
+func anchorOf(src *io.SectionReader, n int64, anyReader bool) anchor {
 	var a anchor
 	var best, pos int64
 	for _, p := range sourceParts(src, n) {
 		ra, off, _ := p.Outer()
-		if !inMemory(ra) && p.Size() >= CongruentMin && p.Size() > best {
+		_, _, file := fileSection(p)
+		if (file || anyReader && !inMemory(ra)) && p.Size() >= CongruentMin && p.Size() > best {
 			a, best = anchor{src: uint64(off), at: uint64(pos), ok: true}, p.Size()
 		}
 		pos += p.Size()
