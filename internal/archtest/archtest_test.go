@@ -38,6 +38,7 @@ var allowed = map[string][]string{
 	"internal/input":      {"pte", "httprange", "internal/atomicfile"},
 	"internal/cli":        {},
 	"internal/progress":   {},
+	"internal/bench":      {},
 	"cmd/":                {anything},
 	"internal/testkit":    {anything},
 	"internal/testprog":   {anything},
