@@ -3,12 +3,13 @@
 // gives them.
 //
 // A compile spec is a key and opaque value bytes (pte.CompileSpec). ExecuTorch
-// stores them verbatim and hands them to the backend's init at load time. The
-// functions Find, Get, Set and Delete work on a delegate's spec list and
-// report duplicated keys as a *DuplicateKeyError rather than silently picking
-// one, because backends differ in how they treat duplicates (the TensorRT
-// delegate refuses to load a delegate whose weight_streaming_budget appears
-// twice).
+// stores them verbatim and hands them to the backend's init at load time.
+// Find, Get, Budget, Set and Delete compare keys as the C++ backends do, as C
+// strings (a key ends at its first NUL), so they give the answers the
+// deployed runtime and ptekit's commands give. Get and Budget report a
+// duplicated key as a *DuplicateKeyError rather than silently picking one
+// (the TensorRT delegate refuses a delegate whose weight_streaming_budget
+// appears twice); Set leaves exactly one entry and keeps upstream key order.
 //
 // Two keys are well known:
 //

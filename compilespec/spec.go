@@ -38,21 +38,23 @@ func (e *DuplicateKeyError) Error() string {
 		e.Key, len(e.Indices), strings.Join(idx, "], ["))
 }
 
-// Find returns the positions of every spec whose key equals key, in order.
-// Nil entries are skipped. The comparison is exact (byte for byte).
+// Find returns the positions of every spec whose key equals key as a C
+// string (CKeyEqual: bytes from the first NUL on are ignored, as ExecuTorch's
+// C++ backends compare keys with strcmp), in order. Nil entries are skipped.
 func Find(specs []*pte.CompileSpec, key string) []int {
 	var idx []int
 	for i, s := range specs {
-		if s != nil && s.Key == key {
+		if s != nil && CKeyEqual(s.Key, key) {
 			idx = append(idx, i)
 		}
 	}
 	return idx
 }
 
-// Get returns the value of the single spec with the given key. ok is false
-// when there is none. When the key occurs more than once, Get returns the
-// first value and a *DuplicateKeyError listing every occurrence.
+// Get returns the value of the single spec with the given key (compared as
+// by Find). ok is false when there is none. When the key occurs more than
+// once, Get returns the first value and a *DuplicateKeyError listing every
+// occurrence.
 func Get(specs []*pte.CompileSpec, key string) (value []byte, ok bool, err error) {
 	idx := Find(specs, key)
 	switch len(idx) {
@@ -65,40 +67,67 @@ func Get(specs []*pte.CompileSpec, key string) (value []byte, ok bool, err error
 	}
 }
 
-// Set returns a copy of specs in which the single entry with the given key
-// has the given value, appending a new entry at the end when the key is
-// absent. An existing entry keeps its position. specs and its elements are
-// not modified. When the key occurs more than once Set changes nothing and
-// returns a *DuplicateKeyError: the caller must decide which entries to keep
-// (Delete removes all of them).
-func Set(specs []*pte.CompileSpec, key string, value []byte) ([]*pte.CompileSpec, error) {
-	idx := Find(specs, key)
-	if len(idx) > 1 {
-		return specs, &DuplicateKeyError{Key: key, Indices: idx}
+// Budget returns the weight_streaming_budget of a delegate's spec list as
+// the TensorRT delegate reads it: ok is false when there is none; err is a
+// *DuplicateKeyError when the key occurs more than once (the delegate
+// refuses that) or a *BudgetError when the value is malformed.
+func Budget(specs []*pte.CompileSpec) (n int64, ok bool, err error) {
+	v, ok, err := Get(specs, KeyWeightStreamingBudget)
+	if !ok || err != nil {
+		return 0, ok, err
 	}
-	out := slices.Clone(specs)
+	n, err = ParseBudget(v)
+	return n, true, err
+}
+
+// Set returns a copy of specs in which key (compared as by Find) has the
+// given value exactly once: the first entry with the key is replaced in
+// place and later ones are dropped. An absent key is placed in upstream
+// order: weight_streaming_budget goes before the first target_device entry,
+// as the Torch-TensorRT exporter writes [caller specs, budget,
+// target_device]; any other key (or a budget with no target_device) goes at
+// the end. specs and its elements are not modified; the stored value is a
+// copy, never nil.
+func Set(specs []*pte.CompileSpec, key string, value []byte) []*pte.CompileSpec {
 	entry := &pte.CompileSpec{Key: key, Value: slices.Clone(value)}
 	if entry.Value == nil {
 		entry.Value = []byte{}
 	}
-	if len(idx) == 1 {
-		out[idx[0]] = entry
-	} else {
-		out = append(out, entry)
+	out := make([]*pte.CompileSpec, 0, len(specs)+1)
+	placed := false
+	for _, s := range specs {
+		if s != nil && CKeyEqual(s.Key, key) {
+			if !placed {
+				out = append(out, entry)
+				placed = true
+			}
+			continue
+		}
+		out = append(out, s)
 	}
-	return out, nil
+	if placed {
+		return out
+	}
+	if CKeyEqual(key, KeyWeightStreamingBudget) {
+		if i := slices.IndexFunc(out, func(s *pte.CompileSpec) bool {
+			return s != nil && CKeyEqual(s.Key, KeyTargetDevice)
+		}); i >= 0 {
+			return slices.Insert(out, i, entry)
+		}
+	}
+	return append(out, entry)
 }
 
-// Delete returns a copy of specs without any entry whose key equals key, and
-// the number of entries removed. specs is not modified. The result is nil
-// only when specs is nil.
+// Delete returns a copy of specs without any entry whose key equals key
+// (compared as by Find), and the number of entries removed. specs is not
+// modified. The result is nil only when specs is nil.
 func Delete(specs []*pte.CompileSpec, key string) ([]*pte.CompileSpec, int) {
 	if specs == nil {
 		return nil, 0
 	}
 	out := make([]*pte.CompileSpec, 0, len(specs))
 	for _, s := range specs {
-		if s != nil && s.Key == key {
+		if s != nil && CKeyEqual(s.Key, key) {
 			continue
 		}
 		out = append(out, s)

@@ -33,6 +33,9 @@ func TestGetFind(t *testing.T) {
 	if _, ok, err := Get(s, "missing"); ok || err != nil {
 		t.Errorf("Get(missing) = %v, %v", ok, err)
 	}
+	if got := Find(append(s, &pte.CompileSpec{Key: KeyTargetDevice + "\x00x"}), KeyTargetDevice); !reflect.DeepEqual(got, []int{2, 4}) {
+		t.Errorf("Find must compare keys as C strings: %v", got)
+	}
 	if got := Find(append(s, nil), "a"); !reflect.DeepEqual(got, []int{0}) {
 		t.Errorf("Find with nil entry = %v", got)
 	}
@@ -40,33 +43,41 @@ func TestGetFind(t *testing.T) {
 
 func TestSetDelete(t *testing.T) {
 	orig := specs("a", "1", KeyTargetDevice, "cuda:0")
-	out, err := Set(orig, KeyTargetDevice, []byte("cuda:1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := Set(orig, KeyTargetDevice, []byte("cuda:1"))
 	if got := string(out[1].Value); got != "cuda:1" || out[1].Key != KeyTargetDevice || len(out) != 2 {
 		t.Errorf("Set replaced wrongly: %+v", out)
 	}
 	if string(orig[1].Value) != "cuda:0" {
 		t.Errorf("Set modified its input")
 	}
-	out, err = Set(out, KeyWeightStreamingBudget, []byte("4096"))
-	if err != nil || len(out) != 3 || out[2].Key != KeyWeightStreamingBudget || string(out[2].Value) != "4096" {
-		t.Errorf("Set append = %+v, %v", out, err)
+	// Upstream order: the budget goes before target_device.
+	out = Set(out, KeyWeightStreamingBudget, []byte("4096"))
+	if len(out) != 3 || out[1].Key != KeyWeightStreamingBudget || string(out[1].Value) != "4096" || out[2].Key != KeyTargetDevice {
+		t.Errorf("Set budget = %+v; want it before target_device", out)
 	}
-	if out, err := Set(nil, "k", nil); err != nil || len(out) != 1 || out[0].Value == nil {
-		t.Errorf("Set(nil, k, nil) = %+v, %v (value must be present, empty)", out, err)
+	if out := Set(specs("a", "1"), KeyWeightStreamingBudget, []byte("1")); len(out) != 2 || out[1].Key != KeyWeightStreamingBudget {
+		t.Errorf("Set budget without target_device = %+v; want it at the end", out)
 	}
-	dup := specs("k", "1", "k", "2")
-	var de *DuplicateKeyError
-	if got, err := Set(dup, "k", []byte("3")); !errors.As(err, &de) || string(got[0].Value) != "1" {
-		t.Errorf("Set on duplicate = %v", err)
+	if out := Set(specs(KeyWeightStreamingBudget, "1"), KeyTargetDevice, []byte("cuda:0")); len(out) != 2 || out[1].Key != KeyTargetDevice {
+		t.Errorf("Set target_device = %+v; want it at the end", out)
+	}
+	if out := Set(nil, "k", nil); len(out) != 1 || out[0].Value == nil {
+		t.Errorf("Set(nil, k, nil) = %+v (value must be present, empty)", out)
+	}
+	// Duplicates, including one the runtime reads through a NUL, collapse
+	// into the first position.
+	dup := specs("k", "1", "x", "", "k\x00junk", "2")
+	if got := Set(dup, "k", []byte("3")); len(got) != 2 || got[0].Key != "k" || string(got[0].Value) != "3" || got[1].Key != "x" {
+		t.Errorf("Set on duplicate = %+v", got)
+	}
+	if len(dup) != 3 || string(dup[0].Value) != "1" {
+		t.Errorf("Set modified its input")
 	}
 	got, n := Delete(dup, "k")
-	if n != 2 || got == nil || len(got) != 0 {
+	if n != 2 || len(got) != 1 || got[0].Key != "x" {
 		t.Errorf("Delete = %v, %d", got, n)
 	}
-	if len(dup) != 2 {
+	if len(dup) != 3 {
 		t.Errorf("Delete modified its input")
 	}
 	withNil := []*pte.CompileSpec{nil, {Key: "k", Value: []byte("1")}, nil, {Key: "j"}}
@@ -76,8 +87,25 @@ func TestSetDelete(t *testing.T) {
 	if got, n := Delete(nil, "k"); got != nil || n != 0 {
 		t.Errorf("Delete(nil) = %v, %d", got, n)
 	}
-	if de.Error() == "" {
-		t.Error("empty error text")
+}
+
+func TestBudget(t *testing.T) {
+	for _, tc := range []struct {
+		specs []*pte.CompileSpec
+		n     int64
+		ok    bool
+		err   any
+	}{
+		{specs("a", "1"), 0, false, nil},
+		{specs(KeyWeightStreamingBudget, "1024"), 1024, true, nil},
+		{specs(KeyWeightStreamingBudget+"\x00x", "7"), 7, true, nil},
+		{specs(KeyWeightStreamingBudget, "1", KeyWeightStreamingBudget+"\x00", "2"), 0, true, new(*DuplicateKeyError)},
+		{specs(KeyWeightStreamingBudget, "1x"), 0, true, new(*BudgetError)},
+	} {
+		n, ok, err := Budget(tc.specs)
+		if n != tc.n || ok != tc.ok || (tc.err == nil) != (err == nil) || (tc.err != nil && !errors.As(err, tc.err)) {
+			t.Errorf("Budget(%v) = %d, %v, %v", tc.specs, n, ok, err)
+		}
 	}
 }
 

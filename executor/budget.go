@@ -142,29 +142,22 @@ func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution,
 				Msg: fmt.Sprintf("%s (got the %s %s)", msgBadOptionType, v.Kind(), v)}
 		}
 	}
-	found := -1
-	for i, s := range specs {
-		if s == nil || !compilespec.CKeyEqual(s.Key, compilespec.KeyWeightStreamingBudget) {
-			continue
-		}
-		if found >= 0 {
-			res.Source = SourceCompileSpec
-			return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
-				Msg: fmt.Sprintf("%s (compile_specs[%d] and compile_specs[%d])", msgDuplicateSpec, found, i)}
-		}
-		found = i
-	}
-	if found >= 0 {
-		n, err := compilespec.ParseBudget(specs[found].Value)
-		if err != nil {
-			res.Source = SourceCompileSpec
-			return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
-				Msg: fmt.Sprintf("%s (compile_specs[%d])", msgMalformedSpec, found), Err: err}
-		}
-		res.Source, res.Explicit, res.Bytes = SourceCompileSpec, true, n
+	n, ok, err := compilespec.Budget(specs)
+	var dup *compilespec.DuplicateKeyError
+	switch {
+	case !ok:
+		res.Source = SourceAutomatic
 		return res, nil
+	case errors.As(err, &dup):
+		res.Source = SourceCompileSpec
+		return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
+			Msg: fmt.Sprintf("%s (compile_specs[%d] and compile_specs[%d])", msgDuplicateSpec, dup.Indices[0], dup.Indices[1])}
+	case err != nil:
+		res.Source = SourceCompileSpec
+		return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
+			Msg: fmt.Sprintf("%s (compile_specs[%d])", msgMalformedSpec, compilespec.Find(specs, compilespec.KeyWeightStreamingBudget)[0]), Err: err}
 	}
-	res.Source = SourceAutomatic
+	res.Source, res.Explicit, res.Bytes = SourceCompileSpec, true, n
 	return res, nil
 }
 

@@ -156,12 +156,12 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 			specs := d.CompileSpecs
 			switch {
 			case budget != nil:
-				specs = setSpec(specs, compilespec.KeyWeightStreamingBudget, budget, compilespec.KeyTargetDevice)
+				specs = compilespec.Set(specs, compilespec.KeyWeightStreamingBudget, budget)
 			case opts.ClearBudget:
-				specs = deleteSpec(specs, compilespec.KeyWeightStreamingBudget)
+				specs, _ = compilespec.Delete(specs, compilespec.KeyWeightStreamingBudget)
 			}
 			if opts.TargetDevice != "" {
-				specs = setSpec(specs, compilespec.KeyTargetDevice, []byte(opts.TargetDevice), "")
+				specs = compilespec.Set(specs, compilespec.KeyTargetDevice, []byte(opts.TargetDevice))
 				res.Warnings = append(res.Warnings, rebakeDeviceWarnings(f, i, j, opts.TargetDevice)...)
 			}
 			d.CompileSpecs = specs
@@ -329,45 +329,6 @@ func cloneForRebake(p *pte.Program) *pte.Program {
 		cp.ExecutionPlan[i] = &e
 	}
 	return &cp
-}
-
-// setSpec sets key to value: in place of the first entry with the key
-// (dropping later ones), else before the first entry named before (when
-// given and present), else at the end. Keys are matched as the runtime
-// matches them (as C strings).
-func setSpec(specs []*pte.CompileSpec, key string, value []byte, before string) []*pte.CompileSpec {
-	entry := &pte.CompileSpec{Key: key, Value: slices.Clone(value)}
-	out := make([]*pte.CompileSpec, 0, len(specs)+1)
-	placed := false
-	for _, s := range specs {
-		if s != nil && compilespec.CKeyEqual(s.Key, key) {
-			if !placed {
-				out = append(out, entry)
-				placed = true
-			}
-			continue
-		}
-		out = append(out, s)
-	}
-	if placed {
-		return out
-	}
-	if before != "" {
-		if i := slices.IndexFunc(out, func(s *pte.CompileSpec) bool { return s != nil && compilespec.CKeyEqual(s.Key, before) }); i >= 0 {
-			return slices.Insert(out, i, entry)
-		}
-	}
-	return append(out, entry)
-}
-
-// deleteSpec removes every entry the runtime would read as key.
-func deleteSpec(specs []*pte.CompileSpec, key string) []*pte.CompileSpec {
-	if specs == nil {
-		return nil
-	}
-	return slices.DeleteFunc(specs, func(s *pte.CompileSpec) bool {
-		return s != nil && compilespec.CKeyEqual(s.Key, key)
-	})
 }
 
 func plannedBytes(ep *pte.ExecutionPlan) int64 {

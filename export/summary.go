@@ -1,6 +1,7 @@
 package export
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/ptekit/ptekit/compilespec"
@@ -64,27 +65,20 @@ func summarize(p *pte.Program, res *Result) []Warning {
 // refuse.
 func engineSummary(specs []*pte.CompileSpec) (EngineSummary, string) {
 	var es EngineSummary
-	var budgets [][]byte
-	for _, s := range specs {
-		switch {
-		case s == nil:
-		case isBudgetKey(s.Key):
-			budgets = append(budgets, s.Value)
-		case isDeviceKey(s.Key) && es.TargetDevice == "":
-			es.TargetDevice = string(s.Value)
-		}
+	if v, ok, _ := compilespec.Get(specs, compilespec.KeyTargetDevice); ok {
+		es.TargetDevice = string(v)
 	}
-	switch len(budgets) {
-	case 0:
+	n, ok, err := compilespec.Budget(specs)
+	var dup *compilespec.DuplicateKeyError
+	switch {
+	case !ok:
 		return es, ""
-	case 1:
-		n, err := compilespec.ParseBudget(budgets[0])
-		if err != nil {
-			return es, fmt.Sprintf("the TensorRT delegate refuses its %s %q: %v", compilespec.KeyWeightStreamingBudget, budgets[0], err)
-		}
-		es.Budget = &n
-		return es, ""
-	default:
-		return es, fmt.Sprintf("%s is given %d times; the TensorRT delegate refuses to load it", compilespec.KeyWeightStreamingBudget, len(budgets))
+	case errors.As(err, &dup):
+		return es, fmt.Sprintf("%s is given %d times; the TensorRT delegate refuses to load it", compilespec.KeyWeightStreamingBudget, len(dup.Indices))
+	case err != nil:
+		v, _, _ := compilespec.Get(specs, compilespec.KeyWeightStreamingBudget)
+		return es, fmt.Sprintf("the TensorRT delegate refuses its %s %q: %v", compilespec.KeyWeightStreamingBudget, v, err)
 	}
+	es.Budget = &n
+	return es, ""
 }

@@ -196,7 +196,7 @@ func hazardSeverity(k delegate.HazardKind) (severity, code string) {
 func budgetProblem(method string, pi, di int, d *pte.BackendDelegate) (Problem, bool) {
 	p := Problem{Severity: SeverityError, Method: method, Code: pte.CodeInvalidProgram.String(),
 		Path: fmt.Sprintf("execution_plan[%d].delegates[%d].compile_specs", pi, di)}
-	v, ok, err := cGet(d.CompileSpecs, compilespec.KeyWeightStreamingBudget)
+	v, ok, err := compilespec.Get(d.CompileSpecs, compilespec.KeyWeightStreamingBudget)
 	if err == nil && ok {
 		_, err = compilespec.ParseBudget(v)
 	}
@@ -212,24 +212,6 @@ func budgetProblem(method string, pi, di int, d *pte.BackendDelegate) (Problem, 
 // bytes of id from its first NUL on are ignored: "TensorRTBackend\x00x"
 // is a TensorRT delegate too (Check warns about it).
 func IsTensorRT(id string) bool { return compilespec.CKeyEqual(id, trtBackendID) }
-
-// cGet is compilespec.Get comparing keys as the TensorRT delegate does, as
-// C strings: the bytes of a key from its first NUL on are ignored.
-func cGet(specs []*pte.CompileSpec, key string) (value []byte, ok bool, err error) {
-	var idx []int
-	for i, s := range specs {
-		if s != nil && compilespec.CKeyEqual(s.Key, key) {
-			idx = append(idx, i)
-		}
-	}
-	switch len(idx) {
-	case 0:
-		return nil, false, nil
-	case 1:
-		return specs[idx[0]].Value, true, nil
-	}
-	return specs[idx[0]].Value, true, &compilespec.DuplicateKeyError{Key: key, Indices: idx}
-}
 
 // cStringProblems warns about a TensorRT delegate whose backend id or
 // compile spec keys hold a NUL: the deployed runtime reads them only up to
@@ -265,7 +247,7 @@ func cStringProblems(method string, pi, di int, d *pte.BackendDelegate) []Proble
 // program loads, but ExecuTorch places the delegate's inputs and outputs on
 // the pinned device while TensorRT runs the engine on the other one.
 func deviceProblem(method string, pi, di int, d *pte.BackendDelegate, dv *delegate.DeployedView) (Problem, bool) {
-	pin, ok, _ := cGet(d.CompileSpecs, compilespec.KeyTargetDevice)
+	pin, ok, _ := compilespec.Get(d.CompileSpecs, compilespec.KeyTargetDevice)
 	if !ok || dv == nil || !dv.OK {
 		return Problem{}, false
 	}

@@ -436,10 +436,6 @@ func yesNo(b bool) string {
 
 // pinnedSpec returns the delegate's target_device compile spec, or nil.
 func pinnedSpec(bd *pte.BackendDelegate) []byte {
-	for _, s := range bd.CompileSpecs {
-		if s != nil && compilespec.CKeyEqual(s.Key, compilespec.KeyTargetDevice) {
-			return s.Value
-		}
-	}
-	return nil
+	v, _, _ := compilespec.Get(bd.CompileSpecs, compilespec.KeyTargetDevice)
+	return v
 }
