@@ -3,6 +3,7 @@ package compilespec
 import (
 	"errors"
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"math"
 	"strconv"
 )
@@ -39,7 +40,7 @@ func (e *BudgetError) Error() string {
 		at = fmt.Sprintf(" at byte %d", e.Off)
 	}
 	return fmt.Sprintf("compilespec: invalid weight_streaming_budget %s: %s%s (want ASCII decimal digits, 0 to 9223372036854775807)",
-		strconv.Quote(string(e.Value)), e.Reason, at)
+		quote.Bytes(e.Value), e.Reason, at)
 }
 
 // FormatBudget returns the canonical encoding of a weight streaming budget:

@@ -2,6 +2,7 @@ package compilespec
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -59,7 +60,7 @@ type TargetDeviceError struct {
 // Error implements error.
 func (e *TargetDeviceError) Error() string {
 	return fmt.Sprintf(`compilespec: invalid target_device %s: %s (want "cuda:N" or "cpu")`,
-		strconv.Quote(string(e.Value)), e.Reason)
+		quote.Bytes(e.Value), e.Reason)
 }
 
 // ParseTargetDevice reads a target_device value the way ExecuTorch's
@@ -87,14 +88,14 @@ func ParseTargetDevice(v []byte) (deviceType string, index int, err error) {
 	switch typ {
 	case DeviceCPU, DeviceCUDA:
 	default:
-		return fail(fmt.Sprintf("unknown device type %s", strconv.Quote(typ)))
+		return fail(fmt.Sprintf("unknown device type %s", quote.String(typ)))
 	}
 	if !hasIdx {
 		return typ, 0, nil
 	}
 	n, ok := parsePyInt(idx)
 	if !ok {
-		return fail(fmt.Sprintf("device index %s is not an integer", strconv.Quote(idx)))
+		return fail(fmt.Sprintf("device index %s is not an integer", quote.String(idx)))
 	}
 	if err := checkDeviceIndex(v, n); err != nil {
 		return "", 0, err
@@ -159,7 +160,7 @@ type DeviceMismatchError struct {
 // Error implements error.
 func (e *DeviceMismatchError) Error() string {
 	return fmt.Sprintf("compilespec: target_device %s places delegate I/O on %s:%d but the TensorRT engine runs on cuda:%d (blob device_id)",
-		strconv.Quote(string(e.Pinned)), e.DeviceType, e.Index, e.BlobDeviceID)
+		quote.Bytes(e.Pinned), e.DeviceType, e.Index, e.BlobDeviceID)
 }
 
 // CheckTargetDevice reports whether a pinned target_device value agrees with

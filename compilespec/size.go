@@ -2,11 +2,11 @@ package compilespec
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // sizeUnit is a size suffix and its multiplier.
@@ -51,15 +51,7 @@ const maxSizeLen = 64
 // Error implements error. An input longer than 64 bytes is quoted only in
 // part, with its length.
 func (e *SizeError) Error() string {
-	in := strconv.Quote(e.Input)
-	if len(e.Input) > maxSizeLen {
-		cut := maxSizeLen
-		for cut > 0 && !utf8.RuneStart(e.Input[cut]) {
-			cut--
-		}
-		in = fmt.Sprintf("%s... (%d bytes)", strconv.Quote(e.Input[:cut]), len(e.Input))
-	}
-	return fmt.Sprintf("compilespec: invalid size %s: %s; accepted: %s", in, e.Reason, acceptedSizes)
+	return fmt.Sprintf("compilespec: invalid size %s: %s; accepted: %s", quote.String(e.Input), e.Reason, acceptedSizes)
 }
 
 // ParseSize reads a byte count written for humans, as on a command line or

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"strconv"
 	"strings"
 )
@@ -88,7 +89,7 @@ func (v OptionValue) String() string {
 	case OptionInt:
 		return strconv.Itoa(int(v.i))
 	case OptionString:
-		return strconv.Quote(v.s)
+		return quote.String(v.s)
 	}
 	return "<invalid>"
 }
@@ -113,9 +114,9 @@ func CheckOption(o Option) error {
 	case o.Key == "":
 		return errorf(CodeInvalidArgument, "option key is empty")
 	case len(o.Key) > MaxOptionKeyLen:
-		return errorf(CodeInvalidArgument, "option key %q is %d bytes long; at most %d are allowed", o.Key, len(o.Key), MaxOptionKeyLen)
+		return errorf(CodeInvalidArgument, "option key %s is %d bytes long; at most %d are allowed", quote.String(o.Key), len(o.Key), MaxOptionKeyLen)
 	case strings.IndexByte(o.Key, 0) >= 0:
-		return errorf(CodeInvalidArgument, "option key %q contains a NUL byte", o.Key)
+		return errorf(CodeInvalidArgument, "option key %s contains a NUL byte", quote.String(o.Key))
 	}
 	switch o.Value.kind {
 	case OptionBool, OptionInt:
@@ -161,7 +162,7 @@ func (m *LoadOptions) Add(backendID string, opts ...Option) error {
 	case backendID == "":
 		return errorf(CodeInvalidArgument, "backend id is empty")
 	case len(backendID) > MaxBackendIDLen:
-		return errorf(CodeInvalidArgument, "backend id %q is %d bytes long; at most %d are allowed", backendID, len(backendID), MaxBackendIDLen)
+		return errorf(CodeInvalidArgument, "backend id %s is %d bytes long; at most %d are allowed", quote.String(backendID), len(backendID), MaxBackendIDLen)
 	}
 	for _, o := range opts {
 		if err := CheckOption(o); err != nil {
@@ -209,13 +210,13 @@ func ParseOptionValue(s string) (OptionValue, error) {
 		case "int":
 			n, err := strconv.ParseInt(rest, 10, 32)
 			if err != nil {
-				return OptionValue{}, errorf(CodeInvalidArgument, "option value %q: not a 32-bit int", s)
+				return OptionValue{}, errorf(CodeInvalidArgument, "option value %s: not a 32-bit int", quote.String(s))
 			}
 			return Int(int32(n)), nil
 		case "bool":
 			b, err := strconv.ParseBool(rest)
 			if err != nil {
-				return OptionValue{}, errorf(CodeInvalidArgument, "option value %q: not a bool", s)
+				return OptionValue{}, errorf(CodeInvalidArgument, "option value %s: not a bool", quote.String(s))
 			}
 			return Bool(b), nil
 		case "string":
@@ -243,11 +244,11 @@ func ParseOptionValue(s string) (OptionValue, error) {
 func ParseBackendOption(s string) (backendID string, opt Option, err error) {
 	id, kv, ok := strings.Cut(s, ":")
 	if !ok || id == "" {
-		return "", Option{}, errorf(CodeInvalidArgument, "backend option %q: want BACKEND:KEY=VALUE", s)
+		return "", Option{}, errorf(CodeInvalidArgument, "backend option %s: want BACKEND:KEY=VALUE", quote.String(s))
 	}
 	key, val, ok := strings.Cut(kv, "=")
 	if !ok || key == "" {
-		return "", Option{}, errorf(CodeInvalidArgument, "backend option %q: want BACKEND:KEY=VALUE", s)
+		return "", Option{}, errorf(CodeInvalidArgument, "backend option %s: want BACKEND:KEY=VALUE", quote.String(s))
 	}
 	v, err := ParseOptionValue(val)
 	if err != nil {

@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"io"
 	"os"
 	"slices"
@@ -304,7 +305,7 @@ func rebakeDeviceWarnings(f *pte.File, i, j int, pin string) []Warning {
 		}
 	}
 	return []Warning{{Kind: WarnDeviceMismatch, Method: name, Msg: fmt.Sprintf(
-		"engine %s: cannot read the blob's device_id to compare it with target_device %q: %v", label, pin, err)}}
+		"engine %s: cannot read the blob's device_id to compare it with target_device %s: %v", label, quote.String(pin), err)}}
 }
 
 // cloneForRebake copies the parts of p that Rebake changes: the plans'

@@ -3,6 +3,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/pte"
@@ -77,7 +78,7 @@ func engineSummary(specs []*pte.CompileSpec) (EngineSummary, string) {
 		return es, fmt.Sprintf("%s is given %d times; the TensorRT delegate refuses to load it", compilespec.KeyWeightStreamingBudget, len(dup.Indices))
 	case err != nil:
 		v, _, _ := compilespec.Get(specs, compilespec.KeyWeightStreamingBudget)
-		return es, fmt.Sprintf("the TensorRT delegate refuses its %s %q: %v", compilespec.KeyWeightStreamingBudget, v, err)
+		return es, fmt.Sprintf("the TensorRT delegate refuses its %s %s: %v", compilespec.KeyWeightStreamingBudget, quote.Bytes(v), err)
 	}
 	es.Budget = &n
 	return es, ""

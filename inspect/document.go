@@ -98,13 +98,25 @@ type Delegate struct {
 	TensorRT *TensorRT `json:"tensorrt,omitempty"`
 }
 
-// CompileSpecRaw is a compile spec with its value bytes in full.
+// CompileSpecRaw is a compile spec with its value bytes, in full up to
+// MaxDocumentSpecValue bytes; a longer value is cut there (Truncated, Size),
+// so a hostile 16 MB value cannot make a 50 MB document. --compile-specs
+// (CompileSpecRows) always has the full value.
 type CompileSpecRaw struct {
 	Key      string `json:"key"`
 	ValueHex string `json:"value_hex"` // lowercase hex, "" for no bytes
 	// ValueUTF8 is the value as text; null when it is not valid UTF-8.
 	ValueUTF8 *string `json:"value_utf8"`
+	// Size is the value's length in bytes, set only when Truncated.
+	Size int `json:"value_size,omitempty"`
+	// Truncated says the value is longer than MaxDocumentSpecValue and
+	// ValueHex and ValueUTF8 hold only its beginning.
+	Truncated bool `json:"value_truncated,omitempty"`
 }
+
+// MaxDocumentSpecValue is how many bytes of a compile spec value the
+// inspection document holds.
+const MaxDocumentSpecValue = 4096
 
 // Options control Build. The zero value (or nil) builds everything without
 // hashes.
@@ -469,9 +481,15 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 		if cs == nil {
 			continue
 		}
-		raw := &CompileSpecRaw{Key: cs.Key, ValueHex: hex.EncodeToString(cs.Value)}
-		if utf8.Valid(cs.Value) {
-			s := string(cs.Value)
+		v := cs.Value
+		raw := &CompileSpecRaw{Key: cs.Key}
+		if len(v) > MaxDocumentSpecValue {
+			v = v[:MaxDocumentSpecValue]
+			raw.Size, raw.Truncated = len(cs.Value), true
+		}
+		raw.ValueHex = hex.EncodeToString(v)
+		if utf8.Valid(v) {
+			s := string(v)
 			raw.ValueUTF8 = &s
 		}
 		del.CompileSpecs = append(del.CompileSpecs, raw)

@@ -3,6 +3,7 @@ package inspect
 import (
 	"errors"
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"strconv"
 
 	"github.com/ptekit/ptekit/compilespec"
@@ -223,7 +224,7 @@ func cStringProblems(method string, pi, di int, d *pte.BackendDelegate) []Proble
 		out = append(out, Problem{Severity: SeverityWarning, Method: method,
 			Path: fmt.Sprintf("execution_plan[%d].delegates[%d].id", pi, di),
 			Message: fmt.Sprintf("backend id %s holds a NUL; ExecuTorch compares ids as C strings and hands the delegate to %s",
-				strconv.Quote(d.ID), trtBackendID)})
+				quote.String(d.ID), trtBackendID)})
 	}
 	for i, s := range d.CompileSpecs {
 		if s == nil {
@@ -234,7 +235,7 @@ func cStringProblems(method string, pi, di int, d *pte.BackendDelegate) []Proble
 				out = append(out, Problem{Severity: SeverityWarning, Method: method,
 					Path: fmt.Sprintf("execution_plan[%d].delegates[%d].compile_specs[%d]", pi, di, i),
 					Message: fmt.Sprintf("key %s holds a NUL; the delegate compares keys as C strings and reads it as %s",
-						strconv.Quote(s.Key), k)})
+						quote.String(s.Key), k)})
 			}
 		}
 	}

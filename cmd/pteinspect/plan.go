@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"io"
 	"slices"
 	"strings"
@@ -120,7 +121,7 @@ func sizeFlag(flag, s string) (*int64, error) {
 		return nil, fmt.Errorf("%s: %v", flag, err)
 	}
 	if auto {
-		return nil, fmt.Errorf("%s: give a size, not %q", flag, s)
+		return nil, fmt.Errorf("%s: give a size, not %s", flag, quote.String(s))
 	}
 	return &n, nil
 }
