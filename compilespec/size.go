@@ -174,3 +174,40 @@ func FormatSize(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// AddSizes returns the sum of byte counts, saturating at math.MaxInt64 (and
+// math.MinInt64) instead of wrapping: sizes come from files and flags, and a
+// total must never turn negative because a hostile value was huge. A
+// saturated total reads as FormatSizeApprox's "8 EiB".
+func AddSizes(sizes ...int64) int64 {
+	var sum int64
+	for _, n := range sizes {
+		switch {
+		case n > 0 && sum > math.MaxInt64-n:
+			sum = math.MaxInt64
+		case n < 0 && sum < math.MinInt64-n:
+			sum = math.MinInt64
+		default:
+			sum += n
+		}
+	}
+	return sum
+}
+
+// FormatSizeApprox returns n for people to read at a glance: plain bytes
+// below 1 KiB ("512 B"), else one decimal in the largest binary unit it
+// reaches ("1.5 KiB", "3.0 GiB", "8.0 EiB" for math.MaxInt64). It is not
+// exact; FormatSize is, and ParseSize reads FormatSize's forms back.
+func FormatSizeApprox[T ~int64 | ~uint64 | ~int | ~uint32](n T) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n)
+	i := -1
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}

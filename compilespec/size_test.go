@@ -165,3 +165,36 @@ func BenchmarkParseSizeLongInput(b *testing.B) {
 		ParseSize(in)
 	}
 }
+
+func TestFormatSizeApprox(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"}, {1023, "1023 B"}, {1536, "1.5 KiB"}, {3 << 30, "3.0 GiB"},
+		{math.MaxInt64, "8.0 EiB"}, {-5, "-5 B"},
+	} {
+		if got := FormatSizeApprox(tc.n); got != tc.want {
+			t.Errorf("FormatSizeApprox(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+	if got := FormatSizeApprox(uint64(math.MaxUint64)); got != "16.0 EiB" {
+		t.Errorf("FormatSizeApprox(MaxUint64) = %q", got)
+	}
+}
+
+func TestAddSizesSaturates(t *testing.T) {
+	for _, tc := range []struct {
+		in   []int64
+		want int64
+	}{
+		{nil, 0}, {[]int64{1, 2, 3}, 6},
+		{[]int64{5000000000000000000, 5000000000000000000}, math.MaxInt64},
+		{[]int64{math.MaxInt64, 1, -1}, math.MaxInt64 - 1},
+		{[]int64{math.MinInt64, -1}, math.MinInt64},
+	} {
+		if got := AddSizes(tc.in...); got != tc.want {
+			t.Errorf("AddSizes(%v) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}

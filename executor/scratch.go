@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/compilespec"
 	"sort"
 	"sync"
 )
@@ -223,19 +224,19 @@ func ComputeScratchMemory(engines []EngineScratch) ScratchMemory {
 		if e.Bytes <= 0 {
 			continue
 		}
-		m.WithoutPool += e.Bytes
+		m.WithoutPool = compilespec.AddSizes(m.WithoutPool, e.Bytes)
 		all[e.Device] = max(all[e.Device], e.Bytes)
 		if e.Shared {
 			m.PoolPerDevice[e.Device] = max(m.PoolPerDevice[e.Device], e.Bytes)
 		} else {
-			m.Current += e.Bytes
+			m.Current = compilespec.AddSizes(m.Current, e.Bytes)
 		}
 	}
 	for _, b := range all {
-		m.WithPool += b
+		m.WithPool = compilespec.AddSizes(m.WithPool, b)
 	}
 	for _, b := range m.PoolPerDevice {
-		m.Current += b
+		m.Current = compilespec.AddSizes(m.Current, b)
 	}
 	return m
 }

@@ -333,11 +333,7 @@ func cloneForRebake(p *pte.Program) *pte.Program {
 }
 
 func plannedBytes(ep *pte.ExecutionPlan) int64 {
-	var n int64
-	for _, s := range ep.NonConstBufferSizes {
-		n += s
-	}
-	return n
+	return compilespec.AddSizes(ep.NonConstBufferSizes...)
 }
 
 // isTensorRT reports whether the runtime routes delegate d to the TensorRT

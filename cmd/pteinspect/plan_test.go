@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -217,4 +218,25 @@ func writeSeed(t *testing.T, name string) string {
 	path := filepath.Join(t.TempDir(), name+".pte")
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	return path
+}
+
+// TestPlanScratchSaturates: scratch sizes too large to add up saturate
+// (issue 11 #5): --plan --json never reports a negative total, and the
+// human view keeps its scratch line.
+func TestPlanScratchSaturates(t *testing.T) {
+	path := writeSeed(t, "chain_budget")
+	r := runArgs(nil, "--plan", "--json", "--streamable-bytes", "1MiB", "--scratch-bytes", "5000000000000000000", path)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var doc struct {
+		ScratchMemory map[string]json.RawMessage `json:"scratch_memory"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	for _, k := range []string{"without_pool", "current"} {
+		var n int64
+		require.NoError(t, json.Unmarshal(doc.ScratchMemory[k], &n), k)
+		assert.Equal(t, int64(math.MaxInt64), n, "%s saturates", k)
+	}
+	r = runArgs(nil, "--plan", "--streamable-bytes", "1MiB", "--scratch-bytes", "5000000000000000000", path)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "scratch memory: 8.0 EiB with a context each")
 }

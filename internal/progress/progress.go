@@ -7,6 +7,7 @@ package progress
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/compilespec"
 	"io"
 	"os"
 	"time"
@@ -90,17 +91,7 @@ func (m *Meter) Line(done, total int64) string {
 // change while a person watches (progress) and for overviews, where an
 // exact value would be noise.
 func Size[T int64 | uint64 | int | uint32](n T) string {
-	const units = "KMGTPE"
-	v := float64(n)
-	if v < 1024 {
-		return fmt.Sprintf("%d B", uint64(n))
-	}
-	i := -1
-	for v >= 1024 && i < len(units)-1 {
-		v /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, units[i])
+	return compilespec.FormatSizeApprox(n)
 }
 
 // Reader counts the bytes read through R and reports them to M, of Total.
