@@ -5,7 +5,6 @@ import (
 	"github.com/ptekit/ptekit/internal/quote"
 	"math"
 	"math/big"
-	"strconv"
 	"strings"
 )
 
@@ -33,8 +32,8 @@ var displayUnits = []sizeUnit{
 
 // acceptedSizes describes the accepted forms for error messages.
 const acceptedSizes = `a whole number of bytes below 2^63, written as digits ("8589934592") or ` +
-	`as a number with a unit ("8GiB", "512 MiB", "1.5GiB", "8GB"); units: B, KiB, MiB, GiB, TiB, PiB ` +
-	`(powers of 1024), KB, MB, GB, TB, PB (powers of 1000); or "auto"`
+	`as a number with a unit ("8GiB", "512 MiB", "1.5GiB", "8Gi", "8GB"); units: B, KiB, MiB, GiB, TiB, PiB ` +
+	`or Ki, Mi, Gi, Ti, Pi in any case (powers of 1024), KB, MB, GB, TB, PB (powers of 1000); or "auto"`
 
 // SizeError reports a size that ParseSize does not accept.
 type SizeError struct {
@@ -59,14 +58,19 @@ func (e *SizeError) Error() string {
 // ("8589934592", "0"), a decimal number followed by a unit, optionally
 // separated by spaces ("8GiB", "512 MiB", "1.5GiB", "8GB"), and the word
 // "auto" (any case), which returns auto == true and means "no budget key:
-// let the engine choose". Binary units (KiB, MiB, GiB, TiB, PiB) are powers
-// of 1024 and decimal units (KB or kB, MB, GB, TB, PB) powers of 1000; B is
-// one byte. Unit names are case-sensitive, to keep "Gb" (gigabits) from
-// being read as gigabytes. A fraction must come to a whole number of bytes
-// ("1.5GiB" is fine, "1.5B" and "0.1KiB" are not). Negative values, values of
-// 2^63 bytes or more, signs, exponents, unknown units and text longer than
-// 64 characters (after trimming spaces) are errors (*SizeError) that list
-// what is accepted.
+// let the engine choose".
+//
+// Units: binary units are powers of 1024 and are accepted in any case and
+// in the Kubernetes short form ("8GiB", "8gib", "8GIB", "8Gi", "512Mi":
+// KiB/Ki, MiB/Mi, GiB/Gi, TiB/Ti, PiB/Pi); decimal units are powers of 1000
+// and exact (KB or kB, MB, GB, TB, PB); B is one byte. Forms that people
+// use for either ("8G", "8g", "8gb", "8Gb" — gigabits —, "8b") are refused
+// with a hint naming both readings ("did you mean 8GiB or 8GB?").
+//
+// A fraction must come to a whole number of bytes ("1.5GiB" is fine, "1.5B"
+// and "0.1KiB" are not). Negative values, values of 2^63 bytes or more,
+// signs, exponents, unknown units and text longer than 64 characters (after
+// trimming spaces) are errors (*SizeError) that list what is accepted.
 func ParseSize(s string) (bytes int64, auto bool, err error) {
 	fail := func(reason string) (int64, bool, error) {
 		return 0, false, &SizeError{Input: s, Reason: reason}
@@ -111,7 +115,7 @@ func ParseSize(s string) (bytes int64, auto bool, err error) {
 	if unitName != "" {
 		u, ok := lookupUnit(unitName)
 		if !ok {
-			return fail(fmt.Sprintf("unknown unit %s", strconv.Quote(unitName)))
+			return fail(unitHint(num, unitName))
 		}
 		mult = u.mult
 	}
@@ -132,13 +136,38 @@ func ParseSize(s string) (bytes int64, auto bool, err error) {
 	return q.Int64(), false, nil
 }
 
+// lookupUnit finds a unit: an exact name from sizeUnits, a binary unit in
+// any case ("gib", "GIB"), or a Kubernetes binary suffix in any case ("Gi").
+// Decimal units stay case-sensitive: "Gb" is gigabits, "gb" could be either.
 func lookupUnit(name string) (sizeUnit, bool) {
 	for _, u := range sizeUnits {
 		if u.name == name {
 			return u, true
 		}
 	}
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(u.name, "iB") && (strings.EqualFold(name, u.name) || strings.EqualFold(name, u.name[:2])) {
+			return u, true
+		}
+	}
 	return sizeUnit{}, false
+}
+
+// unitHint explains a unit ParseSize refuses, with the forms the user
+// probably meant: "G", "g", "gb" and "Gb" could mean GiB or GB (docker
+// reads "8g" as GiB, disk vendors "8GB" as 10^9), and "b" could be bits.
+func unitHint(num, unit string) string {
+	u := strings.ToUpper(unit)
+	if len(u) == 2 && u[1] == 'B' {
+		u = u[:1]
+	}
+	if len(u) == 1 && strings.Contains("KMGTP", u) {
+		return fmt.Sprintf("ambiguous unit %s: did you mean %s%siB or %s%sB?", quote.String(unit), num, u, num, u)
+	}
+	if unit == "b" {
+		return fmt.Sprintf("ambiguous unit %s (bits?): did you mean %sB?", quote.String(unit), num)
+	}
+	return fmt.Sprintf("unknown unit %s", quote.String(unit))
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
