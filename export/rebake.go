@@ -43,6 +43,9 @@ type RebakeOptions struct {
 	// NoOverwrite refuses to replace an existing output file (atomically;
 	// the error wraps fs.ErrExist).
 	NoOverwrite bool
+	// Open is how the input is opened (its flatbuffer region limit); nil
+	// gives pte.NewFile's defaults.
+	Open *pte.OpenOptions
 }
 
 // Rebake rewrites the program in, changing only the compile specs of its
@@ -107,7 +110,7 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 		return nil, fmt.Errorf("export: rebake: %w", err)
 	}
 	defer fin.Close()
-	f, err := pte.NewFile(fin, st.Size())
+	f, err := pte.NewFileWith(fin, st.Size(), opts.Open)
 	if err != nil {
 		return nil, fmt.Errorf("export: rebake: %s: %w", in, err)
 	}

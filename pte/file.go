@@ -73,6 +73,21 @@ type OpenOptions struct {
 	Truncated bool
 }
 
+// ProgramLimitError reports a flatbuffer region larger than
+// OpenOptions.MaxProgramSize, before anything is allocated for it. Err is
+// the *FormatError with the offending offset (errors.As finds it).
+type ProgramLimitError struct {
+	Size  uint64 // the region's size as the file states it
+	Limit uint64 // the limit in effect
+	Err   *FormatError
+}
+
+// Error implements error.
+func (e *ProgramLimitError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the *FormatError.
+func (e *ProgramLimitError) Unwrap() error { return e.Err }
+
 // maxProgramSize returns the effective region limit of o.
 func (o *OpenOptions) maxProgramSize() uint64 {
 	if o == nil || o.MaxProgramSize <= 0 || o.MaxProgramSize > DefaultMaxProgramSize {
@@ -205,7 +220,7 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 			fe.Off, fe.Path = 0, ""
 			fe.Msg = fmt.Sprintf("flatbuffer region (the whole %d-byte file: no extended header) exceeds OpenOptions.MaxProgramSize %d", programSize, limit)
 		}
-		return nil, fe
+		return nil, &ProgramLimitError{Size: programSize, Limit: limit, Err: fe}
 	}
 	f.region = make([]byte, programSize)
 	if err := readFullAt(r, f.region, 0); err != nil {

@@ -283,12 +283,14 @@ func rebake(ctx context.Context, c *config, progress func(int64, int64)) (*expor
 	if c.alignmentSet {
 		opts.SegmentAlignment = c.alignment
 	}
-	if !input.IsURL(c.from) {
-		return export.RebakeContext(ctx, c.from, c.output, opts)
-	}
 	opener, err := c.in.Opener(nil, nil)
 	if err != nil {
 		return nil, &usageError{err.Error()}
+	}
+	if !input.IsURL(c.from) {
+		opts.Open = &opener.ProgramOptions
+		res, err := export.RebakeContext(ctx, c.from, c.output, opts)
+		return res, input.ExplainLimit(err)
 	}
 	f, err := opener.Program(ctx, c.from)
 	if err != nil {

@@ -31,8 +31,9 @@ func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, s
 	f, err := opener.Program(ctx, name)
 	if err != nil {
 		var fe *pte.FormatError
-		if !errors.As(err, &fe) {
-			return fail(err)
+		var le *pte.ProgramLimitError
+		if !errors.As(err, &fe) || errors.As(err, &le) {
+			return fail(err) // not a finding: this reader's limit
 		}
 		probs = append(probs, inspect.FormatProblem(pte.SeverityError, "", fe))
 	} else {

@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"executor":            {"pte", "ptd", "compilespec", "delegate", "internal/quote"},
 	"inspect":             {"pte", "ptd", "compilespec", "delegate", "executor", "internal/quote"},
 	"export":              {"pte", "compilespec", "delegate", "internal/atomicfile", "internal/quote"},
-	"internal/input":      {"pte", "httprange", "internal/atomicfile"},
+	"internal/input":      {"pte", "compilespec", "httprange", "internal/atomicfile"},
 	"internal/cli":        {},
 	"internal/progress":   {"compilespec"},
 	"internal/bench":      {},

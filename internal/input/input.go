@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ptekit/ptekit/compilespec"
 	"io"
 	"net/http"
 	"os"
@@ -66,15 +67,63 @@ type Opener struct {
 	// HTTP is the transport configuration for URL inputs: the headers of
 	// --header and the environment, and tuning (tests shorten retries).
 	HTTP httprange.Options
-	// ProgramOptions tunes how a program is read (pte.OpenOptions): the views set
-	// Truncated, to show a truncated file's structure.
+	// ProgramOptions tunes how a program is read (pte.OpenOptions): the
+	// flatbuffer region limit, MaxProgramSize or EnvMaxProgramSize; the
+	// views set Truncated, to show a truncated file's structure.
 	ProgramOptions pte.OpenOptions
+}
+
+// MaxProgramSize is the flatbuffer region limit the commands apply by
+// default, 1 GiB: a header can claim up to 2 GiB, and reading a claim that
+// large from a sparse file costs 2 GiB of memory for nothing (issue 11).
+// Real programs keep large payloads in segments, which are not read into
+// memory.
+const MaxProgramSize = 1 << 30
+
+// EnvMaxProgramSize names the environment variable that overrides
+// MaxProgramSize: a size as compilespec.ParseSize reads it ("2GiB").
+const EnvMaxProgramSize = "PTEKIT_MAX_PROGRAM_SIZE"
+
+// programLimits returns the OpenOptions of MaxProgramSize or of
+// EnvMaxProgramSize when getenv gives it.
+func programLimits(getenv func(string) string) (pte.OpenOptions, error) {
+	v := getenv(EnvMaxProgramSize)
+	if v == "" {
+		return pte.OpenOptions{MaxProgramSize: MaxProgramSize}, nil
+	}
+	n, auto, err := compilespec.ParseSize(v)
+	if err == nil && (auto || n <= 0) {
+		err = fmt.Errorf("want a size above 0 such as 2GiB")
+	}
+	if err != nil {
+		return pte.OpenOptions{}, fmt.Errorf("%s: %v", EnvMaxProgramSize, err)
+	}
+	return pte.OpenOptions{MaxProgramSize: n}, nil
+}
+
+// ExplainLimit adds to an error from opening a program how to raise the
+// limit, when the limit is what failed; other errors are returned as they
+// are.
+func ExplainLimit(err error) error {
+	var le *pte.ProgramLimitError
+	if !errors.As(err, &le) {
+		return err
+	}
+	return fmt.Errorf("%w (the program's flatbuffer region of %s is over the limit of %s; set %s=%s to read it)",
+		err, compilespec.FormatSizeApprox(le.Size), compilespec.FormatSizeApprox(le.Limit), EnvMaxProgramSize, compilespec.FormatSize(int64(min(le.Size, 1<<31))))
 }
 
 // Opener returns an Opener for these flags, with the environment's
 // credentials (httprange.HeaderFromEnv; getenv is os.Getenv when nil). Its
 // errors name a header by position and name, never by value.
 func (fl *Flags) Opener(stdin io.Reader, getenv func(string) string) (*Opener, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	limits, err := programLimits(getenv)
+	if err != nil {
+		return nil, err
+	}
 	h, err := httprange.HeaderFromEnv(getenv)
 	if err != nil {
 		return nil, err
@@ -86,7 +135,7 @@ func (fl *Flags) Opener(stdin io.Reader, getenv func(string) string) (*Opener, e
 	for k, v := range extra {
 		h[k] = v // --header wins over the environment
 	}
-	return &Opener{Stdin: stdin, HTTP: httprange.Options{Header: h, BlockSize: BlockSize, ReadAhead: ReadAhead}}, nil
+	return &Opener{Stdin: stdin, HTTP: httprange.Options{Header: h, BlockSize: BlockSize, ReadAhead: ReadAhead}, ProgramOptions: limits}, nil
 }
 
 // ReadAhead is the commands' httprange read-ahead window for streams (a
@@ -151,7 +200,8 @@ func Display(name string) string {
 func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 	switch {
 	case IsURL(name):
-		return pte.OpenURL(ctx, name, &pte.OpenURLOptions{OpenOptions: o.ProgramOptions, HTTP: o.HTTP})
+		f, err := pte.OpenURL(ctx, name, &pte.OpenURLOptions{HTTP: o.HTTP, OpenOptions: o.ProgramOptions})
+		return f, ExplainLimit(err)
 	case name == "-":
 		data, err := o.readStdin()
 		if err != nil {
@@ -159,11 +209,12 @@ func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 		}
 		f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &o.ProgramOptions)
 		if err != nil {
-			return nil, fmt.Errorf("<stdin>: %w", err)
+			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
 		}
 		return f, nil
 	}
-	return pte.OpenWith(name, &o.ProgramOptions)
+	f, err := pte.OpenWith(name, &o.ProgramOptions)
+	return f, ExplainLimit(err)
 }
 
 // Source is an input opened as bytes, for formats other than .pte.
