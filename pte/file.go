@@ -296,19 +296,30 @@ func (f *File) segmentRange(i int, path string, refOff int64) (off, size int64, 
 			Msg:  fmt.Sprintf("segment index %d out of range (%d segments)", i, len(p.Segments)),
 			Code: CodeNotFound}
 	}
-	s := p.Segments[i]
-	segPath := fmt.Sprintf("segments[%d]", i)
-	start := f.Header.SegmentBaseOffset + s.Offset
+	start, err := f.segmentSpan(i, f.Header.SegmentBaseOffset)
+	if err != nil {
+		return 0, 0, err
+	}
+	return start, int64(p.Segments[i].Size), nil
+}
+
+// segmentSpan is the one segment range check: it returns where
+// Program.Segments[i] starts when its bytes, at base + offset, lie inside
+// the file, and otherwise a *FormatError at the segment's table entry.
+func (f *File) segmentSpan(i int, base uint64) (int64, error) {
+	s := f.Program.Segments[i]
+	path := fmt.Sprintf("segments[%d]", i)
+	start := base + s.Offset
 	if start < s.Offset || start+s.Size < start {
-		return 0, 0, &FormatError{Off: f.posOf(s), Path: segPath,
-			Msg: fmt.Sprintf("segment base %d + offset %d + size %d overflows", f.Header.SegmentBaseOffset, s.Offset, s.Size), Code: CodeInvalidProgram}
+		return 0, &FormatError{Off: f.posOf(s), Path: path,
+			Msg: fmt.Sprintf("segment base %d + offset %d + size %d overflows", base, s.Offset, s.Size), Code: CodeInvalidProgram}
 	}
 	if start+s.Size > uint64(f.Size) {
-		return 0, 0, &FormatError{Off: f.posOf(s), Path: segPath,
-			Msg:  fmt.Sprintf("segment bytes [%d, %d) run past the end of the %d-byte file", start, start+s.Size, f.Size),
+		return 0, &FormatError{Off: f.posOf(s), Path: path,
+			Msg:  fmt.Sprintf("segment (bytes [%d, %d)) runs past the end of the %d-byte file", start, start+s.Size, f.Size),
 			Code: CodeInvalidArgument}
 	}
-	return int64(start), int64(s.Size), nil
+	return int64(start), nil
 }
 
 // Segment returns the bytes of Program.Segments[i]. It needs the extended

@@ -80,16 +80,12 @@ func (f *File) checkLoad() error {
 		}
 		// Program::load reads the whole constant segment from
 		// segment_base_offset (0 without a header) + offset.
-		s := p.Segments[cs.SegmentIndex]
 		var base uint64
 		if f.Header != nil {
 			base = f.Header.SegmentBaseOffset
 		}
-		start := base + s.Offset
-		if start < base || start+s.Size < start || start+s.Size > uint64(f.Size) {
-			return &FormatError{Off: f.posOf(s), Path: fmt.Sprintf("segments[%d]", cs.SegmentIndex),
-				Msg:  fmt.Sprintf("constant segment (offset %d, size %d, base %d) runs past the end of the %d-byte file", s.Offset, s.Size, base, f.Size),
-				Code: CodeInvalidArgument}
+		if _, err := f.segmentSpan(int(cs.SegmentIndex), base); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -40,14 +40,11 @@ func (f *File) SegmentReaders() ([]*io.SectionReader, error) {
 				Msg:  fmt.Sprintf("segment holds %d bytes but the file has no extended header locating segment data", s.Size),
 				Code: CodeNotFound}
 		}
-		start := f.Header.SegmentBaseOffset + s.Offset
-		end := start + s.Size
-		if start < s.Offset || end < start || end > uint64(f.Size) {
-			return nil, &FormatError{Off: -1, Path: path,
-				Msg:  fmt.Sprintf("segment base %d + offset %d + size %d is past the end of the %d-byte file", f.Header.SegmentBaseOffset, s.Offset, s.Size, f.Size),
-				Code: CodeInvalidArgument}
+		start, err := f.segmentSpan(i, f.Header.SegmentBaseOffset)
+		if err != nil {
+			return nil, err
 		}
-		out[i] = io.NewSectionReader(f.ReaderAt(), int64(start), int64(s.Size))
+		out[i] = io.NewSectionReader(f.ReaderAt(), start, int64(s.Size))
 	}
 	return out, nil
 }
