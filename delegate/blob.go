@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // BackendID is the backend id of a TensorRT delegate in an ExecuTorch program.
@@ -282,3 +283,11 @@ func (e *EngineError) Error() string {
 
 // Unwrap returns Err.
 func (e *EngineError) Unwrap() error { return e.Err }
+
+// IsTensorRT reports whether ExecuTorch hands a delegate with backend id to
+// the TensorRT backend. The runtime looks backends up by C string, so the
+// bytes of id from its first NUL on are ignored: "TensorRTBackend\x00x" is
+// a TensorRT delegate too.
+func IsTensorRT(id string) bool {
+	return id == BackendID || strings.HasPrefix(id, BackendID+"\x00")
+}

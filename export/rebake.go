@@ -153,7 +153,7 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 		}
 		n := 0
 		for j, d := range ep.Delegates {
-			if d == nil || !isTensorRT(d) {
+			if d == nil || !delegate.IsTensorRT(d.ID) {
 				continue
 			}
 			n++
@@ -274,7 +274,7 @@ func verifyEngines(f *pte.File, in string) error {
 			continue
 		}
 		for j, d := range ep.Delegates {
-			if d == nil || !isTensorRT(d) {
+			if d == nil || !delegate.IsTensorRT(d.ID) {
 				continue
 			}
 			p, err := f.DelegateData(i, j)
@@ -339,13 +339,6 @@ func plannedBytes(ep *pte.ExecutionPlan) int64 {
 	return compilespec.AddSizes(ep.NonConstBufferSizes...)
 }
 
-// isTensorRT reports whether the runtime routes delegate d to the TensorRT
-// backend: ExecuTorch looks backends up by their id as a C string, so an id
-// with bytes after a NUL ("TensorRTBackend\x00x") is TensorRT's too.
-func isTensorRT(d *pte.BackendDelegate) bool {
-	return compilespec.CKeyEqual(d.ID, delegate.BackendID)
-}
-
 // countBlobs counts the distinct delegate payloads of TensorRT delegates.
 func countBlobs(p *pte.Program) int {
 	type ref struct {
@@ -355,7 +348,7 @@ func countBlobs(p *pte.Program) int {
 	seen := map[ref]bool{}
 	for _, ep := range p.ExecutionPlan {
 		for _, d := range ep.Delegates {
-			if d != nil && isTensorRT(d) && d.Processed != nil {
+			if d != nil && delegate.IsTensorRT(d.ID) && d.Processed != nil {
 				seen[ref{d.Processed.Location, d.Processed.Index}] = true
 			}
 		}

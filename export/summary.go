@@ -3,6 +3,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/quote"
 
 	"github.com/ptekit/ptekit/compilespec"
@@ -24,7 +25,7 @@ func summarize(p *pte.Program, res *Result) []Warning {
 		}
 		ms := MethodSummary{Name: ep.Name, PlannedBytes: plannedBytes(ep), Engines: []EngineSummary{}}
 		for i, d := range ep.Delegates {
-			if d == nil || !isTensorRT(d) {
+			if d == nil || !delegate.IsTensorRT(d.ID) {
 				continue
 			}
 			es, w := engineSummary(d.CompileSpecs)

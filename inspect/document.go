@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ptekit/ptekit/delegate"
 	"io"
 	"math"
 	"slices"
@@ -176,7 +177,7 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 		}
 	}
 	if opts.Backend != "" {
-		ids := backendIDs(p, opts.Method)
+		ids := BackendIDs(p, opts.Method)
 		if !slices.Contains(ids, opts.Backend) {
 			return nil, fmt.Errorf("inspect: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
 		}
@@ -244,10 +245,10 @@ func methodNames(p *pte.Program) []string {
 	return names
 }
 
-// backendIDs returns the distinct backend ids of the delegates of p, in
+// BackendIDs returns the distinct backend ids of the delegates of p, in
 // order of first use; only those of the method named method when it is not
-// empty.
-func backendIDs(p *pte.Program, method string) []string {
+// empty. The result is never nil.
+func BackendIDs(p *pte.Program, method string) []string {
 	ids := []string{}
 	for _, ep := range p.ExecutionPlan {
 		if ep == nil || (method != "" && ep.Name != method) {
@@ -519,7 +520,7 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 		}
 		del.SHA256 = Digest{Hex: hex.EncodeToString(h.Sum(nil))}
 	}
-	if IsTensorRT(d.ID) {
+	if delegate.IsTensorRT(d.ID) {
 		if del.TensorRT, err = newTensorRT(r, size); err != nil {
 			return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: reading TensorRT blob: %w", pi, di, err)
 		}

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"github.com/ptekit/ptekit/delegate"
 	"io"
 	"strings"
 	"testing"
@@ -94,6 +95,6 @@ func TestCheckCStringIDsAndKeys(t *testing.T) {
 	probs, err = Check(f)
 	require.NoError(t, err)
 	assert.NotEmpty(t, findProblems(probs, "init fails"), "%v", probs)
-	assert.True(t, IsTensorRT(trtBackendID))
-	assert.False(t, IsTensorRT("TensorRTBackend2"))
+	assert.True(t, delegate.IsTensorRT(trtBackendID))
+	assert.False(t, delegate.IsTensorRT("TensorRTBackend2"))
 }

@@ -39,7 +39,7 @@ func Prefetch(f *pte.File) {
 			}
 			size := pl.Size()
 			heads = append(heads, pte.Range{Off: pl.FileOffset, Len: min(size, delegate.HeaderSize)})
-			if IsTensorRT(d.ID) {
+			if delegate.IsTensorRT(d.ID) {
 				heads = append(heads, pte.Range{Off: pl.FileOffset + size - 1, Len: 1})
 				blobs = append(blobs, blob{pl, size})
 			}

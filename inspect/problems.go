@@ -96,7 +96,7 @@ func check(f *pte.File, method string) ([]Problem, error) {
 			continue
 		}
 		for di, d := range ep.Delegates {
-			if d == nil || !IsTensorRT(d.ID) {
+			if d == nil || !delegate.IsTensorRT(d.ID) {
 				continue
 			}
 			ps, err := tensorRTProblems(f, pi, di, ep.Name, d)
@@ -207,12 +207,6 @@ func budgetProblem(method string, pi, di int, d *pte.BackendDelegate) (Problem, 
 	p.Message = err.Error() + "; TensorRTBackend init fails unless a load-time budget option is given"
 	return p, true
 }
-
-// IsTensorRT reports whether ExecuTorch hands a delegate with backend id to
-// the TensorRT backend. The runtime looks backends up by C string, so the
-// bytes of id from its first NUL on are ignored: "TensorRTBackend\x00x"
-// is a TensorRT delegate too (Check warns about it).
-func IsTensorRT(id string) bool { return compilespec.CKeyEqual(id, trtBackendID) }
 
 // cStringProblems warns about a TensorRT delegate whose backend id or
 // compile spec keys hold a NUL: the deployed runtime reads them only up to

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"encoding/hex"
+	"github.com/ptekit/ptekit/delegate"
 	"math"
 	"strconv"
 
@@ -171,7 +172,7 @@ func NewSummary(doc *Document) *Summary {
 		if !reachable {
 			g.Unreachable++
 		}
-		if m != nil && IsTensorRT(d.ID) {
+		if m != nil && delegate.IsTensorRT(d.ID) {
 			if budgetBytes >= 0 {
 				m.Budget = satAdd(m.Budget, budgetBytes)
 				m.Budgeted++
@@ -251,7 +252,7 @@ func specOf(d *Delegate, key string) *CompileSpecRaw {
 // delegateBudget returns a TensorRT delegate's budget as the summary shows
 // it, and in bytes (-1 when none or unreadable).
 func delegateBudget(d *Delegate) (string, int64) {
-	if !IsTensorRT(d.ID) {
+	if !delegate.IsTensorRT(d.ID) {
 		return "", -1
 	}
 	cs := specOf(d, compilespec.KeyWeightStreamingBudget)

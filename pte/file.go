@@ -316,7 +316,7 @@ func (f *File) segmentSpan(i int, base uint64) (int64, error) {
 	}
 	if start+s.Size > uint64(f.Size) {
 		return 0, &FormatError{Off: f.posOf(s), Path: path,
-			Msg:  fmt.Sprintf("segment (bytes [%d, %d)) runs past the end of the %d-byte file", start, start+s.Size, f.Size),
+			Msg:  fmt.Sprintf("segment bytes [%d, %d) run past the end of the %d-byte file", start, start+s.Size, f.Size),
 			Code: CodeInvalidArgument}
 	}
 	return int64(start), nil

@@ -80,7 +80,7 @@ func TestLoadRules(t *testing.T) {
 		b := vlWrite(t, p, seg)
 		f := shOpen(t, b)
 		binary.LittleEndian.PutUint64(b[shFieldPos(t, f, f.Program.Segments[0], 1):], 1<<40)
-		vlWantLoadError(t, b, "segments[0]", CodeInvalidArgument, "runs past the end")
+		vlWantLoadError(t, b, "segments[0]", CodeInvalidArgument, "run past the end")
 	})
 	t.Run("constant segment fits", func(t *testing.T) {
 		p, seg := vlConstProgram()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ptekit/ptekit/delegate"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func TestCompileSpecAPIAgreesWithCLI(t *testing.T) {
 						continue
 					}
 					checkRows(t, rows, ep.Name, di, d)
-					if !inspect.IsTensorRT(d.ID) {
+					if !delegate.IsTensorRT(d.ID) {
 						continue
 					}
 					checkBudgetProblem(t, problems, pi, di, d)

@@ -42,7 +42,7 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 	what := fmt.Sprintf("payload of %s delegate %d", f.Program.ExecutionPlan[plan].Name, del)
 	if o.engine {
 		id := f.Program.ExecutionPlan[plan].Delegates[del].ID
-		if !inspect.IsTensorRT(id) {
+		if !delegate.IsTensorRT(id) {
 			return failErr(stderr, name, fmt.Errorf("--engine: delegate %s:%d is %s, not %s", esc(f.Program.ExecutionPlan[plan].Name), del, esc(id), delegate.BackendID))
 		}
 		blob, err := delegate.Decode(pl, pl.Size())

@@ -252,7 +252,7 @@ func unknownReason(f *pte.File, m *executor.MethodPlan) string {
 		return fallback
 	}
 	di := *m.Error.Delegate
-	if d := f.Program.ExecutionPlan[plan].Delegates; di < 0 || di >= len(d) || d[di] == nil || !inspect.IsTensorRT(d[di].ID) {
+	if d := f.Program.ExecutionPlan[plan].Delegates; di < 0 || di >= len(d) || d[di] == nil || !delegate.IsTensorRT(d[di].ID) {
 		return fallback
 	}
 	pl, err := f.DelegateData(plan, di)

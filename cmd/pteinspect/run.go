@@ -296,7 +296,7 @@ func checkFilters(p *pte.Program, o *options) error {
 		return noMethod(p, o.method)
 	}
 	if o.backend != "" {
-		ids := backendIDs(p, o.method)
+		ids := inspect.BackendIDs(p, o.method)
 		if !slices.Contains(ids, o.backend) {
 			where := ""
 			if o.method != "" {

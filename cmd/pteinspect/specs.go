@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -63,21 +62,4 @@ func methodNames(p *pte.Program) []string {
 		}
 	}
 	return names
-}
-
-// backendIDs returns the distinct backend ids of p's delegates in order of
-// first use, only those of the named method when method is not empty.
-func backendIDs(p *pte.Program, method string) []string {
-	var ids []string
-	for _, ep := range p.ExecutionPlan {
-		if ep == nil || (method != "" && ep.Name != method) {
-			continue
-		}
-		for _, d := range ep.Delegates {
-			if d != nil && !slices.Contains(ids, d.ID) {
-				ids = append(ids, d.ID)
-			}
-		}
-	}
-	return ids
 }

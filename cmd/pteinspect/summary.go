@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/delegate"
 	"io"
 	"strconv"
 	"strings"
@@ -191,7 +192,7 @@ func groupText(g *inspect.DelegateGroup) string {
 	switch {
 	case g.Budget != "":
 		b.WriteString(", budget " + escText(g.Budget) + each)
-	case inspect.IsTensorRT(g.ID):
+	case delegate.IsTensorRT(g.ID):
 		b.WriteString(", automatic budget")
 	}
 	if g.Device != "" {
