@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -115,63 +116,50 @@ func checkName(s string) error {
 }
 
 func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, error) {
-	md := &methodDef{m: m, byName: map[string]*tensorDef{}}
-	fail := func(call int, tensor, format string, args ...any) error {
-		return callError(m, call, tensor, fmt.Sprintf(format, args...), nil)
-	}
-	// declare registers a produced tensor; producer is the call index, -1
-	// for a method input.
-	declare := func(call int, name string, dt DType, shape, maxShape []int64, producer int) (*tensorDef, error) {
-		if err := checkName(name); err != nil {
-			return nil, fail(call, name, "tensor name %v", err)
-		}
-		if prev, ok := md.byName[name]; ok {
-			if prev.produced < 0 {
-				return nil, fail(call, name, "tensor is declared twice (it is already a method input)")
-			}
-			return nil, fail(call, name, "tensor is declared twice (already produced by %s)", callLabel(prev.produced, m.Calls[prev.produced].Name))
-		}
-		if dt == "" {
-			return nil, fail(call, name, "dtype is missing")
-		}
-		scalar, err := dt.ScalarType()
-		if err != nil {
-			return nil, callError(m, call, name, "bad dtype", err)
-		}
-		if shape == nil {
-			return nil, fail(call, name, "shape is missing (use [] for a scalar)")
-		}
-		sizes, err := upperSizes(shape, maxShape)
-		if err != nil {
-			return nil, callError(m, call, name, "bad shape", err)
-		}
-		nbytes := dt.Size()
-		for _, s := range sizes {
-			if s != 0 && nbytes > math.MaxInt64/int64(s) {
-				return nil, fail(call, name, "tensor byte size overflows int64")
-			}
-			nbytes *= int64(s)
-		}
-		t := &tensorDef{name: name, dtype: dt, scalar: scalar, shape: slices.Clone(shape),
-			maxShape: slices.Clone(maxShape), sizes: sizes, nbytes: nbytes,
-			value: int32(len(md.tensors)), produced: producer, lastUse: producer}
-		md.tensors = append(md.tensors, t)
-		md.byName[name] = t
-		return t, nil
-	}
-
+	r := &methodResolver{m: m, md: &methodDef{m: m, byName: map[string]*tensorDef{}}, producedBy: firstProducers(m)}
 	for i, in := range m.Inputs {
 		if in == nil {
-			return nil, fail(-1, "", "inputs[%d] is nil", i)
+			return nil, r.fail(-1, "", "inputs[%d] is nil", i)
 		}
-		t, err := declare(-1, in.Name, in.DType, in.Shape, in.MaxShape, -1)
+		t, err := r.declare(-1, in.Name, in.DType, in.Shape, in.MaxShape)
 		if err != nil {
 			return nil, err
 		}
-		md.inputs = append(md.inputs, t)
+		r.md.inputs = append(r.md.inputs, t)
 	}
+	for i, c := range m.Calls {
+		if err := r.resolveCall(i, c, blobs[c]); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.resolveOutputs(); err != nil {
+		return nil, err
+	}
+	end := len(r.md.calls)
+	for _, t := range r.md.tensors {
+		if t.produced < 0 || t.output {
+			t.lastUse = end
+		}
+	}
+	return r.md, nil
+}
 
-	// Names produced later, to tell "consumed before produced" from "unknown".
+// methodResolver builds the methodDef of one method, call by call.
+type methodResolver struct {
+	m  *Method
+	md *methodDef
+	// producedBy maps each tensor an engine call produces to the first
+	// call producing it, to tell "consumed before produced" from "unknown".
+	producedBy map[string]int
+}
+
+func (r *methodResolver) fail(call int, tensor, format string, args ...any) error {
+	return callError(r.m, call, tensor, fmt.Sprintf(format, args...), nil)
+}
+
+// firstProducers returns, for each tensor the calls of m produce, the
+// index of the first call producing it.
+func firstProducers(m *Method) map[string]int {
 	producedBy := map[string]int{}
 	for i, c := range m.Calls {
 		if c == nil {
@@ -190,145 +178,212 @@ func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, erro
 			}
 		}
 	}
+	return producedBy
+}
 
-	for i, c := range m.Calls {
-		if c == nil {
-			return nil, fail(i, "", "engine call is nil")
+// declare registers a tensor produced by call (-1 for a method input).
+func (r *methodResolver) declare(call int, name string, dt DType, shape, maxShape []int64) (*tensorDef, error) {
+	md, m := r.md, r.m
+	if err := checkName(name); err != nil {
+		return nil, r.fail(call, name, "tensor name %v", err)
+	}
+	if prev, ok := md.byName[name]; ok {
+		if prev.produced < 0 {
+			return nil, r.fail(call, name, "tensor is declared twice (it is already a method input)")
 		}
-		cd := &callDef{index: i, call: c, deviceID: int64(c.DeviceID)}
-		md.calls = append(md.calls, cd)
-		meta := blobs[c]
-		if c.Engine.Kind == SourceBlob {
-			if meta == nil {
-				return nil, fail(i, "", "blob metadata was not read")
-			}
-			if c.DeviceID != 0 || c.HardwareCompatible || len(c.AliasedIO) > 0 ||
-				c.SerializedMetadata != "" || c.TargetPlatform != "" {
-				return nil, fail(i, "", "device_id, hardware_compatible, aliased_io, serialized_metadata and target_platform come from the blob and must not be set for a blob source")
-			}
-			if len(c.Inputs) != len(meta.inputs) || len(c.Outputs) != len(meta.outputs) {
-				return nil, fail(i, "", "the call binds %d inputs and %d outputs but the blob has %d and %d",
-					len(c.Inputs), len(c.Outputs), len(meta.inputs), len(meta.outputs))
-			}
-			cd.deviceID = meta.deviceID
-			if cd.deviceID < 0 || cd.deviceID > maxDeviceIndex {
-				return nil, fail(i, "", "the blob's device_id %d is outside [0, %d] (ExecuTorch stores device indices as int8, so target_device cuda:%d cannot be written)",
-					cd.deviceID, maxDeviceIndex, cd.deviceID)
-			}
-		} else if c.DeviceID < 0 || c.DeviceID > maxDeviceIndex {
-			return nil, fail(i, "", "device_id %d is outside [0, %d] (ExecuTorch stores device indices as int8)", c.DeviceID, maxDeviceIndex)
+		return nil, r.fail(call, name, "tensor is declared twice (already produced by %s)", callLabel(prev.produced, m.Calls[prev.produced].Name))
+	}
+	if dt == "" {
+		return nil, r.fail(call, name, "dtype is missing")
+	}
+	scalar, err := dt.ScalarType()
+	if err != nil {
+		return nil, callError(m, call, name, "bad dtype", err)
+	}
+	if shape == nil {
+		return nil, r.fail(call, name, "shape is missing (use [] for a scalar)")
+	}
+	sizes, err := upperSizes(shape, maxShape)
+	if err != nil {
+		return nil, callError(m, call, name, "bad shape", err)
+	}
+	nbytes := dt.Size()
+	for _, s := range sizes {
+		if s != 0 && nbytes > math.MaxInt64/int64(s) {
+			return nil, r.fail(call, name, "tensor byte size overflows int64")
 		}
-		bindingSeen := map[string]string{}
-		bindName := func(b *Binding, j int, input bool) (string, error) {
-			kind := "outputs"
-			if input {
-				kind = "inputs"
-			}
-			if b == nil {
-				return "", fail(i, "", "%s[%d] is nil", kind, j)
-			}
-			name := b.Name
-			if meta != nil {
-				want := meta.outputs[j].Name
-				if input {
-					want = meta.inputs[j].Name
-				}
-				if name == "" {
-					name = want
-				} else if name != want {
-					return "", fail(i, "", "%s[%d] binding %q does not match the blob's binding %q", kind, j, name, want)
-				}
-			}
-			if name == "" {
-				return "", fail(i, b.Tensor, "%s[%d] binding name is empty", kind, j)
-			}
-			if prev, ok := bindingSeen[name]; ok {
-				return "", fail(i, "", "binding name %q is used twice (%s and %s[%d])", name, prev, kind, j)
-			}
-			bindingSeen[name] = fmt.Sprintf("%s[%d]", kind, j)
-			return name, nil
-		}
-		for j, b := range c.Inputs {
-			bname, err := bindName(b, j, true)
-			if err != nil {
-				return nil, err
-			}
-			tname := b.Tensor
-			if tname == "" {
-				tname = bname
-			}
-			t, ok := md.byName[tname]
-			if !ok {
-				if p, later := producedBy[tname]; later && p >= i {
-					return nil, fail(i, tname, "input binding %q consumes the tensor before it is produced (by %s)", bname, callLabel(p, m.Calls[p].Name))
-				}
-				return nil, fail(i, tname, "input binding %q names an unknown tensor", bname)
-			}
-			if err := checkConsumer(t, b.DType, b.Shape, b.MaxShape); err != nil {
-				return nil, cd.err(m, tname, fmt.Sprintf("input binding %q disagrees with the producer", bname), err)
-			}
-			if meta != nil {
-				if err := checkBlobBinding(t, meta.inputs[j]); err != nil {
-					return nil, cd.err(m, tname, fmt.Sprintf("input binding %q disagrees with the blob", bname), err)
-				}
-			}
-			t.lastUse = i
-			cd.inNames = append(cd.inNames, bname)
-			cd.inputs = append(cd.inputs, t)
-		}
-		for j, b := range c.Outputs {
-			bname, err := bindName(b, j, false)
-			if err != nil {
-				return nil, err
-			}
-			tname := b.Tensor
-			if tname == "" {
-				tname = bname
-			}
-			t, err := declare(i, tname, b.DType, b.Shape, b.MaxShape, i)
-			if err != nil {
-				return nil, err
-			}
-			if meta != nil {
-				if err := checkBlobBinding(t, meta.outputs[j]); err != nil {
-					return nil, cd.err(m, tname, fmt.Sprintf("output binding %q disagrees with the blob", bname), err)
-				}
-			}
-			cd.outNames = append(cd.outNames, bname)
-			cd.outputs = append(cd.outputs, t)
-		}
-		if len(cd.inputs)+len(cd.outputs) == 0 {
-			return nil, fail(i, "", "engine call has no bindings")
-		}
-		if err := checkAliases(md, cd); err != nil {
-			return nil, err
+		nbytes *= int64(s)
+	}
+	t := &tensorDef{name: name, dtype: dt, scalar: scalar, shape: slices.Clone(shape),
+		maxShape: slices.Clone(maxShape), sizes: sizes, nbytes: nbytes,
+		value: int32(len(md.tensors)), produced: call, lastUse: call}
+	md.tensors = append(md.tensors, t)
+	md.byName[name] = t
+	return t, nil
+}
+
+// resolveCall checks engine call i and binds its inputs to known tensors
+// and its outputs to new ones; meta is the blob's metadata for a blob
+// source, else nil.
+func (r *methodResolver) resolveCall(i int, c *EngineCall, meta *blobMeta) error {
+	if c == nil {
+		return r.fail(i, "", "engine call is nil")
+	}
+	cd := &callDef{index: i, call: c, deviceID: int64(c.DeviceID)}
+	r.md.calls = append(r.md.calls, cd)
+	if err := r.checkDevice(cd, meta); err != nil {
+		return err
+	}
+	seen := map[string]string{}
+	for j, b := range c.Inputs {
+		if err := r.bindInput(cd, meta, seen, j, b); err != nil {
+			return err
 		}
 	}
-
-	for i, o := range m.Outputs {
-		if o == nil {
-			return nil, fail(-1, "", "outputs[%d] is nil", i)
+	for j, b := range c.Outputs {
+		if err := r.bindOutput(cd, meta, seen, j, b); err != nil {
+			return err
 		}
-		t, ok := md.byName[o.Name]
+	}
+	if len(cd.inputs)+len(cd.outputs) == 0 {
+		return r.fail(i, "", "engine call has no bindings")
+	}
+	return checkAliases(r.md, cd)
+}
+
+// checkDevice checks the call's device and, for a blob source, that the
+// call leaves what the blob states to the blob.
+func (r *methodResolver) checkDevice(cd *callDef, meta *blobMeta) error {
+	i, c := cd.index, cd.call
+	if c.Engine.Kind != SourceBlob {
+		if c.DeviceID < 0 || c.DeviceID > maxDeviceIndex {
+			return r.fail(i, "", "device_id %d is outside [0, %d] (ExecuTorch stores device indices as int8)", c.DeviceID, maxDeviceIndex)
+		}
+		return nil
+	}
+	if meta == nil {
+		return r.fail(i, "", "blob metadata was not read")
+	}
+	if c.DeviceID != 0 || c.HardwareCompatible || len(c.AliasedIO) > 0 ||
+		c.SerializedMetadata != "" || c.TargetPlatform != "" {
+		return r.fail(i, "", "device_id, hardware_compatible, aliased_io, serialized_metadata and target_platform come from the blob and must not be set for a blob source")
+	}
+	if len(c.Inputs) != len(meta.inputs) || len(c.Outputs) != len(meta.outputs) {
+		return r.fail(i, "", "the call binds %d inputs and %d outputs but the blob has %d and %d",
+			len(c.Inputs), len(c.Outputs), len(meta.inputs), len(meta.outputs))
+	}
+	cd.deviceID = meta.deviceID
+	if cd.deviceID < 0 || cd.deviceID > maxDeviceIndex {
+		return r.fail(i, "", "the blob's device_id %d is outside [0, %d] (ExecuTorch stores device indices as int8, so target_device cuda:%d cannot be written)",
+			cd.deviceID, maxDeviceIndex, cd.deviceID)
+	}
+	return nil
+}
+
+// bindingName returns the engine binding name of inputs[j] or outputs[j]
+// (the blob's when the call leaves it out), refusing one used twice in the
+// call (seen).
+func (r *methodResolver) bindingName(cd *callDef, meta *blobMeta, seen map[string]string, b *Binding, j int, input bool) (string, error) {
+	i := cd.index
+	kind := "outputs"
+	if input {
+		kind = "inputs"
+	}
+	if b == nil {
+		return "", r.fail(i, "", "%s[%d] is nil", kind, j)
+	}
+	name := b.Name
+	if meta != nil {
+		want := meta.outputs[j].Name
+		if input {
+			want = meta.inputs[j].Name
+		}
+		if name == "" {
+			name = want
+		} else if name != want {
+			return "", r.fail(i, "", "%s[%d] binding %q does not match the blob's binding %q", kind, j, name, want)
+		}
+	}
+	if name == "" {
+		return "", r.fail(i, b.Tensor, "%s[%d] binding name is empty", kind, j)
+	}
+	if prev, ok := seen[name]; ok {
+		return "", r.fail(i, "", "binding name %q is used twice (%s and %s[%d])", name, prev, kind, j)
+	}
+	seen[name] = fmt.Sprintf("%s[%d]", kind, j)
+	return name, nil
+}
+
+// bindInput binds the call's inputs[j] to the tensor it consumes.
+func (r *methodResolver) bindInput(cd *callDef, meta *blobMeta, seen map[string]string, j int, b *Binding) error {
+	i, m := cd.index, r.m
+	bname, err := r.bindingName(cd, meta, seen, b, j, true)
+	if err != nil {
+		return err
+	}
+	tname := cmp.Or(b.Tensor, bname)
+	t, ok := r.md.byName[tname]
+	if !ok {
+		if p, later := r.producedBy[tname]; later && p >= i {
+			return r.fail(i, tname, "input binding %q consumes the tensor before it is produced (by %s)", bname, callLabel(p, m.Calls[p].Name))
+		}
+		return r.fail(i, tname, "input binding %q names an unknown tensor", bname)
+	}
+	if err := checkConsumer(t, b.DType, b.Shape, b.MaxShape); err != nil {
+		return cd.err(m, tname, fmt.Sprintf("input binding %q disagrees with the producer", bname), err)
+	}
+	if meta != nil {
+		if err := checkBlobBinding(t, meta.inputs[j]); err != nil {
+			return cd.err(m, tname, fmt.Sprintf("input binding %q disagrees with the blob", bname), err)
+		}
+	}
+	t.lastUse = i
+	cd.inNames = append(cd.inNames, bname)
+	cd.inputs = append(cd.inputs, t)
+	return nil
+}
+
+// bindOutput declares the tensor the call's outputs[j] produces.
+func (r *methodResolver) bindOutput(cd *callDef, meta *blobMeta, seen map[string]string, j int, b *Binding) error {
+	bname, err := r.bindingName(cd, meta, seen, b, j, false)
+	if err != nil {
+		return err
+	}
+	tname := cmp.Or(b.Tensor, bname)
+	t, err := r.declare(cd.index, tname, b.DType, b.Shape, b.MaxShape)
+	if err != nil {
+		return err
+	}
+	if meta != nil {
+		if err := checkBlobBinding(t, meta.outputs[j]); err != nil {
+			return cd.err(r.m, tname, fmt.Sprintf("output binding %q disagrees with the blob", bname), err)
+		}
+	}
+	cd.outNames = append(cd.outNames, bname)
+	cd.outputs = append(cd.outputs, t)
+	return nil
+}
+
+// resolveOutputs binds the method's outputs to the tensors producing them.
+func (r *methodResolver) resolveOutputs() error {
+	for i, o := range r.m.Outputs {
+		if o == nil {
+			return r.fail(-1, "", "outputs[%d] is nil", i)
+		}
+		t, ok := r.md.byName[o.Name]
 		if !ok {
-			return nil, fail(-1, o.Name, "method output is not produced by any engine call or method input")
+			return r.fail(-1, o.Name, "method output is not produced by any engine call or method input")
 		}
 		if t.output {
-			return nil, fail(-1, o.Name, "method output is listed twice")
+			return r.fail(-1, o.Name, "method output is listed twice")
 		}
 		if err := checkConsumer(t, o.DType, o.Shape, o.MaxShape); err != nil {
-			return nil, callError(m, -1, o.Name, "method output disagrees with its producer", err)
+			return callError(r.m, -1, o.Name, "method output disagrees with its producer", err)
 		}
 		t.output = true
-		md.outputs = append(md.outputs, t)
+		r.md.outputs = append(r.md.outputs, t)
 	}
-	end := len(md.calls)
-	for _, t := range md.tensors {
-		if t.produced < 0 || t.output {
-			t.lastUse = end
-		}
-	}
-	return md, nil
+	return nil
 }
 
 // checkAliases validates the aliased_io of an engine call.
