@@ -181,19 +181,50 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 	if f == nil || f.Program == nil {
 		return nil, errorf(CodeInvalidArgument, "no program")
 	}
-	factory := opts.Factory
 	out := &ProgramPlan{Methods: []MethodPlan{}, Assumed: []string{}, Stated: []string{}}
+	factory := opts.Factory
 	if factory == nil {
 		factory = StandIn{Streamable: opts.Streamable, Scratch: opts.Scratch, Automatic: opts.Automatic}
-		for _, s := range []struct {
-			fact string
-			v    *int64
-		}{{FactStreamable, opts.Streamable}, {FactScratch, opts.Scratch}, {FactAutomatic, opts.Automatic}} {
-			if s.v != nil {
-				out.Stated = append(out.Stated, s.fact)
-			}
+		out.Stated = statedFacts(opts)
+	}
+	reg, stubbed := planRegistry(f.Program, opts, factory)
+	if UsesDeprecatedConstantBuffer(f.Program) {
+		out.Notes = append(out.Notes, msgDeprecatedConstantBuffer+
+			"; ExecuTorch's default build loads it (PlanOptions.NoDeprecatedConstantBuffer plans for the other)")
+	}
+	prog, err := loadForPlan(f, opts, reg, out)
+	if err != nil {
+		return nil, err
+	}
+	sc := &scratchTally{known: true}
+	for _, name := range prog.MethodNames() {
+		out.Methods = append(out.Methods, planMethod(prog, name, opts, stubbed, out, sc))
+	}
+	if sc.known {
+		sm := ComputeScratchMemory(sc.engines)
+		out.ScratchMemory = &sm
+	}
+	return out, nil
+}
+
+// statedFacts lists the facts the caller stated for the stand-in engines.
+func statedFacts(opts PlanOptions) []string {
+	stated := []string{}
+	for _, s := range []struct {
+		fact string
+		v    *int64
+	}{{FactStreamable, opts.Streamable}, {FactScratch, opts.Scratch}, {FactAutomatic, opts.Automatic}} {
+		if s.v != nil {
+			stated = append(stated, s.fact)
 		}
 	}
+	return stated
+}
+
+// planRegistry copies opts.Registry, adds the TensorRT backend over factory
+// unless one is registered, and stubs every other backend p uses (stubbed
+// names them: they are not modelled and assumed to load).
+func planRegistry(p *pte.Program, opts PlanOptions, factory EngineFactory) (*Registry, map[string]bool) {
 	reg := &Registry{}
 	if opts.Registry != nil {
 		opts.Registry.mu.RLock()
@@ -213,7 +244,7 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 		reg.RegisterBackend(TensorRTBackendID, trt)
 	}
 	stubbed := map[string]bool{}
-	for _, ep := range f.Program.ExecutionPlan {
+	for _, ep := range p.ExecutionPlan {
 		if ep == nil {
 			continue
 		}
@@ -227,10 +258,13 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 			}
 		}
 	}
-	if UsesDeprecatedConstantBuffer(f.Program) {
-		out.Notes = append(out.Notes, msgDeprecatedConstantBuffer+
-			"; ExecuTorch's default build loads it (PlanOptions.NoDeprecatedConstantBuffer plans for the other)")
-	}
+	return reg, stubbed
+}
+
+// loadForPlan loads the program. Data files that cannot be used become
+// out.DataError and the methods are planned as without them, with the
+// files' own outcomes kept in out.Data.
+func loadForPlan(f *pte.File, opts PlanOptions, reg *Registry, out *ProgramPlan) (*Program, error) {
 	cfg := Config{Registry: reg, Logger: opts.Logger, NoDeprecatedConstantBuffer: opts.NoDeprecatedConstantBuffer, DataFiles: opts.DataFiles}
 	prog, err := Load(f, cfg)
 	var re *Error
@@ -244,74 +278,84 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 	}
 	out.Data = prog.Data()
 	if out.DataError != nil {
-		// Resolved with the files that failed: the methods fare as without
-		// them, and the files' own outcomes stay visible.
 		out.Data = ptd.Resolve(f.Program, opts.DataFiles)
 	}
-	var scratch []EngineScratch
-	scratchKnown := true
-	for _, name := range prog.MethodNames() {
-		m, lerr := prog.loadMethod(name, opts.LoadOptions)
-		mp := MethodPlan{Name: name, OK: lerr == nil, Delegates: []DelegatePlan{}}
-		failing := -1
-		if lerr != nil {
-			mp.Error = &PlanError{Kind: lerr.Kind(), Message: lerr.Error(), Unknown: errors.Is(lerr, ErrOutcomeUnknown)}
-			if lerr.Delegate >= 0 {
-				d := lerr.Delegate
-				mp.Error.Delegate = &d
-				failing = d
+	return prog, nil
+}
+
+// scratchTally collects the scratch of loaded engines; known turns false
+// when one engine's scratch is open.
+type scratchTally struct {
+	engines []EngineScratch
+	known   bool
+}
+
+// planMethod loads one method and reports how each delegate fared, up to
+// and including the one whose load failed.
+func planMethod(prog *Program, name string, opts PlanOptions, stubbed map[string]bool, out *ProgramPlan, sc *scratchTally) MethodPlan {
+	m, lerr := prog.loadMethod(name, opts.LoadOptions)
+	mp := MethodPlan{Name: name, OK: lerr == nil, Delegates: []DelegatePlan{}}
+	failing := -1
+	if lerr != nil {
+		mp.Error = &PlanError{Kind: lerr.Kind(), Message: lerr.Error(), Unknown: errors.Is(lerr, ErrOutcomeUnknown)}
+		if lerr.Delegate >= 0 {
+			d := lerr.Delegate
+			mp.Error.Delegate = &d
+			failing = d
+		}
+	}
+	if m != nil {
+		plans := map[int]*Plan{}
+		for _, p := range m.Plans() {
+			plans[p.Delegate] = p
+		}
+		for di, d := range m.plan.Delegates {
+			p, hasPlan := plans[di]
+			loaded := di < len(m.delegates)
+			if d == nil || !(loaded || (di == failing && hasPlan)) {
+				continue
+			}
+			if stubbed[d.ID] {
+				mp.NotModelled = appendOnce(mp.NotModelled, d.ID)
+			}
+			mp.Delegates = append(mp.Delegates, delegatePlan(di, d.ID, !stubbed[d.ID], p, loaded, out, sc))
+		}
+		if lerr == nil {
+			mp.MissingOperators = m.MissingOperators()
+			m.Close()
+		}
+	}
+	mp.MissingOperators, mp.NotModelled = nonNil(mp.MissingOperators), nonNil(mp.NotModelled)
+	return mp
+}
+
+// delegatePlan is the plan of delegate di (p is nil when the backend made
+// none); a loaded engine's scratch goes into sc, its assumptions into out.
+func delegatePlan(di int, backend string, modelled bool, p *Plan, loaded bool, out *ProgramPlan, sc *scratchTally) DelegatePlan {
+	dp := DelegatePlan{Index: di, Backend: backend, Modelled: modelled}
+	if !modelled {
+		dp.Notes = []string{"backend " + backend + " is not modelled here; its delegate is assumed to load"}
+	}
+	if p != nil {
+		dev := p.Device
+		dp.Device = &dev
+		dp.Budget = &BudgetPlan{Source: p.Source, Requested: p.Requested, Applied: p.Applied,
+			Streaming: p.Streaming, Streamable: p.Streamable, Reason: p.Reason}
+		dp.Inputs, dp.Outputs = p.Inputs, p.Outputs
+		dp.Scratch, dp.SharedScratch, dp.Notes = p.Scratch, p.SharedScratch, p.Notes
+		for _, a := range p.Assumed {
+			out.Assumed = appendOnce(out.Assumed, a)
+		}
+		if loaded {
+			if p.Scratch == nil {
+				sc.known = false
+			} else {
+				sc.engines = append(sc.engines, EngineScratch{Device: p.Device, Bytes: *p.Scratch, Shared: p.SharedScratch})
 			}
 		}
-		if m != nil {
-			plans := map[int]*Plan{}
-			for _, p := range m.Plans() {
-				plans[p.Delegate] = p
-			}
-			for di, d := range m.plan.Delegates {
-				p, hasPlan := plans[di]
-				loaded := di < len(m.delegates)
-				if d == nil || !(loaded || (di == failing && hasPlan)) {
-					continue
-				}
-				dp := DelegatePlan{Index: di, Backend: d.ID, Modelled: !stubbed[d.ID]}
-				if !dp.Modelled {
-					mp.NotModelled = appendOnce(mp.NotModelled, d.ID)
-					dp.Notes = []string{"backend " + d.ID + " is not modelled here; its delegate is assumed to load"}
-				}
-				if hasPlan {
-					dev := p.Device
-					dp.Device = &dev
-					dp.Budget = &BudgetPlan{Source: p.Source, Requested: p.Requested, Applied: p.Applied,
-						Streaming: p.Streaming, Streamable: p.Streamable, Reason: p.Reason}
-					dp.Inputs, dp.Outputs = p.Inputs, p.Outputs
-					dp.Scratch, dp.SharedScratch, dp.Notes = p.Scratch, p.SharedScratch, p.Notes
-					for _, a := range p.Assumed {
-						out.Assumed = appendOnce(out.Assumed, a)
-					}
-					if loaded {
-						if p.Scratch == nil {
-							scratchKnown = false
-						} else {
-							scratch = append(scratch, EngineScratch{Device: p.Device, Bytes: *p.Scratch, Shared: p.SharedScratch})
-						}
-					}
-				}
-				dp.Inputs, dp.Outputs, dp.Notes = nonNil(dp.Inputs), nonNil(dp.Outputs), nonNil(dp.Notes)
-				mp.Delegates = append(mp.Delegates, dp)
-			}
-			if lerr == nil {
-				mp.MissingOperators = m.MissingOperators()
-				m.Close()
-			}
-		}
-		mp.MissingOperators, mp.NotModelled = nonNil(mp.MissingOperators), nonNil(mp.NotModelled)
-		out.Methods = append(out.Methods, mp)
 	}
-	if scratchKnown {
-		sm := ComputeScratchMemory(scratch)
-		out.ScratchMemory = &sm
-	}
-	return out, nil
+	dp.Inputs, dp.Outputs, dp.Notes = nonNil(dp.Inputs), nonNil(dp.Outputs), nonNil(dp.Notes)
+	return dp
 }
 
 // nonNil returns s, or an empty slice for nil, so that JSON has [] not null.
