@@ -175,28 +175,9 @@ type trtHandle struct {
 // Init implements Backend, following TensorRTBackend::init step by step.
 func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []*pte.CompileSpec) (Handle, error) {
 	log := ictx.Logger
-	if payload == nil {
-		return nil, errorf(CodeInvalidArgument, "null processed buffer")
-	}
-	view, err := delegate.ReadDeployed(payload, payload.Size())
+	view, err := readBlob(log, payload)
 	if err != nil {
-		return nil, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: "failed to read TensorRT blob", Err: err}
-	}
-	if view.MetadataUnread {
-		// Not a parse failure: ptekit stopped short of what the deployed
-		// reader does, so the load outcome is unknown.
-		log.Warn("TensorRTBackend::init: TensorRT blob metadata not read by ptekit; the deployed load outcome is unknown",
-			slog.Uint64("metadata_size", uint64(view.MetadataSize)), slog.Int("limit", delegate.MaxMetadataSize))
-		return nil, &Error{Code: CodeNotSupported, Delegate: -1, Instruction: -1,
-			Msg: fmt.Sprintf("TensorRT blob metadata of %d bytes (at blob byte %d) is larger than the %d bytes ptekit reads",
-				view.MetadataSize, view.MetadataOffset, delegate.MaxMetadataSize),
-			Err: ErrOutcomeUnknown}
-	}
-	if why := view.InitRefusal(); why != "" {
-		// A wrapping engine range upstream accepts and hands TensorRT an
-		// out-of-bounds range; ptekit refuses it with the parse failures.
-		log.Error("TensorRTBackend::init: failed to parse TensorRT blob", slog.String("reason", why))
-		return nil, errorf(CodeInvalidProgram, "%s", why)
+		return nil, err
 	}
 	plan := Plan{Device: int(view.DeviceID), Inputs: view.Inputs, Outputs: view.Outputs, Source: SourceAutomatic}
 	if len(view.Inputs) == 0 && len(view.Outputs) == 0 {
@@ -270,6 +251,35 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	b.mu.Unlock()
 	ok = true
 	return h, nil
+}
+
+// readBlob reads a TensorRT blob as the deployed C++ reader does and
+// refuses what its init refuses.
+func readBlob(log *slog.Logger, payload *pte.Payload) (*delegate.DeployedView, error) {
+	if payload == nil {
+		return nil, errorf(CodeInvalidArgument, "null processed buffer")
+	}
+	view, err := delegate.ReadDeployed(payload, payload.Size())
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: "failed to read TensorRT blob", Err: err}
+	}
+	if view.MetadataUnread {
+		// Not a parse failure: ptekit stopped short of what the deployed
+		// reader does, so the load outcome is unknown.
+		log.Warn("TensorRTBackend::init: TensorRT blob metadata not read by ptekit; the deployed load outcome is unknown",
+			slog.Uint64("metadata_size", uint64(view.MetadataSize)), slog.Int("limit", delegate.MaxMetadataSize))
+		return nil, &Error{Code: CodeNotSupported, Delegate: -1, Instruction: -1,
+			Msg: fmt.Sprintf("TensorRT blob metadata of %d bytes (at blob byte %d) is larger than the %d bytes ptekit reads",
+				view.MetadataSize, view.MetadataOffset, delegate.MaxMetadataSize),
+			Err: ErrOutcomeUnknown}
+	}
+	if why := view.InitRefusal(); why != "" {
+		// A wrapping engine range upstream accepts and hands TensorRT an
+		// out-of-bounds range; ptekit refuses it with the parse failures.
+		log.Error("TensorRTBackend::init: failed to parse TensorRT blob", slog.String("reason", why))
+		return nil, errorf(CodeInvalidProgram, "%s", why)
+	}
+	return view, nil
 }
 
 // checkEngineIO makes init's steps 10 (aliased_io mapping) and 11 (input
