@@ -240,3 +240,15 @@ func FormatSizeApprox[T ~int64 | ~uint64 | ~int | ~uint32](n T) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", v, units[i])
 }
+
+// DescribeSize is how views show a byte count people may need exactly:
+// the bytes, then FormatSize's short exact form when there is one
+// ("1073741824 bytes (1 GiB)"), else FormatSizeApprox's
+// ("9223372036854775807 bytes (about 8.0 EiB)").
+func DescribeSize(n int64) string {
+	exact := FormatSize(n)
+	if n >= 1024 && exact == fmt.Sprintf("%d B", n) {
+		return fmt.Sprintf("%d bytes (about %s)", n, FormatSizeApprox(n))
+	}
+	return fmt.Sprintf("%d bytes (%s)", n, exact)
+}

@@ -210,3 +210,17 @@ func TestAddSizesSaturates(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribeSize(t *testing.T) {
+	for n, want := range map[int64]string{
+		0:             "0 bytes (0 B)",
+		1 << 30:       "1073741824 bytes (1 GiB)",
+		1536:          "1536 bytes (1.5 KiB)",
+		math.MaxInt64: "9223372036854775807 bytes (about 8.0 EiB)",
+		1234567:       "1234567 bytes (about 1.2 MiB)",
+	} {
+		if got := DescribeSize(n); got != want {
+			t.Errorf("DescribeSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

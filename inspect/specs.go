@@ -69,7 +69,7 @@ func DecodeSpec(key string, value []byte) string {
 		if err != nil {
 			return fmt.Sprintf("%s: INVALID, the delegate refuses to load (%v)", SpecValueText(value), err)
 		}
-		return fmt.Sprintf("%d bytes (%s)", n, compilespec.FormatSize(n))
+		return compilespec.DescribeSize(n)
 	case compilespec.KeyTargetDevice:
 		typ, idx, err := compilespec.ParseTargetDevice(value)
 		if err != nil {

@@ -275,7 +275,7 @@ func memoryPlan(sizes []int64) string {
 	var total int64
 	parts := []string{}
 	for i, s := range sizes[1:] {
-		total += s
+		total = compilespec.AddSizes(total, s)
 		parts = append(parts, fmt.Sprintf("#%d %s", i+1, progress.Size(s)))
 	}
 	return fmt.Sprintf("%d arena(s), %s: %s", len(sizes)-1, progress.Size(total), strings.Join(parts, ", "))
