@@ -414,14 +414,8 @@ func (m *Method) Execute(ctx context.Context, inputs []any) ([]any, error) {
 	for i, vi := range ep.Inputs {
 		slots[vi] = inputs[i]
 	}
+	run := &interp{m: m, ep: ep, slots: slots}
 	stream, _ := ctx.Value(streamKey{}).(Stream)
-	args := func(idx []int32) []Arg {
-		out := make([]Arg, len(idx))
-		for i, v := range idx {
-			out[i] = Arg{Index: v, Decl: ep.Values[v], Slot: &slots[v]}
-		}
-		return out
-	}
 	count := 0
 	for _, ch := range ep.Chains {
 		for pc := 0; pc >= 0 && pc < len(ch.Instructions); {
@@ -433,45 +427,9 @@ func (m *Method) Execute(ctx context.Context, inputs []any) ([]any, error) {
 			}
 			count++
 			ectx := &ExecuteContext{Context: ctx, Method: m.name, DelegateIndex: -1, Instruction: pc, Stream: stream, Logger: m.log}
-			next := pc + 1
-			switch a := ch.Instructions[pc].Args.(type) {
-			case *pte.KernelCall:
-				name := OperatorName(ep.Operators[a.OpIndex])
-				k, ok := m.prog.reg.Kernel(name)
-				if !ok {
-					return nil, fail(CodeOperatorMissing, pc, "operator %s is not registered", name)
-				}
-				if err := k(ectx, args(a.Args)); err != nil {
-					e := locate(err, m.name, -1, "")
-					e.Instruction = pc
-					return nil, e
-				}
-			case *pte.DelegateCall:
-				if a.DelegateIndex < 0 || int(a.DelegateIndex) >= len(m.delegates) {
-					return nil, fail(CodeInternal, pc, "DelegateCall index %d >= number of delegates %d", a.DelegateIndex, len(m.delegates))
-				}
-				d := m.delegates[a.DelegateIndex]
-				ectx.DelegateIndex = int(a.DelegateIndex)
-				if err := d.backend.Execute(ectx, d.handle, args(a.Args)); err != nil {
-					e := locate(err, m.name, int(a.DelegateIndex), d.id)
-					e.Instruction = pc
-					return nil, e
-				}
-			case *pte.MoveCall:
-				slots[a.MoveTo] = slots[a.MoveFrom]
-			case *pte.JumpFalseCall:
-				cond, ok := slots[a.CondValueIndex].(bool)
-				if !ok {
-					return nil, fail(CodeInvalidProgram, pc, "jump condition value %d is %T, not a bool", a.CondValueIndex, slots[a.CondValueIndex])
-				}
-				if !cond {
-					next = int(a.DestinationInstruction)
-				}
-			case *pte.FreeCall:
-				if t, ok := ep.Values[a.ValueIndex].Val.(*pte.Tensor); !ok || t == nil {
-					return nil, fail(CodeInvalidProgram, pc, "FreeCall target value %d is not a Tensor", a.ValueIndex)
-				}
-				slots[a.ValueIndex] = nil
+			next, err := run.step(ectx, pc, ch.Instructions[pc])
+			if err != nil {
+				return nil, err
 			}
 			pc = next
 		}
@@ -481,6 +439,70 @@ func (m *Method) Execute(ctx context.Context, inputs []any) ([]any, error) {
 		out[i] = slots[vi]
 	}
 	return out, nil
+}
+
+// interp is one run of a method's instructions over its value slots.
+type interp struct {
+	m     *Method
+	ep    *pte.ExecutionPlan
+	slots []any
+}
+
+// args returns the arguments an instruction passes, by value index.
+func (r *interp) args(idx []int32) []Arg {
+	out := make([]Arg, len(idx))
+	for i, v := range idx {
+		out[i] = Arg{Index: v, Decl: r.ep.Values[v], Slot: &r.slots[v]}
+	}
+	return out
+}
+
+// step executes instruction pc and returns the next pc.
+func (r *interp) step(ectx *ExecuteContext, pc int, ins *pte.Instruction) (int, error) {
+	m, ep, slots := r.m, r.ep, r.slots
+	fail := func(code pte.Code, format string, args ...any) error {
+		return &Error{Code: code, Method: m.name, Delegate: -1, Instruction: pc, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch a := ins.Args.(type) {
+	case *pte.KernelCall:
+		name := OperatorName(ep.Operators[a.OpIndex])
+		k, ok := m.prog.reg.Kernel(name)
+		if !ok {
+			return 0, fail(CodeOperatorMissing, "operator %s is not registered", name)
+		}
+		if err := k(ectx, r.args(a.Args)); err != nil {
+			e := locate(err, m.name, -1, "")
+			e.Instruction = pc
+			return 0, e
+		}
+	case *pte.DelegateCall:
+		if a.DelegateIndex < 0 || int(a.DelegateIndex) >= len(m.delegates) {
+			return 0, fail(CodeInternal, "DelegateCall index %d >= number of delegates %d", a.DelegateIndex, len(m.delegates))
+		}
+		d := m.delegates[a.DelegateIndex]
+		ectx.DelegateIndex = int(a.DelegateIndex)
+		if err := d.backend.Execute(ectx, d.handle, r.args(a.Args)); err != nil {
+			e := locate(err, m.name, int(a.DelegateIndex), d.id)
+			e.Instruction = pc
+			return 0, e
+		}
+	case *pte.MoveCall:
+		slots[a.MoveTo] = slots[a.MoveFrom]
+	case *pte.JumpFalseCall:
+		cond, ok := slots[a.CondValueIndex].(bool)
+		if !ok {
+			return 0, fail(CodeInvalidProgram, "jump condition value %d is %T, not a bool", a.CondValueIndex, slots[a.CondValueIndex])
+		}
+		if !cond {
+			return int(a.DestinationInstruction), nil
+		}
+	case *pte.FreeCall:
+		if t, ok := ep.Values[a.ValueIndex].Val.(*pte.Tensor); !ok || t == nil {
+			return 0, fail(CodeInvalidProgram, "FreeCall target value %d is not a Tensor", a.ValueIndex)
+		}
+		slots[a.ValueIndex] = nil
+	}
+	return pc + 1, nil
 }
 
 // constantValue returns the initial slot content for a declared value:
