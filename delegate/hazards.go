@@ -2,6 +2,7 @@ package delegate
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"io"
 	"slices"
 	"strconv"
@@ -235,8 +236,8 @@ func hazardsTo(hz *hazardList, b *Blob, decodeErr error, py *pyVerdict, d *Deplo
 		add(HazardNoBindings, "the deployed reader finds no binding names and infers them from the engine's tensor names, which must end in .N or _N")
 	}
 	for _, dup := range duplicateNames(m.IOBindings) {
-		add(HazardDuplicateName, "binding name %q is used by io_bindings %s; TensorRT tensor names are unique, so the runtime binds them all to one tensor",
-			m.IOBindings[dup[0]].Name, formatIndices(dup))
+		add(HazardDuplicateName, "binding name %s is used by io_bindings %s; TensorRT tensor names are unique, so the runtime binds them all to one tensor",
+			quote.String(m.IOBindings[dup[0]].Name), formatIndices(dup))
 	}
 	invalidAliases(hz, d)
 	if aliased := len(m.AliasedIO) > 0; aliased != (b.Header.Magic == MagicTR02) {
@@ -259,15 +260,15 @@ func hazardsTo(hz *hazardList, b *Blob, decodeErr error, py *pyVerdict, d *Deplo
 func invalidAliases(hz *hazardList, d *DeployedView) {
 	named := len(d.Inputs)+len(d.Outputs) > 0
 	for _, a := range d.AliasedIO {
-		entry := fmt.Sprintf("aliased_io entry %q <- %q", a.Output, a.Input)
+		entry := fmt.Sprintf("aliased_io entry %s <- %s", quote.String(a.Output), quote.String(a.Input))
 		if named && !slices.Contains(d.Outputs, a.Output) {
-			hz.add(HazardAliasedIOInvalid, "%s: output %q is not an output binding of the blob; TensorRTBackend init fails with InvalidProgram (aliased_io names not found)", entry, a.Output)
+			hz.add(HazardAliasedIOInvalid, "%s: output %s is not an output binding of the blob; TensorRTBackend init fails with InvalidProgram (aliased_io names not found)", entry, quote.String(a.Output))
 		}
 		if named && !slices.Contains(d.Inputs, a.Input) {
-			hz.add(HazardAliasedIOInvalid, "%s: input %q is not an input binding of the blob; TensorRTBackend init fails with InvalidProgram (aliased_io names not found)", entry, a.Input)
+			hz.add(HazardAliasedIOInvalid, "%s: input %s is not an input binding of the blob; TensorRTBackend init fails with InvalidProgram (aliased_io names not found)", entry, quote.String(a.Input))
 		}
 		if a.Kind != KindKVCacheUpdate && a.Kind != KindUser {
-			hz.add(HazardAliasedIOInvalid, "%s has kind %q; TensorRTBackend init accepts only %q and %q and fails with InvalidProgram", entry, a.Kind, KindKVCacheUpdate, KindUser)
+			hz.add(HazardAliasedIOInvalid, "%s has kind %s; TensorRTBackend init accepts only %s and %s and fails with InvalidProgram", entry, quote.String(a.Kind), quote.String(KindKVCacheUpdate), quote.String(KindUser))
 		}
 	}
 }
@@ -328,7 +329,7 @@ func compareNames(hz *hazardList, kind HazardKind, what string, want, got, other
 	if len(want) == len(got) {
 		for i := range want {
 			if want[i] != got[i] {
-				details = append(details, fmt.Sprintf("%s %d %q is read as %q", what, i, want[i], got[i]))
+				details = append(details, fmt.Sprintf("%s %d %s is read as %s", what, i, quote.String(want[i]), quote.String(got[i])))
 			}
 		}
 	} else {
@@ -342,14 +343,14 @@ func compareNames(hz *hazardList, kind HazardKind, what string, want, got, other
 				if what == "output" {
 					opposite = "an input"
 				}
-				details = append(details, fmt.Sprintf("%q is read as %s", n, opposite))
+				details = append(details, fmt.Sprintf("%s is read as %s", quote.String(n), opposite))
 			default:
-				details = append(details, fmt.Sprintf("%q is missing", n))
+				details = append(details, fmt.Sprintf("%s is missing", quote.String(n)))
 			}
 		}
 		for _, n := range got {
 			if !slices.Contains(want, n) && !slices.Contains(otherWant, n) {
-				details = append(details, fmt.Sprintf("%q is not in the metadata", n))
+				details = append(details, fmt.Sprintf("%s is not in the metadata", quote.String(n)))
 			}
 		}
 	}
@@ -363,7 +364,7 @@ func compareNames(hz *hazardList, kind HazardKind, what string, want, got, other
 func formatAliases(a []AliasedIO) string {
 	parts := make([]string, len(a))
 	for i, x := range a {
-		parts[i] = fmt.Sprintf("%q<-%q (%s)", x.Output, x.Input, x.Kind)
+		parts[i] = fmt.Sprintf("%s<-%s (%s)", quote.String(x.Output), quote.String(x.Input), x.Kind)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }

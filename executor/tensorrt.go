@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"io"
 	"log/slog"
 	"slices"
@@ -306,29 +307,29 @@ func checkEngineIO(log *slog.Logger, engine Engine, view *delegate.DeployedView,
 	}
 	for _, a := range view.AliasedIO {
 		if !slices.Contains(view.Outputs, a.Output) || !slices.Contains(view.Inputs, a.Input) {
-			return fail("aliased_io names not found (output=%q, input=%q)", a.Output, a.Input)
+			return fail("aliased_io names not found (output=%s, input=%s)", quote.String(a.Output), quote.String(a.Input))
 		}
 		switch a.Kind {
 		case delegate.KindKVCacheUpdate:
 			if described {
 				if got := tensors.AliasedInputTensor(a.Output); got != a.Input {
-					return fail("kv_cache_update alias for output %q disagrees with the engine (engine aliases %q, blob says %q)", a.Output, got, a.Input)
+					return fail("kv_cache_update alias for output %s disagrees with the engine (engine aliases %s, blob says %s)", quote.String(a.Output), quote.String(got), quote.String(a.Input))
 				}
 			}
 		case delegate.KindUser:
 			if described {
 				if o, i := tensors.TensorShape(a.Output), tensors.TensorShape(a.Input); o == nil || !slices.Equal(o, i) {
-					return fail("user alias output %q shape %v is incompatible with input %q shape %v", a.Output, o, a.Input, i)
+					return fail("user alias output %s shape %v is incompatible with input %s shape %v", quote.String(a.Output), o, quote.String(a.Input), i)
 				}
 			}
 		default:
-			return fail("aliased_io entry for output %q has unknown kind %q", a.Output, a.Kind)
+			return fail("aliased_io entry for output %s has unknown kind %s", quote.String(a.Output), quote.String(a.Kind))
 		}
 	}
 	if described {
 		for _, in := range view.Inputs {
 			if tensors.IsShapeTensor(in) {
-				return fail("shape tensor input %q is not supported", in)
+				return fail("shape tensor input %s is not supported", quote.String(in))
 			}
 		}
 	} else if len(view.AliasedIO) > 0 {

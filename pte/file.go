@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"io"
 	"os"
 
@@ -347,7 +348,7 @@ func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
 	ep := p.ExecutionPlan[plan]
 	if delegate < 0 || delegate >= len(ep.Delegates) {
 		return nil, &FormatError{Off: f.posOf(ep), Path: fmt.Sprintf("execution_plan[%d].delegates", plan),
-			Msg:  fmt.Sprintf("method %q: delegate %d out of range (%d delegates)", ep.Name, delegate, len(ep.Delegates)),
+			Msg:  fmt.Sprintf("method %s: delegate %d out of range (%d delegates)", quote.String(ep.Name), delegate, len(ep.Delegates)),
 			Code: CodeInvalidArgument}
 	}
 	d := ep.Delegates[delegate]
@@ -437,7 +438,7 @@ func (f *File) NamedData(key string) (*Payload, error) {
 	for i, nd := range p.NamedData {
 		if nd != nil && isAbsent(nd.Absent, "key", nd.Key) {
 			return nil, &FormatError{Off: f.posOf(nd), Path: fmt.Sprintf("named_data[%d].key", i),
-				Msg: fmt.Sprintf("looking up %q: named data entry has no key", key), Code: CodeInvalidArgument}
+				Msg: fmt.Sprintf("looking up %s: named data entry has no key", quote.String(key)), Code: CodeInvalidArgument}
 		}
 		if nd == nil || nd.Key != key {
 			continue
@@ -445,11 +446,11 @@ func (f *File) NamedData(key string) (*Payload, error) {
 		path := fmt.Sprintf("named_data[%d].segment_index", i)
 		if p.Segments == nil || uint64(nd.SegmentIndex) >= uint64(len(p.Segments)) {
 			return nil, &FormatError{Off: f.posOf(nd), Path: path,
-				Msg: fmt.Sprintf("named data %q: segment index %d out of range (%d segments)", key, nd.SegmentIndex, len(p.Segments)), Code: CodeInvalidArgument}
+				Msg: fmt.Sprintf("named data %s: segment index %d out of range (%d segments)", quote.String(key), nd.SegmentIndex, len(p.Segments)), Code: CodeInvalidArgument}
 		}
 		return f.Segment(int(nd.SegmentIndex))
 	}
-	return nil, &FormatError{Off: -1, Path: "named_data", Msg: fmt.Sprintf("no named data with key %q", key), Code: CodeNotFound}
+	return nil, &FormatError{Off: -1, Path: "named_data", Msg: fmt.Sprintf("no named data with key %s", quote.String(key)), Code: CodeNotFound}
 }
 
 // posOf returns the file offset of the flatbuffer table a model object was

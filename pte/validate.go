@@ -2,6 +2,7 @@ package pte
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"math/bits"
 	"unicode/utf8"
 )
@@ -156,7 +157,7 @@ func (v *validator) add(sev Severity, code Code, off int64, path, format string,
 // cannot type them to select a method or backend.
 func (v *validator) text(off int64, path, what, s string) {
 	if !utf8.ValidString(s) {
-		v.add(SeverityWarning, CodeOk, off, path, "%s %q is not valid UTF-8", what, s)
+		v.add(SeverityWarning, CodeOk, off, path, "%s %s is not valid UTF-8", what, quote.String(s))
 	}
 }
 
@@ -273,7 +274,7 @@ func (v *validator) program() {
 			v.add(SeverityError, CodeInvalidArgument, f.posOf(nd), path+".key",
 				"named data has no key: ExecuTorch fails every lookup that reaches this entry")
 		} else if j, dup := seen[nd.Key]; dup {
-			v.add(SeverityWarning, CodeOk, f.posOf(nd), path+".key", "key %q repeats named_data[%d]; lookups find only the first", nd.Key, j)
+			v.add(SeverityWarning, CodeOk, f.posOf(nd), path+".key", "key %s repeats named_data[%d]; lookups find only the first", quote.String(nd.Key), j)
 		} else {
 			seen[nd.Key] = i
 		}

@@ -3,6 +3,7 @@ package pte
 import (
 	"errors"
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"strings"
 )
 
@@ -74,7 +75,7 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 		}
 		if len(name)+1 > maxOperatorNameSize {
 			v.add(SeverityError, CodeInternal, f.posOf(op), fmt.Sprintf("%s.operators[%d]", path, k),
-				"operator name %q is %d bytes; ExecuTorch allows %d including the NUL", name, len(name), maxOperatorNameSize-1)
+				"operator name %s is %d bytes; ExecuTorch allows %d including the NUL", quote.String(name), len(name), maxOperatorNameSize-1)
 		}
 		if isAbsent(op.Absent, "name", op.Name) {
 			v.add(SeverityError, CodeInvalidProgram, f.posOf(op), fmt.Sprintf("%s.operators[%d].name", path, k), "operator has no name")
@@ -234,7 +235,7 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 			v.add(SeverityError, CodeInvalidExternal, off, path+".extra_tensor_info.fully_qualified_name", "EXTERNAL tensor has no fully_qualified_name")
 		} else {
 			v.add(SeverityWarning, CodeNotFound, off, path+".extra_tensor_info",
-				"tensor data %q is external: the method loads only with a .ptd data map that provides it", e.FullyQualifiedName)
+				"tensor data %s is external: the method loads only with a .ptd data map that provides it", quote.String(e.FullyQualifiedName))
 		}
 		return
 	}
