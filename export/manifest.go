@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"io"
 	"math"
 	"path/filepath"
@@ -225,7 +226,7 @@ func (p *jsonParser) value(depth int) (*jval, error) {
 				key, _ := ktok.(string)
 				if slices.Contains(v.keys, key) {
 					line, col := lineCol(p.data, koff)
-					return nil, &ManifestError{Line: line, Col: col, Msg: fmt.Sprintf("member %q is given twice", key)}
+					return nil, &ManifestError{Line: line, Col: col, Msg: fmt.Sprintf("member %s is given twice", quote.String(key))}
 				}
 				item, err := p.value(depth + 1)
 				if err != nil {
@@ -287,7 +288,7 @@ func (r *manifestReader) object(v *jval, path string, allowed ...string) (*jobj,
 		if !slices.Contains(allowed, k) {
 			line, col := lineCol(r.data, v.koffs[i])
 			return nil, &ManifestError{Field: join(path, k), Line: line, Col: col,
-				Msg: fmt.Sprintf("unknown member %q (known: %s)", k, strings.Join(allowed, ", "))}
+				Msg: fmt.Sprintf("unknown member %s (known: %s)", quote.String(k), strings.Join(allowed, ", "))}
 		}
 		o.members[k] = v.items[i]
 	}
@@ -464,7 +465,7 @@ func (r *manifestReader) method(v *jval, path string) (*Method, error) {
 			return nil, err
 		}
 		if t.DType == "" || t.Shape == nil {
-			return nil, r.fail(iv, fmt.Sprintf("%s.inputs[%d]", path, j), "input %q needs \"dtype\" and \"shape\"", t.Name)
+			return nil, r.fail(iv, fmt.Sprintf("%s.inputs[%d]", path, j), "input %s needs \"dtype\" and \"shape\"", quote.String(t.Name))
 		}
 		meth.Inputs = append(meth.Inputs, t)
 	}

@@ -2,6 +2,7 @@ package export
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"slices"
 
 	"github.com/ptekit/ptekit/compilespec"
@@ -39,7 +40,7 @@ func newSpecPlan(opts *Options) (*specPlan, error) {
 	}
 	if pin != nil && sp.pinned != nil {
 		return nil, newError("", "", fmt.Sprintf(
-			"top-level compile specs pin %q and the target device option is also given; use one of them", compilespec.KeyTargetDevice), nil)
+			"top-level compile specs pin %s and the target device option is also given; use one of them", quote.String(compilespec.KeyTargetDevice)), nil)
 	}
 	sp.top, sp.topPin = top, pin
 	return sp, nil
@@ -109,10 +110,10 @@ func methodSpecs(m *Method, sp *specPlan) ([]*pte.CompileSpec, []byte, error) {
 	switch {
 	case pin != nil && sp.pinned != nil:
 		return nil, nil, newError(m.Name, "", fmt.Sprintf(
-			"compile specs pin %q and the target device option is also given; use one of them", compilespec.KeyTargetDevice), nil)
+			"compile specs pin %s and the target device option is also given; use one of them", quote.String(compilespec.KeyTargetDevice)), nil)
 	case pin != nil && sp.topPin != nil:
 		return nil, nil, newError(m.Name, "", fmt.Sprintf(
-			"compile specs pin %q and the top-level compile specs pin it too; use one of them", compilespec.KeyTargetDevice), nil)
+			"compile specs pin %s and the top-level compile specs pin it too; use one of them", quote.String(compilespec.KeyTargetDevice)), nil)
 	case pin == nil:
 		pin = sp.topPin
 	}
@@ -168,7 +169,7 @@ func methodWarnings(md *methodDef, pin []byte, sp *specPlan) []Warning {
 	for _, t := range md.inputs {
 		if t.lastUse == len(md.calls) && !t.output && !usedByCall(md, t) {
 			ws = append(ws, Warning{Kind: WarnUnusedInput, Method: name, Msg: fmt.Sprintf(
-				"input %q is neither read by an engine nor returned", t.name)})
+				"input %s is neither read by an engine nor returned", quote.String(t.name))})
 		}
 	}
 	return ws

@@ -3,6 +3,7 @@ package export
 import (
 	"cmp"
 	"fmt"
+	"github.com/ptekit/ptekit/internal/quote"
 	"math"
 	"slices"
 	"strings"
@@ -90,7 +91,7 @@ func resolve(p *Program, blobs map[*EngineCall]*blobMeta) ([]*methodDef, error) 
 			return nil, newError("", "", fmt.Sprintf("methods[%d] is nil", i), nil)
 		}
 		if err := checkName(m.Name); err != nil {
-			return nil, newError("", "", fmt.Sprintf("methods[%d] name %q %v", i, m.Name, err), nil)
+			return nil, newError("", "", fmt.Sprintf("methods[%d] name %s %v", i, quote.String(m.Name), err), nil)
 		}
 		if seen[m.Name] {
 			return nil, newError(m.Name, "", "method name is used twice", nil)
@@ -301,14 +302,14 @@ func (r *methodResolver) bindingName(cd *callDef, meta *blobMeta, seen map[strin
 		if name == "" {
 			name = want
 		} else if name != want {
-			return "", r.fail(i, "", "%s[%d] binding %q does not match the blob's binding %q", kind, j, name, want)
+			return "", r.fail(i, "", "%s[%d] binding %s does not match the blob's binding %s", kind, j, quote.String(name), quote.String(want))
 		}
 	}
 	if name == "" {
 		return "", r.fail(i, b.Tensor, "%s[%d] binding name is empty", kind, j)
 	}
 	if prev, ok := seen[name]; ok {
-		return "", r.fail(i, "", "binding name %q is used twice (%s and %s[%d])", name, prev, kind, j)
+		return "", r.fail(i, "", "binding name %s is used twice (%s and %s[%d])", quote.String(name), prev, kind, j)
 	}
 	seen[name] = fmt.Sprintf("%s[%d]", kind, j)
 	return name, nil
@@ -325,16 +326,16 @@ func (r *methodResolver) bindInput(cd *callDef, meta *blobMeta, seen map[string]
 	t, ok := r.md.byName[tname]
 	if !ok {
 		if p, later := r.producedBy[tname]; later && p >= i {
-			return r.fail(i, tname, "input binding %q consumes the tensor before it is produced (by %s)", bname, callLabel(p, m.Calls[p].Name))
+			return r.fail(i, tname, "input binding %s consumes the tensor before it is produced (by %s)", quote.String(bname), callLabel(p, m.Calls[p].Name))
 		}
-		return r.fail(i, tname, "input binding %q names an unknown tensor", bname)
+		return r.fail(i, tname, "input binding %s names an unknown tensor", quote.String(bname))
 	}
 	if err := checkConsumer(t, b.DType, b.Shape, b.MaxShape); err != nil {
-		return cd.err(m, tname, fmt.Sprintf("input binding %q disagrees with the producer", bname), err)
+		return cd.err(m, tname, fmt.Sprintf("input binding %s disagrees with the producer", quote.String(bname)), err)
 	}
 	if meta != nil {
 		if err := checkBlobBinding(t, meta.inputs[j]); err != nil {
-			return cd.err(m, tname, fmt.Sprintf("input binding %q disagrees with the blob", bname), err)
+			return cd.err(m, tname, fmt.Sprintf("input binding %s disagrees with the blob", quote.String(bname)), err)
 		}
 	}
 	t.lastUse = i
@@ -356,7 +357,7 @@ func (r *methodResolver) bindOutput(cd *callDef, meta *blobMeta, seen map[string
 	}
 	if meta != nil {
 		if err := checkBlobBinding(t, meta.outputs[j]); err != nil {
-			return cd.err(r.m, tname, fmt.Sprintf("output binding %q disagrees with the blob", bname), err)
+			return cd.err(r.m, tname, fmt.Sprintf("output binding %s disagrees with the blob", quote.String(bname)), err)
 		}
 	}
 	cd.outNames = append(cd.outNames, bname)
@@ -397,19 +398,19 @@ func checkAliases(md *methodDef, cd *callDef) error {
 		ii := slices.Index(cd.inNames, a.Input)
 		switch {
 		case oi < 0:
-			return fail("output %q is not an output binding of this engine", a.Output)
+			return fail("output %s is not an output binding of this engine", quote.String(a.Output))
 		case ii < 0:
-			return fail("input %q is not an input binding of this engine", a.Input)
+			return fail("input %s is not an input binding of this engine", quote.String(a.Input))
 		case a.Kind != "kv_cache_update" && a.Kind != "user":
-			return fail("kind %q is neither \"kv_cache_update\" nor \"user\"", a.Kind)
+			return fail("kind %s is neither \"kv_cache_update\" nor \"user\"", quote.String(a.Kind))
 		case outs[a.Output]:
-			return fail("output %q is aliased twice", a.Output)
+			return fail("output %s is aliased twice", quote.String(a.Output))
 		}
 		outs[a.Output] = true
 		o, in := cd.outputs[oi], cd.inputs[ii]
 		if o.dtype != in.dtype || !slices.Equal(o.sizes, in.sizes) {
-			return fail("output %q (%s %v) and input %q (%s %v) differ in dtype or shape",
-				a.Output, o.dtype, o.sizes, a.Input, in.dtype, in.sizes)
+			return fail("output %s (%s %v) and input %s (%s %v) differ in dtype or shape",
+				quote.String(a.Output), o.dtype, o.sizes, quote.String(a.Input), in.dtype, in.sizes)
 		}
 	}
 	return nil
