@@ -346,7 +346,42 @@ func equalExcept(a, b *node, k string) bool {
 
 // root builds the whole view; buildMethods and matchRenames come first.
 func (v *viewer) root() (*node, error) {
-	doc, p := v.doc, v.doc.Program
+	p := v.doc.Program
+	root := v.header()
+	var methods *node
+	if p.ExecutionPlan != nil {
+		methods = newKeyed()
+		for i, k := range v.keys {
+			methods.set(k, v.methods[i])
+		}
+	}
+	root.set("methods", methods)
+
+	segUsers, inlineUsers := v.users()
+	root.set("segments", v.segments(segUsers))
+	cb, err := jsonNode(p.ConstantBuffer)
+	if err != nil {
+		return nil, err
+	}
+	root.set("constant_buffer", cb)
+	root.set("backend_delegate_data", v.inlineData(inlineUsers))
+	for _, m := range []struct {
+		key string
+		v   any
+	}{{"constant_segment", p.ConstantSegment}, {"mutable_data_segments", p.MutableDataSegments}} {
+		n, err := jsonNode(m.v)
+		if err != nil {
+			return nil, err
+		}
+		root.set(m.key, n)
+	}
+	root.set("named_data", namedData(p.NamedData))
+	return root, nil
+}
+
+// header is the root object with file, extended_header and version.
+func (v *viewer) header() *node {
+	doc := v.doc
 	file := newObject().set("file_identifier", newString(doc.File.FileIdentifier))
 	if v.layout {
 		file.set("size", newNumber(doc.File.Size))
@@ -364,27 +399,20 @@ func (v *viewer) root() (*node, error) {
 	} else {
 		root.set("extended_header", nil)
 	}
-	root.set("version", newNumber(int64(p.Version)))
+	return root.set("version", newNumber(int64(doc.Program.Version)))
+}
 
-	var methods *node
-	if p.ExecutionPlan != nil {
-		methods = newKeyed()
-		for i, k := range v.keys {
-			methods.set(k, v.methods[i])
-		}
-	}
-	root.set("methods", methods)
-
-	segUsers, inlineUsers := v.users()
+// segments is the segments array; users names what refers to each.
+func (v *viewer) segments(users map[int][]string) *node {
 	segs := &node{kind: 'a', arr: []*node{}}
-	for i, s := range doc.Segments {
+	for i, s := range v.doc.Segments {
 		sha := s.SHA256
 		if s.Size == 0 && !v.layout {
 			// No bytes to compare: whether an empty segment can be located
 			// only depends on the header.
 			sha = Digest{}
 		}
-		n := storage(segUsers[i], newUint(s.Size), sha)
+		n := storage(users[i], newUint(s.Size), sha)
 		if v.layout {
 			n.set("offset", newUint(s.Offset))
 			n.set("file_offset", newUint(s.FileOffset))
@@ -392,51 +420,43 @@ func (v *viewer) root() (*node, error) {
 		}
 		segs.arr = append(segs.arr, n)
 	}
-	root.set("segments", segs)
+	return segs
+}
 
-	cb, err := jsonNode(p.ConstantBuffer)
-	if err != nil {
-		return nil, err
+// inlineData is the backend_delegate_data array (nil when absent).
+func (v *viewer) inlineData(users map[int][]string) *node {
+	p := v.doc.Program
+	if p.BackendDelegateData == nil {
+		return nil
 	}
-	root.set("constant_buffer", cb)
-	var inline *node
-	if p.BackendDelegateData != nil {
-		inline = &node{kind: 'a', arr: []*node{}}
-		for i, d := range p.BackendDelegateData {
-			switch {
-			case d == nil:
-				inline.arr = append(inline.arr, &node{kind: 'z'})
-			case d.Data == nil:
-				inline.arr = append(inline.arr, newObject().set("data", nil))
-			default:
-				inline.arr = append(inline.arr, storage(inlineUsers[i], newNumber(int64(d.Data.Size)), Digest{Hex: d.Data.SHA256}))
-			}
+	inline := &node{kind: 'a', arr: []*node{}}
+	for i, d := range p.BackendDelegateData {
+		switch {
+		case d == nil:
+			inline.arr = append(inline.arr, &node{kind: 'z'})
+		case d.Data == nil:
+			inline.arr = append(inline.arr, newObject().set("data", nil))
+		default:
+			inline.arr = append(inline.arr, storage(users[i], newNumber(int64(d.Data.Size)), Digest{Hex: d.Data.SHA256}))
 		}
 	}
-	root.set("backend_delegate_data", inline)
-	for _, m := range []struct {
-		key string
-		v   any
-	}{{"constant_segment", p.ConstantSegment}, {"mutable_data_segments", p.MutableDataSegments}} {
-		n, err := jsonNode(m.v)
-		if err != nil {
-			return nil, err
-		}
-		root.set(m.key, n)
+	return inline
+}
+
+// namedData is the named_data object keyed by key (nil when absent).
+func namedData(list []*NamedData) *node {
+	if list == nil {
+		return nil
 	}
-	var named *node
-	if p.NamedData != nil {
-		named = newKeyed()
-		for _, nd := range p.NamedData {
-			if nd == nil {
-				named.setUnique("", nil)
-				continue
-			}
-			named.setUnique(nd.Key, newObject().set("segment_index", newNumber(int64(nd.SegmentIndex))))
+	named := newKeyed()
+	for _, nd := range list {
+		if nd == nil {
+			named.setUnique("", nil)
+			continue
 		}
+		named.setUnique(nd.Key, newObject().set("segment_index", newNumber(int64(nd.SegmentIndex))))
 	}
-	root.set("named_data", named)
-	return root, nil
+	return named
 }
 
 // users lists, for each segment and each inline data entry, the paths of
