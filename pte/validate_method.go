@@ -181,7 +181,7 @@ func (v *validator) tensorItems(ep *ExecutionPlan, path string, self int, items 
 
 // tensor checks a Tensor as tensor_parser does, and its data source.
 func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
-	f, p := v.f, v.f.Program
+	f := v.f
 	off := f.posOf(t)
 	if !validScalarType(t.ScalarType) {
 		v.add(SeverityError, CodeInvalidProgram, off, path+".scalar_type", "invalid scalar type %d", int8(t.ScalarType))
@@ -196,9 +196,45 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 	default:
 		v.add(SeverityWarning, CodeOk, off, path+".shape_dynamism", "unknown shape dynamism %d", t.ShapeDynamism)
 	}
+	if !v.tensorShape(off, path, t) {
+		return
+	}
+	_, nbytes, sized := tensorBytes(t)
+	if e := t.ExtraTensorInfo; e != nil && e.Location == TensorDataLocationEXTERNAL {
+		// The runtime refuses a null name; "" is a key like any other.
+		if isAbsent(e.Absent, "fully_qualified_name", e.FullyQualifiedName) {
+			v.add(SeverityError, CodeInvalidExternal, off, path+".extra_tensor_info.fully_qualified_name", "EXTERNAL tensor has no fully_qualified_name")
+		} else {
+			v.add(SeverityWarning, CodeNotFound, off, path+".extra_tensor_info",
+				"tensor data %s is external: the method loads only with a .ptd data map that provides it", quote.String(e.FullyQualifiedName))
+		}
+		return
+	}
+	if a := t.AllocationInfo; a != nil {
+		apath := path + ".allocation_info"
+		// A missing non_const_buffer_sizes is reported once for the method.
+		if ep.NonConstBufferSizes != nil {
+			v.arena(ep, apath, a, nbytes, sized)
+		}
+		if a.MemoryOffsetHigh != 0 {
+			v.add(SeverityWarning, CodeNotSupported, f.posOf(a), apath+".memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
+		}
+		if t.DataBufferIdx > 0 {
+			v.mutableInit(path, t, nbytes, sized)
+		}
+		return
+	}
+	if t.DataBufferIdx != 0 {
+		v.constantData(off, path, t, nbytes, sized)
+	}
+}
+
+// tensorShape checks a tensor's sizes and dim_order; false means it has no
+// sizes and nothing more about it can be checked.
+func (v *validator) tensorShape(off int64, path string, t *Tensor) bool {
 	if t.Sizes == nil {
 		v.add(SeverityError, CodeInvalidProgram, off, path+".sizes", "tensor has no sizes")
-		return
+		return false
 	}
 	if t.DimOrder == nil {
 		v.add(SeverityError, CodeInvalidProgram, off, path+".dim_order", "tensor has no dim_order")
@@ -228,34 +264,14 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 			}
 		}
 	}
-	_, nbytes, sized := tensorBytes(t)
-	if e := t.ExtraTensorInfo; e != nil && e.Location == TensorDataLocationEXTERNAL {
-		// The runtime refuses a null name; "" is a key like any other.
-		if isAbsent(e.Absent, "fully_qualified_name", e.FullyQualifiedName) {
-			v.add(SeverityError, CodeInvalidExternal, off, path+".extra_tensor_info.fully_qualified_name", "EXTERNAL tensor has no fully_qualified_name")
-		} else {
-			v.add(SeverityWarning, CodeNotFound, off, path+".extra_tensor_info",
-				"tensor data %s is external: the method loads only with a .ptd data map that provides it", quote.String(e.FullyQualifiedName))
-		}
-		return
-	}
-	if a := t.AllocationInfo; a != nil {
-		apath := path + ".allocation_info"
-		// A missing non_const_buffer_sizes is reported once for the method.
-		if ep.NonConstBufferSizes != nil {
-			v.arena(ep, apath, a, nbytes, sized)
-		}
-		if a.MemoryOffsetHigh != 0 {
-			v.add(SeverityWarning, CodeNotSupported, f.posOf(a), apath+".memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
-		}
-		if t.DataBufferIdx > 0 {
-			v.mutableInit(path, t, nbytes, sized)
-		}
-		return
-	}
-	if t.DataBufferIdx == 0 {
-		return
-	}
+	return true
+}
+
+// constantData checks that a constant tensor's data_buffer_idx names data
+// holding its nbytes (known when sized): in the constant segment when the
+// program has one, else in the deprecated constant_buffer.
+func (v *validator) constantData(off int64, path string, t *Tensor, nbytes uint64, sized bool) {
+	p := v.f.Program
 	idx := uint64(t.DataBufferIdx)
 	dpath := path + ".data_buffer_idx"
 	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 {
