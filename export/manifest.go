@@ -580,27 +580,8 @@ func (r *manifestReader) engine(v *jval, path string) (*EngineCall, error) {
 	if c.HardwareCompatible, err = r.boolean(o, "hardware_compatible"); err != nil {
 		return nil, err
 	}
-	resolvePath := func(p string) string {
-		if filepath.IsAbs(p) || r.baseDir == "" {
-			return p
-		}
-		return filepath.Join(r.baseDir, p)
-	}
-	switch {
-	case engine != "" && blob != "":
-		return nil, r.fail(v, path, "give \"engine\" or \"blob\", not both")
-	case engine != "":
-		c.Engine = EngineFile(resolvePath(engine))
-		if c.Name == "" {
-			c.Name = filepath.Base(engine)
-		}
-	case blob != "":
-		c.Engine = BlobFile(resolvePath(blob))
-		if c.Name == "" {
-			c.Name = filepath.Base(blob)
-		}
-	default:
-		return nil, r.fail(v, path, "\"engine\" (a serialized TensorRT engine) or \"blob\" (an existing TensorRT delegate blob) is required")
+	if err := r.engineSource(v, path, c, engine, blob); err != nil {
+		return nil, err
 	}
 	if dv := o.get("device_id"); dv != nil {
 		if blob != "" {
@@ -612,27 +593,71 @@ func (r *manifestReader) engine(v *jval, path string) (*EngineCall, error) {
 		}
 		c.DeviceID = int(n)
 	}
-	for _, kind := range []string{"inputs", "outputs"} {
-		items, err := r.array(o, kind)
+	if c.Inputs, err = r.bindings(o, path, "inputs"); err != nil {
+		return nil, err
+	}
+	if c.Outputs, err = r.bindings(o, path, "outputs"); err != nil {
+		return nil, err
+	}
+	if c.AliasedIO, err = r.aliasedIO(o, path); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// engineSource sets c.Engine from the call's "engine" or "blob" path
+// (relative to the manifest's directory), and its default name.
+func (r *manifestReader) engineSource(v *jval, path string, c *EngineCall, engine, blob string) error {
+	resolvePath := func(p string) string {
+		if filepath.IsAbs(p) || r.baseDir == "" {
+			return p
+		}
+		return filepath.Join(r.baseDir, p)
+	}
+	switch {
+	case engine != "" && blob != "":
+		return r.fail(v, path, "give \"engine\" or \"blob\", not both")
+	case engine != "":
+		c.Engine = EngineFile(resolvePath(engine))
+		if c.Name == "" {
+			c.Name = filepath.Base(engine)
+		}
+	case blob != "":
+		c.Engine = BlobFile(resolvePath(blob))
+		if c.Name == "" {
+			c.Name = filepath.Base(blob)
+		}
+	default:
+		return r.fail(v, path, "\"engine\" (a serialized TensorRT engine) or \"blob\" (an existing TensorRT delegate blob) is required")
+	}
+	return nil
+}
+
+// bindings reads the call's "inputs" or "outputs" (kind) array.
+func (r *manifestReader) bindings(o *jobj, path, kind string) ([]*Binding, error) {
+	items, err := r.array(o, kind)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Binding
+	for k, it := range items {
+		b, err := r.binding(it, fmt.Sprintf("%s.%s[%d]", path, kind, k))
 		if err != nil {
 			return nil, err
 		}
-		for k, it := range items {
-			b, err := r.binding(it, fmt.Sprintf("%s.%s[%d]", path, kind, k))
-			if err != nil {
-				return nil, err
-			}
-			if kind == "inputs" {
-				c.Inputs = append(c.Inputs, b)
-			} else {
-				c.Outputs = append(c.Outputs, b)
-			}
-		}
+		out = append(out, b)
 	}
+	return out, nil
+}
+
+// aliasedIO reads the call's "aliased_io" array; a missing kind is
+// kv_cache_update.
+func (r *manifestReader) aliasedIO(o *jobj, path string) ([]AliasedIO, error) {
 	aliases, err := r.array(o, "aliased_io")
 	if err != nil {
 		return nil, err
 	}
+	var out []AliasedIO
 	for k, av := range aliases {
 		ap := fmt.Sprintf("%s.aliased_io[%d]", path, k)
 		ao, err := r.object(av, ap, "output", "input", "kind")
@@ -651,9 +676,9 @@ func (r *manifestReader) engine(v *jval, path string) (*EngineCall, error) {
 		if a.Kind == "" {
 			a.Kind = "kv_cache_update"
 		}
-		c.AliasedIO = append(c.AliasedIO, a)
+		out = append(out, a)
 	}
-	return c, nil
+	return out, nil
 }
 
 func (r *manifestReader) specs(o *jobj, k string) ([]*pte.CompileSpec, error) {
