@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"io"
 	"math"
@@ -113,6 +114,8 @@ type CompileSpecRaw struct {
 	// Truncated says the value is longer than MaxDocumentSpecValue and
 	// ValueHex and ValueUTF8 hold only its beginning.
 	Truncated bool `json:"value_truncated,omitempty"`
+	// full is the whole value when the document was built from a file.
+	full []byte
 }
 
 // MaxDocumentSpecValue is how many bytes of a compile spec value the
@@ -284,7 +287,7 @@ func (b *builder) hashTotal() int64 {
 	total := b.f.Size
 	for i, s := range b.f.Program.Segments {
 		if _, ok := b.segmentRange(i); ok {
-			total = satAdd(total, int64(min(s.Size, math.MaxInt64)))
+			total = compilespec.AddSizes(total, int64(min(s.Size, math.MaxInt64)))
 		}
 	}
 	for _, ep := range b.f.Program.ExecutionPlan {
@@ -296,7 +299,7 @@ func (b *builder) hashTotal() int64 {
 				continue
 			}
 			if pl, ok := b.locate(d.Processed); ok {
-				total = satAdd(total, pl.size)
+				total = compilespec.AddSizes(total, pl.size)
 			}
 		}
 	}
@@ -483,7 +486,7 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 			continue
 		}
 		v := cs.Value
-		raw := &CompileSpecRaw{Key: cs.Key}
+		raw := &CompileSpecRaw{Key: cs.Key, full: cs.Value}
 		if len(v) > MaxDocumentSpecValue {
 			v = v[:MaxDocumentSpecValue]
 			raw.Size, raw.Truncated = len(cs.Value), true

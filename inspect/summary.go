@@ -3,7 +3,8 @@ package inspect
 import (
 	"encoding/hex"
 	"github.com/ptekit/ptekit/delegate"
-	"math"
+	"github.com/ptekit/ptekit/internal/quote"
+	"github.com/ptekit/ptekit/pte"
 	"strconv"
 
 	"github.com/ptekit/ptekit/compilespec"
@@ -151,7 +152,7 @@ func NewSummary(doc *Document) *Summary {
 		reachable := d.Size != nil
 		if reachable {
 			size = *d.Size
-			s.Payloads = satAdd(s.Payloads, size)
+			s.Payloads = compilespec.AddSizes(s.Payloads, size)
 			if s.Largest == nil || size > *s.Largest.Size {
 				s.Largest = d
 			}
@@ -168,13 +169,13 @@ func NewSummary(doc *Document) *Summary {
 			}
 		}
 		g.Count++
-		g.Payloads = satAdd(g.Payloads, size)
+		g.Payloads = compilespec.AddSizes(g.Payloads, size)
 		if !reachable {
 			g.Unreachable++
 		}
 		if m != nil && delegate.IsTensorRT(d.ID) {
 			if budgetBytes >= 0 {
-				m.Budget = satAdd(m.Budget, budgetBytes)
+				m.Budget = compilespec.AddSizes(m.Budget, budgetBytes)
 				m.Budgeted++
 			} else if budget == "" {
 				m.Automatic++
@@ -213,24 +214,18 @@ func constant(v any) (Constant, bool) {
 	case *DoubleVal:
 		return Constant{"Double", strconv.FormatFloat(float64(x.DoubleVal), 'g', -1, 64)}, true
 	case *StringVal:
-		return Constant{"String", QuoteShort(x.StringVal)}, true
+		return Constant{"String", quote.String(x.StringVal)}, true
 	case *NullVal:
 		return Constant{"Null", "None"}, true
 	}
 	return Constant{}, false
 }
 
-// QuoteShort quotes s in Go syntax, cut to its first 64 bytes (with "..."
-// after the quote) so that a hostile value cannot flood a message.
-func QuoteShort(s string) string {
-	if len(s) <= maxQuote {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(s[:maxQuote]) + "..."
-}
-
 // specValue returns a compile spec value's bytes.
 func specValue(cs *CompileSpecRaw) []byte {
+	if cs.full != nil {
+		return cs.full
+	}
 	if cs.ValueUTF8 != nil {
 		return []byte(*cs.ValueUTF8)
 	}
@@ -241,10 +236,14 @@ func specValue(cs *CompileSpecRaw) []byte {
 // specOf returns the first compile spec of d whose key is key (with
 // ExecuTorch's C-string key comparison), or nil.
 func specOf(d *Delegate, key string) *CompileSpecRaw {
-	for _, cs := range d.CompileSpecs {
-		if cs != nil && compilespec.CKeyEqual(cs.Key, key) {
-			return cs
+	specs := make([]*pte.CompileSpec, len(d.CompileSpecs))
+	for i, cs := range d.CompileSpecs {
+		if cs != nil {
+			specs[i] = &pte.CompileSpec{Key: cs.Key}
 		}
+	}
+	if idx := compilespec.Find(specs, key); len(idx) > 0 {
+		return d.CompileSpecs[idx[0]]
 	}
 	return nil
 }
@@ -262,7 +261,7 @@ func delegateBudget(d *Delegate) (string, int64) {
 	v := specValue(cs)
 	n, err := compilespec.ParseBudget(v)
 	if err != nil {
-		return "invalid " + QuoteShort(string(v)), -1
+		return "invalid " + quote.String(string(v)), -1
 	}
 	return compilespec.FormatSize(n), n
 }
@@ -271,8 +270,8 @@ func delegateBudget(d *Delegate) (string, int64) {
 func delegateDevice(d *Delegate) string {
 	if cs := specOf(d, compilespec.KeyTargetDevice); cs != nil {
 		v := specValue(cs)
-		if len(v) > maxQuote {
-			return QuoteShort(string(v))
+		if len(v) > quote.MaxBytes {
+			return quote.String(string(v))
 		}
 		return string(v)
 	}
@@ -280,12 +279,4 @@ func delegateDevice(d *Delegate) string {
 		return "engine device " + strconv.Itoa(int(t.Deployed.DeviceID))
 	}
 	return ""
-}
-
-// satAdd adds two non-negative sizes, saturating at math.MaxInt64.
-func satAdd(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bytes"
+	"github.com/ptekit/ptekit/compilespec"
 	"math"
 	"testing"
 
@@ -76,7 +77,7 @@ func TestSummaryHostileValues(t *testing.T) {
 	text, n := delegateBudget(d)
 	assert.Equal(t, int64(-1), n)
 	assert.Less(t, len(text), 100)
-	assert.Equal(t, int64(math.MaxInt64), satAdd(math.MaxInt64-1, 5))
+	assert.Equal(t, int64(math.MaxInt64), compilespec.AddSizes(math.MaxInt64-1, 5))
 
 	big := int64(math.MaxInt64 / 2)
 	doc := &Document{Program: &Program{ExecutionPlan: []*ExecutionPlan{{Name: "forward"}}}}
