@@ -238,7 +238,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return 0
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s, %s, %s, %s, weight streaming budget %s\n",
-		res.Path, compilespec.FormatSize(res.Size), cli.Count(len(res.Methods), "method"),
+		res.Path, compilespec.FormatSizeApprox(res.Size), cli.Count(len(res.Methods), "method"),
 		cli.Count(res.Delegates, "TensorRT delegate"), cli.Count(res.Blobs, "blob"), budget)
 	return 0
 }

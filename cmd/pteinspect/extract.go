@@ -79,7 +79,7 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 		return failErr(stderr, name, fmt.Errorf("writing %s: %w", what, err))
 	}
 	if !o.quiet {
-		fmt.Fprintf(stdout, "wrote %s (%s) to %s\n", compilespec.FormatSize(n), what, esc(o.output))
+		fmt.Fprintf(stdout, "wrote %s (%s) to %s\n", compilespec.FormatSizeApprox(n), what, esc(o.output))
 	}
 	return exitOK
 }

@@ -39,7 +39,7 @@ func printSummary(w io.Writer, name string, p *pte.Program, doc *inspect.Documen
 	}
 	t := newTable(w, "")
 	t.row("file", esc(input.Display(name)))
-	t.row("size", compilespec.FormatSize(s.Size))
+	t.row("size", compilespec.FormatSizeApprox(s.Size))
 	if doc.File.SHA256.Hex != "" {
 		t.row("sha256", doc.File.SHA256.Hex)
 	}
@@ -56,8 +56,8 @@ func printSummary(w io.Writer, name string, p *pte.Program, doc *inspect.Documen
 	t.row("methods", methods)
 	t.row("delegates", backendsText(s.Backends))
 	if s.Largest != nil {
-		t.row("payloads", fmt.Sprintf("%s in all, largest %s (%s delegate %d)", compilespec.FormatSize(s.Payloads),
-			compilespec.FormatSize(*s.Largest.Size), esc(s.Largest.Plan), s.Largest.DelegateIndex))
+		t.row("payloads", fmt.Sprintf("%s in all, largest %s (%s delegate %d)", compilespec.FormatSizeApprox(s.Payloads),
+			compilespec.FormatSizeApprox(*s.Largest.Size), esc(s.Largest.Plan), s.Largest.DelegateIndex))
 	}
 	t.row("problems", problemsText(s))
 	t.flush()
@@ -204,9 +204,9 @@ func groupText(g *inspect.DelegateGroup) string {
 	case g.Unreachable == g.Count:
 		b.WriteString(", payloads not reachable")
 	case g.Count == 1:
-		b.WriteString(", payload " + compilespec.FormatSize(g.Payloads))
+		b.WriteString(", payload " + compilespec.FormatSizeApprox(g.Payloads))
 	default:
-		b.WriteString(", payloads " + compilespec.FormatSize(g.Payloads))
+		b.WriteString(", payloads " + compilespec.FormatSizeApprox(g.Payloads))
 		if g.Unreachable > 0 {
 			fmt.Fprintf(&b, " (%d not reachable)", g.Unreachable)
 		}
