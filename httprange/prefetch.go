@@ -19,7 +19,7 @@ type Range struct {
 }
 
 // maxRangesPerRequest bounds the Range header of one multi-range request.
-const maxRangesPerRequest = 64
+const maxRangesPerRequest = 128
 
 // extent is a prefetched range: bytes [off, off+len(data)).
 type extent struct {

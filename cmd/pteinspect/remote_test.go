@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/internal/testprog"
@@ -71,6 +73,26 @@ func TestRemoteListReadsLittle(t *testing.T) {
 		require.NoError(t, err)
 		require.Greater(t, st.Size(), 64*engine, name)
 	}
+	// The same shape exported from engine files, as pteexport writes it:
+	// engines on their own pages (page-congruent layout), so the padding
+	// keeps one blob's last byte and the next one's header apart.
+	var calls []*export.EngineCall
+	for i := range 64 {
+		p := filepath.Join(dir, fmt.Sprintf("e%d.engine", i))
+		f, err := os.Create(p)
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(32<<20+16*int64(i)))
+		require.NoError(t, f.Close())
+		calls = append(calls, &export.EngineCall{Engine: export.EngineFile(p),
+			Inputs:  []*export.Binding{{Name: "in", Tensor: fmt.Sprintf("t%d", i)}},
+			Outputs: []*export.Binding{{Name: "out", Tensor: fmt.Sprintf("t%d", i+1), DType: export.Float32, Shape: []int64{4}}}})
+	}
+	budget := int64(1 << 30)
+	_, err := export.WriteFile(filepath.Join(dir, "files.pte"), &export.Program{Methods: []*export.Method{{Name: "forward",
+		Inputs:  []*export.Tensor{{Name: "t0", DType: export.Float32, Shape: []int64{4}}},
+		Outputs: []*export.Tensor{{Name: "t64"}}, Calls: calls}}}, &export.Options{WeightStreamingBudget: &budget})
+	require.NoError(t, err)
+	sizes["files.pte"] = 32 << 20
 	srv, cnt := serveDir(t, dir)
 	for _, view := range [][]string{{}, {"--json"}, {"--verify"}, {"--plan"}, {"--compile-specs"}} {
 		counts := map[string]int64{}
@@ -85,6 +107,7 @@ func TestRemoteListReadsLittle(t *testing.T) {
 			counts[name] = cnt.requests.Load()
 		}
 		require.Equal(t, counts["2MiB.pte"], counts["2GiB.pte"], "%v", view)
+		require.Equal(t, counts["2MiB.pte"], counts["files.pte"], "%v", view)
 	}
 }
 
