@@ -94,11 +94,6 @@ func TestGolden(t *testing.T) {
 	// The TensorRT views are of programs written in the test (trtPrograms,
 	// read from standard input), the others of corpus files.
 	cases := []struct{ golden, sub, file string }{
-		{"corpus_add", "corpus", "et__resources__add__43252ca7.pte"},
-		{"corpus_xnnpack_stress_mlp", "corpus", "djl__stress_mlp__3022a8a3.pte"},
-		{"corpus_qnn_two_methods", "corpus", "et__artifacts__stories260k_hybrid_llama_qnn__01e15984.pte"},
-		{"corpus_ethos_inline", "corpus", "cmsis__ethos_u_minimal_example__14bf7636.pte"},
-		{"corpus_training", "corpus", "dnf__dnf__010f4666.pte"},
 		{"trt_aliased_io_tr02", "", "aliased"},
 		{"trt_two_methods_prefill_decode", "", "two_methods"},
 		{"trt_budget_spec_twice", "", "budget_twice"},
@@ -108,7 +103,6 @@ func TestGolden(t *testing.T) {
 		{"trt_plan_unstated", "", "chain"},
 		{"trt_plan_automatic", "", "no_budget"},
 		{"trt_plan_not_streaming", "", "segment"},
-		{"corpus_xnnpack_plan_not_modelled", "corpus", "djl__stress_mlp__3022a8a3.pte"},
 		{"trt_compile_specs", "", "specs"},
 	}
 	for _, c := range cases {
