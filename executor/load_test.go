@@ -3,15 +3,13 @@ package executor
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"encoding/binary"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/stretchr/testify/require"
+
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -145,17 +143,63 @@ func TestLoadMethodDestroysOnChainFailure(t *testing.T) {
 	}
 }
 
-// TestTypedNilFromFile decodes a real program whose FreeCall union tag is
-// set while its table offset is 0, which used to panic pteinspect --plan.
+// TestTypedNilFromFile decodes a program whose FreeCall instruction has its
+// union tag set while its table is absent (a file, not a model, can say
+// that), which used to panic pteinspect --plan. The file is seedProgram
+// with that instruction patched: its vtable is replaced by one that lists
+// only the tag field.
 func TestTypedNilFromFile(t *testing.T) {
-	// The patch offset is that of one known public file; another corpus
-	// that lacks it skips this test.
-	data, err := os.ReadFile(filepath.Join(testkit.SharedDir(t, "corpus"), "npr__dtypes__65298504.pte"))
-	if sum := sha256.Sum256(data); err != nil || hex.EncodeToString(sum[:]) != "01f6b04fa21c2c411d8ceba1d45a07108cf4239164641cbcbed24c13ec1158d1" {
-		t.Skipf("the public program npr__dtypes__65298504.pte is not in this corpus (%v)", err)
+	const marker = 0x1eadbeef // FreeCall value index, to find its table
+	p := seedProgram(t, seedMetadata())
+	p.ExecutionPlan[0].Chains[0].Instructions[4].Args = &pte.FreeCall{ValueIndex: marker}
+	data := writeProgram(t, p, seedMetadata())
+	le := binary.LittleEndian
+	u16 := func(at int) int { return int(le.Uint16(data[at:])) }
+	vtable := func(table int) int { return table - int(int32(le.Uint32(data[table:]))) }
+	inRange := func(at, n int) bool { return at >= 0 && at+n <= len(data) }
+
+	m := bytes.Index(data, le.AppendUint32(nil, marker))
+	require.GreaterOrEqual(t, m, 0, "marker not found")
+	require.Equal(t, -1, bytes.Index(data[m+1:], le.AppendUint32(nil, marker)), "marker found twice")
+	freeCall, instr := -1, -1
+	for table := m - 4; table >= m-16 && freeCall < 0; table -= 4 {
+		if vt := vtable(table); inRange(vt, 6) && u16(vt+4) == m-table {
+			freeCall = table
+		}
 	}
-	copy(data[329:333], []byte{0xda, 0x0a, 0, 0})
+	require.GreaterOrEqual(t, freeCall, 0, "FreeCall table not found")
+	// The Instruction's instr_args field is the uoffset that lands on the
+	// FreeCall table; its table starts a few bytes before that field.
+	for field := freeCall - 4; field >= 0 && instr < 0; field -= 4 {
+		if int(le.Uint32(data[field:])) != freeCall-field {
+			continue
+		}
+		for k := 4; k <= 16 && instr < 0; k += 2 {
+			table := field - k
+			if !inRange(table, 4) {
+				continue
+			}
+			vt := vtable(table)
+			if inRange(vt, 8) && u16(vt) >= 8 && u16(vt+6) == k && inRange(table+u16(vt+4), 1) &&
+				pte.InstructionArguments(data[table+u16(vt+4)]) == pte.InstructionArgumentsFreeCall {
+				instr = table
+			}
+		}
+	}
+	require.GreaterOrEqual(t, instr, 0, "Instruction table not found")
+	// The FreeCall table's 8 bytes become the Instruction's own vtable:
+	// size 6 (the tag field only), the same table size and tag offset.
+	vt := vtable(instr)
+	tableSize, tagOff := u16(vt+2), u16(vt+4)
+	le.PutUint16(data[freeCall:], 6)
+	le.PutUint16(data[freeCall+2:], uint16(tableSize))
+	le.PutUint16(data[freeCall+4:], uint16(tagOff))
+	le.PutUint32(data[instr:], uint32(int32(instr-freeCall)))
+
 	f := openBytes(t, data)
+	args := f.Program.ExecutionPlan[0].Chains[0].Instructions[4].Args
+	require.IsType(t, (*pte.FreeCall)(nil), args)
+	require.Nil(t, args.(*pte.FreeCall), "the decoded FreeCall is not a typed nil")
 	pp, err := PlanProgram(f, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
