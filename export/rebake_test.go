@@ -284,12 +284,13 @@ func TestRebakeErrors(t *testing.T) {
 	_, err := Rebake(filepath.Join(dir, "missing.pte"), out, &RebakeOptions{ClearBudget: true})
 	assert.Error(t, err)
 	// A non-TensorRT program has nothing to re-bake.
-	corpus := testkit.SharedDir(t, "corpus")
-	matches, _ := filepath.Glob(filepath.Join(corpus, "djl__add__*.pte"))
-	if len(matches) > 0 {
-		_, err = Rebake(matches[0], out, &RebakeOptions{ClearBudget: true})
-		assert.ErrorContains(t, err, "no TensorRTBackend delegate")
-	}
+	other := twoEngineProgramEdited(t, 128, func(p *pte.Program) {
+		for _, d := range p.ExecutionPlan[0].Delegates {
+			d.ID = "XnnpackBackend"
+		}
+	})
+	_, err = Rebake(other, out, &RebakeOptions{ClearBudget: true})
+	assert.ErrorContains(t, err, "no TensorRTBackend delegate")
 	_, statErr := os.Stat(out)
 	assert.True(t, os.IsNotExist(statErr), fmt.Sprint(statErr))
 	assert.False(t, strings.Contains(out, "tmp-"))
