@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -199,6 +200,9 @@ func TestVectorsBackendInit(t *testing.T) {
 				if run.opt != nil {
 					lo = opts(t, TensorRTBackendID, *run.opt)
 				}
+				// A vector may hold a program upstream fails to load: the
+				// record, not the vector's presence here, says which.
+				upstreamLoaded := upstreamLoads(events)
 				var want []cppEvent
 				for _, e := range events {
 					switch e.Event {
@@ -209,20 +213,18 @@ func TestVectorsBackendInit(t *testing.T) {
 						for _, mn := range e.Names {
 							m, err := prog.LoadMethod(mn, lo)
 							if err != nil {
-								t.Errorf("LoadMethod(%s): %v", mn, err)
+								if upstreamLoaded[mn] {
+									t.Errorf("LoadMethod(%s): %v (upstream loaded it)", mn, err)
+								}
 								continue
 							}
 							m.Close()
 						}
 					case "backend_init":
 						want = append(want, e)
-					case "load_method":
-						if e.OK == nil || !*e.OK {
-							t.Errorf("upstream failed to load %s", e.Name)
-						}
 					}
 				}
-				if len(want) == 0 {
+				if len(want) == 0 && slices.Contains(slices.Collect(maps.Values(upstreamLoaded)), true) {
 					t.Fatal("no backend_init events")
 				}
 				if len(rec.inits) != len(want) {
@@ -301,8 +303,17 @@ func TestVectorsTensorRTOutcome(t *testing.T) {
 						inits[e.Method] = append(inits[e.Method], e)
 					}
 				}
+				upstreamLoaded := upstreamLoads(events)
 				for _, mn := range prog.MethodNames() {
 					m, err := prog.LoadMethod(mn, lo)
+					if !upstreamLoaded[mn] && len(inits[mn]) == 0 {
+						// Upstream failed before reaching the backend: so must we.
+						if err == nil {
+							t.Errorf("%s: loads; upstream failed before backend init", mn)
+							m.Close()
+						}
+						continue
+					}
 					wantErr, wantSource, wantBytes, skip := expectedOutcome(inits[mn], methodAliases(t, f, mn), streamable, automatic)
 					if skip != "" {
 						t.Logf("%s: not judged: %s", mn, skip)
@@ -464,4 +475,16 @@ func expectedOutcome(inits []cppEvent, aliased [][]delegate.AliasedIO, streamabl
 		sources, bytes = append(sources, source), append(bytes, n)
 	}
 	return "", sources, bytes, ""
+}
+
+// upstreamLoads returns, for each method the C++ record names in a
+// load_method event, whether upstream loaded it.
+func upstreamLoads(events []cppEvent) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range events {
+		if e.Event == "load_method" {
+			out[e.Name] = e.OK != nil && *e.OK
+		}
+	}
+	return out
 }
