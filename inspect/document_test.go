@@ -115,6 +115,11 @@ func TestTensorRTMemberMatchesDeployedRuntime(t *testing.T) {
 			inits := readBackendInits(t, filepath.Join(dir, name+".cpp.jsonl"))
 			seen := map[string]int{}
 			for _, d := range doc.Delegates {
+				if len(inits[d.Plan]) == 0 {
+					// The record shows the runtime never reached this
+					// method's backend (a program it refuses earlier).
+					continue
+				}
 				require.NotNil(t, d.TensorRT, "delegate %d of %s", d.DelegateIndex, d.Plan)
 				require.Less(t, seen[d.Plan], len(inits[d.Plan]), "more delegates than backend_init events in %s", d.Plan)
 				want := inits[d.Plan][seen[d.Plan]]
