@@ -25,12 +25,18 @@ func TestGoldenBuilt(t *testing.T) {
 		golden, prog string
 		args         []string
 	}{
-		{"built_kernel_only", "kernel_only", nil},
-		{"built_other_backend_segments", "other_backend", nil},
+		{"built_kernel_only", "kernel_only", []string{"--long"}},
+		{"built_other_backend_segments", "other_backend", []string{"--long"}},
 		{"built_other_backend_plan_not_modelled", "other_backend", []string{"--plan"}},
-		{"built_methods_shared_segment", "methods_shared", nil},
-		{"built_other_backend_inline", "other_inline", nil},
-		{"built_training", "training", nil},
+		{"built_methods_shared_segment", "methods_shared", []string{"--long"}},
+		{"built_other_backend_inline", "other_inline", []string{"--long"}},
+		{"built_training", "training", []string{"--long"}},
+		// The default (summary) view of the same programs.
+		{"built_summary_kernel_only", "kernel_only", nil},
+		{"built_summary_other_backend_segments", "other_backend", nil},
+		{"built_summary_methods_shared_segment", "methods_shared", nil},
+		{"built_summary_other_backend_inline", "other_inline", nil},
+		{"built_summary_training", "training", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.golden, func(t *testing.T) {
