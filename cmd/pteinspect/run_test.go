@@ -161,6 +161,13 @@ func TestVerifyDamaged(t *testing.T) {
 			verdict, ok := verdicts[name]
 			require.True(t, ok, "%s is not in index.tsv", name)
 			r := runArgs(nil, "--verify", path)
+			if upstreamError(verdict) == "" {
+				// Upstream loads it (its damage shows, if at all, when a
+				// method runs): ptekit may find an error there or not, but
+				// the human and JSON forms must agree.
+				checkVerifyAgrees(t, path, r)
+				return
+			}
 			assert.Equal(t, 1, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 			assert.Contains(t, "\n"+r.stdout, "\nerror: ")
 
@@ -193,6 +200,26 @@ func TestVerifyDamaged(t *testing.T) {
 				assert.NotEmpty(t, first.Path, "%s", first)
 			}
 		})
+	}
+}
+
+// checkVerifyAgrees checks that --verify's exit status, its human lines and
+// its JSON form say the same of a program whichever way it is judged.
+func checkVerifyAgrees(t *testing.T, path string, human result) {
+	t.Helper()
+	j := runArgs(nil, "--verify", "--json", path)
+	var v struct {
+		OK     bool `json:"ok"`
+		Errors int  `json:"errors"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(j.stdout), &v), j.stdout)
+	assert.Equal(t, human.code, j.code)
+	assert.Equal(t, v.Errors == 0, v.OK)
+	assert.Equal(t, v.Errors > 0, strings.Contains("\n"+human.stdout, "\nerror: "))
+	if v.Errors > 0 {
+		assert.Equal(t, 1, human.code)
+	} else {
+		assert.Equal(t, 0, human.code)
 	}
 }
 
