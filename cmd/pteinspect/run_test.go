@@ -148,10 +148,11 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestVerifyDamaged: every damaged vector gets an error and exit status 1,
-// never a panic; the first error carries the error class the upstream C++
-// runtime reported for the file (the vector's InternalConsistency verdict,
-// when it reports one) and says where the damage is.
+// TestVerifyDamaged: every damaged vector that upstream refuses (its
+// index.tsv verdict) gets an error and exit status 1, never a panic; the
+// first error carries the error class the upstream C++ runtime reported
+// and says where the damage is. A vector upstream loads is judged
+// consistently (human and JSON agree), not required to fail.
 func TestVerifyDamaged(t *testing.T) {
 	dir := testkit.SharedDir(t, "vectors", "pte-bad")
 	verdicts := readVerdicts(t, filepath.Join(dir, "index.tsv"))
