@@ -87,6 +87,9 @@ const (
 	// WarnLayout: no segment alignment reproduces a re-baked input's
 	// segment layout, so its segments are laid out anew at 128 bytes.
 	WarnLayout WarningKind = "layout"
+	// WarnInPlace: an in-place re-bake rewrote the whole file instead,
+	// because the re-baked program does not fit before the segment base.
+	WarnInPlace WarningKind = "in-place"
 )
 
 // Warning is a condition that does not stop the export but deserves the

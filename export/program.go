@@ -214,6 +214,12 @@ type Result struct {
 	TargetDevice string
 	// Warnings are the conditions worth a user's attention.
 	Warnings []Warning
+	// InPlace is true when a re-bake rewrote only the head of the file
+	// where it is (RebakeOptions.InPlace); Rewritten is then the number of
+	// bytes it wrote (0 when the file already held the result), and Size
+	// the size of the file.
+	InPlace   bool
+	Rewritten int64
 }
 
 // MethodSummary describes one method of a written program.

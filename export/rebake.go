@@ -11,6 +11,7 @@ import (
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/atomicfile"
+	"github.com/ptekit/ptekit/internal/inplace"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -46,6 +47,10 @@ type RebakeOptions struct {
 	// Open is how the input is opened (its flatbuffer region limit); nil
 	// gives pte.NewFile's defaults.
 	Open *pte.OpenOptions
+	// InPlace rewrites only the head of in (prefix, extended header,
+	// tables, padding) where it is, when the re-baked program fits before
+	// the segment base; out must be in or empty. See rebakeInPlace.
+	InPlace bool
 }
 
 // Rebake rewrites the program in, changing only the compile specs of its
@@ -94,6 +99,13 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 	if err != nil {
 		return nil, err
 	}
+	if opts.InPlace {
+		return rebakeInPlace(ctx, in, out, opts, budget)
+	}
+	// An in-place re-bake of in that a crash interrupted is undone first.
+	if _, err := inplace.Recover(in); err != nil {
+		return nil, fmt.Errorf("export: rebake: %w", err)
+	}
 
 	// The output first: one that cannot be written fails before any work.
 	// Re-baking in place (out names in by the same path) is allowed, and
@@ -130,6 +142,9 @@ func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *Rebake
 	if err != nil {
 		return nil, err
 	}
+	if opts.InPlace {
+		return nil, newError("", "", fmt.Sprintf("%s is not a local file; an in-place re-bake needs one", name), nil)
+	}
 	dst, err := createOutput(ctx, out, &atomicfile.Options{NoOverwrite: opts.NoOverwrite})
 	if err != nil {
 		return nil, err
@@ -141,40 +156,9 @@ func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *Rebake
 // rebakeOpen is the re-bake of an open program f into dst, which the caller
 // aborts unless this commits it.
 func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.File, out string, opts *RebakeOptions, budget []byte, wrap func([]*io.SectionReader) []*io.SectionReader) (*Result, error) {
-	res := &Result{}
-	if err := verifyInput(f, in, res); err != nil {
+	res, prog, err := rebakeProgram(f, in, opts, budget)
+	if err != nil {
 		return nil, err
-	}
-
-	prog := cloneForRebake(f.Program)
-	for i, ep := range prog.ExecutionPlan {
-		if ep == nil {
-			continue
-		}
-		n := 0
-		for j, d := range ep.Delegates {
-			if d == nil || !delegate.IsTensorRT(d.ID) {
-				continue
-			}
-			n++
-			specs := d.CompileSpecs
-			switch {
-			case budget != nil:
-				specs = compilespec.Set(specs, compilespec.KeyWeightStreamingBudget, budget)
-			case opts.ClearBudget:
-				specs, _ = compilespec.Delete(specs, compilespec.KeyWeightStreamingBudget)
-			}
-			if opts.TargetDevice != "" {
-				specs = compilespec.Set(specs, compilespec.KeyTargetDevice, []byte(opts.TargetDevice))
-				res.Warnings = append(res.Warnings, rebakeDeviceWarnings(f, i, j, opts.TargetDevice)...)
-			}
-			d.CompileSpecs = specs
-		}
-		res.Warnings = append(res.Warnings, engineCountWarnings(ep.Name, n, budget, false)...)
-	}
-	res.Warnings = append(res.Warnings, summarize(prog, res)...)
-	if res.Delegates == 0 {
-		return nil, newError("", "", fmt.Sprintf("%s has no %s delegate; nothing to re-bake", in, delegate.BackendID), nil)
 	}
 
 	segs, err := f.SegmentReaders()
@@ -209,6 +193,48 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 	res.Path = out
 	res.Size = size
 	return res, nil
+}
+
+// rebakeProgram verifies f (read from in) and returns the program re-baked
+// as opts says (budget is the encoded budget value, nil for none), with
+// a Result holding its warnings and summary.
+func rebakeProgram(f *pte.File, in string, opts *RebakeOptions, budget []byte) (*Result, *pte.Program, error) {
+	res := &Result{}
+	if err := verifyInput(f, in, res); err != nil {
+		return nil, nil, err
+	}
+
+	prog := cloneForRebake(f.Program)
+	for i, ep := range prog.ExecutionPlan {
+		if ep == nil {
+			continue
+		}
+		n := 0
+		for j, d := range ep.Delegates {
+			if d == nil || !delegate.IsTensorRT(d.ID) {
+				continue
+			}
+			n++
+			specs := d.CompileSpecs
+			switch {
+			case budget != nil:
+				specs = compilespec.Set(specs, compilespec.KeyWeightStreamingBudget, budget)
+			case opts.ClearBudget:
+				specs, _ = compilespec.Delete(specs, compilespec.KeyWeightStreamingBudget)
+			}
+			if opts.TargetDevice != "" {
+				specs = compilespec.Set(specs, compilespec.KeyTargetDevice, []byte(opts.TargetDevice))
+				res.Warnings = append(res.Warnings, rebakeDeviceWarnings(f, i, j, opts.TargetDevice)...)
+			}
+			d.CompileSpecs = specs
+		}
+		res.Warnings = append(res.Warnings, engineCountWarnings(ep.Name, n, budget, false)...)
+	}
+	res.Warnings = append(res.Warnings, summarize(prog, res)...)
+	if res.Delegates == 0 {
+		return nil, nil, newError("", "", fmt.Sprintf("%s has no %s delegate; nothing to re-bake", in, delegate.BackendID), nil)
+	}
+	return res, prog, nil
 }
 
 // checkRebakeOptions refuses options that ask for nothing or for

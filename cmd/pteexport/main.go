@@ -9,6 +9,15 @@
 //	          [--target-device cuda:N] [--inline-delegate-data] [--segment-alignment N] [--json] [--force]
 //	pteexport --from in.pte|URL -o out.pte --weight-streaming-budget-per-engine SIZE|auto [--target-device cuda:N]
 //	          [--header 'Name: value'] [--timeout DURATION]
+//	pteexport --from in.pte --in-place --weight-streaming-budget-per-engine SIZE|auto [--target-device cuda:N]
+//	pteexport --recover in.pte
+//
+// --in-place rewrites only the head of in.pte where it is when the re-baked
+// program fits before its segment base (else the whole file is re-baked
+// atomically, with a warning); it is refused while another process has the
+// file open or mapped. A crash during it leaves an undo record
+// (.in.pte.pteundo) that the next pteexport or pteinspect of the file, or
+// pteexport --recover, applies.
 //
 // --from takes an http:// or https:// URL too: the program is read with
 // range requests and its segments are streamed from the server to the
@@ -50,6 +59,8 @@ func main() {
 const usage = `Usage:
   pteexport --manifest model.json -o model.pte [options]   build a program from a manifest
   pteexport --from in.pte|URL -o out.pte [options]         re-bake an existing program
+  pteexport --from in.pte --in-place [options]             re-bake it where it is (head only)
+  pteexport --recover in.pte                               undo an interrupted --in-place re-bake
   pteexport help                                           show this help
 
 Options:
@@ -75,6 +86,8 @@ type config struct {
 	jsonOut, force, help   bool
 	in                     input.Flags
 	quiet, version         bool
+	inPlace                bool
+	recover                string
 }
 
 func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
@@ -92,6 +105,8 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	fs.BoolVar(&c.force, "force", false, "overwrite an existing output file")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "print only errors: no progress, warnings or \"wrote\" line")
 	fs.BoolVar(&c.version, "version", false, "print the version and VCS revision, and exit")
+	fs.BoolVar(&c.inPlace, "in-place", false, "with --from: rewrite only the program's head where it is, when it fits before the segment data (refused while another process has the file open or mapped)")
+	fs.StringVar(&c.recover, "recover", "", "undo an in-place re-bake of this file that a crash interrupted, and exit")
 	fs.BoolVarP(&c.help, "help", "h", false, "show this help")
 	c.in.AddFlags(fs)
 	if len(args) > 0 && args[0] == "help" {
@@ -105,9 +120,26 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	}
 	c.budgetSet = fs.Changed("weight-streaming-budget-per-engine")
 	c.alignmentSet = fs.Changed("segment-alignment")
+	if c.recover != "" {
+		if fs.NArg() > 0 || fs.NFlag() > 1 {
+			return nil, fs, &usageError{"--recover takes a file and no other option"}
+		}
+		return c, fs, nil
+	}
+	if c.inPlace && c.output == "" {
+		c.output = c.from
+	}
 	switch {
 	case fs.NArg() > 0:
 		return nil, fs, &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	case c.inPlace && c.from == "":
+		return nil, fs, &usageError{"--in-place applies to --from only"}
+	case c.inPlace && input.IsURL(c.from):
+		return nil, fs, &usageError{"--in-place rewrites a local file; --from is a URL"}
+	case c.inPlace && c.output != c.from:
+		return nil, fs, &usageError{"--in-place rewrites --from itself; leave out -o"}
+	case c.inPlace && c.alignmentSet:
+		return nil, fs, &usageError{"--in-place keeps the segment layout; --segment-alignment cannot be given"}
 	case c.manifest == "" && c.from == "":
 		return nil, fs, &usageError{"give --manifest (build) or --from (re-bake)"}
 	case c.manifest != "" && c.from != "":
@@ -178,6 +210,19 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		cli.PrintVersion(stdout, "pteexport")
 		return 0
 	}
+	if c.recover != "" {
+		done, err := export.RecoverInPlace(c.recover)
+		switch {
+		case err != nil:
+			fail(cli.Message(err), err)
+			return 1
+		case done:
+			fmt.Fprintf(stdout, "recovered %s: an interrupted in-place re-bake was undone\n", c.recover)
+		default:
+			fmt.Fprintf(stdout, "%s: no interrupted in-place re-bake to undo\n", c.recover)
+		}
+		return 0
+	}
 	// The library creates the output before any work: an output that is
 	// an input, or that exists without --force, fails first.
 	ctx, cancel := c.in.WithTimeout(ctx, c.from)
@@ -237,6 +282,12 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if c.quiet {
 		return 0
 	}
+	if res.InPlace {
+		fmt.Fprintf(stdout, "re-baked %s in place: rewrote %d of its %s, %s, %s, weight streaming budget %s\n",
+			res.Path, res.Rewritten, compilespec.FormatSize(res.Size), cli.Count(len(res.Methods), "method"),
+			cli.Count(res.Delegates, "TensorRT delegate"), budget)
+		return 0
+	}
 	fmt.Fprintf(stdout, "wrote %s: %s, %s, %s, %s, weight streaming budget %s\n",
 		res.Path, compilespec.FormatSizeApprox(res.Size), cli.Count(len(res.Methods), "method"),
 		cli.Count(res.Delegates, "TensorRT delegate"), cli.Count(res.Blobs, "blob"), budget)
@@ -276,7 +327,7 @@ func build(ctx context.Context, c *config, progress func(int64, int64)) (*export
 }
 
 func rebake(ctx context.Context, c *config, progress func(int64, int64)) (*export.Result, error) {
-	opts := &export.RebakeOptions{TargetDevice: c.targetDevice, Progress: progress, NoOverwrite: !c.force}
+	opts := &export.RebakeOptions{TargetDevice: c.targetDevice, Progress: progress, NoOverwrite: !c.force && !c.inPlace, InPlace: c.inPlace}
 	if c.budgetSet {
 		opts.WeightStreamingBudget, opts.ClearBudget = budgetOption(c)
 	}
@@ -347,6 +398,10 @@ type summary struct {
 	// they differ.
 	TargetDevice *string   `json:"target_device"`
 	Warnings     []warning `json:"warnings"`
+	// InPlace and Rewritten say that --in-place rewrote Rewritten bytes of
+	// the file where it is; absent otherwise.
+	InPlace   bool   `json:"in_place,omitempty"`
+	Rewritten *int64 `json:"rewritten,omitempty"`
 }
 
 type methodSummary struct {
@@ -379,6 +434,9 @@ func writeSummary(w io.Writer, res *export.Result) error {
 	s := summary{Output: res.Path, Size: res.Size, Delegates: res.Delegates, Blobs: res.Blobs,
 		Budget: res.Budget, BudgetsDiffer: res.MixedBudgets, TargetDevice: optString(res.TargetDevice),
 		Methods: []methodSummary{}, Warnings: []warning{}}
+	if res.InPlace {
+		s.InPlace, s.Rewritten = true, &res.Rewritten
+	}
 	for _, m := range res.Methods {
 		ms := methodSummary{Name: m.Name, Delegates: m.Delegates, PlannedBytes: m.PlannedBytes, Engines: []engineSummary{}}
 		for _, e := range m.Engines {

@@ -451,6 +451,11 @@ func errnoOf(err error) error {
 	return err
 }
 
+// SyncDir makes a change of the names in dir (a file created, linked or
+// removed) durable, as Commit does for the output's name. Errors are
+// ignored, as they are there.
+func SyncDir(dir string) { syncDir(dir) }
+
 // syncDir makes the new name in dir durable. Errors are ignored: some
 // file systems cannot sync a directory, and the file itself is complete.
 func syncDir(dir string) {

@@ -1,0 +1,78 @@
+package pte
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ErrNoHeadRoom is returned (wrapped) by File.EncodeHead when the program,
+// encoded, does not fit before the file's segment base.
+var ErrNoHeadRoom = errors.New("pte: the program does not fit before the segment base")
+
+// EncodeHead encodes p as a replacement for the head of f: the 8-byte
+// prefix, an "eh00" extended header that keeps f's segment base and segment
+// data size, and the tables, with f's segment table in place of
+// p.Segments, so that every segment of f stays where it is. It is what an
+// in-place edit of a program's metadata (a re-bake of compile specs)
+// writes over bytes [0, len(head)) of the file; the bytes from there up
+// to the segment base are padding that no reader looks at.
+//
+// It refuses a file without an extended header or without segment data
+// (there the flatbuffer is the whole file) and, with an error wrapping
+// ErrNoHeadRoom, a program that ends past the segment base. The result is
+// read back with NewFile, laid over f's size, before it is returned, as
+// Write does; a program that would not read back is a *VerifyError.
+func (f *File) EncodeHead(p *Program) ([]byte, error) {
+	if p == nil {
+		return nil, errors.New("pte: encode head: nil program")
+	}
+	h := f.Header
+	if h == nil || h.SegmentBaseOffset == 0 {
+		return nil, errors.New("pte: encode head: the file has no segment base (no extended header or no segment data), so its head cannot be rewritten alone")
+	}
+	if err := checkReferences(p, len(f.Program.Segments)); err != nil {
+		return nil, err
+	}
+	refs := &segmentRefs{layout: f.Program.Segments, layoutPresent: f.Program.Segments != nil}
+	fb, err := encodeProgram(p, refs, wrHeaderPad)
+	if err != nil {
+		return nil, err
+	}
+	programSize := uint64(len(fb)) + wrHeaderPad
+	if programSize > h.SegmentBaseOffset {
+		return nil, fmt.Errorf("%w: it needs %d bytes, the segment base is at %d", ErrNoHeadRoom, programSize, h.SegmentBaseOffset)
+	}
+	head := make([]byte, programSize)
+	putHeader(head, fb, &ExtendedHeader{
+		Magic:             magicEH00,
+		Length:            wrHeaderLength,
+		ProgramSize:       programSize,
+		SegmentBaseOffset: h.SegmentBaseOffset,
+		SegmentDataSize:   h.SegmentDataSize,
+	})
+	copy(head[8+wrHeaderPad:], fb[8:])
+	im := &planImage{parts: [][]byte{head}, size: f.Size}
+	if _, err := NewFile(im, im.size); err != nil {
+		var fe *FormatError
+		if !errors.As(err, &fe) {
+			return nil, fmt.Errorf("pte: encode head: reading the encoded program back: %w", err)
+		}
+		return nil, &VerifyError{Findings: []Finding{{Severity: SeverityError, Err: fe}}}
+	}
+	return head, nil
+}
+
+// putHeader writes the 8-byte prefix of the encoded program fb, moved past
+// the extended header (its root offset grows by wrHeaderPad), and h into
+// the first 8+wrHeaderPad bytes of head.
+func putHeader(head, fb []byte, h *ExtendedHeader) {
+	binary.LittleEndian.PutUint32(head[0:], binary.LittleEndian.Uint32(fb)+wrHeaderPad)
+	copy(head[4:8], fb[4:8])
+	copy(head[8:12], h.Magic)
+	binary.LittleEndian.PutUint32(head[12:], h.Length)
+	binary.LittleEndian.PutUint64(head[16:], h.ProgramSize)
+	binary.LittleEndian.PutUint64(head[24:], h.SegmentBaseOffset)
+	binary.LittleEndian.PutUint64(head[32:], h.SegmentDataSize)
+	clear(head[40 : 8+wrHeaderPad])
+}
