@@ -22,6 +22,7 @@ import (
 
 	"github.com/ptekit/ptekit/httprange"
 	"github.com/ptekit/ptekit/internal/atomicfile"
+	"github.com/ptekit/ptekit/internal/inplace"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -212,6 +213,11 @@ func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
 		}
 		return f, nil
+	}
+	// A file that an interrupted pteexport --in-place left torn is first
+	// put back as it was (its undo record applied).
+	if _, err := inplace.Recover(name); err != nil {
+		return nil, fmt.Errorf("%w (pteexport --recover %s retries the recovery)", err, name)
 	}
 	f, err := pte.OpenWith(name, &o.ProgramOptions)
 	return f, ExplainLimit(err)
