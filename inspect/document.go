@@ -6,10 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"io"
-	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -140,8 +138,9 @@ type Options struct {
 	// notices that tensor data is external (see CheckData).
 	Data *ptd.Resolution
 	// Progress, when not nil, is called as hashing goes on with the bytes
-	// hashed so far and the bytes Build will hash in all (the file, its
-	// segments and the payloads), so that a command can show progress.
+	// read so far and the bytes to read in all (the file, read once for
+	// every digest; both files for BuildPair), so that a command can show
+	// progress.
 	Progress func(done, total int64)
 }
 
@@ -157,6 +156,55 @@ var ErrNoBackend = errors.New("no delegate of backend")
 // delegate payload (and the header and metadata of TensorRT blobs), and with
 // Options.Hash every segment, payload and the file itself.
 func Build(f *pte.File, opts *Options) (*Document, error) {
+	return build(f, opts, nil)
+}
+
+// BuildPair is Build of two files with the same options, as diff needs
+// them. With Options.Hash each file is read once; when both have the same
+// layout (the same segment ranges and size) they are read together, and
+// the bytes they share are hashed once.
+func BuildPair(a, b *pte.File, opts *Options) (*Document, *Document, error) {
+	var sa, sb digests
+	if opts != nil && opts.Hash && a.Program != nil && b.Program != nil {
+		meter := meterOf(opts.Progress, a.Size+b.Size)
+		ra, rb := (&builder{f: a}).spans(), (&builder{f: b}).spans()
+		var err error
+		if slices.Equal(ra, rb) {
+			sa, sb, err = hashSpanPair(a.ReaderAt(), b.ReaderAt(), ra, meter)
+		} else if sa, err = hashSpans(a.ReaderAt(), ra, meter); err == nil {
+			sb, err = hashSpans(b.ReaderAt(), rb, meter)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	da, err := build(a, opts, sa)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := build(b, opts, sb)
+	if err != nil {
+		return nil, nil, err
+	}
+	return da, db, nil
+}
+
+// meterOf returns a function that counts bytes hashed and reports them to
+// progress (nil: none) against total.
+func meterOf(progress func(done, total int64), total int64) func(n int64) {
+	if progress == nil {
+		return nil
+	}
+	var done int64
+	return func(n int64) {
+		done += n
+		progress(done, total)
+	}
+}
+
+// build is Build with the digests of the file's spans when already known
+// (nil: hashed here, in one pass, when Options.Hash asks for them).
+func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -164,9 +212,12 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 	if p == nil {
 		return nil, errors.New("inspect: file has no decoded program")
 	}
-	b := &builder{f: f, r: f.ReaderAt(), opts: opts}
-	if opts.Hash && opts.Progress != nil {
-		b.total = b.hashTotal()
+	b := &builder{f: f, r: f.ReaderAt(), opts: opts, sums: sums}
+	if opts.Hash && b.sums == nil {
+		var err error
+		if b.sums, err = hashSpans(b.r, b.spans(), meterOf(opts.Progress, f.Size)); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Method != "" {
 		found := false
@@ -277,54 +328,21 @@ type builder struct {
 	f    *pte.File
 	r    io.ReaderAt
 	opts *Options
-	// done and total count the bytes hashed, for Options.Progress.
-	done, total int64
+	// sums are the digests of spans(), with Options.Hash.
+	sums digests
 }
 
-// hashTotal returns how many bytes Build hashes: the file, every segment
-// that can be reached and every payload that can be located (saturating).
-func (b *builder) hashTotal() int64 {
-	total := b.f.Size
+// spans are the file ranges the document gives digests of: the whole file
+// and every segment whose bytes are in it (a SEGMENT delegate payload is a
+// whole segment).
+func (b *builder) spans() []span {
+	out := []span{{0, b.f.Size}}
 	for i, s := range b.f.Program.Segments {
-		if _, ok := b.segmentRange(i); ok {
-			total = compilespec.AddSizes(total, int64(min(s.Size, math.MaxInt64)))
+		if off, ok := b.segmentRange(i); ok {
+			out = append(out, span{int64(off), int64(s.Size)})
 		}
 	}
-	for _, ep := range b.f.Program.ExecutionPlan {
-		if ep == nil || (b.opts.Method != "" && ep.Name != b.opts.Method) {
-			continue
-		}
-		for _, d := range ep.Delegates {
-			if d == nil || (b.opts.Backend != "" && d.ID != b.opts.Backend) {
-				continue
-			}
-			if pl, ok := b.locate(d.Processed); ok {
-				total = compilespec.AddSizes(total, pl.size)
-			}
-		}
-	}
-	return total
-}
-
-// hashWriter is where hashed bytes go: the digest, and the count that
-// Options.Progress reports.
-func (b *builder) hashWriter(h io.Writer) io.Writer {
-	if b.opts.Progress == nil {
-		return h
-	}
-	return &progressWriter{h, b}
-}
-
-type progressWriter struct {
-	w io.Writer
-	b *builder
-}
-
-func (p *progressWriter) Write(buf []byte) (int, error) {
-	n, err := p.w.Write(buf)
-	p.b.done += int64(n)
-	p.b.opts.Progress(p.b.done, p.b.total)
-	return n, err
+	return out
 }
 
 // segmentRange returns where segment i is in the file, and whether its
@@ -346,8 +364,11 @@ func (b *builder) segmentRange(i int) (fileOff uint64, ok bool) {
 }
 
 func (b *builder) hashRange(off, n int64) (Digest, error) {
+	if d, ok := b.sums[span{off, n}]; ok {
+		return d, nil
+	}
 	h := sha256.New()
-	if _, err := io.Copy(b.hashWriter(h), io.NewSectionReader(b.r, off, n)); err != nil {
+	if _, err := io.Copy(h, io.NewSectionReader(b.r, off, n)); err != nil {
 		return Digest{}, fmt.Errorf("inspect: hashing bytes %d..%d: %w", off, off+n, err)
 	}
 	return Digest{Hex: hex.EncodeToString(h.Sum(nil))}, nil
@@ -517,11 +538,16 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 	magic := latin1(head[:n])
 	del.Magic = &magic
 	if b.opts.Hash {
-		h := sha256.New()
-		if _, err := io.Copy(b.hashWriter(h), io.NewSectionReader(r, 0, size)); err != nil {
+		// A segment's digest is known from the file's one pass.
+		if pl.r != nil {
+			del.SHA256, err = b.hashRange(pl.off, size)
+		} else {
+			sum := sha256.Sum256(pl.inline)
+			del.SHA256 = Digest{Hex: hex.EncodeToString(sum[:])}
+		}
+		if err != nil {
 			return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: hashing payload: %w", pi, di, err)
 		}
-		del.SHA256 = Digest{Hex: hex.EncodeToString(h.Sum(nil))}
 	}
 	if delegate.IsTensorRT(d.ID) {
 		if del.TensorRT, err = newTensorRT(r, size); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
+	"github.com/ptekit/ptekit/pte"
 )
 
 const diffUsage = `usage: pteinspect diff [--json] [--layout] A.pte|URL B.pte|URL
@@ -87,19 +88,32 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return runPTDDiff(ctx, opener, fs.Args(), asJSON, layout, stdout, stderr, fail)
 	}
-	var docs [2]*inspect.Document
+	// Both files are open together: with the same layout they are read
+	// in one lockstep pass, each byte once.
+	var files [2]*pte.File
 	for i, name := range fs.Args() {
 		f, err := opener.Program(ctx, name)
 		if err != nil {
 			return fail(name, err)
 		}
-		meter := newMeter(stderr, quiet, "pteinspect: reading "+esc(input.Display(name)))
-		docs[i], err = inspect.Build(f, &inspect.Options{Hash: true, Progress: meter.Report})
-		meter.Done()
-		f.Close()
-		if err != nil {
-			return fail(name, err)
+		defer f.Close()
+		files[i] = f
+	}
+	var docs [2]*inspect.Document
+	meter := newMeter(stderr, quiet, "pteinspect: reading "+esc(input.Display(fs.Arg(0)))+" and "+esc(input.Display(fs.Arg(1))))
+	docs[0], docs[1], err = inspect.BuildPair(files[0], files[1], &inspect.Options{Hash: true, Progress: meter.Report})
+	meter.Done()
+	if err != nil {
+		// Say which side fails (on this error path only, each is built
+		// again alone).
+		name := fs.Arg(0) + ", " + fs.Arg(1)
+		for i, f := range files {
+			if _, e := inspect.Build(f, &inspect.Options{Hash: true}); e != nil {
+				name, err = fs.Arg(i), e
+				break
+			}
 		}
+		return fail(name, err)
 	}
 	diffs, err := inspect.DiffDocuments(docs[0], docs[1], &inspect.DiffOptions{Layout: layout})
 	if err != nil {

@@ -1,0 +1,116 @@
+package inspect
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// countReads is an io.ReaderAt over b that counts the bytes read.
+type countReads struct {
+	b []byte
+	n atomic.Int64
+}
+
+func (c *countReads) ReadAt(p []byte, off int64) (int, error) {
+	n, err := bytes.NewReader(c.b).ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func sumOf(b []byte) Digest {
+	s := sha256.Sum256(b)
+	return Digest{Hex: hex.EncodeToString(s[:])}
+}
+
+func randomBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func TestHashSpansOnePass(t *testing.T) {
+	data := randomBytes(3*hashChunk+12345, 1)
+	size := int64(len(data))
+	spans := []span{{0, size}, {100, 5000}, {100, 5000}, {4000, 2 * hashChunk}, {size - 7, 7}, {50, 0}, {3 * hashChunk, 12345}}
+	r := &countReads{b: data}
+	got, err := hashSpans(r, spans, nil)
+	require.NoError(t, err)
+	for _, sp := range spans {
+		assert.Equal(t, sumOf(data[sp.off:sp.off+sp.n]), got[sp], "span %v", sp)
+	}
+	assert.Equal(t, size, r.n.Load(), "every byte read exactly once")
+
+	_, err = hashSpans(r, []span{{size - 10, 20}}, nil)
+	assert.ErrorContains(t, err, "hashing bytes")
+}
+
+func TestHashSpanPair(t *testing.T) {
+	a := randomBytes(2*hashChunk+999, 2)
+	size := int64(len(a))
+	spans := []span{{0, size}, {0, 1000}, {1000, hashChunk}, {1000 + hashChunk, size - 1000 - hashChunk}}
+	for _, tc := range []struct {
+		name string
+		edit func(b []byte)
+	}{
+		{"identical", func([]byte) {}},
+		{"first byte", func(b []byte) { b[0] ^= 1 }},
+		{"middle of a span", func(b []byte) { b[1000+hashChunk/2] ^= 0x80 }},
+		{"last byte", func(b []byte) { b[len(b)-1]++ }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bytes.Clone(a)
+			tc.edit(b)
+			ra, rb := &countReads{b: a}, &countReads{b: b}
+			da, db, err := hashSpanPair(ra, rb, spans, nil)
+			require.NoError(t, err)
+			for _, sp := range spans {
+				assert.Equal(t, sumOf(a[sp.off:sp.off+sp.n]), da[sp], "a %v", sp)
+				assert.Equal(t, sumOf(b[sp.off:sp.off+sp.n]), db[sp], "b %v", sp)
+			}
+			assert.Equal(t, size, ra.n.Load())
+			assert.Equal(t, size, rb.n.Load())
+		})
+	}
+}
+
+// TestBuildPairMatchesBuild: the documents of a pair, same layout or not,
+// are those Build gives each file alone.
+func TestBuildPairMatchesBuild(t *testing.T) {
+	progs := genPrograms(t)
+	dir := t.TempDir()
+	big := progs["large_engine"]
+	edited := bytes.Clone(big)
+	edited[len(edited)-100] ^= 0xff // a byte of the engine
+	for _, pair := range [][2][]byte{{big, big}, {big, edited}, {big, progs["two_methods"]}} {
+		var paths [2]string
+		for i, b := range pair {
+			paths[i] = filepath.Join(dir, "p"+string(rune('0'+i))+".pte")
+			require.NoError(t, os.WriteFile(paths[i], b, 0o644))
+		}
+		fa, ca := openCounting(t, paths[0])
+		fb, cb := openCounting(t, paths[1])
+		a0, b0 := ca.Bytes(), cb.Bytes()
+		da, db, err := BuildPair(fa, fb, &Options{Hash: true})
+		require.NoError(t, err)
+		assert.Less(t, ca.Bytes()-a0, fa.Size+4096, "first file read once")
+		assert.Less(t, cb.Bytes()-b0, fb.Size+4096, "second file read once")
+		wa, err := Build(fa, &Options{Hash: true})
+		require.NoError(t, err)
+		wb, err := Build(fb, &Options{Hash: true})
+		require.NoError(t, err)
+		assert.Equal(t, wa, da)
+		assert.Equal(t, wb, db)
+	}
+}
