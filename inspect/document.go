@@ -212,7 +212,7 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 	if p == nil {
 		return nil, errors.New("inspect: file has no decoded program")
 	}
-	b := &builder{f: f, r: f.ReaderAt(), opts: opts, sums: sums}
+	b := &builder{f: f, r: f.ReaderAt(), opts: opts, sums: sums, reports: blobReports{}}
 	if opts.Hash && b.sums == nil {
 		var err error
 		if b.sums, err = hashSpans(b.r, b.spans(), meterOf(opts.Progress, f.Size)); err != nil {
@@ -265,7 +265,7 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 	if doc.Delegates, err = b.delegates(); err != nil {
 		return nil, err
 	}
-	if doc.Problems, err = check(f, opts.Method); err != nil {
+	if doc.Problems, err = check(f, opts.Method, b.reports); err != nil {
 		return nil, err
 	}
 	if opts.Data != nil {
@@ -330,6 +330,8 @@ type builder struct {
 	opts *Options
 	// sums are the digests of spans(), with Options.Hash.
 	sums digests
+	// reports are the TensorRT blobs read, for the problems to reuse.
+	reports blobReports
 }
 
 // spans are the file ranges the document gives digests of: the whole file
@@ -530,12 +532,27 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 	size := pl.size
 	del.Size = &size
 	r := pl.reader()
-	var head [4]byte
-	n, err := r.ReadAt(head[:min(4, size)], 0)
-	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == min(4, size)) {
-		return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: reading payload: %w", pi, di, err)
+	// A TensorRT blob is read once (delegate.Check, shared with the
+	// problems), and its magic taken from the header that read.
+	var rep *delegate.Report
+	var err error
+	if delegate.IsTensorRT(d.ID) {
+		if rep, err = b.reports.check(d.Processed, r, size); err != nil {
+			return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: reading TensorRT blob: %w", pi, di, err)
+		}
+		del.TensorRT = newTensorRT(rep, size)
 	}
-	magic := latin1(head[:n])
+	var magic string
+	if rep != nil && size >= delegate.HeaderSize {
+		magic = latin1(rep.Deployed.Magic[:])
+	} else {
+		var head [4]byte
+		n, err := r.ReadAt(head[:min(4, size)], 0)
+		if err != nil && !(errors.Is(err, io.EOF) && int64(n) == min(4, size)) {
+			return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: reading payload: %w", pi, di, err)
+		}
+		magic = latin1(head[:n])
+	}
 	del.Magic = &magic
 	if b.opts.Hash {
 		// A segment's digest is known from the file's one pass.
@@ -547,11 +564,6 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 		}
 		if err != nil {
 			return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: hashing payload: %w", pi, di, err)
-		}
-	}
-	if delegate.IsTensorRT(d.ID) {
-		if del.TensorRT, err = newTensorRT(r, size); err != nil {
-			return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: reading TensorRT blob: %w", pi, di, err)
 		}
 	}
 	return del, nil

@@ -16,7 +16,9 @@ import (
 // with other views of every blob (a load plan) may call it first. Failures
 // are left to the reads that follow.
 func Prefetch(f *pte.File) {
-	if f == nil || f.Program == nil {
+	if f == nil || f.Program == nil || !f.CanPrefetch() {
+		// A local file: the reads that follow cost no more one by one,
+		// and reading headers here would only read them twice.
 		return
 	}
 	type blob struct {

@@ -79,12 +79,12 @@ func FormatProblem(sev pte.Severity, method string, fe *pte.FormatError) Problem
 // The error is only for failures to read the file.
 func Check(f *pte.File) ([]Problem, error) {
 	Prefetch(f)
-	return check(f, "")
+	return check(f, "", nil)
 }
 
 // check is Check, narrowed to one method (and program-level problems) when
 // method is not empty.
-func check(f *pte.File, method string) ([]Problem, error) {
+func check(f *pte.File, method string, reports blobReports) ([]Problem, error) {
 	var out []Problem
 	for _, x := range f.Verify() {
 		if x.Err != nil && (method == "" || x.Method == "" || x.Method == method) {
@@ -99,7 +99,7 @@ func check(f *pte.File, method string) ([]Problem, error) {
 			if d == nil || !delegate.IsTensorRT(d.ID) {
 				continue
 			}
-			ps, err := tensorRTProblems(f, pi, di, ep.Name, d)
+			ps, err := tensorRTProblems(f, pi, di, ep.Name, d, reports)
 			if err != nil {
 				return nil, err
 			}
@@ -113,7 +113,7 @@ func check(f *pte.File, method string) ([]Problem, error) {
 // specs and, when its payload can be reached, its blob. A blob the deployed
 // reader rejects, or reads differently from what it says, is an error; a
 // property both readers share is a warning unless the runtime fails on it.
-func tensorRTProblems(f *pte.File, pi, di int, method string, d *pte.BackendDelegate) ([]Problem, error) {
+func tensorRTProblems(f *pte.File, pi, di int, method string, d *pte.BackendDelegate, reports blobReports) ([]Problem, error) {
 	var out []Problem
 	out = append(out, cStringProblems(method, pi, di, d)...)
 	if p, bad := budgetProblem(method, pi, di, d); bad {
@@ -124,7 +124,7 @@ func tensorRTProblems(f *pte.File, pi, di int, method string, d *pte.BackendDele
 		return out, nil // an unreachable payload is the reader's finding
 	}
 	path := fmt.Sprintf("execution_plan[%d].delegates[%d] (TensorRT blob)", pi, di)
-	rep, err := delegate.Check(pl, pl.Size())
+	rep, err := reports.check(d.Processed, pl, pl.Size())
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %s: %w", path, err)
 	}

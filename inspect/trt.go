@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte"
 )
 
 const trtBackendID = delegate.BackendID
@@ -96,14 +97,33 @@ func (d *Deployed) MarshalJSON() ([]byte, error) {
 	return json.Marshal((*plain)(d))
 }
 
-// newTensorRT reads a TensorRT blob of size bytes from r both ways (the
-// strict reading and the deployed C++ reader's) and lists the hazards. The
-// error is only for failures to read r.
-func newTensorRT(r io.ReaderAt, size int64) (*TensorRT, error) {
+// blobReports keeps the delegate.Check report of each delegate payload a
+// view has read, by its reference, so that a view that shows a blob and
+// checks it (Build: the delegate list and the problems) reads it once. A
+// nil blobReports keeps nothing.
+type blobReports map[pte.BackendDelegateDataReference]*delegate.Report
+
+// check returns the report of the payload ref refers to (r, of size
+// bytes), from the cache or from delegate.Check.
+func (c blobReports) check(ref *pte.BackendDelegateDataReference, r io.ReaderAt, size int64) (*delegate.Report, error) {
+	if c == nil || ref == nil {
+		return delegate.Check(r, size)
+	}
+	if rep, ok := c[*ref]; ok {
+		return rep, nil
+	}
 	rep, err := delegate.Check(r, size)
 	if err != nil {
 		return nil, err
 	}
+	c[*ref] = rep
+	return rep, nil
+}
+
+// newTensorRT is the view of a TensorRT blob of size bytes from its
+// delegate.Check report: both readings (the strict one and the deployed
+// C++ reader's) and the hazards.
+func newTensorRT(rep *delegate.Report, size int64) *TensorRT {
 	t := &TensorRT{Hazards: []string{}}
 	dv := rep.Deployed
 	switch {
@@ -137,7 +157,7 @@ func newTensorRT(r io.ReaderAt, size int64) (*TensorRT, error) {
 		// Both readers reject it: no disagreement, but the runtime fails.
 		t.Hazards = append(t.Hazards, "the deployed C++ reader rejects this blob ("+dv.Reason+"); TensorRTBackend init fails with InvalidProgram")
 	}
-	return t, nil
+	return t
 }
 
 func (t *TensorRT) setHeader(magic [4]byte, mo, ms, eo *uint32, es *uint64) {

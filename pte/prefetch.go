@@ -25,6 +25,13 @@ type prefetcher interface {
 // headers, so merging never costs more bytes than it saves in parts.
 const mergeGap = 256
 
+// CanPrefetch reports whether Prefetch does anything for this file's
+// reader (one over HTTP): callers need not work out ranges otherwise.
+func (f *File) CanPrefetch() bool {
+	_, ok := f.r.(prefetcher)
+	return ok
+}
+
 // Prefetch tells the file's reader which ranges are about to be read. A
 // reader over HTTP (OpenURL) fetches them together, up to 64 in one
 // multi-range request, where reading them one by one costs a request
