@@ -187,15 +187,7 @@ func (e *Edit) rollback(undo string, old []byte, off int64) error {
 // writeRecord writes the undo record atomically: it is complete and synced
 // (with its directory) when it has a name.
 func writeRecord(path string, size, off int64, old, new []byte) error {
-	rec := make([]byte, 0, undoFixed+2*len(old))
-	rec = append(rec, undoMagic...)
-	rec = binary.LittleEndian.AppendUint64(rec, uint64(size))
-	rec = binary.LittleEndian.AppendUint64(rec, uint64(off))
-	rec = binary.LittleEndian.AppendUint64(rec, uint64(len(old)))
-	rec = append(rec, old...)
-	rec = append(rec, new...)
-	sum := sha256.Sum256(rec)
-	rec = append(rec, sum[:]...)
+	rec := encodeRecord(size, off, old, new)
 	out, err := atomicfile.Create(path, &atomicfile.Options{NoOverwrite: true})
 	if err != nil {
 		return fmt.Errorf("writing the undo record: %w", err)
@@ -208,6 +200,21 @@ func writeRecord(path string, size, off int64, old, new []byte) error {
 		return fmt.Errorf("writing the undo record: %w", err)
 	}
 	return nil
+}
+
+// encodeRecord lays an undo record out: magic, the file's size, the
+// offset and length of the range, its old bytes, its new bytes (all
+// little-endian), and the SHA-256 of all that.
+func encodeRecord(size, off int64, old, new []byte) []byte {
+	rec := make([]byte, 0, undoFixed+2*len(old))
+	rec = append(rec, undoMagic...)
+	rec = binary.LittleEndian.AppendUint64(rec, uint64(size))
+	rec = binary.LittleEndian.AppendUint64(rec, uint64(off))
+	rec = binary.LittleEndian.AppendUint64(rec, uint64(len(old)))
+	rec = append(rec, old...)
+	rec = append(rec, new...)
+	sum := sha256.Sum256(rec)
+	return append(rec, sum[:]...)
 }
 
 // record is a parsed undo record.
