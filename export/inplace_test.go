@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -287,8 +286,8 @@ func TestRebakeInPlaceRefusedWhileOpen(t *testing.T) {
 // skipWithoutLeases skips where write leases do not exist (not Linux).
 func skipWithoutLeases(t *testing.T) {
 	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("in-place edits need Linux write leases")
+	if !inplace.Supported() {
+		t.Skip("in-place edits need write leases (Linux)")
 	}
 }
 

@@ -2,7 +2,6 @@ package pte
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -297,13 +296,7 @@ func (pl *writePlan) addHeader(fb []byte, sl *segmentLayout, align, dataSize uin
 		return fmt.Errorf("pte: write: file would be %d+%d bytes", base, dataSize)
 	}
 	head := make([]byte, 8+wrHeaderPad)
-	binary.LittleEndian.PutUint32(head[0:], binary.LittleEndian.Uint32(fb)+wrHeaderPad)
-	copy(head[4:8], fb[4:8])
-	copy(head[8:12], h.Magic)
-	binary.LittleEndian.PutUint32(head[12:], h.Length)
-	binary.LittleEndian.PutUint64(head[16:], h.ProgramSize)
-	binary.LittleEndian.PutUint64(head[24:], h.SegmentBaseOffset)
-	binary.LittleEndian.PutUint64(head[32:], h.SegmentDataSize)
+	putHeader(head, fb, h)
 	pl.head, pl.flatbuffer, pl.segmentBase = head, fb[8:], base
 	pl.info.Header = h
 	pl.info.ProgramSize = int64(programSize)

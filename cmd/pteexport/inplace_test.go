@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,8 +13,8 @@ import (
 )
 
 func TestInPlaceCLI(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("in-place edits need Linux write leases")
+	if !inplace.Supported() {
+		t.Skip("in-place edits need write leases (Linux)")
 	}
 	path := filepath.Join(t.TempDir(), "p.pte")
 	old := testprog.Programs(t)["aligned_4096"]

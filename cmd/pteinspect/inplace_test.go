@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,8 +17,8 @@ import (
 // in-place re-bake left torn (its writer died after writing the new head,
 // before removing the undo record) first puts the old head back.
 func TestInspectRecoversInterruptedInPlace(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("in-place edits need Linux write leases")
+	if !inplace.Supported() {
+		t.Skip("in-place edits need write leases (Linux)")
 	}
 	path := filepath.Join(t.TempDir(), "p.pte")
 	old := testprog.Programs(t)["aligned_4096"]

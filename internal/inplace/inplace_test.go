@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,8 +13,8 @@ import (
 
 func skipWithoutLeases(t *testing.T) {
 	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("in-place edits need Linux write leases")
+	if !Supported() {
+		t.Skip("in-place edits need write leases (Linux)")
 	}
 }
 
