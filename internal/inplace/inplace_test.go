@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -139,4 +141,42 @@ func FuzzReadRecord(f *testing.F) {
 			t.Fatalf("bad record accepted: size %d off %d len %d/%d", r.size, r.off, len(r.old), len(r.new))
 		}
 	})
+}
+
+// TestReaderWaitsForTheEdit: a process that opens the file while the
+// lease is held waits until the edit is over and then reads the new bytes;
+// the lease-break signal (SIGIO) that the kernel sends the editor does not
+// stop it.
+func TestReaderWaitsForTheEdit(t *testing.T) {
+	if !Supported() {
+		t.Skip("in-place edits need write leases (Linux)")
+	}
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		t.Skip("no cat")
+	}
+	path := newFile(t, []byte("0123456789"))
+	e, err := Open(path)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	cmd := exec.Command(cat, path)
+	cmd.Stdout = &out
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("the reader did not wait for the lease: %v, read %q", err, out.String())
+	case <-time.After(200 * time.Millisecond):
+	}
+	_, err = e.WriteAt([]byte("abc"), 0)
+	require.NoError(t, err)
+	require.NoError(t, e.Close())
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reader still waits after the lease was released")
+	}
+	assert.Equal(t, "abc3456789", out.String())
 }
