@@ -283,8 +283,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return 0
 	}
 	if res.InPlace {
-		fmt.Fprintf(stdout, "re-baked %s in place: rewrote %d of its %s, %s, %s, weight streaming budget %s\n",
-			res.Path, res.Rewritten, compilespec.FormatSize(res.Size), cli.Count(len(res.Methods), "method"),
+		fmt.Fprintf(stdout, "re-baked %s in place: rewrote %s of its %s, %s, %s, weight streaming budget %s\n",
+			res.Path, compilespec.FormatSize(res.Rewritten), compilespec.FormatSize(res.Size), cli.Count(len(res.Methods), "method"),
 			cli.Count(res.Delegates, "TensorRT delegate"), budget)
 		return 0
 	}
