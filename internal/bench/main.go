@@ -39,7 +39,7 @@ type config struct {
 	out       io.Writer
 }
 
-const allRows = "export,rebake,diff,json-hash,scale"
+const allRows = "export,rebake,rebake-in-place,diff,diff-same,json-hash,scale"
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "-launch" {

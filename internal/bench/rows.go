@@ -105,7 +105,7 @@ func runAll(c *config, dir string) error {
 	pteexport, pteinspect := filepath.Join(c.bin, "pteexport"), filepath.Join(c.bin, "pteinspect")
 	fmt.Fprintf(c.out, "Pairs per row: %d (median reported; order alternates). Engines: %d x %d MiB.\n\n", c.pairs, c.engines, c.engineMiB)
 
-	big := c.rows["export"] || c.rows["rebake"] || c.rows["diff"] || c.rows["json-hash"]
+	big := c.rows["export"] || c.rows["rebake"] || c.rows["rebake-in-place"] || c.rows["diff"] || c.rows["diff-same"] || c.rows["json-hash"]
 	if big {
 		fmt.Fprintln(c.out, "| work | ours (median) | baseline | baseline (median) | ratio (median) | ratio range | peak RSS ours / base | read ours / base |")
 		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|")
@@ -129,7 +129,7 @@ func runAll(c *config, dir string) error {
 			}
 			row(c, fmt.Sprintf("export %d x %d MiB engines", c.engines, c.engineMiB), "`cat` + fsync", r)
 		}
-		if c.rows["rebake"] || c.rows["diff"] || c.rows["json-hash"] {
+		if c.rows["rebake"] || c.rows["rebake-in-place"] || c.rows["diff"] || c.rows["diff-same"] || c.rows["json-hash"] {
 			if _, err := measure(cmdSpec{argv: []string{pteexport, "--manifest", m, "-o", in}}); err != nil {
 				return err
 			}
@@ -157,6 +157,34 @@ func runAll(c *config, dir string) error {
 				return err
 			}
 			row(c, "the same over an existing copy of the input", "`cp` over it + fsync", r)
+		}
+		if c.rows["rebake-in-place"] {
+			// The program re-baked with a 1 GiB budget gets 4 GiB where it
+			// is: a value of the same length, so the head always fits.
+			// Each run edits a fresh copy (made off the clock).
+			ip := filepath.Join(dir, "inplace.pte")
+			r, err := pairs(c.pairs,
+				cmdSpec{argv: []string{pteexport, "--from", ip, "--in-place", "--weight-streaming-budget-per-engine", "4GiB"},
+					setup: [][]string{{"cp", rebaked, ip}}, cleanup: []string{ip}},
+				cmdSpec{argv: []string{"sh", "-c", `cp "$1" "$2" && sync "$2"`, "sh", rebaked, cpOut}, cleanup: []string{cpOut}})
+			if err != nil {
+				return err
+			}
+			row(c, fmt.Sprintf("re-bake %s program `--in-place`, budget changed (head only)", size(fileSize(rebaked))), "`cp` + fsync", r)
+		}
+		if c.rows["diff-same"] {
+			same := filepath.Join(dir, "same.pte")
+			if _, err := measure(cmdSpec{argv: []string{"cp", in, same}}); err != nil {
+				return err
+			}
+			r, err := pairs(c.pairs,
+				cmdSpec{argv: []string{pteinspect, "diff", in, same}},
+				cmdSpec{argv: []string{"sha256sum", in, same}})
+			if err != nil {
+				return err
+			}
+			row(c, fmt.Sprintf("`diff` of two identical %s programs (one lockstep pass)", size(fileSize(in))), "`sha256sum` of both", r)
+			os.Remove(same)
 		}
 		if c.rows["diff"] {
 			r, err := pairs(c.pairs,
@@ -190,12 +218,12 @@ func runAll(c *config, dir string) error {
 
 // scaleRows exports N engines of 1 KiB for each N and shape, paired with
 // cat of the engine files, and times open (--compile-specs), the human
-// view and --json of the result.
+// view, --json and diff against its re-bake of the result.
 func scaleRows(c *config, dir, pteexport, pteinspect string) error {
 	fmt.Fprintln(c.out, "Scale: N engines of 1 KiB. Per-engine cost is the median wall time / N; the baseline is `cat` of the N engine files into one + fsync.")
 	fmt.Fprintln(c.out)
-	fmt.Fprintln(c.out, "| N | shape | export | per engine | `cat` + fsync | ratio | export peak RSS | program | open (`--compile-specs`) | human view | per engine | `--json` | per engine | peak RSS (json) |")
-	fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(c.out, "| N | shape | export | per engine | `cat` + fsync | ratio | export peak RSS | program | open (`--compile-specs`) | human view | per engine | `--json` | per engine | peak RSS (json) | `diff` (re-baked) | per engine |")
+	fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, n := range c.scale {
 		engDir := filepath.Join(dir, fmt.Sprintf("scale%d", n))
 		engines, err := writeEngines(engDir, n, 1024)
@@ -225,12 +253,24 @@ func scaleRows(c *config, dir, pteexport, pteinspect string) error {
 				}
 				views[v[0]] = ss
 			}
+			// diff against the program re-baked with a budget: every
+			// delegate differs in one compile spec.
+			rebaked := filepath.Join(dir, "scale-rebaked.pte")
+			if _, err := measure(cmdSpec{argv: []string{pteexport, "--from", out, "-o", rebaked, "--weight-streaming-budget-per-engine", "1GiB"}}); err != nil {
+				return err
+			}
+			ds, err := repeat(c.pairs, cmdSpec{argv: []string{pteinspect, "diff", out, rebaked}, okCodes: []int{1}})
+			if err != nil {
+				return err
+			}
+			os.Remove(rebaked)
 			ow := median(walls(r.ours))
-			fmt.Fprintf(c.out, "| %d | %s | %s | %s | %s | %.2fx | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(c.out, "| %d | %s | %s | %s | %s | %.2fx | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				n, shape, dur(ow), perEngine(ow, n), dur(median(walls(r.base))), r.ratio(), size(peak(r.ours)), size(fileSize(out)),
 				dur(median(walls(views["open"]))),
 				dur(median(walls(views["human"]))), perEngine(median(walls(views["human"])), n),
-				dur(median(walls(views["json"]))), perEngine(median(walls(views["json"])), n), size(peak(views["json"])))
+				dur(median(walls(views["json"]))), perEngine(median(walls(views["json"])), n), size(peak(views["json"])),
+				dur(median(walls(ds))), perEngine(median(walls(ds)), n))
 			os.Remove(out)
 			os.Remove(m)
 		}
