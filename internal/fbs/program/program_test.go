@@ -2,9 +2,7 @@ package program_test
 
 import (
 	"bytes"
-	"go/format"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -14,47 +12,15 @@ import (
 // schemaDir holds the committed .fbs files this package is generated from.
 const schemaDir = "../../../schema"
 
-// needFlatc returns the path of flatc, failing the test in CI (where .ci/run
-// installs it) and skipping it elsewhere when it is missing.
-func needFlatc(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("flatc")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("flatc not found in CI: .ci/run must install flatbuffers-compiler")
-		}
-		t.Skip("flatc not installed (apt-get install flatbuffers-compiler)")
-	}
-	return p
-}
-
-// generate runs flatc and gofmt over dir/program.fbs the way go:generate does and
-// returns the generated Go source.
-func generate(t *testing.T, flatc, dir string) []byte {
-	t.Helper()
-	out := t.TempDir()
-	cmd := exec.Command(flatc, "--go", "--go-namespace", "program", "--gen-onefile", "--gen-all",
-		"-o", out, filepath.Join(dir, "program.fbs"))
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("flatc on %s: %v\n%s", dir, err, b)
-	}
-	b, err := os.ReadFile(filepath.Join(out, "program_generated.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// go:generate runs gofmt over flatc's output; do the same here.
-	f, err := format.Source(b)
-	if err != nil {
-		t.Fatalf("gofmt of flatc output: %v", err)
-	}
-	return f
+// generate is what the go:generate lines make of dir's schema.
+func generate(t *testing.T, dir string) []byte {
+	return testkit.Flatc(t, dir, "program.fbs", "program")
 }
 
 // TestGeneratedCodeIsCurrent checks that the committed Go code is exactly what
 // flatc generates from the committed schema.
 func TestGeneratedCodeIsCurrent(t *testing.T) {
-	flatc := needFlatc(t)
-	want := generate(t, flatc, schemaDir)
+	want := generate(t, schemaDir)
 	got, err := os.ReadFile("program_generated.go")
 	if err != nil {
 		t.Fatal(err)
@@ -70,10 +36,9 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 // member, but none of the plain comments, so equal output means an identical
 // wire layout.
 func TestWireLayoutMatchesExecuTorch(t *testing.T) {
-	flatc := needFlatc(t)
 	ref := filepath.Dir(testkit.SharedDir(t, "reference", "schema", "program.fbs"))
-	want := generate(t, flatc, ref)
-	got := generate(t, flatc, schemaDir)
+	want := generate(t, ref)
+	got := generate(t, schemaDir)
 	if !bytes.Equal(got, want) {
 		t.Fatal("schema/program.fbs differs in wire layout from ExecuTorch's program.fbs")
 	}
