@@ -227,14 +227,48 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	if p == nil || len(p.Methods) == 0 {
 		return nil, newError("", "", "the program has no methods", nil)
 	}
+	eng, err := b.readEngines(p)
+	if err != nil {
+		return nil, err
+	}
+	mds, err := resolve(p, eng.blobs)
+	if err != nil {
+		return nil, err
+	}
+	prog, res, entries, err := b.planMethods(mds, eng, sp)
+	if err != nil {
+		return nil, err
+	}
+	if entries, err = dedupBlobs(entries); err != nil {
+		return nil, err
+	}
+	res.Blobs = len(entries)
+	res.Warnings = append(res.Warnings, summarize(prog, res)...)
+	if err := b.place(prog, entries, opts); err != nil {
+		return nil, err
+	}
+	b.prog = prog
+	b.result = res
+	return b, nil
+}
 
-	// One source per path, and the metadata of blobs. Engine files are
-	// opened one at a time (see fileSet), so any number of them can be
-	// exported.
+// engines is what build learns by reading each call's engine source.
+type engines struct {
+	srcs    map[*EngineCall]*source
+	blobs   map[*EngineCall]*blobMeta      // passed-through blobs only
+	decoded map[*EngineCall]*delegate.Blob // passed-through blobs only
+}
+
+// readEngines opens the engine source of every call (one source per path;
+// engine files are opened one at a time, see fileSet, so any number of them
+// can be exported) and decodes and checks the passed-through blobs.
+func (b *built) readEngines(p *Program) (*engines, error) {
 	files := map[string]*source{}
-	srcs := map[*EngineCall]*source{}
-	blobs := map[*EngineCall]*blobMeta{}
-	decoded := map[*EngineCall]*delegate.Blob{}
+	eng := &engines{
+		srcs:    map[*EngineCall]*source{},
+		blobs:   map[*EngineCall]*blobMeta{},
+		decoded: map[*EngineCall]*delegate.Blob{},
+	}
 	for _, m := range p.Methods {
 		if m == nil {
 			continue
@@ -250,7 +284,7 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 			if s.size == 0 {
 				return nil, callError(m, i, "", "the engine is empty (0 bytes)", nil)
 			}
-			srcs[c] = s
+			eng.srcs[c] = s
 			if c.Engine.Kind == SourceBlob {
 				blob, err := checkBlob(m, i, s)
 				if err != nil {
@@ -259,25 +293,31 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 				if blob.Header.EngineSize == 0 {
 					return nil, callError(m, i, "", "the blob's engine is empty (0 bytes)", nil)
 				}
-				decoded[c] = blob
-				meta := &blobMeta{deviceID: blob.Metadata.DeviceID}
-				for _, bd := range blob.Metadata.IOBindings {
-					if bd.IsInput {
-						meta.inputs = append(meta.inputs, bd)
-					} else {
-						meta.outputs = append(meta.outputs, bd)
-					}
-				}
-				blobs[c] = meta
+				eng.decoded[c] = blob
+				eng.blobs[c] = newBlobMeta(blob)
 			}
 		}
 	}
+	return eng, nil
+}
 
-	mds, err := resolve(p, blobs)
-	if err != nil {
-		return nil, err
+// newBlobMeta is what resolve needs of a passed-through blob: its device
+// and its bindings split into inputs and outputs, in order.
+func newBlobMeta(blob *delegate.Blob) *blobMeta {
+	meta := &blobMeta{deviceID: blob.Metadata.DeviceID}
+	for _, bd := range blob.Metadata.IOBindings {
+		if bd.IsInput {
+			meta.inputs = append(meta.inputs, bd)
+		} else {
+			meta.outputs = append(meta.outputs, bd)
+		}
 	}
+	return meta
+}
 
+// planMethods builds the execution plan of each resolved method and one
+// blob entry per call, in call order, with the call's compile specs.
+func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.Program, *Result, []*blobEntry, error) {
 	res := &Result{}
 	var entries []*blobEntry
 	prog := &pte.Program{
@@ -287,22 +327,22 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	}
 	for _, md := range mds {
 		if err := planMemory(md); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		extra, pin, err := methodSpecs(md.m, sp)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		res.Warnings = append(res.Warnings, methodWarnings(md, pin, sp)...)
 		dels := []*pte.BackendDelegate{} // present even when empty: the runtime requires it
 		for _, cd := range md.calls {
-			e, err := b.blobFor(md, cd, srcs[cd.call], decoded[cd.call])
+			e, err := b.blobFor(md, cd, eng.srcs[cd.call], eng.decoded[cd.call])
 			if err != nil {
-				return nil, err
+				return nil, nil, nil, err
 			}
 			specs, err := delegateSpecs(extra, sp, cd.deviceID)
 			if err != nil {
-				return nil, cd.err(md.m, "", "cannot derive target_device from the engine's device", err)
+				return nil, nil, nil, cd.err(md.m, "", "cannot derive target_device from the engine's device", err)
 			}
 			e.del = &pte.BackendDelegate{
 				ID:           delegate.BackendID,
@@ -315,27 +355,26 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 		}
 		prog.ExecutionPlan = append(prog.ExecutionPlan, executionPlan(md, dels))
 	}
-	if entries, err = dedupBlobs(entries); err != nil {
-		return nil, err
-	}
-	res.Blobs = len(entries)
-	res.Warnings = append(res.Warnings, summarize(prog, res)...)
+	return prog, res, entries, nil
+}
 
-	// Place the blobs: in segments after the constant segment (index 0,
-	// empty, as upstream writes it), or inline.
+// place puts the deduplicated blobs in segments after the constant segment
+// (index 0, empty, as upstream writes it), or inline with
+// opts.InlineDelegateData, and points each delegate at its data.
+func (b *built) place(prog *pte.Program, entries []*blobEntry, opts *Options) error {
 	b.segments = []*io.SectionReader{io.NewSectionReader(bytes.NewReader(nil), 0, 0)}
 	var inline int64
 	for _, e := range entries {
 		if opts.InlineDelegateData {
 			inline += e.sr.Size()
 			if inline > MaxInlineDelegateData {
-				return nil, newError("", "", fmt.Sprintf(
+				return newError("", "", fmt.Sprintf(
 					"inline delegate data totals more than %d bytes (256 MiB), which is built in memory about three times over; store it in segments (drop the inline option), which are streamed",
 					MaxInlineDelegateData), nil)
 			}
 			data := make([]byte, e.sr.Size())
 			if _, err := e.sr.ReadAt(data, 0); err != nil && !(errors.Is(err, io.EOF) && len(data) == 0) {
-				return nil, newError("", "", "cannot read delegate data", err)
+				return newError("", "", "cannot read delegate data", err)
 			}
 			prog.BackendDelegateData = append(prog.BackendDelegateData, &pte.BackendDelegateInlineData{Data: data})
 			continue
@@ -362,9 +401,7 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 			}
 		}
 	}
-	b.prog = prog
-	b.result = res
-	return b, nil
+	return nil
 }
 
 // Engine files up to maxHeldEngine bytes are held in memory, up to
