@@ -163,42 +163,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runDiff(args[1:], stdin, stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "help" {
-		// "pteinspect help" and "pteinspect help diff", as go and git
-		// have; a file named help is ./help.
-		if len(args) > 1 && args[1] == "diff" {
-			return runDiff([]string{"--help"}, stdin, stdout, stderr)
-		}
-		var o options
-		printUsage(stdout, newFlagSet(&o))
-		return exitOK
+		return runHelp(args[1:], stdin, stdout, stderr)
 	}
 	if j, plan := wantsJSON(args); j {
 		stderr = &jsonStderr{Writer: stderr, stdout: stdout, plan: plan}
 	}
 	var o options
-	fs := newFlagSet(&o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			printUsage(stdout, fs)
-			return exitOK
-		}
-		return usageErr(stderr, "%v", err)
-	}
-	if help, _ := fs.GetBool("help"); help {
-		printUsage(stdout, fs)
-		return exitOK
-	}
-	if o.version {
-		cli.PrintVersion(stdout, "pteinspect")
-		return exitOK
-	}
-	if fs.NArg() != 1 {
-		return usageErr(stderr, "expected one FILE, got %d arguments", fs.NArg())
-	}
-	if code := o.check(stderr); code != exitOK {
+	name, code, ok := parseArgs(args, &o, stdout, stderr)
+	if !ok {
 		return code
 	}
-	name := fs.Arg(0)
 	opener, err := o.in.Opener(stdin, nil)
 	if err != nil {
 		return usageErr(stderr, "%v", err)
@@ -222,21 +196,66 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.verify {
 		return runVerify(ctx, opener, name, stdout, stderr, &o, srcs)
 	}
-	// With --json, standard output holds one JSON object whatever happens:
-	// the result, or {"error": ...} when there is none.
-	fail := func(err error) int {
-		if o.json {
-			writeFailure(stdout, err, o.plan)
-		}
-		return failErr(stderr, name, err)
+	return runProgram(ctx, opener, name, stdout, stderr, &o, srcs)
+}
+
+// runHelp answers "pteinspect help" and "pteinspect help diff", as go and
+// git have; a file named help is ./help.
+func runHelp(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "diff" {
+		return runDiff([]string{"--help"}, stdin, stdout, stderr)
 	}
+	var o options
+	printUsage(stdout, newFlagSet(&o))
+	return exitOK
+}
+
+// parseArgs parses the flags into o and returns the one FILE argument; when
+// ok is false, run is done (help, version or a usage error) with code.
+func parseArgs(args []string, o *options, stdout, stderr io.Writer) (name string, code int, ok bool) {
+	fs := newFlagSet(o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printUsage(stdout, fs)
+			return "", exitOK, false
+		}
+		return "", usageErr(stderr, "%v", err), false
+	}
+	if help, _ := fs.GetBool("help"); help {
+		printUsage(stdout, fs)
+		return "", exitOK, false
+	}
+	if o.version {
+		cli.PrintVersion(stdout, "pteinspect")
+		return "", exitOK, false
+	}
+	if fs.NArg() != 1 {
+		return "", usageErr(stderr, "expected one FILE, got %d arguments", fs.NArg()), false
+	}
+	if code := o.check(stderr); code != exitOK {
+		return "", code, false
+	}
+	return fs.Arg(0), exitOK, true
+}
+
+// failure reports err on standard error and, with --json, as the one
+// {"error": ...} object standard output holds when there is no result.
+func failure(stdout, stderr io.Writer, name string, o *options, err error) int {
+	if o.json {
+		writeFailure(stdout, err, o.plan)
+	}
+	return failErr(stderr, name, err)
+}
+
+// runProgram opens the program and prints the view the flags ask for.
+func runProgram(ctx context.Context, opener *input.Opener, name string, stdout, stderr io.Writer, o *options, srcs []ptd.Source) int {
 	f, err := opener.Program(ctx, name)
 	if err != nil {
-		return fail(err)
+		return failure(stdout, stderr, name, o, err)
 	}
 	defer f.Close()
-	if err := checkFilters(f.Program, &o); err != nil {
-		return fail(err)
+	if err := checkFilters(f.Program, o); err != nil {
+		return failure(stdout, stderr, name, o, err)
 	}
 
 	w := bufio.NewWriter(stdout)
@@ -244,12 +263,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case o.extract != "":
 		w.Flush()
-		return runExtract(ctx, f, name, stdout, stderr, &o)
+		return runExtract(ctx, f, name, stdout, stderr, o)
 	case o.plan:
-		return runPlan(f, name, w, stderr, &o, srcs)
+		return runPlan(f, name, w, stderr, o, srcs)
 	case o.compileSpecs:
-		return runCompileSpecs(f, name, w, stderr, &o)
+		return runCompileSpecs(f, name, w, stderr, o)
 	}
+	return runDocument(f, name, w, stdout, stderr, o, srcs)
+}
+
+// runDocument prints the inspection document: as JSON, in full (--long) or
+// as a summary. A damaged file still gets its complete output, and exit 1.
+func runDocument(f *pte.File, name string, w, stdout, stderr io.Writer, o *options, srcs []ptd.Source) int {
 	meter := newMeter(stderr, o.quiet, "pteinspect: hashing")
 	bo := &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend, Progress: meter.Report}
 	if len(srcs) > 0 {
@@ -258,7 +283,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	doc, err := inspect.Build(f, bo)
 	meter.Done()
 	if err != nil {
-		return fail(err)
+		return failure(stdout, stderr, name, o, err)
 	}
 	if input.IsURL(name) {
 		doc.File.URL = input.Display(name)
@@ -274,7 +299,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	if o.long {
-		printHuman(w, name, f, doc, &o)
+		printHuman(w, name, f, doc, o)
 	} else {
 		printSummary(w, name, f.Program, doc)
 	}
