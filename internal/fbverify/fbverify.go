@@ -264,6 +264,51 @@ func (v *Verifier) offset(off uint64, p *path, what string) (uint64, error) {
 // 2-aligned, inside the buffer, of even size; each present field lies inside
 // the buffer, aligned to its own size (scalars) or to 4 (offsets).
 func (v *Verifier) table(pos uint64, t *Table, p *path) error {
+	if err := v.enterTable(pos, t, p); err != nil {
+		return err
+	}
+	vt, vtSize, err := v.vtable(pos, t, p)
+	if err != nil {
+		return err
+	}
+	// The table size stored in the vtable is not checked against field
+	// positions: the Python flatbuffers builder that writes current .pte
+	// files stores sizes that exclude the last field (the C++ verifier does
+	// not look at it either). Every field is checked against the buffer.
+	var unionTag byte
+	for slot := range t.Fields {
+		vo := uint64(4 + 2*slot)
+		if vo+2 > vtSize {
+			break
+		}
+		fo := uint64(v.u16(vt + vo))
+		f := &t.Fields[slot]
+		if fo == 0 {
+			if f.Kind == KindUnionType {
+				unionTag = 0
+			}
+			continue
+		}
+		fp := p.field(f.Name)
+		abs := pos + fo
+		if err := v.fieldPlace(abs, vt+vo, fo, f, t, fp); err != nil {
+			return err
+		}
+		if f.Kind == KindUnionType {
+			unionTag = v.buf[abs]
+			continue
+		}
+		if err := v.fieldValue(abs, f, unionTag, fp); err != nil {
+			return err
+		}
+	}
+	v.depth--
+	return nil
+}
+
+// enterTable counts a table visit against the nesting, table count and
+// visit limits and checks that the table's own offset is in the buffer.
+func (v *Verifier) enterTable(pos uint64, t *Table, p *path) error {
 	v.depth++
 	v.tables++
 	if v.depth > MaxDepth {
@@ -281,105 +326,91 @@ func (v *Verifier) table(pos uint64, t *Table, p *path) error {
 	if !v.within(pos, 4) {
 		return v.fail(pos, p, "%s table is outside the %d-byte flatbuffer", t.Name, len(v.buf))
 	}
+	return nil
+}
+
+// vtable returns the position and size of the vtable of the table at pos,
+// both checked to lie within the buffer.
+func (v *Verifier) vtable(pos uint64, t *Table, p *path) (vt, size uint64, err error) {
 	soff := int64(int32(v.u32(pos)))
-	vt := int64(pos) - soff
-	if vt < 0 || vt%2 != 0 || !v.within(uint64(vt), 2) {
-		return v.fail(pos, p, "%s table's vtable offset %d points to byte %d, outside the flatbuffer or misaligned", t.Name, soff, vt)
+	at := int64(pos) - soff
+	if at < 0 || at%2 != 0 || !v.within(uint64(at), 2) {
+		return 0, 0, v.fail(pos, p, "%s table's vtable offset %d points to byte %d, outside the flatbuffer or misaligned", t.Name, soff, at)
 	}
-	vtSize := uint64(v.u16(uint64(vt)))
-	if vtSize%2 != 0 || !v.within(uint64(vt), vtSize) {
-		return v.fail(uint64(vt), p, "%s vtable size %d is odd or runs past the flatbuffer", t.Name, vtSize)
+	vt = uint64(at)
+	size = uint64(v.u16(vt))
+	if size%2 != 0 || !v.within(vt, size) {
+		return 0, 0, v.fail(vt, p, "%s vtable size %d is odd or runs past the flatbuffer", t.Name, size)
 	}
-	if vtSize < 4 {
+	if size < 4 {
 		// The C++ verifier accepts it (every field then reads as absent); no
 		// FlatBuffers builder writes one.
-		v.warn(uint64(vt), p, "%s vtable size %d is shorter than its 4-byte header: every field reads as absent", t.Name, vtSize)
+		v.warn(vt, p, "%s vtable size %d is shorter than its 4-byte header: every field reads as absent", t.Name, size)
 	}
-	// The table size stored in the vtable is not checked against field
-	// positions: the Python flatbuffers builder that writes current .pte
-	// files stores sizes that exclude the last field (the C++ verifier does
-	// not look at it either). Every field is checked against the buffer.
-	var unionTag byte
-	for slot := range t.Fields {
-		vo := uint64(4 + 2*slot)
-		if vo+2 > vtSize {
-			break
+	return vt, size, nil
+}
+
+// fieldPlace checks that a present field of table t, at abs (its vtable
+// entry at entry, holding offset fo), lies within the buffer and is aligned.
+func (v *Verifier) fieldPlace(abs, entry, fo uint64, f *Field, t *Table, fp *path) error {
+	width := uint64(4)
+	if f.Kind == KindScalar || f.Kind == KindUnionType {
+		width = uint64(f.Size)
+	}
+	if !v.within(abs, width) {
+		return v.fail(entry, fp, "field offset %d puts the field outside the flatbuffer", fo)
+	}
+	if fo < 4 {
+		// The C++ verifier only bounds fields by the buffer.
+		v.warn(entry, fp, "field offset %d overlaps the %s table's own vtable offset", fo, t.Name)
+	}
+	if abs%width != 0 {
+		return v.fail(abs, fp, "field at byte %d is not %d-byte aligned", abs, width)
+	}
+	return nil
+}
+
+// fieldValue verifies what the field at abs refers to: a string, table,
+// vector or union value (scalars hold nothing further). unionTag is the
+// type of the table's union, read from its preceding _type field.
+func (v *Verifier) fieldValue(abs uint64, f *Field, unionTag byte, fp *path) error {
+	switch f.Kind {
+	case KindString:
+		target, err := v.offset(abs, fp, "string offset")
+		if err != nil {
+			return err
 		}
-		fo := uint64(v.u16(uint64(vt) + vo))
-		f := &t.Fields[slot]
-		if fo == 0 {
-			if f.Kind == KindUnionType {
-				unionTag = 0
-			}
-			continue
+		return v.string(target, fp)
+	case KindTable:
+		target, err := v.offset(abs, fp, "table offset")
+		if err != nil {
+			return err
 		}
-		fp := p.field(f.Name)
-		abs := pos + fo
-		width := uint64(4)
-		if f.Kind == KindScalar || f.Kind == KindUnionType {
-			width = uint64(f.Size)
+		return v.table(target, f.Table, fp)
+	case KindVector:
+		target, err := v.offset(abs, fp, "vector offset")
+		if err != nil {
+			return err
 		}
-		if !v.within(abs, width) {
-			return v.fail(uint64(vt)+vo, fp, "field offset %d puts the field outside the flatbuffer", fo)
+		_, err = v.vector(target, uint64(f.Size), !f.Alias, fp)
+		return err
+	case KindTableVec:
+		target, err := v.offset(abs, fp, "vector offset")
+		if err != nil {
+			return err
 		}
-		if fo < 4 {
-			// The C++ verifier only bounds fields by the buffer.
-			v.warn(uint64(vt)+vo, fp, "field offset %d overlaps the %s table's own vtable offset", fo, t.Name)
+		return v.tableVector(target, f.Table, fp)
+	case KindUnion:
+		target, err := v.offset(abs, fp, "union value offset")
+		if err != nil {
+			return err
 		}
-		if abs%width != 0 {
-			return v.fail(abs, fp, "field at byte %d is not %d-byte aligned", abs, width)
-		}
-		switch f.Kind {
-		case KindScalar:
-		case KindUnionType:
-			unionTag = v.buf[abs]
-		case KindString:
-			target, err := v.offset(abs, fp, "string offset")
-			if err != nil {
-				return err
-			}
-			if err := v.string(target, fp); err != nil {
-				return err
-			}
-		case KindTable:
-			target, err := v.offset(abs, fp, "table offset")
-			if err != nil {
-				return err
-			}
-			if err := v.table(target, f.Table, fp); err != nil {
-				return err
-			}
-		case KindVector:
-			target, err := v.offset(abs, fp, "vector offset")
-			if err != nil {
-				return err
-			}
-			if _, err := v.vector(target, uint64(f.Size), !f.Alias, fp); err != nil {
-				return err
-			}
-		case KindTableVec:
-			target, err := v.offset(abs, fp, "vector offset")
-			if err != nil {
-				return err
-			}
-			if err := v.tableVector(target, f.Table, fp); err != nil {
-				return err
-			}
-		case KindUnion:
-			target, err := v.offset(abs, fp, "union value offset")
-			if err != nil {
-				return err
-			}
-			// Unknown tags are accepted, as the C++ verifier does; callers'
-			// validators report them.
-			if int(unionTag) < len(f.Union) && f.Union[unionTag] != nil {
-				if err := v.table(target, f.Union[unionTag], fp); err != nil {
-					return err
-				}
-			}
+		// Unknown tags are accepted, as the C++ verifier does; callers'
+		// validators report them.
+		if int(unionTag) < len(f.Union) && f.Union[unionTag] != nil {
+			return v.table(target, f.Union[unionTag], fp)
 		}
 	}
-	v.depth--
 	return nil
 }
 
