@@ -277,13 +277,30 @@ func scanMetadata(s []byte, v *DeployedView) string {
 	v.Inputs, v.Outputs, v.AliasedIO = []string{}, []string{}, []AliasedIO{}
 	v.HardwareCompatible, v.DeviceID = false, 0
 
+	pos, reason := scanBindings(s, v)
+	if reason != "" {
+		return reason
+	}
+	if reason := scanAliasedIO(s, pos, v); reason != "" {
+		return reason
+	}
+	// The scalars: first textual occurrence after the io_bindings array.
+	if reason := scanHardwareCompatible(s, pos, v); reason != "" {
+		return reason
+	}
+	return scanDeviceID(s, pos, v)
+}
+
+// scanBindings fills v.Inputs and v.Outputs from the "io_bindings" array
+// and returns the metadata position just after it, or why it cannot.
+func scanBindings(s []byte, v *DeployedView) (int, string) {
 	k := bytes.Index(s, []byte(`"io_bindings"`))
 	if k < 0 {
-		return `no "io_bindings" key`
+		return -1, `no "io_bindings" key`
 	}
 	open := bytes.IndexByte(s[k:], '[')
 	if open < 0 {
-		return `no '[' after "io_bindings"`
+		return -1, `no '[' after "io_bindings"`
 	}
 	var name string
 	var isInput bool
@@ -315,77 +332,93 @@ func scanMetadata(s []byte, v *DeployedView) string {
 		name, isInput = "", false
 	})
 	if pos < 0 {
-		return "io_bindings: " + reason
+		return -1, "io_bindings: " + reason
 	}
+	return pos, ""
+}
 
-	// aliased_io is searched only after the io_bindings array.
-	if k := bytes.Index(s[pos:], []byte(`"aliased_io"`)); k >= 0 {
-		open := bytes.IndexByte(s[pos+k:], '[')
-		if open < 0 {
-			return `no '[' after "aliased_io"`
-		}
-		var a AliasedIO
-		_, reason := cppObjects(s, pos+k+open+1, func(key string, p int) int {
-			switch key {
-			case "output":
-				a.Output, p = cppString(s, p)
-			case "input":
-				a.Input, p = cppString(s, p)
-			case "kind":
-				a.Kind, p = cppString(s, p)
-			default:
-				p = cppSkipValue(s, p)
-			}
-			return p
-		}, func() {
-			if a.Output != "" && a.Input != "" {
-				if a.Kind == "" {
-					a.Kind = KindKVCacheUpdate
-				}
-				v.AliasedIO = append(v.AliasedIO, a)
-			}
-			a = AliasedIO{}
-		})
-		if reason != "" {
-			return "aliased_io: " + reason
-		}
+// scanAliasedIO fills v.AliasedIO from the "aliased_io" array, which is
+// searched only after the io_bindings array (from pos).
+func scanAliasedIO(s []byte, pos int, v *DeployedView) string {
+	k := bytes.Index(s[pos:], []byte(`"aliased_io"`))
+	if k < 0 {
+		return ""
 	}
-
-	// The scalars: first textual occurrence after the io_bindings array.
-	if p, reason := cppScalar(s, pos, "hardware_compatible"); reason != "" {
-		return reason
-	} else if p >= 0 {
-		switch {
-		case cppHasPrefix(s, p, "true"):
-			v.HardwareCompatible = true
-		case cppHasPrefix(s, p, "false"):
-			v.HardwareCompatible = false
+	open := bytes.IndexByte(s[pos+k:], '[')
+	if open < 0 {
+		return `no '[' after "aliased_io"`
+	}
+	var a AliasedIO
+	_, reason := cppObjects(s, pos+k+open+1, func(key string, p int) int {
+		switch key {
+		case "output":
+			a.Output, p = cppString(s, p)
+		case "input":
+			a.Input, p = cppString(s, p)
+		case "kind":
+			a.Kind, p = cppString(s, p)
 		default:
-			return fmt.Sprintf(`"hardware_compatible" found by text search is followed by %s at metadata byte %d, not true or false`, excerpt(s, p), p)
+			p = cppSkipValue(s, p)
 		}
+		return p
+	}, func() {
+		if a.Output != "" && a.Input != "" {
+			if a.Kind == "" {
+				a.Kind = KindKVCacheUpdate
+			}
+			v.AliasedIO = append(v.AliasedIO, a)
+		}
+		a = AliasedIO{}
+	})
+	if reason != "" {
+		return "aliased_io: " + reason
 	}
-	if p, reason := cppScalar(s, pos, "device_id"); reason != "" {
+	return ""
+}
+
+// scanHardwareCompatible sets v.HardwareCompatible from the first
+// "hardware_compatible" after pos, if any.
+func scanHardwareCompatible(s []byte, pos int, v *DeployedView) string {
+	p, reason := cppScalar(s, pos, "hardware_compatible")
+	if reason != "" || p < 0 {
 		return reason
-	} else if p >= 0 {
-		start := p
-		neg := p < len(s) && s[p] == '-'
-		if neg {
-			p++
-		}
-		var n int32
-		digits := 0
-		for ; p < len(s) && s[p] >= '0' && s[p] <= '9'; p++ {
-			n = n*10 + int32(s[p]-'0') // wraps like the C++ int
-			digits++
-		}
-		if digits == 0 {
-			return fmt.Sprintf(`"device_id" found by text search is followed by %s at metadata byte %d, not an integer`, excerpt(s, start), start)
-		}
-		if neg {
-			n = -n
-		}
-		v.DeviceID = n
 	}
+	switch {
+	case cppHasPrefix(s, p, "true"):
+		v.HardwareCompatible = true
+	case cppHasPrefix(s, p, "false"):
+		v.HardwareCompatible = false
+	default:
+		return fmt.Sprintf(`"hardware_compatible" found by text search is followed by %s at metadata byte %d, not true or false`, excerpt(s, p), p)
+	}
+	return ""
+}
+
+// scanDeviceID sets v.DeviceID from the first "device_id" after pos, if
+// any, read as the C++ reader reads an int: digits that wrap on overflow.
+func scanDeviceID(s []byte, pos int, v *DeployedView) string {
+	p, reason := cppScalar(s, pos, "device_id")
+	if reason != "" || p < 0 {
+		return reason
+	}
+	start := p
+	neg := p < len(s) && s[p] == '-'
+	if neg {
+		p++
+	}
+	var n int32
+	digits := 0
+	for ; p < len(s) && s[p] >= '0' && s[p] <= '9'; p++ {
+		n = n*10 + int32(s[p]-'0') // wraps like the C++ int
+		digits++
+	}
+	if digits == 0 {
+		return fmt.Sprintf(`"device_id" found by text search is followed by %s at metadata byte %d, not an integer`, excerpt(s, start), start)
+	}
+	if neg {
+		n = -n
+	}
+	v.DeviceID = n
 	return ""
 }
 
