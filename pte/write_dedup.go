@@ -39,17 +39,46 @@ func DedupPayloads(srcs []*io.SectionReader) (remap, unique []int, err error) {
 	}
 	// same[i] is the first payload identical to payload i.
 	same := make([]int, len(srcs))
-	bySize := map[int64]int{}
-	for i, s := range srcs {
+	for i := range srcs {
 		same[i] = i
+	}
+	byPrint, err := fingerprintPayloads(srcs, same)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := hashCollisions(srcs, byPrint, same); err != nil {
+		return nil, nil, err
+	}
+	remap = make([]int, len(srcs))
+	for i := range srcs {
+		if same[i] == i {
+			remap[i] = len(unique)
+			unique = append(unique, i)
+		} else {
+			remap[i] = remap[same[i]]
+		}
+	}
+	return remap, unique, nil
+}
+
+// payloadPrint is a payload's size and fingerprint: payloads with
+// different prints differ.
+type payloadPrint struct {
+	size int64
+	sum  [sha256.Size]byte
+}
+
+// fingerprintPayloads marks in same the payloads equal by identity (the
+// same parts) and groups by print those that share a size with another
+// payload and may still be equal; payloads of a size of their own and
+// sequential sources are never read.
+func fingerprintPayloads(srcs []*io.SectionReader, same []int) (map[payloadPrint][]int, error) {
+	bySize := map[int64]int{}
+	for _, s := range srcs {
 		bySize[s.Size()]++
 	}
-	type print struct {
-		size int64
-		sum  [sha256.Size]byte
-	}
 	byIdentity := map[string]int{}
-	byPrint := map[print][]int{}         // payloads of each fingerprint
+	byPrint := map[payloadPrint][]int{}  // payloads of each fingerprint
 	pending := map[int64]int{}           // first payload of a size, not yet read
 	known := map[int][sha256.Size]byte{} // fingerprints known without reading
 	var ids identities
@@ -86,7 +115,7 @@ func DedupPayloads(srcs []*io.SectionReader) (remap, unique []int, err error) {
 					return &SegmentError{Index: i, Err: err}
 				}
 			}
-			k := print{srcs[i].Size(), sum}
+			k := payloadPrint{srcs[i].Size(), sum}
 			byPrint[k] = append(byPrint[k], i)
 			return nil
 		}
@@ -97,14 +126,21 @@ func DedupPayloads(srcs []*io.SectionReader) (remap, unique []int, err error) {
 			continue
 		case first >= 0:
 			if err := add(first); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			pending[s.Size()] = -1
 		}
 		if err := add(i); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
+	return byPrint, nil
+}
+
+// hashCollisions marks in same the payloads of each print group that are
+// equal: at once when the fingerprint covers every byte, else by hashing
+// each payload of the group whole.
+func hashCollisions(srcs []*io.SectionReader, byPrint map[payloadPrint][]int, same []int) error {
 	for k, group := range byPrint {
 		if len(group) < 2 {
 			continue
@@ -119,7 +155,7 @@ func DedupPayloads(srcs []*io.SectionReader) (remap, unique []int, err error) {
 		for _, i := range group {
 			h := sha256.New()
 			if err := readAll(h, srcs[i], k.size); err != nil {
-				return nil, nil, &SegmentError{Index: i, Err: err}
+				return &SegmentError{Index: i, Err: err}
 			}
 			var sum [sha256.Size]byte
 			h.Sum(sum[:0])
@@ -130,17 +166,7 @@ func DedupPayloads(srcs []*io.SectionReader) (remap, unique []int, err error) {
 			}
 		}
 	}
-
-	remap = make([]int, len(srcs))
-	for i := range srcs {
-		if same[i] == i {
-			remap[i] = len(unique)
-			unique = append(unique, i)
-		} else {
-			remap[i] = remap[same[i]]
-		}
-	}
-	return remap, unique, nil
+	return nil
 }
 
 // fingerprintChunk is how much of each end of a payload its fingerprint
