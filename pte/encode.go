@@ -207,6 +207,7 @@ func sizeBound(p *Program, refs *segmentRefs) int64 {
 	return n
 }
 
+// boundPlan bounds the encoded size of one execution plan.
 func boundPlan(ep *ExecutionPlan) int64 {
 	n := boundTable(10) + boundString(ep.Name)
 	if c := ep.ContainerMetaType; c != nil {
@@ -214,80 +215,12 @@ func boundPlan(ep *ExecutionPlan) int64 {
 	}
 	n += boundVec(len(ep.Values), 4)
 	for _, v := range ep.Values {
-		n += boundTable(2) + boundTable(10)
-		if v == nil {
-			continue
-		}
-		switch x := v.Val.(type) {
-		case *Tensor:
-			if x != nil {
-				n += boundVec(len(x.Sizes), 4) + boundVec(len(x.DimOrder), 1) + 2*boundTable(5)
-				if x.ExtraTensorInfo != nil {
-					n += boundString(x.ExtraTensorInfo.FullyQualifiedName)
-				}
-			}
-		case *String:
-			if x != nil {
-				n += boundString(x.StringVal)
-			}
-		case *IntList:
-			if x != nil {
-				n += boundVec(len(x.Items), 8)
-			}
-		case *DoubleList:
-			if x != nil {
-				n += boundVec(len(x.Items), 8)
-			}
-		case *BoolList:
-			if x != nil {
-				n += boundVec(len(x.Items), 1)
-			}
-		case *TensorList:
-			if x != nil {
-				n += boundVec(len(x.Items), 4)
-			}
-		case *OptionalTensorList:
-			if x != nil {
-				n += boundVec(len(x.Items), 4)
-			}
-		}
+		n += boundValue(v)
 	}
 	n += boundVec(len(ep.Inputs), 4) + boundVec(len(ep.Outputs), 4)
 	n += boundVec(len(ep.Chains), 4)
 	for _, c := range ep.Chains {
-		if c == nil {
-			continue
-		}
-		n += boundTable(4) + boundVec(len(c.Inputs), 4) + boundVec(len(c.Outputs), 4)
-		n += boundVec(len(c.Instructions), 4)
-		for _, in := range c.Instructions {
-			n += boundTable(2) + boundTable(2)
-			if in == nil {
-				continue
-			}
-			switch x := in.Args.(type) {
-			case *KernelCall:
-				if x != nil {
-					n += boundVec(len(x.Args), 4)
-				}
-			case *DelegateCall:
-				if x != nil {
-					n += boundVec(len(x.Args), 4)
-				}
-			}
-		}
-		n += boundVec(len(c.Stacktrace), 4)
-		for _, fl := range c.Stacktrace {
-			if fl == nil {
-				continue
-			}
-			n += boundTable(1) + boundVec(len(fl.Items), 4)
-			for _, f := range fl.Items {
-				if f != nil {
-					n += boundTable(4) + boundString(f.Filename) + boundString(f.Name) + boundString(f.Context)
-				}
-			}
-		}
+		n += boundChain(c)
 	}
 	n += boundVec(len(ep.Operators), 4)
 	for _, op := range ep.Operators {
@@ -297,18 +230,107 @@ func boundPlan(ep *ExecutionPlan) int64 {
 	}
 	n += boundVec(len(ep.Delegates), 4)
 	for _, d := range ep.Delegates {
-		if d == nil {
-			continue
-		}
-		n += boundTable(3) + boundString(d.ID) + boundTable(2) + boundVec(len(d.CompileSpecs), 4)
-		for _, cs := range d.CompileSpecs {
-			if cs != nil {
-				n += boundTable(2) + boundString(cs.Key) + boundVec(len(cs.Value), 1)
-			}
-		}
+		n += boundDelegate(d)
 	}
 	n += boundVec(len(ep.NonConstBufferSizes), 8)
 	n += boundVec(len(ep.NonConstBufferDevice), 4) + int64(len(ep.NonConstBufferDevice))*boundTable(3)
+	return n
+}
+
+// boundValue bounds the encoded size of one EValue: its table, its union
+// value's table and what that value holds.
+func boundValue(v *EValue) int64 {
+	n := boundTable(2) + boundTable(10)
+	if v == nil {
+		return n
+	}
+	switch x := v.Val.(type) {
+	case *Tensor:
+		if x != nil {
+			n += boundVec(len(x.Sizes), 4) + boundVec(len(x.DimOrder), 1) + 2*boundTable(5)
+			if x.ExtraTensorInfo != nil {
+				n += boundString(x.ExtraTensorInfo.FullyQualifiedName)
+			}
+		}
+	case *String:
+		if x != nil {
+			n += boundString(x.StringVal)
+		}
+	case *IntList:
+		if x != nil {
+			n += boundVec(len(x.Items), 8)
+		}
+	case *DoubleList:
+		if x != nil {
+			n += boundVec(len(x.Items), 8)
+		}
+	case *BoolList:
+		if x != nil {
+			n += boundVec(len(x.Items), 1)
+		}
+	case *TensorList:
+		if x != nil {
+			n += boundVec(len(x.Items), 4)
+		}
+	case *OptionalTensorList:
+		if x != nil {
+			n += boundVec(len(x.Items), 4)
+		}
+	}
+	return n
+}
+
+// boundChain bounds the encoded size of one chain: its instructions and
+// its stack traces.
+func boundChain(c *Chain) int64 {
+	if c == nil {
+		return 0
+	}
+	n := boundTable(4) + boundVec(len(c.Inputs), 4) + boundVec(len(c.Outputs), 4)
+	n += boundVec(len(c.Instructions), 4)
+	for _, in := range c.Instructions {
+		n += boundTable(2) + boundTable(2)
+		if in == nil {
+			continue
+		}
+		switch x := in.Args.(type) {
+		case *KernelCall:
+			if x != nil {
+				n += boundVec(len(x.Args), 4)
+			}
+		case *DelegateCall:
+			if x != nil {
+				n += boundVec(len(x.Args), 4)
+			}
+		}
+	}
+	n += boundVec(len(c.Stacktrace), 4)
+	for _, fl := range c.Stacktrace {
+		if fl == nil {
+			continue
+		}
+		n += boundTable(1) + boundVec(len(fl.Items), 4)
+		for _, f := range fl.Items {
+			if f != nil {
+				n += boundTable(4) + boundString(f.Filename) + boundString(f.Name) + boundString(f.Context)
+			}
+		}
+	}
+	return n
+}
+
+// boundDelegate bounds the encoded size of one backend delegate and its
+// compile specs.
+func boundDelegate(d *BackendDelegate) int64 {
+	if d == nil {
+		return 0
+	}
+	n := boundTable(3) + boundString(d.ID) + boundTable(2) + boundVec(len(d.CompileSpecs), 4)
+	for _, cs := range d.CompileSpecs {
+		if cs != nil {
+			n += boundTable(2) + boundString(cs.Key) + boundVec(len(cs.Value), 1)
+		}
+	}
 	return n
 }
 
