@@ -189,57 +189,29 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 	if p == nil {
 		return nil, errors.New("pte: write: nil program")
 	}
-	align := uint64(DefaultSegmentAlignment)
-	dedup := false
-	if opts != nil {
-		if opts.SegmentAlignment != 0 {
-			align = opts.SegmentAlignment
-		}
-		dedup = opts.Dedup
-	}
-	if align > math.MaxInt32 {
-		// No sane layout needs more; it also keeps offsets far from overflow.
-		return nil, fmt.Errorf("pte: write: segment alignment %d is larger than %d", align, math.MaxInt32)
+	align, err := writeAlignment(opts)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkSources(segments); err != nil {
 		return nil, err
 	}
+	dedup := opts != nil && opts.Dedup
 	pl := &writePlan{srcs: segments, info: &WriteInfo{}}
-	var remap []int
-	if dedup {
-		var err error
-		if remap, pl.unique, err = DedupPayloads(segments); err != nil {
-			return nil, err
-		}
-	} else {
-		remap = make([]int, len(segments))
-		pl.unique = make([]int, len(segments))
-		for i := range segments {
-			remap[i], pl.unique[i] = i, i
-		}
+	remap, err := pl.distinctPayloads(dedup)
+	if err != nil {
+		return nil, err
 	}
 	pl.info.SegmentIndex = remap
 
-	sizes := make([]uint64, len(pl.unique))
-	var anchors []anchor
-	if opts != nil && opts.PageCongruent {
-		anchors = make([]anchor, len(pl.unique))
-	}
-	for k, i := range pl.unique {
-		sizes[k] = uint64(segments[i].Size())
-		if anchors != nil {
-			anchors[k] = anchorOf(segments[i], segments[i].Size(), opts.CongruentAnyReader)
-		}
-	}
-	sl, k, err := placeSegments(sizes, anchors, align)
+	sl, sizes, err := pl.placePayloads(opts, align)
 	if err != nil {
-		return nil, &SegmentError{Index: pl.unique[k], Err: err}
+		return nil, err
 	}
 	layout := make([]*DataSegment, len(pl.unique))
 	for k := range layout {
 		layout[k] = &DataSegment{Offset: sl.offsets[k], Size: sizes[k]}
 	}
-	dataSize, hasData := sl.dataSize, sl.hasData
 	present := p.Segments != nil || len(layout) > 0
 	if !present {
 		layout = nil // no payloads and no table in p: keep the field absent
@@ -250,19 +222,80 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 	if dedup {
 		refs.remap = remap
 	}
+	if err := pl.encode(p, refs, sl, align); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// writeAlignment is the segment alignment opts asks for, or the default.
+func writeAlignment(opts *WriteOptions) (uint64, error) {
+	align := uint64(DefaultSegmentAlignment)
+	if opts != nil && opts.SegmentAlignment != 0 {
+		align = opts.SegmentAlignment
+	}
+	if align > math.MaxInt32 {
+		// No sane layout needs more; it also keeps offsets far from overflow.
+		return 0, fmt.Errorf("pte: write: segment alignment %d is larger than %d", align, math.MaxInt32)
+	}
+	return align, nil
+}
+
+// distinctPayloads sets pl.unique, the payloads written as segments, and
+// returns the segment of each payload: one per payload, or one per
+// distinct content with dedup.
+func (pl *writePlan) distinctPayloads(dedup bool) (remap []int, err error) {
+	if dedup {
+		remap, pl.unique, err = DedupPayloads(pl.srcs)
+		return remap, err
+	}
+	remap = make([]int, len(pl.srcs))
+	pl.unique = make([]int, len(pl.srcs))
+	for i := range pl.srcs {
+		remap[i], pl.unique[i] = i, i
+	}
+	return remap, nil
+}
+
+// placePayloads places the segments written (pl.unique) after the program,
+// each aligned and, with opts.PageCongruent, at the page offset of its
+// source; it returns the layout and the segment sizes.
+func (pl *writePlan) placePayloads(opts *WriteOptions, align uint64) (*segmentLayout, []uint64, error) {
+	sizes := make([]uint64, len(pl.unique))
+	var anchors []anchor
+	if opts != nil && opts.PageCongruent {
+		anchors = make([]anchor, len(pl.unique))
+	}
+	for k, i := range pl.unique {
+		sizes[k] = uint64(pl.srcs[i].Size())
+		if anchors != nil {
+			anchors[k] = anchorOf(pl.srcs[i], pl.srcs[i].Size(), opts.CongruentAnyReader)
+		}
+	}
+	sl, k, err := placeSegments(sizes, anchors, align)
+	if err != nil {
+		return nil, nil, &SegmentError{Index: pl.unique[k], Err: err}
+	}
+	return sl, sizes, nil
+}
+
+// encode encodes p with its segment references resolved through refs and
+// sets the head of the file: the bare flatbuffer, or with the extended
+// header when the program has segment data.
+func (pl *writePlan) encode(p *Program, refs *segmentRefs, sl *segmentLayout, align uint64) error {
 	// Like ExecuTorch's serializer, write the header only when a segment
 	// holds a byte, or else when the program loads data from a segment:
 	// the runtime cannot locate a segment without the header, even an
 	// empty one (upstream never writes that case; it keeps empty delegate
 	// blobs INLINE, and an all-empty constant segment is rare).
-	needHeader := hasData || refersToSegment(p)
+	needHeader := sl.hasData || refersToSegment(p)
 	var reserve int64
 	if needHeader {
 		reserve = wrHeaderPad
 	}
 	fb, err := encodeProgram(p, refs, reserve)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// ExecuTorch reads 64 head bytes before anything else, so a shorter
 	// file cannot be loaded. Zeros after the tables are not part of any
@@ -274,10 +307,9 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 		pl.flatbuffer = fb
 		pl.info.ProgramSize = int64(len(fb))
 		pl.info.Size = int64(len(fb))
-	} else if err := pl.addHeader(fb, sl, align, dataSize); err != nil {
-		return nil, err
+		return nil
 	}
-	return pl, nil
+	return pl.addHeader(fb, sl, align, sl.dataSize)
 }
 
 // addHeader places the extended header in front of the encoded program fb
