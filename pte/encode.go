@@ -516,18 +516,7 @@ func (e *encoder) subsegments(x *SubsegmentOffsets) (flatbuffers.UOffsetT, error
 func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	name := e.optStr(ep.Name, ep.Absent, "name")
-	var meta flatbuffers.UOffsetT
-	if c := ep.ContainerMetaType; c != nil {
-		in, out := e.optStr(c.EncodedInpStr, c.Absent, "encoded_inp_str"), e.optStr(c.EncodedOutStr, c.Absent, "encoded_out_str")
-		program.ContainerMetadataStart(b)
-		if in != 0 {
-			program.ContainerMetadataAddEncodedInpStr(b, in)
-		}
-		if out != 0 {
-			program.ContainerMetadataAddEncodedOutStr(b, out)
-		}
-		meta = program.ContainerMetadataEnd(b)
-	}
+	meta := e.containerMeta(ep.ContainerMetaType)
 	values, err := tables(e, "values", ep.Values, e.evalue)
 	if err != nil {
 		return 0, err
@@ -537,17 +526,7 @@ func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 	if err != nil {
 		return 0, err
 	}
-	ops, err := tables(e, "operators", ep.Operators, func(op *Operator) (flatbuffers.UOffsetT, error) {
-		n, o := e.optStr(op.Name, op.Absent, "name"), e.optStr(op.Overload, op.Absent, "overload")
-		program.OperatorStart(b)
-		if n != 0 {
-			program.OperatorAddName(b, n)
-		}
-		if o != 0 {
-			program.OperatorAddOverload(b, o)
-		}
-		return program.OperatorEnd(b), nil
-	})
+	ops, err := tables(e, "operators", ep.Operators, e.operator)
 	if err != nil {
 		return 0, err
 	}
@@ -556,13 +535,7 @@ func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 		return 0, err
 	}
 	sizes := scalars(e, ep.NonConstBufferSizes, 8, b.PrependInt64)
-	devices, err := tables(e, "non_const_buffer_device", ep.NonConstBufferDevice, func(d *NonConstBufferDevice) (flatbuffers.UOffsetT, error) {
-		program.NonConstBufferDeviceStart(b)
-		program.NonConstBufferDeviceAddBufferIdx(b, d.BufferIdx)
-		program.NonConstBufferDeviceAddDeviceType(b, program.DeviceType(d.DeviceType))
-		program.NonConstBufferDeviceAddDeviceIndex(b, d.DeviceIndex)
-		return program.NonConstBufferDeviceEnd(b), nil
-	})
+	devices, err := tables(e, "non_const_buffer_device", ep.NonConstBufferDevice, e.bufferDevice)
 	if err != nil {
 		return 0, err
 	}
@@ -599,6 +572,47 @@ func (e *encoder) plan(ep *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 		program.ExecutionPlanAddNonConstBufferDevice(b, devices)
 	}
 	return program.ExecutionPlanEnd(b), nil
+}
+
+// containerMeta encodes a plan's container metadata; 0 when it has none.
+func (e *encoder) containerMeta(c *ContainerMetadata) flatbuffers.UOffsetT {
+	if c == nil {
+		return 0
+	}
+	b := e.b
+	in, out := e.optStr(c.EncodedInpStr, c.Absent, "encoded_inp_str"), e.optStr(c.EncodedOutStr, c.Absent, "encoded_out_str")
+	program.ContainerMetadataStart(b)
+	if in != 0 {
+		program.ContainerMetadataAddEncodedInpStr(b, in)
+	}
+	if out != 0 {
+		program.ContainerMetadataAddEncodedOutStr(b, out)
+	}
+	return program.ContainerMetadataEnd(b)
+}
+
+// operator encodes one entry of a plan's operator table.
+func (e *encoder) operator(op *Operator) (flatbuffers.UOffsetT, error) {
+	b := e.b
+	n, o := e.optStr(op.Name, op.Absent, "name"), e.optStr(op.Overload, op.Absent, "overload")
+	program.OperatorStart(b)
+	if n != 0 {
+		program.OperatorAddName(b, n)
+	}
+	if o != 0 {
+		program.OperatorAddOverload(b, o)
+	}
+	return program.OperatorEnd(b), nil
+}
+
+// bufferDevice encodes the device of one non-constant buffer.
+func (e *encoder) bufferDevice(d *NonConstBufferDevice) (flatbuffers.UOffsetT, error) {
+	b := e.b
+	program.NonConstBufferDeviceStart(b)
+	program.NonConstBufferDeviceAddBufferIdx(b, d.BufferIdx)
+	program.NonConstBufferDeviceAddDeviceType(b, program.DeviceType(d.DeviceType))
+	program.NonConstBufferDeviceAddDeviceIndex(b, d.DeviceIndex)
+	return program.NonConstBufferDeviceEnd(b), nil
 }
 
 // isNilPointer reports whether v holds a typed nil pointer.
