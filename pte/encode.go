@@ -430,19 +430,7 @@ func (e *encoder) program(p *Program) (flatbuffers.UOffsetT, error) {
 	if err != nil {
 		return 0, err
 	}
-	layout := e.refs.layout
-	switch {
-	case !e.refs.layoutPresent:
-		layout = nil
-	case layout == nil:
-		layout = []*DataSegment{}
-	}
-	segs, err := tables(e, "segments", layout, func(x *DataSegment) (flatbuffers.UOffsetT, error) {
-		program.DataSegmentStart(b)
-		program.DataSegmentAddOffset(b, x.Offset)
-		program.DataSegmentAddSize(b, x.Size)
-		return program.DataSegmentEnd(b), nil
-	})
+	segs, err := tables(e, "segments", e.refs.segments(), e.dataSegment)
 	if err != nil {
 		return 0, err
 	}
@@ -456,19 +444,7 @@ func (e *encoder) program(p *Program) (flatbuffers.UOffsetT, error) {
 	if err != nil {
 		return 0, err
 	}
-	named, err := tables(e, "named_data", p.NamedData, func(x *NamedData) (flatbuffers.UOffsetT, error) {
-		idx, err := e.refs.index(x.SegmentIndex)
-		if err != nil {
-			return 0, within(err, "segment_index", -1)
-		}
-		key := e.optStr(x.Key, x.Absent, "key")
-		program.NamedDataStart(b)
-		if key != 0 {
-			program.NamedDataAddKey(b, key)
-		}
-		program.NamedDataAddSegmentIndex(b, idx)
-		return program.NamedDataEnd(b), nil
-	})
+	named, err := tables(e, "named_data", p.NamedData, e.namedData)
 	if err != nil {
 		return 0, err
 	}
@@ -497,6 +473,44 @@ func (e *encoder) program(p *Program) (flatbuffers.UOffsetT, error) {
 		program.ProgramAddNamedData(b, named)
 	}
 	return program.ProgramEnd(b), nil
+}
+
+// segments is the segment table to write: nil (absent) when neither the
+// program nor the payloads call for one, else present even when empty.
+func (r *segmentRefs) segments() []*DataSegment {
+	switch {
+	case !r.layoutPresent:
+		return nil
+	case r.layout == nil:
+		return []*DataSegment{}
+	}
+	return r.layout
+}
+
+// dataSegment encodes one entry of the segment table.
+func (e *encoder) dataSegment(x *DataSegment) (flatbuffers.UOffsetT, error) {
+	b := e.b
+	program.DataSegmentStart(b)
+	program.DataSegmentAddOffset(b, x.Offset)
+	program.DataSegmentAddSize(b, x.Size)
+	return program.DataSegmentEnd(b), nil
+}
+
+// namedData encodes one named data entry, its segment index remapped to
+// the segments written.
+func (e *encoder) namedData(x *NamedData) (flatbuffers.UOffsetT, error) {
+	b := e.b
+	idx, err := e.refs.index(x.SegmentIndex)
+	if err != nil {
+		return 0, within(err, "segment_index", -1)
+	}
+	key := e.optStr(x.Key, x.Absent, "key")
+	program.NamedDataStart(b)
+	if key != 0 {
+		program.NamedDataAddKey(b, key)
+	}
+	program.NamedDataAddSegmentIndex(b, idx)
+	return program.NamedDataEnd(b), nil
 }
 
 func (e *encoder) subsegments(x *SubsegmentOffsets) (flatbuffers.UOffsetT, error) {
