@@ -369,8 +369,6 @@ func (v *validator) chains(ep *ExecutionPlan, path string) {
 		v.add(SeverityError, CodeInvalidProgram, f.posOf(ep), path+".chains", "method has no chains")
 		return
 	}
-	n := int64(len(ep.Values))
-	inRange := func(x int32) bool { return x >= 0 && int64(x) < n }
 	for c, ch := range ep.Chains {
 		cpath := fmt.Sprintf("%s.chains[%d]", path, c)
 		if ch.Instructions == nil {
@@ -379,75 +377,86 @@ func (v *validator) chains(ep *ExecutionPlan, path string) {
 		}
 		for k, in := range ch.Instructions {
 			ipath := fmt.Sprintf("%s.instructions[%d].instr_args", cpath, k)
-			off := f.posOf(in)
-			args := func(a []int32) {
-				if a == nil {
-					v.add(SeverityError, CodeInvalidProgram, off, ipath+".args", "instruction has no args")
-				}
-				bad := v.elems(SeverityError, CodeInvalidProgram, off, ipath+".args")
-				for j, x := range a {
-					if !inRange(x) {
-						bad.add(j, "value index %d out of range (%d values)", x, n)
-					}
-				}
-				bad.done()
-			}
-			switch x := in.Args.(type) {
-			case nil:
-				v.add(SeverityError, CodeInvalidProgram, off, ipath, "instruction has union tag NONE")
-			case *UnknownInstruction:
-				v.add(SeverityError, CodeInvalidProgram, off, ipath, "unknown InstructionArguments union tag %d", uint8(x.Tag))
-			case *KernelCall:
-				if x == nil {
-					v.add(SeverityError, CodeInvalidProgram, off, ipath, "KernelCall has no table")
-					continue
-				}
-				if ep.Operators == nil {
-					v.add(SeverityError, CodeInvalidProgram, off, path+".operators", "method has a KernelCall but no operators table")
-				} else if x.OpIndex < 0 || int(x.OpIndex) >= len(ep.Operators) {
-					v.add(SeverityError, CodeInvalidProgram, off, ipath+".op_index", "operator index %d out of range (%d operators)", x.OpIndex, len(ep.Operators))
-				}
-				args(x.Args)
-			case *DelegateCall:
-				if x == nil {
-					v.add(SeverityError, CodeInvalidProgram, off, ipath, "DelegateCall has no table")
-					continue
-				}
-				if x.DelegateIndex < 0 || int(x.DelegateIndex) >= len(ep.Delegates) {
-					v.add(SeverityError, CodeInternal, off, ipath+".delegate_index",
-						"delegate index %d out of range (%d delegates); ExecuTorch loads the method and fails only when the call executes", x.DelegateIndex, len(ep.Delegates))
-				}
-				args(x.Args)
-			case *MoveCall:
-				if x == nil {
-					v.add(SeverityError, CodeInvalidProgram, off, ipath, "MoveCall has no table")
-					continue
-				}
-				if !inRange(x.MoveFrom) || !inRange(x.MoveTo) {
-					v.add(SeverityError, CodeInvalidProgram, off, ipath, "move %d -> %d out of range (%d values)", x.MoveFrom, x.MoveTo, n)
-				}
-			case *JumpFalseCall:
-				if x == nil {
-					v.add(SeverityError, CodeInvalidProgram, off, ipath, "JumpFalseCall has no table")
-					continue
-				}
-				if !inRange(x.CondValueIndex) {
-					v.add(SeverityError, CodeInvalidProgram, off, ipath+".cond_value_index", "value index %d out of range (%d values)", x.CondValueIndex, n)
-				}
-				if x.DestinationInstruction < 0 || int(x.DestinationInstruction) >= len(ch.Instructions) {
-					v.add(SeverityWarning, CodeOk, off, ipath+".destination_instruction", "jump destination %d is outside the chain (%d instructions)", x.DestinationInstruction, len(ch.Instructions))
-				}
-			case *FreeCall:
-				if x == nil {
-					v.add(SeverityError, CodeInvalidProgram, off, ipath, "FreeCall has no table")
-					continue
-				}
-				if !valueIs(ep, int64(x.ValueIndex), isTensor) {
-					v.add(SeverityError, CodeInvalidProgram, off, ipath+".value_index", "value %d is not a Tensor", x.ValueIndex)
-				}
-			}
+			v.instruction(ep, ch, in, path, ipath)
 		}
 	}
+}
+
+// instruction checks the arguments of one instruction of chain ch against
+// the tables of its method ep (at path); ipath is the instruction's.
+func (v *validator) instruction(ep *ExecutionPlan, ch *Chain, in *Instruction, path, ipath string) {
+	off := v.f.posOf(in)
+	n := int64(len(ep.Values))
+	inRange := func(x int32) bool { return x >= 0 && int64(x) < n }
+	switch x := in.Args.(type) {
+	case nil:
+		v.add(SeverityError, CodeInvalidProgram, off, ipath, "instruction has union tag NONE")
+	case *UnknownInstruction:
+		v.add(SeverityError, CodeInvalidProgram, off, ipath, "unknown InstructionArguments union tag %d", uint8(x.Tag))
+	case *KernelCall:
+		if x == nil {
+			v.add(SeverityError, CodeInvalidProgram, off, ipath, "KernelCall has no table")
+			return
+		}
+		if ep.Operators == nil {
+			v.add(SeverityError, CodeInvalidProgram, off, path+".operators", "method has a KernelCall but no operators table")
+		} else if x.OpIndex < 0 || int(x.OpIndex) >= len(ep.Operators) {
+			v.add(SeverityError, CodeInvalidProgram, off, ipath+".op_index", "operator index %d out of range (%d operators)", x.OpIndex, len(ep.Operators))
+		}
+		v.instructionArgs(x.Args, n, off, ipath)
+	case *DelegateCall:
+		if x == nil {
+			v.add(SeverityError, CodeInvalidProgram, off, ipath, "DelegateCall has no table")
+			return
+		}
+		if x.DelegateIndex < 0 || int(x.DelegateIndex) >= len(ep.Delegates) {
+			v.add(SeverityError, CodeInternal, off, ipath+".delegate_index",
+				"delegate index %d out of range (%d delegates); ExecuTorch loads the method and fails only when the call executes", x.DelegateIndex, len(ep.Delegates))
+		}
+		v.instructionArgs(x.Args, n, off, ipath)
+	case *MoveCall:
+		if x == nil {
+			v.add(SeverityError, CodeInvalidProgram, off, ipath, "MoveCall has no table")
+			return
+		}
+		if !inRange(x.MoveFrom) || !inRange(x.MoveTo) {
+			v.add(SeverityError, CodeInvalidProgram, off, ipath, "move %d -> %d out of range (%d values)", x.MoveFrom, x.MoveTo, n)
+		}
+	case *JumpFalseCall:
+		if x == nil {
+			v.add(SeverityError, CodeInvalidProgram, off, ipath, "JumpFalseCall has no table")
+			return
+		}
+		if !inRange(x.CondValueIndex) {
+			v.add(SeverityError, CodeInvalidProgram, off, ipath+".cond_value_index", "value index %d out of range (%d values)", x.CondValueIndex, n)
+		}
+		if x.DestinationInstruction < 0 || int(x.DestinationInstruction) >= len(ch.Instructions) {
+			v.add(SeverityWarning, CodeOk, off, ipath+".destination_instruction", "jump destination %d is outside the chain (%d instructions)", x.DestinationInstruction, len(ch.Instructions))
+		}
+	case *FreeCall:
+		if x == nil {
+			v.add(SeverityError, CodeInvalidProgram, off, ipath, "FreeCall has no table")
+			return
+		}
+		if !valueIs(ep, int64(x.ValueIndex), isTensor) {
+			v.add(SeverityError, CodeInvalidProgram, off, ipath+".value_index", "value %d is not a Tensor", x.ValueIndex)
+		}
+	}
+}
+
+// instructionArgs checks that a call's argument list is present and that
+// each argument names one of the method's n values.
+func (v *validator) instructionArgs(a []int32, n, off int64, ipath string) {
+	if a == nil {
+		v.add(SeverityError, CodeInvalidProgram, off, ipath+".args", "instruction has no args")
+	}
+	bad := v.elems(SeverityError, CodeInvalidProgram, off, ipath+".args")
+	for j, x := range a {
+		if x < 0 || int64(x) >= n {
+			bad.add(j, "value index %d out of range (%d values)", x, n)
+		}
+	}
+	bad.done()
 }
 
 // arena checks that a planned tensor fits its arena.
