@@ -107,39 +107,8 @@ func NewSummary(doc *Document) *Summary {
 			s.Warnings++
 		}
 	}
-	byIndex := map[int]*MethodSummary{}
-	byName := map[string]*MethodSummary{}
-	if doc.Program != nil {
-		for i, ep := range doc.Program.ExecutionPlan {
-			if ep == nil {
-				continue
-			}
-			m := methodSummary(ep)
-			m.Index = i
-			s.Methods = append(s.Methods, m)
-			byIndex[i] = m
-			if byName[ep.Name] == nil {
-				byName[ep.Name] = m
-			}
-		}
-	}
-	// methodOf finds a delegate's method: by plan_index, or by name in a
-	// document narrowed to one method, whose indices no longer match.
-	methodOf := func(d *Delegate) *MethodSummary {
-		if m := byIndex[d.PlanIndex]; m != nil && m.Name == d.Plan {
-			return m
-		}
-		m := byName[d.Plan]
-		if m != nil {
-			m.Index = d.PlanIndex
-		}
-		return m
-	}
+	methods := s.addMethods(doc.Program)
 	backends := map[string]int{} // id -> index in s.Backends
-	type groupKey struct {
-		plan               int
-		id, budget, device string
-	}
 	groups := map[groupKey]*DelegateGroup{}
 	for _, d := range doc.Delegates {
 		if i, ok := backends[d.ID]; ok {
@@ -148,41 +117,94 @@ func NewSummary(doc *Document) *Summary {
 			backends[d.ID] = len(s.Backends)
 			s.Backends = append(s.Backends, BackendCount{ID: d.ID, Count: 1})
 		}
-		var size int64
-		reachable := d.Size != nil
-		if reachable {
-			size = *d.Size
-			s.Payloads = compilespec.AddSizes(s.Payloads, size)
-			if s.Largest == nil || size > *s.Largest.Size {
-				s.Largest = d
-			}
-		}
-		budget, budgetBytes := delegateBudget(d)
-		k := groupKey{d.PlanIndex, d.ID, budget, delegateDevice(d)}
-		g := groups[k]
-		m := methodOf(d)
-		if g == nil {
-			g = &DelegateGroup{ID: d.ID, Budget: budget, BudgetBytes: budgetBytes, Device: k.device, First: d.DelegateIndex}
-			groups[k] = g
-			if m != nil {
-				m.Groups = append(m.Groups, g)
-			}
-		}
-		g.Count++
-		g.Payloads = compilespec.AddSizes(g.Payloads, size)
-		if !reachable {
-			g.Unreachable++
-		}
-		if m != nil && delegate.IsTensorRT(d.ID) {
-			if budgetBytes >= 0 {
-				m.Budget = compilespec.AddSizes(m.Budget, budgetBytes)
-				m.Budgeted++
-			} else if budget == "" {
-				m.Automatic++
-			}
-		}
+		s.addDelegate(d, groups, methods)
 	}
 	return s
+}
+
+// summaryMethods finds the summary of a delegate's method.
+type summaryMethods struct {
+	byIndex map[int]*MethodSummary
+	byName  map[string]*MethodSummary
+}
+
+// of finds d's method: by plan_index, or by name in a document narrowed to
+// one method, whose indices no longer match.
+func (ms *summaryMethods) of(d *Delegate) *MethodSummary {
+	if m := ms.byIndex[d.PlanIndex]; m != nil && m.Name == d.Plan {
+		return m
+	}
+	m := ms.byName[d.Plan]
+	if m != nil {
+		m.Index = d.PlanIndex
+	}
+	return m
+}
+
+// addMethods adds a summary of each method of p to s.
+func (s *Summary) addMethods(p *Program) *summaryMethods {
+	ms := &summaryMethods{byIndex: map[int]*MethodSummary{}, byName: map[string]*MethodSummary{}}
+	if p == nil {
+		return ms
+	}
+	for i, ep := range p.ExecutionPlan {
+		if ep == nil {
+			continue
+		}
+		m := methodSummary(ep)
+		m.Index = i
+		s.Methods = append(s.Methods, m)
+		ms.byIndex[i] = m
+		if ms.byName[ep.Name] == nil {
+			ms.byName[ep.Name] = m
+		}
+	}
+	return ms
+}
+
+// groupKey groups the delegates of a method that share a backend, budget
+// and device.
+type groupKey struct {
+	plan               int
+	id, budget, device string
+}
+
+// addDelegate counts d's payload in s, in its group (made the first time,
+// and listed under its method) and in its method's budget totals.
+func (s *Summary) addDelegate(d *Delegate, groups map[groupKey]*DelegateGroup, methods *summaryMethods) {
+	var size int64
+	reachable := d.Size != nil
+	if reachable {
+		size = *d.Size
+		s.Payloads = compilespec.AddSizes(s.Payloads, size)
+		if s.Largest == nil || size > *s.Largest.Size {
+			s.Largest = d
+		}
+	}
+	budget, budgetBytes := delegateBudget(d)
+	k := groupKey{d.PlanIndex, d.ID, budget, delegateDevice(d)}
+	g := groups[k]
+	m := methods.of(d)
+	if g == nil {
+		g = &DelegateGroup{ID: d.ID, Budget: budget, BudgetBytes: budgetBytes, Device: k.device, First: d.DelegateIndex}
+		groups[k] = g
+		if m != nil {
+			m.Groups = append(m.Groups, g)
+		}
+	}
+	g.Count++
+	g.Payloads = compilespec.AddSizes(g.Payloads, size)
+	if !reachable {
+		g.Unreachable++
+	}
+	if m != nil && delegate.IsTensorRT(d.ID) {
+		if budgetBytes >= 0 {
+			m.Budget = compilespec.AddSizes(m.Budget, budgetBytes)
+			m.Budgeted++
+		} else if budget == "" {
+			m.Automatic++
+		}
+	}
 }
 
 func methodSummary(ep *ExecutionPlan) *MethodSummary {
