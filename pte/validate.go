@@ -210,6 +210,16 @@ func (e *elemFindings) done() {
 // program checks program-level facts: segments, constant data, named data,
 // mutable data and inline payload alignment.
 func (v *validator) program() {
+	v.segments()
+	v.constantSegment()
+	v.inlineAlignment()
+	v.namedData()
+	v.mutableSegments()
+}
+
+// segments checks that every segment holding bytes can be located and
+// lies within the file.
+func (v *validator) segments() {
 	f, p := v.f, v.f.Program
 	for i, s := range p.Segments {
 		if s.Size == 0 {
@@ -224,6 +234,12 @@ func (v *validator) program() {
 			v.addErr(SeverityError, err)
 		}
 	}
+}
+
+// constantSegment checks the constant data: in a segment, with offsets
+// inside it, or in the deprecated inline constant_buffer.
+func (v *validator) constantSegment() {
+	f, p := v.f, v.f.Program
 	cs := p.ConstantSegment
 	switch {
 	case cs == nil || len(cs.Offsets) == 0:
@@ -254,6 +270,12 @@ func (v *validator) program() {
 			}
 		}
 	}
+}
+
+// inlineAlignment checks the 16-byte alignment the schema asks of inline
+// constant and delegate data.
+func (v *validator) inlineAlignment() {
+	f, p := v.f, v.f.Program
 	for i, b := range p.ConstantBuffer {
 		if start, ok := f.dec.vec[b]; ok && len(b.Storage) > 0 && start%16 != 0 {
 			v.add(SeverityWarning, CodeOk, int64(start), fmt.Sprintf("constant_buffer[%d].storage", i),
@@ -266,6 +288,11 @@ func (v *validator) program() {
 				"inline delegate data at byte %d is not 16-byte aligned (schema force_align 16)", start)
 		}
 	}
+}
+
+// namedData checks each named data entry's key and segment index.
+func (v *validator) namedData() {
+	f, p := v.f, v.f.Program
 	seen := map[string]int{}
 	for i, nd := range p.NamedData {
 		path := fmt.Sprintf("named_data[%d]", i)
@@ -283,6 +310,11 @@ func (v *validator) program() {
 				"segment index %d out of range (%d segments)", nd.SegmentIndex, len(p.Segments))
 		}
 	}
+}
+
+// mutableSegments checks the mutable data segments ExecuTorch uses.
+func (v *validator) mutableSegments() {
+	f, p := v.f, v.f.Program
 	if len(p.MutableDataSegments) > 1 {
 		v.add(SeverityWarning, CodeOk, f.posOf(p), "mutable_data_segments",
 			"%d mutable data segments; ExecuTorch uses only the first and EXIR refuses more than one", len(p.MutableDataSegments))
