@@ -51,20 +51,8 @@ func checkValues(method string, ep *pte.ExecutionPlan, data *ptd.MethodResult) *
 	if ep.Values == nil {
 		return methodError(method, CodeInvalidProgram, "values", "field is missing")
 	}
-	n := len(ep.Values)
-	// First pass (get_num_external_constants): every entry is present and
-	// has its table, unless it is a Null.
-	for i, ev := range ep.Values {
-		path := fmt.Sprintf("values[%d]", i)
-		switch {
-		case ev == nil:
-			return methodError(method, CodeInvalidProgram, path, "value is missing")
-		case ev.Val == nil:
-			return methodError(method, CodeInvalidProgram, path, "value has union tag NONE")
-		}
-		if _, null := ev.Val.(*pte.Null); !null && isNilValue(ev.Val) {
-			return methodError(method, CodeInvalidProgram, path, "%s has no table (union tag set, table absent)", valueTypeName(ev.Val))
-		}
+	if err := checkValuesPresent(method, ep); err != nil {
+		return err
 	}
 	// Second pass (parse_external_constants): constants stored outside the
 	// program are looked up in the data map (ptd.Resolve decided how).
@@ -78,57 +66,86 @@ func checkValues(method string, ep *pte.ExecutionPlan, data *ptd.MethodResult) *
 		}
 	}
 	for i, ev := range ep.Values {
+		if err := checkValue(method, ep, i, ev, planned); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkValuesPresent is the first pass (get_num_external_constants): every
+// entry is present and has its table, unless it is a Null.
+func checkValuesPresent(method string, ep *pte.ExecutionPlan) *Error {
+	for i, ev := range ep.Values {
 		path := fmt.Sprintf("values[%d]", i)
-		bad := func(format string, args ...any) *Error {
-			return methodError(method, CodeInvalidProgram, path, format, args...)
+		switch {
+		case ev == nil:
+			return methodError(method, CodeInvalidProgram, path, "value is missing")
+		case ev.Val == nil:
+			return methodError(method, CodeInvalidProgram, path, "value has union tag NONE")
 		}
-		switch x := ev.Val.(type) {
-		case *pte.Null, *pte.Int, *pte.Bool, *pte.Double, *pte.String:
-		case *pte.UnknownValue:
-			return bad("unknown KernelTypes union tag %d", uint8(x.Tag))
-		case *pte.IntList:
-			if x.Items == nil {
-				return bad("IntList has no items")
-			}
-			for j, it := range x.Items {
-				if it < 0 || it >= int64(n) {
-					return bad("IntList item %d is value %d, out of range (%d values)", j, it, n)
-				}
-			}
-		case *pte.BoolList:
-			if x.Items == nil {
-				return bad("BoolList has no items")
-			}
-		case *pte.DoubleList:
-			if x.Items == nil {
-				return bad("DoubleList has no items")
-			}
-		case *pte.Tensor:
-			if code, err := checkTensor(x); err != "" {
-				return methodError(method, code, path, "%s", err)
-			}
-			// The tensor parser then copies a memory-planned EXTERNAL
-			// tensor's bytes from the data map.
-			if st, ok := planned[i]; ok && !st.OK() {
-				return dataMethodError(method, path, st)
-			}
-		case *pte.TensorList:
-			if x.Items == nil {
-				return bad("TensorList has no items")
-			}
-			if err := checkTensorItems(ep, i, x.Items, false); err != "" {
-				return bad("TensorList %s", err)
-			}
-		case *pte.OptionalTensorList:
-			if x.Items == nil {
-				return bad("OptionalTensorList has no items")
-			}
-			if err := checkTensorItems(ep, i, x.Items, true); err != "" {
-				return bad("OptionalTensorList %s", err)
-			}
-		default:
-			return bad("unknown value type %T", x)
+		if _, null := ev.Val.(*pte.Null); !null && isNilValue(ev.Val) {
+			return methodError(method, CodeInvalidProgram, path, "%s has no table (union tag set, table absent)", valueTypeName(ev.Val))
 		}
+	}
+	return nil
+}
+
+// checkValue parses value i as the method loader does: list items in
+// range, tensors valid, and a memory-planned EXTERNAL tensor's data found
+// (planned holds their status by value index).
+func checkValue(method string, ep *pte.ExecutionPlan, i int, ev *pte.EValue, planned map[int]ptd.Status) *Error {
+	n := len(ep.Values)
+	path := fmt.Sprintf("values[%d]", i)
+	bad := func(format string, args ...any) *Error {
+		return methodError(method, CodeInvalidProgram, path, format, args...)
+	}
+	switch x := ev.Val.(type) {
+	case *pte.Null, *pte.Int, *pte.Bool, *pte.Double, *pte.String:
+	case *pte.UnknownValue:
+		return bad("unknown KernelTypes union tag %d", uint8(x.Tag))
+	case *pte.IntList:
+		if x.Items == nil {
+			return bad("IntList has no items")
+		}
+		for j, it := range x.Items {
+			if it < 0 || it >= int64(n) {
+				return bad("IntList item %d is value %d, out of range (%d values)", j, it, n)
+			}
+		}
+	case *pte.BoolList:
+		if x.Items == nil {
+			return bad("BoolList has no items")
+		}
+	case *pte.DoubleList:
+		if x.Items == nil {
+			return bad("DoubleList has no items")
+		}
+	case *pte.Tensor:
+		if code, err := checkTensor(x); err != "" {
+			return methodError(method, code, path, "%s", err)
+		}
+		// The tensor parser then copies a memory-planned EXTERNAL
+		// tensor's bytes from the data map.
+		if st, ok := planned[i]; ok && !st.OK() {
+			return dataMethodError(method, path, st)
+		}
+	case *pte.TensorList:
+		if x.Items == nil {
+			return bad("TensorList has no items")
+		}
+		if err := checkTensorItems(ep, i, x.Items, false); err != "" {
+			return bad("TensorList %s", err)
+		}
+	case *pte.OptionalTensorList:
+		if x.Items == nil {
+			return bad("OptionalTensorList has no items")
+		}
+		if err := checkTensorItems(ep, i, x.Items, true); err != "" {
+			return bad("OptionalTensorList %s", err)
+		}
+	default:
+		return bad("unknown value type %T", x)
 	}
 	return nil
 }
