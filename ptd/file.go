@@ -273,38 +273,8 @@ func (f *File) decode() error {
 	f.addWarnings(v)
 	root := flattensor.GetRootAsFlatTensor(f.region, 0)
 	f.Version = root.Version()
-	var seg flattensor.DataSegment
-	if hasField(root.Table(), 6) {
-		n := root.SegmentsLength()
-		f.Segments = make([]Segment, n)
-		f.segPos = make([]int64, n)
-		for i := range n {
-			root.Segments(&seg, i)
-			f.Segments[i] = Segment{Offset: seg.Offset(), Size: seg.Size()}
-			f.segPos[i] = int64(seg.Table().Pos)
-		}
-	}
-	if hasField(root.Table(), 8) {
-		n := root.NamedDataLength()
-		f.NamedData = make([]NamedData, n)
-		f.ndPos = make([]int64, n)
-		var nd flattensor.NamedData
-		var tl flattensor.TensorLayout
-		for i := range n {
-			root.NamedData(&nd, i)
-			e := NamedData{Key: string(nd.Key()), SegmentIndex: nd.SegmentIndex(), KeyAbsent: !hasField(nd.Table(), 4)}
-			if nd.TensorLayout(&tl) != nil {
-				l := &TensorLayout{ScalarType: pte.ScalarType(tl.ScalarType()),
-					Sizes: make([]int32, tl.SizesLength()), DimOrder: append([]uint8{}, tl.DimOrderBytes()...)}
-				for j := range l.Sizes {
-					l.Sizes[j] = tl.Sizes(j)
-				}
-				e.Layout = l
-			}
-			f.NamedData[i] = e
-			f.ndPos[i] = int64(nd.Table().Pos)
-		}
-	}
+	f.decodeSegments(root)
+	f.decodeNamedData(root)
 	// FlatTensorDataMap::load refuses a root without these vectors.
 	if f.NamedData == nil {
 		return &FormatError{Off: int64(f.RootOffset), Path: "named_data", Code: pte.CodeInvalidExternal, Msg: "FlatTensor has no named_data"}
@@ -312,6 +282,57 @@ func (f *File) decode() error {
 	if f.Segments == nil {
 		return &FormatError{Off: int64(f.RootOffset), Path: "segments", Code: pte.CodeInvalidExternal, Msg: "FlatTensor has no segments"}
 	}
+	f.checkNamedData()
+	f.checkSegments()
+	return nil
+}
+
+// decodeSegments reads the segment table, if present.
+func (f *File) decodeSegments(root *flattensor.FlatTensor) {
+	if !hasField(root.Table(), 6) {
+		return
+	}
+	var seg flattensor.DataSegment
+	n := root.SegmentsLength()
+	f.Segments = make([]Segment, n)
+	f.segPos = make([]int64, n)
+	for i := range n {
+		root.Segments(&seg, i)
+		f.Segments[i] = Segment{Offset: seg.Offset(), Size: seg.Size()}
+		f.segPos[i] = int64(seg.Table().Pos)
+	}
+}
+
+// decodeNamedData reads the named data entries and their tensor layouts,
+// if present.
+func (f *File) decodeNamedData(root *flattensor.FlatTensor) {
+	if !hasField(root.Table(), 8) {
+		return
+	}
+	n := root.NamedDataLength()
+	f.NamedData = make([]NamedData, n)
+	f.ndPos = make([]int64, n)
+	var nd flattensor.NamedData
+	var tl flattensor.TensorLayout
+	for i := range n {
+		root.NamedData(&nd, i)
+		e := NamedData{Key: string(nd.Key()), SegmentIndex: nd.SegmentIndex(), KeyAbsent: !hasField(nd.Table(), 4)}
+		if nd.TensorLayout(&tl) != nil {
+			l := &TensorLayout{ScalarType: pte.ScalarType(tl.ScalarType()),
+				Sizes: make([]int32, tl.SizesLength()), DimOrder: append([]uint8{}, tl.DimOrderBytes()...)}
+			for j := range l.Sizes {
+				l.Sizes[j] = tl.Sizes(j)
+			}
+			e.Layout = l
+		}
+		f.NamedData[i] = e
+		f.ndPos[i] = int64(nd.Table().Pos)
+	}
+}
+
+// checkNamedData reports what ExecuTorch would trip on in each named data
+// entry: an absent key or layout, mismatched dim_order, a bad segment index.
+func (f *File) checkNamedData() {
 	for i, nd := range f.NamedData {
 		if nd.KeyAbsent {
 			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityError, Err: &FormatError{Off: f.ndPos[i],
@@ -333,6 +354,10 @@ func (f *File) decode() error {
 				Msg: fmt.Sprintf("segment index %d out of range (%d segments)", nd.SegmentIndex, len(f.Segments))}})
 		}
 	}
+}
+
+// checkSegments reports each segment that lies outside the file.
+func (f *File) checkSegments() {
 	for i := range f.Segments {
 		if _, _, err := f.segmentRange(i, ""); err != nil {
 			var fe *FormatError
@@ -340,7 +365,6 @@ func (f *File) decode() error {
 			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityError, Err: fe})
 		}
 	}
-	return nil
 }
 
 // rootHasSlot reports whether the root table of a verified-or-not region
