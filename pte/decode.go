@@ -457,26 +457,12 @@ func (d *fbDecoder) value(v fbTab) Value {
 		if !ok {
 			return (*DoubleList)(nil)
 		}
-		var items []float64
-		if u := t.u64s(0); u != nil {
-			items = make([]float64, len(u))
-			for i, x := range u {
-				items[i] = math.Float64frombits(x)
-			}
-		}
-		return &DoubleList{Items: items}
+		return &DoubleList{Items: float64s(t.u64s(0))}
 	case KernelTypesBoolList:
 		if !ok {
 			return (*BoolList)(nil)
 		}
-		var items []bool
-		if raw := t.bytes(0); raw != nil {
-			items = make([]bool, len(raw))
-			for i, x := range raw {
-				items[i] = x != 0
-			}
-		}
-		return &BoolList{Items: items}
+		return &BoolList{Items: bools(t.bytes(0))}
 	case KernelTypesTensorList:
 		if !ok {
 			return (*TensorList)(nil)
@@ -489,6 +475,31 @@ func (d *fbDecoder) value(v fbTab) Value {
 		return &OptionalTensorList{Items: t.i32s(0)}
 	}
 	return &UnknownValue{Tag: tag}
+}
+
+// float64s converts a DoubleList's raw items; nil stays nil (absent).
+func float64s(u []uint64) []float64 {
+	if u == nil {
+		return nil
+	}
+	items := make([]float64, len(u))
+	for i, x := range u {
+		items[i] = math.Float64frombits(x)
+	}
+	return items
+}
+
+// bools converts a BoolList's bytes, any nonzero byte true; nil stays nil
+// (absent).
+func bools(raw []byte) []bool {
+	if raw == nil {
+		return nil
+	}
+	items := make([]bool, len(raw))
+	for i, x := range raw {
+		items[i] = x != 0
+	}
+	return items
 }
 
 func (d *fbDecoder) tensor(t fbTab) *Tensor {
