@@ -204,10 +204,39 @@ func (p *compactParser) number() (int, error) {
 	return n, nil
 }
 
+// spec parses one node: its kind (and a custom node's type name), the
+// leaf count of each child, then the children.
 func (p *compactParser) spec(depth int) (*ContainerSpec, error) {
 	if depth > maxContainerDepth {
 		return nil, p.errorf("nested deeper than %d levels", maxContainerDepth)
 	}
+	node, err := p.node()
+	if err != nil || node.Kind == ContainerLeaf {
+		return node, err
+	}
+	n, err := p.number()
+	if err != nil {
+		return nil, err
+	}
+	leaves := make([]int, 0, min(n, 64))
+	for range n {
+		if err := p.expect('#'); err != nil {
+			return nil, err
+		}
+		l, err := p.number()
+		if err != nil {
+			return nil, err
+		}
+		leaves = append(leaves, l)
+	}
+	if err := p.children(node, leaves, depth); err != nil {
+		return nil, err
+	}
+	return node, nil
+}
+
+// node parses a node's kind and, for a custom node, its type name.
+func (p *compactParser) node() (*ContainerSpec, error) {
 	node := &ContainerSpec{}
 	switch c := p.peek(); c {
 	case '$':
@@ -240,53 +269,41 @@ func (p *compactParser) spec(depth int) (*ContainerSpec, error) {
 		node.TypeName = p.s[p.pos : p.pos+end]
 		p.pos += end + 1
 	}
-	n, err := p.number()
-	if err != nil {
-		return nil, err
-	}
-	leaves := make([]int, 0, min(n, 64))
-	for range n {
-		if err := p.expect('#'); err != nil {
-			return nil, err
-		}
-		l, err := p.number()
-		if err != nil {
-			return nil, err
-		}
-		leaves = append(leaves, l)
-	}
+	return node, nil
+}
+
+// children parses the parenthesised children of node (keyed for a dict),
+// each of which must have the leaf count the header gave it.
+func (p *compactParser) children(node *ContainerSpec, leaves []int, depth int) error {
 	if err := p.expect('('); err != nil {
-		return nil, err
+		return err
 	}
-	for i := range n {
+	for i := range leaves {
 		if i > 0 {
 			if err := p.expect(','); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if node.Kind == ContainerDict {
 			key, err := p.key()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			node.Keys = append(node.Keys, key)
 			if err := p.expect(':'); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		child, err := p.spec(depth + 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if got := child.Leaves(); got != leaves[i] {
-			return nil, p.errorf("child %d has %d leaves, the header says %d", i, got, leaves[i])
+			return p.errorf("child %d has %d leaves, the header says %d", i, got, leaves[i])
 		}
 		node.Children = append(node.Children, child)
 	}
-	if err := p.expect(')'); err != nil {
-		return nil, err
-	}
-	return node, nil
+	return p.expect(')')
 }
 
 func (p *compactParser) key() (string, error) {
