@@ -179,15 +179,7 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	if err != nil {
 		return nil, err
 	}
-	var spec strings.Builder
-	spec.WriteString("bytes=")
-	for i, rg := range batch {
-		if i > 0 {
-			spec.WriteByte(',')
-		}
-		fmt.Fprintf(&spec, "%d-%d", rg.Off, rg.Off+rg.Len-1)
-	}
-	req.Header.Set("Range", spec.String())
+	req.Header.Set("Range", rangeHeader(batch))
 	resp, err := r.client.Do(req)
 	if err != nil {
 		err = r.doError(ctx, err, first, span)
@@ -208,35 +200,11 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 		return nil, &Error{Kind: KindChanged, URL: r.redacted, Off: first, Len: span, Status: resp.StatusCode, Msg: msg}
 	}
 	body := countingReader{resp.Body, &r.bodyBytes}
-	// take stores part as the range of batch it answers exactly, if any.
-	take := func(cr string, part io.Reader) (bool, error) {
-		a, b, total, ok := parseContentRange(cr)
-		if !ok || a < 0 {
-			return false, nil
-		}
-		if total >= 0 && total != r.size {
-			return false, &Error{Kind: KindChanged, URL: r.redacted, Off: first, Len: span, Status: resp.StatusCode,
-				Msg: fmt.Sprintf("object is now %d bytes, was %d", total, r.size)}
-		}
-		i := sort.Search(len(batch), func(i int) bool { return batch[i].Off >= a })
-		if i == len(batch) || batch[i].Off != a || batch[i].Len != b-a+1 || got[i] != nil {
-			return false, nil
-		}
-		data := make([]byte, batch[i].Len)
-		if _, err := io.ReadFull(part, data); err != nil {
-			return false, nil
-		}
-		var extra [1]byte
-		if k, _ := io.ReadFull(part, extra[:]); k > 0 {
-			return false, nil
-		}
-		got[i] = data
-		return true, nil
-	}
+	ans := rangeAnswer{r: r, batch: batch, got: got, first: first, span: span, status: resp.StatusCode}
 	mt, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/byteranges" || params["boundary"] == "" {
 		// One range answered (the first, or several merged).
-		_, err := take(resp.Header.Get("Content-Range"), body)
+		_, err := ans.take(resp.Header.Get("Content-Range"), body)
 		return got, err
 	}
 	mr := multipart.NewReader(body, params["boundary"])
@@ -245,7 +213,7 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 		if err != nil {
 			break // io.EOF, or a broken body: single requests fetch the rest
 		}
-		ok, err := take(part.Header.Get("Content-Range"), part)
+		ok, err := ans.take(part.Header.Get("Content-Range"), part)
 		if err != nil {
 			return nil, err
 		}
@@ -257,4 +225,54 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 		return nil, r.ctxError(ctx, first, span)
 	}
 	return got, nil
+}
+
+// rangeHeader is the Range header value asking for every range of batch.
+func rangeHeader(batch []Range) string {
+	var spec strings.Builder
+	spec.WriteString("bytes=")
+	for i, rg := range batch {
+		if i > 0 {
+			spec.WriteByte(',')
+		}
+		fmt.Fprintf(&spec, "%d-%d", rg.Off, rg.Off+rg.Len-1)
+	}
+	return spec.String()
+}
+
+// rangeAnswer collects the parts of a multi-range answer: got[i] holds the
+// bytes of batch[i] once a part answers it exactly.
+type rangeAnswer struct {
+	r           *Reader
+	batch       []Range
+	got         [][]byte
+	first, span int64 // the request's extent, for errors
+	status      int
+}
+
+// take stores part as the range of batch it answers exactly, if any.
+func (a *rangeAnswer) take(cr string, part io.Reader) (bool, error) {
+	lo, hi, total, ok := parseContentRange(cr)
+	if !ok || lo < 0 {
+		return false, nil
+	}
+	if total >= 0 && total != a.r.size {
+		return false, &Error{Kind: KindChanged, URL: a.r.redacted, Off: a.first, Len: a.span, Status: a.status,
+			Msg: fmt.Sprintf("object is now %d bytes, was %d", total, a.r.size)}
+	}
+	batch := a.batch
+	i := sort.Search(len(batch), func(i int) bool { return batch[i].Off >= lo })
+	if i == len(batch) || batch[i].Off != lo || batch[i].Len != hi-lo+1 || a.got[i] != nil {
+		return false, nil
+	}
+	data := make([]byte, batch[i].Len)
+	if _, err := io.ReadFull(part, data); err != nil {
+		return false, nil
+	}
+	var extra [1]byte
+	if k, _ := io.ReadFull(part, extra[:]); k > 0 {
+		return false, nil
+	}
+	a.got[i] = data
+	return true, nil
 }
