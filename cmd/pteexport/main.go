@@ -201,27 +201,16 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		fmt.Fprintf(stderr, "pteexport: %s\n", msg)
 	}
-	if c.help {
+	switch {
+	case c.help:
 		fmt.Fprint(stdout, usage)
 		fmt.Fprint(stdout, cli.FlagUsages(fs))
 		return 0
-	}
-	if c.version {
+	case c.version:
 		cli.PrintVersion(stdout, "pteexport")
 		return 0
-	}
-	if c.recover != "" {
-		done, err := export.RecoverInPlace(c.recover)
-		switch {
-		case err != nil:
-			fail(cli.Message(err), err)
-			return 1
-		case done:
-			fmt.Fprintf(stdout, "recovered %s: an interrupted in-place re-bake was undone\n", c.recover)
-		default:
-			fmt.Fprintf(stdout, "%s: no interrupted in-place re-bake to undo\n", c.recover)
-		}
-		return 0
+	case c.recover != "":
+		return runRecover(c.recover, stdout, fail)
 	}
 	// The library creates the output before any work: an output that is
 	// an input, or that exists without --force, fails first.
@@ -235,28 +224,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		res, err = build(ctx, c, report)
 	}
 	done()
-	var inputErr *export.InputError
-	switch {
-	case err == nil:
-	case errors.Is(err, context.Canceled):
-		fail(fmt.Sprintf("interrupted; %s was not written", c.output), err)
-		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
-			return ie.ExitCode() // 130 or 143, as the shell reports a signal
-		}
-		return 1
-	case errors.As(err, &inputErr):
-		// Never a hint to --force: that would replace the input.
-		fail(fmt.Sprintf("-o %v; choose another output file", inputErr), err)
-		return 1
-	case errors.Is(err, iofs.ErrExist):
-		fail(fmt.Sprintf("%s already exists; use --force to overwrite it", c.output), err)
-		return 1
-	default:
-		fail(cli.Message(err)+input.Hint(err), err)
-		if code, ok := input.ExitCode(err); ok {
-			return code // a --from URL: 3 when worth retrying
-		}
-		return 1
+	if err != nil {
+		return failed(ctx, c, err, fail)
 	}
 	if !c.quiet {
 		for _, w := range res.Warnings {
@@ -270,6 +239,56 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		return 0
 	}
+	if !c.quiet {
+		printResult(stdout, res)
+	}
+	return 0
+}
+
+// runRecover is --recover FILE: undo an interrupted in-place re-bake.
+func runRecover(name string, stdout io.Writer, fail func(string, error)) int {
+	done, err := export.RecoverInPlace(name)
+	switch {
+	case err != nil:
+		fail(cli.Message(err), err)
+		return 1
+	case done:
+		fmt.Fprintf(stdout, "recovered %s: an interrupted in-place re-bake was undone\n", name)
+	default:
+		fmt.Fprintf(stdout, "%s: no interrupted in-place re-bake to undo\n", name)
+	}
+	return 0
+}
+
+// failed reports a failed build or re-bake in the user's terms and returns
+// the exit status: 130/143 when interrupted, 3 for a --from URL worth
+// retrying, else 1.
+func failed(ctx context.Context, c *config, err error, fail func(string, error)) int {
+	var inputErr *export.InputError
+	switch {
+	case errors.Is(err, context.Canceled):
+		fail(fmt.Sprintf("interrupted; %s was not written", c.output), err)
+		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
+			return ie.ExitCode() // 130 or 143, as the shell reports a signal
+		}
+		return 1
+	case errors.As(err, &inputErr):
+		// Never a hint to --force: that would replace the input.
+		fail(fmt.Sprintf("-o %v; choose another output file", inputErr), err)
+		return 1
+	case errors.Is(err, iofs.ErrExist):
+		fail(fmt.Sprintf("%s already exists; use --force to overwrite it", c.output), err)
+		return 1
+	}
+	fail(cli.Message(err)+input.Hint(err), err)
+	if code, ok := input.ExitCode(err); ok {
+		return code // a --from URL: 3 when worth retrying
+	}
+	return 1
+}
+
+// printResult prints the one "wrote" (or "re-baked ... in place") line.
+func printResult(stdout io.Writer, res *export.Result) {
 	var budget string
 	switch {
 	case res.MixedBudgets:
@@ -279,19 +298,15 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	default:
 		budget = compilespec.FormatSize(*res.Budget) + " per engine"
 	}
-	if c.quiet {
-		return 0
-	}
 	if res.InPlace {
 		fmt.Fprintf(stdout, "re-baked %s in place: rewrote %s of its %s, %s, %s, weight streaming budget %s\n",
-			res.Path, compilespec.FormatSize(res.Rewritten), compilespec.FormatSize(res.Size), cli.Count(len(res.Methods), "method"),
+			res.Path, compilespec.FormatSizeApprox(res.Rewritten), compilespec.FormatSizeApprox(res.Size), cli.Count(len(res.Methods), "method"),
 			cli.Count(res.Delegates, "TensorRT delegate"), budget)
-		return 0
+		return
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s, %s, %s, %s, weight streaming budget %s\n",
 		res.Path, compilespec.FormatSizeApprox(res.Size), cli.Count(len(res.Methods), "method"),
 		cli.Count(res.Delegates, "TensorRT delegate"), cli.Count(res.Blobs, "blob"), budget)
-	return 0
 }
 
 func budgetOption(c *config) (budget *int64, auto bool) {
