@@ -48,6 +48,24 @@ func TestReadAtMatchesContent(t *testing.T) {
 	}
 }
 
+// TestEmptyReadAtEnd: an empty read inside the object gives 0, nil, and at
+// or past its end 0, io.EOF, as io.SectionReader does (both allowed by the
+// io.ReaderAt contract). FuzzTransport's oracle used to insist on nil past
+// the end (its crasher 85dab782ec048153).
+func TestEmptyReadAtEnd(t *testing.T) {
+	data := pattern(10<<10, 3)
+	_, srv := serveObject(t, data)
+	r := mustOpen(t, srv.URL+"/obj", fastOpts())
+	sr := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+	for _, off := range []int64{0, int64(len(data)) - 1, int64(len(data)), int64(len(data)) + 4} {
+		k, err := r.ReadAt(nil, off)
+		wk, werr := sr.ReadAt(nil, off)
+		if k != wk || err != werr {
+			t.Errorf("ReadAt(nil, %d) = %d, %v; io.SectionReader gives %d, %v", off, k, err, wk, werr)
+		}
+	}
+}
+
 // TestSmallReadsShareRequests: the first request brings the first block,
 // so small reads inside it make no further request.
 func TestSmallReadsShareRequests(t *testing.T) {
