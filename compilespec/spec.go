@@ -138,8 +138,8 @@ func Delete(specs []*pte.CompileSpec, key string) ([]*pte.CompileSpec, int) {
 // CKeyEqual reports whether key equals want when both are compared as C
 // strings (strcmp), which is how ExecuTorch backends written in C++ compare
 // compile spec keys: bytes from the first NUL on are ignored. A key such as
-// "weight_streaming_budget\x00x" therefore matches KeyWeightStreamingBudget
-// in the deployed runtime although Find does not match it.
+// "weight_streaming_budget\x00x" therefore matches KeyWeightStreamingBudget,
+// in the deployed runtime as in Find, Get, Set and Delete.
 func CKeyEqual(key, want string) bool {
 	return cString(key) == cString(want)
 }

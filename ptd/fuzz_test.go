@@ -117,7 +117,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		"built":        build(t, entry{"a", layout2x2(), sixteen}, entry{"b", layout2x2(), sixteen}),
 		"older_layout": buildLegacy(t),
 	}
-	for _, target := range []string{"FuzzOpen", "FuzzResolve"} {
+	for _, target := range []string{"FuzzOpen", "FuzzResolve", "FuzzRoundTrip"} {
 		dir := filepath.Join("testdata", "fuzz", target)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
