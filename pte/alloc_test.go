@@ -40,7 +40,7 @@ func TestOpenAllocBound(t *testing.T) {
 
 	var worst float64
 	for name, b := range inputs {
-		_, _, alloc, err := openAndVerify(b)
+		_, _, alloc, err := openAndVerify(b, nil)
 		ratio := float64(alloc) / float64(len(b))
 		worst = max(worst, ratio)
 		if alloc > openAllocBound(len(b)) {
