@@ -283,15 +283,8 @@ func checkReencode(t *testing.T, f *ptd.File, d *ptd.Data) {
 	if err != nil {
 		t.Fatalf("reopen fresh encoding: %v", err)
 	}
-	if !slices.Equal(g.Keys(), f.Keys()) || len(g.Segments) != len(f.Segments) {
-		t.Fatalf("fresh encoding: keys %q, %d segments; want %q, %d", g.Keys(), len(g.Segments), f.Keys(), len(f.Segments))
-	}
-	for i, nd := range f.NamedData {
-		gd := g.NamedData[i]
-		if gd.SegmentIndex != nd.SegmentIndex || (gd.Layout == nil) != (nd.Layout == nil) ||
-			(nd.Layout != nil && (gd.Layout.ScalarType != nd.Layout.ScalarType || !slices.Equal(gd.Layout.Sizes, nd.Layout.Sizes) || !slices.Equal(gd.Layout.DimOrder, nd.Layout.DimOrder))) {
-			t.Errorf("named_data[%d]: %+v, want %+v", i, gd, nd)
-		}
+	checkSame(t, f, g)
+	for _, nd := range f.NamedData {
 		a, err1 := f.Data(nd.Key)
 		b, err2 := g.Data(nd.Key)
 		if (err1 == nil) != (err2 == nil) {
