@@ -82,3 +82,29 @@ func checkSame(t *testing.T, a, b *ptd.File) {
 		}
 	}
 }
+
+// TestWriteWithoutSegments: a file with no segment (and so no named data)
+// reaches its segment_base_offset and opens again. Write used to stop at
+// the end of the flatbuffer, short of the aligned segment base the header
+// names, so the file it wrote was refused (FuzzRoundTrip's
+// 99871d9b1f6f9b75).
+func TestWriteWithoutSegments(t *testing.T) {
+	for _, d := range []*ptd.Data{{}, {Version: 3}} {
+		var buf bytes.Buffer
+		info, err := ptd.Write(&buf, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := info.Header
+		if h.SegmentDataSize != 0 || info.Size != int64(buf.Len()) || uint64(buf.Len()) != h.SegmentBaseOffset || h.SegmentBaseOffset%ptd.SegmentAlignment != 0 {
+			t.Fatalf("wrote %d bytes (info %+v), want exactly up to the aligned segment base", buf.Len(), info)
+		}
+		f, err := ptd.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if err != nil {
+			t.Fatalf("file without segments does not open: %v", err)
+		}
+		if f.Version != d.Version || len(f.Segments) != 0 || len(f.NamedData) != 0 {
+			t.Fatalf("reopened: version %d, %d segments, %d keys", f.Version, len(f.Segments), len(f.NamedData))
+		}
+	}
+}

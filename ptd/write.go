@@ -113,6 +113,11 @@ func Write(w io.Writer, d *Data) (*WriteInfo, error) {
 	if _, err := cw.Write(head); err != nil {
 		return nil, err
 	}
+	// Pad to the segment base even with no segment: the file must reach
+	// segment_base_offset + segment_data_size, or it does not open.
+	if err := cw.zeros(int64(h.SegmentBaseOffset)); err != nil {
+		return nil, err
+	}
 	for i, s := range d.Segments {
 		if err := cw.zeros(int64(h.SegmentBaseOffset + offs[i])); err != nil {
 			return nil, err
