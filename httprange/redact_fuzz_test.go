@@ -10,7 +10,8 @@ import (
 // a server sends back in a redirect, parses again without user
 // information, query or fragment: the parts that carry credentials never
 // reach a message. The password and query of the input, when they are long
-// enough to be told apart, do not appear in the result.
+// enough to be told apart and not also part of what is kept (host, path or
+// opaque part), do not appear in the result.
 func FuzzRedact(f *testing.F) {
 	for _, s := range []string{"https://u:p@host:8443/a/b.pte?X-Amz-Signature=s#f", "http://host/x.pte?", "http://%zz/?t=s",
 		"not a url\x7f?t=s", "HTTPS://user:secret@h/p%3Fq?sig=abcdef", "http://h//x?a#b", "https://[::1]:80/x?q", "http:opaque?secret=1"} {
@@ -32,10 +33,10 @@ func FuzzRedact(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if p, ok := in.User.Password(); ok && len(p) >= 8 && !strings.Contains(in.Path+in.Host, p) && strings.Contains(r, p) {
+		if p, ok := in.User.Password(); ok && len(p) >= 8 && !strings.Contains(in.Opaque+in.Path+in.Host, p) && strings.Contains(r, p) {
 			t.Fatalf("Redact(%q) = %q shows the password", s, r)
 		}
-		if q := in.RawQuery; len(q) >= 8 && !strings.Contains(in.EscapedPath()+in.Host, q) && strings.Contains(r, q) {
+		if q := in.RawQuery; len(q) >= 8 && !strings.Contains(in.Opaque+in.EscapedPath()+in.Host, q) && strings.Contains(r, q) {
 			t.Fatalf("Redact(%q) = %q shows the query", s, r)
 		}
 	})
