@@ -146,7 +146,17 @@ func Redact(rawURL string) string {
 func redactURL(u *url.URL) string {
 	c := *u
 	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = nil, "", false, "", ""
-	return c.String()
+	out := c.String()
+	// url.URL.String prints an empty host before a "//" path as a path
+	// that reads back as an authority ("//@//@" gives "//@", with a user):
+	// a result that does not read back clean becomes the placeholder.
+	if v, err := url.Parse(out); err != nil || v.User != nil || v.RawQuery != "" || v.ForceQuery || v.Fragment != "" {
+		if c.Scheme != "" {
+			return c.Scheme + "://<unparsable URL>"
+		}
+		return "<unparsable URL>"
+	}
+	return out
 }
 
 // ParseHeader parses "Name: value" strings, as given to a --header flag,

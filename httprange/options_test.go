@@ -56,6 +56,10 @@ func TestRedact(t *testing.T) {
 		"http://host/x.pte":  "http://host/x.pte",
 		"http://%zz/?t=s":    "http://<unparsable URL>",
 		"not a url\x7f?t=s":  "<unparsable URL>",
+		// url.URL.String prints these so that they read back with an
+		// authority (found by FuzzRedact).
+		"//@//@": "<unparsable URL>",
+		"//@// ": "<unparsable URL>",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)

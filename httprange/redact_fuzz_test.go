@@ -19,14 +19,14 @@ func FuzzRedact(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		r := Redact(s)
-		// url.URL.String can print a URL that reads back differently (an
-		// empty host before a "//" path: "//@// " gives "//%20"); such a
-		// result must at least have no query or fragment marker.
-		if u, err := url.Parse(r); err != nil {
-			if strings.ContainsAny(r, "?#") {
-				t.Fatalf("Redact(%q) = %q, which does not parse and has a query or fragment marker", s, r)
+		u, err := url.Parse(r)
+		if err != nil {
+			if strings.HasSuffix(r, "<unparsable URL>") {
+				return
 			}
-		} else if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			t.Fatalf("Redact(%q) = %q, which does not parse: %v", s, r, err)
+		}
+		if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 			t.Fatalf("Redact(%q) = %q keeps user, query or fragment", s, r)
 		}
 		in, err := url.Parse(s)
