@@ -22,8 +22,10 @@ type Summary struct {
 	Methods []*MethodSummary
 	// Backends counts delegates per backend id, in order of first use.
 	Backends []BackendCount
-	// Payloads is the total size of every delegate payload that can be
-	// located; the sum saturates at math.MaxInt64 rather than wrapping.
+	// Payloads is what the delegate payloads that can be located take in
+	// the file: a payload several delegates share (one segment or inline
+	// buffer) counts once. The sum saturates at math.MaxInt64 rather than
+	// wrapping.
 	Payloads int64
 	// Largest is the delegate with the largest payload; nil when no payload
 	// can be located.
@@ -85,13 +87,15 @@ type DelegateGroup struct {
 	// ("cuda:0"), or the engine's device ("engine device 0") when no spec
 	// pins one; "" when neither says.
 	Device string
-	// Payloads is the total payload size of the group (saturating);
-	// Unreachable counts the delegates whose payload cannot be located (a
-	// bad reference, a truncated file).
+	// Payloads is what the group's payloads take in the file, a shared
+	// one counted once (saturating); Unreachable counts the delegates
+	// whose payload cannot be located (a bad reference, a truncated file).
 	Payloads    int64
 	Unreachable int
 	// First is the delegate index of the group's first delegate.
 	First int
+
+	stored map[storageKey]bool // payloads counted in Payloads
 }
 
 // maxQuote bounds how much of an untrusted value a summary quotes.
@@ -110,7 +114,14 @@ func NewSummary(doc *Document) *Summary {
 	methods := s.addMethods(doc.Program)
 	backends := map[string]int{} // id -> index in s.Backends
 	groups := map[groupKey]*DelegateGroup{}
+	stored := map[storageKey]bool{}
 	for _, d := range doc.Delegates {
+		if k, ok := storageOf(d); d.Size != nil && (!ok || !stored[k]) {
+			if ok {
+				stored[k] = true
+			}
+			s.Payloads = compilespec.AddSizes(s.Payloads, *d.Size)
+		}
 		if i, ok := backends[d.ID]; ok {
 			s.Backends[i].Count++
 		} else {
@@ -162,6 +173,18 @@ func (s *Summary) addMethods(p *Program) *summaryMethods {
 	return ms
 }
 
+// storageKey names where a delegate payload is stored: its location
+// (inline or segment) and index.
+type storageKey struct{ location, index int64 }
+
+// storageOf returns d's storage; false when processed names none.
+func storageOf(d *Delegate) (storageKey, bool) {
+	if d.Location == nil || d.Index == nil {
+		return storageKey{}, false
+	}
+	return storageKey{d.Location.Value, int64(*d.Index)}, true
+}
+
 // groupKey groups the delegates of a method that share a backend, budget
 // and device.
 type groupKey struct {
@@ -176,7 +199,6 @@ func (s *Summary) addDelegate(d *Delegate, groups map[groupKey]*DelegateGroup, m
 	reachable := d.Size != nil
 	if reachable {
 		size = *d.Size
-		s.Payloads = compilespec.AddSizes(s.Payloads, size)
 		if s.Largest == nil || size > *s.Largest.Size {
 			s.Largest = d
 		}
@@ -193,7 +215,15 @@ func (s *Summary) addDelegate(d *Delegate, groups map[groupKey]*DelegateGroup, m
 		}
 	}
 	g.Count++
-	g.Payloads = compilespec.AddSizes(g.Payloads, size)
+	if k, ok := storageOf(d); !ok || !g.stored[k] {
+		if ok {
+			if g.stored == nil {
+				g.stored = map[storageKey]bool{}
+			}
+			g.stored[k] = true
+		}
+		g.Payloads = compilespec.AddSizes(g.Payloads, size)
+	}
 	if !reachable {
 		g.Unreachable++
 	}
