@@ -63,6 +63,7 @@ type Failure struct {
 // failure object has kind "usage".
 type UsageError struct{ Msg string }
 
+// Error returns the message as given.
 func (e *UsageError) Error() string { return e.Msg }
 
 // NewFailure describes err, a failure to read, open or narrow a program.

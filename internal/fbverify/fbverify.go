@@ -96,6 +96,7 @@ type Error struct {
 	Msg string
 }
 
+// Error formats the error with its path, when it has one.
 func (e *Error) Error() string {
 	if e.Path == "" {
 		return fmt.Sprintf("%s (at byte %d)", e.Msg, e.Off)

@@ -235,6 +235,7 @@ type RecordError struct {
 	Msg string
 }
 
+// Error says which record is wrong, where, and what to do about it.
 func (e *RecordError) Error() string {
 	if e.Off < 0 {
 		return fmt.Sprintf("undo record %s: %s; it is left for you to inspect (remove it when the file is known good)", e.Path, e.Msg)
