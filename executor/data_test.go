@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,19 +28,12 @@ func TestDataPairs(t *testing.T) {
 // altered data files with a corpus program).
 func TestDataVectors(t *testing.T) {
 	dir := testkit.SharedDir(t, "vectors", "ptd")
-	corpus := testkit.SharedDir(t, "corpus")
-	for _, row := range testkit.TSV(t, filepath.Join(dir, "VECTORS.tsv")) {
-		t.Run(row["run"], func(t *testing.T) {
-			rec := testkit.ReadDataRecord(t, filepath.Join(dir, row["run"]+".cpp.jsonl"))
-			var files []string
-			for i, n := range strings.Split(row["ptd"], ",") {
-				path := filepath.Join(dir, n)
-				if _, err := os.Stat(path); err != nil && i < len(rec.Files) && rec.Files[i].Code == "Ok" {
-					t.Skipf("data file %s is missing but the C++ record loaded it", n)
-				}
-				files = append(files, path)
+	for _, run := range testkit.DataVectors(t, dir, testkit.SharedDir(t, "corpus")) {
+		t.Run(run.Run, func(t *testing.T) {
+			if run.Missing != "" {
+				t.Skipf("data file %s is missing but the C++ record loaded it", run.Missing)
 			}
-			checkLoadRun(t, filepath.Join(corpus, row["pte"]), files, rec)
+			checkLoadRun(t, run.Program, run.DataFiles, run.Record)
 		})
 	}
 }

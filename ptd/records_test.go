@@ -1,7 +1,6 @@
 package ptd_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -151,16 +150,6 @@ func checkEvents(t *testing.T, r *ptd.Resolution, rec *testkit.DataRecord) {
 	}
 }
 
-// recordLoaded reports whether the record shows data file name loading.
-func recordLoaded(rec *testkit.DataRecord, name string) bool {
-	for _, e := range rec.Files {
-		if filepath.Base(e.Name) == filepath.Base(name) && e.Code == "Ok" {
-			return true
-		}
-	}
-	return false
-}
-
 func statuses(r *ptd.Resolution) []string {
 	var s []string
 	for _, f := range r.Files {
@@ -193,28 +182,20 @@ func TestCorpusPairs(t *testing.T) {
 // record.
 func TestVectors(t *testing.T) {
 	dir := testkit.SharedDir(t, "vectors", "ptd")
-	corpus := testkit.SharedDir(t, "corpus")
-	for _, row := range testkit.TSV(t, filepath.Join(dir, "VECTORS.tsv")) {
-		t.Run(row["run"], func(t *testing.T) {
-			p, err := pte.Open(filepath.Join(corpus, row["pte"]))
+	for _, run := range testkit.DataVectors(t, dir, testkit.SharedDir(t, "corpus")) {
+		t.Run(run.Run, func(t *testing.T) {
+			if run.Missing != "" {
+				t.Skipf("data file %s is missing from the tree but the C++ record loaded it", run.Missing)
+			}
+			p, err := pte.Open(run.Program)
 			if err != nil {
 				t.Fatalf("program: %v", err)
 			}
 			defer p.Close()
-			names := strings.Split(row["ptd"], ",")
-			evs := testkit.ReadDataRecord(t, filepath.Join(dir, row["run"]+".cpp.jsonl"))
-			for _, n := range names {
-				// Unlike PAIRS.tsv (whose runs include a missing file on
-				// purpose), every vector run names files the tree ships; one
-				// that is absent although the C++ run loaded it is a defect
-				// of the tree, not something to resolve.
-				if _, err := os.Stat(filepath.Join(dir, n)); err != nil && recordLoaded(evs, n) {
-					t.Skipf("data file %s is missing from the tree but the C++ record loaded it: %v", n, err)
-				}
-			}
+			names := strings.Split(run.Row["ptd"], ",")
 			r := ptd.Resolve(p.Program, openSources(t, dir, names))
-			checkVerdict(t, r, parseVerdict(row["cpp_verdict"]))
-			checkEvents(t, r, evs)
+			checkVerdict(t, r, parseVerdict(run.Row["cpp_verdict"]))
+			checkEvents(t, r, run.Record)
 		})
 	}
 }

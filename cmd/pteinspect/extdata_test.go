@@ -146,21 +146,12 @@ func TestVerifyDataPairs(t *testing.T) {
 // RUN.cpp.jsonl): a method the C++ runtime crashed on must be an error too.
 func TestVerifyDataVectors(t *testing.T) {
 	dir := testkit.SharedDir(t, "vectors", "ptd")
-	corpus := testkit.SharedDir(t, "corpus")
-	for _, row := range testkit.TSV(t, filepath.Join(dir, "VECTORS.tsv")) {
-		t.Run(row["run"], func(t *testing.T) {
-			rec := testkit.ReadDataRecord(t, filepath.Join(dir, row["run"]+".cpp.jsonl"))
-			var files []string
-			for i, n := range strings.Split(row["ptd"], ",") {
-				path := filepath.Join(dir, n)
-				if _, err := os.Stat(path); err != nil && i < len(rec.Files) && rec.Files[i].Code == "Ok" {
-					// A defect of the tree: the C++ run loaded a file it
-					// does not ship.
-					t.Skipf("data file %s is missing but the C++ record loaded it", n)
-				}
-				files = append(files, path)
+	for _, run := range testkit.DataVectors(t, dir, testkit.SharedDir(t, "corpus")) {
+		t.Run(run.Run, func(t *testing.T) {
+			if run.Missing != "" {
+				t.Skipf("data file %s is missing but the C++ record loaded it", run.Missing)
 			}
-			checkVerifyRun(t, filepath.Join(corpus, row["pte"]), files, rec)
+			checkVerifyRun(t, run.Program, run.DataFiles, run.Record)
 		})
 	}
 }

@@ -176,3 +176,46 @@ func ReadDataRecord(t testing.TB, path string) *DataRecord {
 	}
 	return rec
 }
+
+// DataVectorRun is one run of vectors/ptd/VECTORS.tsv: a corpus program
+// with damaged or altered data files, and what the C++ runtime did.
+type DataVectorRun struct {
+	PairRun
+	// Row is the VECTORS.tsv row as written (its verdict columns).
+	Row map[string]string
+	// Missing names a data file the tree lacks although the C++ record
+	// loaded it: a defect of the tree, so the run cannot be judged ("" when
+	// every file is there). Unlike PAIRS.tsv, no vector run leaves a file
+	// out on purpose.
+	Missing string
+}
+
+// DataVectors reads dir/VECTORS.tsv (dir is vectors/ptd; programs come
+// from corpus) with each run's C++ record.
+func DataVectors(t testing.TB, dir, corpus string) []DataVectorRun {
+	t.Helper()
+	var out []DataVectorRun
+	for _, row := range TSV(t, filepath.Join(dir, "VECTORS.tsv")) {
+		r := DataVectorRun{Row: row, PairRun: PairRun{Run: row["run"], Program: filepath.Join(corpus, row["pte"]),
+			Record: ReadDataRecord(t, filepath.Join(dir, row["run"]+".cpp.jsonl"))}}
+		for _, n := range strings.Split(row["ptd"], ",") {
+			path := filepath.Join(dir, n)
+			if _, err := os.Stat(path); err != nil && r.Missing == "" && r.Record.loaded(n) {
+				r.Missing = n
+			}
+			r.DataFiles = append(r.DataFiles, path)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// loaded reports whether the record shows the data file name loading.
+func (r *DataRecord) loaded(name string) bool {
+	for _, e := range r.Files {
+		if filepath.Base(e.Name) == filepath.Base(name) && e.Code == "Ok" {
+			return true
+		}
+	}
+	return false
+}
