@@ -41,6 +41,7 @@ var allowed = map[string][]string{
 	"internal/cli":        {},
 	"internal/progress":   {"compilespec"},
 	"internal/bench":      {},
+	"internal/testreport": {},
 	"cmd/":                {anything},
 	"internal/testkit":    {anything},
 	"internal/testprog":   {anything},
