@@ -55,6 +55,7 @@ type File struct {
 	inputs []input
 	ctx    context.Context
 	stop   func() bool // stops the context's abort; nil without one
+	old    *os.File    // the file Commit replaces, held across the rename (holdReplaced); nil if none
 
 	mu    sync.Mutex
 	state int
@@ -218,6 +219,10 @@ func (f *File) Commit() error {
 	f.state = stateCommitted
 	f.f.Close() // the data is synced and in place: nothing left to report
 	syncDir(filepath.Dir(f.target))
+	if f.old != nil {
+		release(f.old) // the replaced file's blocks are freed off this path
+		f.old = nil
+	}
 	return nil
 }
 
@@ -245,6 +250,9 @@ func (f *File) commit() error {
 	}
 	if err := f.f.Sync(); err != nil {
 		return f.writeErr(err)
+	}
+	if st != nil {
+		f.old = holdReplaced(f.target, st)
 	}
 	if f.tmp != "" {
 		return f.renameNamed()
@@ -350,6 +358,10 @@ func (f *File) cancel() {
 func (f *File) abortLocked() error {
 	f.state = stateAborted
 	f.f.Close()
+	if f.old != nil {
+		f.old.Close() // still linked, unless a rename failed after replacing it
+		f.old = nil
+	}
 	if f.tmp == "" {
 		return nil
 	}
