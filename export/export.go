@@ -101,6 +101,7 @@ type built struct {
 	prog     *pte.Program
 	segments []*io.SectionReader
 	align    uint64
+	headRoom uint64 // Options.HeadRoom in bytes
 	result   *Result
 	total    int64 // expected output size, for progress
 	progress func(written, total int64)
@@ -112,7 +113,7 @@ type built struct {
 // new, so it is written only if pte.Verify would find no error in it: a
 // file the exporter writes must load.
 func (b *built) writeTo(w io.Writer) (int64, error) {
-	info, err := pte.Write(w, b.prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, Strict: true, PageCongruent: true})
+	info, err := pte.Write(w, b.prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, HeadRoom: b.headRoom, Strict: true, PageCongruent: true})
 	if err != nil {
 		return 0, err
 	}
@@ -224,6 +225,9 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	if err := checkAlignment(opts.SegmentAlignment); err != nil {
 		return nil, err
 	}
+	if r := opts.HeadRoom; r < NoHeadRoom || r > 0 && r < pte.MinHeadRoom || r > pte.MaxHeadRoom {
+		return nil, newError("", "", fmt.Sprintf("head room %d is out of range: %d (1 KiB) to %d (1 GiB) bytes, or none", r, pte.MinHeadRoom, pte.MaxHeadRoom), nil)
+	}
 	if p == nil || len(p.Methods) == 0 {
 		return nil, newError("", "", "the program has no methods", nil)
 	}
@@ -249,6 +253,12 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	}
 	b.prog = prog
 	b.result = res
+	switch {
+	case opts.HeadRoom == 0:
+		b.headRoom = DefaultHeadRoom(res.Delegates)
+	case opts.HeadRoom > 0:
+		b.headRoom = uint64(opts.HeadRoom)
+	}
 	return b, nil
 }
 

@@ -148,6 +148,17 @@ func BlobReader(r io.ReaderAt, size int64) Source {
 // 2024-08) and the largest memory page size in use (64 KiB) are well below.
 const MaxSegmentAlignment = 1 << 20
 
+// NoHeadRoom as Options.HeadRoom reserves no head room: the segment base
+// is where ExecuTorch's layout puts it.
+const NoHeadRoom = -1
+
+// DefaultHeadRoom is the head room reserved for a program of n TensorRT
+// delegates: 64 bytes each (adding a weight_streaming_budget compile spec
+// of the longest value, 19 digits, to a delegate adds 40 bytes of tables,
+// and the shared key 32 more once) and 1 KiB of slack. 64 delegates get
+// 5 KiB.
+func DefaultHeadRoom(n int) uint64 { return 1024 + 64*uint64(max(n, 0)) }
+
 // Options controls how a Program is written.
 type Options struct {
 	// WeightStreamingBudget is the per-engine weight streaming budget in
@@ -173,6 +184,15 @@ type Options struct {
 	// lands on a page of the output, where the kernel can copy it
 	// (pte.WriteOptions.PageCongruent); its blob then starts 16-aligned.
 	SegmentAlignment uint64
+	// HeadRoom is the padding reserved between the program's tables and
+	// its segments, so that a later in-place re-bake (RebakeOptions.InPlace)
+	// that adds a compile spec to every delegate still fits before the
+	// segment base and writes only the head (pte.WriteOptions.HeadRoom). 0
+	// means DefaultHeadRoom for the program's delegates, NoHeadRoom none;
+	// otherwise from pte.MinHeadRoom (the least a re-bake recognises and
+	// keeps) to pte.MaxHeadRoom. A program without segments (all data
+	// inline) has no segment base and gets no room.
+	HeadRoom int64
 	// Progress, when non-nil, is called by WriteFile when the output file
 	// is created, about five times a second while it is written, and at
 	// the end, with the bytes written so far and the expected total (an

@@ -169,9 +169,12 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 	if wrap != nil {
 		segs = wrap(segs)
 	}
-	align := opts.SegmentAlignment
+	align, room := opts.SegmentAlignment, uint64(0)
 	if align == 0 {
 		var ok bool
+		// The input's head room (Options.HeadRoom at its export) is kept
+		// with its alignment, so a later in-place re-bake still fits.
+		room = f.HeadRoom()
 		if align, ok = f.SegmentAlignment(); !ok {
 			res.Warnings = append(res.Warnings, Warning{Kind: WarnLayout, Msg: fmt.Sprintf(
 				"%s: no segment alignment up to %d reproduces its segment layout (another writer's, or gaps between segments); segments are re-laid at %d bytes",
@@ -181,7 +184,7 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 	size, err := writeOutput(ctx, dst, f.Size, opts.Progress, func(w *os.File) (int64, error) {
 		// Not Strict: the input was verified above and refused on an
 		// Error, and only its compile specs change.
-		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align, PageCongruent: true, CongruentAnyReader: true})
+		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align, HeadRoom: room, PageCongruent: true, CongruentAnyReader: true})
 		if err != nil {
 			return 0, err
 		}

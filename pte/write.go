@@ -62,6 +62,17 @@ type WriteOptions struct {
 	// bytes come from: a program re-baked from a URL equals the one
 	// re-baked from the local file.
 	CongruentAnyReader bool
+	// HeadRoom reserves at least this many zero bytes between the program
+	// region and the segment base, so that the tables can later grow where
+	// they are (File.EncodeHead: an in-place re-bake that adds a compile
+	// spec per delegate) without moving a segment. The base is then the
+	// first offset from the program size plus HeadRoom that the layout
+	// allows (a multiple of SegmentAlignment, or in a page-congruent layout
+	// the same offset modulo 4096), so segments keep their offsets. A file
+	// without segment data has no segment base and gets no room. At most
+	// MaxHeadRoom; a re-bake recognises (File.HeadRoom) at least
+	// MinHeadRoom.
+	HeadRoom uint64
 	// Strict refuses a program in which Verify would find an error, with a
 	// *VerifyError listing them all. Without Strict, Write refuses only
 	// what NewFile refuses, dangling payload references and model values
@@ -207,6 +218,12 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 	sl, sizes, err := pl.placePayloads(opts, align)
 	if err != nil {
 		return nil, err
+	}
+	if opts != nil {
+		if opts.HeadRoom > MaxHeadRoom {
+			return nil, fmt.Errorf("pte: write: head room %d is larger than %d", opts.HeadRoom, uint64(MaxHeadRoom))
+		}
+		sl.headRoom = opts.HeadRoom
 	}
 	layout := make([]*DataSegment, len(pl.unique))
 	for k := range layout {

@@ -14,6 +14,15 @@ import (
 // not worth what a kernel copy saves.
 const CongruentMin = 64 << 10
 
+// MinHeadRoom is the smallest head room File.SegmentAlignment and
+// File.HeadRoom recognise, 1 KiB: less padding than that, beyond what the
+// alignment leaves, reads as another writer's layout.
+const MinHeadRoom = 1 << 10
+
+// MaxHeadRoom is the largest WriteOptions.HeadRoom, 1 GiB: the size of
+// the largest program region ptekit reads by default.
+const MaxHeadRoom = 1 << 30
+
 // maxInferredAlignment caps the alignment File.SegmentAlignment reports.
 const maxInferredAlignment = 1 << 20
 
@@ -62,6 +71,7 @@ type segmentLayout struct {
 	// modulo the page size to b0.
 	congruent bool
 	b0        uint64
+	headRoom  uint64 // WriteOptions.HeadRoom, added to the program size by base
 }
 
 // placeSegments lays out segments of the given sizes as ExecuTorch's
@@ -109,9 +119,11 @@ func placeSegments(sizes []uint64, anchors []anchor, align uint64) (*segmentLayo
 }
 
 // base returns the segment base for a program region of programSize
-// bytes: the size rounded up to align, or in a page-congruent layout the
-// first offset from there that is b0 modulo the page size.
+// bytes (plus the head room): the size rounded up to align, or in a
+// page-congruent layout the first offset from there that is b0 modulo the
+// page size.
 func (l *segmentLayout) base(programSize, align uint64) uint64 {
+	programSize += l.headRoom // both far below 2^63
 	if !l.congruent {
 		return roundUp(programSize, align)
 	}
@@ -130,14 +142,62 @@ func (l *segmentLayout) base(programSize, align uint64) uint64 {
 // only a power of two). It returns 128 and true for a file without segment
 // data, and 128 and false when no alignment reproduces f (another writer's
 // layout, gaps between segments, or a segment table that does not fit).
+//
+// A file written with head room (WriteOptions.HeadRoom) has its base
+// further from the program than its alignment puts it. When no alignment
+// reproduces f as it is and the padding before the base is at least
+// MinHeadRoom, SegmentAlignment looks for one that reproduces f's segments
+// and a base at f's (the program ending anywhere before it), and HeadRoom
+// reports the room.
 func (f *File) SegmentAlignment() (uint64, bool) {
+	a, _, ok := f.segmentLayoutRules()
+	return a, ok
+}
+
+// HeadRoom returns the head room with which f was written, as
+// SegmentAlignment infers it: the bytes between the program region and the
+// segment base when the alignment alone would put the base earlier, to be
+// passed as WriteOptions.HeadRoom with that alignment to keep f's layout.
+// It returns 0 for a file laid out without room, or whose layout no
+// alignment reproduces.
+func (f *File) HeadRoom() uint64 {
+	_, room, ok := f.segmentLayoutRules()
+	if !ok {
+		return 0
+	}
+	return room
+}
+
+// segmentLayoutRules returns the alignment and head room that reproduce
+// f's layout (see SegmentAlignment).
+func (f *File) segmentLayoutRules() (align, room uint64, ok bool) {
 	h := f.Header
 	if h == nil || h.SegmentBaseOffset == 0 || f.Program == nil {
-		return DefaultSegmentAlignment, true
+		return DefaultSegmentAlignment, 0, true
 	}
 	if h.ProgramSize > h.SegmentBaseOffset {
-		return DefaultSegmentAlignment, false
+		return DefaultSegmentAlignment, 0, false
 	}
+	if a, ok := f.inferAlignment(h.ProgramSize); ok {
+		return a, 0, true
+	}
+	// With room, any program size up to the base could have produced
+	// it: take the base itself, which an alignment reproduces only where
+	// it can put a base. Padding under MinHeadRoom is not taken for room:
+	// a few bytes more than an alignment leaves are another writer's.
+	if h.SegmentBaseOffset-h.ProgramSize < MinHeadRoom {
+		return DefaultSegmentAlignment, 0, false
+	}
+	if a, ok := f.inferAlignment(h.SegmentBaseOffset); ok {
+		return a, h.SegmentBaseOffset - h.ProgramSize, true
+	}
+	return DefaultSegmentAlignment, 0, false
+}
+
+// inferAlignment is SegmentAlignment for a program region that ends at
+// programSize (at most the segment base).
+func (f *File) inferAlignment(programSize uint64) (uint64, bool) {
+	h := f.Header
 	segs := f.Program.Segments
 	sizes := make([]uint64, len(segs))
 	anchors := make([]anchor, len(segs))
@@ -153,7 +213,7 @@ func (f *File) SegmentAlignment() (uint64, bool) {
 			return false
 		}
 		l, _, err := placeSegments(sizes, anchors, a)
-		if err != nil || l.base(h.ProgramSize, a) != h.SegmentBaseOffset {
+		if err != nil || l.base(programSize, a) != h.SegmentBaseOffset {
 			return false
 		}
 		for i, s := range segs {
@@ -171,7 +231,7 @@ func (f *File) SegmentAlignment() (uint64, bool) {
 	// round_up(e, A) == o exactly when A | o and o-A < e <= o. So try the
 	// largest divisor of their gcd above the largest gap (at most a million
 	// steps, however large the gcd is).
-	g, gap, end := h.SegmentBaseOffset, h.SegmentBaseOffset-h.ProgramSize, uint64(0)
+	g, gap, end := h.SegmentBaseOffset, h.SegmentBaseOffset-programSize, uint64(0)
 	for _, s := range segs {
 		if s.Offset < end {
 			return DefaultSegmentAlignment, false

@@ -82,6 +82,7 @@ func seedPrograms(t testing.TB) map[string][]byte {
 	}
 	out := map[string][]byte{}
 	for name, c := range programs {
+		c.opts.HeadRoom = export.NoHeadRoom // small seeds, upstream's layout
 		var b bytes.Buffer
 		_, err := export.Write(&b, c.p, c.opts)
 		require.NoError(t, err, name)

@@ -91,7 +91,7 @@ func manyMethods(t *testing.T, n int) []byte {
 		methods[i].Name = fmt.Sprintf("m%d", i)
 	}
 	var b bytes.Buffer
-	_, err := export.Write(&b, &export.Program{Methods: methods}, &export.Options{SegmentAlignment: 16})
+	_, err := export.Write(&b, &export.Program{Methods: methods}, &export.Options{SegmentAlignment: 16, HeadRoom: export.NoHeadRoom})
 	require.NoError(t, err)
 	f, err := pte.NewFile(bytes.NewReader(b.Bytes()), int64(b.Len()))
 	require.NoError(t, err)
