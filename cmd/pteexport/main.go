@@ -49,6 +49,7 @@ import (
 	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/internal/progress"
+	"github.com/ptekit/ptekit/pte"
 	"github.com/spf13/pflag"
 )
 
@@ -83,6 +84,8 @@ type config struct {
 	inline                 bool
 	alignment              uint64
 	alignmentSet           bool
+	headRoomText           string
+	headRoomSet            bool
 	jsonOut, force, help   bool
 	in                     input.Flags
 	quiet, version         bool
@@ -90,25 +93,11 @@ type config struct {
 	recover                string
 }
 
+// parseArgs reads the command line into a config; a bad one is a
+// *usageError (exit status 2).
 func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	c := &config{}
-	fs := pflag.NewFlagSet("pteexport", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.manifest, "manifest", "", "JSON manifest describing the program (see docs/manifest.md)")
-	fs.StringVar(&c.from, "from", "", "existing .pte to re-bake: a file or an http(s) URL")
-	fs.StringVarP(&c.output, "output", "o", "", "output .pte file")
-	fs.StringVar(&c.budgetText, "weight-streaming-budget-per-engine", "", `per-engine weight streaming budget: bytes or a size such as "4GiB", "512MiB", "8GB"; "auto" writes no budget (TensorRT's automatic budget)`)
-	fs.StringVar(&c.targetDevice, "target-device", "", `pin target_device (e.g. "cuda:0") on every delegate instead of deriving it from each engine's device`)
-	fs.BoolVar(&c.inline, "inline-delegate-data", false, "store delegate blobs inside the flatbuffer instead of segments (at most 256 MiB in total; built in memory)")
-	fs.Uint64Var(&c.alignment, "segment-alignment", 0, "segment alignment in bytes, at most 1 MiB (default 128; re-bake keeps the input's)")
-	fs.BoolVar(&c.jsonOut, "json", false, "print a machine-readable summary on stdout")
-	fs.BoolVar(&c.force, "force", false, "overwrite an existing output file")
-	fs.BoolVarP(&c.quiet, "quiet", "q", false, "print only errors: no progress, warnings or \"wrote\" line")
-	fs.BoolVar(&c.version, "version", false, "print the version and VCS revision, and exit")
-	fs.BoolVar(&c.inPlace, "in-place", false, "with --from: rewrite only the program's head where it is, when it fits before the segment data (refused while another process has the file open or mapped)")
-	fs.StringVar(&c.recover, "recover", "", "undo an in-place re-bake of this file that a crash interrupted, and exit")
-	fs.BoolVarP(&c.help, "help", "h", false, "show this help")
-	c.in.AddFlags(fs)
+	fs := newFlagSet(c)
 	if len(args) > 0 && args[0] == "help" {
 		args = []string{"--help"} // "pteexport help", as go and git have
 	}
@@ -120,6 +109,7 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	}
 	c.budgetSet = fs.Changed("weight-streaming-budget-per-engine")
 	c.alignmentSet = fs.Changed("segment-alignment")
+	c.headRoomSet = fs.Changed("head-room")
 	if c.recover != "" {
 		if fs.NArg() > 0 || fs.NFlag() > 1 {
 			return nil, fs, &usageError{"--recover takes a file and no other option"}
@@ -129,32 +119,76 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	if c.inPlace && c.output == "" {
 		c.output = c.from
 	}
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return nil, fs, &usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
-	case c.inPlace && c.from == "":
-		return nil, fs, &usageError{"--in-place applies to --from only"}
-	case c.inPlace && input.IsURL(c.from):
-		return nil, fs, &usageError{"--in-place rewrites a local file; --from is a URL"}
-	case c.inPlace && c.output != c.from:
-		return nil, fs, &usageError{"--in-place rewrites --from itself; leave out -o"}
-	case c.inPlace && c.alignmentSet:
-		return nil, fs, &usageError{"--in-place keeps the segment layout; --segment-alignment cannot be given"}
-	case c.manifest == "" && c.from == "":
-		return nil, fs, &usageError{"give --manifest (build) or --from (re-bake)"}
-	case c.manifest != "" && c.from != "":
-		return nil, fs, &usageError{"--manifest and --from cannot be combined"}
-	case c.output == "":
-		return nil, fs, &usageError{"-o/--output is required"}
-	case c.alignmentSet && c.alignment == 0:
-		return nil, fs, &usageError{"--segment-alignment must be at least 1"}
-	case c.from != "" && c.inline:
-		return nil, fs, &usageError{"--inline-delegate-data applies to --manifest only; a re-bake keeps delegate data where it is"}
-	case c.from != "" && !c.budgetSet && c.targetDevice == "":
-		return nil, fs, &usageError{"--from needs --weight-streaming-budget-per-engine or --target-device"}
 	}
+	if err := checkModes(c); err != nil {
+		return nil, fs, err
+	}
+	if err := checkValues(c); err != nil {
+		return nil, fs, err
+	}
+	return c, fs, nil
+}
+
+// newFlagSet defines the flags, bound to c.
+func newFlagSet(c *config) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("pteexport", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.manifest, "manifest", "", "JSON manifest describing the program (see docs/manifest.md)")
+	fs.StringVar(&c.from, "from", "", "existing .pte to re-bake: a file or an http(s) URL")
+	fs.StringVarP(&c.output, "output", "o", "", "output .pte file")
+	fs.StringVar(&c.budgetText, "weight-streaming-budget-per-engine", "", `per-engine weight streaming budget: bytes or a size such as "4GiB", "512MiB", "8GB"; "auto" writes no budget (TensorRT's automatic budget)`)
+	fs.StringVar(&c.targetDevice, "target-device", "", `pin target_device (e.g. "cuda:0") on every delegate instead of deriving it from each engine's device`)
+	fs.BoolVar(&c.inline, "inline-delegate-data", false, "store delegate blobs inside the flatbuffer instead of segments (at most 256 MiB in total; built in memory)")
+	fs.Uint64Var(&c.alignment, "segment-alignment", 0, "segment alignment in bytes, at most 1 MiB (default 128; re-bake keeps the input's)")
+	fs.StringVar(&c.headRoomText, "head-room", "auto", `padding kept before the segment data so that a later --in-place re-bake that adds a budget fits: "auto" (1 KiB + 64 bytes per delegate), 0 for none, or a size of at least 1KiB (re-bake keeps the input's)`)
+	fs.BoolVar(&c.jsonOut, "json", false, "print a machine-readable summary on stdout")
+	fs.BoolVar(&c.force, "force", false, "overwrite an existing output file")
+	fs.BoolVarP(&c.quiet, "quiet", "q", false, "print only errors: no progress, warnings or \"wrote\" line")
+	fs.BoolVar(&c.version, "version", false, "print the version and VCS revision, and exit")
+	fs.BoolVar(&c.inPlace, "in-place", false, "with --from: rewrite only the program's head where it is, when it fits before the segment data (refused while another process has the file open or mapped)")
+	fs.StringVar(&c.recover, "recover", "", "undo an in-place re-bake of this file that a crash interrupted, and exit")
+	fs.BoolVarP(&c.help, "help", "h", false, "show this help")
+	c.in.AddFlags(fs)
+	return fs
+}
+
+// checkModes refuses flags that do not go together: what to build from,
+// where to write it, and the options that apply to one mode only.
+func checkModes(c *config) error {
+	switch {
+	case c.inPlace && c.from == "":
+		return &usageError{"--in-place applies to --from only"}
+	case c.inPlace && input.IsURL(c.from):
+		return &usageError{"--in-place rewrites a local file; --from is a URL"}
+	case c.inPlace && c.output != c.from:
+		return &usageError{"--in-place rewrites --from itself; leave out -o"}
+	case c.inPlace && c.alignmentSet:
+		return &usageError{"--in-place keeps the segment layout; --segment-alignment cannot be given"}
+	case c.manifest == "" && c.from == "":
+		return &usageError{"give --manifest (build) or --from (re-bake)"}
+	case c.manifest != "" && c.from != "":
+		return &usageError{"--manifest and --from cannot be combined"}
+	case c.output == "":
+		return &usageError{"-o/--output is required"}
+	case c.alignmentSet && c.alignment == 0:
+		return &usageError{"--segment-alignment must be at least 1"}
+	case c.from != "" && c.inline:
+		return &usageError{"--inline-delegate-data applies to --manifest only; a re-bake keeps delegate data where it is"}
+	case c.from != "" && c.headRoomSet:
+		return &usageError{"--head-room applies to --manifest only; a re-bake keeps the input's head room"}
+	case c.from != "" && !c.budgetSet && c.targetDevice == "":
+		return &usageError{"--from needs --weight-streaming-budget-per-engine or --target-device"}
+	}
+	return nil
+}
+
+// checkValues refuses option values that are out of range or do not
+// parse, before anything is read.
+func checkValues(c *config) error {
 	if c.alignmentSet && c.alignment > export.MaxSegmentAlignment {
-		return nil, fs, &usageError{fmt.Sprintf("--segment-alignment %d exceeds %d (1 MiB)", c.alignment, export.MaxSegmentAlignment)}
+		return &usageError{fmt.Sprintf("--segment-alignment %d exceeds %d (1 MiB)", c.alignment, export.MaxSegmentAlignment)}
 	}
 	if c.targetDevice != "" {
 		_, idx, err := compilespec.ParseTargetDevice([]byte(c.targetDevice))
@@ -162,18 +196,40 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 			err = fmt.Errorf("device index %d is outside [0, %d]", idx, maxDeviceIndex)
 		}
 		if err != nil {
-			return nil, fs, &usageError{fmt.Sprintf("--target-device: %v", err)}
+			return &usageError{fmt.Sprintf("--target-device: %v", err)}
 		}
 	}
 	if _, err := c.in.Opener(nil, nil); err != nil {
-		return nil, fs, &usageError{err.Error()}
+		return &usageError{err.Error()}
 	}
 	if c.budgetSet {
 		if _, _, err := compilespec.ParseSize(c.budgetText); err != nil {
-			return nil, fs, &usageError{fmt.Sprintf("--weight-streaming-budget-per-engine: %v", err)}
+			return &usageError{fmt.Sprintf("--weight-streaming-budget-per-engine: %v", err)}
 		}
 	}
-	return c, fs, nil
+	if c.headRoomSet {
+		if _, err := headRoomOption(c.headRoomText); err != nil {
+			return &usageError{fmt.Sprintf("--head-room: %v", err)}
+		}
+	}
+	return nil
+}
+
+// headRoomOption reads --head-room as export.Options.HeadRoom: "auto" is
+// the default (0), "0" none, anything else a size of 1 KiB to 1 GiB.
+func headRoomOption(s string) (int64, error) {
+	n, auto, err := compilespec.ParseSize(s)
+	switch {
+	case err != nil:
+		return 0, err
+	case auto:
+		return 0, nil
+	case n == 0:
+		return export.NoHeadRoom, nil
+	case n < pte.MinHeadRoom || n > pte.MaxHeadRoom:
+		return 0, fmt.Errorf("%s is outside 1KiB to 1GiB (0 for none)", s)
+	}
+	return n, nil
 }
 
 // run is the whole command; main only calls it. An interrupt (SIGINT or
@@ -334,6 +390,9 @@ func build(ctx context.Context, c *config, progress func(int64, int64)) (*export
 	}
 	if c.alignmentSet {
 		opts.SegmentAlignment = c.alignment
+	}
+	if c.headRoomSet {
+		opts.HeadRoom, _ = headRoomOption(c.headRoomText) // validated by parseArgs
 	}
 	opts.Progress = progress
 	opts.NoOverwrite = !c.force
