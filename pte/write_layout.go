@@ -178,18 +178,24 @@ func (f *File) segmentLayoutRules() (align, room uint64, ok bool) {
 	if h.ProgramSize > h.SegmentBaseOffset {
 		return DefaultSegmentAlignment, 0, false
 	}
-	if a, ok := f.inferAlignment(h.ProgramSize); ok {
+	a, ok := f.inferAlignment(h.ProgramSize)
+	if ok && (shareAlign%a == 0 || a%shareAlign == 0) {
 		return a, 0, true
 	}
 	// With room, any program size up to the base could have produced
 	// it: take the base itself, which an alignment reproduces only where
-	// it can put a base. Padding under MinHeadRoom is not taken for room:
-	// a few bytes more than an alignment leaves are another writer's.
-	if h.SegmentBaseOffset-h.ProgramSize < MinHeadRoom {
-		return DefaultSegmentAlignment, 0, false
+	// it can put a base. This reading wins over an alignment that is
+	// neither a divisor nor a multiple of the page size, which is what the
+	// base of a one-segment file with room shows (its own value). Padding
+	// under MinHeadRoom is not taken for room: a few bytes more than an
+	// alignment leaves are another writer's.
+	if h.SegmentBaseOffset-h.ProgramSize >= MinHeadRoom {
+		if r, rok := f.inferAlignment(h.SegmentBaseOffset); rok {
+			return r, h.SegmentBaseOffset - h.ProgramSize, true
+		}
 	}
-	if a, ok := f.inferAlignment(h.SegmentBaseOffset); ok {
-		return a, h.SegmentBaseOffset - h.ProgramSize, true
+	if ok {
+		return a, 0, true
 	}
 	return DefaultSegmentAlignment, 0, false
 }
