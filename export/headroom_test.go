@@ -145,11 +145,6 @@ func TestExportHeadRoomRange(t *testing.T) {
 // multiple of the page, and leave the alignments of files without room
 // as they were.
 func TestInferHeadRoom(t *testing.T) {
-	seg := func(off, size uint64) *pte.DataSegment { return &pte.DataSegment{Offset: off, Size: size} }
-	file := func(progSize, base uint64, segs ...*pte.DataSegment) *pte.File {
-		return &pte.File{Header: &pte.ExtendedHeader{Magic: "eh00", Length: 32, ProgramSize: progSize, SegmentBaseOffset: base},
-			Program: &pte.Program{Segments: segs}}
-	}
 	for _, c := range []struct {
 		name        string
 		f           *pte.File

@@ -14,12 +14,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// seg and file make the layout of a file for the alignment inference:
+// a segment, and a header with a program size, a base and segments.
+func seg(off, size uint64) *pte.DataSegment { return &pte.DataSegment{Offset: off, Size: size} }
+
+func file(progSize, base uint64, segs ...*pte.DataSegment) *pte.File {
+	return &pte.File{Header: &pte.ExtendedHeader{Magic: "eh00", Length: 32, ProgramSize: progSize, SegmentBaseOffset: base},
+		Program: &pte.Program{Segments: segs}}
+}
+
 func TestInferAlignment(t *testing.T) {
-	seg := func(off, size uint64) *pte.DataSegment { return &pte.DataSegment{Offset: off, Size: size} }
-	file := func(progSize, base uint64, segs ...*pte.DataSegment) *pte.File {
-		return &pte.File{Header: &pte.ExtendedHeader{Magic: "eh00", Length: 32, ProgramSize: progSize, SegmentBaseOffset: base},
-			Program: &pte.Program{Segments: segs}}
-	}
 	for _, c := range []struct {
 		name string
 		f    *pte.File
