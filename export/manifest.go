@@ -128,8 +128,7 @@ type jval struct {
 	off   int64
 	kind  jkind
 	b     bool
-	num   json.Number
-	str   string
+	str   string  // a string's value, a number's text
 	items []*jval // array items, object member values
 	keys  []string
 	koffs []int64
@@ -198,7 +197,7 @@ func (p *jsonParser) value(depth int) (*jval, error) {
 	case bool:
 		v.kind, v.b = jBool, t
 	case json.Number:
-		v.kind, v.num = jNumber, t
+		v.kind, v.str = jNumber, string(t)
 	case string:
 		v.kind, v.str = jString, t
 	case json.Delim:
@@ -260,10 +259,12 @@ type manifestReader struct {
 	baseDir string
 }
 
-// jobj is an object's members by name, with the object's path.
+// jobj is an object whose member names were checked, with its path.
+// Members are looked up by a scan of its few keys: a map per object cost
+// more than the rest of reading a manifest of many engines.
 type jobj struct {
-	path    string
-	members map[string]*jval
+	path string
+	v    *jval
 }
 
 func (r *manifestReader) fail(v *jval, path, format string, args ...any) *ManifestError {
@@ -283,16 +284,14 @@ func (r *manifestReader) object(v *jval, path string, allowed ...string) (*jobj,
 	if v.kind != jObject {
 		return nil, r.wrongType(v, path, "an object")
 	}
-	o := &jobj{path: path, members: map[string]*jval{}}
 	for i, k := range v.keys {
 		if !slices.Contains(allowed, k) {
 			line, col := lineCol(r.data, v.koffs[i])
 			return nil, &ManifestError{Field: join(path, k), Line: line, Col: col,
 				Msg: fmt.Sprintf("unknown member %s (known: %s)", quote.String(k), strings.Join(allowed, ", "))}
 		}
-		o.members[k] = v.items[i]
 	}
-	return o, nil
+	return &jobj{path: path, v: v}, nil
 }
 
 func join(path, key string) string {
@@ -304,10 +303,20 @@ func join(path, key string) string {
 
 // get returns member k, nil when it is absent or null.
 func (o *jobj) get(k string) *jval {
-	if v := o.members[k]; v != nil && v.kind != jNull {
-		return v
+	for i, key := range o.v.keys {
+		if key == k {
+			if v := o.v.items[i]; v.kind != jNull {
+				return v
+			}
+			return nil
+		}
 	}
 	return nil
+}
+
+// elemPath is the path of element i of the array at path ("a.b[3]").
+func elemPath(path string, i int) string {
+	return path + "[" + strconv.Itoa(i) + "]"
 }
 
 func (r *manifestReader) str(o *jobj, k string) (string, error) {
@@ -337,9 +346,9 @@ func (r *manifestReader) integer(v *jval, path string, lo, hi int64) (int64, err
 	if v.kind != jNumber {
 		return 0, r.wrongType(v, path, "an integer")
 	}
-	n, err := strconv.ParseInt(v.num.String(), 10, 64)
+	n, err := strconv.ParseInt(v.str, 10, 64)
 	if err != nil || n < lo || n > hi {
-		return 0, r.fail(v, path, "%s is not a whole number in [%d, %d]", v.num, lo, hi)
+		return 0, r.fail(v, path, "%s is not a whole number in [%d, %d]", v.str, lo, hi)
 	}
 	return n, nil
 }
@@ -366,7 +375,14 @@ func (r *manifestReader) dims(o *jobj, k string) ([]int64, error) {
 	}
 	out := make([]int64, len(items))
 	for i, it := range items {
-		if out[i], err = r.integer(it, fmt.Sprintf("%s.%s[%d]", o.path, k, i), math.MinInt64, math.MaxInt64); err != nil {
+		if it.kind == jNumber {
+			// The common case, without building the element's path.
+			if n, err := strconv.ParseInt(it.str, 10, 64); err == nil {
+				out[i] = n
+				continue
+			}
+		}
+		if out[i], err = r.integer(it, elemPath(join(o.path, k), i), math.MinInt64, math.MaxInt64); err != nil {
 			return nil, err
 		}
 	}
@@ -431,7 +447,7 @@ func (r *manifestReader) manifest(root *jval) (*Manifest, error) {
 		m.Options.SegmentAlignment = uint64(n)
 	}
 	for i, mv := range methods {
-		meth, err := r.method(mv, fmt.Sprintf("methods[%d]", i))
+		meth, err := r.method(mv, elemPath("methods", i))
 		if err != nil {
 			return nil, err
 		}
@@ -460,12 +476,12 @@ func (r *manifestReader) method(v *jval, path string) (*Method, error) {
 		return nil, err
 	}
 	for j, iv := range inputs {
-		t, err := r.tensor(iv, fmt.Sprintf("%s.inputs[%d]", path, j))
+		t, err := r.tensor(iv, elemPath(path+".inputs", j))
 		if err != nil {
 			return nil, err
 		}
 		if t.DType == "" || t.Shape == nil {
-			return nil, r.fail(iv, fmt.Sprintf("%s.inputs[%d]", path, j), "input %s needs \"dtype\" and \"shape\"", quote.String(t.Name))
+			return nil, r.fail(iv, elemPath(path+".inputs", j), "input %s needs \"dtype\" and \"shape\"", quote.String(t.Name))
 		}
 		meth.Inputs = append(meth.Inputs, t)
 	}
@@ -474,7 +490,7 @@ func (r *manifestReader) method(v *jval, path string) (*Method, error) {
 		return nil, err
 	}
 	for j, ov := range outputs {
-		t, err := r.tensor(ov, fmt.Sprintf("%s.outputs[%d]", path, j))
+		t, err := r.tensor(ov, elemPath(path+".outputs", j))
 		if err != nil {
 			return nil, err
 		}
@@ -485,7 +501,7 @@ func (r *manifestReader) method(v *jval, path string) (*Method, error) {
 		return nil, err
 	}
 	for j, ev := range engines {
-		call, err := r.engine(ev, fmt.Sprintf("%s.engines[%d]", path, j))
+		call, err := r.engine(ev, elemPath(path+".engines", j))
 		if err != nil {
 			return nil, err
 		}
@@ -641,7 +657,7 @@ func (r *manifestReader) bindings(o *jobj, path, kind string) ([]*Binding, error
 	}
 	var out []*Binding
 	for k, it := range items {
-		b, err := r.binding(it, fmt.Sprintf("%s.%s[%d]", path, kind, k))
+		b, err := r.binding(it, elemPath(path+"."+kind, k))
 		if err != nil {
 			return nil, err
 		}
@@ -659,7 +675,7 @@ func (r *manifestReader) aliasedIO(o *jobj, path string) ([]AliasedIO, error) {
 	}
 	var out []AliasedIO
 	for k, av := range aliases {
-		ap := fmt.Sprintf("%s.aliased_io[%d]", path, k)
+		ap := elemPath(path+".aliased_io", k)
 		ao, err := r.object(av, ap, "output", "input", "kind")
 		if err != nil {
 			return nil, err
@@ -688,7 +704,7 @@ func (r *manifestReader) specs(o *jobj, k string) ([]*pte.CompileSpec, error) {
 	}
 	var out []*pte.CompileSpec
 	for i, sv := range items {
-		path := fmt.Sprintf("%s[%d]", join(o.path, k), i)
+		path := elemPath(join(o.path, k), i)
 		so, err := r.object(sv, path, "key", "value", "value_hex")
 		if err != nil {
 			return nil, err
@@ -739,10 +755,10 @@ func (r *manifestReader) budget(v *jval, path string) (*int64, error) {
 	case jString:
 		s = v.str
 	case jNumber:
-		if _, err := strconv.ParseInt(v.num.String(), 10, 64); err != nil {
-			return nil, r.fail(v, path, "bad budget: %s is not a whole number of bytes below 2^63", v.num)
+		if _, err := strconv.ParseInt(v.str, 10, 64); err != nil {
+			return nil, r.fail(v, path, "bad budget: %s is not a whole number of bytes below 2^63", v.str)
 		}
-		s = v.num.String()
+		s = v.str
 	default:
 		return nil, r.fail(v, path, "bad budget: want a byte count or a size string such as \"4GiB\" or \"auto\", found %s", jkindNames[v.kind])
 	}

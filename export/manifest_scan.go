@@ -13,7 +13,7 @@ import (
 // maxManifestDepth, and parseJSON then parses with the decoder, which
 // reports the error where it is.
 func scanJSON(data []byte) (*jval, bool) {
-	s := &jscan{data: data}
+	s := &jscan{data: data, names: map[string]string{}}
 	v, ok := s.value(0)
 	if !ok {
 		return nil, false
@@ -25,6 +25,31 @@ func scanJSON(data []byte) (*jval, bool) {
 type jscan struct {
 	data []byte
 	pos  int
+	// Members and items of the containers being read, stacked, so that
+	// each container gets slices of its exact length (a manifest of many
+	// engines has hundreds of thousands of small objects).
+	items []*jval
+	keys  []string
+	koffs []int64
+	// vals hands out jvals from blocks, one allocation per block.
+	vals []jval
+	// names holds each member name and short string once: the same few
+	// names repeat in every object.
+	names map[string]string
+}
+
+// Strings up to maxInterned bytes are interned (jscan.names).
+const maxInterned = 16
+
+// newVal returns a zero jval at off.
+func (s *jscan) newVal(off int) *jval {
+	if len(s.vals) == 0 {
+		s.vals = make([]jval, 256)
+	}
+	v := &s.vals[0]
+	s.vals = s.vals[1:]
+	v.off = int64(off)
+	return v
 }
 
 func (s *jscan) space() {
@@ -43,7 +68,7 @@ func (s *jscan) value(depth int) (*jval, bool) {
 	if s.pos >= len(s.data) {
 		return nil, false
 	}
-	v := &jval{off: int64(s.pos)}
+	v := s.newVal(s.pos)
 	switch c := s.data[s.pos]; {
 	case c == '{' || c == '[':
 		if depth >= maxManifestDepth {
@@ -62,7 +87,7 @@ func (s *jscan) value(depth int) (*jval, bool) {
 		return v, ok
 	case c == '-' || c >= '0' && c <= '9':
 		num, ok := s.number()
-		v.kind, v.num = jNumber, json.Number(num)
+		v.kind, v.str = jNumber, num
 		return v, ok
 	default:
 		for _, lit := range []struct {
@@ -87,16 +112,19 @@ func (s *jscan) array(v *jval, depth int) bool {
 		s.pos++
 		return true
 	}
+	mark := len(s.items)
+	defer func() { s.items = s.items[:mark] }()
 	for {
 		item, ok := s.value(depth + 1)
 		if !ok {
 			return false
 		}
-		v.items = append(v.items, item)
+		s.items = append(s.items, item)
 		if !s.next(']') {
 			return false
 		}
 		if s.data[s.pos-1] == ']' {
+			v.items = slices.Clone(s.items[mark:])
 			return true
 		}
 	}
@@ -109,6 +137,10 @@ func (s *jscan) object(v *jval, depth int) bool {
 		s.pos++
 		return true
 	}
+	mark, imark := len(s.keys), len(s.items)
+	defer func() {
+		s.items, s.keys, s.koffs = s.items[:imark], s.keys[:mark], s.koffs[:mark]
+	}()
 	for {
 		s.space()
 		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
@@ -116,7 +148,7 @@ func (s *jscan) object(v *jval, depth int) bool {
 		}
 		koff := int64(s.pos)
 		key, ok := s.str()
-		if !ok || slices.Contains(v.keys, key) {
+		if !ok || slices.Contains(s.keys[mark:], key) {
 			return false
 		}
 		s.space()
@@ -128,13 +160,16 @@ func (s *jscan) object(v *jval, depth int) bool {
 		if !ok {
 			return false
 		}
-		v.keys = append(v.keys, key)
-		v.koffs = append(v.koffs, koff)
-		v.items = append(v.items, item)
+		s.keys = append(s.keys, key)
+		s.koffs = append(s.koffs, koff)
+		s.items = append(s.items, item)
 		if !s.next('}') {
 			return false
 		}
 		if s.data[s.pos-1] == '}' {
+			v.keys = slices.Clone(s.keys[mark:])
+			v.koffs = slices.Clone(s.koffs[mark:])
+			v.items = slices.Clone(s.items[imark:])
 			return true
 		}
 	}
@@ -164,7 +199,7 @@ func (s *jscan) str() (string, bool) {
 			s.pos++
 			raw := s.data[start:s.pos]
 			if plain {
-				return string(raw[1 : len(raw)-1]), true
+				return s.intern(raw[1 : len(raw)-1]), true
 			}
 			if !utf8.Valid(raw) {
 				return "", false
@@ -232,4 +267,17 @@ func (s *jscan) number() (string, bool) {
 		}
 	}
 	return string(s.data[start:s.pos]), true
+}
+
+// intern returns b as a string, shared with earlier equal short strings.
+func (s *jscan) intern(b []byte) string {
+	if len(b) > maxInterned {
+		return string(b)
+	}
+	if str, ok := s.names[string(b)]; ok {
+		return str
+	}
+	str := string(b)
+	s.names[str] = str
+	return str
 }
