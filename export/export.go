@@ -433,6 +433,18 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 		if src, ok := files[s.Path]; ok {
 			return src, nil
 		}
+		if b.held < maxHeldEngines {
+			data, ok, err := readSmallFile(s.Path, min(maxHeldEngine, maxHeldEngines-b.held))
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				b.held += int64(len(data))
+				src := &source{r: bytes.NewReader(data), size: int64(len(data))}
+				files[s.Path] = src
+				return src, nil
+			}
+		}
 		lf, err := b.files.add(s.Path)
 		if err != nil {
 			return nil, err
