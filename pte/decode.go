@@ -157,7 +157,11 @@ type fbDecoder struct {
 	shared map[uint32]string // decoded shared strings by position
 }
 
-func (d *fbDecoder) at(x any, t fbTab) { d.pos[x] = t.pos }
+func (d *fbDecoder) at(x any, t fbTab) {
+	if d.pos != nil {
+		d.pos[x] = t.pos
+	}
+}
 
 // str returns the string in slot. When the field is absent it returns ""
 // and appends the field's schema name to *absent. A string that several
@@ -188,7 +192,17 @@ func (d *fbDecoder) str(t fbTab, slot int, name string, absent *[]string) string
 
 // decodeProgram decodes a region that v verified.
 func decodeProgram(b []byte, v *fbVerifier) (*Program, *fbDecoder) {
-	d := &fbDecoder{pos: map[any]uint32{}, vec: map[any]uint32{}, v: v}
+	return decodeProgramWith(b, v, true)
+}
+
+// decodeProgramWith is decodeProgram; without positions, table positions
+// are not recorded (File.posOf says -1), which spares a map entry per
+// table when only a verdict is wanted (Write's read-back check).
+func decodeProgramWith(b []byte, v *fbVerifier, positions bool) (*Program, *fbDecoder) {
+	d := &fbDecoder{vec: map[any]uint32{}, v: v}
+	if positions {
+		d.pos = map[any]uint32{}
+	}
 	root := fbTabAt(b, binary.LittleEndian.Uint32(b))
 	p := &Program{Version: root.u32(0)}
 	d.at(p, root)

@@ -72,6 +72,10 @@ type OpenOptions struct {
 	// (also Verify's first finding), and a payload past the end fails when
 	// it is read. ExecuTorch refuses such a file; so does Open.
 	Truncated bool
+	// noPositions skips recording where each table was decoded from, for
+	// Write's read-back check, which wants a verdict and reads the file
+	// again with positions only to report a refusal.
+	noPositions bool
 }
 
 // ProgramLimitError reports a flatbuffer region larger than
@@ -232,7 +236,7 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 		return nil, err
 	}
 	f.fbWarnings = v.Warnings
-	f.Program, f.dec = decodeProgram(f.region, v)
+	f.Program, f.dec = decodeProgramWith(f.region, v, opts == nil || !opts.noPositions)
 	if err := f.checkLoad(); err != nil {
 		return nil, err
 	}

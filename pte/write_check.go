@@ -147,10 +147,21 @@ func (im *planImage) ReadAt(b []byte, off int64) (int, error) {
 }
 
 // check reads the planned file back with NewFile and, when strict, runs
-// Verify on it; any refusal becomes a *VerifyError.
+// Verify on it; any refusal becomes a *VerifyError. The first reading
+// records no table positions, which a program that loads never needs;
+// a refused one is read again with them, so that its findings give the
+// same offsets NewFile and Verify give for the written file.
 func (pl *writePlan) check(strict bool) error {
+	if pl.checkWith(strict, &OpenOptions{noPositions: true}) == nil {
+		return nil
+	}
+	return pl.checkWith(strict, nil)
+}
+
+// checkWith is check, reading the image with opts.
+func (pl *writePlan) checkWith(strict bool, opts *OpenOptions) error {
 	im := &planImage{parts: [][]byte{pl.head, pl.flatbuffer}, size: pl.info.Size}
-	f, err := NewFile(im, im.size)
+	f, err := NewFileWith(im, im.size, opts)
 	if err != nil {
 		var fe *FormatError
 		if !errors.As(err, &fe) {
