@@ -33,12 +33,13 @@ type jscan struct {
 	koffs []int64
 	// vals hands out jvals from blocks, one allocation per block.
 	vals []jval
-	// names holds each member name and short string once: the same few
-	// names repeat in every object.
+	// names holds each short member name once: the same few names
+	// repeat in every object. (Values are not interned: names of methods
+	// and tensors are mostly unique, and the map would only grow.)
 	names map[string]string
 }
 
-// Strings up to maxInterned bytes are interned (jscan.names).
+// Member names up to maxInterned bytes are interned (jscan.names).
 const maxInterned = 16
 
 // newVal returns a zero jval at off.
@@ -82,7 +83,7 @@ func (s *jscan) value(depth int) (*jval, bool) {
 		v.kind = jObject
 		return v, s.object(v, depth)
 	case c == '"':
-		str, ok := s.str()
+		str, ok := s.str(false)
 		v.kind, v.str = jString, str
 		return v, ok
 	case c == '-' || c >= '0' && c <= '9':
@@ -147,7 +148,7 @@ func (s *jscan) object(v *jval, depth int) bool {
 			return false
 		}
 		koff := int64(s.pos)
-		key, ok := s.str()
+		key, ok := s.str(true)
 		if !ok || slices.Contains(s.keys[mark:], key) {
 			return false
 		}
@@ -185,10 +186,10 @@ func (s *jscan) next(closing byte) bool {
 	return false
 }
 
-// str reads a string token. One with escapes or bytes that are not
-// ASCII is decoded by encoding/json, so that it reads exactly as the
-// decoder would read it.
-func (s *jscan) str() (string, bool) {
+// str reads a string token; a member name (key) is interned. One with
+// escapes or bytes that are not ASCII is decoded by encoding/json, so
+// that it reads exactly as the decoder would read it.
+func (s *jscan) str(key bool) (string, bool) {
 	start := s.pos
 	s.pos++
 	plain := true
@@ -198,8 +199,11 @@ func (s *jscan) str() (string, bool) {
 		case c == '"':
 			s.pos++
 			raw := s.data[start:s.pos]
-			if plain {
+			if plain && key {
 				return s.intern(raw[1 : len(raw)-1]), true
+			}
+			if plain {
+				return string(raw[1 : len(raw)-1]), true
 			}
 			if !utf8.Valid(raw) {
 				return "", false
@@ -269,7 +273,7 @@ func (s *jscan) number() (string, bool) {
 	return string(s.data[start:s.pos]), true
 }
 
-// intern returns b as a string, shared with earlier equal short strings.
+// intern returns b as a string, shared with earlier equal short names.
 func (s *jscan) intern(b []byte) string {
 	if len(b) > maxInterned {
 		return string(b)
