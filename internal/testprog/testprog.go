@@ -61,80 +61,61 @@ var (
 // as the Llama exports have). Commands without a testing.TB (the script
 // tests' mkprog) use it directly.
 func Build() (map[string][]byte, error) {
-	engine := func(n int) export.Source {
-		return export.EngineReader(strings.NewReader(strings.Repeat("E", n)), int64(n))
-	}
-	tensor := func(name string, shape ...int64) *export.Tensor {
-		return &export.Tensor{Name: name, DType: export.Float32, Shape: shape}
-	}
-	binding := func(name, tensor string, shape ...int64) *export.Binding {
-		return &export.Binding{Name: name, Tensor: tensor, DType: export.Float32, Shape: shape}
-	}
-	single := func(name string, n int) *export.Method {
-		return &export.Method{
-			Name:    name,
-			Inputs:  []*export.Tensor{tensor("x", 2, 2)},
-			Outputs: []*export.Tensor{{Name: "y"}},
-			Calls: []*export.EngineCall{{
-				Engine:  engine(n),
-				Inputs:  []*export.Binding{{Name: "x", Tensor: "x"}},
-				Outputs: []*export.Binding{binding("y", "y", 2, 2)},
-			}},
-		}
-	}
-	aliased := &export.Method{
-		Name:    "forward",
-		Inputs:  []*export.Tensor{tensor("tok", 1, 4), tensor("k_cache", 1, 4)},
-		Outputs: []*export.Tensor{{Name: "logits"}, {Name: "k_cache_out"}},
-		Calls: []*export.EngineCall{{
-			Engine:    engine(24),
-			Inputs:    []*export.Binding{{Name: "tok", Tensor: "tok"}, {Name: "k_cache", Tensor: "k_cache"}},
-			Outputs:   []*export.Binding{binding("logits", "logits", 1, 4), binding("k_cache_out", "k_cache_out", 1, 4)},
-			AliasedIO: []export.AliasedIO{{Output: "k_cache_out", Input: "k_cache", Kind: "kv_cache_update"}},
-		}},
-	}
-	chain := &export.Method{Name: "forward", Inputs: []*export.Tensor{tensor("x", 2)}, Outputs: []*export.Tensor{{Name: "y"}}}
-	for i, io := range [][2]string{{"x", "h"}, {"h", "y"}} {
-		chain.Calls = append(chain.Calls, &export.EngineCall{
-			Engine:  engine(16 + i),
-			Inputs:  []*export.Binding{{Name: "in", Tensor: io[0]}},
-			Outputs: []*export.Binding{binding("out", io[1], 2)},
-		})
-	}
-	mib := int64(1 << 20)
-	cases := map[string]struct {
-		methods []*export.Method
-		opts    export.Options
-	}{
-		"segment":      {[]*export.Method{single("forward", 32)}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
-		"inline":       {[]*export.Method{single("forward", 32)}, export.Options{InlineDelegateData: true, WeightStreamingBudget: &mib}},
-		"aliased":      {[]*export.Method{aliased}, export.Options{SegmentAlignment: 16}},
-		"two_methods":  {[]*export.Method{single("prefill", 8), single("decode", 12)}, export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: &mib}},
-		"chain":        {[]*export.Method{chain}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
-		"no_budget":    {[]*export.Method{single("forward", 32)}, export.Options{SegmentAlignment: 16}},
-		"aligned_4096": {[]*export.Method{single("forward", 32)}, export.Options{SegmentAlignment: 4096, WeightStreamingBudget: &mib}},
-		"large_engine": {[]*export.Method{single("forward", 1<<20)}, export.Options{SegmentAlignment: 16}},
-	}
 	out := map[string][]byte{}
-	for name, c := range cases {
+	for name, c := range exportCases() {
 		// Laid out as ExecuTorch lays out a program (no head room), so
 		// that the goldens show upstream's layout.
 		c.opts.HeadRoom = export.NoHeadRoom
-		var b bytes.Buffer
-		if _, err := export.Write(&b, &export.Program{Methods: c.methods}, &c.opts); err != nil {
+		data, err := writeProgram(c.methods, &c.opts)
+		if err != nil {
 			return nil, fmt.Errorf("writing %s: %w", name, err)
 		}
-		out[name] = b.Bytes()
+		out[name] = data
 	}
-	var b bytes.Buffer
-	if _, err := export.Write(&b, &export.Program{Methods: []*export.Method{Engines(64, 4096)}}, &export.Options{SegmentAlignment: 16, HeadRoom: export.NoHeadRoom, TargetDevice: "cuda:0", WeightStreamingBudget: &mib512}); err != nil {
-		return nil, fmt.Errorf("writing engines_64: %w", err)
+	// The programs export cannot write are edits of the ones it wrote.
+	for _, e := range programEdits() {
+		data, err := rewrite(out[e.from], e.edit)
+		if err != nil {
+			return nil, fmt.Errorf("writing %s: %w", e.name, err)
+		}
+		out[e.name] = data
 	}
-	out["engines_64"] = b.Bytes()
-	edits := []struct {
-		name, from string
-		edit       func(p *pte.Program)
-	}{
+	return out, nil
+}
+
+// exportCase is a program Build writes with package export.
+type exportCase struct {
+	methods []*export.Method
+	opts    export.Options
+}
+
+// exportCases lists the programs Build writes with package export, by name.
+func exportCases() map[string]exportCase {
+	mib := int64(1 << 20)
+	return map[string]exportCase{
+		"segment":      {[]*export.Method{singleMethod("forward", 32)}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
+		"inline":       {[]*export.Method{singleMethod("forward", 32)}, export.Options{InlineDelegateData: true, WeightStreamingBudget: &mib}},
+		"aliased":      {[]*export.Method{aliasedMethod()}, export.Options{SegmentAlignment: 16}},
+		"two_methods":  {[]*export.Method{singleMethod("prefill", 8), singleMethod("decode", 12)}, export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: &mib}},
+		"chain":        {[]*export.Method{chainMethod()}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
+		"no_budget":    {[]*export.Method{singleMethod("forward", 32)}, export.Options{SegmentAlignment: 16}},
+		"aligned_4096": {[]*export.Method{singleMethod("forward", 32)}, export.Options{SegmentAlignment: 4096, WeightStreamingBudget: &mib}},
+		"large_engine": {[]*export.Method{singleMethod("forward", 1<<20)}, export.Options{SegmentAlignment: 16}},
+		"engines_64":   {[]*export.Method{Engines(64, 4096)}, export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: &mib512}},
+	}
+}
+
+// programEdit is a program Build derives from another one (from) by
+// editing its Program.
+type programEdit struct {
+	name, from string
+	edit       func(p *pte.Program)
+}
+
+// programEdits lists the programs Build derives from the exported ones,
+// in the order they are made ("two_methods" is replaced by its edit).
+func programEdits() []programEdit {
+	return []programEdit{
 		{"two_methods", "two_methods", func(p *pte.Program) {
 			SetSpec(p.ExecutionPlan[1].Delegates[0], "weight_streaming_budget", []byte("262144"))
 		}},
@@ -150,14 +131,73 @@ func Build() (map[string][]byte, error) {
 		}},
 		{"getter", "segment", func(p *pte.Program) { p.ExecutionPlan = append(p.ExecutionPlan, Getter("get_max_seq_len", 128)) }},
 	}
-	for _, e := range edits {
-		data, err := rewrite(out[e.from], e.edit)
-		if err != nil {
-			return nil, fmt.Errorf("writing %s: %w", e.name, err)
-		}
-		out[e.name] = data
+}
+
+// writeProgram writes the methods with opts as one program.
+func writeProgram(methods []*export.Method, opts *export.Options) ([]byte, error) {
+	var b bytes.Buffer
+	if _, err := export.Write(&b, &export.Program{Methods: methods}, opts); err != nil {
+		return nil, err
 	}
-	return out, nil
+	return b.Bytes(), nil
+}
+
+// placeholderEngine is an engine of n bytes "E".
+func placeholderEngine(n int) export.Source {
+	return export.EngineReader(strings.NewReader(strings.Repeat("E", n)), int64(n))
+}
+
+// float32Tensor is a method input of float32 elements.
+func float32Tensor(name string, shape ...int64) *export.Tensor {
+	return &export.Tensor{Name: name, DType: export.Float32, Shape: shape}
+}
+
+// float32Binding binds an engine output to a tensor of float32 elements.
+func float32Binding(name, tensor string, shape ...int64) *export.Binding {
+	return &export.Binding{Name: name, Tensor: tensor, DType: export.Float32, Shape: shape}
+}
+
+// singleMethod is a method x -> y calling one engine of n bytes.
+func singleMethod(name string, n int) *export.Method {
+	return &export.Method{
+		Name:    name,
+		Inputs:  []*export.Tensor{float32Tensor("x", 2, 2)},
+		Outputs: []*export.Tensor{{Name: "y"}},
+		Calls: []*export.EngineCall{{
+			Engine:  placeholderEngine(n),
+			Inputs:  []*export.Binding{{Name: "x", Tensor: "x"}},
+			Outputs: []*export.Binding{float32Binding("y", "y", 2, 2)},
+		}},
+	}
+}
+
+// aliasedMethod is "forward" calling one engine whose k_cache_out output
+// updates its k_cache input in place (TR02 aliased I/O).
+func aliasedMethod() *export.Method {
+	return &export.Method{
+		Name:    "forward",
+		Inputs:  []*export.Tensor{float32Tensor("tok", 1, 4), float32Tensor("k_cache", 1, 4)},
+		Outputs: []*export.Tensor{{Name: "logits"}, {Name: "k_cache_out"}},
+		Calls: []*export.EngineCall{{
+			Engine:    placeholderEngine(24),
+			Inputs:    []*export.Binding{{Name: "tok", Tensor: "tok"}, {Name: "k_cache", Tensor: "k_cache"}},
+			Outputs:   []*export.Binding{float32Binding("logits", "logits", 1, 4), float32Binding("k_cache_out", "k_cache_out", 1, 4)},
+			AliasedIO: []export.AliasedIO{{Output: "k_cache_out", Input: "k_cache", Kind: "kv_cache_update"}},
+		}},
+	}
+}
+
+// chainMethod is "forward" calling two engines, x -> h -> y.
+func chainMethod() *export.Method {
+	chain := &export.Method{Name: "forward", Inputs: []*export.Tensor{float32Tensor("x", 2)}, Outputs: []*export.Tensor{{Name: "y"}}}
+	for i, io := range [][2]string{{"x", "h"}, {"h", "y"}} {
+		chain.Calls = append(chain.Calls, &export.EngineCall{
+			Engine:  placeholderEngine(16 + i),
+			Inputs:  []*export.Binding{{Name: "in", Tensor: io[0]}},
+			Outputs: []*export.Binding{float32Binding("out", io[1], 2)},
+		})
+	}
+	return chain
 }
 
 var mib512 = int64(512 << 20)
