@@ -163,7 +163,18 @@ func leaves(n int) []string {
 	return l
 }
 
+// inputSpec1 is inputSpec(1), the spec of most methods, built once: a
+// program of many one-input methods otherwise builds it per method.
+var inputSpec1 = buildInputSpec(1)
+
 func inputSpec(n int) string {
+	if n == 1 {
+		return inputSpec1
+	}
+	return buildInputSpec(n)
+}
+
+func buildInputSpec(n int) string {
 	args := pytreeTuple(leaves(n))
 	kwargs := `{"type": "builtins.dict", "context": "[]", "children_spec": []}`
 	return "[1, " + pytreeTuple([]string{args, kwargs}) + "]"
