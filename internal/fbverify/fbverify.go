@@ -110,10 +110,26 @@ type path struct {
 	parent *path
 	name   string
 	index  int // -1: no index
+	level  int // nodes above it
 }
 
-func (p *path) field(name string) *path { return &path{parent: p, name: name, index: -1} }
-func (p *path) elem(i uint32) *path     { return &path{parent: p, index: int(i)} }
+// child returns the path of a field (index -1) or element (name "") of p.
+// The node is the Verifier's slot for its level: the nodes of one level
+// are used one after another (siblings are verified in turn), and an
+// error or warning formats its path at once, so verifying a buffer
+// allocates no path nodes.
+func (v *Verifier) child(p *path, name string, index int) *path {
+	level := 0
+	if p != nil {
+		level = p.level + 1
+	}
+	n := &path{}
+	if level < len(v.paths) {
+		n = &v.paths[level]
+	}
+	*n = path{parent: p, name: name, index: index, level: level}
+	return n
+}
 func (p *path) String() string {
 	var parts []*path
 	for q := p; q != nil; q = q.parent {
@@ -167,6 +183,9 @@ type Verifier struct {
 	vecBytes  uint64  // bytes of distinct vectors and strings
 	copyBytes uint64  // bytes of copied vectors, once per reference
 	seen      []uint8 // seen* bits by position/4 of a vector's length prefix
+	// paths holds the path nodes (see child): a table level adds at most
+	// a field and an element.
+	paths [2*MaxDepth + 4]path
 }
 
 // Bits of Verifier.seen. Vector and string positions are 4-aligned, so one
@@ -290,7 +309,7 @@ func (v *Verifier) table(pos uint64, t *Table, p *path) error {
 			}
 			continue
 		}
-		fp := p.field(f.Name)
+		fp := v.child(p, f.Name, -1)
 		abs := pos + fo
 		if err := v.fieldPlace(abs, vt+vo, fo, f, t, fp); err != nil {
 			return err
@@ -499,7 +518,7 @@ func (v *Verifier) tableVector(pos uint64, t *Table, p *path) error {
 		return err
 	}
 	for i := uint64(0); i < n; i++ {
-		ep := p.elem(uint32(i))
+		ep := v.child(p, "", int(i))
 		target, err := v.offset(pos+4+4*i, ep, "element offset")
 		if err != nil {
 			return err
