@@ -123,9 +123,11 @@ func (v *Verifier) child(p *path, name string, index int) *path {
 	if p != nil {
 		level = p.level + 1
 	}
-	n := &path{}
+	var n *path
 	if level < len(v.paths) {
 		n = &v.paths[level]
+	} else {
+		n = new(path) // deeper than a verified buffer gets: kept for safety
 	}
 	*n = path{parent: p, name: name, index: index, level: level}
 	return n
