@@ -286,18 +286,18 @@ func (f *File) regionPayload(data []byte, start uint32, known bool) *Payload {
 
 // segmentRange resolves Program.Segments[i] to an absolute file range the
 // way ExecuTorch's Program::LoadSegment does, with its error classes.
-func (f *File) segmentRange(i int, path string, refOff int64) (off, size int64, err error) {
+func (f *File) segmentRange(i int, pathOf func() string, refOff int64) (off, size int64, err error) {
 	p := f.Program
 	if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
-		return 0, 0, &FormatError{Off: refOff, Path: path,
+		return 0, 0, &FormatError{Off: refOff, Path: pathOf(),
 			Msg:  fmt.Sprintf("segment %d is unreachable: the file has no extended header with a segment base offset", i),
 			Code: CodeNotFound}
 	}
 	if p.Segments == nil {
-		return 0, 0, &FormatError{Off: refOff, Path: path, Msg: "program has no segments table", Code: CodeInvalidProgram}
+		return 0, 0, &FormatError{Off: refOff, Path: pathOf(), Msg: "program has no segments table", Code: CodeInvalidProgram}
 	}
 	if i < 0 || i >= len(p.Segments) {
-		return 0, 0, &FormatError{Off: refOff, Path: path,
+		return 0, 0, &FormatError{Off: refOff, Path: pathOf(),
 			Msg:  fmt.Sprintf("segment index %d out of range (%d segments)", i, len(p.Segments)),
 			Code: CodeNotFound}
 	}
@@ -313,14 +313,14 @@ func (f *File) segmentRange(i int, path string, refOff int64) (off, size int64, 
 // the file, and otherwise a *FormatError at the segment's table entry.
 func (f *File) segmentSpan(i int, base uint64) (int64, error) {
 	s := f.Program.Segments[i]
-	path := fmt.Sprintf("segments[%d]", i)
+	path := func() string { return fmt.Sprintf("segments[%d]", i) } // for errors only
 	start := base + s.Offset
 	if start < s.Offset || start+s.Size < start {
-		return 0, &FormatError{Off: f.posOf(s), Path: path,
+		return 0, &FormatError{Off: f.posOf(s), Path: path(),
 			Msg: fmt.Sprintf("segment base %d + offset %d + size %d overflows", base, s.Offset, s.Size), Code: CodeInvalidProgram}
 	}
 	if start+s.Size > uint64(f.Size) {
-		return 0, &FormatError{Off: f.posOf(s), Path: path,
+		return 0, &FormatError{Off: f.posOf(s), Path: path(),
 			Msg:  fmt.Sprintf("segment bytes [%d, %d) run past the end of the %d-byte file", start, start+s.Size, f.Size),
 			Code: CodeInvalidArgument}
 	}
@@ -330,7 +330,7 @@ func (f *File) segmentSpan(i int, base uint64) (int64, error) {
 // Segment returns the bytes of Program.Segments[i]. It needs the extended
 // header (without it ExecuTorch cannot locate segment data).
 func (f *File) Segment(i int) (*Payload, error) {
-	off, size, err := f.segmentRange(i, fmt.Sprintf("segments[%d]", i), -1)
+	off, size, err := f.segmentRange(i, func() string { return fmt.Sprintf("segments[%d]", i) }, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -356,19 +356,20 @@ func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
 			Code: CodeInvalidArgument}
 	}
 	d := ep.Delegates[delegate]
-	path := fmt.Sprintf("execution_plan[%d].delegates[%d].processed", plan, delegate)
+	// Built only for an error: Verify asks for every delegate's data.
+	path := func() string { return fmt.Sprintf("execution_plan[%d].delegates[%d].processed", plan, delegate) }
 	if d.Processed == nil {
-		return nil, &FormatError{Off: f.posOf(d), Path: path, Msg: "delegate has no processed data reference", Code: CodeInvalidProgram}
+		return nil, &FormatError{Off: f.posOf(d), Path: path(), Msg: "delegate has no processed data reference", Code: CodeInvalidProgram}
 	}
 	ref := d.Processed
 	switch ref.Location {
 	case DataLocationINLINE:
 		if p.BackendDelegateData == nil {
-			return nil, &FormatError{Off: f.posOf(ref), Path: path + ".location",
+			return nil, &FormatError{Off: f.posOf(ref), Path: path() + ".location",
 				Msg: "INLINE delegate data but the program has no backend_delegate_data", Code: CodeInvalidProgram}
 		}
 		if uint64(ref.Index) >= uint64(len(p.BackendDelegateData)) {
-			return nil, &FormatError{Off: f.posOf(ref), Path: path + ".index",
+			return nil, &FormatError{Off: f.posOf(ref), Path: path() + ".index",
 				Msg:  fmt.Sprintf("INLINE index %d out of range (%d backend_delegate_data entries)", ref.Index, len(p.BackendDelegateData)),
 				Code: CodeNotFound}
 		}
@@ -380,13 +381,13 @@ func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
 		start, known := f.dec.vec[bd]
 		return f.regionPayload(bd.Data, start, known), nil
 	case DataLocationSEGMENT:
-		off, size, err := f.segmentRange(int(ref.Index), path+".index", f.posOf(ref))
+		off, size, err := f.segmentRange(int(ref.Index), func() string { return path() + ".index" }, f.posOf(ref))
 		if err != nil {
 			return nil, err
 		}
 		return &Payload{SectionReader: io.NewSectionReader(f.r, off, size), FileOffset: off}, nil
 	}
-	return nil, &FormatError{Off: f.posOf(ref), Path: path + ".location",
+	return nil, &FormatError{Off: f.posOf(ref), Path: path() + ".location",
 		Msg: fmt.Sprintf("unknown data location %d", ref.Location), Code: CodeInternal}
 }
 
@@ -404,7 +405,7 @@ func (f *File) ConstantData(bufferIndex int) (*Payload, error) {
 			return nil, &FormatError{Off: f.posOf(cs), Path: "constant_segment.offsets",
 				Msg: fmt.Sprintf("constant index %d out of range (%d offsets)", bufferIndex, len(cs.Offsets)), Code: CodeInvalidArgument}
 		}
-		segOff, segSize, err := f.segmentRange(int(cs.SegmentIndex), "constant_segment.segment_index", f.posOf(cs))
+		segOff, segSize, err := f.segmentRange(int(cs.SegmentIndex), func() string { return "constant_segment.segment_index" }, f.posOf(cs))
 		if err != nil {
 			return nil, err
 		}

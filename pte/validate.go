@@ -94,42 +94,42 @@ func (f *File) checkLoad() error {
 
 // checkPlanValues is validate_program for one plan.
 func (f *File) checkPlanValues(i int, ep *ExecutionPlan) error {
-	path := fmt.Sprintf("execution_plan[%d]", i)
 	if ep.Values == nil {
-		return &FormatError{Off: f.posOf(ep), Path: path + ".values", Msg: "execution plan has no values table", Code: CodeInvalidProgram}
+		return &FormatError{Off: f.posOf(ep), Path: fmt.Sprintf("execution_plan[%d].values", i), Msg: "execution plan has no values table", Code: CodeInvalidProgram}
 	}
 	for j, ev := range ep.Values {
-		vpath := fmt.Sprintf("%s.values[%d].val", path, j)
+		// Paths are built only for an error: Open checks every value.
+		vpath := func() string { return fmt.Sprintf("execution_plan[%d].values[%d].val", i, j) }
 		switch x := ev.Val.(type) {
 		case *Tensor:
 			if x == nil {
-				return &FormatError{Off: f.posOf(ev), Path: vpath, Msg: "Tensor value has no Tensor table", Code: CodeInvalidProgram}
+				return &FormatError{Off: f.posOf(ev), Path: vpath(), Msg: "Tensor value has no Tensor table", Code: CodeInvalidProgram}
 			}
 			if x.Sizes == nil {
-				return &FormatError{Off: f.posOf(x), Path: vpath + ".sizes", Msg: "tensor has no sizes", Code: CodeInvalidProgram}
+				return &FormatError{Off: f.posOf(x), Path: vpath() + ".sizes", Msg: "tensor has no sizes", Code: CodeInvalidProgram}
 			}
 			if !validScalarType(x.ScalarType) {
-				return &FormatError{Off: f.posOf(x), Path: vpath + ".scalar_type",
+				return &FormatError{Off: f.posOf(x), Path: vpath() + ".scalar_type",
 					Msg: fmt.Sprintf("invalid scalar type %d", int8(x.ScalarType)), Code: CodeInvalidProgram}
 			}
 			if _, _, ok := tensorBytes(x); !ok {
-				return &FormatError{Off: f.posOf(x), Path: vpath + ".sizes",
+				return &FormatError{Off: f.posOf(x), Path: vpath() + ".sizes",
 					Msg: fmt.Sprintf("tensor sizes %v are negative or overflow the element count", x.Sizes), Code: CodeInvalidProgram}
 			}
 		case *TensorList:
 			if x == nil {
-				return &FormatError{Off: f.posOf(ev), Path: vpath, Msg: "TensorList value has no TensorList table", Code: CodeInvalidProgram}
+				return &FormatError{Off: f.posOf(ev), Path: vpath(), Msg: "TensorList value has no TensorList table", Code: CodeInvalidProgram}
 			}
 			if x.Items == nil {
-				return &FormatError{Off: f.posOf(ev), Path: vpath + ".items", Msg: "TensorList has no items", Code: CodeInvalidProgram}
+				return &FormatError{Off: f.posOf(ev), Path: vpath() + ".items", Msg: "TensorList has no items", Code: CodeInvalidProgram}
 			}
 			for k, it := range x.Items {
 				if it < 0 || int(it) >= len(ep.Values) {
-					return &FormatError{Off: f.posOf(ev), Path: fmt.Sprintf("%s.items[%d]", vpath, k),
+					return &FormatError{Off: f.posOf(ev), Path: fmt.Sprintf("%s.items[%d]", vpath(), k),
 						Msg: fmt.Sprintf("TensorList item %d out of range (%d values)", it, len(ep.Values)), Code: CodeInvalidProgram}
 				}
 				if _, isT := ep.Values[it].Val.(*Tensor); !isT {
-					return &FormatError{Off: f.posOf(ev), Path: fmt.Sprintf("%s.items[%d]", vpath, k),
+					return &FormatError{Off: f.posOf(ev), Path: fmt.Sprintf("%s.items[%d]", vpath(), k),
 						Msg: fmt.Sprintf("TensorList item refers to value %d, which is not a Tensor", it), Code: CodeInvalidProgram}
 				}
 			}

@@ -35,15 +35,16 @@ func checkReferences(p *Program, nPayloads int) error {
 			if d == nil || d.Processed == nil {
 				continue
 			}
-			path := fmt.Sprintf("execution_plan[%d].delegates[%d].processed.index", i, k)
+			// The path is built only for an error: this runs per delegate.
+			path := func() string { return fmt.Sprintf("execution_plan[%d].delegates[%d].processed.index", i, k) }
 			switch ref := d.Processed; ref.Location {
 			case DataLocationSEGMENT:
-				if err := segIndex(path, ref.Index); err != nil {
-					return err
+				if uint64(ref.Index) >= uint64(nPayloads) {
+					return segIndex(path(), ref.Index)
 				}
 			case DataLocationINLINE:
 				if uint64(ref.Index) >= uint64(len(p.BackendDelegateData)) {
-					return &FormatError{Off: -1, Path: path,
+					return &FormatError{Off: -1, Path: path(),
 						Msg:  fmt.Sprintf("INLINE index %d out of range (%d backend_delegate_data entries)", ref.Index, len(p.BackendDelegateData)),
 						Code: CodeNotFound}
 				}
