@@ -235,7 +235,7 @@ func (r *methodResolver) resolveCall(i int, c *EngineCall, meta *blobMeta) error
 	if err := r.checkDevice(cd, meta); err != nil {
 		return err
 	}
-	seen := map[string]string{}
+	seen := map[string]bindingRef{}
 	for j, b := range c.Inputs {
 		if err := r.bindInput(cd, meta, seen, j, b); err != nil {
 			return err
@@ -284,7 +284,7 @@ func (r *methodResolver) checkDevice(cd *callDef, meta *blobMeta) error {
 // bindingName returns the engine binding name of inputs[j] or outputs[j]
 // (the blob's when the call leaves it out), refusing one used twice in the
 // call (seen).
-func (r *methodResolver) bindingName(cd *callDef, meta *blobMeta, seen map[string]string, b *Binding, j int, input bool) (string, error) {
+func (r *methodResolver) bindingName(cd *callDef, meta *blobMeta, seen map[string]bindingRef, b *Binding, j int, input bool) (string, error) {
 	i := cd.index
 	kind := "outputs"
 	if input {
@@ -311,12 +311,26 @@ func (r *methodResolver) bindingName(cd *callDef, meta *blobMeta, seen map[strin
 	if prev, ok := seen[name]; ok {
 		return "", r.fail(i, "", "binding name %s is used twice (%s and %s[%d])", quote.String(name), prev, kind, j)
 	}
-	seen[name] = fmt.Sprintf("%s[%d]", kind, j)
+	seen[name] = bindingRef{input, j}
 	return name, nil
 }
 
+// bindingRef is where a call uses a binding name: its inputs[j] or
+// outputs[j]. It is formatted only for an error.
+type bindingRef struct {
+	input bool
+	j     int
+}
+
+func (b bindingRef) String() string {
+	if b.input {
+		return fmt.Sprintf("inputs[%d]", b.j)
+	}
+	return fmt.Sprintf("outputs[%d]", b.j)
+}
+
 // bindInput binds the call's inputs[j] to the tensor it consumes.
-func (r *methodResolver) bindInput(cd *callDef, meta *blobMeta, seen map[string]string, j int, b *Binding) error {
+func (r *methodResolver) bindInput(cd *callDef, meta *blobMeta, seen map[string]bindingRef, j int, b *Binding) error {
 	i, m := cd.index, r.m
 	bname, err := r.bindingName(cd, meta, seen, b, j, true)
 	if err != nil {
@@ -345,7 +359,7 @@ func (r *methodResolver) bindInput(cd *callDef, meta *blobMeta, seen map[string]
 }
 
 // bindOutput declares the tensor the call's outputs[j] produces.
-func (r *methodResolver) bindOutput(cd *callDef, meta *blobMeta, seen map[string]string, j int, b *Binding) error {
+func (r *methodResolver) bindOutput(cd *callDef, meta *blobMeta, seen map[string]bindingRef, j int, b *Binding) error {
 	bname, err := r.bindingName(cd, meta, seen, b, j, false)
 	if err != nil {
 		return err
