@@ -87,28 +87,40 @@ func alignUp(n int64) (int64, error) {
 // executionPlan builds the ExecutionPlan of md. delegates are the method's
 // delegates, one per call, in call order.
 func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.ExecutionPlan {
-	values := make([]*pte.EValue, len(md.tensors))
+	// The tables of all values are allocated together, a few slices per
+	// method instead of five objects per tensor.
+	n, dims := len(md.tensors), 0
+	for _, t := range md.tensors {
+		dims += len(t.sizes)
+	}
+	values := make([]*pte.EValue, n)
+	evs, tensors, allocs := make([]pte.EValue, n), make([]pte.Tensor, n), make([]pte.AllocationDetails, n)
+	sizes, orders := make([]int32, 0, dims), make([]uint8, 0, dims)
 	for i, t := range md.tensors {
 		dyn := pte.TensorShapeDynamismSTATIC
 		if t.maxShape != nil {
 			dyn = pte.TensorShapeDynamismDYNAMIC_BOUND
 		}
-		dimOrder := make([]uint8, len(t.sizes))
-		for d := range dimOrder {
-			dimOrder[d] = uint8(d)
+		start := len(sizes)
+		sizes = append(sizes, t.sizes...)
+		for d := range t.sizes {
+			orders = append(orders, uint8(d))
 		}
 		off := uint64(t.offset)
-		values[i] = &pte.EValue{Val: &pte.Tensor{
-			ScalarType: t.scalar,
-			Sizes:      append([]int32{}, t.sizes...),
-			DimOrder:   dimOrder,
-			AllocationInfo: &pte.AllocationDetails{
-				MemoryID:         1,
-				MemoryOffsetLow:  uint32(off),
-				MemoryOffsetHigh: uint32(off >> 32),
-			},
-			ShapeDynamism: dyn,
-		}}
+		allocs[i] = pte.AllocationDetails{
+			MemoryID:         1,
+			MemoryOffsetLow:  uint32(off),
+			MemoryOffsetHigh: uint32(off >> 32),
+		}
+		tensors[i] = pte.Tensor{
+			ScalarType:     t.scalar,
+			Sizes:          sizes[start:len(sizes):len(sizes)],
+			DimOrder:       orders[start:len(orders):len(orders)],
+			AllocationInfo: &allocs[i],
+			ShapeDynamism:  dyn,
+		}
+		evs[i] = pte.EValue{Val: &tensors[i]}
+		values[i] = &evs[i]
 	}
 	inputs := valueIndices(md.inputs)
 	outputs := valueIndices(md.outputs)
