@@ -280,18 +280,18 @@ func (r *manifestReader) wrongType(v *jval, path, want string) *ManifestError {
 }
 
 // object checks that v is an object whose members are all in allowed.
-func (r *manifestReader) object(v *jval, path string, allowed ...string) (*jobj, error) {
+func (r *manifestReader) object(v *jval, path string, allowed ...string) (jobj, error) {
 	if v.kind != jObject {
-		return nil, r.wrongType(v, path, "an object")
+		return jobj{}, r.wrongType(v, path, "an object")
 	}
 	for i, k := range v.keys {
 		if !slices.Contains(allowed, k) {
 			line, col := lineCol(r.data, v.koffs[i])
-			return nil, &ManifestError{Field: join(path, k), Line: line, Col: col,
+			return jobj{}, &ManifestError{Field: join(path, k), Line: line, Col: col,
 				Msg: fmt.Sprintf("unknown member %s (known: %s)", quote.String(k), strings.Join(allowed, ", "))}
 		}
 	}
-	return &jobj{path: path, v: v}, nil
+	return jobj{path: path, v: v}, nil
 }
 
 func join(path, key string) string {
@@ -302,7 +302,7 @@ func join(path, key string) string {
 }
 
 // get returns member k, nil when it is absent or null.
-func (o *jobj) get(k string) *jval {
+func (o jobj) get(k string) *jval {
 	for i, key := range o.v.keys {
 		if key == k {
 			if v := o.v.items[i]; v.kind != jNull {
@@ -319,7 +319,7 @@ func elemPath(path string, i int) string {
 	return path + "[" + strconv.Itoa(i) + "]"
 }
 
-func (r *manifestReader) str(o *jobj, k string) (string, error) {
+func (r *manifestReader) str(o jobj, k string) (string, error) {
 	v := o.get(k)
 	if v == nil {
 		return "", nil
@@ -330,7 +330,7 @@ func (r *manifestReader) str(o *jobj, k string) (string, error) {
 	return v.str, nil
 }
 
-func (r *manifestReader) boolean(o *jobj, k string) (bool, error) {
+func (r *manifestReader) boolean(o jobj, k string) (bool, error) {
 	v := o.get(k)
 	if v == nil {
 		return false, nil
@@ -354,7 +354,7 @@ func (r *manifestReader) integer(v *jval, path string, lo, hi int64) (int64, err
 }
 
 // array returns the items of member k (nil when absent or null).
-func (r *manifestReader) array(o *jobj, k string) ([]*jval, error) {
+func (r *manifestReader) array(o jobj, k string) ([]*jval, error) {
 	v := o.get(k)
 	if v == nil {
 		return nil, nil
@@ -368,7 +368,7 @@ func (r *manifestReader) array(o *jobj, k string) ([]*jval, error) {
 	return v.items, nil
 }
 
-func (r *manifestReader) dims(o *jobj, k string) ([]int64, error) {
+func (r *manifestReader) dims(o jobj, k string) ([]int64, error) {
 	items, err := r.array(o, k)
 	if err != nil || items == nil {
 		return nil, err
@@ -389,7 +389,7 @@ func (r *manifestReader) dims(o *jobj, k string) ([]int64, error) {
 	return out, nil
 }
 
-func (r *manifestReader) dtype(o *jobj) (DType, error) {
+func (r *manifestReader) dtype(o jobj) (DType, error) {
 	s, err := r.str(o, "dtype")
 	if err != nil || s == "" {
 		return "", err
@@ -650,7 +650,7 @@ func (r *manifestReader) engineSource(v *jval, path string, c *EngineCall, engin
 }
 
 // bindings reads the call's "inputs" or "outputs" (kind) array.
-func (r *manifestReader) bindings(o *jobj, path, kind string) ([]*Binding, error) {
+func (r *manifestReader) bindings(o jobj, path, kind string) ([]*Binding, error) {
 	items, err := r.array(o, kind)
 	if err != nil {
 		return nil, err
@@ -668,7 +668,7 @@ func (r *manifestReader) bindings(o *jobj, path, kind string) ([]*Binding, error
 
 // aliasedIO reads the call's "aliased_io" array; a missing kind is
 // kv_cache_update.
-func (r *manifestReader) aliasedIO(o *jobj, path string) ([]AliasedIO, error) {
+func (r *manifestReader) aliasedIO(o jobj, path string) ([]AliasedIO, error) {
 	aliases, err := r.array(o, "aliased_io")
 	if err != nil {
 		return nil, err
@@ -697,7 +697,7 @@ func (r *manifestReader) aliasedIO(o *jobj, path string) ([]AliasedIO, error) {
 	return out, nil
 }
 
-func (r *manifestReader) specs(o *jobj, k string) ([]*pte.CompileSpec, error) {
+func (r *manifestReader) specs(o jobj, k string) ([]*pte.CompileSpec, error) {
 	items, err := r.array(o, k)
 	if err != nil {
 		return nil, err
