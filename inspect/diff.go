@@ -115,86 +115,180 @@ type node struct {
 	repeats map[string]int
 }
 
+// toNode returns the JSON form of v as a node tree: v itself when it is
+// raw JSON (json.RawMessage or []byte, checked first), else what
+// json.Marshal makes of it.
 func toNode(v any) (*node, error) {
-	var data []byte
 	switch x := v.(type) {
 	case json.RawMessage:
-		data = x
+		return parseNode(x)
 	case []byte:
-		data = x
-	default:
-		var err error
-		if data, err = json.Marshal(v); err != nil {
-			return nil, err
-		}
+		return parseNode(x)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	n, err := readNode(dec, 0)
+	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("trailing data after JSON value")
+	return parseValid(data)
+}
+
+// parseNode parses raw JSON that may be malformed: json.Valid first, and
+// for malformed input the decoder's own error message.
+func parseNode(data []byte) (*node, error) {
+	if json.Valid(data) {
+		return parseValid(data)
 	}
-	return n, nil
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("trailing data after JSON value")
 }
 
 const maxDepth = 200
 
-func readNode(dec *json.Decoder, depth int) (*node, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("JSON nested deeper than %d", maxDepth)
-	}
-	tok, err := dec.Token()
+// parseValid parses JSON that json.Valid accepts (json.Marshal's output)
+// into nodes, without encoding/json's token interface, which costs a
+// reflection round-trip per token: this is the inner loop of every diff.
+// Numbers keep their text (as json.Decoder.UseNumber), strings are decoded
+// as encoding/json decodes them, a repeated object member keeps its first
+// position and its last value.
+func parseValid(data []byte) (*node, error) {
+	p := nodeParser{data: data}
+	n, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			n := &node{kind: 'o', obj: map[string]*node{}}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, _ := kt.(string)
-				v, err := readNode(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				if _, dup := n.obj[k]; !dup {
-					n.keys = append(n.keys, k)
-				}
-				n.obj[k] = v
-			}
-			_, err := dec.Token() // '}'
-			return n, err
-		case '[':
-			n := &node{kind: 'a', arr: []*node{}}
-			for dec.More() {
-				v, err := readNode(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				n.arr = append(n.arr, v)
-			}
-			_, err := dec.Token() // ']'
-			return n, err
+	return n, nil
+}
+
+// nodeParser reads one JSON value from data, which must be valid JSON.
+type nodeParser struct {
+	data []byte
+	pos  int
+}
+
+// skip moves past white space.
+func (p *nodeParser) skip() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
 		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	case string:
-		return &node{kind: 's', str: t}, nil
-	case json.Number:
-		return &node{kind: 'n', str: string(t)}, nil
-	case bool:
-		return &node{kind: 'b', str: strconv.FormatBool(t)}, nil
-	case nil:
-		return &node{kind: 'z'}, nil
 	}
-	return nil, fmt.Errorf("unexpected token %v", tok)
+}
+
+func (p *nodeParser) value(depth int) (*node, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("JSON nested deeper than %d", maxDepth)
+	}
+	p.skip()
+	if p.pos >= len(p.data) {
+		return nil, io.ErrUnexpectedEOF
+	}
+	switch c := p.data[p.pos]; c {
+	case '{':
+		p.pos++
+		n := &node{kind: 'o', obj: map[string]*node{}}
+		for {
+			p.skip()
+			if p.data[p.pos] == '}' {
+				p.pos++
+				return n, nil
+			}
+			if p.data[p.pos] == ',' {
+				p.pos++
+				p.skip()
+			}
+			k, err := p.str()
+			if err != nil {
+				return nil, err
+			}
+			p.skip()
+			p.pos++ // ':'
+			v, err := p.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			if _, dup := n.obj[k]; !dup {
+				n.keys = append(n.keys, k)
+			}
+			n.obj[k] = v
+		}
+	case '[':
+		p.pos++
+		n := &node{kind: 'a', arr: []*node{}}
+		for {
+			p.skip()
+			if p.data[p.pos] == ']' {
+				p.pos++
+				return n, nil
+			}
+			if p.data[p.pos] == ',' {
+				p.pos++
+			}
+			v, err := p.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			n.arr = append(n.arr, v)
+		}
+	case '"':
+		s, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		return &node{kind: 's', str: s}, nil
+	case 't':
+		p.pos += len("true")
+		return &node{kind: 'b', str: "true"}, nil
+	case 'f':
+		p.pos += len("false")
+		return &node{kind: 'b', str: "false"}, nil
+	case 'n':
+		p.pos += len("null")
+		return &node{kind: 'z'}, nil
+	default:
+		start := p.pos
+		for p.pos < len(p.data) && strings.IndexByte("+-.0123456789eE", p.data[p.pos]) >= 0 {
+			p.pos++
+		}
+		return &node{kind: 'n', str: string(p.data[start:p.pos])}, nil
+	}
+}
+
+// str reads the string at pos. Plain ASCII without escapes is taken as
+// it is; anything else is decoded by encoding/json, so that escapes and
+// invalid UTF-8 read exactly as the decoder reads them.
+func (p *nodeParser) str() (string, error) {
+	start := p.pos
+	plain := true
+	p.pos++ // opening quote
+	for {
+		c := p.data[p.pos]
+		if c == '"' {
+			break
+		}
+		if c == '\\' {
+			plain = false
+			p.pos++ // the escaped byte cannot end the string
+		} else if c >= utf8.RuneSelf {
+			plain = false
+		}
+		p.pos++
+	}
+	p.pos++ // closing quote
+	if plain {
+		return string(p.data[start+1 : p.pos-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(p.data[start:p.pos], &s); err != nil {
+		return "", err
+	}
+	return s, nil
 }
 
 func (n *node) raw() json.RawMessage {

@@ -137,7 +137,7 @@ func jsonNode(v any) (*node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspect: diff: %w", err)
 	}
-	return toNode(json.RawMessage(data))
+	return parseValid(data)
 }
 
 // buildMethods builds the view of each method and its key.

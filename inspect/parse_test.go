@@ -1,0 +1,99 @@
+package inspect
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"testing"
+)
+
+// tokenNode is the reference reading of a JSON value as nodes, through
+// encoding/json's token interface (what Diff used before its own parser):
+// parseNode must read every input to the same tree, or fail where it fails.
+func tokenNode(data []byte) (*node, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var read func(depth int) (*node, error)
+	read = func(depth int) (*node, error) {
+		if depth > maxDepth {
+			return nil, fmt.Errorf("too deep")
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' {
+				n := &node{kind: 'o', obj: map[string]*node{}}
+				for dec.More() {
+					kt, err := dec.Token()
+					if err != nil {
+						return nil, err
+					}
+					k, _ := kt.(string)
+					v, err := read(depth + 1)
+					if err != nil {
+						return nil, err
+					}
+					if _, dup := n.obj[k]; !dup {
+						n.keys = append(n.keys, k)
+					}
+					n.obj[k] = v
+				}
+				_, err := dec.Token()
+				return n, err
+			}
+			n := &node{kind: 'a', arr: []*node{}}
+			for dec.More() {
+				v, err := read(depth + 1)
+				if err != nil {
+					return nil, err
+				}
+				n.arr = append(n.arr, v)
+			}
+			_, err := dec.Token()
+			return n, err
+		case string:
+			return &node{kind: 's', str: t}, nil
+		case json.Number:
+			return &node{kind: 'n', str: string(t)}, nil
+		case bool:
+			return &node{kind: 'b', str: strconv.FormatBool(t)}, nil
+		}
+		return &node{kind: 'z'}, nil
+	}
+	n, err := read(0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("trailing data")
+	}
+	return n, nil
+}
+
+// FuzzParseNode: the parser of Diff and DiffDocuments reads what the
+// token reader reads, and refuses what it refuses.
+func FuzzParseNode(f *testing.F) {
+	for _, s := range []string{
+		`{"a":[1,2,{"b":null}],"c":"d","e":-1.5e300,"f":true,"g":false}`,
+		` { "k" : "v\u00e9\"\\" , "k" : [ ] , "é": "\ud800x" } `,
+		"\"\xff\xfe\"", `[[[[[]]]]]`, `{"a":1} {"b":2}`, `[1,]`, `"x`, ``, `0.5E-3`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := parseNode(data)
+		want, werr := tokenNode(data)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: parseNode error %v, token reader error %v", data, err, werr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: parseNode read %s, token reader %s", data, got.raw(), want.raw())
+		}
+	})
+}
