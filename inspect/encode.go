@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -173,10 +174,88 @@ func Marshal(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Encode writes the JSON form of v to w, as Marshal does.
+// Encode writes the JSON form of v to w, as Marshal does. The value is
+// encoded compact and indented on its way to w, so that the indented text
+// (twice the size of the compact one for a program of many methods) is
+// never held in memory.
 func Encode(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	ind := &indenter{w: bufio.NewWriterSize(w, 64<<10)}
+	enc := json.NewEncoder(ind)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return ind.w.Flush()
+}
+
+// indenter rewrites the compact JSON written to it with two-space
+// indentation, as json.Indent(dst, src, "", "  ") does, keeping its state
+// across writes.
+type indenter struct {
+	w        *bufio.Writer
+	depth    int
+	inString bool
+	escape   bool
+	// open is set after '{' or '[': an empty object or array stays on
+	// its line.
+	open bool
+}
+
+func (ind *indenter) Write(p []byte) (int, error) {
+	w := ind.w
+	for _, c := range p {
+		if ind.open {
+			ind.open = false
+			if c == '}' || c == ']' {
+				ind.depth--
+				w.WriteByte(c)
+				continue
+			}
+			ind.newline()
+		}
+		if ind.inString {
+			w.WriteByte(c)
+			switch {
+			case ind.escape:
+				ind.escape = false
+			case c == '\\':
+				ind.escape = true
+			case c == '"':
+				ind.inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			ind.inString = true
+			w.WriteByte(c)
+		case '{', '[':
+			w.WriteByte(c)
+			ind.depth++
+			ind.open = true
+		case ',':
+			w.WriteByte(c)
+			ind.newline()
+		case ':':
+			w.WriteString(": ")
+		case '}', ']':
+			ind.depth--
+			ind.newline()
+			w.WriteByte(c)
+		case ' ', '\t', '\r':
+			// Compact JSON has none outside strings; json.Indent drops them.
+		default:
+			w.WriteByte(c)
+		}
+	}
+	// A write error is sticky in bufio.Writer and reported by Flush.
+	return len(p), nil
+}
+
+// newline starts a line at the current depth.
+func (ind *indenter) newline() {
+	ind.w.WriteByte('\n')
+	for range ind.depth {
+		ind.w.WriteString("  ")
+	}
 }

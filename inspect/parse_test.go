@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -94,6 +95,38 @@ func FuzzParseNode(f *testing.F) {
 		}
 		if err == nil && !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q: parseNode read %s, token reader %s", data, got.raw(), want.raw())
+		}
+	})
+}
+
+// FuzzIndenter: Encode's streaming indentation writes what json.Indent
+// writes for the compact text an Encoder produces, however the text is
+// split into writes.
+func FuzzIndenter(f *testing.F) {
+	for _, s := range []string{`{"a":[1,{},[],{"b":"x\"]}{,:"}],"c":null}`, `[]`, `"s"`, `{"":[[[]]]}`} {
+		f.Add([]byte(s), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, split uint8) {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, data); err != nil {
+			return
+		}
+		compact.WriteByte('\n') // as Encoder.Encode ends its value
+		var want bytes.Buffer
+		if err := json.Indent(&want, compact.Bytes(), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		ind := &indenter{w: bufio.NewWriter(&got)}
+		src := compact.Bytes()
+		for len(src) > 0 {
+			n := min(len(src), int(split)+1)
+			ind.Write(src[:n])
+			src = src[n:]
+		}
+		ind.w.Flush()
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("%q: indenter wrote\n%s\njson.Indent\n%s", compact.Bytes(), got.Bytes(), want.Bytes())
 		}
 	})
 }
