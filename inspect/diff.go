@@ -113,6 +113,18 @@ type node struct {
 	str   string // string value, number text, "true"/"false"
 	// repeats counts the keys setUnique has seen more than once.
 	repeats map[string]int
+	// lazy, when not nil, builds the node this one stands for (kind 'l'):
+	// the walk builds it when it gets there and drops it after, so that a
+	// diff of many methods holds the view of one method at a time.
+	lazy func() (*node, error)
+}
+
+// expand returns the node n stands for: n itself unless it is lazy.
+func (n *node) expand() (*node, error) {
+	if n == nil || n.lazy == nil {
+		return n, nil
+	}
+	return n.lazy()
 }
 
 // toNode returns the JSON form of v as a node tree: v itself when it is
@@ -354,6 +366,8 @@ type differ struct {
 	// first stops the walk at the first difference.
 	first bool
 	out   []Difference
+	// err is the first failure to build a lazy node.
+	err error
 }
 
 func (d *differ) add(path string, a, b *node) {
@@ -376,7 +390,15 @@ func (n *node) child(path, k string) string {
 }
 
 func (d *differ) walk(path string, a, b *node) {
-	if (a == nil && b == nil) || (d.first && len(d.out) > 0) {
+	if (a == nil && b == nil) || (d.first && len(d.out) > 0) || d.err != nil {
+		return
+	}
+	var err error
+	if a, err = a.expand(); err == nil {
+		b, err = b.expand()
+	}
+	if err != nil {
+		d.err = err
 		return
 	}
 	if a == nil || b == nil || a.kind != b.kind {

@@ -65,7 +65,9 @@ func DiffDocuments(a, b *Document, opts *DiffOptions) ([]Difference, error) {
 			return nil, err
 		}
 	}
-	matchRenames(va, vb)
+	if err := matchRenames(va, vb); err != nil {
+		return nil, err
+	}
 	ra, err := va.root()
 	if err != nil {
 		return nil, err
@@ -76,6 +78,9 @@ func DiffDocuments(a, b *Document, opts *DiffOptions) ([]Difference, error) {
 	}
 	d := differ{compact: true}
 	d.walk("", ra, rb)
+	if d.err != nil {
+		return nil, d.err
+	}
 	return d.out, nil
 }
 
@@ -140,7 +145,8 @@ func jsonNode(v any) (*node, error) {
 	return parseValid(data)
 }
 
-// buildMethods builds the view of each method and its key.
+// buildMethods gives each method its key and a lazy node that builds its
+// view when the walk (or matchRenames) needs it.
 func (v *viewer) buildMethods() error {
 	plans := v.doc.Program.ExecutionPlan
 	summaries := map[[2]int]*Delegate{}
@@ -155,10 +161,7 @@ func (v *viewer) buildMethods() error {
 		name := ""
 		if ep != nil {
 			name = ep.Name
-			var err error
-			if n, err = v.method(pi, ep, summaries); err != nil {
-				return err
-			}
+			n = &node{kind: 'l', lazy: func() (*node, error) { return v.method(pi, ep, summaries) }}
 		}
 		v.keys = append(v.keys, taken.setUnique(name, n))
 		v.methods = append(v.methods, n)
@@ -301,8 +304,9 @@ func digestNode(d Digest) *node {
 }
 
 // matchRenames gives a method that only b has the key of a method that
-// only a has when the two are equal but for their names.
-func matchRenames(a, b *viewer) {
+// only a has when the two are equal but for their names. Only the views of
+// such one-sided methods are built here.
+func matchRenames(a, b *viewer) error {
 	inA := map[string]bool{}
 	for _, k := range a.keys {
 		inA[k] = true
@@ -311,13 +315,33 @@ func matchRenames(a, b *viewer) {
 	for _, k := range b.keys {
 		inB[k] = true
 	}
+	// view returns the built view of v.methods[i], kept for the next
+	// comparison.
+	view := func(v *viewer, i int) (*node, error) {
+		n, err := v.methods[i].expand()
+		if err == nil {
+			v.methods[i] = n
+		}
+		return n, err
+	}
 	used := map[int]bool{}
 	for j, kb := range b.keys {
 		if inA[kb] || b.methods[j] == nil {
 			continue
 		}
 		for i, ka := range a.keys {
-			if inB[ka] || used[i] || a.methods[i] == nil || !equalExcept(a.methods[i], b.methods[j], "name") {
+			if inB[ka] || used[i] || a.methods[i] == nil {
+				continue
+			}
+			na, err := view(a, i)
+			if err != nil {
+				return err
+			}
+			nb, err := view(b, j)
+			if err != nil {
+				return err
+			}
+			if !equalExcept(na, nb, "name") {
 				continue
 			}
 			used[i] = true
@@ -325,6 +349,7 @@ func matchRenames(a, b *viewer) {
 			break
 		}
 	}
+	return nil
 }
 
 // equalExcept reports whether objects a and b are equal but for member k.
