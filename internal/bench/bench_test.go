@@ -12,7 +12,7 @@ import (
 // with the engines where the shape puts them.
 func TestManifestShapes(t *testing.T) {
 	dir := t.TempDir()
-	engines, err := writeEngines(dir, 3, 1024)
+	engines, err := writeEngines(dir, 3, 1024, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,8 @@ import (
 
 type config struct {
 	bin       string
+	refBin    string
+	refName   string
 	tmp       string
 	rows      map[string]bool
 	engineMiB int64
@@ -50,6 +52,8 @@ func main() {
 	var rows, scale, shapes string
 	var quick bool
 	flag.StringVar(&c.bin, "bin", "", "directory holding the built pteexport and pteinspect")
+	flag.StringVar(&c.refBin, "ref-bin", "", "directory holding a reference pteinspect (e.g. built from main) to time against ours in the scale rows")
+	flag.StringVar(&c.refName, "ref-name", "", "how the report names the reference (default: -ref-bin)")
 	flag.StringVar(&c.tmp, "tmp", os.TempDir(), "directory for the inputs (removed afterwards)")
 	flag.StringVar(&rows, "rows", allRows, "rows to run, comma-separated: "+allRows)
 	flag.Int64Var(&c.engineMiB, "engine-mib", 32, "engine size in MiB for the export, re-bake, diff and hash rows")
@@ -90,6 +94,9 @@ func main() {
 		c.scale = append(c.scale, n)
 	}
 	c.shapes = strings.Split(shapes, ",")
+	if c.refName == "" {
+		c.refName = c.refBin
+	}
 	if c.bin == "" || c.pairs < 1 || c.engineMiB < 1 || c.engines < 1 {
 		fatalf("need -bin, and positive -pairs, -engine-mib, -engines")
 	}

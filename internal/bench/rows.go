@@ -11,15 +11,16 @@ import (
 )
 
 // writeEngines writes n engine files of size bytes of pseudo-random data
-// (distinct per file, so that nothing deduplicates) into dir.
-func writeEngines(dir string, n int, size int64) ([]string, error) {
+// (distinct per file, so that nothing deduplicates) into dir. Sets written
+// with different seeds differ in every file.
+func writeEngines(dir string, n int, size int64, seed uint64) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	buf := make([]byte, min(size, 1<<20))
 	var paths []string
 	for i := range n {
-		rng := rand.New(rand.NewPCG(uint64(i), 0x5eed))
+		rng := rand.New(rand.NewPCG(uint64(i), 0x5eed^seed))
 		p := filepath.Join(dir, fmt.Sprintf("e%06d.engine", i))
 		f, err := os.Create(p)
 		if err != nil {
@@ -101,186 +102,182 @@ func manifest(path, shape string, engines []string) error {
 	return os.WriteFile(path, data, 0o644)
 }
 
+// runAll runs the rows c asks for: the large-engine rows, then the scale
+// rows.
 func runAll(c *config, dir string) error {
-	pteexport, pteinspect := filepath.Join(c.bin, "pteexport"), filepath.Join(c.bin, "pteinspect")
+	tools := tools{export: filepath.Join(c.bin, "pteexport"), inspect: filepath.Join(c.bin, "pteinspect")}
+	if c.refBin != "" {
+		tools.ref = filepath.Join(c.refBin, "pteinspect")
+	}
 	fmt.Fprintf(c.out, "Pairs per row: %d (median reported; order alternates). Engines: %d x %d MiB.\n\n", c.pairs, c.engines, c.engineMiB)
-
-	big := c.rows["export"] || c.rows["rebake"] || c.rows["rebake-in-place"] || c.rows["diff"] || c.rows["diff-same"] || c.rows["json-hash"]
-	if big {
-		fmt.Fprintln(c.out, "| work | ours (median) | baseline | baseline (median) | ratio (median) | ratio range | peak RSS ours / base | read ours / base |")
-		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|")
-		engDir := filepath.Join(dir, "engines")
-		engines, err := writeEngines(engDir, c.engines, c.engineMiB<<20)
-		if err != nil {
+	if c.any("export", "rebake", "rebake-in-place", "diff", "diff-same", "json-hash") {
+		if err := bigRows(c, dir, tools); err != nil {
 			return err
 		}
-		m := filepath.Join(dir, "big.json")
-		if err := manifest(m, "chain", engines); err != nil {
-			return err
-		}
-		in, rebaked := filepath.Join(dir, "in.pte"), filepath.Join(dir, "rebaked.pte")
-		out, cpOut := filepath.Join(dir, "out.pte"), filepath.Join(dir, "cp.out")
-		if c.rows["export"] {
-			r, err := pairs(c.pairs,
-				cmdSpec{argv: []string{pteexport, "--manifest", m, "-o", out}, cleanup: []string{out}},
-				cmdSpec{argv: append([]string{"sh", "-c", `out=$1; shift; cat "$@" > "$out" && sync "$out"`, "sh", cpOut}, engines...), cleanup: []string{cpOut}})
-			if err != nil {
-				return err
-			}
-			row(c, fmt.Sprintf("export %d x %d MiB engines", c.engines, c.engineMiB), "`cat` + fsync", r)
-		}
-		if c.rows["rebake"] || c.rows["rebake-in-place"] || c.rows["diff"] || c.rows["diff-same"] || c.rows["json-hash"] {
-			if _, err := measure(cmdSpec{argv: []string{pteexport, "--manifest", m, "-o", in}}); err != nil {
-				return err
-			}
-			if _, err := measure(cmdSpec{argv: []string{pteexport, "--from", in, "-o", rebaked, "--weight-streaming-budget-per-engine", "1GiB"}}); err != nil {
-				return err
-			}
-		}
-		if c.rows["rebake"] {
-			r, err := pairs(c.pairs,
-				cmdSpec{argv: []string{pteexport, "--from", in, "-o", out, "--weight-streaming-budget-per-engine", "4GiB"}, cleanup: []string{out}},
-				cmdSpec{argv: []string{"sh", "-c", `cp "$1" "$2" && sync "$2"`, "sh", in, cpOut}, cleanup: []string{cpOut}})
-			if err != nil {
-				return err
-			}
-			row(c, fmt.Sprintf("re-bake %s program, budget added", size(fileSize(in))), "`cp` + fsync", r)
-			// Replacing an existing output (a copy of the input, made
-			// and synced off the clock): the old file's blocks are freed
-			// when the new one is renamed over it, or truncated by cp.
-			r, err = pairs(c.pairs,
-				cmdSpec{argv: []string{pteexport, "--from", in, "-o", out, "--weight-streaming-budget-per-engine", "4GiB", "--force"},
-					setup: [][]string{{"cp", in, out}}, cleanup: []string{out}},
-				cmdSpec{argv: []string{"sh", "-c", `cp "$1" "$2" && sync "$2"`, "sh", in, cpOut},
-					setup: [][]string{{"cp", in, cpOut}}, cleanup: []string{cpOut}})
-			if err != nil {
-				return err
-			}
-			row(c, "the same over an existing copy of the input", "`cp` over it + fsync", r)
-		}
-		if c.rows["rebake-in-place"] {
-			// The program re-baked with a 1 GiB budget gets 4 GiB where it
-			// is: a value of the same length, so the head always fits.
-			// Each run edits a fresh copy (made off the clock).
-			ip := filepath.Join(dir, "inplace.pte")
-			r, err := pairs(c.pairs,
-				cmdSpec{argv: []string{pteexport, "--from", ip, "--in-place", "--weight-streaming-budget-per-engine", "4GiB"},
-					setup: [][]string{{"cp", rebaked, ip}}, cleanup: []string{ip}},
-				cmdSpec{argv: []string{"sh", "-c", `cp "$1" "$2" && sync "$2"`, "sh", rebaked, cpOut}, cleanup: []string{cpOut}})
-			if err != nil {
-				return err
-			}
-			row(c, fmt.Sprintf("re-bake %s program `--in-place`, budget changed (head only)", size(fileSize(rebaked))), "`cp` + fsync", r)
-		}
-		if c.rows["diff-same"] {
-			same := filepath.Join(dir, "same.pte")
-			if _, err := measure(cmdSpec{argv: []string{"cp", in, same}}); err != nil {
-				return err
-			}
-			r, err := pairs(c.pairs,
-				cmdSpec{argv: []string{pteinspect, "diff", in, same}},
-				cmdSpec{argv: []string{"sha256sum", in, same}})
-			if err != nil {
-				return err
-			}
-			row(c, fmt.Sprintf("`diff` of two identical %s programs (one lockstep pass)", size(fileSize(in))), "`sha256sum` of both", r)
-			os.Remove(same)
-		}
-		if c.rows["diff"] {
-			r, err := pairs(c.pairs,
-				cmdSpec{argv: []string{pteinspect, "diff", in, rebaked}, okCodes: []int{1}},
-				cmdSpec{argv: []string{"sha256sum", in, rebaked}})
-			if err != nil {
-				return err
-			}
-			row(c, fmt.Sprintf("`diff` of two %s programs", size(fileSize(in))), "`sha256sum` of both", r)
-		}
-		if c.rows["json-hash"] {
-			r, err := pairs(c.pairs,
-				cmdSpec{argv: []string{pteinspect, "--json", "--hash", in}, okCodes: []int{1}},
-				cmdSpec{argv: []string{"sha256sum", in}})
-			if err != nil {
-				return err
-			}
-			row(c, fmt.Sprintf("`--json --hash` of a %s program", size(fileSize(in))), "`sha256sum`", r)
-		}
-		os.RemoveAll(engDir)
-		for _, p := range []string{in, rebaked, out, cpOut} {
-			os.Remove(p)
-		}
-		fmt.Fprintln(c.out)
 	}
 	if c.rows["scale"] {
-		return scaleRows(c, dir, pteexport, pteinspect)
+		return scaleRows(c, dir, tools)
 	}
 	return nil
 }
 
-// scaleRows exports N engines of 1 KiB for each N and shape, paired with
-// cat of the engine files, and times open (--compile-specs), the human
-// view, --json and diff against its re-bake of the result.
-func scaleRows(c *config, dir, pteexport, pteinspect string) error {
-	fmt.Fprintln(c.out, "Scale: N engines of 1 KiB. Per-engine cost is the median wall time / N; the baseline is `cat` of the N engine files into one + fsync.")
-	fmt.Fprintln(c.out)
-	fmt.Fprintln(c.out, "| N | shape | export | per engine | `cat` + fsync | ratio | export peak RSS | program | open (`--compile-specs`) | human view | per engine | `--json` | per engine | peak RSS (json) | `diff` (re-baked) | per engine |")
-	fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, n := range c.scale {
-		engDir := filepath.Join(dir, fmt.Sprintf("scale%d", n))
-		engines, err := writeEngines(engDir, n, 1024)
-		if err != nil {
+// tools are the commands measured: ref, when set, is a second pteinspect
+// (another revision) timed against ours in the scale rows.
+type tools struct {
+	export, inspect, ref string
+}
+
+// any reports whether c asks for any of rows.
+func (c *config) any(rows ...string) bool {
+	for _, r := range rows {
+		if c.rows[r] {
+			return true
+		}
+	}
+	return false
+}
+
+// bigInputs are the large-engine rows' files: the engines, the manifest,
+// the exported program, its re-bake with a budget, and the outputs.
+type bigInputs struct {
+	engDir, manifest, in, rebaked, out, cpOut string
+	engines                                   []string
+}
+
+// bigRows exports c.engines engines of c.engineMiB and times the export,
+// re-bake, diff and hash rows against cat, cp and sha256sum.
+func bigRows(c *config, dir string, t tools) error {
+	fmt.Fprintln(c.out, "| work | ours (median) | baseline | baseline (median) | ratio (median) | ratio range | peak RSS ours / base | read ours / base |")
+	fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|")
+	in := &bigInputs{engDir: filepath.Join(dir, "engines"), manifest: filepath.Join(dir, "big.json"),
+		in: filepath.Join(dir, "in.pte"), rebaked: filepath.Join(dir, "rebaked.pte"),
+		out: filepath.Join(dir, "out.pte"), cpOut: filepath.Join(dir, "cp.out")}
+	defer func() {
+		os.RemoveAll(in.engDir)
+		for _, p := range []string{in.in, in.rebaked, in.out, in.cpOut} {
+			os.Remove(p)
+		}
+		fmt.Fprintln(c.out)
+	}()
+	var err error
+	if in.engines, err = writeEngines(in.engDir, c.engines, c.engineMiB<<20, 0); err != nil {
+		return err
+	}
+	if err := manifest(in.manifest, "chain", in.engines); err != nil {
+		return err
+	}
+	if c.rows["export"] {
+		if err := exportRow(c, t, in); err != nil {
 			return err
 		}
-		for _, shape := range c.shapes {
-			m := filepath.Join(dir, "scale.json")
-			if err := manifest(m, shape, engines); err != nil {
-				return err
-			}
-			out, cpOut := filepath.Join(dir, "scale.pte"), filepath.Join(dir, "scale.cat")
-			r, err := pairs(c.pairs,
-				cmdSpec{argv: []string{pteexport, "--manifest", m, "-o", out}, cleanup: []string{out}},
-				cmdSpec{argv: []string{"sh", "-c", `find "$1" -name '*.engine' -print0 | xargs -0 cat > "$2" && sync "$2"`, "sh", engDir, cpOut}, cleanup: []string{cpOut}})
-			if err != nil {
-				return err
-			}
-			if _, err := measure(cmdSpec{argv: []string{pteexport, "--manifest", m, "-o", out}}); err != nil {
-				return err
-			}
-			views := map[string][]sample{}
-			for _, v := range [][]string{{"open", "--compile-specs"}, {"human"}, {"json", "--json"}} {
-				ss, err := repeat(c.pairs, cmdSpec{argv: append(append([]string{pteinspect}, v[1:]...), out), okCodes: []int{1}})
-				if err != nil {
-					return err
-				}
-				views[v[0]] = ss
-			}
-			// diff against the program re-baked with a budget: every
-			// delegate differs in one compile spec.
-			// A re-bake the writer refuses (65536 delegates with a budget
-			// pass the verifier's table limit) leaves the cell empty.
-			rebaked := filepath.Join(dir, "scale-rebaked.pte")
-			diffCell, diffPer := "n/a", "re-bake refused"
-			if _, err := measure(cmdSpec{argv: []string{pteexport, "--from", out, "-o", rebaked, "--weight-streaming-budget-per-engine", "1GiB"}}); err != nil {
-				fmt.Fprintf(os.Stderr, "bench: %d engines (%s): no diff: %v\n", n, shape, err)
-			} else {
-				ds, err := repeat(c.pairs, cmdSpec{argv: []string{pteinspect, "diff", out, rebaked}, okCodes: []int{1}})
-				if err != nil {
-					return err
-				}
-				diffCell, diffPer = dur(median(walls(ds))), perEngine(median(walls(ds)), n)
-			}
-			os.Remove(rebaked)
-			ow := median(walls(r.ours))
-			fmt.Fprintf(c.out, "| %d | %s | %s | %s | %s | %.2fx | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				n, shape, dur(ow), perEngine(ow, n), dur(median(walls(r.base))), r.ratio(), size(peak(r.ours)), size(fileSize(out)),
-				dur(median(walls(views["open"]))),
-				dur(median(walls(views["human"]))), perEngine(median(walls(views["human"])), n),
-				dur(median(walls(views["json"]))), perEngine(median(walls(views["json"])), n), size(peak(views["json"])),
-				diffCell, diffPer)
-			os.Remove(out)
-			os.Remove(m)
-		}
-		os.RemoveAll(engDir)
 	}
+	if !c.any("rebake", "rebake-in-place", "diff", "diff-same", "json-hash") {
+		return nil
+	}
+	if _, err := measure(cmdSpec{argv: []string{t.export, "--manifest", in.manifest, "-o", in.in}}); err != nil {
+		return err
+	}
+	if _, err := measure(cmdSpec{argv: []string{t.export, "--from", in.in, "-o", in.rebaked, "--weight-streaming-budget-per-engine", "1GiB"}}); err != nil {
+		return err
+	}
+	for _, r := range []struct {
+		name string
+		run  func(*config, tools, *bigInputs, string) error
+	}{{"rebake", rebakeRows}, {"rebake-in-place", inPlaceRow}, {"diff-same", diffSameRow}, {"diff", diffRow}, {"json-hash", hashRow}} {
+		if c.rows[r.name] {
+			if err := r.run(c, t, in, dir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func exportRow(c *config, t tools, in *bigInputs) error {
+	r, err := pairs(c.pairs,
+		cmdSpec{argv: []string{t.export, "--manifest", in.manifest, "-o", in.out}, cleanup: []string{in.out}},
+		cmdSpec{argv: append([]string{"sh", "-c", `out=$1; shift; cat "$@" > "$out" && sync "$out"`, "sh", in.cpOut}, in.engines...), cleanup: []string{in.cpOut}})
+	if err != nil {
+		return err
+	}
+	row(c, fmt.Sprintf("export %d x %d MiB engines", c.engines, c.engineMiB), "`cat` + fsync", r)
+	return nil
+}
+
+func rebakeRows(c *config, t tools, in *bigInputs, _ string) error {
+	r, err := pairs(c.pairs,
+		cmdSpec{argv: []string{t.export, "--from", in.in, "-o", in.out, "--weight-streaming-budget-per-engine", "4GiB"}, cleanup: []string{in.out}},
+		cmdSpec{argv: []string{"sh", "-c", `cp "$1" "$2" && sync "$2"`, "sh", in.in, in.cpOut}, cleanup: []string{in.cpOut}})
+	if err != nil {
+		return err
+	}
+	row(c, fmt.Sprintf("re-bake %s program, budget added", size(fileSize(in.in))), "`cp` + fsync", r)
+	// Replacing an existing output (a copy of the input, made and synced
+	// off the clock): the old file's blocks are freed when the new one is
+	// renamed over it, or truncated by cp.
+	r, err = pairs(c.pairs,
+		cmdSpec{argv: []string{t.export, "--from", in.in, "-o", in.out, "--weight-streaming-budget-per-engine", "4GiB", "--force"},
+			setup: [][]string{{"cp", in.in, in.out}}, cleanup: []string{in.out}},
+		cmdSpec{argv: []string{"sh", "-c", `cp "$1" "$2" && sync "$2"`, "sh", in.in, in.cpOut},
+			setup: [][]string{{"cp", in.in, in.cpOut}}, cleanup: []string{in.cpOut}})
+	if err != nil {
+		return err
+	}
+	row(c, "the same over an existing copy of the input", "`cp` over it + fsync", r)
+	return nil
+}
+
+// inPlaceRow: the program re-baked with a 1 GiB budget gets 4 GiB where it
+// is, a value of the same length, so the head always fits. Each run edits
+// a fresh copy (made off the clock).
+func inPlaceRow(c *config, t tools, in *bigInputs, dir string) error {
+	ip := filepath.Join(dir, "inplace.pte")
+	r, err := pairs(c.pairs,
+		cmdSpec{argv: []string{t.export, "--from", ip, "--in-place", "--weight-streaming-budget-per-engine", "4GiB"},
+			setup: [][]string{{"cp", in.rebaked, ip}}, cleanup: []string{ip}},
+		cmdSpec{argv: []string{"sh", "-c", `cp "$1" "$2" && sync "$2"`, "sh", in.rebaked, in.cpOut}, cleanup: []string{in.cpOut}})
+	if err != nil {
+		return err
+	}
+	row(c, fmt.Sprintf("re-bake %s program `--in-place`, budget changed (head only)", size(fileSize(in.rebaked))), "`cp` + fsync", r)
+	return nil
+}
+
+func diffSameRow(c *config, t tools, in *bigInputs, dir string) error {
+	same := filepath.Join(dir, "same.pte")
+	defer os.Remove(same)
+	if _, err := measure(cmdSpec{argv: []string{"cp", in.in, same}}); err != nil {
+		return err
+	}
+	r, err := pairs(c.pairs,
+		cmdSpec{argv: []string{t.inspect, "diff", in.in, same}},
+		cmdSpec{argv: []string{"sha256sum", in.in, same}})
+	if err != nil {
+		return err
+	}
+	row(c, fmt.Sprintf("`diff` of two identical %s programs (one lockstep pass)", size(fileSize(in.in))), "`sha256sum` of both", r)
+	return nil
+}
+
+func diffRow(c *config, t tools, in *bigInputs, _ string) error {
+	r, err := pairs(c.pairs,
+		cmdSpec{argv: []string{t.inspect, "diff", in.in, in.rebaked}, okCodes: []int{1}},
+		cmdSpec{argv: []string{"sha256sum", in.in, in.rebaked}})
+	if err != nil {
+		return err
+	}
+	row(c, fmt.Sprintf("`diff` of two %s programs", size(fileSize(in.in))), "`sha256sum` of both", r)
+	return nil
+}
+
+func hashRow(c *config, t tools, in *bigInputs, _ string) error {
+	r, err := pairs(c.pairs,
+		cmdSpec{argv: []string{t.inspect, "--json", "--hash", in.in}, okCodes: []int{1}},
+		cmdSpec{argv: []string{"sha256sum", in.in}})
+	if err != nil {
+		return err
+	}
+	row(c, fmt.Sprintf("`--json --hash` of a %s program", size(fileSize(in.in))), "`sha256sum`", r)
 	return nil
 }
 

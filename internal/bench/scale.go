@@ -1,0 +1,187 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// scaleView is one pteinspect view timed on the scale programs: its name
+// in the table and its arguments for the program p, its re-bake with a
+// budget rb ("" when refused) and a second export of other engines p2.
+type scaleView struct {
+	name string
+	args func(p, rb, p2 string) []string
+}
+
+var scaleViews = []scaleView{
+	{"open (`--compile-specs`)", func(p, _, _ string) []string { return []string{"--compile-specs", p} }},
+	{"one-screen view", func(p, _, _ string) []string { return []string{p} }},
+	{"`-l`", func(p, _, _ string) []string { return []string{"-l", p} }},
+	{"`--json`", func(p, _, _ string) []string { return []string{"--json", p} }},
+	{"`--json --hash`", func(p, _, _ string) []string { return []string{"--json", "--hash", p} }},
+	{"`--verify`", func(p, _, _ string) []string { return []string{"--verify", p} }},
+	{"`diff` (re-baked with a budget)", func(p, rb, _ string) []string {
+		if rb == "" {
+			return nil
+		}
+		return []string{"diff", p, rb}
+	}},
+	{"`diff` (engines rebuilt)", func(p, _, p2 string) []string { return []string{"diff", p, p2} }},
+}
+
+// scaleRows exports N engines of 1 KiB for each N and shape, paired with
+// cat of the engine files, and times every view of the result (against
+// the reference pteinspect when there is one). The export table is
+// printed as it goes, the view table after it.
+func scaleRows(c *config, dir string, t tools) error {
+	fmt.Fprintln(c.out, "Scale: N engines of 1 KiB. Per-engine cost is the median wall time / N; the baseline is `cat` of the N engine files into one + fsync. \"program region\" is the flatbuffer (the extended header's program_size), what a view decodes.")
+	fmt.Fprintln(c.out)
+	fmt.Fprintln(c.out, "| N | shape | export | per engine | `cat` + fsync | ratio | export peak RSS | program | program region |")
+	fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|")
+	var views strings.Builder
+	for _, n := range c.scale {
+		if err := scaleN(c, dir, t, n, &views); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(c.out)
+	fmt.Fprint(c.out, "Views of the scale programs. `diff` (re-baked) compares a program with its re-bake with a 1 GiB budget per engine: every delegate differs in one compile spec; at 65536 engines the re-bake is refused (its program would pass the FlatBuffers verifier's 1,000,000-table limit, which ExecuTorch applies), so that cell is empty. `diff` (engines rebuilt) compares two exports of the same manifest whose engines differ in every byte (what a user meets after rebuilding the engines): every delegate differs in its payload's SHA-256.")
+	if t.ref != "" {
+		fmt.Fprintf(c.out, " The reference pteinspect is %s, run in pairs with ours (order alternating); ratio is the median of ours / reference per pair.", c.refName)
+	}
+	fmt.Fprint(c.out, "\n\n")
+	if t.ref != "" {
+		fmt.Fprintln(c.out, "| N | shape | view | median | per engine | peak RSS | RSS / program region | reference median | reference peak RSS | ratio |")
+		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|")
+	} else {
+		fmt.Fprintln(c.out, "| N | shape | view | median | per engine | peak RSS | RSS / program region |")
+		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|")
+	}
+	io.WriteString(c.out, views.String())
+	return nil
+}
+
+// scaleN runs the scale rows of n engines: export rows go to c.out, view
+// rows to views.
+func scaleN(c *config, dir string, t tools, n int, views io.Writer) error {
+	engDir, engDir2 := filepath.Join(dir, fmt.Sprintf("scale%d", n)), filepath.Join(dir, fmt.Sprintf("scale%d-rebuilt", n))
+	defer os.RemoveAll(engDir)
+	defer os.RemoveAll(engDir2)
+	engines, err := writeEngines(engDir, n, 1024, 0)
+	if err != nil {
+		return err
+	}
+	engines2, err := writeEngines(engDir2, n, 1024, 1)
+	if err != nil {
+		return err
+	}
+	for _, shape := range c.shapes {
+		if err := scaleShape(c, dir, t, n, shape, [2][]string{engines, engines2}, engDir, views); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scaleShape exports the engines as shape, times the export against cat,
+// builds the re-bake and the second export, and times every view.
+func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2][]string, engDir string, views io.Writer) error {
+	m, m2 := filepath.Join(dir, "scale.json"), filepath.Join(dir, "scale-rebuilt.json")
+	out, cpOut := filepath.Join(dir, "scale.pte"), filepath.Join(dir, "scale.cat")
+	rebaked, out2 := filepath.Join(dir, "scale-rebaked.pte"), filepath.Join(dir, "scale-rebuilt.pte")
+	defer func() {
+		for _, p := range []string{m, m2, out, cpOut, rebaked, out2} {
+			os.Remove(p)
+		}
+	}()
+	if err := manifest(m, shape, engines[0]); err != nil {
+		return err
+	}
+	if err := manifest(m2, shape, engines[1]); err != nil {
+		return err
+	}
+	r, err := pairs(c.pairs,
+		cmdSpec{argv: []string{t.export, "--manifest", m, "-o", out}, cleanup: []string{out}},
+		cmdSpec{argv: []string{"sh", "-c", `find "$1" -name '*.engine' -print0 | xargs -0 cat > "$2" && sync "$2"`, "sh", engDir, cpOut}, cleanup: []string{cpOut}})
+	if err != nil {
+		return err
+	}
+	for _, argv := range [][]string{{t.export, "--manifest", m, "-o", out}, {t.export, "--manifest", m2, "-o", out2}} {
+		if _, err := measure(cmdSpec{argv: argv}); err != nil {
+			return err
+		}
+	}
+	// A re-bake the writer refuses (65536 delegates with a budget pass
+	// the verifier's table limit) leaves its diff out.
+	rb := rebaked
+	if _, err := measure(cmdSpec{argv: []string{t.export, "--from", out, "-o", rebaked, "--weight-streaming-budget-per-engine", "1GiB"}}); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %d engines (%s): no re-baked diff: %v\n", n, shape, err)
+		rb = ""
+	}
+	region := programRegion(out)
+	ow := median(walls(r.ours))
+	fmt.Fprintf(c.out, "| %d | %s | %s | %s | %s | %.2fx | %s | %s | %s |\n",
+		n, shape, dur(ow), perEngine(ow, n), dur(median(walls(r.base))), r.ratio(), size(peak(r.ours)), size(fileSize(out)), size(region))
+	for _, v := range scaleViews {
+		args := v.args(out, rb, out2)
+		if args == nil {
+			fmt.Fprintf(views, "| %d | %s | %s | n/a | | | |%s\n", n, shape, v.name, strings.Repeat(" |", 3*btoi(t.ref != "")))
+			continue
+		}
+		if err := viewRow(c, t, n, shape, v.name, args, region, views); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// viewRow times one view (paired with the reference when there is one)
+// and writes its row.
+func viewRow(c *config, t tools, n int, shape, name string, args []string, region int64, views io.Writer) error {
+	ours := cmdSpec{argv: append([]string{t.inspect}, args...), okCodes: []int{1}}
+	var r *pairResult
+	var err error
+	if t.ref != "" {
+		r, err = pairs(c.pairs, ours, cmdSpec{argv: append([]string{t.ref}, args...), okCodes: []int{1}})
+	} else {
+		r = &pairResult{}
+		r.ours, err = repeat(c.pairs, ours)
+	}
+	if err != nil {
+		return err
+	}
+	w := median(walls(r.ours))
+	fmt.Fprintf(views, "| %d | %s | %s | %s | %s | %s | %.1fx |", n, shape, name, dur(w), perEngine(w, n), size(peak(r.ours)), float64(peak(r.ours))/float64(max(region, 1)))
+	if t.ref != "" {
+		fmt.Fprintf(views, " %s | %s | %.2fx |", dur(median(walls(r.base))), size(peak(r.base)), r.ratio())
+	}
+	fmt.Fprintln(views)
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// programRegion returns the program_size of the extended header of the
+// program at path (the flatbuffer's size), or its file size when it has
+// no extended header.
+func programRegion(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	var h [24]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[8:12]) != "eh00" {
+		return fileSize(path)
+	}
+	return int64(binary.LittleEndian.Uint64(h[16:24]))
+}
