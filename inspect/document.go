@@ -219,46 +219,14 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 			return nil, err
 		}
 	}
-	if opts.Method != "" {
-		found := false
-		for _, ep := range p.ExecutionPlan {
-			if ep != nil && ep.Name == opts.Method {
-				found = true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("inspect: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(methodNames(p), ", "))
-		}
+	if err := checkSelection(p, opts); err != nil {
+		return nil, err
 	}
-	if opts.Backend != "" {
-		ids := BackendIDs(p, opts.Method)
-		if !slices.Contains(ids, opts.Backend) {
-			return nil, fmt.Errorf("inspect: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
-		}
-	}
-
 	Prefetch(f)
-	doc := &Document{
-		File: File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier},
+	doc, err := b.head()
+	if err != nil {
+		return nil, err
 	}
-	if h := f.Header; h != nil {
-		doc.ExtendedHeader = &ExtendedHeader{
-			Magic:             h.Magic,
-			Length:            h.Length,
-			ProgramSize:       h.ProgramSize,
-			SegmentBaseOffset: h.SegmentBaseOffset,
-			SegmentDataSize:   h.SegmentDataSize,
-		}
-	}
-	if opts.Hash {
-		d, err := b.hashRange(0, f.Size)
-		if err != nil {
-			return nil, err
-		}
-		doc.File.SHA256 = d
-	}
-
-	var err error
 	if doc.Segments, err = b.segments(); err != nil {
 		return nil, err
 	}
@@ -277,13 +245,50 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 	}
 	doc.Program = NewProgram(p, opts.Hash)
 	if opts.Method != "" {
-		plans := doc.Program.ExecutionPlan[:0:0]
-		for _, ep := range doc.Program.ExecutionPlan {
-			if ep != nil && ep.Name == opts.Method {
-				plans = append(plans, ep)
-			}
+		doc.Program.ExecutionPlan = slices.DeleteFunc(slices.Clone(doc.Program.ExecutionPlan), func(ep *ExecutionPlan) bool {
+			return ep == nil || ep.Name != opts.Method
+		})
+	}
+	return doc, nil
+}
+
+// checkSelection refuses an Options.Method or Options.Backend that names
+// nothing in p.
+func checkSelection(p *pte.Program, opts *Options) error {
+	if opts.Method != "" && !slices.ContainsFunc(p.ExecutionPlan, func(ep *pte.ExecutionPlan) bool { return ep != nil && ep.Name == opts.Method }) {
+		return fmt.Errorf("inspect: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(methodNames(p), ", "))
+	}
+	if opts.Backend != "" {
+		ids := BackendIDs(p, opts.Method)
+		if !slices.Contains(ids, opts.Backend) {
+			return fmt.Errorf("inspect: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
 		}
-		doc.Program.ExecutionPlan = plans
+	}
+	return nil
+}
+
+// head returns the document with its file and extended header facts (and
+// the file's digest with Options.Hash).
+func (b *builder) head() (*Document, error) {
+	f := b.f
+	doc := &Document{
+		File: File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier},
+	}
+	if h := f.Header; h != nil {
+		doc.ExtendedHeader = &ExtendedHeader{
+			Magic:             h.Magic,
+			Length:            h.Length,
+			ProgramSize:       h.ProgramSize,
+			SegmentBaseOffset: h.SegmentBaseOffset,
+			SegmentDataSize:   h.SegmentDataSize,
+		}
+	}
+	if b.opts.Hash {
+		d, err := b.hashRange(0, f.Size)
+		if err != nil {
+			return nil, err
+		}
+		doc.File.SHA256 = d
 	}
 	return doc, nil
 }

@@ -49,80 +49,121 @@ type spanState struct {
 // hashPass hashes spans of every reader of rs in one pass, calling
 // progress (when not nil) with the bytes read after each chunk.
 func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64)) (digests, digests, error) {
-	// One state per distinct span; an empty span needs no reading.
-	states := map[span]*spanState{}
-	var bounds []int64
-	for _, sp := range spans {
-		if sp.n < 0 || sp.off < 0 || sp.off > 1<<62 || sp.n > 1<<62 {
-			return nil, nil, fmt.Errorf("inspect: hashing: bad range %d+%d", sp.off, sp.n)
-		}
-		if _, ok := states[sp]; ok {
+	p, err := newPass(rs, spans, progress)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Between two neighbouring bounds the set of spans covering the bytes
+	// (the active set) is constant.
+	for i := 0; i+1 < len(p.bounds); i++ {
+		lo, hi := p.bounds[i], p.bounds[i+1]
+		if !p.activate(lo) {
 			continue
 		}
-		states[sp] = &spanState{sp: sp, h: [2]hash.Hash{sha256.New()}, shared: true}
-		bounds = append(bounds, sp.off, sp.off+sp.n)
+		for pos := lo; pos < hi; {
+			n := min(hi-pos, hashChunk)
+			if err := p.feedChunk(pos, n); err != nil {
+				return nil, nil, err
+			}
+			pos += n
+		}
 	}
-	slices.Sort(bounds)
-	bounds = slices.Compact(bounds)
-	byStart := make([]*spanState, 0, len(states))
-	for _, st := range states {
-		byStart = append(byStart, st)
+	out := p.sums()
+	return out[0], out[1], nil
+}
+
+// pass is the state of hashPass: the spans by start, the offsets where a
+// span starts or ends, the spans covering the current range, and one
+// chunk buffer per file.
+type pass struct {
+	rs       []io.ReaderAt
+	progress func(n int64)
+	states   map[span]*spanState
+	byStart  []*spanState
+	bounds   []int64
+	active   []*spanState
+	next     int
+	bufs     [][]byte
+}
+
+// newPass checks the spans and prepares one state per distinct span; an
+// empty span needs no reading.
+func newPass(rs []io.ReaderAt, spans []span, progress func(n int64)) (*pass, error) {
+	p := &pass{rs: rs, progress: progress, states: map[span]*spanState{}, bufs: make([][]byte, len(rs))}
+	for _, sp := range spans {
+		if sp.n < 0 || sp.off < 0 || sp.off > 1<<62 || sp.n > 1<<62 {
+			return nil, fmt.Errorf("inspect: hashing: bad range %d+%d", sp.off, sp.n)
+		}
+		if _, ok := p.states[sp]; ok {
+			continue
+		}
+		p.states[sp] = &spanState{sp: sp, h: [2]hash.Hash{sha256.New()}, shared: true}
+		p.bounds = append(p.bounds, sp.off, sp.off+sp.n)
 	}
-	slices.SortFunc(byStart, func(x, y *spanState) int {
+	slices.Sort(p.bounds)
+	p.bounds = slices.Compact(p.bounds)
+	p.byStart = make([]*spanState, 0, len(p.states))
+	for _, st := range p.states {
+		p.byStart = append(p.byStart, st)
+	}
+	slices.SortFunc(p.byStart, func(x, y *spanState) int {
 		if x.sp.off != y.sp.off {
 			return cmp.Compare(x.sp.off, y.sp.off)
 		}
 		return cmp.Compare(x.sp.n, y.sp.n)
 	})
+	return p, nil
+}
 
-	bufs := make([][]byte, len(rs))
-	var active []*spanState
-	next := 0
-	for i := 0; i+1 < len(bounds); i++ {
-		lo, hi := bounds[i], bounds[i+1]
-		// The active set is constant between two bounds.
-		active = slices.DeleteFunc(active, func(st *spanState) bool { return st.sp.off+st.sp.n <= lo })
-		for next < len(byStart) && byStart[next].sp.off <= lo {
-			if st := byStart[next]; st.sp.off+st.sp.n > lo {
-				active = append(active, st)
-			}
-			next++
+// activate makes the active set that of the bytes from lo to the next
+// bound: spans ended drop out, spans starting join. It reports whether
+// any span covers them.
+func (p *pass) activate(lo int64) bool {
+	p.active = slices.DeleteFunc(p.active, func(st *spanState) bool { return st.sp.off+st.sp.n <= lo })
+	for p.next < len(p.byStart) && p.byStart[p.next].sp.off <= lo {
+		if st := p.byStart[p.next]; st.sp.off+st.sp.n > lo {
+			p.active = append(p.active, st)
 		}
-		if len(active) == 0 {
-			continue
+		p.next++
+	}
+	return len(p.active) > 0
+}
+
+// feedChunk reads n bytes at pos from every file and feeds them to the
+// active spans: once when the files agree on them.
+func (p *pass) feedChunk(pos, n int64) error {
+	for k, r := range p.rs {
+		if p.bufs[k] == nil {
+			p.bufs[k] = make([]byte, hashChunk)
 		}
-		for pos := lo; pos < hi; {
-			n := min(hi-pos, hashChunk)
-			for k, r := range rs {
-				if bufs[k] == nil {
-					bufs[k] = make([]byte, hashChunk)
-				}
-				got, err := r.ReadAt(bufs[k][:n], pos)
-				if int64(got) < n {
-					if err == nil || errors.Is(err, io.EOF) {
-						err = io.ErrUnexpectedEOF
-					}
-					return nil, nil, fmt.Errorf("inspect: hashing bytes %d..%d: %w", pos, pos+n, err)
-				}
+		got, err := r.ReadAt(p.bufs[k][:n], pos)
+		if int64(got) < n {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
 			}
-			same := len(rs) == 1 || bytes.Equal(bufs[0][:n], bufs[1][:n])
-			for _, st := range active {
-				if err := st.feed(bufs, n, same, len(rs)); err != nil {
-					return nil, nil, err
-				}
-			}
-			pos += n
-			if progress != nil {
-				progress(n * int64(len(rs)))
-			}
+			return fmt.Errorf("inspect: hashing bytes %d..%d: %w", pos, pos+n, err)
 		}
 	}
+	same := len(p.rs) == 1 || bytes.Equal(p.bufs[0][:n], p.bufs[1][:n])
+	for _, st := range p.active {
+		if err := st.feed(p.bufs, n, same, len(p.rs)); err != nil {
+			return err
+		}
+	}
+	if p.progress != nil {
+		p.progress(n * int64(len(p.rs)))
+	}
+	return nil
+}
+
+// sums returns the digests of every span, per file.
+func (p *pass) sums() [2]digests {
 	var out [2]digests
-	for k := range rs {
-		out[k] = make(digests, len(states))
+	for k := range p.rs {
+		out[k] = make(digests, len(p.states))
 	}
-	for sp, st := range states {
-		for k := range rs {
+	for sp, st := range p.states {
+		for k := range p.rs {
 			h := st.h[0]
 			if !st.shared {
 				h = st.h[k]
@@ -130,7 +171,7 @@ func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64)) (digests, 
 			out[k][sp] = Digest{Hex: hex.EncodeToString(h.Sum(nil))}
 		}
 	}
-	return out[0], out[1], nil
+	return out
 }
 
 // feed adds the first n bytes of each file's buffer to the span's hash:

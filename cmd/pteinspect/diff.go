@@ -41,14 +41,8 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if j, _ := wantsJSON(args); j {
 		stderr = &jsonStderr{Writer: stderr, stdout: stdout}
 	}
-	var asJSON, layout, quiet bool
-	var in input.Flags
-	fs := pflag.NewFlagSet("pteinspect diff", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.BoolVar(&asJSON, "json", false, `print {"equal": BOOL, "differences": [{"path", "kind", "a", "b"}]}`)
-	fs.BoolVar(&layout, "layout", false, "also compare file size, header offsets and segment offsets")
-	in.AddFlags(fs)
-	fs.BoolVarP(&quiet, "quiet", "q", false, "no progress line on a terminal")
+	d := &diffRun{stdout: stdout, stderr: stderr}
+	fs := d.flags()
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			io.WriteString(stdout, diffUsage)
@@ -63,63 +57,89 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if fs.Arg(0) == "-" && fs.Arg(1) == "-" {
 		return usageErr(stderr, "diff: only one side can be standard input")
 	}
-	opener, err := in.Opener(stdin, nil)
+	opener, err := d.in.Opener(stdin, nil)
 	if err != nil {
 		return usageErr(stderr, "diff: %v", err)
 	}
 	if tuneHTTP != nil {
 		tuneHTTP(&opener.HTTP)
 	}
-	ctx, stop := in.Context(context.Background(), fs.Args()...)
+	ctx, stop := d.in.Context(context.Background(), fs.Args()...)
 	defer stop()
-	// fail reports an error reading one side.
-	fail := func(name string, err error) int {
-		if asJSON {
-			writeFailure(stdout, err, false)
-		}
-		if code := failErr(stderr, name, err); code != exitFail {
-			return code // retry or interrupt
-		}
-		return exitUsage
-	}
+	d.names = [2]string{fs.Arg(0), fs.Arg(1)}
 	if ptdA, ptdB := isPTD(ctx, opener, fs.Arg(0)), isPTD(ctx, opener, fs.Arg(1)); ptdA || ptdB {
 		if !ptdA || !ptdB {
 			return usageErr(stderr, "diff: compare a .ptd data file with another .ptd file, a program with a program")
 		}
-		return runPTDDiff(ctx, opener, fs.Args(), asJSON, layout, stdout, stderr, fail)
+		return runPTDDiff(ctx, opener, fs.Args(), d.asJSON, d.layout, stdout, stderr, d.fail)
 	}
-	// Both files are open together: with the same layout they are read
-	// in one lockstep pass, each byte once.
+	return d.programs(ctx, opener)
+}
+
+// diffRun is one pteinspect diff: its flags, outputs and the two names.
+type diffRun struct {
+	asJSON, layout, quiet bool
+	in                    input.Flags
+	stdout, stderr        io.Writer
+	names                 [2]string
+}
+
+// flags returns the flag set of diff, bound to d.
+func (d *diffRun) flags() *pflag.FlagSet {
+	fs := pflag.NewFlagSet("pteinspect diff", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&d.asJSON, "json", false, `print {"equal": BOOL, "differences": [{"path", "kind", "a", "b"}]}`)
+	fs.BoolVar(&d.layout, "layout", false, "also compare file size, header offsets and segment offsets")
+	d.in.AddFlags(fs)
+	fs.BoolVarP(&d.quiet, "quiet", "q", false, "no progress line on a terminal")
+	return fs
+}
+
+// fail reports an error reading one side.
+func (d *diffRun) fail(name string, err error) int {
+	if d.asJSON {
+		writeFailure(d.stdout, err, false)
+	}
+	if code := failErr(d.stderr, name, err); code != exitFail {
+		return code // retry or interrupt
+	}
+	return exitUsage
+}
+
+// programs compares two programs. Both files are open together: with the
+// same layout they are read in one lockstep pass, each byte once.
+func (d *diffRun) programs(ctx context.Context, opener *input.Opener) int {
 	var files [2]*pte.File
-	for i, name := range fs.Args() {
+	for i, name := range d.names {
 		f, err := opener.Program(ctx, name)
 		if err != nil {
-			return fail(name, err)
+			return d.fail(name, err)
 		}
 		defer f.Close()
 		files[i] = f
 	}
 	var docs [2]*inspect.Document
-	meter := newMeter(stderr, quiet, "pteinspect: reading "+esc(input.Display(fs.Arg(0)))+" and "+esc(input.Display(fs.Arg(1))))
+	meter := newMeter(d.stderr, d.quiet, "pteinspect: reading "+esc(input.Display(d.names[0]))+" and "+esc(input.Display(d.names[1])))
+	var err error
 	docs[0], docs[1], err = inspect.BuildPair(files[0], files[1], &inspect.Options{Hash: true, Progress: meter.Report})
 	meter.Done()
 	if err != nil {
 		// Say which side fails (on this error path only, each is built
 		// again alone).
-		name := fs.Arg(0) + ", " + fs.Arg(1)
+		name := d.names[0] + ", " + d.names[1]
 		for i, f := range files {
 			if _, e := inspect.Build(f, &inspect.Options{Hash: true}); e != nil {
-				name, err = fs.Arg(i), e
+				name, err = d.names[i], e
 				break
 			}
 		}
-		return fail(name, err)
+		return d.fail(name, err)
 	}
-	diffs, err := inspect.DiffDocuments(docs[0], docs[1], &inspect.DiffOptions{Layout: layout})
+	diffs, err := inspect.DiffDocuments(docs[0], docs[1], &inspect.DiffOptions{Layout: d.layout})
 	if err != nil {
-		return diffFail(stdout, stderr, err, asJSON)
+		return diffFail(d.stdout, d.stderr, err, d.asJSON)
 	}
-	return printDiffs(stdout, stderr, diffs, asJSON)
+	return printDiffs(d.stdout, d.stderr, diffs, d.asJSON)
 }
 
 // diffFail reports a failure to compare (exit status 2, so that 1 always
