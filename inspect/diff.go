@@ -203,51 +203,9 @@ func (p *nodeParser) value(depth int) (*node, error) {
 	}
 	switch c := p.data[p.pos]; c {
 	case '{':
-		p.pos++
-		n := &node{kind: 'o', obj: map[string]*node{}}
-		for {
-			p.skip()
-			if p.data[p.pos] == '}' {
-				p.pos++
-				return n, nil
-			}
-			if p.data[p.pos] == ',' {
-				p.pos++
-				p.skip()
-			}
-			k, err := p.str()
-			if err != nil {
-				return nil, err
-			}
-			p.skip()
-			p.pos++ // ':'
-			v, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			if _, dup := n.obj[k]; !dup {
-				n.keys = append(n.keys, k)
-			}
-			n.obj[k] = v
-		}
+		return p.object(depth)
 	case '[':
-		p.pos++
-		n := &node{kind: 'a', arr: []*node{}}
-		for {
-			p.skip()
-			if p.data[p.pos] == ']' {
-				p.pos++
-				return n, nil
-			}
-			if p.data[p.pos] == ',' {
-				p.pos++
-			}
-			v, err := p.value(depth + 1)
-			if err != nil {
-				return nil, err
-			}
-			n.arr = append(n.arr, v)
-		}
+		return p.array(depth)
 	case '"':
 		s, err := p.str()
 		if err != nil {
@@ -269,6 +227,58 @@ func (p *nodeParser) value(depth int) (*node, error) {
 			p.pos++
 		}
 		return &node{kind: 'n', str: string(p.data[start:p.pos])}, nil
+	}
+}
+
+// object reads the object at pos, its members one level deeper.
+func (p *nodeParser) object(depth int) (*node, error) {
+	p.pos++ // '{'
+	n := &node{kind: 'o', obj: map[string]*node{}}
+	for {
+		p.skip()
+		if p.data[p.pos] == '}' {
+			p.pos++
+			return n, nil
+		}
+		if p.data[p.pos] == ',' {
+			p.pos++
+			p.skip()
+		}
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.skip()
+		p.pos++ // ':'
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := n.obj[k]; !dup {
+			n.keys = append(n.keys, k)
+		}
+		n.obj[k] = v
+	}
+}
+
+// array reads the array at pos, its elements one level deeper.
+func (p *nodeParser) array(depth int) (*node, error) {
+	p.pos++ // '['
+	n := &node{kind: 'a', arr: []*node{}}
+	for {
+		p.skip()
+		if p.data[p.pos] == ']' {
+			p.pos++
+			return n, nil
+		}
+		if p.data[p.pos] == ',' {
+			p.pos++
+		}
+		v, err := p.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		n.arr = append(n.arr, v)
 	}
 }
 
