@@ -113,18 +113,23 @@ type node struct {
 	str   string // string value, number text, "true"/"false"
 	// repeats counts the keys setUnique has seen more than once.
 	repeats map[string]int
-	// lazy, when not nil, builds the node this one stands for (kind 'l'):
-	// the walk builds it when it gets there and drops it after, so that a
-	// diff of many methods holds the view of one method at a time.
-	lazy func() (*node, error)
+	// method, in a node of kind 'l', is the method whose view this node
+	// stands for: the walk builds it when it gets there and drops it
+	// after, so that a diff of many methods holds one method's view at a
+	// time.
+	method *methodRef
 }
 
 // expand returns the node n stands for: n itself unless it is lazy.
 func (n *node) expand() (*node, error) {
-	if n == nil || n.lazy == nil {
+	if n == nil || n.method == nil {
 		return n, nil
 	}
-	return n.lazy()
+	plan, err := n.method.planJSON()
+	if err != nil {
+		return nil, err
+	}
+	return n.method.view(plan)
 }
 
 // toNode returns the JSON form of v as a node tree: v itself when it is
@@ -404,8 +409,13 @@ func (d *differ) walk(path string, a, b *node) {
 		return
 	}
 	var err error
-	if a, err = a.expand(); err == nil {
-		b, err = b.expand()
+	switch {
+	case a != nil && b != nil && a.method != nil && b.method != nil:
+		a, b, err = expandMethods(a.method, b.method)
+	default:
+		if a, err = a.expand(); err == nil {
+			b, err = b.expand()
+		}
 	}
 	if err != nil {
 		d.err = err

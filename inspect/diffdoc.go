@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -161,7 +162,7 @@ func (v *viewer) buildMethods() error {
 		name := ""
 		if ep != nil {
 			name = ep.Name
-			n = &node{kind: 'l', lazy: func() (*node, error) { return v.method(pi, ep, summaries) }}
+			n = &node{kind: 'l', method: &methodRef{v: v, pi: pi, ep: ep, summaries: summaries}}
 		}
 		v.keys = append(v.keys, taken.setUnique(name, n))
 		v.methods = append(v.methods, n)
@@ -169,8 +170,30 @@ func (v *viewer) buildMethods() error {
 	return nil
 }
 
-func (v *viewer) method(pi int, ep *ExecutionPlan, summaries map[[2]int]*Delegate) (*node, error) {
-	n, err := jsonNode(ep)
+// methodRef is a method whose view is built when the walk reaches it.
+type methodRef struct {
+	v         *viewer
+	pi        int
+	ep        *ExecutionPlan
+	summaries map[[2]int]*Delegate
+}
+
+// planJSON is the JSON form of the plan with null delegates: the view of
+// the delegates is built from the document apart.
+func (m *methodRef) planJSON() ([]byte, error) {
+	plan := *m.ep
+	plan.Delegates = nil
+	data, err := json.Marshal(plan)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: diff: %w", err)
+	}
+	return data, nil
+}
+
+// view is the method's view from its planJSON: unions named by their
+// member, operators keyed by name, and the view of its delegates.
+func (m *methodRef) view(plan []byte) (*node, error) {
+	n, err := parseValid(plan)
 	if err != nil {
 		return nil, err
 	}
@@ -196,18 +219,53 @@ func (v *viewer) method(pi int, ep *ExecutionPlan, summaries map[[2]int]*Delegat
 		}
 		n.set("operators", keyed)
 	}
-	if ep.Delegates != nil {
-		dels := &node{kind: 'a', arr: []*node{}}
-		for di, d := range ep.Delegates {
-			dn, err := v.delegate(d, summaries[[2]int{pi, di}])
-			if err != nil {
-				return nil, err
-			}
-			dels.arr = append(dels.arr, dn)
-		}
-		n.set("delegates", dels)
+	return m.setDelegates(n)
+}
+
+// setDelegates sets member "delegates" of n to the view of the method's
+// delegates (null when it has none).
+func (m *methodRef) setDelegates(n *node) (*node, error) {
+	if m.ep.Delegates == nil {
+		return n.set("delegates", nil), nil
 	}
-	return n, nil
+	dels := &node{kind: 'a', arr: []*node{}}
+	for di, d := range m.ep.Delegates {
+		dn, err := m.v.delegate(d, m.summaries[[2]int{m.pi, di}])
+		if err != nil {
+			return nil, err
+		}
+		dels.arr = append(dels.arr, dn)
+	}
+	return n.set("delegates", dels), nil
+}
+
+// expandMethods builds the views of two methods the walk compares. When
+// their plans have the same JSON (all but the delegates, which is most
+// methods of two builds of one model), the views hold only the delegates:
+// the rest has no difference to find, and is neither parsed nor walked.
+func expandMethods(a, b *methodRef) (*node, *node, error) {
+	pa, err := a.planJSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	pb, err := b.planJSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	if bytes.Equal(pa, pb) {
+		na, err := a.setDelegates(newObject())
+		if err != nil {
+			return nil, nil, err
+		}
+		nb, err := b.setDelegates(newObject())
+		return na, nb, err
+	}
+	na, err := a.view(pa)
+	if err != nil {
+		return nil, nil, err
+	}
+	nb, err := b.view(pb)
+	return na, nb, err
 }
 
 // unions rewrites a list of union-holding tables ({"T_type": TAG, "T":
