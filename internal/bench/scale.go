@@ -155,11 +155,14 @@ func viewRow(c *config, t tools, n int, shape, name string, args []string, regio
 		return err
 	}
 	w := median(walls(r.ours))
-	fmt.Fprintf(views, "| %d | %s | %s | %s | %s | %s | %.1fx |", n, shape, name, dur(w), perEngine(w, n), size(peak(r.ours)), float64(peak(r.ours))/float64(max(region, 1)))
+	line := fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %.1fx |", n, shape, name, dur(w), perEngine(w, n), size(peak(r.ours)), float64(peak(r.ours))/float64(max(region, 1)))
 	if t.ref != "" {
-		fmt.Fprintf(views, " %s | %s | %.2fx |", dur(median(walls(r.base))), size(peak(r.base)), r.ratio())
+		line += fmt.Sprintf(" %s | %s | %.2fx |", dur(median(walls(r.base))), size(peak(r.base)), r.ratio())
 	}
-	fmt.Fprintln(views)
+	// The view table is printed after the export table; a long run shows
+	// each row on standard error as it is measured.
+	fmt.Fprintln(os.Stderr, "bench:", line)
+	fmt.Fprintln(views, line)
 	return nil
 }
 
