@@ -409,3 +409,69 @@ func mostMethods(b *testing.B) *pte.File {
 	b.Cleanup(func() { best.Close() })
 	return best
 }
+
+// fullDiff is DiffDocuments with every method's view built in full before
+// the walk, so without the shortcut for plans equal but for their
+// delegates: the reference the shortcut must agree with.
+func fullDiff(t *testing.T, a, b *Document) []Difference {
+	t.Helper()
+	va, vb := &viewer{doc: a}, &viewer{doc: b}
+	for _, v := range []*viewer{va, vb} {
+		require.NoError(t, v.buildMethods())
+		for i, n := range v.methods {
+			full, err := n.expand()
+			require.NoError(t, err)
+			v.methods[i] = full
+		}
+	}
+	require.NoError(t, matchRenames(va, vb))
+	ra, err := va.root()
+	require.NoError(t, err)
+	rb, err := vb.root()
+	require.NoError(t, err)
+	d := differ{compact: true}
+	d.walk("", ra, rb)
+	require.NoError(t, d.err)
+	return d.out
+}
+
+// TestDiffDocumentsSamePlanShortcut: comparing methods whose plans agree
+// but for their delegates by the delegates alone finds what the full
+// comparison finds, in the same order, whether the delegates, the plans
+// or both differ.
+func TestDiffDocumentsSamePlanShortcut(t *testing.T) {
+	const sub = "two_methods"
+	budget := func() *Document {
+		return variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+			for _, ep := range p.ExecutionPlan {
+				ep.Delegates[0].CompileSpecs = append(ep.Delegates[0].CompileSpecs, &pte.CompileSpec{Key: "x", Value: []byte("1")})
+			}
+			return segs
+		})
+	}
+	cases := map[string]func() (*Document, *Document){
+		"compile specs": func() (*Document, *Document) { return buildShared(t, sub), budget() },
+		"delegates gone": func() (*Document, *Document) {
+			b := buildShared(t, sub)
+			b.Program.ExecutionPlan[0].Delegates = nil
+			return buildShared(t, sub), b
+		},
+		"plan and delegates": func() (*Document, *Document) {
+			b := budget()
+			b.Program.ExecutionPlan[1].Inputs = append(b.Program.ExecutionPlan[1].Inputs, 0)
+			return buildShared(t, sub), b
+		},
+	}
+	for name, docs := range cases {
+		t.Run(name, func(t *testing.T) {
+			a, b := docs()
+			got, err := DiffDocuments(a, b, nil)
+			require.NoError(t, err)
+			require.NotEmpty(t, got)
+			assert.Equal(t, fullDiff(t, a, b), got)
+			got, err = DiffDocuments(b, a, nil)
+			require.NoError(t, err)
+			assert.Equal(t, fullDiff(t, b, a), got)
+		})
+	}
+}
