@@ -49,7 +49,7 @@ func scaleRows(c *config, dir string, t tools) error {
 		}
 	}
 	fmt.Fprintln(c.out)
-	fmt.Fprint(c.out, "Views of the scale programs. `diff` (re-baked) compares a program with its re-bake with a 1 GiB budget per engine: every delegate differs in one compile spec; at 65536 engines the re-bake is refused (its program would pass the FlatBuffers verifier's 1,000,000-table limit, which ExecuTorch applies), so that cell is empty. `diff` (engines rebuilt) compares two exports of the same manifest whose engines differ in every byte (what a user meets after rebuilding the engines): every delegate differs in its payload's SHA-256.")
+	fmt.Fprint(c.out, "Views of the scale programs. `diff` (re-baked) compares a program with its re-bake with a 1 GiB budget per engine: every delegate differs in one compile spec; where the re-bake is refused (65536 engines one per method: its program would pass the FlatBuffers verifier's 1,000,000-table limit, which ExecuTorch applies) the row says n/a. `diff` (engines rebuilt) compares two exports of the same manifest whose engines differ in every byte (what a user meets after rebuilding the engines): every delegate differs in its payload's SHA-256.")
 	if t.ref != "" {
 		fmt.Fprintf(c.out, " The reference pteinspect is %s, run in pairs with ours (order alternating); ratio is the median of ours / reference per pair.", c.refName)
 	}
