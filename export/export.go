@@ -416,11 +416,12 @@ func (b *built) place(prog *pte.Program, entries []*blobEntry, opts *Options) er
 
 // Engine files up to maxHeldEngine bytes are held in memory, up to
 // maxHeldEngines bytes in all: a program of many small engines then opens
-// each once, and the memory stays bounded.
-const (
-	maxHeldEngine  = 16 << 10
-	maxHeldEngines = 64 << 20
-)
+// each once, and the memory stays bounded. Past the budget, small engines
+// are read from their files with raw system calls (see smallFile).
+const maxHeldEngine = 16 << 10
+
+// maxHeldEngines is a variable so that tests can reach past it.
+var maxHeldEngines int64 = 64 << 20
 
 // open returns the source of s, one per path. A file is checked (a
 // regular file, readable) and then read through b.files, which keeps one
@@ -441,6 +442,21 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 			if ok {
 				b.held += int64(len(data))
 				src := &source{r: bytes.NewReader(data), size: int64(len(data))}
+				files[s.Path] = src
+				return src, nil
+			}
+		} else if s.Kind == SourceEngine {
+			// Past the budget, a small engine is read with raw system
+			// calls when it is compared and when it is written, which
+			// keeps the cost per engine that of the held ones. A blob,
+			// read in several pieces to check it, stays on the general
+			// path, which keeps its file open between reads.
+			sf, ok, err := statSmallFile(s.Path, maxHeldEngine)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				src := &source{r: sf, size: sf.size}
 				files[s.Path] = src
 				return src, nil
 			}

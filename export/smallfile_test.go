@@ -1,0 +1,97 @@
+package export
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSmallEnginesPastHeldBudget exports the same small engines with all,
+// some and none of them held in memory: the programs are byte-identical
+// (a repeated path, a hard link and a copy are one blob each time), and
+// at most one engine file is open while writing.
+func TestSmallEnginesPastHeldBudget(t *testing.T) {
+	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	dir := t.TempDir()
+	paths := writeEngineFiles(t, dir, 1024, 1024, 3000, maxHeldEngine, 9000, 1024)
+	link := filepath.Join(dir, "link.engine")
+	require.NoError(t, os.Link(paths[2], link))
+	cp := filepath.Join(dir, "copy.engine")
+	data, err := os.ReadFile(paths[4])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cp, data, 0o644))
+	paths = append(paths, link, paths[1], cp)
+	m := chainMethod("forward", len(paths))
+	for i, p := range paths {
+		m.Calls[i].Engine = EngineFile(p)
+	}
+	prog := &Program{Methods: []*Method{m}}
+	var want []byte
+	defer func(old int64) { maxHeldEngines = old }(maxHeldEngines)
+	for _, budget := range []int64{maxHeldEngines, 4096, 0} {
+		maxHeldEngines = budget
+		base := openFDs(t)
+		w := &fdCountingWriter{t: t}
+		res, err := Write(w, prog, nil)
+		require.NoError(t, err, "budget %d", budget)
+		assert.Equal(t, 6, res.Blobs, "budget %d: distinct engine contents", budget)
+		assert.LessOrEqual(t, w.max-base, 1, "budget %d: engine files open at once while writing", budget)
+		if want == nil {
+			want = bytes.Clone(w.buf.Bytes())
+			verifyClean(t, want)
+			continue
+		}
+		assert.True(t, bytes.Equal(want, w.buf.Bytes()), "budget %d: program differs from the one with every engine held", budget)
+	}
+}
+
+// TestSmallFileReadAt reads a smallFile at every kind of offset, and
+// refuses a file replaced after it was stat'ed.
+func TestSmallFileReadAt(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("raw small-file reads are Linux only")
+	}
+	dir := t.TempDir()
+	p := writeEngineFiles(t, dir, 100)[0]
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	sf, ok, err := statSmallFile(p, 100)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = statSmallFile(p, 99)
+	require.NoError(t, err)
+	assert.False(t, ok, "larger than the limit")
+	_, ok, err = statSmallFile(dir, 1<<20)
+	require.NoError(t, err)
+	assert.False(t, ok, "a directory takes the general path")
+
+	buf := make([]byte, 40)
+	n, err := sf.ReadAt(buf, 10)
+	require.NoError(t, err)
+	assert.Equal(t, data[10:50], buf[:n])
+	n, err = sf.ReadAt(buf, 80)
+	assert.Equal(t, io.EOF, err)
+	assert.Equal(t, data[80:], buf[:n])
+	n, err = sf.ReadAt(buf, 100)
+	assert.Equal(t, io.EOF, err)
+	assert.Zero(t, n)
+	_, err = sf.ReadAt(buf, -1)
+	assert.Error(t, err)
+
+	// Another file put in its place, even of the same size, is refused.
+	other := writeEngineFiles(t, t.TempDir(), 100)[0]
+	require.NoError(t, os.Rename(other, p))
+	_, err = sf.ReadAt(buf, 0)
+	assert.ErrorContains(t, err, "changed during the export")
+	require.NoError(t, os.Remove(p))
+	_, err = sf.ReadAt(buf, 0)
+	assert.ErrorContains(t, err, "open")
+}
