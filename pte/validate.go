@@ -154,10 +154,11 @@ func (v *validator) add(sev Severity, code Code, off int64, path, format string,
 // text warns when a name or key s at path is not valid UTF-8: ExecuTorch
 // compares such strings byte by byte and is fine with them, but a tool that
 // prints them (or a JSON report) cannot show them faithfully, and a user
-// cannot type them to select a method or backend.
-func (v *validator) text(off int64, path, what, s string) {
+// cannot type them to select a method or backend. The path is path+field,
+// joined only for a finding.
+func (v *validator) text(off int64, path, field, what, s string) {
 	if !utf8.ValidString(s) {
-		v.add(SeverityWarning, CodeOk, off, path, "%s %s is not valid UTF-8", what, quote.String(s))
+		v.add(SeverityWarning, CodeOk, off, path+field, "%s %s is not valid UTF-8", what, quote.String(s))
 	}
 }
 
@@ -181,12 +182,14 @@ type elemFindings struct {
 	sev           Severity
 	code          Code
 	off           int64
-	path          string // the vector's path; an element's is path[k]
+	path, field   string // the vector's path is path+field; an element's is path+field[k]
 	shown, hidden int
 }
 
-func (v *validator) elems(sev Severity, code Code, off int64, path string) elemFindings {
-	return elemFindings{v: v, sev: sev, code: code, off: off, path: path}
+// elems starts the findings of the vector at path+field, a path joined
+// only when there is a finding: Write checks every vector it writes.
+func (v *validator) elems(sev Severity, code Code, off int64, path, field string) elemFindings {
+	return elemFindings{v: v, sev: sev, code: code, off: off, path: path, field: field}
 }
 
 // add reports a problem of element k, or counts it once maxElemFindings
@@ -197,13 +200,13 @@ func (e *elemFindings) add(k int, format string, args ...any) {
 		return
 	}
 	e.shown++
-	e.v.add(e.sev, e.code, e.off, fmt.Sprintf("%s[%d]", e.path, k), format, args...)
+	e.v.add(e.sev, e.code, e.off, fmt.Sprintf("%s%s[%d]", e.path, e.field, k), format, args...)
 }
 
 // done reports how many element problems add did not list.
 func (e *elemFindings) done() {
 	if e.hidden > 0 {
-		e.v.add(e.sev, e.code, e.off, e.path, "%d more elements have problems like the ones listed", e.hidden)
+		e.v.add(e.sev, e.code, e.off, e.path+e.field, "%d more elements have problems like the ones listed", e.hidden)
 	}
 }
 
@@ -260,7 +263,7 @@ func (v *validator) constantSegment() {
 					"constant data is in a segment but the file has no extended header: ExecuTorch would read it from file offset 0")
 			} else if uint64(cs.SegmentIndex) < uint64(len(p.Segments)) {
 				size := p.Segments[cs.SegmentIndex].Size
-				bad := v.elems(SeverityError, CodeInvalidArgument, f.posOf(cs), "constant_segment.offsets")
+				bad := v.elems(SeverityError, CodeInvalidArgument, f.posOf(cs), "constant_segment.offsets", "")
 				for k, o := range cs.Offsets {
 					if o > size {
 						bad.add(k, "offset %d is past the %d-byte constant segment", o, size)
@@ -296,7 +299,7 @@ func (v *validator) namedData() {
 	seen := map[string]int{}
 	for i, nd := range p.NamedData {
 		path := fmt.Sprintf("named_data[%d]", i)
-		v.text(f.posOf(nd), path+".key", "named data key", nd.Key)
+		v.text(f.posOf(nd), path, ".key", "named data key", nd.Key)
 		if isAbsent(nd.Absent, "key", nd.Key) {
 			v.add(SeverityError, CodeInvalidArgument, f.posOf(nd), path+".key",
 				"named data has no key: ExecuTorch fails every lookup that reaches this entry")

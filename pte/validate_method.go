@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ptekit/ptekit/internal/quote"
+	"strconv"
 	"strings"
 )
 
@@ -13,16 +14,19 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 	f := v.f
 	v.curMethod = ep.Name
 	if v.curMethod == "" {
-		v.curMethod = fmt.Sprintf("execution_plan[%d]", i)
+		v.curMethod = "execution_plan[" + strconv.Itoa(i) + "]"
 	}
 	defer func() { v.curMethod = "" }()
-	path := fmt.Sprintf("execution_plan[%d]", i)
+	// Paths are concatenated rather than formatted: Write checks every
+	// method it writes, and fmt's boxing of each argument showed up in an
+	// export of many small methods.
+	path := "execution_plan[" + strconv.Itoa(i) + "]"
 	off := f.posOf(ep)
 	if isAbsent(ep.Absent, "name", ep.Name) {
 		// Program::get_method skips it; Method::load dereferences it.
 		v.add(SeverityError, CodeInvalidProgram, off, path+".name", "method has no name")
 	}
-	v.text(off, path+".name", "method name", ep.Name)
+	v.text(off, path, ".name", "method name", ep.Name)
 	if ep.NonConstBufferSizes == nil {
 		v.add(SeverityError, CodeInvalidProgram, off, path+".non_const_buffer_sizes", "method has no non_const_buffer_sizes")
 	}
@@ -32,7 +36,7 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 	if ep.Outputs == nil {
 		v.add(SeverityError, CodeInvalidProgram, off, path+".outputs", "method has no outputs")
 	}
-	bad := v.elems(SeverityError, CodeInvalidProgram, off, path+".non_const_buffer_sizes")
+	bad := v.elems(SeverityError, CodeInvalidProgram, off, path, ".non_const_buffer_sizes")
 	for k, s := range ep.NonConstBufferSizes {
 		if s < 0 {
 			bad.add(k, "negative arena size %d", s)
@@ -49,14 +53,14 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 		}
 	}
 	n := len(ep.Values)
-	bad = v.elems(SeverityError, CodeInvalidProgram, off, path+".inputs")
+	bad = v.elems(SeverityError, CodeInvalidProgram, off, path, ".inputs")
 	for k, x := range ep.Inputs {
 		if x < 0 || int(x) >= n {
 			bad.add(k, "input value index %d out of range (%d values); ExecuTorch loads the method but aborts in set_input", x, n)
 		}
 	}
 	bad.done()
-	bad = v.elems(SeverityError, CodeInvalidProgram, off, path+".outputs")
+	bad = v.elems(SeverityError, CodeInvalidProgram, off, path, ".outputs")
 	for k, x := range ep.Outputs {
 		if x < 0 || int(x) >= n {
 			bad.add(k, "output value index %d out of range (%d values)", x, n)
@@ -98,7 +102,7 @@ func isInt(x Value) bool    { t, ok := x.(*Int); return ok && t != nil }
 // value checks one EValue as the tensor and list parsers do.
 func (v *validator) value(ep *ExecutionPlan, plan string, k int, ev *EValue) {
 	f := v.f
-	path := fmt.Sprintf("%s.values[%d].val", plan, k)
+	path := plan + ".values[" + strconv.Itoa(k) + "].val"
 	off := f.posOf(ev)
 	switch x := ev.Val.(type) {
 	case nil:
@@ -117,7 +121,7 @@ func (v *validator) value(ep *ExecutionPlan, plan string, k int, ev *EValue) {
 			v.add(SeverityError, CodeInvalidProgram, off, path, "IntList has no items")
 			return
 		}
-		bad := v.elems(SeverityError, CodeInvalidProgram, off, path+".items")
+		bad := v.elems(SeverityError, CodeInvalidProgram, off, path, ".items")
 		for j, it := range x.Items {
 			if !valueIs(ep, it, isInt) {
 				bad.add(j, "item %d is not the index of an Int value", it)
@@ -164,7 +168,7 @@ func isNilValue(x Value) bool {
 // tensorItems checks list items: indices of earlier Tensor values (-1 = None
 // when optional).
 func (v *validator) tensorItems(ep *ExecutionPlan, path string, self int, items []int32, optional bool) {
-	bad := v.elems(SeverityError, CodeInvalidProgram, v.f.posOf(ep.Values[self]), path+".items")
+	bad := v.elems(SeverityError, CodeInvalidProgram, v.f.posOf(ep.Values[self]), path, ".items")
 	for j, it := range items {
 		if optional && it == -1 {
 			continue
@@ -211,13 +215,12 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 		return
 	}
 	if a := t.AllocationInfo; a != nil {
-		apath := path + ".allocation_info"
 		// A missing non_const_buffer_sizes is reported once for the method.
 		if ep.NonConstBufferSizes != nil {
-			v.arena(ep, apath, a, nbytes, sized)
+			v.arena(ep, path, a, nbytes, sized)
 		}
 		if a.MemoryOffsetHigh != 0 {
-			v.add(SeverityWarning, CodeNotSupported, f.posOf(a), apath+".memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
+			v.add(SeverityWarning, CodeNotSupported, f.posOf(a), path+".allocation_info.memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
 		}
 		if t.DataBufferIdx > 0 {
 			v.mutableInit(path, t, nbytes, sized)
@@ -243,7 +246,7 @@ func (v *validator) tensorShape(off int64, path string, t *Tensor) bool {
 	if rank > maxTensorRank {
 		v.add(SeverityError, CodeInvalidProgram, off, path+".sizes", "rank %d exceeds the runtime limit %d", rank, maxTensorRank)
 	}
-	bad := v.elems(SeverityError, CodeInvalidProgram, off, path+".sizes")
+	bad := v.elems(SeverityError, CodeInvalidProgram, off, path, ".sizes")
 	for d, s := range t.Sizes {
 		if s < 0 {
 			bad.add(d, "negative size %d", s)
@@ -335,17 +338,17 @@ func (v *validator) delegates(plan int, ep *ExecutionPlan, path string) {
 		return
 	}
 	for k, d := range ep.Delegates {
-		dpath := fmt.Sprintf("%s.delegates[%d]", path, k)
+		dpath := path + ".delegates[" + strconv.Itoa(k) + "]"
 		if isAbsent(d.Absent, "id", d.ID) {
 			v.add(SeverityError, CodeInvalidProgram, f.posOf(d), dpath+".id", "delegate has no backend id")
 		}
-		v.text(f.posOf(d), dpath+".id", "backend id", d.ID)
+		v.text(f.posOf(d), dpath, ".id", "backend id", d.ID)
 		for j, cs := range d.CompileSpecs {
-			cpath := fmt.Sprintf("%s.compile_specs[%d]", dpath, j)
+			cpath := dpath + ".compile_specs[" + strconv.Itoa(j) + "]"
 			if isAbsent(cs.Absent, "key", cs.Key) {
 				v.add(SeverityError, CodeInvalidProgram, f.posOf(cs), cpath+".key", "compile spec has no key")
 			}
-			v.text(f.posOf(cs), cpath+".key", "compile spec key", cs.Key)
+			v.text(f.posOf(cs), cpath, ".key", "compile spec key", cs.Key)
 			if cs.Value == nil {
 				v.add(SeverityError, CodeInvalidProgram, f.posOf(cs), cpath+".value", "compile spec has no value")
 			}
@@ -370,13 +373,13 @@ func (v *validator) chains(ep *ExecutionPlan, path string) {
 		return
 	}
 	for c, ch := range ep.Chains {
-		cpath := fmt.Sprintf("%s.chains[%d]", path, c)
+		cpath := path + ".chains[" + strconv.Itoa(c) + "]"
 		if ch.Instructions == nil {
 			v.add(SeverityError, CodeInvalidProgram, f.posOf(ch), cpath+".instructions", "chain has no instructions")
 			continue
 		}
 		for k, in := range ch.Instructions {
-			ipath := fmt.Sprintf("%s.instructions[%d].instr_args", cpath, k)
+			ipath := cpath + ".instructions[" + strconv.Itoa(k) + "].instr_args"
 			v.instruction(ep, ch, in, path, ipath)
 		}
 	}
@@ -450,7 +453,7 @@ func (v *validator) instructionArgs(a []int32, n, off int64, ipath string) {
 	if a == nil {
 		v.add(SeverityError, CodeInvalidProgram, off, ipath+".args", "instruction has no args")
 	}
-	bad := v.elems(SeverityError, CodeInvalidProgram, off, ipath+".args")
+	bad := v.elems(SeverityError, CodeInvalidProgram, off, ipath, ".args")
 	for j, x := range a {
 		if x < 0 || int64(x) >= n {
 			bad.add(j, "value index %d out of range (%d values)", x, n)
@@ -459,17 +462,17 @@ func (v *validator) instructionArgs(a []int32, n, off int64, ipath string) {
 	bad.done()
 }
 
-// arena checks that a planned tensor fits its arena.
-func (v *validator) arena(ep *ExecutionPlan, apath string, a *AllocationDetails, nbytes uint64, sized bool) {
+// arena checks that a planned tensor (at path) fits its arena.
+func (v *validator) arena(ep *ExecutionPlan, path string, a *AllocationDetails, nbytes uint64, sized bool) {
 	off := v.f.posOf(a)
 	if a.MemoryID == 0 || uint64(a.MemoryID) >= uint64(len(ep.NonConstBufferSizes)) {
-		v.add(SeverityError, CodeInvalidArgument, off, apath+".memory_id",
+		v.add(SeverityError, CodeInvalidArgument, off, path+".allocation_info.memory_id",
 			"memory_id %d is not a planned arena (1..%d)", a.MemoryID, len(ep.NonConstBufferSizes)-1)
 		return
 	}
 	arena := ep.NonConstBufferSizes[a.MemoryID]
 	if sized && arena >= 0 && (a.Offset() > uint64(arena) || nbytes > uint64(arena)-a.Offset()) {
-		v.add(SeverityError, CodeInvalidArgument, off, apath,
+		v.add(SeverityError, CodeInvalidArgument, off, path+".allocation_info",
 			"tensor bytes [%d, %d+%d) exceed arena %d of %d bytes", a.Offset(), a.Offset(), nbytes, a.MemoryID, arena)
 	}
 }
