@@ -159,7 +159,16 @@ func cppString(s []byte, p int) (string, int) {
 		return "", -1
 	}
 	p++
-	var out []byte
+	// Most strings have no backslash: one copy of their bytes, without
+	// growing a buffer (the encoder reads back every blob it writes).
+	start := p
+	for p < len(s) && s[p] != '"' && s[p] != '\\' {
+		p++
+	}
+	if p < len(s) && s[p] == '"' {
+		return string(s[start:p]), p + 1
+	}
+	out := append([]byte(nil), s[start:p]...)
 	for p < len(s) && s[p] != '"' {
 		if s[p] == '\\' && p+1 < len(s) {
 			p++

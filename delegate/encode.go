@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -200,9 +201,13 @@ func checkEncodable(m *Metadata) error {
 		}
 	}
 	for i, b := range m.IOBindings {
-		p := fmt.Sprintf("io_bindings[%d].", i)
-		str(p+"name", b.Name)
-		str(p+"dtype", b.DType)
+		// The field is named only for an error: every call of an export
+		// is checked.
+		if !utf8.ValidString(b.Name) || !utf8.ValidString(b.DType) {
+			p := fmt.Sprintf("io_bindings[%d].", i)
+			str(p+"name", b.Name)
+			str(p+"dtype", b.DType)
+		}
 	}
 	seen := map[string]int{}
 	for i, a := range m.AliasedIO {
@@ -304,17 +309,21 @@ func nameProblems(m *Metadata, collisions bool) error {
 	}
 	first := map[string]int{}
 	for i, b := range m.IOBindings {
-		f := fmt.Sprintf("io_bindings[%d].name", i)
+		// The field is named only for a problem: every call of an
+		// export is checked.
+		f := func() string { return fmt.Sprintf("io_bindings[%d].name", i) }
 		if b.Name == "" {
-			bad(f, b.Name, "empty: the deployed C++ reader drops a binding with an empty name")
+			bad(f(), b.Name, "empty: the deployed C++ reader drops a binding with an empty name")
 			continue
 		}
 		if j, dup := first[b.Name]; dup {
-			bad(f, b.Name, fmt.Sprintf("already the name of io_bindings[%d]: TensorRT tensor names are unique, so both would bind one tensor", j))
+			bad(f(), b.Name, fmt.Sprintf("already the name of io_bindings[%d]: TensorRT tensor names are unique, so both would bind one tensor", j))
 			continue
 		}
 		first[b.Name] = i
-		ctl(f, b.Name)
+		if strings.IndexFunc(b.Name, func(r rune) bool { return r < 0x20 }) >= 0 {
+			ctl(f(), b.Name)
+		}
 	}
 	for i, a := range m.AliasedIO {
 		p := fmt.Sprintf("aliased_io[%d].", i)
