@@ -122,39 +122,65 @@ func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.Executi
 		evs[i] = pte.EValue{Val: &tensors[i]}
 		values[i] = &evs[i]
 	}
-	inputs := valueIndices(md.inputs)
-	outputs := valueIndices(md.outputs)
-	instrs := make([]*pte.Instruction, len(md.calls))
-	for i, c := range md.calls {
-		args := append(valueIndices(c.inputs), valueIndices(c.outputs)...)
-		instrs[i] = &pte.Instruction{Args: &pte.DelegateCall{DelegateIndex: int32(i), Args: args}}
+	// The index lists (the method's and its chain's inputs and outputs,
+	// each call's arguments) share one slab, each capped so that an append
+	// to one cannot run into the next, and the plan's fixed tables are one
+	// allocation: an export of many one-engine methods pays per method.
+	nidx := 2 * (len(md.inputs) + len(md.outputs))
+	for _, c := range md.calls {
+		nidx += len(c.inputs) + len(c.outputs)
 	}
-	return &pte.ExecutionPlan{
-		Name: md.m.Name,
-		ContainerMetaType: &pte.ContainerMetadata{
-			EncodedInpStr: inputSpec(len(md.inputs)),
-			EncodedOutStr: outputSpec(len(md.outputs)),
-		},
-		Values:  values,
-		Inputs:  inputs,
-		Outputs: outputs,
-		Chains: []*pte.Chain{{
-			Inputs:       append([]int32{}, inputs...),
-			Outputs:      append([]int32{}, outputs...),
-			Instructions: instrs,
-		}},
+	slab := make([]int32, 0, nidx)
+	indices := func(lists ...[]*tensorDef) []int32 {
+		start := len(slab)
+		for _, ts := range lists {
+			for _, t := range ts {
+				slab = append(slab, t.value)
+			}
+		}
+		return slab[start:len(slab):len(slab)]
+	}
+	inputs, outputs := indices(md.inputs), indices(md.outputs)
+	instrs := make([]*pte.Instruction, len(md.calls))
+	calls := make([]struct {
+		in pte.Instruction
+		dc pte.DelegateCall
+	}, len(md.calls))
+	for i, c := range md.calls {
+		calls[i].dc = pte.DelegateCall{DelegateIndex: int32(i), Args: indices(c.inputs, c.outputs)}
+		calls[i].in = pte.Instruction{Args: &calls[i].dc}
+		instrs[i] = &calls[i].in
+	}
+	fixed := &struct {
+		ep     pte.ExecutionPlan
+		cm     pte.ContainerMetadata
+		chain  pte.Chain
+		chains [1]*pte.Chain
+		arenas [2]int64
+	}{}
+	fixed.cm = pte.ContainerMetadata{
+		EncodedInpStr: inputSpec(len(md.inputs)),
+		EncodedOutStr: outputSpec(len(md.outputs)),
+	}
+	fixed.chain = pte.Chain{
+		Inputs:       indices(md.inputs),
+		Outputs:      indices(md.outputs),
+		Instructions: instrs,
+	}
+	fixed.chains[0] = &fixed.chain
+	fixed.arenas = [2]int64{0, md.arena}
+	fixed.ep = pte.ExecutionPlan{
+		Name:                md.m.Name,
+		ContainerMetaType:   &fixed.cm,
+		Values:              values,
+		Inputs:              inputs,
+		Outputs:             outputs,
+		Chains:              fixed.chains[:],
 		Operators:           []*pte.Operator{},
 		Delegates:           delegates,
-		NonConstBufferSizes: []int64{0, md.arena},
+		NonConstBufferSizes: fixed.arenas[:],
 	}
-}
-
-func valueIndices(ts []*tensorDef) []int32 {
-	out := make([]int32, len(ts))
-	for i, t := range ts {
-		out[i] = t.value
-	}
-	return out
+	return &fixed.ep
 }
 
 // The container_meta_type strings use the torch JSON pytree format
