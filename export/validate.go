@@ -84,8 +84,8 @@ func resolve(p *Program, blobs map[*EngineCall]*blobMeta) ([]*methodDef, error) 
 	if p == nil || len(p.Methods) == 0 {
 		return nil, newError("", "", "the program has no methods", nil)
 	}
-	seen := map[string]bool{}
-	var out []*methodDef
+	seen := make(map[string]bool, len(p.Methods))
+	out := make([]*methodDef, 0, len(p.Methods))
 	for i, m := range p.Methods {
 		if m == nil {
 			return nil, newError("", "", fmt.Sprintf("methods[%d] is nil", i), nil)
