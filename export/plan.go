@@ -87,41 +87,7 @@ func alignUp(n int64) (int64, error) {
 // executionPlan builds the ExecutionPlan of md. delegates are the method's
 // delegates, one per call, in call order.
 func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.ExecutionPlan {
-	// The tables of all values are allocated together, a few slices per
-	// method instead of five objects per tensor.
-	n, dims := len(md.tensors), 0
-	for _, t := range md.tensors {
-		dims += len(t.sizes)
-	}
-	values := make([]*pte.EValue, n)
-	evs, tensors, allocs := make([]pte.EValue, n), make([]pte.Tensor, n), make([]pte.AllocationDetails, n)
-	sizes, orders := make([]int32, 0, dims), make([]uint8, 0, dims)
-	for i, t := range md.tensors {
-		dyn := pte.TensorShapeDynamismSTATIC
-		if t.maxShape != nil {
-			dyn = pte.TensorShapeDynamismDYNAMIC_BOUND
-		}
-		start := len(sizes)
-		sizes = append(sizes, t.sizes...)
-		for d := range t.sizes {
-			orders = append(orders, uint8(d))
-		}
-		off := uint64(t.offset)
-		allocs[i] = pte.AllocationDetails{
-			MemoryID:         1,
-			MemoryOffsetLow:  uint32(off),
-			MemoryOffsetHigh: uint32(off >> 32),
-		}
-		tensors[i] = pte.Tensor{
-			ScalarType:     t.scalar,
-			Sizes:          sizes[start:len(sizes):len(sizes)],
-			DimOrder:       orders[start:len(orders):len(orders)],
-			AllocationInfo: &allocs[i],
-			ShapeDynamism:  dyn,
-		}
-		evs[i] = pte.EValue{Val: &tensors[i]}
-		values[i] = &evs[i]
-	}
+	values := planValues(md)
 	// The index lists (the method's and its chain's inputs and outputs,
 	// each call's arguments) share one slab, each capped so that an append
 	// to one cannot run into the next, and the plan's fixed tables are one
@@ -181,6 +147,46 @@ func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.Executi
 		NonConstBufferSizes: fixed.arenas[:],
 	}
 	return &fixed.ep
+}
+
+// planValues returns the method's values, one tensor each, planned in
+// memory arena 1. The tables of all values are allocated together, a few
+// slices per method instead of five objects per tensor.
+func planValues(md *methodDef) []*pte.EValue {
+	n, dims := len(md.tensors), 0
+	for _, t := range md.tensors {
+		dims += len(t.sizes)
+	}
+	values := make([]*pte.EValue, n)
+	evs, tensors, allocs := make([]pte.EValue, n), make([]pte.Tensor, n), make([]pte.AllocationDetails, n)
+	sizes, orders := make([]int32, 0, dims), make([]uint8, 0, dims)
+	for i, t := range md.tensors {
+		dyn := pte.TensorShapeDynamismSTATIC
+		if t.maxShape != nil {
+			dyn = pte.TensorShapeDynamismDYNAMIC_BOUND
+		}
+		start := len(sizes)
+		sizes = append(sizes, t.sizes...)
+		for d := range t.sizes {
+			orders = append(orders, uint8(d))
+		}
+		off := uint64(t.offset)
+		allocs[i] = pte.AllocationDetails{
+			MemoryID:         1,
+			MemoryOffsetLow:  uint32(off),
+			MemoryOffsetHigh: uint32(off >> 32),
+		}
+		tensors[i] = pte.Tensor{
+			ScalarType:     t.scalar,
+			Sizes:          sizes[start:len(sizes):len(sizes)],
+			DimOrder:       orders[start:len(orders):len(orders)],
+			AllocationInfo: &allocs[i],
+			ShapeDynamism:  dyn,
+		}
+		evs[i] = pte.EValue{Val: &tensors[i]}
+		values[i] = &evs[i]
+	}
+	return values
 }
 
 // The container_meta_type strings use the torch JSON pytree format

@@ -151,35 +151,7 @@ func encode(d *Data) ([]byte, Header, []uint64, error) {
 		}
 	}
 	b := flatbuffers.NewBuilder(1024)
-	nds := make([]flatbuffers.UOffsetT, len(d.NamedData))
-	for i, nd := range d.NamedData {
-		var key, layout flatbuffers.UOffsetT
-		if !nd.KeyAbsent || nd.Key != "" {
-			key = b.CreateString(nd.Key)
-		}
-		if l := nd.Layout; l != nil {
-			flattensor.TensorLayoutStartSizesVector(b, len(l.Sizes))
-			for j := len(l.Sizes) - 1; j >= 0; j-- {
-				b.PrependInt32(l.Sizes[j])
-			}
-			sizes := b.EndVector(len(l.Sizes))
-			dims := b.CreateByteVector(l.DimOrder)
-			flattensor.TensorLayoutStart(b)
-			flattensor.TensorLayoutAddScalarType(b, flattensor.ScalarType(l.ScalarType))
-			flattensor.TensorLayoutAddSizes(b, sizes)
-			flattensor.TensorLayoutAddDimOrder(b, dims)
-			layout = flattensor.TensorLayoutEnd(b)
-		}
-		flattensor.NamedDataStart(b)
-		if key != 0 {
-			flattensor.NamedDataAddKey(b, key)
-		}
-		flattensor.NamedDataAddSegmentIndex(b, nd.SegmentIndex)
-		if layout != 0 {
-			flattensor.NamedDataAddTensorLayout(b, layout)
-		}
-		nds[i] = flattensor.NamedDataEnd(b)
-	}
+	nds := encodeNamedData(b, d.NamedData)
 	segs := make([]flatbuffers.UOffsetT, len(d.Segments))
 	for i, s := range d.Segments {
 		flattensor.DataSegmentStart(b)
@@ -215,6 +187,42 @@ func encode(d *Data) ([]byte, Header, []uint64, error) {
 	h.SegmentBaseOffset = roundUp(uint64(len(out)), SegmentAlignment)
 	putHeader(out[HeaderOffset:], h)
 	return out, h, offs, nil
+}
+
+// encodeNamedData adds the named_data tables to b, in order, and returns
+// their offsets. An absent key (NamedData.KeyAbsent with no key) is left
+// out of its table, as the reader found it.
+func encodeNamedData(b *flatbuffers.Builder, named []NamedData) []flatbuffers.UOffsetT {
+	nds := make([]flatbuffers.UOffsetT, len(named))
+	for i, nd := range named {
+		var key, layout flatbuffers.UOffsetT
+		if !nd.KeyAbsent || nd.Key != "" {
+			key = b.CreateString(nd.Key)
+		}
+		if l := nd.Layout; l != nil {
+			flattensor.TensorLayoutStartSizesVector(b, len(l.Sizes))
+			for j := len(l.Sizes) - 1; j >= 0; j-- {
+				b.PrependInt32(l.Sizes[j])
+			}
+			sizes := b.EndVector(len(l.Sizes))
+			dims := b.CreateByteVector(l.DimOrder)
+			flattensor.TensorLayoutStart(b)
+			flattensor.TensorLayoutAddScalarType(b, flattensor.ScalarType(l.ScalarType))
+			flattensor.TensorLayoutAddSizes(b, sizes)
+			flattensor.TensorLayoutAddDimOrder(b, dims)
+			layout = flattensor.TensorLayoutEnd(b)
+		}
+		flattensor.NamedDataStart(b)
+		if key != 0 {
+			flattensor.NamedDataAddKey(b, key)
+		}
+		flattensor.NamedDataAddSegmentIndex(b, nd.SegmentIndex)
+		if layout != 0 {
+			flattensor.NamedDataAddTensorLayout(b, layout)
+		}
+		nds[i] = flattensor.NamedDataEnd(b)
+	}
+	return nds
 }
 
 // putHeader writes h at b[0:40].
