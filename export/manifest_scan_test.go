@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -67,4 +68,48 @@ func FuzzScanJSON(f *testing.F) {
 	}
 	f.Add([]byte(`{"a":[1,-2.5e+3,"\u00e9",true,null]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { checkScan(t, data) })
+}
+
+// bigManifest is the example manifest with its methods repeated under new
+// names until it holds n methods: the size at which the scan's speed shows.
+func bigManifest(b *testing.B, n int) []byte {
+	b.Helper()
+	example, err := os.ReadFile(filepath.Join("..", "testdata", "examples", "model.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(example, &m); err != nil {
+		b.Fatal(err)
+	}
+	methods := m["methods"].([]any)
+	var out []any
+	for i := 0; len(out) < n; i++ {
+		for _, x := range methods {
+			c := map[string]any{}
+			for k, v := range x.(map[string]any) {
+				c[k] = v
+			}
+			c["name"] = c["name"].(string) + "_" + strconv.Itoa(i)
+			out = append(out, c)
+		}
+	}
+	m["methods"] = out
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+// BenchmarkParseJSON is the manifest's JSON reading alone, at 4096 methods.
+func BenchmarkParseJSON(b *testing.B) {
+	data := bigManifest(b, 4096)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parseJSON(data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

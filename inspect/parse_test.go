@@ -130,3 +130,29 @@ func FuzzIndenter(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseValid is Diff's reading of a JSON form: a document-like
+// value of 20000 objects as json.Marshal writes it.
+func BenchmarkParseValid(b *testing.B) {
+	type tensor struct {
+		Name  string  `json:"name"`
+		DType string  `json:"dtype"`
+		Shape []int64 `json:"shape"`
+		Note  string  `json:"note,omitempty"`
+	}
+	var ts []tensor
+	for i := range 20000 {
+		ts = append(ts, tensor{Name: "t" + strconv.Itoa(i), DType: "float16", Shape: []int64{1, int64(i), 128, 16}, Note: "é\n"[:i%2*3]})
+	}
+	data, err := json.Marshal(map[string]any{"values": ts, "version": 1.5})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := parseValid(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
