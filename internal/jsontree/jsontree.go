@@ -1,0 +1,580 @@
+// Package jsontree is ptekit's one JSON parser: it reads JSON text into a
+// tree of Values that keeps the byte offset of every value and member
+// name, the literal text of numbers and the order of object members, so
+// that whoever reads the tree can say where a wrong value is.
+//
+// It accepts exactly what encoding/json accepts, and reads strings as
+// encoding/json decodes them (an unpaired UTF-16 surrogate or an invalid
+// UTF-8 byte becomes U+FFFD). Options add what some callers need: limits
+// for untrusted input, refusing a member given twice, and Python's
+// json.loads extensions (NaN, Infinity, -Infinity), each use reported.
+package jsontree
+
+import (
+	"fmt"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Kind is the type of a JSON value.
+type Kind uint8
+
+// The kinds of Value.
+const (
+	Null Kind = iota
+	Bool
+	Number
+	String
+	Array
+	Object
+)
+
+var kindNames = [...]string{"null", "a boolean", "a number", "a string", "an array", "an object"}
+
+// String names the kind for messages, with its article: "an object".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", k)
+}
+
+// Value is a parsed JSON value.
+type Value struct {
+	Kind Kind
+	// Bool is a boolean's value.
+	Bool bool
+	// Off is the offset of the value's first byte in the parsed text.
+	Off int
+	// Text is a number's literal text or a string's decoded value.
+	Text string
+	// Elems holds an array's elements, or an object's member values in
+	// the order of Keys. A member given twice is kept twice unless
+	// Options.RefuseDuplicates.
+	Elems []*Value
+	// Keys and KeyOffs are an object's member names, decoded, and the
+	// offsets of their opening quotes.
+	Keys    []string
+	KeyOffs []int
+}
+
+// Member returns the value of member key of an object, the last when it
+// is given more than once (as Python's dict and encoding/json keep it),
+// or nil.
+func (v *Value) Member(key string) *Value {
+	for i := len(v.Keys) - 1; i >= 0; i-- {
+		if v.Keys[i] == key {
+			return v.Elems[i]
+		}
+	}
+	return nil
+}
+
+// Options are the limits and extensions of a parse. The zero value reads
+// standard JSON without limits.
+type Options struct {
+	// MaxDepth is the most arrays and objects nested in one another;
+	// 0 means no limit.
+	MaxDepth int
+	// MaxValues is the most values (member names not counted) read;
+	// 0 means no limit.
+	MaxValues int
+	// MaxIntDigits is the most digits of an integer (a number without
+	// fraction or exponent); 0 means no limit.
+	MaxIntDigits int
+	// RefuseDuplicates makes a member given twice in an object an error.
+	RefuseDuplicates bool
+	// Python accepts the NaN, Infinity and -Infinity literals as numbers,
+	// as Python's json.loads does. Each use of them, and each unpaired
+	// UTF-16 surrogate in a \u escape (which json.loads keeps and Go
+	// cannot), is returned as an Extension.
+	Python bool
+}
+
+// SyntaxError is text that is not JSON (or not what the options allow).
+type SyntaxError struct {
+	Off int // offset of the byte where reading failed
+	Msg string
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("%s at offset %d", e.Msg, e.Off) }
+
+// Limit names one of the limits of Options.
+type Limit uint8
+
+// The limits a LimitError reports.
+const (
+	LimitDepth     Limit = iota + 1 // Options.MaxDepth
+	LimitValues                     // Options.MaxValues
+	LimitIntDigits                  // Options.MaxIntDigits
+)
+
+// LimitError is JSON that goes past one of the limits of Options.
+type LimitError struct {
+	Limit Limit
+	Max   int // the limit
+	N     int // for LimitIntDigits, the digits found
+	Off   int // offset of the value that goes past it
+}
+
+func (e *LimitError) Error() string {
+	switch e.Limit {
+	case LimitDepth:
+		return fmt.Sprintf("nesting deeper than %d levels at offset %d", e.Max, e.Off)
+	case LimitValues:
+		return fmt.Sprintf("more than %d JSON values at offset %d", e.Max, e.Off)
+	}
+	return fmt.Sprintf("integer with %d digits, more than %d, at offset %d", e.N, e.Max, e.Off)
+}
+
+// Extension is a use of one of Python's extensions of JSON (Options.Python).
+type Extension struct {
+	Off int
+	Msg string
+}
+
+// Parse parses data, one JSON value with optional white space around it.
+// With Options.Python it also returns where the text uses Python's
+// extensions of JSON.
+func Parse(data []byte, opt Options) (*Value, []Extension, error) {
+	p := &parser{s: data, opt: opt, names: map[string]string{}}
+	p.space()
+	v, err := p.value()
+	if err != nil {
+		return nil, nil, err
+	}
+	p.space()
+	if p.p != len(data) {
+		return nil, nil, p.errf("extra data after the JSON value")
+	}
+	return v, p.ext, nil
+}
+
+type parser struct {
+	s      []byte
+	p      int
+	opt    Options
+	depth  int
+	values int
+	ext    []Extension
+	// Member values, names and name offsets of the containers being read,
+	// stacked, so that each container gets slices of its exact length (a
+	// manifest of many engines has hundreds of thousands of small objects).
+	elems []*Value
+	keys  []string
+	koffs []int
+	// vals hands out Values from blocks, one allocation per block.
+	vals []Value
+	// names holds each short plain member name once: the same few names
+	// repeat in every object. (Values are not interned: they are mostly
+	// unique, and the map would only grow.)
+	names map[string]string
+	// buf is reused to decode strings with escapes.
+	buf []byte
+}
+
+// maxInterned is the longest member name interned (parser.names).
+const maxInterned = 16
+
+// dupScan is the size of object up to which a duplicate member is looked
+// for by a scan of the names; past it, a map keeps the check linear.
+const dupScan = 16
+
+func (p *parser) newValue(kind Kind) *Value {
+	if len(p.vals) == 0 {
+		p.vals = make([]Value, 256)
+	}
+	v := &p.vals[0]
+	p.vals = p.vals[1:]
+	v.Kind, v.Off = kind, p.p
+	return v
+}
+
+func (p *parser) errf(format string, args ...any) error {
+	return &SyntaxError{Off: p.p, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p *parser) space() {
+	for p.p < len(p.s) {
+		switch p.s[p.p] {
+		case ' ', '\t', '\n', '\r':
+			p.p++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) hasPrefix(lit string) bool {
+	return len(p.s)-p.p >= len(lit) && string(p.s[p.p:p.p+len(lit)]) == lit
+}
+
+func (p *parser) value() (*Value, error) {
+	if p.p >= len(p.s) {
+		return nil, p.errf("expecting a value, found the end of the text")
+	}
+	if p.opt.MaxValues > 0 {
+		if p.values++; p.values > p.opt.MaxValues {
+			return nil, &LimitError{Limit: LimitValues, Max: p.opt.MaxValues, Off: p.p}
+		}
+	}
+	switch c := p.s[p.p]; {
+	case c == '{' || c == '[':
+		if p.depth++; p.opt.MaxDepth > 0 && p.depth > p.opt.MaxDepth {
+			return nil, &LimitError{Limit: LimitDepth, Max: p.opt.MaxDepth, Off: p.p}
+		}
+		var v *Value
+		var err error
+		if c == '{' {
+			v = p.newValue(Object)
+			err = p.object(v)
+		} else {
+			v = p.newValue(Array)
+			err = p.array(v)
+		}
+		p.depth--
+		if err != nil {
+			return nil, err
+		}
+		return v, nil
+	case c == '"':
+		v := p.newValue(String)
+		s, err := p.str(false)
+		if err != nil {
+			return nil, err
+		}
+		v.Text = s
+		return v, nil
+	case c == '-' || c >= '0' && c <= '9':
+		v := p.newValue(Number)
+		return v, p.number(v)
+	case c == 't' && p.hasPrefix("true"):
+		v := p.newValue(Bool)
+		v.Bool = true
+		p.p += len("true")
+		return v, nil
+	case c == 'f' && p.hasPrefix("false"):
+		v := p.newValue(Bool)
+		p.p += len("false")
+		return v, nil
+	case c == 'n' && p.hasPrefix("null"):
+		v := p.newValue(Null)
+		p.p += len("null")
+		return v, nil
+	}
+	if p.opt.Python {
+		for _, lit := range [...]string{"NaN", "Infinity"} {
+			if p.hasPrefix(lit) {
+				p.extension(p.p, "%s is not JSON (Python's json module accepts it)", lit)
+				v := p.newValue(Number)
+				v.Text = lit
+				p.p += len(lit)
+				return v, nil
+			}
+		}
+	}
+	r, _ := utf8.DecodeRune(p.s[p.p:])
+	return nil, p.errf("expecting a value, found %q", r)
+}
+
+// extension records a use of a Python extension at offset off.
+func (p *parser) extension(off int, format string, args ...any) {
+	p.ext = append(p.ext, Extension{Off: off, Msg: fmt.Sprintf(format, args...)})
+}
+
+// object reads the object whose '{' is at p.
+func (p *parser) object(v *Value) error {
+	p.p++
+	p.space()
+	if p.p < len(p.s) && p.s[p.p] == '}' {
+		p.p++
+		v.Keys, v.KeyOffs, v.Elems = []string{}, []int{}, []*Value{}
+		return nil
+	}
+	mark, emark := len(p.keys), len(p.elems)
+	defer func() {
+		p.elems, p.keys, p.koffs = p.elems[:emark], p.keys[:mark], p.koffs[:mark]
+	}()
+	var seen map[string]bool // the names, once the object outgrows dupScan
+	for {
+		p.space()
+		if p.p >= len(p.s) || p.s[p.p] != '"' {
+			return p.errf("expecting a property name in double quotes")
+		}
+		koff := p.p
+		k, err := p.str(true)
+		if err != nil {
+			return err
+		}
+		if p.opt.RefuseDuplicates {
+			switch names := p.keys[mark:]; {
+			case seen != nil:
+			case len(names) < dupScan:
+				for _, n := range names {
+					if n == k {
+						return &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
+					}
+				}
+			default:
+				seen = make(map[string]bool, 2*len(names))
+				for _, n := range names {
+					seen[n] = true
+				}
+			}
+			if seen != nil {
+				if seen[k] {
+					return &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
+				}
+				seen[k] = true
+			}
+		}
+		p.space()
+		if p.p >= len(p.s) || p.s[p.p] != ':' {
+			return p.errf("expecting ':' after property name %q", k)
+		}
+		p.p++
+		p.space()
+		e, err := p.value()
+		if err != nil {
+			return err
+		}
+		p.keys, p.koffs, p.elems = append(p.keys, k), append(p.koffs, koff), append(p.elems, e)
+		p.space()
+		if p.p >= len(p.s) {
+			return p.errf("unterminated object")
+		}
+		switch p.s[p.p] {
+		case ',':
+			p.p++
+		case '}':
+			p.p++
+			v.Keys = append([]string(nil), p.keys[mark:]...)
+			v.KeyOffs = append([]int(nil), p.koffs[mark:]...)
+			v.Elems = append([]*Value(nil), p.elems[emark:]...)
+			return nil
+		default:
+			return p.errf("expecting ',' or '}' in object")
+		}
+	}
+}
+
+// array reads the array whose '[' is at p.
+func (p *parser) array(v *Value) error {
+	p.p++
+	p.space()
+	if p.p < len(p.s) && p.s[p.p] == ']' {
+		p.p++
+		v.Elems = []*Value{}
+		return nil
+	}
+	mark := len(p.elems)
+	defer func() { p.elems = p.elems[:mark] }()
+	for {
+		p.space()
+		e, err := p.value()
+		if err != nil {
+			return err
+		}
+		p.elems = append(p.elems, e)
+		p.space()
+		if p.p >= len(p.s) {
+			return p.errf("unterminated array")
+		}
+		switch p.s[p.p] {
+		case ',':
+			p.p++
+		case ']':
+			p.p++
+			v.Elems = append([]*Value(nil), p.elems[mark:]...)
+			return nil
+		default:
+			return p.errf("expecting ',' or ']' in array")
+		}
+	}
+}
+
+// number reads a number, checked against JSON's grammar, keeping its text.
+func (p *parser) number(v *Value) error {
+	start := p.p
+	if p.opt.Python && p.hasPrefix("-Infinity") {
+		p.extension(p.p, "-Infinity is not JSON (Python's json module accepts it)")
+		p.p += len("-Infinity")
+		v.Text = "-Infinity"
+		return nil
+	}
+	digits := func() int {
+		n := 0
+		for p.p < len(p.s) && p.s[p.p] >= '0' && p.s[p.p] <= '9' {
+			p.p++
+			n++
+		}
+		return n
+	}
+	if p.s[p.p] == '-' {
+		p.p++
+	}
+	intDigits, whole := 1, true
+	if p.p < len(p.s) && p.s[p.p] == '0' {
+		p.p++
+	} else if intDigits = digits(); intDigits == 0 {
+		return p.errf("expecting a digit")
+	}
+	if p.p < len(p.s) && p.s[p.p] == '.' {
+		p.p++
+		whole = false
+		if digits() == 0 {
+			return p.errf("expecting a digit after '.'")
+		}
+	}
+	if p.p < len(p.s) && (p.s[p.p] == 'e' || p.s[p.p] == 'E') {
+		p.p++
+		whole = false
+		if p.p < len(p.s) && (p.s[p.p] == '+' || p.s[p.p] == '-') {
+			p.p++
+		}
+		if digits() == 0 {
+			return p.errf("expecting a digit in the exponent")
+		}
+	}
+	if whole && p.opt.MaxIntDigits > 0 && intDigits > p.opt.MaxIntDigits {
+		return &LimitError{Limit: LimitIntDigits, Max: p.opt.MaxIntDigits, N: intDigits, Off: start}
+	}
+	v.Text = string(p.s[start:p.p])
+	return nil
+}
+
+// str reads the string whose opening quote is at p. Plain ASCII without
+// escapes is taken as it is (a short member name interned); anything else
+// is decoded.
+func (p *parser) str(key bool) (string, error) {
+	p.p++
+	start := p.p
+	for p.p < len(p.s) {
+		c := p.s[p.p]
+		switch {
+		case c == '"':
+			raw := p.s[start:p.p]
+			p.p++
+			if key && len(raw) <= maxInterned {
+				if s, ok := p.names[string(raw)]; ok {
+					return s, nil
+				}
+				s := string(raw)
+				p.names[s] = s
+				return s, nil
+			}
+			return string(raw), nil
+		case c == '\\' || c >= utf8.RuneSelf:
+			return p.decode(start)
+		case c < 0x20:
+			return "", p.errf("invalid control character %q in string", rune(c))
+		}
+		p.p++
+	}
+	return "", p.errf("unterminated string")
+}
+
+// decode reads the rest of a string that has escapes or bytes past ASCII,
+// start being the offset of its first byte and p at the first such byte.
+func (p *parser) decode(start int) (string, error) {
+	b := append(p.buf[:0], p.s[start:p.p]...)
+	defer func() { p.buf = b[:0] }()
+	for {
+		run := p.p
+		for p.p < len(p.s) && p.s[p.p] != '"' && p.s[p.p] != '\\' && p.s[p.p] >= 0x20 && p.s[p.p] < utf8.RuneSelf {
+			p.p++
+		}
+		b = append(b, p.s[run:p.p]...)
+		if p.p >= len(p.s) {
+			return "", p.errf("unterminated string")
+		}
+		switch c := p.s[p.p]; {
+		case c == '"':
+			p.p++
+			return string(b), nil
+		case c < 0x20:
+			return "", p.errf("invalid control character %q in string", rune(c))
+		case c >= utf8.RuneSelf:
+			// Invalid UTF-8 reads as U+FFFD, a byte at a time, as
+			// encoding/json reads it.
+			r, n := utf8.DecodeRune(p.s[p.p:])
+			b = utf8.AppendRune(b, r)
+			p.p += n
+			continue
+		}
+		// A backslash escape.
+		if p.p+1 >= len(p.s) {
+			return "", p.errf("unterminated string")
+		}
+		e := p.s[p.p+1]
+		if r := simpleEscape(e); r != 0 {
+			b = append(b, r)
+			p.p += 2
+			continue
+		}
+		if e != 'u' {
+			return "", p.errf("invalid escape \\%c", e)
+		}
+		r, ok := p.hex4(p.p + 2)
+		if !ok {
+			return "", p.errf("invalid \\u escape")
+		}
+		p.p += 6
+		if utf16.IsSurrogate(r) {
+			lo, ok := rune(-1), false
+			if r < 0xdc00 && p.p+1 < len(p.s) && p.s[p.p] == '\\' && p.s[p.p+1] == 'u' {
+				lo, ok = p.hex4(p.p + 2)
+			}
+			if ok && lo >= 0xdc00 && lo <= 0xdfff {
+				r = utf16.DecodeRune(r, lo)
+				p.p += 6
+			} else {
+				if p.opt.Python {
+					p.extension(p.p-6, "unpaired UTF-16 surrogate \\u%04x (Python's json module accepts it; ptekit reads it as U+FFFD)", r)
+				}
+				r = utf8.RuneError
+			}
+		}
+		b = utf8.AppendRune(b, r)
+	}
+}
+
+// simpleEscape returns the byte a one-letter escape stands for, or 0.
+func simpleEscape(e byte) byte {
+	switch e {
+	case '"', '\\', '/':
+		return e
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return 0
+}
+
+func (p *parser) hex4(at int) (rune, bool) {
+	if at+4 > len(p.s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.s[at : at+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
