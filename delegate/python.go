@@ -109,7 +109,7 @@ type pyReader struct {
 }
 
 func (d *pyReader) errAt(path string, v *jsonValue, format string, args ...any) *BlobError {
-	return &BlobError{Field: "metadata" + path, Off: d.base + int64(v.off), Msg: fmt.Sprintf(format, args...)}
+	return &BlobError{Field: "metadata" + path, Off: d.base + int64(v.Off), Msg: fmt.Sprintf(format, args...)}
 }
 
 func (d *pyReader) refuse(path string, v *jsonValue, format string, args ...any) {
@@ -130,27 +130,19 @@ func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 		}
 		return nil, &BlobError{Field: "metadata", Off: base + int64(i), Msg: fmt.Sprintf("invalid UTF-8 (byte 0x%02x)", md[i])}
 	}
-	root, ext, err := parseJSON(md)
+	root, ext, err := parseJSON(md, base)
 	if err != nil {
-		var se *jsonSyntaxError
-		if errors.As(err, &se) {
-			return nil, &BlobError{Field: "metadata", Off: base + int64(se.off), Msg: "invalid JSON: " + se.msg}
-		}
-		var le *jsonLimitError
-		if errors.As(err, &le) {
-			return nil, &BlobError{Field: "metadata", Off: base + int64(le.off), Msg: le.msg}
-		}
 		return nil, err
 	}
 	d := &pyReader{base: base}
 	for _, e := range ext {
-		d.refused = append(d.refused, &BlobError{Field: "metadata", Off: base + int64(e.off), Msg: "invalid JSON: " + e.msg})
+		d.refused = append(d.refused, &BlobError{Field: "metadata", Off: base + int64(e.Off), Msg: "invalid JSON: " + e.Msg})
 	}
-	if root.kind != jsonObject {
-		return nil, d.errAt("", root, "want a JSON object, found %s", root.describe())
+	if root.Kind != jsonObject {
+		return nil, d.errAt("", root, "want a JSON object, found %s", describe(root))
 	}
 	m := &PyMetadata{IOBindings: []PyBinding{}, AliasedIO: []PyAliasedIO{}}
-	elems, err := d.iterate(".io_bindings", root.member("io_bindings"))
+	elems, err := d.iterate(".io_bindings", root.Member("io_bindings"))
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +153,7 @@ func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 		}
 		m.IOBindings = append(m.IOBindings, *b)
 	}
-	if elems, err = d.iterate(".aliased_io", root.member("aliased_io")); err != nil {
+	if elems, err = d.iterate(".aliased_io", root.Member("aliased_io")); err != nil {
 		return nil, err
 	}
 	seen := map[string]int{} // Python dict key -> index in m.AliasedIO
@@ -173,10 +165,10 @@ func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 		}
 		k, ok := pyKey(out)
 		if !ok {
-			return nil, d.errAt(path+".output", out, "want a string, found %s (Python fails: unhashable dict key)", out.describe())
+			return nil, d.errAt(path+".output", out, "want a string, found %s (Python fails: unhashable dict key)", describe(out))
 		}
 		if j, dup := seen[k]; dup {
-			d.refuse(path+".output", out, "output %s is already aliased by an earlier entry (Python keeps only this one, in the first one's place)", out.describe())
+			d.refuse(path+".output", out, "output %s is already aliased by an earlier entry (Python keeps only this one, in the first one's place)", describe(out))
 			m.AliasedIO[j].Input, m.AliasedIO[j].Kind = a.Input, a.Kind
 			continue
 		}
@@ -185,8 +177,8 @@ func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 	}
 	m.HardwareCompatible = d.member(root, "", "hardware_compatible", jsonBool, false)
 	m.DeviceID = json.Number("0")
-	if v := root.member("device_id"); v != nil {
-		m.DeviceID = v.toAny()
+	if v := root.Member("device_id"); v != nil {
+		m.DeviceID = toAny(v)
 		d.integer(".device_id", v)
 	}
 	m.SerializedMetadata = d.member(root, "", "serialized_metadata", jsonString, "")
@@ -203,36 +195,36 @@ func (d *pyReader) iterate(path string, v *jsonValue) ([]*jsonValue, error) {
 	switch {
 	case v == nil:
 		return nil, nil
-	case v.kind == jsonArray:
-		return v.elems, nil
-	case v.kind == jsonObject && len(v.elems) == 0, v.kind == jsonString && v.text == "":
-		d.refuse(path, v, "want an array, found %s", v.describe())
+	case v.Kind == jsonArray:
+		return v.Elems, nil
+	case v.Kind == jsonObject && len(v.Elems) == 0, v.Kind == jsonString && v.Text == "":
+		d.refuse(path, v, "want an array, found %s", describe(v))
 		return nil, nil
-	case v.kind == jsonObject, v.kind == jsonString:
-		return nil, d.errAt(path, v, "want an array of objects, found %s (Python iterates it and fails on its first element)", v.describe())
+	case v.Kind == jsonObject, v.Kind == jsonString:
+		return nil, d.errAt(path, v, "want an array of objects, found %s (Python iterates it and fails on its first element)", describe(v))
 	}
-	return nil, d.errAt(path, v, "want an array, found %s (Python fails: not iterable)", v.describe())
+	return nil, d.errAt(path, v, "want an array, found %s (Python fails: not iterable)", describe(v))
 }
 
 func (d *pyReader) binding(path string, e *jsonValue) (*PyBinding, error) {
-	if e.kind != jsonObject {
-		return nil, d.errAt(path, e, "want an object, found %s", e.describe())
+	if e.Kind != jsonObject {
+		return nil, d.errAt(path, e, "want an object, found %s", describe(e))
 	}
-	name := e.member("name")
+	name := e.Member("name")
 	if name == nil {
 		return nil, d.errAt(path, e, "missing required key %q", "name")
 	}
-	b := &PyBinding{Name: name.toAny(), Shape: []any{}}
-	if name.kind != jsonString {
-		d.refuse(path+".name", name, "want a string, found %s", name.describe())
+	b := &PyBinding{Name: toAny(name), Shape: []any{}}
+	if name.Kind != jsonString {
+		d.refuse(path+".name", name, "want a string, found %s", describe(name))
 	}
 	b.DType = d.member(e, path, "dtype", jsonString, "")
-	if v := e.member("shape"); v != nil {
-		b.Shape = v.toAny()
-		if v.kind != jsonArray {
-			d.refuse(path+".shape", v, "want an array of integers, found %s", v.describe())
+	if v := e.Member("shape"); v != nil {
+		b.Shape = toAny(v)
+		if v.Kind != jsonArray {
+			d.refuse(path+".shape", v, "want an array of integers, found %s", describe(v))
 		} else {
-			for i, x := range v.elems {
+			for i, x := range v.Elems {
 				d.integer(fmt.Sprintf("%s.shape[%d]", path, i), x)
 			}
 		}
@@ -243,10 +235,10 @@ func (d *pyReader) binding(path string, e *jsonValue) (*PyBinding, error) {
 
 // aliased reads an aliased_io entry and returns it with its output value.
 func (d *pyReader) aliased(path string, e *jsonValue) (*PyAliasedIO, *jsonValue, error) {
-	if e.kind != jsonObject {
-		return nil, nil, d.errAt(path, e, "want an object, found %s (Python fails: not subscriptable by key)", e.describe())
+	if e.Kind != jsonObject {
+		return nil, nil, d.errAt(path, e, "want an object, found %s (Python fails: not subscriptable by key)", describe(e))
 	}
-	out, in := e.member("output"), e.member("input")
+	out, in := e.Member("output"), e.Member("input")
 	for _, kv := range [...]struct {
 		key string
 		v   *jsonValue
@@ -254,11 +246,11 @@ func (d *pyReader) aliased(path string, e *jsonValue) (*PyAliasedIO, *jsonValue,
 		if kv.v == nil {
 			return nil, nil, d.errAt(path, e, "missing required key %q", kv.key)
 		}
-		if kv.v.kind != jsonString {
-			d.refuse(path+"."+kv.key, kv.v, "want a string, found %s", kv.v.describe())
+		if kv.v.Kind != jsonString {
+			d.refuse(path+"."+kv.key, kv.v, "want a string, found %s", describe(kv.v))
 		}
 	}
-	a := &PyAliasedIO{Output: out.toAny(), Input: in.toAny()}
+	a := &PyAliasedIO{Output: toAny(out), Input: toAny(in)}
 	a.Kind = d.member(e, path, "kind", jsonString, KindKVCacheUpdate)
 	return a, out, nil
 }
@@ -266,63 +258,63 @@ func (d *pyReader) aliased(path string, e *jsonValue) (*PyAliasedIO, *jsonValue,
 // member returns obj[key] as Python holds it, def when absent, and refuses
 // a value whose kind is not want.
 func (d *pyReader) member(obj *jsonValue, path, key string, want jsonKind, def any) any {
-	v := obj.member(key)
+	v := obj.Member(key)
 	if v == nil {
 		return def
 	}
-	if v.kind != want {
+	if v.Kind != want {
 		if want == jsonBool {
-			d.refuse(path+"."+key, v, "want true or false, found %s", v.describe())
+			d.refuse(path+"."+key, v, "want true or false, found %s", describe(v))
 		} else {
-			d.refuse(path+"."+key, v, "want %s, found %s", jsonKindNames[want], v.describe())
+			d.refuse(path+"."+key, v, "want %s, found %s", want, describe(v))
 		}
 	}
-	return v.toAny()
+	return toAny(v)
 }
 
 // integer refuses a value that is not a JSON integer (no fraction, no
 // exponent) within int64.
 func (d *pyReader) integer(path string, v *jsonValue) {
-	if _, err := v.int64(); err != nil {
+	if _, err := int64Of(v); err != nil {
 		d.refuse(path, v, "%s", err)
 	}
 }
 
-// int64 reads an integer value.
-func (v *jsonValue) int64() (int64, error) {
-	if v.kind != jsonNumber {
-		return 0, fmt.Errorf("want an integer, found %s", v.describe())
+// int64Of reads an integer value.
+func int64Of(v *jsonValue) (int64, error) {
+	if v.Kind != jsonNumber {
+		return 0, fmt.Errorf("want an integer, found %s", describe(v))
 	}
-	n, err := strconv.ParseInt(v.text, 10, 64)
+	n, err := strconv.ParseInt(v.Text, 10, 64)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
-			return 0, fmt.Errorf("integer %s does not fit in 64 bits", truncate(v.text, 40))
+			return 0, fmt.Errorf("integer %s does not fit in 64 bits", truncate(v.Text, 40))
 		}
-		return 0, fmt.Errorf("want an integer, found %s", v.describe())
+		return 0, fmt.Errorf("want an integer, found %s", describe(v))
 	}
 	return n, nil
 }
 
 // toAny converts a parsed value to the Go value encoding/json would give
 // with UseNumber (objects: the last of duplicate keys wins).
-func (v *jsonValue) toAny() any {
-	switch v.kind {
+func toAny(v *jsonValue) any {
+	switch v.Kind {
 	case jsonBool:
-		return v.b
+		return v.Bool
 	case jsonNumber:
-		return json.Number(v.text)
+		return json.Number(v.Text)
 	case jsonString:
-		return v.text
+		return v.Text
 	case jsonArray:
-		out := make([]any, len(v.elems))
-		for i, e := range v.elems {
-			out[i] = e.toAny()
+		out := make([]any, len(v.Elems))
+		for i, e := range v.Elems {
+			out[i] = toAny(e)
 		}
 		return out
 	case jsonObject:
-		out := make(map[string]any, len(v.keys))
-		for i, k := range v.keys {
-			out[k] = v.elems[i].toAny()
+		out := make(map[string]any, len(v.Keys))
+		for i, k := range v.Keys {
+			out[k] = toAny(v.Elems[i])
 		}
 		return out
 	}
@@ -333,25 +325,25 @@ func (v *jsonValue) toAny() any {
 // takes them for the same dict key (1, 1.0 and true are one key; each NaN
 // is its own), or false when Python cannot hash the value (a list or dict).
 func pyKey(v *jsonValue) (string, bool) {
-	switch v.kind {
+	switch v.Kind {
 	case jsonNull:
 		return "None", true
 	case jsonString:
-		return "s" + v.text, true
+		return "s" + v.Text, true
 	case jsonBool:
-		if v.b {
+		if v.Bool {
 			return "n1", true
 		}
 		return "n0", true
 	case jsonNumber:
-		if !strings.ContainsAny(v.text, ".eEIN") {
-			r, _ := new(big.Rat).SetString(v.text)
+		if !strings.ContainsAny(v.Text, ".eEIN") {
+			r, _ := new(big.Rat).SetString(v.Text)
 			return "n" + r.RatString(), true
 		}
-		f, _ := strconv.ParseFloat(v.text, 64) // ±Inf on overflow, as in Python
+		f, _ := strconv.ParseFloat(v.Text, 64) // ±Inf on overflow, as in Python
 		switch {
 		case math.IsNaN(f):
-			return fmt.Sprintf("nan@%d", v.off), true
+			return fmt.Sprintf("nan@%d", v.Off), true
 		case math.IsInf(f, 0):
 			return fmt.Sprintf("inf%v", f), true
 		}
