@@ -577,4 +577,3 @@ func (p *parser) hex4(at int) (rune, bool) {
 	}
 	return r, true
 }
-
