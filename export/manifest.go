@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/internal/jsontree"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -108,31 +109,18 @@ func ParseManifest(data []byte, baseDir string) (*Manifest, error) {
 	return c.manifest(root)
 }
 
-// jkind is the type of a JSON value.
-type jkind uint8
+// jval is a parsed JSON value (internal/jsontree): its kind, the offset
+// of its first byte, object members in order with their offsets.
+type jval = jsontree.Value
 
 const (
-	jNull jkind = iota
-	jBool
-	jNumber
-	jString
-	jArray
-	jObject
+	jNull   = jsontree.Null
+	jBool   = jsontree.Bool
+	jNumber = jsontree.Number
+	jString = jsontree.String
+	jArray  = jsontree.Array
+	jObject = jsontree.Object
 )
-
-var jkindNames = [...]string{"null", "a boolean", "a number", "a string", "an array", "an object"}
-
-// jval is a parsed JSON value and the offset of its first byte. Object
-// members keep their order.
-type jval struct {
-	off   int64
-	kind  jkind
-	b     bool
-	str   string  // a string's value, a number's text
-	items []*jval // array items, object member values
-	keys  []string
-	koffs []int64
-}
 
 // jsonParser builds jvals from the tokens of a json.Decoder, recording
 // where each value starts.
@@ -190,32 +178,34 @@ func (p *jsonParser) value(depth int) (*jval, error) {
 	if err != nil {
 		return nil, p.syntaxError(err)
 	}
-	v := &jval{off: off}
+	v := &jval{Off: int(off)}
 	switch t := tok.(type) {
 	case nil:
-		v.kind = jNull
+		v.Kind = jNull
 	case bool:
-		v.kind, v.b = jBool, t
+		v.Kind, v.Bool = jBool, t
 	case json.Number:
-		v.kind, v.str = jNumber, string(t)
+		v.Kind, v.Text = jNumber, string(t)
 	case string:
-		v.kind, v.str = jString, t
+		v.Kind, v.Text = jString, t
 	case json.Delim:
 		if depth >= maxManifestDepth {
 			line, col := lineCol(p.data, off)
 			return nil, &ManifestError{Line: line, Col: col, Msg: fmt.Sprintf("nested deeper than %d levels", maxManifestDepth)}
 		}
+		// Empty, not nil, as jsontree reads them: the two trees compare
+		// equal (FuzzScanJSON).
 		if t == '[' {
-			v.kind = jArray
+			v.Kind, v.Elems = jArray, []*jval{}
 			for p.d.More() {
 				item, err := p.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
-				v.items = append(v.items, item)
+				v.Elems = append(v.Elems, item)
 			}
 		} else {
-			v.kind = jObject
+			v.Kind, v.Keys, v.KeyOffs, v.Elems = jObject, []string{}, []int{}, []*jval{}
 			for p.d.More() {
 				koff := p.next()
 				ktok, err := p.d.Token()
@@ -223,7 +213,7 @@ func (p *jsonParser) value(depth int) (*jval, error) {
 					return nil, p.syntaxError(err)
 				}
 				key, _ := ktok.(string)
-				if slices.Contains(v.keys, key) {
+				if slices.Contains(v.Keys, key) {
 					line, col := lineCol(p.data, koff)
 					return nil, &ManifestError{Line: line, Col: col, Msg: fmt.Sprintf("member %s is given twice", quote.String(key))}
 				}
@@ -231,9 +221,9 @@ func (p *jsonParser) value(depth int) (*jval, error) {
 				if err != nil {
 					return nil, err
 				}
-				v.keys = append(v.keys, key)
-				v.koffs = append(v.koffs, koff)
-				v.items = append(v.items, item)
+				v.Keys = append(v.Keys, key)
+				v.KeyOffs = append(v.KeyOffs, int(koff))
+				v.Elems = append(v.Elems, item)
 			}
 		}
 		if _, err := p.d.Token(); err != nil { // the closing delimiter
@@ -270,23 +260,23 @@ type jobj struct {
 func (r *manifestReader) fail(v *jval, path, format string, args ...any) *ManifestError {
 	e := &ManifestError{Field: path, Msg: fmt.Sprintf(format, args...)}
 	if v != nil {
-		e.Line, e.Col = lineCol(r.data, v.off)
+		e.Line, e.Col = lineCol(r.data, int64(v.Off))
 	}
 	return e
 }
 
 func (r *manifestReader) wrongType(v *jval, path, want string) *ManifestError {
-	return r.fail(v, path, "wrong JSON type: want %s, found %s", want, jkindNames[v.kind])
+	return r.fail(v, path, "wrong JSON type: want %s, found %s", want, v.Kind)
 }
 
 // object checks that v is an object whose members are all in allowed.
 func (r *manifestReader) object(v *jval, path string, allowed ...string) (jobj, error) {
-	if v.kind != jObject {
+	if v.Kind != jObject {
 		return jobj{}, r.wrongType(v, path, "an object")
 	}
-	for i, k := range v.keys {
+	for i, k := range v.Keys {
 		if !slices.Contains(allowed, k) {
-			line, col := lineCol(r.data, v.koffs[i])
+			line, col := lineCol(r.data, int64(v.KeyOffs[i]))
 			return jobj{}, &ManifestError{Field: join(path, k), Line: line, Col: col,
 				Msg: fmt.Sprintf("unknown member %s (known: %s)", quote.String(k), strings.Join(allowed, ", "))}
 		}
@@ -303,9 +293,9 @@ func join(path, key string) string {
 
 // get returns member k, nil when it is absent or null.
 func (o jobj) get(k string) *jval {
-	for i, key := range o.v.keys {
+	for i, key := range o.v.Keys {
 		if key == k {
-			if v := o.v.items[i]; v.kind != jNull {
+			if v := o.v.Elems[i]; v.Kind != jNull {
 				return v
 			}
 			return nil
@@ -314,7 +304,7 @@ func (o jobj) get(k string) *jval {
 	return nil
 }
 
-// elemPath is the path of element i of the array at path ("a.b[3]").
+// elemPath is the path of element i of the array at path ("a.Bool[3]").
 func elemPath(path string, i int) string {
 	return path + "[" + strconv.Itoa(i) + "]"
 }
@@ -324,10 +314,10 @@ func (r *manifestReader) str(o jobj, k string) (string, error) {
 	if v == nil {
 		return "", nil
 	}
-	if v.kind != jString {
+	if v.Kind != jString {
 		return "", r.wrongType(v, join(o.path, k), "a string")
 	}
-	return v.str, nil
+	return v.Text, nil
 }
 
 func (r *manifestReader) boolean(o jobj, k string) (bool, error) {
@@ -335,20 +325,20 @@ func (r *manifestReader) boolean(o jobj, k string) (bool, error) {
 	if v == nil {
 		return false, nil
 	}
-	if v.kind != jBool {
+	if v.Kind != jBool {
 		return false, r.wrongType(v, join(o.path, k), "true or false")
 	}
-	return v.b, nil
+	return v.Bool, nil
 }
 
 // integer reads v as a whole number in [lo, hi].
 func (r *manifestReader) integer(v *jval, path string, lo, hi int64) (int64, error) {
-	if v.kind != jNumber {
+	if v.Kind != jNumber {
 		return 0, r.wrongType(v, path, "an integer")
 	}
-	n, err := strconv.ParseInt(v.str, 10, 64)
+	n, err := strconv.ParseInt(v.Text, 10, 64)
 	if err != nil || n < lo || n > hi {
-		return 0, r.fail(v, path, "%s is not a whole number in [%d, %d]", v.str, lo, hi)
+		return 0, r.fail(v, path, "%s is not a whole number in [%d, %d]", v.Text, lo, hi)
 	}
 	return n, nil
 }
@@ -359,13 +349,13 @@ func (r *manifestReader) array(o jobj, k string) ([]*jval, error) {
 	if v == nil {
 		return nil, nil
 	}
-	if v.kind != jArray {
+	if v.Kind != jArray {
 		return nil, r.wrongType(v, join(o.path, k), "an array")
 	}
-	if v.items == nil {
+	if v.Elems == nil {
 		return []*jval{}, nil
 	}
-	return v.items, nil
+	return v.Elems, nil
 }
 
 func (r *manifestReader) dims(o jobj, k string) ([]int64, error) {
@@ -375,9 +365,9 @@ func (r *manifestReader) dims(o jobj, k string) ([]int64, error) {
 	}
 	out := make([]int64, len(items))
 	for i, it := range items {
-		if it.kind == jNumber {
+		if it.Kind == jNumber {
 			// The common case, without building the element's path.
-			if n, err := strconv.ParseInt(it.str, 10, 64); err == nil {
+			if n, err := strconv.ParseInt(it.Text, 10, 64); err == nil {
 				out[i] = n
 				continue
 			}
@@ -402,8 +392,8 @@ func (r *manifestReader) dtype(o jobj) (DType, error) {
 	return dt, nil
 }
 
-func (r *manifestReader) line(v *jval) int { l, _ := lineCol(r.data, v.off); return l }
-func (r *manifestReader) col(v *jval) int  { _, c := lineCol(r.data, v.off); return c }
+func (r *manifestReader) line(v *jval) int { l, _ := lineCol(r.data, int64(v.Off)); return l }
+func (r *manifestReader) col(v *jval) int  { _, c := lineCol(r.data, int64(v.Off)); return c }
 
 func (r *manifestReader) manifest(root *jval) (*Manifest, error) {
 	o, err := r.object(root, "", "methods", "compile_specs", "weight_streaming_budget_per_engine",
@@ -512,13 +502,13 @@ func (r *manifestReader) method(v *jval, path string) (*Method, error) {
 
 // tensor reads a tensor object or a bare tensor name.
 func (r *manifestReader) tensor(v *jval, path string) (*Tensor, error) {
-	if v.kind == jString {
-		if v.str == "" {
+	if v.Kind == jString {
+		if v.Text == "" {
 			return nil, r.fail(v, path, "tensor name is empty")
 		}
-		return &Tensor{Name: v.str}, nil
+		return &Tensor{Name: v.Text}, nil
 	}
-	if v.kind != jObject {
+	if v.Kind != jObject {
 		return nil, r.wrongType(v, path, "a tensor object or a tensor name")
 	}
 	o, err := r.object(v, path, "name", "dtype", "shape", "max_shape")
@@ -547,10 +537,10 @@ func (r *manifestReader) tensor(v *jval, path string) (*Tensor, error) {
 // binding reads a binding object or a bare name (binding and tensor named
 // alike).
 func (r *manifestReader) binding(v *jval, path string) (*Binding, error) {
-	if v.kind == jString {
-		return &Binding{Name: v.str}, nil
+	if v.Kind == jString {
+		return &Binding{Name: v.Text}, nil
 	}
-	if v.kind != jObject {
+	if v.Kind != jObject {
 		return nil, r.wrongType(v, path, "a binding object or a binding name")
 	}
 	o, err := r.object(v, path, "binding", "tensor", "dtype", "shape", "max_shape")
@@ -751,16 +741,16 @@ func (r *manifestReader) specs(o jobj, k string) ([]*pte.CompileSpec, error) {
 // string ("4GiB", "auto"). "auto" yields nil.
 func (r *manifestReader) budget(v *jval, path string) (*int64, error) {
 	var s string
-	switch v.kind {
+	switch v.Kind {
 	case jString:
-		s = v.str
+		s = v.Text
 	case jNumber:
-		if _, err := strconv.ParseInt(v.str, 10, 64); err != nil {
-			return nil, r.fail(v, path, "bad budget: %s is not a whole number of bytes below 2^63", v.str)
+		if _, err := strconv.ParseInt(v.Text, 10, 64); err != nil {
+			return nil, r.fail(v, path, "bad budget: %s is not a whole number of bytes below 2^63", v.Text)
 		}
-		s = v.str
+		s = v.Text
 	default:
-		return nil, r.fail(v, path, "bad budget: want a byte count or a size string such as \"4GiB\" or \"auto\", found %s", jkindNames[v.kind])
+		return nil, r.fail(v, path, "bad budget: want a byte count or a size string such as \"4GiB\" or \"auto\", found %s", v.Kind)
 	}
 	n, auto, err := compilespec.ParseSize(s)
 	if err != nil {
