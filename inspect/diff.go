@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ptekit/ptekit/internal/jsontree"
 )
 
 // Kind says how an element differs between the two sides.
@@ -149,11 +151,15 @@ func toNode(v any) (*node, error) {
 	return parseValid(data)
 }
 
-// parseNode parses raw JSON that may be malformed: json.Valid first, and
-// for malformed input the decoder's own error message.
+// parseNode parses raw JSON that may be malformed; for malformed input
+// the error is the decoder's own message.
 func parseNode(data []byte) (*node, error) {
-	if json.Valid(data) {
-		return parseValid(data)
+	v, _, err := jsontree.Build[*node](data, jsontree.Options{MaxDepth: maxDepth}, &nodeBuilder{})
+	if err == nil {
+		return v, nil
+	}
+	if _, deep := err.(*jsontree.LimitError); deep && json.Valid(data) {
+		return nil, errTooDeep
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var x any
@@ -163,159 +169,90 @@ func parseNode(data []byte) (*node, error) {
 	return nil, fmt.Errorf("trailing data after JSON value")
 }
 
+// maxDepth is the most arrays and objects nested in a JSON form read.
 const maxDepth = 200
 
+var errTooDeep = fmt.Errorf("JSON nested deeper than %d", maxDepth)
+
 // parseValid parses JSON that json.Valid accepts (json.Marshal's output)
-// into nodes, without encoding/json's token interface, which costs a
-// reflection round-trip per token: this is the inner loop of every diff.
-// Numbers keep their text (as json.Decoder.UseNumber), strings are decoded
-// as encoding/json decodes them, a repeated object member keeps its first
-// position and its last value.
+// into nodes, with internal/jsontree rather than encoding/json's token
+// interface, which costs a reflection round-trip per token: this is the
+// inner loop of every diff. Numbers keep their text (as
+// json.Decoder.UseNumber), strings are decoded as encoding/json decodes
+// them, a repeated object member keeps its first position and its last
+// value.
 func parseValid(data []byte) (*node, error) {
-	p := nodeParser{data: data}
-	n, err := p.value(0)
+	v, _, err := jsontree.Build[*node](data, jsontree.Options{MaxDepth: maxDepth}, &nodeBuilder{})
 	if err != nil {
+		if _, deep := err.(*jsontree.LimitError); deep {
+			return nil, errTooDeep
+		}
 		return nil, err
 	}
-	return n, nil
+	return v, nil
 }
 
-// nodeParser reads one JSON value from data, which must be valid JSON.
-type nodeParser struct {
-	data []byte
-	pos  int
+// nodeBuilder makes nodes as jsontree reads the text: the diff annotates
+// them (keyed lists, unions, lazy methods) and looks members up by name.
+// Nodes come from blocks, one allocation per block.
+type nodeBuilder struct {
+	nodes []node
 }
 
-// skip moves past white space.
-func (p *nodeParser) skip() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
+func (b *nodeBuilder) newNode(kind byte) *node {
+	if len(b.nodes) == 0 {
+		b.nodes = make([]node, 256)
 	}
+	n := &b.nodes[0]
+	b.nodes = b.nodes[1:]
+	n.kind = kind
+	return n
 }
 
-func (p *nodeParser) value(depth int) (*node, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("JSON nested deeper than %d", maxDepth)
+func (b *nodeBuilder) Scalar(kind jsontree.Kind, _ int, text string, v bool) *node {
+	switch kind {
+	case jsontree.String:
+		n := b.newNode('s')
+		n.str = text
+		return n
+	case jsontree.Number:
+		n := b.newNode('n')
+		n.str = text
+		return n
+	case jsontree.Bool:
+		n := b.newNode('b')
+		n.str = strconv.FormatBool(v)
+		return n
 	}
-	p.skip()
-	if p.pos >= len(p.data) {
-		return nil, io.ErrUnexpectedEOF
+	return b.newNode('z')
+}
+
+func (b *nodeBuilder) Array(_ int, elems []*node) *node {
+	n := b.newNode('a')
+	n.arr = append(make([]*node, 0, len(elems)), elems...)
+	return n
+}
+
+// Object keeps a member given twice at its first position, with its last
+// value.
+func (b *nodeBuilder) Object(_ int, keys []string, _ []int, elems []*node) *node {
+	n := b.newNode('o')
+	n.obj = make(map[string]*node, len(keys))
+	for i, k := range keys {
+		n.obj[k] = elems[i]
 	}
-	switch c := p.data[p.pos]; c {
-	case '{':
-		return p.object(depth)
-	case '[':
-		return p.array(depth)
-	case '"':
-		s, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		return &node{kind: 's', str: s}, nil
-	case 't':
-		p.pos += len("true")
-		return &node{kind: 'b', str: "true"}, nil
-	case 'f':
-		p.pos += len("false")
-		return &node{kind: 'b', str: "false"}, nil
-	case 'n':
-		p.pos += len("null")
-		return &node{kind: 'z'}, nil
+	switch {
+	case len(keys) == 0:
+	case len(n.obj) == len(keys):
+		n.keys = append(make([]string, 0, len(keys)), keys...)
 	default:
-		start := p.pos
-		for p.pos < len(p.data) && strings.IndexByte("+-.0123456789eE", p.data[p.pos]) >= 0 {
-			p.pos++
+		for _, k := range keys {
+			if !slices.Contains(n.keys, k) {
+				n.keys = append(n.keys, k)
+			}
 		}
-		return &node{kind: 'n', str: string(p.data[start:p.pos])}, nil
 	}
-}
-
-// object reads the object at pos, its members one level deeper.
-func (p *nodeParser) object(depth int) (*node, error) {
-	p.pos++ // '{'
-	n := &node{kind: 'o', obj: map[string]*node{}}
-	for {
-		p.skip()
-		if p.data[p.pos] == '}' {
-			p.pos++
-			return n, nil
-		}
-		if p.data[p.pos] == ',' {
-			p.pos++
-			p.skip()
-		}
-		k, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		p.skip()
-		p.pos++ // ':'
-		v, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := n.obj[k]; !dup {
-			n.keys = append(n.keys, k)
-		}
-		n.obj[k] = v
-	}
-}
-
-// array reads the array at pos, its elements one level deeper.
-func (p *nodeParser) array(depth int) (*node, error) {
-	p.pos++ // '['
-	n := &node{kind: 'a', arr: []*node{}}
-	for {
-		p.skip()
-		if p.data[p.pos] == ']' {
-			p.pos++
-			return n, nil
-		}
-		if p.data[p.pos] == ',' {
-			p.pos++
-		}
-		v, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		n.arr = append(n.arr, v)
-	}
-}
-
-// str reads the string at pos. Plain ASCII without escapes is taken as
-// it is; anything else is decoded by encoding/json, so that escapes and
-// invalid UTF-8 read exactly as the decoder reads them.
-func (p *nodeParser) str() (string, error) {
-	start := p.pos
-	plain := true
-	p.pos++ // opening quote
-	for {
-		c := p.data[p.pos]
-		if c == '"' {
-			break
-		}
-		if c == '\\' {
-			plain = false
-			p.pos++ // the escaped byte cannot end the string
-		} else if c >= utf8.RuneSelf {
-			plain = false
-		}
-		p.pos++
-	}
-	p.pos++ // closing quote
-	if plain {
-		return string(p.data[start+1 : p.pos-1]), nil
-	}
-	var s string
-	if err := json.Unmarshal(p.data[start:p.pos], &s); err != nil {
-		return "", err
-	}
-	return s, nil
+	return n
 }
 
 func (n *node) raw() json.RawMessage {

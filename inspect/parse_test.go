@@ -19,15 +19,15 @@ func tokenNode(data []byte) (*node, error) {
 	dec.UseNumber()
 	var read func(depth int) (*node, error)
 	read = func(depth int) (*node, error) {
-		if depth > maxDepth {
-			return nil, fmt.Errorf("too deep")
-		}
 		tok, err := dec.Token()
 		if err != nil {
 			return nil, err
 		}
 		switch t := tok.(type) {
 		case json.Delim:
+			if depth >= maxDepth { // at most maxDepth arrays and objects nested
+				return nil, fmt.Errorf("too deep")
+			}
 			if t == '{' {
 				n := &node{kind: 'o', obj: map[string]*node{}}
 				for dec.More() {

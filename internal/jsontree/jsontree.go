@@ -137,34 +137,92 @@ type Extension struct {
 // With Options.Python it also returns where the text uses Python's
 // extensions of JSON.
 func Parse(data []byte, opt Options) (*Value, []Extension, error) {
-	p := &parser{s: data, opt: opt, names: map[string]string{}}
+	return Build[*Value](data, opt, &valueBuilder{})
+}
+
+// Builder makes a caller's own tree as Build reads the text, for a caller
+// that needs more than a Value (a map of members, marks of its own) and
+// would otherwise convert the whole tree. The slices given to Array and
+// Object are the parser's, valid only during the call.
+type Builder[T any] interface {
+	// Scalar makes a null, boolean, number or string at offset off:
+	// text is a number's literal or a string's decoded value.
+	Scalar(kind Kind, off int, text string, b bool) T
+	// Array makes an array from its elements.
+	Array(off int, elems []T) T
+	// Object makes an object from its members in order: names, offsets
+	// of the names and values.
+	Object(off int, keys []string, keyOffs []int, elems []T) T
+}
+
+// Build parses data as Parse does, making the tree with b.
+func Build[T any](data []byte, opt Options, b Builder[T]) (T, []Extension, error) {
+	p := &parser[T]{s: data, opt: opt, b: b, names: map[string]string{}}
 	p.space()
 	v, err := p.value()
-	if err != nil {
-		return nil, nil, err
+	if err == nil {
+		p.space()
+		if p.p != len(data) {
+			err = p.errf("extra data after the JSON value")
+		}
 	}
-	p.space()
-	if p.p != len(data) {
-		return nil, nil, p.errf("extra data after the JSON value")
+	if err != nil {
+		var zero T
+		return zero, nil, err
 	}
 	return v, p.ext, nil
 }
 
-type parser struct {
+// valueBuilder makes Values, from blocks: one allocation per block.
+type valueBuilder struct {
+	vals []Value
+}
+
+func (b *valueBuilder) newValue(kind Kind, off int) *Value {
+	if len(b.vals) == 0 {
+		b.vals = make([]Value, 256)
+	}
+	v := &b.vals[0]
+	b.vals = b.vals[1:]
+	v.Kind, v.Off = kind, off
+	return v
+}
+
+func (b *valueBuilder) Scalar(kind Kind, off int, text string, boolean bool) *Value {
+	v := b.newValue(kind, off)
+	v.Text, v.Bool = text, boolean
+	return v
+}
+
+func (b *valueBuilder) Array(off int, elems []*Value) *Value {
+	v := b.newValue(Array, off)
+	v.Elems = append(make([]*Value, 0, len(elems)), elems...)
+	return v
+}
+
+func (b *valueBuilder) Object(off int, keys []string, keyOffs []int, elems []*Value) *Value {
+	v := b.newValue(Object, off)
+	v.Keys = append(make([]string, 0, len(keys)), keys...)
+	v.KeyOffs = append(make([]int, 0, len(keyOffs)), keyOffs...)
+	v.Elems = append(make([]*Value, 0, len(elems)), elems...)
+	return v
+}
+
+type parser[T any] struct {
 	s      []byte
 	p      int
 	opt    Options
+	b      Builder[T]
 	depth  int
 	values int
 	ext    []Extension
 	// Member values, names and name offsets of the containers being read,
-	// stacked, so that each container gets slices of its exact length (a
-	// manifest of many engines has hundreds of thousands of small objects).
-	elems []*Value
+	// stacked, so that the builder gets each container's members in one
+	// slice (a manifest of many engines has hundreds of thousands of
+	// small objects).
+	elems []T
 	keys  []string
 	koffs []int
-	// vals hands out Values from blocks, one allocation per block.
-	vals []Value
 	// names holds each short plain member name once: the same few names
 	// repeat in every object. (Values are not interned: they are mostly
 	// unique, and the map would only grow.)
@@ -180,21 +238,11 @@ const maxInterned = 16
 // for by a scan of the names; past it, a map keeps the check linear.
 const dupScan = 16
 
-func (p *parser) newValue(kind Kind) *Value {
-	if len(p.vals) == 0 {
-		p.vals = make([]Value, 256)
-	}
-	v := &p.vals[0]
-	p.vals = p.vals[1:]
-	v.Kind, v.Off = kind, p.p
-	return v
-}
-
-func (p *parser) errf(format string, args ...any) error {
+func (p *parser[T]) errf(format string, args ...any) error {
 	return &SyntaxError{Off: p.p, Msg: fmt.Sprintf(format, args...)}
 }
 
-func (p *parser) space() {
+func (p *parser[T]) space() {
 	for p.p < len(p.s) {
 		switch p.s[p.p] {
 		case ' ', '\t', '\n', '\r':
@@ -205,106 +253,100 @@ func (p *parser) space() {
 	}
 }
 
-func (p *parser) hasPrefix(lit string) bool {
+func (p *parser[T]) hasPrefix(lit string) bool {
 	return len(p.s)-p.p >= len(lit) && string(p.s[p.p:p.p+len(lit)]) == lit
 }
 
-func (p *parser) value() (*Value, error) {
+func (p *parser[T]) value() (T, error) {
+	var zero T
 	if p.p >= len(p.s) {
-		return nil, p.errf("expecting a value, found the end of the text")
+		return zero, p.errf("expecting a value, found the end of the text")
 	}
 	if p.opt.MaxValues > 0 {
 		if p.values++; p.values > p.opt.MaxValues {
-			return nil, &LimitError{Limit: LimitValues, Max: p.opt.MaxValues, Off: p.p}
+			return zero, &LimitError{Limit: LimitValues, Max: p.opt.MaxValues, Off: p.p}
 		}
 	}
+	off := p.p
 	switch c := p.s[p.p]; {
 	case c == '{' || c == '[':
 		if p.depth++; p.opt.MaxDepth > 0 && p.depth > p.opt.MaxDepth {
-			return nil, &LimitError{Limit: LimitDepth, Max: p.opt.MaxDepth, Off: p.p}
+			return zero, &LimitError{Limit: LimitDepth, Max: p.opt.MaxDepth, Off: p.p}
 		}
-		var v *Value
+		var v T
 		var err error
 		if c == '{' {
-			v = p.newValue(Object)
-			err = p.object(v)
+			v, err = p.object()
 		} else {
-			v = p.newValue(Array)
-			err = p.array(v)
+			v, err = p.array()
 		}
 		p.depth--
-		if err != nil {
-			return nil, err
-		}
-		return v, nil
+		return v, err
 	case c == '"':
-		v := p.newValue(String)
 		s, err := p.str(false)
 		if err != nil {
-			return nil, err
+			return zero, err
 		}
-		v.Text = s
-		return v, nil
+		return p.b.Scalar(String, off, s, false), nil
 	case c == '-' || c >= '0' && c <= '9':
-		v := p.newValue(Number)
-		return v, p.number(v)
+		text, err := p.number()
+		if err != nil {
+			return zero, err
+		}
+		return p.b.Scalar(Number, off, text, false), nil
 	case c == 't' && p.hasPrefix("true"):
-		v := p.newValue(Bool)
-		v.Bool = true
 		p.p += len("true")
-		return v, nil
+		return p.b.Scalar(Bool, off, "", true), nil
 	case c == 'f' && p.hasPrefix("false"):
-		v := p.newValue(Bool)
 		p.p += len("false")
-		return v, nil
+		return p.b.Scalar(Bool, off, "", false), nil
 	case c == 'n' && p.hasPrefix("null"):
-		v := p.newValue(Null)
 		p.p += len("null")
-		return v, nil
+		return p.b.Scalar(Null, off, "", false), nil
 	}
 	if p.opt.Python {
 		for _, lit := range [...]string{"NaN", "Infinity"} {
 			if p.hasPrefix(lit) {
 				p.extension(p.p, "%s is not JSON (Python's json module accepts it)", lit)
-				v := p.newValue(Number)
-				v.Text = lit
 				p.p += len(lit)
-				return v, nil
+				return p.b.Scalar(Number, off, lit, false), nil
 			}
 		}
 	}
 	r, _ := utf8.DecodeRune(p.s[p.p:])
-	return nil, p.errf("expecting a value, found %q", r)
+	return zero, p.errf("expecting a value, found %q", r)
 }
 
 // extension records a use of a Python extension at offset off.
-func (p *parser) extension(off int, format string, args ...any) {
+func (p *parser[T]) extension(off int, format string, args ...any) {
 	p.ext = append(p.ext, Extension{Off: off, Msg: fmt.Sprintf(format, args...)})
 }
 
 // object reads the object whose '{' is at p.
-func (p *parser) object(v *Value) error {
+func (p *parser[T]) object() (T, error) {
+	var zero T
+	off := p.p
 	p.p++
 	p.space()
 	if p.p < len(p.s) && p.s[p.p] == '}' {
 		p.p++
-		v.Keys, v.KeyOffs, v.Elems = []string{}, []int{}, []*Value{}
-		return nil
+		return p.b.Object(off, nil, nil, nil), nil
 	}
 	mark, emark := len(p.keys), len(p.elems)
 	defer func() {
+		clear(p.elems[emark:]) // drop references for the collector
 		p.elems, p.keys, p.koffs = p.elems[:emark], p.keys[:mark], p.koffs[:mark]
 	}()
 	var seen map[string]bool // the names, once the object outgrows dupScan
 	for {
 		p.space()
 		if p.p >= len(p.s) || p.s[p.p] != '"' {
-			return p.errf("expecting a property name in double quotes")
+			return zero, p.errf("expecting a property name in double quotes")
 		}
 		koff := p.p
 		k, err := p.str(true)
 		if err != nil {
-			return err
+			return zero, err
 		}
 		if p.opt.RefuseDuplicates {
 			switch names := p.keys[mark:]; {
@@ -312,7 +354,7 @@ func (p *parser) object(v *Value) error {
 			case len(names) < dupScan:
 				for _, n := range names {
 					if n == k {
-						return &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
+						return zero, &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
 					}
 				}
 			default:
@@ -323,84 +365,84 @@ func (p *parser) object(v *Value) error {
 			}
 			if seen != nil {
 				if seen[k] {
-					return &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
+					return zero, &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
 				}
 				seen[k] = true
 			}
 		}
 		p.space()
 		if p.p >= len(p.s) || p.s[p.p] != ':' {
-			return p.errf("expecting ':' after property name %q", k)
+			return zero, p.errf("expecting ':' after property name %q", k)
 		}
 		p.p++
 		p.space()
 		e, err := p.value()
 		if err != nil {
-			return err
+			return zero, err
 		}
 		p.keys, p.koffs, p.elems = append(p.keys, k), append(p.koffs, koff), append(p.elems, e)
 		p.space()
 		if p.p >= len(p.s) {
-			return p.errf("unterminated object")
+			return zero, p.errf("unterminated object")
 		}
 		switch p.s[p.p] {
 		case ',':
 			p.p++
 		case '}':
 			p.p++
-			v.Keys = append([]string(nil), p.keys[mark:]...)
-			v.KeyOffs = append([]int(nil), p.koffs[mark:]...)
-			v.Elems = append([]*Value(nil), p.elems[emark:]...)
-			return nil
+			return p.b.Object(off, p.keys[mark:], p.koffs[mark:], p.elems[emark:]), nil
 		default:
-			return p.errf("expecting ',' or '}' in object")
+			return zero, p.errf("expecting ',' or '}' in object")
 		}
 	}
 }
 
 // array reads the array whose '[' is at p.
-func (p *parser) array(v *Value) error {
+func (p *parser[T]) array() (T, error) {
+	var zero T
+	off := p.p
 	p.p++
 	p.space()
 	if p.p < len(p.s) && p.s[p.p] == ']' {
 		p.p++
-		v.Elems = []*Value{}
-		return nil
+		return p.b.Array(off, nil), nil
 	}
 	mark := len(p.elems)
-	defer func() { p.elems = p.elems[:mark] }()
+	defer func() {
+		clear(p.elems[mark:])
+		p.elems = p.elems[:mark]
+	}()
 	for {
 		p.space()
 		e, err := p.value()
 		if err != nil {
-			return err
+			return zero, err
 		}
 		p.elems = append(p.elems, e)
 		p.space()
 		if p.p >= len(p.s) {
-			return p.errf("unterminated array")
+			return zero, p.errf("unterminated array")
 		}
 		switch p.s[p.p] {
 		case ',':
 			p.p++
 		case ']':
 			p.p++
-			v.Elems = append([]*Value(nil), p.elems[mark:]...)
-			return nil
+			return p.b.Array(off, p.elems[mark:]), nil
 		default:
-			return p.errf("expecting ',' or ']' in array")
+			return zero, p.errf("expecting ',' or ']' in array")
 		}
 	}
 }
 
-// number reads a number, checked against JSON's grammar, keeping its text.
-func (p *parser) number(v *Value) error {
+// number reads a number, checked against JSON's grammar, and returns its
+// text.
+func (p *parser[T]) number() (string, error) {
 	start := p.p
 	if p.opt.Python && p.hasPrefix("-Infinity") {
 		p.extension(p.p, "-Infinity is not JSON (Python's json module accepts it)")
 		p.p += len("-Infinity")
-		v.Text = "-Infinity"
-		return nil
+		return "-Infinity", nil
 	}
 	digits := func() int {
 		n := 0
@@ -417,13 +459,13 @@ func (p *parser) number(v *Value) error {
 	if p.p < len(p.s) && p.s[p.p] == '0' {
 		p.p++
 	} else if intDigits = digits(); intDigits == 0 {
-		return p.errf("expecting a digit")
+		return "", p.errf("expecting a digit")
 	}
 	if p.p < len(p.s) && p.s[p.p] == '.' {
 		p.p++
 		whole = false
 		if digits() == 0 {
-			return p.errf("expecting a digit after '.'")
+			return "", p.errf("expecting a digit after '.'")
 		}
 	}
 	if p.p < len(p.s) && (p.s[p.p] == 'e' || p.s[p.p] == 'E') {
@@ -433,20 +475,19 @@ func (p *parser) number(v *Value) error {
 			p.p++
 		}
 		if digits() == 0 {
-			return p.errf("expecting a digit in the exponent")
+			return "", p.errf("expecting a digit in the exponent")
 		}
 	}
 	if whole && p.opt.MaxIntDigits > 0 && intDigits > p.opt.MaxIntDigits {
-		return &LimitError{Limit: LimitIntDigits, Max: p.opt.MaxIntDigits, N: intDigits, Off: start}
+		return "", &LimitError{Limit: LimitIntDigits, Max: p.opt.MaxIntDigits, N: intDigits, Off: start}
 	}
-	v.Text = string(p.s[start:p.p])
-	return nil
+	return string(p.s[start:p.p]), nil
 }
 
 // str reads the string whose opening quote is at p. Plain ASCII without
 // escapes is taken as it is (a short member name interned); anything else
 // is decoded.
-func (p *parser) str(key bool) (string, error) {
+func (p *parser[T]) str(key bool) (string, error) {
 	p.p++
 	start := p.p
 	for p.p < len(p.s) {
@@ -476,7 +517,7 @@ func (p *parser) str(key bool) (string, error) {
 
 // decode reads the rest of a string that has escapes or bytes past ASCII,
 // start being the offset of its first byte and p at the first such byte.
-func (p *parser) decode(start int) (string, error) {
+func (p *parser[T]) decode(start int) (string, error) {
 	b := append(p.buf[:0], p.s[start:p.p]...)
 	defer func() { p.buf = b[:0] }()
 	for {
@@ -558,7 +599,7 @@ func simpleEscape(e byte) byte {
 	return 0
 }
 
-func (p *parser) hex4(at int) (rune, bool) {
+func (p *parser[T]) hex4(at int) (rune, bool) {
 	if at+4 > len(p.s) {
 		return 0, false
 	}
