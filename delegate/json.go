@@ -18,27 +18,16 @@ import (
 // duplicates; lookups (Member) take the last, as Python's dict does.
 type jsonValue = jsontree.Value
 
-type jsonKind = jsontree.Kind
-
-const (
-	jsonNull   = jsontree.Null
-	jsonBool   = jsontree.Bool
-	jsonNumber = jsontree.Number
-	jsonString = jsontree.String
-	jsonArray  = jsontree.Array
-	jsonObject = jsontree.Object
-)
-
 // describe names the value for error messages, e.g. `the number 1.5`.
 func describe(v *jsonValue) string {
 	switch v.Kind {
-	case jsonNull:
+	case jsontree.Null:
 		return "null"
-	case jsonBool:
+	case jsontree.Bool:
 		return fmt.Sprintf("the boolean %t", v.Bool)
-	case jsonNumber:
+	case jsontree.Number:
 		return "the number " + v.Text
-	case jsonString:
+	case jsontree.String:
 		return "the string " + fmt.Sprintf("%q", truncate(v.Text, 40))
 	}
 	return v.Kind.String()

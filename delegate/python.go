@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ptekit/ptekit/internal/jsontree"
 )
 
 // PyBlob is a blob as upstream's Python reader (deserialize_engine) reads
@@ -138,7 +140,7 @@ func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 	for _, e := range ext {
 		d.refused = append(d.refused, &BlobError{Field: "metadata", Off: base + int64(e.Off), Msg: "invalid JSON: " + e.Msg})
 	}
-	if root.Kind != jsonObject {
+	if root.Kind != jsontree.Object {
 		return nil, d.errAt("", root, "want a JSON object, found %s", describe(root))
 	}
 	m := &PyMetadata{IOBindings: []PyBinding{}, AliasedIO: []PyAliasedIO{}}
@@ -175,14 +177,14 @@ func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 		seen[k] = len(m.AliasedIO)
 		m.AliasedIO = append(m.AliasedIO, *a)
 	}
-	m.HardwareCompatible = d.member(root, "", "hardware_compatible", jsonBool, false)
+	m.HardwareCompatible = d.member(root, "", "hardware_compatible", jsontree.Bool, false)
 	m.DeviceID = json.Number("0")
 	if v := root.Member("device_id"); v != nil {
 		m.DeviceID = toAny(v)
 		d.integer(".device_id", v)
 	}
-	m.SerializedMetadata = d.member(root, "", "serialized_metadata", jsonString, "")
-	m.TargetPlatform = d.member(root, "", "target_platform", jsonString, "")
+	m.SerializedMetadata = d.member(root, "", "serialized_metadata", jsontree.String, "")
+	m.TargetPlatform = d.member(root, "", "target_platform", jsontree.String, "")
 	m.Refused = d.refused
 	return m, nil
 }
@@ -195,19 +197,19 @@ func (d *pyReader) iterate(path string, v *jsonValue) ([]*jsonValue, error) {
 	switch {
 	case v == nil:
 		return nil, nil
-	case v.Kind == jsonArray:
+	case v.Kind == jsontree.Array:
 		return v.Elems, nil
-	case v.Kind == jsonObject && len(v.Elems) == 0, v.Kind == jsonString && v.Text == "":
+	case v.Kind == jsontree.Object && len(v.Elems) == 0, v.Kind == jsontree.String && v.Text == "":
 		d.refuse(path, v, "want an array, found %s", describe(v))
 		return nil, nil
-	case v.Kind == jsonObject, v.Kind == jsonString:
+	case v.Kind == jsontree.Object, v.Kind == jsontree.String:
 		return nil, d.errAt(path, v, "want an array of objects, found %s (Python iterates it and fails on its first element)", describe(v))
 	}
 	return nil, d.errAt(path, v, "want an array, found %s (Python fails: not iterable)", describe(v))
 }
 
 func (d *pyReader) binding(path string, e *jsonValue) (*PyBinding, error) {
-	if e.Kind != jsonObject {
+	if e.Kind != jsontree.Object {
 		return nil, d.errAt(path, e, "want an object, found %s", describe(e))
 	}
 	name := e.Member("name")
@@ -215,13 +217,13 @@ func (d *pyReader) binding(path string, e *jsonValue) (*PyBinding, error) {
 		return nil, d.errAt(path, e, "missing required key %q", "name")
 	}
 	b := &PyBinding{Name: toAny(name), Shape: []any{}}
-	if name.Kind != jsonString {
+	if name.Kind != jsontree.String {
 		d.refuse(path+".name", name, "want a string, found %s", describe(name))
 	}
-	b.DType = d.member(e, path, "dtype", jsonString, "")
+	b.DType = d.member(e, path, "dtype", jsontree.String, "")
 	if v := e.Member("shape"); v != nil {
 		b.Shape = toAny(v)
-		if v.Kind != jsonArray {
+		if v.Kind != jsontree.Array {
 			d.refuse(path+".shape", v, "want an array of integers, found %s", describe(v))
 		} else {
 			for i, x := range v.Elems {
@@ -229,13 +231,13 @@ func (d *pyReader) binding(path string, e *jsonValue) (*PyBinding, error) {
 			}
 		}
 	}
-	b.IsInput = d.member(e, path, "is_input", jsonBool, true)
+	b.IsInput = d.member(e, path, "is_input", jsontree.Bool, true)
 	return b, nil
 }
 
 // aliased reads an aliased_io entry and returns it with its output value.
 func (d *pyReader) aliased(path string, e *jsonValue) (*PyAliasedIO, *jsonValue, error) {
-	if e.Kind != jsonObject {
+	if e.Kind != jsontree.Object {
 		return nil, nil, d.errAt(path, e, "want an object, found %s (Python fails: not subscriptable by key)", describe(e))
 	}
 	out, in := e.Member("output"), e.Member("input")
@@ -246,24 +248,24 @@ func (d *pyReader) aliased(path string, e *jsonValue) (*PyAliasedIO, *jsonValue,
 		if kv.v == nil {
 			return nil, nil, d.errAt(path, e, "missing required key %q", kv.key)
 		}
-		if kv.v.Kind != jsonString {
+		if kv.v.Kind != jsontree.String {
 			d.refuse(path+"."+kv.key, kv.v, "want a string, found %s", describe(kv.v))
 		}
 	}
 	a := &PyAliasedIO{Output: toAny(out), Input: toAny(in)}
-	a.Kind = d.member(e, path, "kind", jsonString, KindKVCacheUpdate)
+	a.Kind = d.member(e, path, "kind", jsontree.String, KindKVCacheUpdate)
 	return a, out, nil
 }
 
 // member returns obj[key] as Python holds it, def when absent, and refuses
 // a value whose kind is not want.
-func (d *pyReader) member(obj *jsonValue, path, key string, want jsonKind, def any) any {
+func (d *pyReader) member(obj *jsonValue, path, key string, want jsontree.Kind, def any) any {
 	v := obj.Member(key)
 	if v == nil {
 		return def
 	}
 	if v.Kind != want {
-		if want == jsonBool {
+		if want == jsontree.Bool {
 			d.refuse(path+"."+key, v, "want true or false, found %s", describe(v))
 		} else {
 			d.refuse(path+"."+key, v, "want %s, found %s", want, describe(v))
@@ -282,7 +284,7 @@ func (d *pyReader) integer(path string, v *jsonValue) {
 
 // int64Of reads an integer value.
 func int64Of(v *jsonValue) (int64, error) {
-	if v.Kind != jsonNumber {
+	if v.Kind != jsontree.Number {
 		return 0, fmt.Errorf("want an integer, found %s", describe(v))
 	}
 	n, err := strconv.ParseInt(v.Text, 10, 64)
@@ -299,19 +301,19 @@ func int64Of(v *jsonValue) (int64, error) {
 // with UseNumber (objects: the last of duplicate keys wins).
 func toAny(v *jsonValue) any {
 	switch v.Kind {
-	case jsonBool:
+	case jsontree.Bool:
 		return v.Bool
-	case jsonNumber:
+	case jsontree.Number:
 		return json.Number(v.Text)
-	case jsonString:
+	case jsontree.String:
 		return v.Text
-	case jsonArray:
+	case jsontree.Array:
 		out := make([]any, len(v.Elems))
 		for i, e := range v.Elems {
 			out[i] = toAny(e)
 		}
 		return out
-	case jsonObject:
+	case jsontree.Object:
 		out := make(map[string]any, len(v.Keys))
 		for i, k := range v.Keys {
 			out[k] = toAny(v.Elems[i])
@@ -326,16 +328,16 @@ func toAny(v *jsonValue) any {
 // is its own), or false when Python cannot hash the value (a list or dict).
 func pyKey(v *jsonValue) (string, bool) {
 	switch v.Kind {
-	case jsonNull:
+	case jsontree.Null:
 		return "None", true
-	case jsonString:
+	case jsontree.String:
 		return "s" + v.Text, true
-	case jsonBool:
+	case jsontree.Bool:
 		if v.Bool {
 			return "n1", true
 		}
 		return "n0", true
-	case jsonNumber:
+	case jsontree.Number:
 		if !strings.ContainsAny(v.Text, ".eEIN") {
 			r, _ := new(big.Rat).SetString(v.Text)
 			return "n" + r.RatString(), true

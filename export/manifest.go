@@ -113,15 +113,6 @@ func ParseManifest(data []byte, baseDir string) (*Manifest, error) {
 // of its first byte, object members in order with their offsets.
 type jval = jsontree.Value
 
-const (
-	jNull   = jsontree.Null
-	jBool   = jsontree.Bool
-	jNumber = jsontree.Number
-	jString = jsontree.String
-	jArray  = jsontree.Array
-	jObject = jsontree.Object
-)
-
 // jsonParser builds jvals from the tokens of a json.Decoder, recording
 // where each value starts.
 type jsonParser struct {
@@ -181,13 +172,13 @@ func (p *jsonParser) value(depth int) (*jval, error) {
 	v := &jval{Off: int(off)}
 	switch t := tok.(type) {
 	case nil:
-		v.Kind = jNull
+		v.Kind = jsontree.Null
 	case bool:
-		v.Kind, v.Bool = jBool, t
+		v.Kind, v.Bool = jsontree.Bool, t
 	case json.Number:
-		v.Kind, v.Text = jNumber, string(t)
+		v.Kind, v.Text = jsontree.Number, string(t)
 	case string:
-		v.Kind, v.Text = jString, t
+		v.Kind, v.Text = jsontree.String, t
 	case json.Delim:
 		if depth >= maxManifestDepth {
 			line, col := lineCol(p.data, off)
@@ -196,7 +187,7 @@ func (p *jsonParser) value(depth int) (*jval, error) {
 		// Empty, not nil, as jsontree reads them: the two trees compare
 		// equal (FuzzScanJSON).
 		if t == '[' {
-			v.Kind, v.Elems = jArray, []*jval{}
+			v.Kind, v.Elems = jsontree.Array, []*jval{}
 			for p.d.More() {
 				item, err := p.value(depth + 1)
 				if err != nil {
@@ -205,7 +196,7 @@ func (p *jsonParser) value(depth int) (*jval, error) {
 				v.Elems = append(v.Elems, item)
 			}
 		} else {
-			v.Kind, v.Keys, v.KeyOffs, v.Elems = jObject, []string{}, []int{}, []*jval{}
+			v.Kind, v.Keys, v.KeyOffs, v.Elems = jsontree.Object, []string{}, []int{}, []*jval{}
 			for p.d.More() {
 				koff := p.next()
 				ktok, err := p.d.Token()
@@ -271,7 +262,7 @@ func (r *manifestReader) wrongType(v *jval, path, want string) *ManifestError {
 
 // object checks that v is an object whose members are all in allowed.
 func (r *manifestReader) object(v *jval, path string, allowed ...string) (jobj, error) {
-	if v.Kind != jObject {
+	if v.Kind != jsontree.Object {
 		return jobj{}, r.wrongType(v, path, "an object")
 	}
 	for i, k := range v.Keys {
@@ -295,7 +286,7 @@ func join(path, key string) string {
 func (o jobj) get(k string) *jval {
 	for i, key := range o.v.Keys {
 		if key == k {
-			if v := o.v.Elems[i]; v.Kind != jNull {
+			if v := o.v.Elems[i]; v.Kind != jsontree.Null {
 				return v
 			}
 			return nil
@@ -314,7 +305,7 @@ func (r *manifestReader) str(o jobj, k string) (string, error) {
 	if v == nil {
 		return "", nil
 	}
-	if v.Kind != jString {
+	if v.Kind != jsontree.String {
 		return "", r.wrongType(v, join(o.path, k), "a string")
 	}
 	return v.Text, nil
@@ -325,7 +316,7 @@ func (r *manifestReader) boolean(o jobj, k string) (bool, error) {
 	if v == nil {
 		return false, nil
 	}
-	if v.Kind != jBool {
+	if v.Kind != jsontree.Bool {
 		return false, r.wrongType(v, join(o.path, k), "true or false")
 	}
 	return v.Bool, nil
@@ -333,7 +324,7 @@ func (r *manifestReader) boolean(o jobj, k string) (bool, error) {
 
 // integer reads v as a whole number in [lo, hi].
 func (r *manifestReader) integer(v *jval, path string, lo, hi int64) (int64, error) {
-	if v.Kind != jNumber {
+	if v.Kind != jsontree.Number {
 		return 0, r.wrongType(v, path, "an integer")
 	}
 	n, err := strconv.ParseInt(v.Text, 10, 64)
@@ -349,7 +340,7 @@ func (r *manifestReader) array(o jobj, k string) ([]*jval, error) {
 	if v == nil {
 		return nil, nil
 	}
-	if v.Kind != jArray {
+	if v.Kind != jsontree.Array {
 		return nil, r.wrongType(v, join(o.path, k), "an array")
 	}
 	if v.Elems == nil {
@@ -365,7 +356,7 @@ func (r *manifestReader) dims(o jobj, k string) ([]int64, error) {
 	}
 	out := make([]int64, len(items))
 	for i, it := range items {
-		if it.Kind == jNumber {
+		if it.Kind == jsontree.Number {
 			// The common case, without building the element's path.
 			if n, err := strconv.ParseInt(it.Text, 10, 64); err == nil {
 				out[i] = n
@@ -502,13 +493,13 @@ func (r *manifestReader) method(v *jval, path string) (*Method, error) {
 
 // tensor reads a tensor object or a bare tensor name.
 func (r *manifestReader) tensor(v *jval, path string) (*Tensor, error) {
-	if v.Kind == jString {
+	if v.Kind == jsontree.String {
 		if v.Text == "" {
 			return nil, r.fail(v, path, "tensor name is empty")
 		}
 		return &Tensor{Name: v.Text}, nil
 	}
-	if v.Kind != jObject {
+	if v.Kind != jsontree.Object {
 		return nil, r.wrongType(v, path, "a tensor object or a tensor name")
 	}
 	o, err := r.object(v, path, "name", "dtype", "shape", "max_shape")
@@ -537,10 +528,10 @@ func (r *manifestReader) tensor(v *jval, path string) (*Tensor, error) {
 // binding reads a binding object or a bare name (binding and tensor named
 // alike).
 func (r *manifestReader) binding(v *jval, path string) (*Binding, error) {
-	if v.Kind == jString {
+	if v.Kind == jsontree.String {
 		return &Binding{Name: v.Text}, nil
 	}
-	if v.Kind != jObject {
+	if v.Kind != jsontree.Object {
 		return nil, r.wrongType(v, path, "a binding object or a binding name")
 	}
 	o, err := r.object(v, path, "binding", "tensor", "dtype", "shape", "max_shape")
@@ -742,9 +733,9 @@ func (r *manifestReader) specs(o jobj, k string) ([]*pte.CompileSpec, error) {
 func (r *manifestReader) budget(v *jval, path string) (*int64, error) {
 	var s string
 	switch v.Kind {
-	case jString:
+	case jsontree.String:
 		s = v.Text
-	case jNumber:
+	case jsontree.Number:
 		if _, err := strconv.ParseInt(v.Text, 10, 64); err != nil {
 			return nil, r.fail(v, path, "bad budget: %s is not a whole number of bytes below 2^63", v.Text)
 		}

@@ -326,10 +326,7 @@ func (p *parser[T]) extension(off int, format string, args ...any) {
 func (p *parser[T]) object() (T, error) {
 	var zero T
 	off := p.p
-	p.p++
-	p.space()
-	if p.p < len(p.s) && p.s[p.p] == '}' {
-		p.p++
+	if p.open('}') {
 		return p.b.Object(off, nil, nil, nil), nil
 	}
 	mark, emark := len(p.keys), len(p.elems)
@@ -381,30 +378,50 @@ func (p *parser[T]) object() (T, error) {
 			return zero, err
 		}
 		p.keys, p.koffs, p.elems = append(p.keys, k), append(p.koffs, koff), append(p.elems, e)
-		p.space()
-		if p.p >= len(p.s) {
-			return zero, p.errf("unterminated object")
-		}
-		switch p.s[p.p] {
-		case ',':
-			p.p++
-		case '}':
-			p.p++
+		if closed, err := p.next('}', "object"); err != nil || closed {
+			if err != nil {
+				return zero, err
+			}
 			return p.b.Object(off, p.keys[mark:], p.koffs[mark:], p.elems[emark:]), nil
-		default:
-			return zero, p.errf("expecting ',' or '}' in object")
 		}
 	}
+}
+
+// open moves past a container's opening delimiter and the white space
+// after it; empty reports (and reads) a closing delimiter right after.
+func (p *parser[T]) open(closing byte) (empty bool) {
+	p.p++
+	p.space()
+	if p.p < len(p.s) && p.s[p.p] == closing {
+		p.p++
+		return true
+	}
+	return false
+}
+
+// next reads the ',' or the closing delimiter after a member or element
+// of a container; closed reports the closing one.
+func (p *parser[T]) next(closing byte, container string) (closed bool, err error) {
+	p.space()
+	if p.p >= len(p.s) {
+		return false, p.errf("unterminated %s", container)
+	}
+	switch p.s[p.p] {
+	case ',':
+		p.p++
+		return false, nil
+	case closing:
+		p.p++
+		return true, nil
+	}
+	return false, p.errf("expecting ',' or '%c' in %s", closing, container)
 }
 
 // array reads the array whose '[' is at p.
 func (p *parser[T]) array() (T, error) {
 	var zero T
 	off := p.p
-	p.p++
-	p.space()
-	if p.p < len(p.s) && p.s[p.p] == ']' {
-		p.p++
+	if p.open(']') {
 		return p.b.Array(off, nil), nil
 	}
 	mark := len(p.elems)
@@ -419,18 +436,11 @@ func (p *parser[T]) array() (T, error) {
 			return zero, err
 		}
 		p.elems = append(p.elems, e)
-		p.space()
-		if p.p >= len(p.s) {
-			return zero, p.errf("unterminated array")
-		}
-		switch p.s[p.p] {
-		case ',':
-			p.p++
-		case ']':
-			p.p++
+		if closed, err := p.next(']', "array"); err != nil || closed {
+			if err != nil {
+				return zero, err
+			}
 			return p.b.Array(off, p.elems[mark:]), nil
-		default:
-			return zero, p.errf("expecting ',' or ']' in array")
 		}
 	}
 }
