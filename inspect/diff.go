@@ -194,17 +194,13 @@ func parseValid(data []byte) (*node, error) {
 
 // nodeBuilder makes nodes as jsontree reads the text: the diff annotates
 // them (keyed lists, unions, lazy methods) and looks members up by name.
-// Nodes come from blocks, one allocation per block.
+// Nodes come from blocks (jsontree.Blocks).
 type nodeBuilder struct {
-	nodes []node
+	nodes jsontree.Blocks[node]
 }
 
 func (b *nodeBuilder) newNode(kind byte) *node {
-	if len(b.nodes) == 0 {
-		b.nodes = make([]node, 256)
-	}
-	n := &b.nodes[0]
-	b.nodes = b.nodes[1:]
+	n := b.nodes.New()
 	n.kind = kind
 	return n
 }

@@ -173,17 +173,33 @@ func Build[T any](data []byte, opt Options, b Builder[T]) (T, []Extension, error
 	return v, p.ext, nil
 }
 
-// valueBuilder makes Values, from blocks: one allocation per block.
+// Blocks hands out zero Ts from blocks, one allocation per block, for a
+// Builder that makes many small nodes. Blocks start small, as most texts
+// read are (a blob's metadata has a few dozen values, and a program may
+// hold thousands of blobs), and double up to 256 Ts.
+type Blocks[T any] struct {
+	free []T
+	size int
+}
+
+// New returns a pointer to a zero T.
+func (b *Blocks[T]) New() *T {
+	if len(b.free) == 0 {
+		b.size = min(256, max(16, 2*b.size))
+		b.free = make([]T, b.size)
+	}
+	v := &b.free[0]
+	b.free = b.free[1:]
+	return v
+}
+
+// valueBuilder makes Values.
 type valueBuilder struct {
-	vals []Value
+	vals Blocks[Value]
 }
 
 func (b *valueBuilder) newValue(kind Kind, off int) *Value {
-	if len(b.vals) == 0 {
-		b.vals = make([]Value, 256)
-	}
-	v := &b.vals[0]
-	b.vals = b.vals[1:]
+	v := b.vals.New()
 	v.Kind, v.Off = kind, off
 	return v
 }

@@ -252,3 +252,20 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { check(t, data) })
 }
+
+// TestBlocks: every New is a distinct zero value, from blocks that grow.
+func TestBlocks(t *testing.T) {
+	var b Blocks[Value]
+	seen := map[*Value]bool{}
+	for i := range 1000 {
+		v := b.New()
+		if seen[v] || v.Kind != 0 || v.Text != "" {
+			t.Fatalf("New %d: %p reused or not zero", i, v)
+		}
+		seen[v] = true
+		v.Text = "used"
+	}
+	if b.size != 256 {
+		t.Errorf("block size %d after 1000 values, want 256", b.size)
+	}
+}
