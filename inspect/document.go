@@ -212,7 +212,7 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 	if p == nil {
 		return nil, errors.New("inspect: file has no decoded program")
 	}
-	b := &builder{f: f, r: f.ReaderAt(), opts: opts, sums: sums, reports: blobReports{}}
+	b := &builder{f: f, r: f.ReaderAt(), opts: opts, sums: sums, reports: &blobReports{}}
 	if opts.Hash && b.sums == nil {
 		var err error
 		if b.sums, err = hashSpans(b.r, b.spans(), meterOf(opts.Progress, f.Size)); err != nil {
@@ -230,10 +230,7 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 	if doc.Segments, err = b.segments(); err != nil {
 		return nil, err
 	}
-	if doc.Delegates, err = b.delegates(); err != nil {
-		return nil, err
-	}
-	if doc.Problems, err = check(f, opts.Method, b.reports); err != nil {
+	if doc.Delegates, doc.Problems, err = b.delegatesAndProblems(); err != nil {
 		return nil, err
 	}
 	if opts.Data != nil {
@@ -335,8 +332,8 @@ type builder struct {
 	opts *Options
 	// sums are the digests of spans(), with Options.Hash.
 	sums digests
-	// reports are the TensorRT blobs read, for the problems to reuse.
-	reports blobReports
+	// reports keeps the TensorRT blob last read, for its problems to reuse.
+	reports *blobReports
 }
 
 // spans are the file ranges the document gives digests of: the whole file
@@ -475,25 +472,34 @@ func (b *builder) locate(ref *pte.BackendDelegateDataReference) (*payload, bool)
 	return nil, false
 }
 
-func (b *builder) delegates() ([]*Delegate, error) {
+// delegatesAndProblems returns the document's delegates and the problems
+// Check finds (narrowed by Options.Method), in one pass over the methods, so
+// that a TensorRT blob is read once and its report dropped once its
+// delegate is done: memory does not grow with the blobs' reports.
+func (b *builder) delegatesAndProblems() ([]*Delegate, []Problem, error) {
 	p := b.f.Program
 	out := []*Delegate{}
+	probs := verifyProblems(b.f, b.opts.Method)
 	for pi, ep := range p.ExecutionPlan {
 		if ep == nil || (b.opts.Method != "" && ep.Name != b.opts.Method) {
 			continue
 		}
 		for di, d := range ep.Delegates {
-			if d == nil || (b.opts.Backend != "" && d.ID != b.opts.Backend) {
-				continue
+			if d != nil && (b.opts.Backend == "" || d.ID == b.opts.Backend) {
+				del, err := b.delegate(pi, ep.Name, di, d)
+				if err != nil {
+					return nil, nil, err
+				}
+				out = append(out, del)
 			}
-			del, err := b.delegate(pi, ep.Name, di, d)
+			ps, err := delegateProblems(b.f, pi, di, ep.Name, d, b.reports)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			out = append(out, del)
+			probs = append(probs, ps...)
 		}
 	}
-	return out, nil
+	return out, probs, nil
 }
 
 func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) (*Delegate, error) {

@@ -84,22 +84,14 @@ func Check(f *pte.File) ([]Problem, error) {
 
 // check is Check, narrowed to one method (and program-level problems) when
 // method is not empty.
-func check(f *pte.File, method string, reports blobReports) ([]Problem, error) {
-	var out []Problem
-	for _, x := range f.Verify() {
-		if x.Err != nil && (method == "" || x.Method == "" || x.Method == method) {
-			out = append(out, FormatProblem(x.Severity, x.Method, x.Err))
-		}
-	}
+func check(f *pte.File, method string, reports *blobReports) ([]Problem, error) {
+	out := verifyProblems(f, method)
 	for pi, ep := range f.Program.ExecutionPlan {
 		if ep == nil || (method != "" && ep.Name != method) {
 			continue
 		}
 		for di, d := range ep.Delegates {
-			if d == nil || !delegate.IsTensorRT(d.ID) {
-				continue
-			}
-			ps, err := tensorRTProblems(f, pi, di, ep.Name, d, reports)
+			ps, err := delegateProblems(f, pi, di, ep.Name, d, reports)
 			if err != nil {
 				return nil, err
 			}
@@ -109,11 +101,33 @@ func check(f *pte.File, method string, reports blobReports) ([]Problem, error) {
 	return out, nil
 }
 
+// verifyProblems are the reader's findings (pte.File.Verify) as problems,
+// narrowed to one method (and program-level ones) when method is not empty.
+func verifyProblems(f *pte.File, method string) []Problem {
+	var out []Problem
+	for _, x := range f.Verify() {
+		if x.Err != nil && (method == "" || x.Method == "" || x.Method == method) {
+			out = append(out, FormatProblem(x.Severity, x.Method, x.Err))
+		}
+	}
+	return out
+}
+
+// delegateProblems are the problems of delegate di of method pi (named
+// method): those of tensorRTProblems for a TensorRT delegate, none for
+// another or a nil one.
+func delegateProblems(f *pte.File, pi, di int, method string, d *pte.BackendDelegate, reports *blobReports) ([]Problem, error) {
+	if d == nil || !delegate.IsTensorRT(d.ID) {
+		return nil, nil
+	}
+	return tensorRTProblems(f, pi, di, method, d, reports)
+}
+
 // tensorRTProblems checks TensorRT delegate di of method pi: its compile
 // specs and, when its payload can be reached, its blob. A blob the deployed
 // reader rejects, or reads differently from what it says, is an error; a
 // property both readers share is a warning unless the runtime fails on it.
-func tensorRTProblems(f *pte.File, pi, di int, method string, d *pte.BackendDelegate, reports blobReports) ([]Problem, error) {
+func tensorRTProblems(f *pte.File, pi, di int, method string, d *pte.BackendDelegate, reports *blobReports) ([]Problem, error) {
 	var out []Problem
 	out = append(out, cStringProblems(method, pi, di, d)...)
 	if p, bad := budgetProblem(method, pi, di, d); bad {

@@ -97,26 +97,32 @@ func (d *Deployed) MarshalJSON() ([]byte, error) {
 	return json.Marshal((*plain)(d))
 }
 
-// blobReports keeps the delegate.Check report of each delegate payload a
-// view has read, by its reference, so that a view that shows a blob and
-// checks it (Build: the delegate list and the problems) reads it once. A
-// nil blobReports keeps nothing.
-type blobReports map[pte.BackendDelegateDataReference]*delegate.Report
+// blobReports keeps the delegate.Check report of the last delegate payload
+// a view has read, by its reference, so that a view that shows a blob and
+// checks it (Build: the delegate and its problems, in one pass) reads it
+// once. Only one report is held: a report is about 1.4 KiB, and keeping one
+// per blob made the views' memory grow with the engine count. A nil
+// *blobReports keeps nothing.
+type blobReports struct {
+	ref pte.BackendDelegateDataReference
+	rep *delegate.Report
+}
 
 // check returns the report of the payload ref refers to (r, of size
-// bytes), from the cache or from delegate.Check.
-func (c blobReports) check(ref *pte.BackendDelegateDataReference, r io.ReaderAt, size int64) (*delegate.Report, error) {
+// bytes), the one kept when it is the same reference, else from
+// delegate.Check.
+func (c *blobReports) check(ref *pte.BackendDelegateDataReference, r io.ReaderAt, size int64) (*delegate.Report, error) {
 	if c == nil || ref == nil {
 		return delegate.Check(r, size)
 	}
-	if rep, ok := c[*ref]; ok {
-		return rep, nil
+	if c.rep != nil && c.ref == *ref {
+		return c.rep, nil
 	}
 	rep, err := delegate.Check(r, size)
 	if err != nil {
 		return nil, err
 	}
-	c[*ref] = rep
+	c.ref, c.rep = *ref, rep
 	return rep, nil
 }
 
