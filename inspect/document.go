@@ -205,6 +205,67 @@ func meterOf(progress func(done, total int64), total int64) func(n int64) {
 // build is Build with the digests of the file's spans when already known
 // (nil: hashed here, in one pass, when Options.Hash asks for them).
 func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
+	st, err := newStream(f, opts, sums, true)
+	if err != nil {
+		return nil, err
+	}
+	var dels []*Delegate
+	for {
+		m, err := st.Next()
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			break
+		}
+		dels = append(dels, m.Delegates...)
+	}
+	doc := st.Document()
+	doc.Delegates = dels
+	if doc.Delegates == nil {
+		doc.Delegates = []*Delegate{}
+	}
+	doc.Program = NewProgram(f.Program, st.b.opts.Hash)
+	if m := st.b.opts.Method; m != "" {
+		doc.Program.ExecutionPlan = slices.DeleteFunc(slices.Clone(doc.Program.ExecutionPlan), func(ep *ExecutionPlan) bool {
+			return ep == nil || ep.Name != m
+		})
+	}
+	return doc, nil
+}
+
+// A Stream builds the inspection document of a file method by method, for
+// views that print each method as it comes and keep only what they show:
+// memory then stays that of one method's delegates, not of every
+// delegate's. Build is a Stream whose delegates are all kept, with the
+// program member added.
+type Stream struct {
+	b    *builder
+	doc  *Document
+	next int  // the next method index Next looks at
+	done bool // Next returned the last method; the problems are complete
+}
+
+// MethodView is one method of a Stream: its index in the program, its
+// decoded plan and the Document delegates of it (narrowed by
+// Options.Backend), as Build would list them.
+type MethodView struct {
+	Index     int
+	Plan      *pte.ExecutionPlan
+	Delegates []*Delegate
+}
+
+// NewStream checks opts against f (ErrNoMethod, ErrNoBackend), hashes the
+// file with Options.Hash and builds the document's head and segments; Next
+// then gives the methods.
+func NewStream(f *pte.File, opts *Options) (*Stream, error) {
+	return newStream(f, opts, nil, true)
+}
+
+// newStream is NewStream with the digests of the file's spans when already
+// known (see build); segments false leaves Document().Segments nil, for a
+// view that does not show them.
+func newStream(f *pte.File, opts *Options, sums digests, segments bool) (*Stream, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -227,12 +288,54 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	if doc.Segments, err = b.segments(); err != nil {
-		return nil, err
+	if segments {
+		if doc.Segments, err = b.segments(); err != nil {
+			return nil, err
+		}
 	}
-	if doc.Delegates, doc.Problems, err = b.delegatesAndProblems(); err != nil {
-		return nil, err
+	doc.Problems = verifyProblems(f, opts.Method)
+	return &Stream{b: b, doc: doc}, nil
+}
+
+// Next returns the next method Options.Method selects (every method when
+// empty), with its delegates, reading their payloads and checking them;
+// nil, nil after the last one.
+func (s *Stream) Next() (*MethodView, error) {
+	b := s.b
+	plans := b.f.Program.ExecutionPlan
+	for ; s.next < len(plans); s.next++ {
+		pi, ep := s.next, plans[s.next]
+		if ep == nil || (b.opts.Method != "" && ep.Name != b.opts.Method) {
+			continue
+		}
+		s.next++
+		m := &MethodView{Index: pi, Plan: ep}
+		for di, d := range ep.Delegates {
+			if d != nil && (b.opts.Backend == "" || d.ID == b.opts.Backend) {
+				del, err := b.delegate(pi, ep.Name, di, d)
+				if err != nil {
+					return nil, err
+				}
+				m.Delegates = append(m.Delegates, del)
+			}
+			ps, err := delegateProblems(b.f, pi, di, ep.Name, d, b.reports)
+			if err != nil {
+				return nil, err
+			}
+			s.doc.Problems = append(s.doc.Problems, ps...)
+		}
+		return m, nil
 	}
+	if !s.done {
+		s.done = true
+		s.finish()
+	}
+	return nil, nil
+}
+
+// finish completes the problems with the external data's (Options.Data).
+func (s *Stream) finish() {
+	doc, opts := s.doc, s.b.opts
 	if opts.Data != nil {
 		doc.Problems = append(slices.DeleteFunc(doc.Problems, isExternalNotice), DataProblems(opts.Data, opts.Method)...)
 		doc.ExternalData = NewExternalData(opts.Data, opts.Method)
@@ -240,14 +343,13 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 	if doc.Problems == nil {
 		doc.Problems = []Problem{}
 	}
-	doc.Program = NewProgram(p, opts.Hash)
-	if opts.Method != "" {
-		doc.Program.ExecutionPlan = slices.DeleteFunc(slices.Clone(doc.Program.ExecutionPlan), func(ep *ExecutionPlan) bool {
-			return ep == nil || ep.Name != opts.Method
-		})
-	}
-	return doc, nil
 }
+
+// Document returns the document built so far: file, extended header,
+// segments and problems, and external data once Next has returned nil
+// (the problems are complete then). Delegates and Program are nil: a
+// Stream hands the delegates out method by method and keeps none.
+func (s *Stream) Document() *Document { return s.doc }
 
 // checkSelection refuses an Options.Method or Options.Backend that names
 // nothing in p.
@@ -470,36 +572,6 @@ func (b *builder) locate(ref *pte.BackendDelegateDataReference) (*payload, bool)
 		return &payload{r: b.r, off: int64(off), size: int64(p.Segments[ref.Index].Size)}, true
 	}
 	return nil, false
-}
-
-// delegatesAndProblems returns the document's delegates and the problems
-// Check finds (narrowed by Options.Method), in one pass over the methods, so
-// that a TensorRT blob is read once and its report dropped once its
-// delegate is done: memory does not grow with the blobs' reports.
-func (b *builder) delegatesAndProblems() ([]*Delegate, []Problem, error) {
-	p := b.f.Program
-	out := []*Delegate{}
-	probs := verifyProblems(b.f, b.opts.Method)
-	for pi, ep := range p.ExecutionPlan {
-		if ep == nil || (b.opts.Method != "" && ep.Name != b.opts.Method) {
-			continue
-		}
-		for di, d := range ep.Delegates {
-			if d != nil && (b.opts.Backend == "" || d.ID == b.opts.Backend) {
-				del, err := b.delegate(pi, ep.Name, di, d)
-				if err != nil {
-					return nil, nil, err
-				}
-				out = append(out, del)
-			}
-			ps, err := delegateProblems(b.f, pi, di, ep.Name, d, b.reports)
-			if err != nil {
-				return nil, nil, err
-			}
-			probs = append(probs, ps...)
-		}
-	}
-	return out, probs, nil
 }
 
 func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) (*Delegate, error) {

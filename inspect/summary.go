@@ -104,33 +104,70 @@ const maxQuote = 64
 // NewSummary summarises doc.
 func NewSummary(doc *Document) *Summary {
 	s := &Summary{Size: doc.File.Size}
-	for _, p := range doc.Problems {
+	s.countProblems(doc.Problems)
+	methods := s.addMethods(doc.Program)
+	var t summaryTotals
+	for _, d := range doc.Delegates {
+		s.addDelegate(d, methods.of(d), &t)
+	}
+	return s
+}
+
+// Summarize is NewSummary of the document Build(f, opts) makes, without
+// building that document: it reads the methods one at a time (a Stream)
+// and keeps only the summary, so that its memory does not grow with each
+// delegate's detail. It also returns the Stream's document (head,
+// problems, external data; no segments, delegates or program), for what
+// the view shows besides the summary.
+func Summarize(f *pte.File, opts *Options) (*Summary, *Document, error) {
+	st, err := newStream(f, opts, nil, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &Summary{Size: f.Size}
+	var t summaryTotals
+	for {
+		mv, err := st.Next()
+		if err != nil {
+			return nil, nil, err
+		}
+		if mv == nil {
+			break
+		}
+		m := planSummary(mv.Plan)
+		m.Index = mv.Index
+		s.Methods = append(s.Methods, m)
+		t.groups = nil // groups are per method
+		for _, d := range mv.Delegates {
+			s.addDelegate(d, m, &t)
+		}
+		for _, g := range m.Groups {
+			g.stored = nil // needed only while the method's delegates are added
+		}
+	}
+	doc := st.Document()
+	s.countProblems(doc.Problems)
+	return s, doc, nil
+}
+
+// countProblems counts the errors and warnings of probs in s.
+func (s *Summary) countProblems(probs []Problem) {
+	for _, p := range probs {
 		if p.IsError() {
 			s.Errors++
 		} else {
 			s.Warnings++
 		}
 	}
-	methods := s.addMethods(doc.Program)
-	backends := map[string]int{} // id -> index in s.Backends
-	groups := map[groupKey]*DelegateGroup{}
-	stored := map[storageKey]bool{}
-	for _, d := range doc.Delegates {
-		if k, ok := storageOf(d); d.Size != nil && (!ok || !stored[k]) {
-			if ok {
-				stored[k] = true
-			}
-			s.Payloads = compilespec.AddSizes(s.Payloads, *d.Size)
-		}
-		if i, ok := backends[d.ID]; ok {
-			s.Backends[i].Count++
-		} else {
-			backends[d.ID] = len(s.Backends)
-			s.Backends = append(s.Backends, BackendCount{ID: d.ID, Count: 1})
-		}
-		s.addDelegate(d, groups, methods)
-	}
-	return s
+}
+
+// summaryTotals is what adding delegates to a Summary keeps between them:
+// where each backend is in Backends, the groups so far and the payloads
+// counted.
+type summaryTotals struct {
+	backends map[string]int // id -> index in Summary.Backends
+	groups   map[groupKey]*DelegateGroup
+	stored   map[storageKey]bool
 }
 
 // summaryMethods finds the summary of a delegate's method.
@@ -192,9 +229,28 @@ type groupKey struct {
 	id, budget, device string
 }
 
-// addDelegate counts d's payload in s, in its group (made the first time,
-// and listed under its method) and in its method's budget totals.
-func (s *Summary) addDelegate(d *Delegate, groups map[groupKey]*DelegateGroup, methods *summaryMethods) {
+// addDelegate counts d in s (payload and backend), in its group (made the
+// first time, and listed under its method m, when not nil) and in m's
+// budget totals.
+func (s *Summary) addDelegate(d *Delegate, m *MethodSummary, t *summaryTotals) {
+	if t.backends == nil {
+		t.backends, t.stored = map[string]int{}, map[storageKey]bool{}
+	}
+	if t.groups == nil {
+		t.groups = map[groupKey]*DelegateGroup{}
+	}
+	if k, ok := storageOf(d); d.Size != nil && (!ok || !t.stored[k]) {
+		if ok {
+			t.stored[k] = true
+		}
+		s.Payloads = compilespec.AddSizes(s.Payloads, *d.Size)
+	}
+	if i, ok := t.backends[d.ID]; ok {
+		s.Backends[i].Count++
+	} else {
+		t.backends[d.ID] = len(s.Backends)
+		s.Backends = append(s.Backends, BackendCount{ID: d.ID, Count: 1})
+	}
 	var size int64
 	reachable := d.Size != nil
 	if reachable {
@@ -205,11 +261,10 @@ func (s *Summary) addDelegate(d *Delegate, groups map[groupKey]*DelegateGroup, m
 	}
 	budget, budgetBytes := delegateBudget(d)
 	k := groupKey{d.PlanIndex, d.ID, budget, delegateDevice(d)}
-	g := groups[k]
-	m := methods.of(d)
+	g := t.groups[k]
 	if g == nil {
 		g = &DelegateGroup{ID: d.ID, Budget: budget, BudgetBytes: budgetBytes, Device: k.device, First: d.DelegateIndex}
-		groups[k] = g
+		t.groups[k] = g
 		if m != nil {
 			m.Groups = append(m.Groups, g)
 		}
@@ -249,6 +304,27 @@ func methodSummary(ep *ExecutionPlan) *MethodSummary {
 			continue
 		}
 		if c, ok := constant(ep.Values[i].Val); ok {
+			m.Returns = append(m.Returns, c)
+		}
+	}
+	return m
+}
+
+// planSummary is methodSummary of a decoded plan, converting only the
+// values the method returns.
+func planSummary(ep *pte.ExecutionPlan) *MethodSummary {
+	m := &MethodSummary{Name: ep.Name, Inputs: len(ep.Inputs), Outputs: len(ep.Outputs)}
+	for _, c := range ep.Chains {
+		if c != nil {
+			m.Instructions += len(c.Instructions)
+		}
+	}
+	var conv converter
+	for _, i := range ep.Outputs {
+		if i < 0 || int(i) >= len(ep.Values) || ep.Values[i] == nil {
+			continue
+		}
+		if c, ok := constant(conv.evalue(ep.Values[i]).Val); ok {
 			m.Returns = append(m.Returns, c)
 		}
 	}
@@ -331,4 +407,13 @@ func delegateDevice(d *Delegate) string {
 		return "engine device " + strconv.Itoa(int(t.Deployed.DeviceID))
 	}
 	return ""
+}
+
+// Delegates is the number of delegates summarised: those of every backend.
+func (s *Summary) Delegates() int {
+	n := 0
+	for _, b := range s.Backends {
+		n += b.Count
+	}
+	return n
 }

@@ -116,7 +116,10 @@ func TestBigProgramViewsReadLittle(t *testing.T) {
 	require.EqualValues(t, bigEngine, *doc.Delegates[0].TensorRT.EngineSize)
 	require.Empty(t, doc.Delegates[0].TensorRT.Hazards)
 	require.NoError(t, inspect.Encode(io.Discard, doc))
-	printHuman(io.Discard, path, f, doc, &options{})
+	st, err := inspect.NewStream(f, nil)
+	require.NoError(t, err)
+	_, err = printHuman(io.Discard, path, f, st, &options{})
+	require.NoError(t, err)
 	require.Less(t, cr.Bytes(), int64(1<<20), "read %d bytes", cr.Bytes())
 }
 

@@ -32,8 +32,11 @@ func (t *table) row(cols ...string) {
 
 func (t *table) flush() { t.tw.Flush() }
 
-// printHuman prints the summary view of a program.
-func printHuman(w io.Writer, name string, f *pte.File, doc *inspect.Document, o *options) {
+// printHuman prints the --long view of a program, each method as st reads
+// it, and returns st's document (for its problems). A read error part way
+// leaves the methods before it printed.
+func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *options) (*inspect.Document, error) {
+	doc := st.Document()
 	p := f.Program
 	t := newTable(w, "")
 	t.row("file", esc(input.Display(name)))
@@ -63,18 +66,19 @@ func printHuman(w io.Writer, name string, f *pte.File, doc *inspect.Document, o 
 		fmt.Fprintf(w, "\nconstant buffers (deprecated inline): %d, %s\n", len(p.ConstantBuffer), progress.Size(total))
 	}
 
-	delegates := map[[2]int]*inspect.Delegate{}
-	for _, d := range doc.Delegates {
-		delegates[[2]int{d.PlanIndex, d.DelegateIndex}] = d
-	}
-	for pi, ep := range p.ExecutionPlan {
-		if ep == nil || (o.method != "" && ep.Name != o.method) {
-			continue
+	for {
+		m, err := st.Next()
+		if err != nil {
+			return nil, err
 		}
-		printMethod(w, pi, ep, delegates, o)
+		if m == nil {
+			break
+		}
+		printMethod(w, m, o)
 	}
 	printExternalData(w, p, doc.ExternalData)
 	printProblems(w, doc.Problems)
+	return doc, nil
 }
 
 // printProblems ends the view with what inspect.Check found, so that damage
@@ -151,7 +155,9 @@ func hashText(d inspect.Digest) string {
 	return d.Hex
 }
 
-func printMethod(w io.Writer, pi int, ep *pte.ExecutionPlan, delegates map[[2]int]*inspect.Delegate, o *options) {
+// printMethod prints one method of the --long view with its delegates.
+func printMethod(w io.Writer, m *inspect.MethodView, o *options) {
+	pi, ep := m.Index, m.Plan
 	fmt.Fprintf(w, "\nmethod %s (#%d)\n", esc(ep.Name), pi)
 	printIO(w, "inputs", ep.Inputs, ep.Values)
 	printIO(w, "outputs", ep.Outputs, ep.Values)
@@ -174,21 +180,13 @@ func printMethod(w io.Writer, pi int, ep *pte.ExecutionPlan, delegates map[[2]in
 	t.row("memory plan", memoryPlan(ep.NonConstBufferSizes))
 	t.flush()
 
-	shown := 0
-	for di := range ep.Delegates {
-		if delegates[[2]int{pi, di}] != nil {
-			shown++
-		}
-	}
 	if o.backend != "" {
-		fmt.Fprintf(w, "  delegates (%d of %d, backend %s)\n", shown, len(ep.Delegates), esc(o.backend))
+		fmt.Fprintf(w, "  delegates (%d of %d, backend %s)\n", len(m.Delegates), len(ep.Delegates), esc(o.backend))
 	} else {
 		fmt.Fprintf(w, "  delegates (%d)\n", len(ep.Delegates))
 	}
-	for di := range ep.Delegates {
-		if d := delegates[[2]int{pi, di}]; d != nil {
-			printDelegate(w, d, ep.Delegates[di])
-		}
+	for _, d := range m.Delegates {
+		printDelegate(w, d, ep.Delegates[d.DelegateIndex])
 	}
 }
 

@@ -274,36 +274,53 @@ func runProgram(ctx context.Context, opener *input.Opener, name string, stdout, 
 
 // runDocument prints the inspection document: as JSON, in full (--long) or
 // as a summary. A damaged file still gets its complete output, and exit 1.
+// The human views read the program method by method (inspect.Stream,
+// inspect.Summarize) and keep only what they print; --json builds the whole
+// document, a value a pipeline reads.
 func runDocument(f *pte.File, name string, w, stdout, stderr io.Writer, o *options, srcs []ptd.Source) int {
 	meter := newMeter(stderr, o.quiet, "pteinspect: hashing")
 	bo := &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend, Progress: meter.Report}
 	if len(srcs) > 0 {
 		bo.Data = ptd.Resolve(f.Program, srcs)
 	}
-	doc, err := inspect.Build(f, bo)
-	meter.Done()
-	if err != nil {
-		return failure(stdout, stderr, name, o, err)
-	}
-	if input.IsURL(name) {
-		doc.File.URL = input.Display(name)
-	}
-	code := exitOK
-	if countErrors(doc.Problems) > 0 {
-		code = exitFail // the output is complete; the file is damaged
-	}
-	if o.json {
+	var doc *inspect.Document
+	var err error
+	switch {
+	case o.json:
+		doc, err = inspect.Build(f, bo)
+		meter.Done()
+		if err != nil {
+			return failure(stdout, stderr, name, o, err)
+		}
+		if input.IsURL(name) {
+			doc.File.URL = input.Display(name)
+		}
 		if err := inspect.Encode(w, doc); err != nil {
 			return failErr(stderr, name, err)
 		}
-		return code
+	case o.long:
+		var st *inspect.Stream
+		st, err = inspect.NewStream(f, bo)
+		meter.Done()
+		if err != nil {
+			return failure(stdout, stderr, name, o, err)
+		}
+		if doc, err = printHuman(w, name, f, st, o); err != nil {
+			return failure(stdout, stderr, name, o, err)
+		}
+	default:
+		var s *inspect.Summary
+		s, doc, err = inspect.Summarize(f, bo)
+		meter.Done()
+		if err != nil {
+			return failure(stdout, stderr, name, o, err)
+		}
+		printSummary(w, name, f.Program, s, doc)
 	}
-	if o.long {
-		printHuman(w, name, f, doc, o)
-	} else {
-		printSummary(w, name, f.Program, doc)
+	if countErrors(doc.Problems) > 0 {
+		return exitFail // the output is complete; the file is damaged
 	}
-	return code
+	return exitOK
 }
 
 // newMeter returns the progress line of a long read on stderr (shown only

@@ -24,10 +24,10 @@ const (
 	summaryProblems = 5
 )
 
-// printSummary prints the default view: inspect.Summary of the document,
-// one line per method and per group of alike delegates.
-func printSummary(w io.Writer, name string, p *pte.Program, doc *inspect.Document) {
-	s := inspect.NewSummary(doc)
+// printSummary prints the default view: s, the inspect.Summary of the
+// program, one line per method and per group of alike delegates, and the
+// problems and external data of doc (as inspect.Summarize returns it).
+func printSummary(w io.Writer, name string, p *pte.Program, s *inspect.Summary, doc *inspect.Document) {
 	if len(s.Methods) == 1 && len(p.ExecutionPlan) > 1 {
 		// Narrowed by --method: the index in the whole program.
 		for i, ep := range p.ExecutionPlan {
@@ -92,7 +92,7 @@ func printSummary(w io.Writer, name string, p *pte.Program, doc *inspect.Documen
 			fmt.Fprintln(w, escText(p.String()))
 		}
 	}
-	if len(doc.Delegates) > 0 || len(doc.Segments) > 0 {
+	if s.Delegates() > 0 || len(p.Segments) > 0 {
 		fmt.Fprintf(w, "\n(--long shows segments, bindings, compile specs and every delegate)\n")
 	}
 }
