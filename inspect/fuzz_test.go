@@ -18,7 +18,7 @@ func addSharedSeeds(f *testing.F) {
 // FuzzBuild opens arbitrary bytes as a program and, when the reader accepts
 // them, builds and encodes the JSON form with hashing on. Whatever the
 // references in the program say, Build must not panic, and the document
-// must compare equal to itself.
+// must compare equal to itself, and Summarize must agree with it.
 func FuzzBuild(f *testing.F) {
 	addSharedSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -37,9 +37,12 @@ func FuzzBuild(f *testing.F) {
 				n++
 			}
 		}
-		if s := NewSummary(doc); len(s.Methods) != n {
+		s := NewSummary(doc)
+		if len(s.Methods) != n {
 			t.Fatalf("summary has %d methods, document %d", len(s.Methods), n)
 		}
+		// The method-by-method views read what Build reads.
+		requireSameSummary(t, pf, &Options{Hash: true}, s, doc)
 		b, err := Marshal(doc)
 		if err != nil {
 			t.Fatalf("Marshal: %v", err)

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bytes"
+	"encoding/json"
 	"github.com/ptekit/ptekit/compilespec"
 	"math"
 	"testing"
@@ -21,7 +22,62 @@ func summaryOf(t *testing.T, name string, opts *Options) *Summary {
 	require.NoError(t, err)
 	doc, err := Build(f, opts)
 	require.NoError(t, err)
-	return NewSummary(doc)
+	s := NewSummary(doc)
+	requireSameSummary(t, f, opts, s, doc)
+	return s
+}
+
+// requireSameSummary requires Summarize(f, opts) to be want, NewSummary of
+// doc = Build(f, opts), with the same problems and external data: the
+// method-by-method view and the document agree.
+func requireSameSummary(t testing.TB, f *pte.File, opts *Options, want *Summary, doc *Document) {
+	t.Helper()
+	got, gdoc, err := Summarize(f, opts)
+	require.NoError(t, err)
+	norm := func(s *Summary) string {
+		c := *s
+		c.Methods = nil
+		for _, m := range s.Methods {
+			mc := *m
+			if opts != nil && opts.Method != "" {
+				mc.Index = 0 // a narrowed document counts from 0
+			}
+			c.Methods = append(c.Methods, &mc)
+		}
+		b, err := json.Marshal(&c)
+		require.NoError(t, err)
+		return string(b)
+	}
+	require.Equal(t, norm(want), norm(got))
+	require.Equal(t, doc.Problems, gdoc.Problems)
+	require.Equal(t, doc.ExternalData, gdoc.ExternalData)
+	require.Equal(t, doc.File, gdoc.File)
+	require.Equal(t, len(doc.Delegates), got.Delegates())
+}
+
+// TestSummarizeEveryProgram: Summarize agrees with NewSummary of Build on
+// every built test program, whole and narrowed to each method and backend.
+func TestSummarizeEveryProgram(t *testing.T) {
+	for name, data := range testprog.Programs(t) {
+		f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &pte.OpenOptions{Truncated: true})
+		if err != nil {
+			continue
+		}
+		optss := []*Options{nil, {Hash: true}}
+		for _, ep := range f.Program.ExecutionPlan {
+			if ep != nil {
+				optss = append(optss, &Options{Method: ep.Name})
+			}
+		}
+		for _, id := range BackendIDs(f.Program, "") {
+			optss = append(optss, &Options{Backend: id})
+		}
+		for _, opts := range optss {
+			doc, err := Build(f, opts)
+			require.NoError(t, err, name)
+			requireSameSummary(t, f, opts, NewSummary(doc), doc)
+		}
+	}
 }
 
 // TestSummaryGroups: 64 alike engines are one group, with the budget each
