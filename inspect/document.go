@@ -210,15 +210,11 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 		return nil, err
 	}
 	var dels []*Delegate
-	for {
-		m, err := st.Next()
-		if err != nil {
-			return nil, err
-		}
-		if m == nil {
-			break
-		}
+	if err := st.Each(func(m *MethodView) error {
 		dels = append(dels, m.Delegates...)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	doc := st.Document()
 	doc.Delegates = dels
@@ -331,6 +327,20 @@ func (s *Stream) Next() (*MethodView, error) {
 		s.finish()
 	}
 	return nil, nil
+}
+
+// Each calls fn with each method Next returns, until the last or an error
+// (Next's or fn's, which it returns).
+func (s *Stream) Each(fn func(*MethodView) error) error {
+	for {
+		m, err := s.Next()
+		if err != nil || m == nil {
+			return err
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
 }
 
 // finish completes the problems with the external data's (Options.Data).

@@ -126,14 +126,7 @@ func Summarize(f *pte.File, opts *Options) (*Summary, *Document, error) {
 	}
 	s := &Summary{Size: f.Size}
 	var t summaryTotals
-	for {
-		mv, err := st.Next()
-		if err != nil {
-			return nil, nil, err
-		}
-		if mv == nil {
-			break
-		}
+	if err := st.Each(func(mv *MethodView) error {
 		m := planSummary(mv.Plan)
 		m.Index = mv.Index
 		s.Methods = append(s.Methods, m)
@@ -144,6 +137,9 @@ func Summarize(f *pte.File, opts *Options) (*Summary, *Document, error) {
 		for _, g := range m.Groups {
 			g.stored = nil // needed only while the method's delegates are added
 		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
 	}
 	doc := st.Document()
 	s.countProblems(doc.Problems)

@@ -66,15 +66,11 @@ func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *op
 		fmt.Fprintf(w, "\nconstant buffers (deprecated inline): %d, %s\n", len(p.ConstantBuffer), progress.Size(total))
 	}
 
-	for {
-		m, err := st.Next()
-		if err != nil {
-			return nil, err
-		}
-		if m == nil {
-			break
-		}
+	if err := st.Each(func(m *inspect.MethodView) error {
 		printMethod(w, m, o)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	printExternalData(w, p, doc.ExternalData)
 	printProblems(w, doc.Problems)
