@@ -30,7 +30,7 @@ func Write(w io.Writer, p *Program, opts *Options) (*Result, error) {
 		return nil, err
 	}
 	defer b.close()
-	size, err := b.writeTo(w)
+	size, err := b.writeTo(w, false)
 	if err != nil {
 		return nil, fmt.Errorf("export: writing the program: %w", err)
 	}
@@ -68,7 +68,7 @@ func WriteFileContext(ctx context.Context, path string, p *Program, opts *Option
 		return nil, err
 	}
 	defer b.close()
-	size, err := writeOutput(ctx, out, b.total, b.progress, func(f *os.File) (int64, error) { return b.writeTo(f) })
+	size, err := writeOutput(ctx, out, b.total, b.progress, func(f *os.File) (int64, error) { return b.writeTo(f, true) })
 	if err != nil {
 		return nil, fmt.Errorf("export: writing %s: %w", path, err)
 	}
@@ -111,9 +111,10 @@ type built struct {
 
 // writeTo writes the program to w and returns its size. The program is
 // new, so it is written only if pte.Verify would find no error in it: a
-// file the exporter writes must load.
-func (b *built) writeTo(w io.Writer) (int64, error) {
-	info, err := pte.Write(w, b.prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, HeadRoom: b.headRoom, Strict: true, PageCongruent: true})
+// file the exporter writes must load. synced says w is a file that will be
+// synced (WriteFile's), whose writeback may start early.
+func (b *built) writeTo(w io.Writer, synced bool) (int64, error) {
+	info, err := pte.Write(w, b.prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, HeadRoom: b.headRoom, Strict: true, PageCongruent: true, EarlyWriteback: synced})
 	if err != nil {
 		return 0, err
 	}

@@ -224,7 +224,7 @@ func TestBuiltProgramWrittenStrictly(t *testing.T) {
 	ep := b.prog.ExecutionPlan[0]
 	ep.Values = append(ep.Values, &pte.EValue{}) // no value: ExecuTorch fails to load it
 	var buf bytes.Buffer
-	_, err = b.writeTo(&buf)
+	_, err = b.writeTo(&buf, false)
 	var ve *pte.VerifyError
 	require.ErrorAs(t, err, &ve)
 	assert.Contains(t, err.Error(), `method "forward"`)

@@ -184,7 +184,7 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 	size, err := writeOutput(ctx, dst, f.Size, opts.Progress, func(w *os.File) (int64, error) {
 		// Not Strict: the input was verified above and refused on an
 		// Error, and only its compile specs change.
-		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align, HeadRoom: room, PageCongruent: true, CongruentAnyReader: true})
+		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align, HeadRoom: room, PageCongruent: true, CongruentAnyReader: true, EarlyWriteback: true})
 		if err != nil {
 			return 0, err
 		}

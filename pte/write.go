@@ -82,6 +82,14 @@ type WriteOptions struct {
 	// written as its tag alone. Tools that build new programs should set
 	// Strict.
 	Strict bool
+	// EarlyWriteback, for an *os.File destination that the caller will
+	// sync (WriteFile and pteexport do), asks the system to start writing
+	// the payloads back to the device while later ones are still being
+	// copied (Linux: sync_file_range with SYNC_FILE_RANGE_WRITE, every
+	// earlyWritebackStep bytes), so that the final fsync waits for the
+	// tail instead of the whole file. It changes no byte and is a hint:
+	// errors are ignored, and elsewhere it does nothing.
+	EarlyWriteback bool
 }
 
 // WriteInfo describes a file written by Write.
@@ -170,6 +178,7 @@ type writePlan struct {
 	flatbuffer  []byte // without its first 8 bytes when head is set
 	info        *WriteInfo
 	segmentBase uint64
+	writeback   bool // WriteOptions.EarlyWriteback
 }
 
 // planWrite lays out and encodes p, and makes sure NewFile (and Verify,
@@ -208,7 +217,7 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 		return nil, err
 	}
 	dedup := opts != nil && opts.Dedup
-	pl := &writePlan{srcs: segments, info: &WriteInfo{}}
+	pl := &writePlan{srcs: segments, info: &WriteInfo{}, writeback: opts != nil && opts.EarlyWriteback}
 	remap, err := pl.distinctPayloads(dedup)
 	if err != nil {
 		return nil, err
@@ -451,6 +460,11 @@ func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 		}
 		if err := pc.copy(pl.srcs[i], int64(seg.Size)); err != nil {
 			return nil, &SegmentError{Index: i, Err: err}
+		}
+		if pl.writeback {
+			if err := pc.kickWriteback(); err != nil {
+				return nil, fmt.Errorf("pte: write: %w", err)
+			}
 		}
 	}
 	if err := cw.flush(); err != nil {

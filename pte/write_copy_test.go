@@ -380,3 +380,67 @@ func FuzzSourceParts(f *testing.F) {
 		}
 	})
 }
+
+// TestEarlyWriteback checks that WriteOptions.EarlyWriteback (which
+// WriteFile sets) starts the writeback of each earlyWritebackStep bytes of
+// an *os.File output as payloads are copied, contiguously and within the
+// file, that without it or into memory none is started, and that the
+// bytes are the same either way.
+func TestEarlyWriteback(t *testing.T) {
+	var ranges [][2]int64
+	testHookWriteback = func(off, n int64) { ranges = append(ranges, [2]int64{off, n}) }
+	step := earlyWritebackStep
+	earlyWritebackStep = 64 << 10
+	t.Cleanup(func() { testHookWriteback, earlyWritebackStep = nil, step })
+	dir := t.TempDir()
+	srcs := []*io.SectionReader{wrSection(nil)}
+	for i := range 8 {
+		srcs = append(srcs, wrSection(cpPattern(40<<10, byte(i+1))))
+	}
+	prog := wrProgram(len(srcs) - 1)
+
+	var mem bytes.Buffer
+	if _, err := Write(&mem, prog, srcs, &WriteOptions{EarlyWriteback: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ranges) != 0 {
+		t.Errorf("writing to memory started writeback of %v", ranges)
+	}
+	plain := filepath.Join(dir, "plain.pte")
+	pf, err := os.Create(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(pf, prog, srcs, nil); err != nil {
+		t.Fatal(err)
+	}
+	pf.Close()
+	if len(ranges) != 0 {
+		t.Errorf("without EarlyWriteback, writeback of %v was started", ranges)
+	}
+
+	out := filepath.Join(dir, "out.pte")
+	info, err := WriteFile(out, prog, srcs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ranges) < 4 {
+		t.Fatalf("WriteFile of %d bytes started writeback %d times (%v), want one per %d bytes", info.Size, len(ranges), ranges, earlyWritebackStep)
+	}
+	var next int64
+	for _, r := range ranges {
+		if r[0] != next || r[1] < earlyWritebackStep || r[0]+r[1] > info.Size {
+			t.Errorf("writeback ranges %v: not contiguous steps of at least %d bytes within the %d-byte file", ranges, earlyWritebackStep, info.Size)
+			break
+		}
+		next = r[0] + r[1]
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(plain)
+	if !bytes.Equal(got, want) || !bytes.Equal(got, mem.Bytes()) {
+		t.Error("the file written with early writeback differs from the one written without")
+	}
+}

@@ -18,7 +18,13 @@ import (
 func WriteFile(path string, p *Program, segments []*io.SectionReader, opts *WriteOptions) (*WriteInfo, error) {
 	// Lay out and encode first: a program that cannot be written creates
 	// no file at all.
-	plan, err := planWrite(p, segments, opts)
+	// The file is synced at Commit: start its writeback as it is written.
+	o := WriteOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.EarlyWriteback = true
+	plan, err := planWrite(p, segments, &o)
 	if err != nil {
 		return nil, err
 	}

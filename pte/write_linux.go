@@ -63,3 +63,15 @@ func copyFileRange(dst *os.File, src syscall.Conn, off, n int64) (int64, error) 
 	}
 	return done, opErr
 }
+
+// startWriteback asks the kernel to start writing n bytes of f at off
+// back to the device without waiting for it (sync_file_range with
+// SYNC_FILE_RANGE_WRITE: pages already under writeback are skipped). It
+// is a hint for a later fsync, which alone makes the data durable; its
+// error (a pipe, a file system without it) is ignored.
+func startWriteback(f *os.File, off, n int64) {
+	const syncFileRangeWrite = 2 // SYNC_FILE_RANGE_WRITE
+	if sc, err := f.SyscallConn(); err == nil {
+		sc.Control(func(fd uintptr) { syscall.SyncFileRange(int(fd), off, n, syncFileRangeWrite) })
+	}
+}
