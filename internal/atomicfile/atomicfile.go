@@ -110,6 +110,11 @@ func CreateContext(ctx context.Context, path string, opts *Options) (*File, erro
 	if st != nil && o.NoOverwrite {
 		return nil, existError(path)
 	}
+	if st != nil && !(o.InPlace != "" && samePath(path, o.InPlace)) {
+		// The file to be replaced (not one being rewritten, which is read
+		// while the output is written) need not stay cached.
+		dropCached(target, st)
+	}
 	f := &File{path: path, target: target, o: o, inputs: ins, ctx: ctx}
 	if err := f.open(); err != nil {
 		return nil, err

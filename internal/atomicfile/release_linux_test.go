@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -141,4 +142,81 @@ func TestReleaseStrayEnv(t *testing.T) {
 	require.ErrorAs(t, err, &ee, "%s", out)
 	assert.Equal(t, 2, ee.ExitCode())
 	assert.Contains(t, string(out), releaseEnv+" is set")
+}
+
+// residentPages counts the pages of the file at path in the page cache
+// (mincore of a read-only mapping).
+func residentPages(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	m, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(m)
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, e := syscall.Syscall(syscall.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Skipf("mincore: %v", e)
+	}
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
+}
+
+// TestCreateDropsReplacedFileCache checks that Create over a large file
+// lets its cached pages go (they are dead once the output takes the
+// name, and their room is what the output's pages need), leaves its
+// bytes alone when the output is then abandoned, and keeps the pages of
+// a file rewritten in place (InPlace), which the writer still reads.
+func TestCreateDropsReplacedFileCache(t *testing.T) {
+	if fadviseTrap == 0 {
+		t.Skip("no fadvise64 on this architecture")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "old.pte")
+	data := bytes.Repeat([]byte("0123456789abcdef"), int(releaseMin)/16)
+	write := func() {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := os.Open(path)
+		f.Sync() // clean pages: only those can be dropped
+		f.Close()
+	}
+	write()
+	before := residentPages(t, path)
+	if before < len(data)/os.Getpagesize()/2 {
+		t.Skipf("only %d pages of a just-written file are cached here", before)
+	}
+	f, err := Create(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := residentPages(t, path)
+	f.Abort()
+	if after > before/4 {
+		t.Errorf("Create over a %d-byte file left %d of its %d cached pages", len(data), after, before)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
+		t.Error("the replaced file changed although the output was abandoned")
+	}
+
+	write()
+	before = residentPages(t, path)
+	f, err = Create(path, &Options{InPlace: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after = residentPages(t, path)
+	f.Abort()
+	if after < before*3/4 {
+		t.Errorf("Create in place dropped the cache of the file being rewritten: %d of %d pages left", after, before)
+	}
 }

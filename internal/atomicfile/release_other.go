@@ -13,3 +13,6 @@ func holdReplaced(target string, st fs.FileInfo) *os.File { return nil }
 
 // release closes old.
 func release(old *os.File) { old.Close() }
+
+// dropCached does nothing: see the Linux version.
+func dropCached(target string, st fs.FileInfo) {}
