@@ -92,18 +92,32 @@ func holdReplaced(target string, st fs.FileInfo) *os.File {
 	if !ok || sys.Blocks*512 < releaseMin {
 		return nil
 	}
-	fd, err := syscall.Open(target, oPath|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if err != nil {
+	fd, ok := openSame(target, sys, oPath)
+	if !ok {
 		return nil
 	}
-	var now syscall.Stat_t
 	var sfs syscall.Statfs_t
-	if syscall.Fstat(fd, &now) != nil || now.Dev != sys.Dev || now.Ino != sys.Ino ||
-		syscall.Fstatfs(fd, &sfs) != nil || !releaseFS[int64(sfs.Type)] {
+	if syscall.Fstatfs(fd, &sfs) != nil || !releaseFS[int64(sfs.Type)] {
 		syscall.Close(fd)
 		return nil
 	}
 	return os.NewFile(uintptr(fd), target)
+}
+
+// openSame opens target with flags (plus O_NOFOLLOW and O_CLOEXEC) when it
+// is still the file sys describes (same device and inode: the name may
+// have been replaced since it was checked).
+func openSame(target string, sys *syscall.Stat_t, flags int) (int, bool) {
+	fd, err := syscall.Open(target, flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, false
+	}
+	var now syscall.Stat_t
+	if syscall.Fstat(fd, &now) != nil || now.Dev != sys.Dev || now.Ino != sys.Ino {
+		syscall.Close(fd)
+		return -1, false
+	}
+	return fd, true
 }
 
 // release drops old, which the rename has unlinked, in a helper process;
@@ -172,15 +186,11 @@ func dropCached(target string, st fs.FileInfo) {
 	if !ok || fadviseTrap == 0 || !st.Mode().IsRegular() || st.Size() < releaseMin {
 		return
 	}
-	fd, err := syscall.Open(target, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
+	fd, ok := openSame(target, sys, syscall.O_RDONLY|syscall.O_NONBLOCK)
+	if !ok {
 		return
 	}
 	defer syscall.Close(fd)
-	var now syscall.Stat_t
-	if syscall.Fstat(fd, &now) != nil || now.Dev != sys.Dev || now.Ino != sys.Ino {
-		return
-	}
 	const posixFadvDontneed = 4
 	syscall.Syscall6(fadviseTrap, uintptr(fd), 0, 0, posixFadvDontneed, 0, 0)
 }
