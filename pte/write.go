@@ -452,7 +452,7 @@ func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 	if err := cw.padTo(int64(pl.segmentBase)); err != nil {
 		return nil, fmt.Errorf("pte: write: %w", err)
 	}
-	pc := &payloadCopier{cw: cw}
+	pc := &payloadCopier{cw: cw, writeback: pl.writeback}
 	for k, i := range pl.unique {
 		seg := pl.info.Segments[k]
 		if err := cw.padTo(int64(pl.segmentBase + seg.Offset)); err != nil {
@@ -460,11 +460,6 @@ func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 		}
 		if err := pc.copy(pl.srcs[i], int64(seg.Size)); err != nil {
 			return nil, &SegmentError{Index: i, Err: err}
-		}
-		if pl.writeback {
-			if err := pc.kickWriteback(); err != nil {
-				return nil, fmt.Errorf("pte: write: %w", err)
-			}
 		}
 	}
 	if err := cw.flush(); err != nil {

@@ -443,4 +443,29 @@ func TestEarlyWriteback(t *testing.T) {
 	if !bytes.Equal(got, want) || !bytes.Equal(got, mem.Bytes()) {
 		t.Error("the file written with early writeback differs from the one written without")
 	}
+
+	// One payload of several steps starts writeback while it is copied,
+	// whether the kernel copies it (a file section) or the buffer does (a
+	// kick per buffer of copyBufferSize at most, hence the size).
+	big := cpPattern(5*copyBufferSize+100, 9)
+	bf := cpFile(t, dir, "big.bin", big)
+	for _, c := range []struct {
+		name string
+		src  *io.SectionReader
+	}{
+		{"file section", io.NewSectionReader(bf, 0, int64(len(big)))},
+		{"in memory", wrSection(big)},
+	} {
+		ranges = nil
+		out := filepath.Join(dir, "big.pte")
+		if _, err := WriteFile(out, wrProgram(1), []*io.SectionReader{wrSection(nil), c.src}, &WriteOptions{SegmentAlignment: shareAlign}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(ranges) < 4 {
+			t.Errorf("%s: one %d-byte payload started writeback %d times, want several", c.name, len(big), len(ranges))
+		}
+		if got, err := os.ReadFile(out); err != nil || !bytes.Contains(got, big) {
+			t.Errorf("%s: the payload was not written whole (error %v)", c.name, err)
+		}
+	}
 }
