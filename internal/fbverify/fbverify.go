@@ -15,6 +15,7 @@ package fbverify
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -185,6 +186,9 @@ type Verifier struct {
 	vecBytes  uint64  // bytes of distinct vectors and strings
 	copyBytes uint64  // bytes of copied vectors, once per reference
 	seen      []uint8 // seen* bits by position/4 of a vector's length prefix
+	// shared lists the positions of shared strings, ascending, once
+	// verification is done (seen is dropped then).
+	shared []uint32
 	// paths holds the path nodes (see child): a table level adds at most
 	// a field and an element.
 	paths [2*MaxDepth + 4]path
@@ -219,13 +223,22 @@ func Verify(buf []byte, root *Table) (*Verifier, error) {
 	if err := v.table(r, root, nil); err != nil {
 		return nil, err
 	}
+	// A decoder needs only the shared strings: keep their positions and
+	// let the per-position bits (a quarter of the buffer's size) go.
+	for i, bits := range v.seen {
+		if bits&seenShared != 0 {
+			v.shared = append(v.shared, uint32(i)*4)
+		}
+	}
+	v.seen = nil
 	return v, nil
 }
 
 // SharedString reports whether the string at pos was referenced more than
 // once; decoders copy those once.
 func (v *Verifier) SharedString(pos uint32) bool {
-	return int(pos/4) < len(v.seen) && v.seen[pos/4]&seenShared != 0
+	_, found := slices.BinarySearch(v.shared, pos)
+	return found
 }
 
 // maxVisits is the largest number of table visits an unshared buffer needs.
