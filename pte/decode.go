@@ -3,6 +3,7 @@ package pte
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 )
 
 // This file decodes a flatbuffer region that verifyProgramBuffer accepted
@@ -89,6 +90,17 @@ func (t fbTab) vec(slot int) (start, n uint32, ok bool) {
 	return p + 4, binary.LittleEndian.Uint32(t.b[p:]), true
 }
 
+// tableAt returns table i of the vector of tables in slot, without
+// reading the others; false when the vector is absent or i is out of range.
+func (t fbTab) tableAt(slot, i int) (fbTab, bool) {
+	start, n, ok := t.vec(slot)
+	if !ok || i < 0 || uint64(i) >= uint64(n) {
+		return fbTab{}, false
+	}
+	e := start + 4*uint32(i)
+	return fbTabAt(t.b, e+binary.LittleEndian.Uint32(t.b[e:])), true
+}
+
 // tables returns the tables of a vector of tables; nil when absent.
 func (t fbTab) tables(slot int) []fbTab {
 	start, n, ok := t.vec(slot)
@@ -151,10 +163,22 @@ func (t fbTab) i64s(slot int) []int64 {
 // table (and each byte vector payload) starts, so that findings and payloads
 // can name absolute file offsets.
 type fbDecoder struct {
-	pos    map[any]uint32    // table position by model pointer
-	vec    map[any]uint32    // byte-vector element start by owning model pointer
-	v      *fbVerifier       // the verifier that accepted the region
-	shared map[uint32]string // decoded shared strings by position
+	pos    map[any]uint32 // table position by model pointer
+	vec    map[any]uint32 // byte-vector element start by owning model pointer
+	v      *fbVerifier    // the verifier that accepted the region
+	shared *sharedStrings // decoded shared strings, for every decoder of the region
+}
+
+// posOf returns the file offset of the table x was decoded from, or -1
+// when d did not decode it (or records no positions).
+func (d *fbDecoder) posOf(x any) int64 {
+	if d == nil || x == nil {
+		return -1
+	}
+	if p, ok := d.pos[x]; ok {
+		return int64(p)
+	}
+	return -1
 }
 
 func (d *fbDecoder) at(x any, t fbTab) {
@@ -173,40 +197,56 @@ func (d *fbDecoder) str(t fbTab, slot int, name string, absent *[]string) string
 		*absent = append(*absent, name)
 		return ""
 	}
-	shared := d.v != nil && d.v.SharedString(p)
-	if shared {
-		if s, ok := d.shared[p]; ok {
-			return s
-		}
-	}
 	n := binary.LittleEndian.Uint32(t.b[p:])
-	s := string(t.b[p+4 : p+4+n])
-	if shared {
-		if d.shared == nil {
-			d.shared = map[uint32]string{}
+	if d.v == nil || !d.v.SharedString(p) {
+		return string(t.b[p+4 : p+4+n])
+	}
+	return d.shared.get(p, t.b[p+4:p+4+n])
+}
+
+// sharedStrings holds the shared strings of a region decoded so far, by
+// position. One File's decoders share it (the plans of a File opened with
+// OpenOptions.LazyPlans are decoded on demand, maybe concurrently), so
+// that a string many plans share is copied once for the File, not once per
+// plan decoded.
+type sharedStrings struct {
+	mu sync.Mutex
+	m  map[uint32]string
+}
+
+// get returns the string at position p, whose bytes are b, copying it the
+// first time.
+func (c *sharedStrings) get(p uint32, b []byte) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.m[p]
+	if !ok {
+		if c.m == nil {
+			c.m = map[uint32]string{}
 		}
-		d.shared[p] = s
+		s = string(b)
+		c.m[p] = s
 	}
 	return s
 }
 
 // decodeProgram decodes a region that v verified.
 func decodeProgram(b []byte, v *fbVerifier) (*Program, *fbDecoder) {
-	return decodeProgramWith(b, v, true)
+	return decodeProgramWith(b, v, true, false)
 }
 
 // decodeProgramWith is decodeProgram; without positions, table positions
 // are not recorded (File.posOf says -1), which spares a map entry per
-// table when only a verdict is wanted (Write's read-back check).
-func decodeProgramWith(b []byte, v *fbVerifier, positions bool) (*Program, *fbDecoder) {
-	d := &fbDecoder{vec: map[any]uint32{}, v: v}
-	if positions {
-		d.pos = map[any]uint32{}
-	}
-	root := fbTabAt(b, binary.LittleEndian.Uint32(b))
+// table when only a verdict is wanted (Write's read-back check). With
+// lazyPlans the execution plans are left undecoded (Program.ExecutionPlan
+// is nil): File.planAt decodes one at a time.
+func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Program, *fbDecoder) {
+	d := newDecoder(v, nil, positions)
+	d.vec = map[any]uint32{}
+	root := rootTab(b)
 	p := &Program{Version: root.u32(0)}
 	d.at(p, root)
-	if ts := root.tables(1); ts != nil {
+	if ts := root.tables(1); ts != nil && !lazyPlans {
 		p.ExecutionPlan = make([]*ExecutionPlan, len(ts))
 		for i, t := range ts {
 			p.ExecutionPlan[i] = d.plan(t)
@@ -260,6 +300,24 @@ func decodeProgramWith(b []byte, v *fbVerifier, positions bool) (*Program, *fbDe
 	return p, d
 }
 
+// newDecoder returns a decoder for a region v verified, recording table
+// positions when asked; shared is the region's shared strings (nil: new).
+func newDecoder(v *fbVerifier, shared *sharedStrings, positions bool) *fbDecoder {
+	if shared == nil {
+		shared = &sharedStrings{}
+	}
+	d := &fbDecoder{v: v, shared: shared}
+	if positions {
+		d.pos = map[any]uint32{}
+	}
+	return d
+}
+
+// rootTab returns the root Program table of a verified region.
+func rootTab(b []byte) fbTab {
+	return fbTabAt(b, binary.LittleEndian.Uint32(b))
+}
+
 func (d *fbDecoder) subsegment(t fbTab) *SubsegmentOffsets {
 	s := &SubsegmentOffsets{SegmentIndex: t.u32(0), Offsets: t.u64s(1)}
 	d.at(s, t)
@@ -280,13 +338,7 @@ func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 		m.EncodedOutStr = d.str(c, 1, "encoded_out_str", &m.Absent)
 		ep.ContainerMetaType = m
 	}
-	if ts := t.tables(2); ts != nil {
-		ep.Values = make([]*EValue, len(ts))
-		for i, v := range ts {
-			ep.Values[i] = &EValue{Val: d.value(v)}
-			d.at(ep.Values[i], v)
-		}
-	}
+	ep.Values = d.values(t)
 	if ts := t.tables(5); ts != nil {
 		ep.Chains = make([]*Chain, len(ts))
 		for i, c := range ts {
@@ -320,6 +372,21 @@ func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 		}
 	}
 	return ep
+}
+
+// values decodes the value table of the ExecutionPlan table t; nil when
+// absent.
+func (d *fbDecoder) values(t fbTab) []*EValue {
+	ts := t.tables(2)
+	if ts == nil {
+		return nil
+	}
+	vs := make([]*EValue, len(ts))
+	for i, v := range ts {
+		vs[i] = &EValue{Val: d.value(v)}
+		d.at(vs[i], v)
+	}
+	return vs
 }
 
 func (d *fbDecoder) delegate(dt fbTab) *BackendDelegate {

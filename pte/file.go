@@ -40,6 +40,9 @@ type File struct {
 	closer io.Closer
 	region []byte
 	dec    *fbDecoder
+	// lazy is OpenOptions.LazyPlans: plans are decoded by planAt, each with
+	// its own decoder (recording positions when positions is set).
+	lazy, positions bool
 	// Truncated is the error of a file shorter than its header says,
 	// opened with OpenOptions.Truncated; nil otherwise.
 	Truncated *TruncatedError
@@ -72,6 +75,15 @@ type OpenOptions struct {
 	// (also Verify's first finding), and a payload past the end fails when
 	// it is read. ExecuTorch refuses such a file; so does Open.
 	Truncated bool
+	// LazyPlans leaves the execution plans undecoded when the file is
+	// opened: Program.ExecutionPlan is nil, and NumPlans, PlanName and Plan
+	// read them from the verified region one at a time. Open still checks
+	// every plan the way ExecuTorch's Program::load does, and Verify and
+	// DelegateData work as without it. A viewer that looks at one method at
+	// a time then holds little more than the region: a decoded program takes
+	// several times the region's size. Every Plan call decodes anew, so keep
+	// what you need.
+	LazyPlans bool
 	// noPositions skips recording where each table was decoded from, for
 	// Write's read-back check, which wants a verdict and reads the file
 	// again with positions only to report a refusal.
@@ -236,7 +248,9 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 		return nil, err
 	}
 	f.fbWarnings = v.Warnings
-	f.Program, f.dec = decodeProgramWith(f.region, v, opts == nil || !opts.noPositions)
+	f.positions = opts == nil || !opts.noPositions
+	f.lazy = opts != nil && opts.LazyPlans
+	f.Program, f.dec = decodeProgramWith(f.region, v, f.positions, f.lazy)
 	if err := f.checkLoad(); err != nil {
 		return nil, err
 	}
@@ -337,39 +351,32 @@ func (f *File) Segment(i int) (*Payload, error) {
 	return &Payload{SectionReader: io.NewSectionReader(f.r, off, size), FileOffset: off}, nil
 }
 
-// DelegateData returns the processed payload of
-// Program.ExecutionPlan[plan].Delegates[delegate]: a slice of
+// DelegateData returns the processed payload of delegate number delegate
+// of execution plan plan (File.Plan): a slice of
 // backend_delegate_data (INLINE) or a segment (SEGMENT). Errors are
 // *FormatError: an out-of-range plan or delegate index has Code
 // CodeInvalidArgument; the others carry the error class ExecuTorch reports
 // when it initializes that delegate.
 func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
 	p := f.Program
-	if plan < 0 || plan >= len(p.ExecutionPlan) {
-		return nil, &FormatError{Off: -1, Path: "execution_plan",
-			Msg: fmt.Sprintf("execution plan %d out of range (%d plans)", plan, len(p.ExecutionPlan)), Code: CodeInvalidArgument}
+	d, dec, err := f.delegateAt(plan, delegate)
+	if err != nil {
+		return nil, err
 	}
-	ep := p.ExecutionPlan[plan]
-	if delegate < 0 || delegate >= len(ep.Delegates) {
-		return nil, &FormatError{Off: f.posOf(ep), Path: fmt.Sprintf("execution_plan[%d].delegates", plan),
-			Msg:  fmt.Sprintf("method %s: delegate %d out of range (%d delegates)", quote.String(ep.Name), delegate, len(ep.Delegates)),
-			Code: CodeInvalidArgument}
-	}
-	d := ep.Delegates[delegate]
 	// Built only for an error: Verify asks for every delegate's data.
 	path := func() string { return fmt.Sprintf("execution_plan[%d].delegates[%d].processed", plan, delegate) }
 	if d.Processed == nil {
-		return nil, &FormatError{Off: f.posOf(d), Path: path(), Msg: "delegate has no processed data reference", Code: CodeInvalidProgram}
+		return nil, &FormatError{Off: dec.posOf(d), Path: path(), Msg: "delegate has no processed data reference", Code: CodeInvalidProgram}
 	}
 	ref := d.Processed
 	switch ref.Location {
 	case DataLocationINLINE:
 		if p.BackendDelegateData == nil {
-			return nil, &FormatError{Off: f.posOf(ref), Path: path() + ".location",
+			return nil, &FormatError{Off: dec.posOf(ref), Path: path() + ".location",
 				Msg: "INLINE delegate data but the program has no backend_delegate_data", Code: CodeInvalidProgram}
 		}
 		if uint64(ref.Index) >= uint64(len(p.BackendDelegateData)) {
-			return nil, &FormatError{Off: f.posOf(ref), Path: path() + ".index",
+			return nil, &FormatError{Off: dec.posOf(ref), Path: path() + ".index",
 				Msg:  fmt.Sprintf("INLINE index %d out of range (%d backend_delegate_data entries)", ref.Index, len(p.BackendDelegateData)),
 				Code: CodeNotFound}
 		}
@@ -381,13 +388,13 @@ func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
 		start, known := f.dec.vec[bd]
 		return f.regionPayload(bd.Data, start, known), nil
 	case DataLocationSEGMENT:
-		off, size, err := f.segmentRange(int(ref.Index), func() string { return path() + ".index" }, f.posOf(ref))
+		off, size, err := f.segmentRange(int(ref.Index), func() string { return path() + ".index" }, dec.posOf(ref))
 		if err != nil {
 			return nil, err
 		}
 		return &Payload{SectionReader: io.NewSectionReader(f.r, off, size), FileOffset: off}, nil
 	}
-	return nil, &FormatError{Off: f.posOf(ref), Path: path() + ".location",
+	return nil, &FormatError{Off: dec.posOf(ref), Path: path() + ".location",
 		Msg: fmt.Sprintf("unknown data location %d", ref.Location), Code: CodeInternal}
 }
 
@@ -458,14 +465,9 @@ func (f *File) NamedData(key string) (*Payload, error) {
 	return nil, &FormatError{Off: -1, Path: "named_data", Msg: fmt.Sprintf("no named data with key %s", quote.String(key)), Code: CodeNotFound}
 }
 
-// posOf returns the file offset of the flatbuffer table a model object was
-// decoded from, or -1.
+// posOf returns the file offset of the flatbuffer table a program-level
+// model object was decoded from, or -1. What a plan holds has its position
+// in the decoder planAt returns with it.
 func (f *File) posOf(x any) int64 {
-	if f.dec == nil || x == nil {
-		return -1
-	}
-	if p, ok := f.dec.pos[x]; ok {
-		return int64(p)
-	}
-	return -1
+	return f.dec.posOf(x)
 }

@@ -40,11 +40,13 @@ func openAndVerify(data []byte, opts *OpenOptions) (f *File, findings []Finding,
 // be a *FormatError, and NewFile plus Verify may allocate no more than
 // openAllocBound. The same holds with OpenOptions.Truncated, which must
 // accept what NewFile accepts (File.Truncated nil) and, besides, only files
-// NewFile refuses with a *TruncatedError (File.Truncated set to it).
+// NewFile refuses with a *TruncatedError (File.Truncated set to it). And
+// OpenOptions.LazyPlans must read exactly what NewFile reads.
 func FuzzOpen(f *testing.F) {
 	addFuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := fuzzOpenWith(t, data, nil)
+		checkLazySame(t, data)
 		tf, terr := fuzzOpenWith(t, data, &OpenOptions{Truncated: true})
 		var te *TruncatedError
 		truncated := errors.As(err, &te)

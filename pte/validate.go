@@ -54,11 +54,11 @@ func tensorBytes(t *Tensor) (numel, nbytes uint64, ok bool) {
 // and the constant segment.
 func (f *File) checkLoad() error {
 	p := f.Program
-	if p.ExecutionPlan == nil {
+	if !f.hasPlans() {
 		return &FormatError{Off: f.posOf(p), Path: "execution_plan", Msg: "program has no execution_plan", Code: CodeInvalidProgram}
 	}
-	for i, ep := range p.ExecutionPlan {
-		if err := f.checkPlanValues(i, ep); err != nil {
+	for i, n := 0, f.NumPlans(); i < n; i++ {
+		if err := f.checkPlanValuesAt(i); err != nil {
 			return err
 		}
 	}
@@ -92,10 +92,31 @@ func (f *File) checkLoad() error {
 	return nil
 }
 
-// checkPlanValues is validate_program for one plan.
-func (f *File) checkPlanValues(i int, ep *ExecutionPlan) error {
+// checkPlanValuesAt is checkPlanValues of plan i. With lazy plans it
+// decodes only the plan's values, without positions, and again with them
+// only to report a refusal: Open checks every plan, and a decoded plan is
+// several times its size in the region.
+func (f *File) checkPlanValuesAt(i int) error {
+	if !f.lazy {
+		ep, d := f.planAt(i, true)
+		return checkPlanValues(i, ep, d)
+	}
+	t, _ := rootTab(f.region).tableAt(slotProgramPlans, i)
+	d := f.decoder(false)
+	if checkPlanValues(i, &ExecutionPlan{Values: d.values(t)}, d) == nil {
+		return nil
+	}
+	d = f.decoder(true)
+	ep := &ExecutionPlan{Values: d.values(t)}
+	d.at(ep, t)
+	return checkPlanValues(i, ep, d)
+}
+
+// checkPlanValues is validate_program for one plan; d knows the positions
+// of its tables.
+func checkPlanValues(i int, ep *ExecutionPlan, d *fbDecoder) error {
 	if ep.Values == nil {
-		return &FormatError{Off: f.posOf(ep), Path: fmt.Sprintf("execution_plan[%d].values", i), Msg: "execution plan has no values table", Code: CodeInvalidProgram}
+		return &FormatError{Off: d.posOf(ep), Path: fmt.Sprintf("execution_plan[%d].values", i), Msg: "execution plan has no values table", Code: CodeInvalidProgram}
 	}
 	for j, ev := range ep.Values {
 		// Paths are built only for an error: Open checks every value.
@@ -103,33 +124,33 @@ func (f *File) checkPlanValues(i int, ep *ExecutionPlan) error {
 		switch x := ev.Val.(type) {
 		case *Tensor:
 			if x == nil {
-				return &FormatError{Off: f.posOf(ev), Path: vpath(), Msg: "Tensor value has no Tensor table", Code: CodeInvalidProgram}
+				return &FormatError{Off: d.posOf(ev), Path: vpath(), Msg: "Tensor value has no Tensor table", Code: CodeInvalidProgram}
 			}
 			if x.Sizes == nil {
-				return &FormatError{Off: f.posOf(x), Path: vpath() + ".sizes", Msg: "tensor has no sizes", Code: CodeInvalidProgram}
+				return &FormatError{Off: d.posOf(x), Path: vpath() + ".sizes", Msg: "tensor has no sizes", Code: CodeInvalidProgram}
 			}
 			if !validScalarType(x.ScalarType) {
-				return &FormatError{Off: f.posOf(x), Path: vpath() + ".scalar_type",
+				return &FormatError{Off: d.posOf(x), Path: vpath() + ".scalar_type",
 					Msg: fmt.Sprintf("invalid scalar type %d", int8(x.ScalarType)), Code: CodeInvalidProgram}
 			}
 			if _, _, ok := tensorBytes(x); !ok {
-				return &FormatError{Off: f.posOf(x), Path: vpath() + ".sizes",
+				return &FormatError{Off: d.posOf(x), Path: vpath() + ".sizes",
 					Msg: fmt.Sprintf("tensor sizes %v are negative or overflow the element count", x.Sizes), Code: CodeInvalidProgram}
 			}
 		case *TensorList:
 			if x == nil {
-				return &FormatError{Off: f.posOf(ev), Path: vpath(), Msg: "TensorList value has no TensorList table", Code: CodeInvalidProgram}
+				return &FormatError{Off: d.posOf(ev), Path: vpath(), Msg: "TensorList value has no TensorList table", Code: CodeInvalidProgram}
 			}
 			if x.Items == nil {
-				return &FormatError{Off: f.posOf(ev), Path: vpath() + ".items", Msg: "TensorList has no items", Code: CodeInvalidProgram}
+				return &FormatError{Off: d.posOf(ev), Path: vpath() + ".items", Msg: "TensorList has no items", Code: CodeInvalidProgram}
 			}
 			for k, it := range x.Items {
 				if it < 0 || int(it) >= len(ep.Values) {
-					return &FormatError{Off: f.posOf(ev), Path: fmt.Sprintf("%s.items[%d]", vpath(), k),
+					return &FormatError{Off: d.posOf(ev), Path: fmt.Sprintf("%s.items[%d]", vpath(), k),
 						Msg: fmt.Sprintf("TensorList item %d out of range (%d values)", it, len(ep.Values)), Code: CodeInvalidProgram}
 				}
 				if _, isT := ep.Values[it].Val.(*Tensor); !isT {
-					return &FormatError{Off: f.posOf(ev), Path: fmt.Sprintf("%s.items[%d]", vpath(), k),
+					return &FormatError{Off: d.posOf(ev), Path: fmt.Sprintf("%s.items[%d]", vpath(), k),
 						Msg: fmt.Sprintf("TensorList item refers to value %d, which is not a Tensor", it), Code: CodeInvalidProgram}
 				}
 			}
@@ -143,7 +164,13 @@ type validator struct {
 	f         *File
 	findings  []Finding
 	curMethod string
+	// dec knows the positions of the current method's tables (see
+	// File.planAt).
+	dec *fbDecoder
 }
+
+// posOf returns the file offset of a table of the current method.
+func (v *validator) posOf(x any) int64 { return v.dec.posOf(x) }
 
 func (v *validator) add(sev Severity, code Code, off int64, path, format string, args ...any) {
 	v.findings = append(v.findings, Finding{Severity: sev, Method: v.curMethod,

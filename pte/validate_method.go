@@ -11,7 +11,6 @@ import (
 // method checks one execution plan the way Program::method_meta and
 // Method::init do (pte-format.md sections 6 and 8).
 func (v *validator) method(i int, ep *ExecutionPlan) {
-	f := v.f
 	v.curMethod = ep.Name
 	if v.curMethod == "" {
 		v.curMethod = "execution_plan[" + strconv.Itoa(i) + "]"
@@ -21,7 +20,7 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 	// method it writes, and fmt's boxing of each argument showed up in an
 	// export of many small methods.
 	path := "execution_plan[" + strconv.Itoa(i) + "]"
-	off := f.posOf(ep)
+	off := v.posOf(ep)
 	if isAbsent(ep.Absent, "name", ep.Name) {
 		// Program::get_method skips it; Method::load dereferences it.
 		v.add(SeverityError, CodeInvalidProgram, off, path+".name", "method has no name")
@@ -78,14 +77,14 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 			name += "." + op.Overload
 		}
 		if len(name)+1 > maxOperatorNameSize {
-			v.add(SeverityError, CodeInternal, f.posOf(op), fmt.Sprintf("%s.operators[%d]", path, k),
+			v.add(SeverityError, CodeInternal, v.posOf(op), fmt.Sprintf("%s.operators[%d]", path, k),
 				"operator name %s is %d bytes; ExecuTorch allows %d including the NUL", quote.String(name), len(name), maxOperatorNameSize-1)
 		}
 		if isAbsent(op.Absent, "name", op.Name) {
-			v.add(SeverityError, CodeInvalidProgram, f.posOf(op), fmt.Sprintf("%s.operators[%d].name", path, k), "operator has no name")
+			v.add(SeverityError, CodeInvalidProgram, v.posOf(op), fmt.Sprintf("%s.operators[%d].name", path, k), "operator has no name")
 		}
 		if isAbsent(op.Absent, "overload", op.Overload) {
-			v.add(SeverityWarning, CodeOk, f.posOf(op), fmt.Sprintf("%s.operators[%d].overload", path, k),
+			v.add(SeverityWarning, CodeOk, v.posOf(op), fmt.Sprintf("%s.operators[%d].overload", path, k),
 				"operator has no overload string (write an empty one): some ExecuTorch versions dereference it when they report a missing kernel")
 		}
 	}
@@ -101,9 +100,8 @@ func isInt(x Value) bool    { t, ok := x.(*Int); return ok && t != nil }
 
 // value checks one EValue as the tensor and list parsers do.
 func (v *validator) value(ep *ExecutionPlan, plan string, k int, ev *EValue) {
-	f := v.f
 	path := plan + ".values[" + strconv.Itoa(k) + "].val"
-	off := f.posOf(ev)
+	off := v.posOf(ev)
 	switch x := ev.Val.(type) {
 	case nil:
 		v.add(SeverityError, CodeInvalidProgram, off, path, "value has union tag NONE")
@@ -168,7 +166,7 @@ func isNilValue(x Value) bool {
 // tensorItems checks list items: indices of earlier Tensor values (-1 = None
 // when optional).
 func (v *validator) tensorItems(ep *ExecutionPlan, path string, self int, items []int32, optional bool) {
-	bad := v.elems(SeverityError, CodeInvalidProgram, v.f.posOf(ep.Values[self]), path, ".items")
+	bad := v.elems(SeverityError, CodeInvalidProgram, v.posOf(ep.Values[self]), path, ".items")
 	for j, it := range items {
 		if optional && it == -1 {
 			continue
@@ -185,8 +183,7 @@ func (v *validator) tensorItems(ep *ExecutionPlan, path string, self int, items 
 
 // tensor checks a Tensor as tensor_parser does, and its data source.
 func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
-	f := v.f
-	off := f.posOf(t)
+	off := v.posOf(t)
 	if !validScalarType(t.ScalarType) {
 		v.add(SeverityError, CodeInvalidProgram, off, path+".scalar_type", "invalid scalar type %d", int8(t.ScalarType))
 	}
@@ -220,7 +217,7 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 			v.arena(ep, path, a, nbytes, sized)
 		}
 		if a.MemoryOffsetHigh != 0 {
-			v.add(SeverityWarning, CodeNotSupported, f.posOf(a), path+".allocation_info.memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
+			v.add(SeverityWarning, CodeNotSupported, v.posOf(a), path+".allocation_info.memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
 		}
 		if t.DataBufferIdx > 0 {
 			v.mutableInit(path, t, nbytes, sized)
@@ -306,7 +303,7 @@ func (v *validator) constantData(off int64, path string, t *Tensor, nbytes uint6
 // from mutable_data_segments[0] whatever mutable_data_segments_idx says.
 func (v *validator) mutableInit(path string, t *Tensor, nbytes uint64, sized bool) {
 	f, p := v.f, v.f.Program
-	off := f.posOf(t)
+	off := v.posOf(t)
 	dpath := path + ".data_buffer_idx"
 	if len(p.MutableDataSegments) == 0 {
 		v.add(SeverityError, CodeNotFound, off, dpath, "planned tensor has initial data index %d but the program has no mutable_data_segments", t.DataBufferIdx)
@@ -334,23 +331,23 @@ func (v *validator) mutableInit(path string, t *Tensor, nbytes uint64, sized boo
 func (v *validator) delegates(plan int, ep *ExecutionPlan, path string) {
 	f := v.f
 	if ep.Delegates == nil {
-		v.add(SeverityError, CodeInvalidProgram, f.posOf(ep), path+".delegates", "method has no delegates table")
+		v.add(SeverityError, CodeInvalidProgram, v.posOf(ep), path+".delegates", "method has no delegates table")
 		return
 	}
 	for k, d := range ep.Delegates {
 		dpath := path + ".delegates[" + strconv.Itoa(k) + "]"
 		if isAbsent(d.Absent, "id", d.ID) {
-			v.add(SeverityError, CodeInvalidProgram, f.posOf(d), dpath+".id", "delegate has no backend id")
+			v.add(SeverityError, CodeInvalidProgram, v.posOf(d), dpath+".id", "delegate has no backend id")
 		}
-		v.text(f.posOf(d), dpath, ".id", "backend id", d.ID)
+		v.text(v.posOf(d), dpath, ".id", "backend id", d.ID)
 		for j, cs := range d.CompileSpecs {
 			cpath := dpath + ".compile_specs[" + strconv.Itoa(j) + "]"
 			if isAbsent(cs.Absent, "key", cs.Key) {
-				v.add(SeverityError, CodeInvalidProgram, f.posOf(cs), cpath+".key", "compile spec has no key")
+				v.add(SeverityError, CodeInvalidProgram, v.posOf(cs), cpath+".key", "compile spec has no key")
 			}
-			v.text(f.posOf(cs), cpath, ".key", "compile spec key", cs.Key)
+			v.text(v.posOf(cs), cpath, ".key", "compile spec key", cs.Key)
 			if cs.Value == nil {
-				v.add(SeverityError, CodeInvalidProgram, f.posOf(cs), cpath+".value", "compile spec has no value")
+				v.add(SeverityError, CodeInvalidProgram, v.posOf(cs), cpath+".value", "compile spec has no value")
 			}
 		}
 		if _, err := f.DelegateData(plan, k); err != nil {
@@ -367,15 +364,14 @@ func (v *validator) delegates(plan int, ep *ExecutionPlan, path string) {
 
 // chains checks chains and instructions.
 func (v *validator) chains(ep *ExecutionPlan, path string) {
-	f := v.f
 	if len(ep.Chains) == 0 {
-		v.add(SeverityError, CodeInvalidProgram, f.posOf(ep), path+".chains", "method has no chains")
+		v.add(SeverityError, CodeInvalidProgram, v.posOf(ep), path+".chains", "method has no chains")
 		return
 	}
 	for c, ch := range ep.Chains {
 		cpath := path + ".chains[" + strconv.Itoa(c) + "]"
 		if ch.Instructions == nil {
-			v.add(SeverityError, CodeInvalidProgram, f.posOf(ch), cpath+".instructions", "chain has no instructions")
+			v.add(SeverityError, CodeInvalidProgram, v.posOf(ch), cpath+".instructions", "chain has no instructions")
 			continue
 		}
 		for k, in := range ch.Instructions {
@@ -388,7 +384,7 @@ func (v *validator) chains(ep *ExecutionPlan, path string) {
 // instruction checks the arguments of one instruction of chain ch against
 // the tables of its method ep (at path); ipath is the instruction's.
 func (v *validator) instruction(ep *ExecutionPlan, ch *Chain, in *Instruction, path, ipath string) {
-	off := v.f.posOf(in)
+	off := v.posOf(in)
 	n := int64(len(ep.Values))
 	inRange := func(x int32) bool { return x >= 0 && int64(x) < n }
 	switch x := in.Args.(type) {
@@ -464,7 +460,7 @@ func (v *validator) instructionArgs(a []int32, n, off int64, ipath string) {
 
 // arena checks that a planned tensor (at path) fits its arena.
 func (v *validator) arena(ep *ExecutionPlan, path string, a *AllocationDetails, nbytes uint64, sized bool) {
-	off := v.f.posOf(a)
+	off := v.posOf(a)
 	if a.MemoryID == 0 || uint64(a.MemoryID) >= uint64(len(ep.NonConstBufferSizes)) {
 		v.add(SeverityError, CodeInvalidArgument, off, path+".allocation_info.memory_id",
 			"memory_id %d is not a planned arena (1..%d)", a.MemoryID, len(ep.NonConstBufferSizes)-1)

@@ -44,6 +44,22 @@ func (fd Finding) String() string {
 	return fmt.Sprintf("%s: %s%v [%v]", fd.Severity, m, fd.Err, fd.Err.Code)
 }
 
+// planMethod checks plan i. A lazily decoded plan is decoded without
+// table positions first, and again with them only when it has findings
+// (the checks are deterministic): most plans have none, and positions cost
+// a map entry per table.
+func (v *validator) planMethod(i int) {
+	ep, d := v.f.planAt(i, !v.f.lazy)
+	mark := len(v.findings)
+	v.dec = d
+	v.method(i, ep)
+	if len(v.findings) > mark && v.f.lazy {
+		v.findings = v.findings[:mark]
+		ep, v.dec = v.f.planAt(i, true)
+		v.method(i, ep)
+	}
+}
+
 // Verify runs every check this package knows beyond what Open already
 // enforced, method by method, the way ExecuTorch's Program::method_meta and
 // Method::load check a method, plus payload reachability and portability
@@ -59,8 +75,8 @@ func (f *File) Verify() []Finding {
 		v.add(SeverityWarning, CodeOk, w.Off, w.Path, "%s", w.Msg)
 	}
 	v.program()
-	for i, ep := range f.Program.ExecutionPlan {
-		v.method(i, ep)
+	for i, n := 0, f.NumPlans(); i < n; i++ {
+		v.planMethod(i)
 	}
 	return v.findings
 }

@@ -1,0 +1,152 @@
+package pte
+
+import (
+	"encoding/binary"
+	"fmt"
+	"iter"
+
+	"github.com/ptekit/ptekit/internal/quote"
+)
+
+// The execution plans of a File opened with OpenOptions.LazyPlans stay in
+// the verified region until asked for. Everything in this package that
+// walks the plans goes through planAt, so that it works the same either
+// way; each lazily decoded plan gets its own decoder, which knows the
+// positions of its tables (for findings) and is dropped with it.
+
+// Execution plans are field 1 of the Program table, delegates field 7 of
+// the ExecutionPlan table, and a plan's name field 0 (schema/program.fbs).
+const (
+	slotProgramPlans = 1
+	slotPlanName     = 0
+	slotPlanDelegate = 7
+)
+
+// NumPlans returns the number of execution plans (methods) of the program.
+func (f *File) NumPlans() int {
+	if !f.lazy {
+		return len(f.Program.ExecutionPlan)
+	}
+	_, n, _ := rootTab(f.region).vec(slotProgramPlans)
+	return int(n)
+}
+
+// hasPlans reports whether the program has an execution_plan vector (an
+// empty one counts).
+func (f *File) hasPlans() bool {
+	if !f.lazy {
+		return f.Program.ExecutionPlan != nil
+	}
+	_, _, ok := rootTab(f.region).vec(slotProgramPlans)
+	return ok
+}
+
+// Plan returns execution plan i, or nil when i is out of range. Without
+// OpenOptions.LazyPlans it is Program.ExecutionPlan[i]. With it, the plan is
+// decoded from the region on every call and the File keeps no reference to
+// it: the caller may keep or drop it.
+func (f *File) Plan(i int) *ExecutionPlan {
+	ep, _ := f.planAt(i, false)
+	return ep
+}
+
+// Plans yields each execution plan with its index, in order, as Plan
+// returns it: with OpenOptions.LazyPlans one decoded plan at a time, which
+// the File forgets once the loop moves on.
+func (f *File) Plans() iter.Seq2[int, *ExecutionPlan] {
+	return func(yield func(int, *ExecutionPlan) bool) {
+		for i, n := 0, f.NumPlans(); i < n; i++ {
+			if !yield(i, f.Plan(i)) {
+				return
+			}
+		}
+	}
+}
+
+// PlanName returns the name of execution plan i, "" when i is out of range
+// or the plan has no name. It does not decode the plan.
+func (f *File) PlanName(i int) string {
+	if !f.lazy {
+		if ep := f.Plan(i); ep != nil {
+			return ep.Name
+		}
+		return ""
+	}
+	t, ok := rootTab(f.region).tableAt(slotProgramPlans, i)
+	if !ok {
+		return ""
+	}
+	p, ok := t.ref(slotPlanName)
+	if !ok {
+		return ""
+	}
+	n := binary.LittleEndian.Uint32(t.b[p:])
+	return string(t.b[p+4 : p+4+n])
+}
+
+// PlanIndex returns the index of the first execution plan named name, as
+// ExecuTorch's Program::get_method finds it, or -1. It does not decode the
+// plans.
+func (f *File) PlanIndex(name string) int {
+	for i, n := 0, f.NumPlans(); i < n; i++ {
+		if f.PlanName(i) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// decoder returns a decoder of plans of f's region, which records table
+// positions when asked (and f records them at all).
+func (f *File) decoder(positions bool) *fbDecoder {
+	return newDecoder(f.dec.v, f.dec.shared, positions && f.positions)
+}
+
+// planAt returns execution plan i and the decoder that decoded it; nil
+// when i is out of range. With lazy plans the decoder records the
+// positions of the plan's tables only when asked: they are wanted only for
+// findings, and recording them costs a map entry per table.
+func (f *File) planAt(i int, positions bool) (*ExecutionPlan, *fbDecoder) {
+	if !f.lazy {
+		if i < 0 || i >= len(f.Program.ExecutionPlan) {
+			return nil, nil
+		}
+		return f.Program.ExecutionPlan[i], f.dec
+	}
+	t, ok := rootTab(f.region).tableAt(slotProgramPlans, i)
+	if !ok {
+		return nil, nil
+	}
+	d := f.decoder(positions)
+	return d.plan(t), d
+}
+
+// delegateAt returns delegate di of plan i and the decoder that knows its
+// positions, decoding only that delegate when plans are lazy; the errors
+// are DelegateData's for indices out of range.
+func (f *File) delegateAt(plan, di int) (*BackendDelegate, *fbDecoder, error) {
+	if n := f.NumPlans(); plan < 0 || plan >= n {
+		return nil, nil, &FormatError{Off: -1, Path: "execution_plan",
+			Msg: fmt.Sprintf("execution plan %d out of range (%d plans)", plan, n), Code: CodeInvalidArgument}
+	}
+	outOfRange := func(off int64, n int) error {
+		return &FormatError{Off: off, Path: fmt.Sprintf("execution_plan[%d].delegates", plan),
+			Msg:  fmt.Sprintf("method %s: delegate %d out of range (%d delegates)", quote.String(f.PlanName(plan)), di, n),
+			Code: CodeInvalidArgument}
+	}
+	if !f.lazy {
+		ep := f.Program.ExecutionPlan[plan]
+		if di < 0 || di >= len(ep.Delegates) {
+			return nil, nil, outOfRange(f.posOf(ep), len(ep.Delegates))
+		}
+		return ep.Delegates[di], f.dec, nil
+	}
+	t, _ := rootTab(f.region).tableAt(slotProgramPlans, plan)
+	dt, ok := t.tableAt(slotPlanDelegate, di)
+	if !ok {
+		_, n, _ := t.vec(slotPlanDelegate)
+		return nil, nil, outOfRange(int64(t.pos), int(n))
+	}
+	d := f.decoder(true)
+	return d.delegate(dt), d, nil
+}

@@ -1,0 +1,107 @@
+package pte
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
+)
+
+// checkLazySame opens data eagerly and with OpenOptions.LazyPlans and fails
+// unless the two agree on everything a caller can see: the verdict of
+// NewFile, the plans (decoded in full, and by name), Verify's findings and
+// every delegate's payload or error. It returns the eager File (nil when
+// data does not open).
+func checkLazySame(t *testing.T, data []byte) *File {
+	t.Helper()
+	eager, eerr := NewFile(bytes.NewReader(data), int64(len(data)))
+	lazy, lerr := NewFileWith(bytes.NewReader(data), int64(len(data)), &OpenOptions{LazyPlans: true})
+	if (eerr == nil) != (lerr == nil) || (eerr != nil && eerr.Error() != lerr.Error()) {
+		t.Fatalf("NewFile: %v\nwith LazyPlans: %v", eerr, lerr)
+	}
+	if eerr != nil {
+		return nil
+	}
+	if lazy.Program.ExecutionPlan != nil {
+		t.Fatalf("LazyPlans decoded %d plans at open", len(lazy.Program.ExecutionPlan))
+	}
+	n := eager.NumPlans()
+	if got := lazy.NumPlans(); got != n || eager.hasPlans() != lazy.hasPlans() {
+		t.Fatalf("NumPlans %d with LazyPlans, %d without", got, n)
+	}
+	seen := 0
+	for i, lp := range lazy.Plans() {
+		if i != seen || !reflect.DeepEqual(lp, eager.Plan(i)) {
+			t.Fatalf("Plans yields plan %d as %d, or differently from Plan", seen, i)
+		}
+		seen++
+	}
+	if seen != n {
+		t.Fatalf("Plans yielded %d of %d plans", seen, n)
+	}
+	for i := -1; i <= n; i++ {
+		ep, lp := eager.Plan(i), lazy.Plan(i)
+		if !reflect.DeepEqual(ep, lp) {
+			t.Fatalf("plan %d differs with LazyPlans:\n%+v\n%+v", i, lp, ep)
+		}
+		if eager.PlanName(i) != lazy.PlanName(i) {
+			t.Fatalf("PlanName(%d) = %q with LazyPlans, %q without", i, lazy.PlanName(i), eager.PlanName(i))
+		}
+		if name := eager.PlanName(i); eager.PlanIndex(name) != lazy.PlanIndex(name) {
+			t.Fatalf("PlanIndex(%q) = %d with LazyPlans, %d without", name, lazy.PlanIndex(name), eager.PlanIndex(name))
+		}
+		delegates := 0
+		if ep != nil {
+			delegates = len(ep.Delegates)
+		}
+		for j := -1; j <= delegates; j++ {
+			checkSamePayload(t, i, j, eager, lazy)
+		}
+	}
+	if ef, lf := eager.Verify(), lazy.Verify(); !reflect.DeepEqual(ef, lf) {
+		t.Fatalf("Verify differs with LazyPlans:\n%v\n%v", lf, ef)
+	}
+	return eager
+}
+
+// checkSamePayload fails unless DelegateData(plan, del) gives the same
+// range, or the same error, on both files.
+func checkSamePayload(t *testing.T, plan, del int, eager, lazy *File) {
+	t.Helper()
+	ep, eerr := eager.DelegateData(plan, del)
+	lp, lerr := lazy.DelegateData(plan, del)
+	switch {
+	case (eerr == nil) != (lerr == nil) || (eerr != nil && eerr.Error() != lerr.Error()):
+		t.Fatalf("DelegateData(%d, %d): %v\nwith LazyPlans: %v", plan, del, eerr, lerr)
+	case eerr == nil && (ep.FileOffset != lp.FileOffset || ep.Size() != lp.Size()):
+		t.Fatalf("DelegateData(%d, %d) at %d+%d, with LazyPlans at %d+%d", plan, del, ep.FileOffset, ep.Size(), lp.FileOffset, lp.Size())
+	}
+}
+
+// TestLazyPlansSame holds LazyPlans to the eager reading on every program
+// of the shared tree (corpus and vectors, good and bad); FuzzOpen does on
+// its seeds and whatever it generates.
+func TestLazyPlansSame(t *testing.T) {
+	var files []string
+	for _, dir := range []string{"corpus", "vectors/pte", "vectors/pte-bad"} {
+		files = append(files, testkit.Glob(t, testkit.SharedDir(t, dir), "*.pte")...)
+	}
+	opened := 0
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			if checkLazySame(t, data) != nil {
+				opened++
+			}
+		})
+	}
+	if opened == 0 {
+		t.Fatalf("none of the %d shared programs opened: nothing was compared", len(files))
+	}
+}
