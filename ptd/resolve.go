@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"math/bits"
 	"slices"
 
@@ -194,6 +195,18 @@ const locationExternal pte.TensorDataLocation = 1
 // A method's Status is the first failure in that order; every tensor row
 // carries its own status. Keys compare as C strings.
 func Resolve(p *pte.Program, srcs []Source) *Resolution {
+	return resolve(p, slices.All(p.ExecutionPlan), srcs)
+}
+
+// ResolveFile is Resolve of the program of f, reading its plans one at a
+// time (pte.File.Plans), so that a File opened with
+// pte.OpenOptions.LazyPlans is never decoded whole.
+func ResolveFile(f *pte.File, srcs []Source) *Resolution {
+	return resolve(f.Program, f.Plans(), srcs)
+}
+
+// resolve is Resolve with the plans of p given one at a time.
+func resolve(p *pte.Program, plans iter.Seq2[int, *pte.ExecutionPlan], srcs []Source) *Resolution {
 	r := &Resolution{}
 	var loaded []int
 	for i, s := range srcs {
@@ -241,7 +254,7 @@ func Resolve(p *pte.Program, srcs []Source) *Resolution {
 	if !r.HaveMap {
 		clear(keyFile)
 	}
-	for _, ep := range p.ExecutionPlan {
+	for _, ep := range plans {
 		if ep == nil {
 			// A missing plan has nothing to resolve; the entry keeps
 			// Methods aligned with ExecutionPlan.
