@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/ptekit/ptekit/delegate"
 	"io"
+	"iter"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -142,6 +143,12 @@ type Options struct {
 	// every digest; both files for BuildPair), so that a command can show
 	// progress.
 	Progress func(done, total int64)
+	// SummaryMethods, when positive, makes Summarize keep only the first
+	// SummaryMethods entries of Summary.Methods (Summary.MethodCount and
+	// the totals still count every method), so that a one-screen view of
+	// a program with many methods holds a screenful of them. The other
+	// views ignore it.
+	SummaryMethods int
 }
 
 // ErrNoMethod is returned (wrapped) by Build when Options.Method names no
@@ -210,8 +217,17 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 		return nil, err
 	}
 	var dels []*Delegate
+	// A File opened with pte.OpenOptions.LazyPlans has its plans read by
+	// the stream only: convert each as it comes (an opened program always
+	// has the vector, so it is present, maybe empty).
+	lazy := f.Program.ExecutionPlan == nil
+	c := converter{hash: st.b.opts.Hash}
+	plans := []*ExecutionPlan{}
 	if err := st.Each(func(m *MethodView) error {
 		dels = append(dels, m.Delegates...)
+		if lazy {
+			plans = append(plans, c.plan(m.Plan))
+		}
 		return nil
 	}); err != nil {
 		return nil, err
@@ -221,8 +237,10 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 	if doc.Delegates == nil {
 		doc.Delegates = []*Delegate{}
 	}
-	doc.Program = NewProgram(f.Program, st.b.opts.Hash)
-	if m := st.b.opts.Method; m != "" {
+	doc.Program = c.program(f.Program)
+	if lazy {
+		doc.Program.ExecutionPlan = plans
+	} else if m := st.b.opts.Method; m != "" {
 		doc.Program.ExecutionPlan = slices.DeleteFunc(slices.Clone(doc.Program.ExecutionPlan), func(ep *ExecutionPlan) bool {
 			return ep == nil || ep.Name != m
 		})
@@ -276,7 +294,7 @@ func newStream(f *pte.File, opts *Options, sums digests, segments bool) (*Stream
 			return nil, err
 		}
 	}
-	if err := checkSelection(p, opts); err != nil {
+	if err := checkSelection(f, opts); err != nil {
 		return nil, err
 	}
 	Prefetch(f)
@@ -298,10 +316,13 @@ func newStream(f *pte.File, opts *Options, sums digests, segments bool) (*Stream
 // nil, nil after the last one.
 func (s *Stream) Next() (*MethodView, error) {
 	b := s.b
-	plans := b.f.Program.ExecutionPlan
-	for ; s.next < len(plans); s.next++ {
-		pi, ep := s.next, plans[s.next]
-		if ep == nil || (b.opts.Method != "" && ep.Name != b.opts.Method) {
+	for n := b.f.NumPlans(); s.next < n; s.next++ {
+		pi := s.next
+		if b.opts.Method != "" && b.f.PlanName(pi) != b.opts.Method {
+			continue
+		}
+		ep := b.f.Plan(pi)
+		if ep == nil {
 			continue
 		}
 		s.next++
@@ -362,13 +383,13 @@ func (s *Stream) finish() {
 func (s *Stream) Document() *Document { return s.doc }
 
 // checkSelection refuses an Options.Method or Options.Backend that names
-// nothing in p.
-func checkSelection(p *pte.Program, opts *Options) error {
-	if opts.Method != "" && !slices.ContainsFunc(p.ExecutionPlan, func(ep *pte.ExecutionPlan) bool { return ep != nil && ep.Name == opts.Method }) {
-		return fmt.Errorf("inspect: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(methodNames(p), ", "))
+// nothing in f.
+func checkSelection(f *pte.File, opts *Options) error {
+	if opts.Method != "" && f.PlanIndex(opts.Method) < 0 {
+		return fmt.Errorf("inspect: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(MethodNames(f), ", "))
 	}
 	if opts.Backend != "" {
-		ids := BackendIDs(p, opts.Method)
+		ids := FileBackendIDs(f, opts.Method)
 		if !slices.Contains(ids, opts.Backend) {
 			return fmt.Errorf("inspect: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
 		}
@@ -402,13 +423,12 @@ func (b *builder) head() (*Document, error) {
 	return doc, nil
 }
 
-// methodNames returns the names of p's methods in order.
-func methodNames(p *pte.Program) []string {
-	names := make([]string, 0, len(p.ExecutionPlan))
-	for _, ep := range p.ExecutionPlan {
-		if ep != nil {
-			names = append(names, ep.Name)
-		}
+// MethodNames returns the names of f's methods in order, without decoding
+// them (pte.File.PlanName). The result is never nil.
+func MethodNames(f *pte.File) []string {
+	names := make([]string, f.NumPlans())
+	for i := range names {
+		names[i] = f.PlanName(i)
 	}
 	return names
 }
@@ -417,8 +437,19 @@ func methodNames(p *pte.Program) []string {
 // order of first use; only those of the method named method when it is not
 // empty. The result is never nil.
 func BackendIDs(p *pte.Program, method string) []string {
+	return backendIDs(slices.All(p.ExecutionPlan), method)
+}
+
+// FileBackendIDs is BackendIDs of the program of f, read one plan at a
+// time (pte.File.Plans), for a File opened with pte.OpenOptions.LazyPlans.
+func FileBackendIDs(f *pte.File, method string) []string {
+	return backendIDs(f.Plans(), method)
+}
+
+// backendIDs is BackendIDs over plans.
+func backendIDs(plans iter.Seq2[int, *pte.ExecutionPlan], method string) []string {
 	ids := []string{}
-	for _, ep := range p.ExecutionPlan {
+	for _, ep := range plans {
 		if ep == nil || (method != "" && ep.Name != method) {
 			continue
 		}
@@ -530,7 +561,7 @@ func (b *builder) segments() ([]*Segment, error) {
 			use(uint64(nd.SegmentIndex), "named_data:"+nd.Key)
 		}
 	}
-	for pi, ep := range p.ExecutionPlan {
+	for pi, ep := range b.f.Plans() {
 		if ep == nil {
 			continue
 		}

@@ -124,10 +124,24 @@ func NewExternalData(r *ptd.Resolution, method string) *ExternalData {
 // memory-planned), without repeats, in first-use order: what a program
 // needs from data files.
 func NeededKeys(p *pte.Program) []string {
+	return neededKeys(ptd.Resolve(p, nil))
+}
+
+// FileNeededKeys is NeededKeys of the program of f, read one plan at a
+// time (for a File opened with pte.OpenOptions.LazyPlans).
+func FileNeededKeys(f *pte.File) []string {
+	return neededKeys(ptd.ResolveFile(f, nil))
+}
+
+// neededKeys lists the distinct keys of r's tensor rows in order of first
+// appearance.
+func neededKeys(r *ptd.Resolution) []string {
 	var keys []string
-	for _, m := range ptd.Resolve(p, nil).Methods {
+	seen := map[string]bool{}
+	for _, m := range r.Methods {
 		for _, row := range m.Tensors {
-			if !slices.Contains(keys, row.Key) {
+			if !seen[row.Key] {
+				seen[row.Key] = true
 				keys = append(keys, row.Key)
 			}
 		}

@@ -27,7 +27,7 @@ func Prefetch(f *pte.File) {
 	}
 	var heads []pte.Range
 	var blobs []blob
-	for i, ep := range f.Program.ExecutionPlan {
+	for i, ep := range f.Plans() {
 		if ep == nil {
 			continue
 		}

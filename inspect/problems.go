@@ -86,8 +86,12 @@ func Check(f *pte.File) ([]Problem, error) {
 // method is not empty.
 func check(f *pte.File, method string, reports *blobReports) ([]Problem, error) {
 	out := verifyProblems(f, method)
-	for pi, ep := range f.Program.ExecutionPlan {
-		if ep == nil || (method != "" && ep.Name != method) {
+	for pi, n := 0, f.NumPlans(); pi < n; pi++ {
+		if method != "" && f.PlanName(pi) != method {
+			continue
+		}
+		ep := f.Plan(pi)
+		if ep == nil {
 			continue
 		}
 		for di, d := range ep.Delegates {

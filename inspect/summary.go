@@ -18,8 +18,12 @@ import (
 // methods and delegates.
 type Summary struct {
 	Size int64 // file size in bytes
-	// Methods lists every method of the document, in order.
+	// Methods lists every method of the document, in order; only the first
+	// Options.SummaryMethods of them when Summarize was asked for fewer.
 	Methods []*MethodSummary
+	// MethodCount is the number of methods summarized, also those Methods
+	// leaves out; the other totals count every method too.
+	MethodCount int
 	// Backends counts delegates per backend id, in order of first use.
 	Backends []BackendCount
 	// Payloads is what the delegate payloads that can be located take in
@@ -126,10 +130,13 @@ func Summarize(f *pte.File, opts *Options) (*Summary, *Document, error) {
 	}
 	s := &Summary{Size: f.Size}
 	var t summaryTotals
+	keep := st.b.opts.SummaryMethods
 	if err := st.Each(func(mv *MethodView) error {
 		m := planSummary(mv.Plan)
 		m.Index = mv.Index
-		s.Methods = append(s.Methods, m)
+		if s.MethodCount++; keep <= 0 || len(s.Methods) < keep {
+			s.Methods = append(s.Methods, m)
+		}
 		t.groups = nil // groups are per method
 		for _, d := range mv.Delegates {
 			s.addDelegate(d, m, &t)
@@ -198,6 +205,7 @@ func (s *Summary) addMethods(p *Program) *summaryMethods {
 		m := methodSummary(ep)
 		m.Index = i
 		s.Methods = append(s.Methods, m)
+		s.MethodCount++
 		ms.byIndex[i] = m
 		if ms.byName[ep.Name] == nil {
 			ms.byName[ep.Name] = m
