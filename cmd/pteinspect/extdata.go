@@ -145,14 +145,14 @@ func printPTD(w io.Writer, name string, doc *inspect.PTDDocument) {
 		}
 		t.flush()
 	} else {
-		rows := make([]segmentRow, len(doc.Segments))
-		for i, s := range doc.Segments {
-			rows[i] = segmentRow{s.Index, s.FileOffset, s.Size, s.Resolvable, "", s.UsedBy, s.SHA256}
+		printSegmentTable(w, len(doc.Segments), func(i int) segmentRow {
+			s := doc.Segments[i]
+			r := segmentRow{s.Index, s.FileOffset, s.Size, s.Resolvable, "", s.UsedBy, s.SHA256}
 			if !s.EndWithinSegmentData {
-				rows[i].note = "(past segment data)"
+				r.note = "(past segment data)"
 			}
-		}
-		printSegmentTable(w, rows)
+			return r
+		})
 		fmt.Fprintf(w, "\nkeys (%d)\n", len(doc.NamedData))
 		if len(doc.NamedData) > 0 {
 			t := newTable(w, "  ")
@@ -215,8 +215,8 @@ func printVerify(stdout, stderr io.Writer, name string, file *inspect.File, prob
 
 // printNeededKeys prints the keys of .ptd files a program needs when none
 // is given; list formats them.
-func printNeededKeys(w io.Writer, p *pte.Program, list func([]string) string) {
-	if keys := inspect.NeededKeys(p); len(keys) > 0 {
+func printNeededKeys(w io.Writer, f *pte.File, list func([]string) string) {
+	if keys := inspect.FileNeededKeys(f); len(keys) > 0 {
 		fmt.Fprintf(w, "\nexternal data: needs %d key(s) from .ptd files, none given (pass --data FILE.ptd): %s\n",
 			len(keys), escText(list(keys)))
 	}
@@ -232,9 +232,9 @@ func dataFileState(f *inspect.DataFile) string {
 
 // printExternalData prints where each EXTERNAL tensor comes from (with
 // --data) or, without data files, which keys the program needs.
-func printExternalData(w io.Writer, p *pte.Program, ext *inspect.ExternalData) {
+func printExternalData(w io.Writer, f *pte.File, ext *inspect.ExternalData) {
 	if ext == nil {
-		printNeededKeys(w, p, quoteAll)
+		printNeededKeys(w, f, quoteAll)
 		return
 	}
 	fmt.Fprintf(w, "\nexternal data (%d file(s))\n", len(ext.Files))

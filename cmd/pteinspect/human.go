@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
@@ -32,6 +33,48 @@ func (t *table) row(cols ...string) {
 
 func (t *table) flush() { t.tw.Flush() }
 
+// printAligned prints n rows (row(i) gives the cells of row i, every row
+// the same number) aligned exactly as a table does, but without holding
+// them: a first pass measures the columns, a second prints. row is called
+// twice per row and must give the same cells both times.
+func printAligned(w io.Writer, indent string, n int, row func(i int) []string) {
+	var widths []int
+	for i := range n {
+		cells := row(i)
+		for j, c := range cells[:max(len(cells)-1, 0)] {
+			if j == len(widths) {
+				widths = append(widths, 0)
+			}
+			cw := utf8.RuneCountInString(c)
+			if j == 0 {
+				cw += utf8.RuneCountInString(indent)
+			}
+			widths[j] = max(widths[j], cw)
+		}
+	}
+	const padding = 2 // newTable's
+	var line []byte
+	for i := range n {
+		line = append(line[:0], indent...)
+		cells := row(i)
+		for j, c := range cells {
+			line = append(line, c...)
+			if j == len(cells)-1 {
+				break
+			}
+			cw := utf8.RuneCountInString(c)
+			if j == 0 {
+				cw += utf8.RuneCountInString(indent)
+			}
+			for range widths[j] + padding - cw {
+				line = append(line, ' ')
+			}
+		}
+		line = append(line, '\n')
+		w.Write(line)
+	}
+}
+
 // printHuman prints the --long view of a program, each method as st reads
 // it, and returns st's document (for its problems). A read error part way
 // leaves the methods before it printed.
@@ -52,10 +95,13 @@ func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *op
 		t.row("header", "none")
 	}
 	t.row("version", strconv.FormatUint(uint64(p.Version), 10))
-	t.row("methods", fmt.Sprintf("%d: %s", len(p.ExecutionPlan), joinOr(escAll(methodNames(p)))))
+	t.row("methods", fmt.Sprintf("%d: %s", f.NumPlans(), joinOr(escAll(inspect.MethodNames(f)))))
 	t.flush()
 
 	printSegments(w, doc)
+	// Printed: let them go before the methods are read (one per engine in
+	// a program of many small engines).
+	doc.Segments = nil
 	if len(p.ConstantBuffer) > 0 {
 		var total int
 		for _, b := range p.ConstantBuffer {
@@ -72,7 +118,7 @@ func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *op
 	}); err != nil {
 		return nil, err
 	}
-	printExternalData(w, p, doc.ExternalData)
+	printExternalData(w, f, doc.ExternalData)
 	printProblems(w, doc.Problems)
 	return doc, nil
 }
@@ -92,11 +138,10 @@ func printProblems(w io.Writer, probs []inspect.Problem) {
 }
 
 func printSegments(w io.Writer, doc *inspect.Document) {
-	rows := make([]segmentRow, len(doc.Segments))
-	for i, s := range doc.Segments {
-		rows[i] = segmentRow{s.Index, s.FileOffset, s.Size, s.Resolvable, "", s.UsedBy, s.SHA256}
-	}
-	printSegmentTable(w, rows)
+	printSegmentTable(w, len(doc.Segments), func(i int) segmentRow {
+		s := doc.Segments[i]
+		return segmentRow{s.Index, s.FileOffset, s.Size, s.Resolvable, "", s.UsedBy, s.SHA256}
+	})
 }
 
 // segmentRow is one line of a segments table, of a program or a .ptd file.
@@ -110,21 +155,24 @@ type segmentRow struct {
 	sha256     inspect.Digest
 }
 
-// printSegmentTable prints "segments (N)" and a table of rows, with a
-// SHA256 column when they are hashed.
-func printSegmentTable(w io.Writer, rows []segmentRow) {
-	fmt.Fprintf(w, "\nsegments (%d)\n", len(rows))
-	if len(rows) == 0 {
+// printSegmentTable prints the n segment rows row gives. A program of many
+// small engines has a segment per engine, so the rows are made one at a
+// time and the table streams (printAligned), never held whole.
+func printSegmentTable(w io.Writer, n int, row func(i int) segmentRow) {
+	fmt.Fprintf(w, "\nsegments (%d)\n", n)
+	if n == 0 {
 		return
 	}
-	t := newTable(w, "  ")
-	hashed := !rows[0].sha256.IsZero()
-	head := []string{"INDEX", "FILE OFFSET", "SIZE", "USED BY"}
-	if hashed {
-		head = append(head, "SHA256")
-	}
-	t.row(head...)
-	for _, s := range rows {
+	hashed := !row(0).sha256.IsZero()
+	printAligned(w, "  ", n+1, func(i int) []string {
+		if i == 0 {
+			head := []string{"INDEX", "FILE OFFSET", "SIZE", "USED BY"}
+			if hashed {
+				head = append(head, "SHA256")
+			}
+			return head
+		}
+		s := row(i - 1)
 		off := strconv.FormatUint(s.fileOffset, 10)
 		if !s.resolvable {
 			off += " (unreachable)"
@@ -135,13 +183,12 @@ func printSegmentTable(w io.Writer, rows []segmentRow) {
 		if len(s.usedBy) > 0 {
 			used = escText(strings.Join(s.usedBy, ", "))
 		}
-		row := []string{strconv.Itoa(s.index), off, progress.Size(s.size), used}
+		cells := []string{strconv.Itoa(s.index), off, progress.Size(s.size), used}
 		if hashed {
-			row = append(row, hashText(s.sha256))
+			cells = append(cells, hashText(s.sha256))
 		}
-		t.row(row...)
-	}
-	t.flush()
+		return cells
+	})
 }
 
 func hashText(d inspect.Digest) string {

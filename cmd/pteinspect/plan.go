@@ -84,7 +84,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options, srcs []p
 			plan.DataError.Kind, escText(oneLine(plan.DataError.Message)))
 	}
 	printPlan(w, f, plan, facts, opts.LoadOptions)
-	printExternalData(w, f.Program, ext)
+	printExternalData(w, f, ext)
 	return code
 }
 

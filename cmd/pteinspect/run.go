@@ -185,6 +185,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// models ExecuTorch's load, and --compile-specs, which shows no
 	// problems, refuse it, as diff does.
 	opener.ProgramOptions.Truncated = !o.plan && !o.compileSpecs
+	// The human views and --verify read the program a method at a time
+	// (pte.OpenOptions.LazyPlans): they hold the flatbuffer region and one
+	// decoded method, not a decoded program several times the region.
+	opener.ProgramOptions.LazyPlans = o.verify || (!o.json && !o.plan && !o.compileSpecs && o.extract == "")
 	ctx, stop := o.in.Context(context.Background(), name)
 	defer stop()
 	if isPTD(ctx, opener, name) {
@@ -254,7 +258,7 @@ func runProgram(ctx context.Context, opener *input.Opener, name string, stdout, 
 		return failure(stdout, stderr, name, o, err)
 	}
 	defer f.Close()
-	if err := checkFilters(f.Program, o); err != nil {
+	if err := checkFilters(f, o); err != nil {
 		return failure(stdout, stderr, name, o, err)
 	}
 
@@ -279,9 +283,11 @@ func runProgram(ctx context.Context, opener *input.Opener, name string, stdout, 
 // document, a value a pipeline reads.
 func runDocument(f *pte.File, name string, w, stdout, stderr io.Writer, o *options, srcs []ptd.Source) int {
 	meter := newMeter(stderr, o.quiet, "pteinspect: hashing")
-	bo := &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend, Progress: meter.Report}
+	// The summary prints at most summaryLines methods (one line or more
+	// each) and needs one more to know it stopped early.
+	bo := &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend, Progress: meter.Report, SummaryMethods: summaryLines + 1}
 	if len(srcs) > 0 {
-		bo.Data = ptd.Resolve(f.Program, srcs)
+		bo.Data = ptd.ResolveFile(f, srcs)
 	}
 	var doc *inspect.Document
 	var err error
@@ -315,7 +321,7 @@ func runDocument(f *pte.File, name string, w, stdout, stderr io.Writer, o *optio
 		if err != nil {
 			return failure(stdout, stderr, name, o, err)
 		}
-		printSummary(w, name, f.Program, s, doc)
+		printSummary(w, name, f, s, doc)
 	}
 	if countErrors(doc.Problems) > 0 {
 		return exitFail // the output is complete; the file is damaged
@@ -332,13 +338,13 @@ func newMeter(stderr io.Writer, quiet bool, label string) *progress.Meter {
 	return progress.New(stderr, label)
 }
 
-// checkFilters makes sure --method and --delegate name something in p.
-func checkFilters(p *pte.Program, o *options) error {
-	if o.method != "" && !hasMethod(p, o.method) {
-		return noMethod(p, o.method)
+// checkFilters makes sure --method and --delegate name something in f.
+func checkFilters(f *pte.File, o *options) error {
+	if o.method != "" && f.PlanIndex(o.method) < 0 {
+		return noMethod(f, o.method)
 	}
 	if o.backend != "" {
-		ids := inspect.BackendIDs(p, o.method)
+		ids := inspect.FileBackendIDs(f, o.method)
 		if !slices.Contains(ids, o.backend) {
 			where := ""
 			if o.method != "" {

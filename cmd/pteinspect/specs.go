@@ -33,17 +33,9 @@ func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o 
 	return exitOK
 }
 
-func hasMethod(p *pte.Program, name string) bool {
-	for _, ep := range p.ExecutionPlan {
-		if ep != nil && ep.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func noMethod(p *pte.Program, name string) error {
-	return fmt.Errorf("%w %q (methods: %s)", inspect.ErrNoMethod, name, joinOr(escAll(methodNames(p))))
+// noMethod is the error of a --method that names no method of f.
+func noMethod(f *pte.File, name string) error {
+	return fmt.Errorf("%w %q (methods: %s)", inspect.ErrNoMethod, name, joinOr(escAll(inspect.MethodNames(f))))
 }
 
 func joinOr(s []string) string {
@@ -51,15 +43,4 @@ func joinOr(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ") // linear: 8192 methods must be fast
-}
-
-// methodNames returns the names of p's methods in order.
-func methodNames(p *pte.Program) []string {
-	var names []string
-	for _, ep := range p.ExecutionPlan {
-		if ep != nil {
-			names = append(names, ep.Name)
-		}
-	}
-	return names
 }

@@ -27,14 +27,11 @@ const (
 // printSummary prints the default view: s, the inspect.Summary of the
 // program, one line per method and per group of alike delegates, and the
 // problems and external data of doc (as inspect.Summarize returns it).
-func printSummary(w io.Writer, name string, p *pte.Program, s *inspect.Summary, doc *inspect.Document) {
-	if len(s.Methods) == 1 && len(p.ExecutionPlan) > 1 {
+func printSummary(w io.Writer, name string, f *pte.File, s *inspect.Summary, doc *inspect.Document) {
+	if s.MethodCount == 1 && f.NumPlans() > 1 {
 		// Narrowed by --method: the index in the whole program.
-		for i, ep := range p.ExecutionPlan {
-			if ep != nil && ep.Name == s.Methods[0].Name {
-				s.Methods[0].Index = i
-				break
-			}
+		if i := f.PlanIndex(s.Methods[0].Name); i >= 0 {
+			s.Methods[0].Index = i
 		}
 	}
 	t := newTable(w, "")
@@ -47,10 +44,10 @@ func printSummary(w io.Writer, name string, p *pte.Program, s *inspect.Summary, 
 	for _, m := range s.Methods[:min(len(s.Methods), summaryNames)] {
 		names = append(names, esc(m.Name))
 	}
-	methods := fmt.Sprintf("%d: %s", len(s.Methods), strings.Join(names, ", "))
-	if len(s.Methods) == 0 {
+	methods := fmt.Sprintf("%d: %s", s.MethodCount, strings.Join(names, ", "))
+	if s.MethodCount == 0 {
 		methods = "none"
-	} else if more := len(s.Methods) - len(names); more > 0 {
+	} else if more := s.MethodCount - len(names); more > 0 {
 		methods += fmt.Sprintf(" and %d more", more)
 	}
 	t.row("methods", methods)
@@ -69,7 +66,7 @@ func printSummary(w io.Writer, name string, p *pte.Program, s *inspect.Summary, 
 	for i, m := range s.Methods {
 		lines += 1 + min(len(m.Groups), summaryGroups+1)
 		if lines > summaryLines && i > 0 {
-			fmt.Fprintf(w, "... and %d more methods (--method NAME or --long shows them)\n", len(s.Methods)-i)
+			fmt.Fprintf(w, "... and %d more methods (--method NAME or --long shows them)\n", s.MethodCount-i)
 			break
 		}
 		fmt.Fprintf(w, "%s (#%d): %s\n", esc(m.Name), m.Index, methodText(m))
@@ -81,7 +78,7 @@ func printSummary(w io.Writer, name string, p *pte.Program, s *inspect.Summary, 
 			fmt.Fprintf(w, "  %s\n", groupText(g))
 		}
 	}
-	printExternalDataSummary(w, p, doc.ExternalData)
+	printExternalDataSummary(w, f, doc.ExternalData)
 	if s.Errors+s.Warnings > 0 {
 		fmt.Fprintln(w)
 		for i, p := range doc.Problems {
@@ -92,7 +89,7 @@ func printSummary(w io.Writer, name string, p *pte.Program, s *inspect.Summary, 
 			fmt.Fprintln(w, escText(p.String()))
 		}
 	}
-	if s.Delegates() > 0 || len(p.Segments) > 0 {
+	if s.Delegates() > 0 || len(f.Program.Segments) > 0 {
 		fmt.Fprintf(w, "\n(--long shows segments, bindings, compile specs and every delegate)\n")
 	}
 }
@@ -100,9 +97,9 @@ func printSummary(w io.Writer, name string, p *pte.Program, s *inspect.Summary, 
 // printExternalDataSummary is --long's external data section in a few
 // lines: the keys needed (none given), or each data file, the methods that
 // fail and the keys missing, lists cut to summaryNames.
-func printExternalDataSummary(w io.Writer, p *pte.Program, ext *inspect.ExternalData) {
+func printExternalDataSummary(w io.Writer, f *pte.File, ext *inspect.ExternalData) {
 	if ext == nil {
-		printNeededKeys(w, p, shortList)
+		printNeededKeys(w, f, shortList)
 		return
 	}
 	fmt.Fprintf(w, "\nexternal data (%d file(s))\n", len(ext.Files))

@@ -39,12 +39,12 @@ func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, s
 	} else {
 		defer f.Close()
 		file = &inspect.File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier}
-		if o.method != "" && !hasMethod(f.Program, o.method) {
-			return fail(noMethod(f.Program, o.method))
+		if o.method != "" && f.PlanIndex(o.method) < 0 {
+			return fail(noMethod(f, o.method))
 		}
 		var all []inspect.Problem
 		if len(srcs) > 0 {
-			all, err = inspect.CheckData(f, ptd.Resolve(f.Program, srcs))
+			all, err = inspect.CheckData(f, ptd.ResolveFile(f, srcs))
 		} else {
 			all, err = inspect.Check(f)
 		}
