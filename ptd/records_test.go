@@ -2,6 +2,7 @@ package ptd_test
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -150,6 +151,21 @@ func checkEvents(t *testing.T, r *ptd.Resolution, rec *testkit.DataRecord) {
 	}
 }
 
+// checkLazySame fails unless ResolveFile of the program at path, opened
+// with pte.OpenOptions.LazyPlans, is want (Resolve of the program decoded
+// whole) with the sources srcs opens.
+func checkLazySame(t *testing.T, path string, want *ptd.Resolution, srcs func() []ptd.Source) {
+	t.Helper()
+	f, err := pte.OpenWith(path, &pte.OpenOptions{LazyPlans: true})
+	if err != nil {
+		t.Fatalf("program with LazyPlans: %v", err)
+	}
+	defer f.Close()
+	if got := ptd.ResolveFile(f, srcs()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ResolveFile with LazyPlans:\n%+v\nResolve:\n%+v", got, want)
+	}
+}
+
 func statuses(r *ptd.Resolution) []string {
 	var s []string
 	for _, f := range r.Files {
@@ -171,6 +187,7 @@ func TestCorpusPairs(t *testing.T) {
 			}
 			defer p.Close()
 			r := ptd.Resolve(p.Program, openSources(t, "", run.DataFiles))
+			checkLazySame(t, run.Program, r, func() []ptd.Source { return openSources(t, "", run.DataFiles) })
 			checkVerdict(t, r, parseVerdict(run.Verdict))
 			checkEvents(t, r, run.Record)
 		})
@@ -194,6 +211,7 @@ func TestVectors(t *testing.T) {
 			defer p.Close()
 			names := strings.Split(run.Row["ptd"], ",")
 			r := ptd.Resolve(p.Program, openSources(t, dir, names))
+			checkLazySame(t, run.Program, r, func() []ptd.Source { return openSources(t, dir, names) })
 			checkVerdict(t, r, parseVerdict(run.Row["cpp_verdict"]))
 			checkEvents(t, r, run.Record)
 		})

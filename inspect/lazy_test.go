@@ -1,0 +1,110 @@
+package inspect
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/internal/testprog"
+	"github.com/ptekit/ptekit/pte"
+)
+
+// TestLazyPlansViews: every view gives the same value for a File opened
+// with pte.OpenOptions.LazyPlans as for one decoded whole (the document,
+// the summary, the checks, method names, backends and needed keys), whole
+// and narrowed to each method and backend, on the built test programs and
+// every program of the shared tree; and Options.SummaryMethods cuts only
+// Summary.Methods.
+func TestLazyPlansViews(t *testing.T) {
+	programs := maps.Clone(testprog.Programs(t)) // the cache is shared
+	for _, dir := range []string{"corpus", "vectors/pte", "vectors/pte-bad"} {
+		for _, p := range testkit.Glob(t, testkit.SharedDir(t, dir), "*.pte") {
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			programs[dir+"/"+filepath.Base(p)] = data
+		}
+	}
+	compared := 0
+	for name, data := range programs {
+		open := func(lazy bool) *pte.File {
+			f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &pte.OpenOptions{Truncated: true, LazyPlans: lazy})
+			if err != nil {
+				return nil
+			}
+			return f
+		}
+		eager, lazy := open(false), open(true)
+		if (eager == nil) != (lazy == nil) {
+			t.Fatalf("%s: opens eagerly: %v, lazily: %v", name, eager != nil, lazy != nil)
+		}
+		if eager == nil {
+			continue
+		}
+		compared++
+		t.Run(name, func(t *testing.T) { requireLazySame(t, eager, lazy) })
+	}
+	require.NotZero(t, compared, "no program opened")
+}
+
+// requireLazySame compares the views of eager and lazy, the same file
+// opened without and with LazyPlans.
+func requireLazySame(t *testing.T, eager, lazy *pte.File) {
+	require.Equal(t, MethodNames(eager), MethodNames(lazy))
+	require.Equal(t, BackendIDs(eager.Program, ""), FileBackendIDs(lazy, ""))
+	require.Equal(t, NeededKeys(eager.Program), FileNeededKeys(lazy))
+	ep, eerr := Check(eager)
+	lp, lerr := Check(lazy)
+	require.Equal(t, eerr, lerr)
+	require.Equal(t, ep, lp)
+	optss := []*Options{nil, {Hash: true}}
+	for _, name := range MethodNames(eager) {
+		optss = append(optss, &Options{Method: name})
+		require.Equal(t, BackendIDs(eager.Program, name), FileBackendIDs(lazy, name))
+	}
+	for _, id := range BackendIDs(eager.Program, "") {
+		optss = append(optss, &Options{Backend: id})
+	}
+	encode := func(doc *Document, err error) string {
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		var b bytes.Buffer
+		require.NoError(t, Encode(&b, doc))
+		return b.String()
+	}
+	for _, opts := range optss {
+		require.Equal(t, encode(Build(eager, opts)), encode(Build(lazy, opts)), "Build %+v", opts)
+		es, _, eerr := Summarize(eager, opts)
+		ls, _, lerr := Summarize(lazy, opts)
+		require.Equal(t, eerr, lerr)
+		if eerr != nil {
+			continue
+		}
+		require.Equal(t, summaryJSON(t, es), summaryJSON(t, ls), "Summarize %+v", opts)
+		cut := Options{SummaryMethods: 1}
+		if opts != nil {
+			cut = *opts
+			cut.SummaryMethods = 1
+		}
+		cs, _, err := Summarize(lazy, &cut)
+		require.NoError(t, err)
+		require.Equal(t, es.MethodCount, cs.MethodCount)
+		require.LessOrEqual(t, len(cs.Methods), 1)
+		cs.Methods, es.Methods = nil, nil
+		require.Equal(t, summaryJSON(t, es), summaryJSON(t, cs), "Summarize %+v", cut)
+	}
+}
+
+// summaryJSON is s as JSON, for comparing summaries with their delegates
+// by value.
+func summaryJSON(t *testing.T, s *Summary) string {
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	return string(b)
+}
