@@ -53,7 +53,7 @@ func (v *validator) planMethod(i int) {
 	mark := len(v.findings)
 	v.dec = d
 	v.method(i, ep)
-	if len(v.findings) > mark && v.f.lazy {
+	if len(v.findings) > mark && v.f.lazy && v.f.positions {
 		v.findings = v.findings[:mark]
 		ep, v.dec = v.f.planAt(i, true)
 		v.method(i, ep)
