@@ -49,17 +49,17 @@ func scaleRows(c *config, dir string, t tools) error {
 		}
 	}
 	fmt.Fprintln(c.out)
-	fmt.Fprint(c.out, "Views of the scale programs. `diff` (re-baked) compares a program with its re-bake with a 1 GiB budget per engine: every delegate differs in one compile spec; where the re-bake is refused (65536 engines one per method: its program would pass the FlatBuffers verifier's 1,000,000-table limit, which ExecuTorch applies) the row says n/a. `diff` (engines rebuilt) compares two exports of the same manifest whose engines differ in every byte (what a user meets after rebuilding the engines): every delegate differs in its payload's SHA-256.")
+	fmt.Fprint(c.out, "Views of the scale programs. `diff` (re-baked) compares a program with its re-bake with a 1 GiB budget per engine: every delegate differs in one compile spec; where the re-bake is refused (65536 engines one per method: its program would pass the FlatBuffers verifier's 1,000,000-table limit, which ExecuTorch applies) the row says n/a. `diff` (engines rebuilt) compares two exports of the same manifest whose engines differ in every byte (what a user meets after rebuilding the engines): every delegate differs in its payload's SHA-256. \"above floor / region\" is the peak RSS less the same view's peak RSS on the one-engine program of the shape (the process's cost whatever the program: the Go runtime and the binary, about 8 MiB), over the program region; it needs N = 1 in the run.")
 	if t.ref != "" {
 		fmt.Fprintf(c.out, " The reference pteinspect is %s, run in pairs with ours (order alternating); ratio is the median of ours / reference per pair.", c.refName)
 	}
 	fmt.Fprint(c.out, "\n\n")
 	if t.ref != "" {
-		fmt.Fprintln(c.out, "| N | shape | view | median | per engine | peak RSS | RSS / program region | reference median | reference peak RSS | ratio |")
-		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|")
+		fmt.Fprintln(c.out, "| N | shape | view | median | per engine | peak RSS | RSS / program region | above floor / region | reference median | reference peak RSS | ratio |")
+		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|---|")
 	} else {
-		fmt.Fprintln(c.out, "| N | shape | view | median | per engine | peak RSS | RSS / program region |")
-		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|")
+		fmt.Fprintln(c.out, "| N | shape | view | median | per engine | peak RSS | RSS / program region | above floor / region |")
+		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|")
 	}
 	io.WriteString(c.out, views.String())
 	return nil
@@ -129,7 +129,7 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 	for _, v := range scaleViews {
 		args := v.args(out, rb, out2)
 		if args == nil {
-			fmt.Fprintf(views, "| %d | %s | %s | n/a | | | |%s\n", n, shape, v.name, strings.Repeat(" |", 3*btoi(t.ref != "")))
+			fmt.Fprintf(views, "| %d | %s | %s | n/a | | | | |%s\n", n, shape, v.name, strings.Repeat(" |", 3*btoi(t.ref != "")))
 			continue
 		}
 		if err := viewRow(c, t, n, shape, v.name, args, region, views); err != nil {
@@ -155,7 +155,8 @@ func viewRow(c *config, t tools, n int, shape, name string, args []string, regio
 		return err
 	}
 	w := median(walls(r.ours))
-	line := fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %.1fx |", n, shape, name, dur(w), perEngine(w, n), size(peak(r.ours)), float64(peak(r.ours))/float64(max(region, 1)))
+	rss := peak(r.ours)
+	line := fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %.1fx | %s |", n, shape, name, dur(w), perEngine(w, n), size(rss), float64(rss)/float64(max(region, 1)), c.aboveFloor(shape, name, n, rss, region))
 	if t.ref != "" {
 		line += fmt.Sprintf(" %s | %s | %.2fx |", dur(median(walls(r.base))), size(peak(r.base)), r.ratio())
 	}
@@ -164,6 +165,25 @@ func viewRow(c *config, t tools, n int, shape, name string, args []string, regio
 	fmt.Fprintln(os.Stderr, "bench:", line)
 	fmt.Fprintln(views, line)
 	return nil
+}
+
+// aboveFloor returns the peak RSS above the view's floor (its peak on the
+// one-engine program of the shape, recorded here when n is 1) over the
+// program region, as text; "n/a" when the run has no N = 1.
+func (c *config) aboveFloor(shape, view string, n int, rss, region int64) string {
+	key := shape + "\x00" + view
+	if n == 1 {
+		if c.floors == nil {
+			c.floors = map[string]int64{}
+		}
+		c.floors[key] = rss
+		return "(floor)"
+	}
+	floor, ok := c.floors[key]
+	if !ok {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1fx", float64(max(rss-floor, 0))/float64(max(region, 1)))
 }
 
 func btoi(b bool) int {
