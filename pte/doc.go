@@ -19,6 +19,14 @@
 // for. Malformed input is reported as a *FormatError carrying the byte offset
 // and the path of the offending field.
 //
+// A decoded program takes several times its flatbuffer region in memory.
+// A reader that looks at one method at a time (a viewer of a program with
+// thousands of methods) opens with OpenOptions.LazyPlans: the region is
+// still verified whole and checked as ExecuTorch's Program::load checks it,
+// but the execution plans stay undecoded (Program.ExecutionPlan is nil)
+// until File.Plan, File.Plans or File.PlanName asks for one. Everything
+// else in the package (Verify, DelegateData) works the same either way.
+//
 // Writing streams payloads from their sources and never holds them all in
 // memory; WriteFile puts its output in place atomically (internal/atomicfile:
 // complete or absent, never a partial file or a stray temporary one).
