@@ -315,39 +315,17 @@ func newStream(f *pte.File, opts *Options, sums digests, segments bool) (*Stream
 // empty), with its delegates, reading their payloads and checking them;
 // nil, nil after the last one.
 func (s *Stream) Next() (*MethodView, error) {
-	b := s.b
-	for n := b.f.NumPlans(); s.next < n; s.next++ {
-		pi := s.next
-		if b.opts.Method != "" && b.f.PlanName(pi) != b.opts.Method {
-			continue
-		}
-		ep := b.f.Plan(pi)
-		if ep == nil {
-			continue
-		}
-		s.next++
-		m := &MethodView{Index: pi, Plan: ep}
-		for di, d := range ep.Delegates {
-			if d != nil && (b.opts.Backend == "" || d.ID == b.opts.Backend) {
-				del, err := b.delegate(pi, ep.Name, di, d)
-				if err != nil {
-					return nil, err
-				}
-				m.Delegates = append(m.Delegates, del)
-			}
-			ps, err := delegateProblems(b.f, pi, di, ep.Name, d, b.reports)
-			if err != nil {
-				return nil, err
-			}
-			s.doc.Problems = append(s.doc.Problems, ps...)
-		}
-		return m, nil
+	m := s.nextMethod()
+	if m == nil {
+		return nil, nil
 	}
-	if !s.done {
-		s.done = true
-		s.finish()
+	if err := s.delegates(m, func(d *Delegate) error {
+		m.Delegates = append(m.Delegates, d)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	return nil, nil
+	return m, nil
 }
 
 // Each calls fn with each method Next returns, until the last or an error
@@ -362,6 +340,98 @@ func (s *Stream) Each(fn func(*MethodView) error) error {
 			return err
 		}
 	}
+}
+
+// EachDelegate is Each for a view that holds one delegate at a time: for
+// each method Next would return it calls method with the MethodView
+// (Delegates nil), then delegate with each of the delegates Next would
+// list, in order, keeping none of them; a method of 65536 engines then
+// costs one delegate's memory, not 65536. The problems and the document
+// are those Next makes. It stops at the first error, the Stream's (after
+// method was called for the method it is in) or a callback's, and returns
+// it.
+func (s *Stream) EachDelegate(method func(*MethodView) error, delegate func(*MethodView, *Delegate) error) error {
+	for {
+		m := s.nextMethod()
+		if m == nil {
+			return nil
+		}
+		if err := method(m); err != nil {
+			return err
+		}
+		if err := s.delegates(m, func(d *Delegate) error { return delegate(m, d) }); err != nil {
+			return err
+		}
+	}
+}
+
+// nextMethod returns the next method Options.Method selects, without its
+// delegates; nil after the last one, when it also completes the problems.
+func (s *Stream) nextMethod() *MethodView {
+	b := s.b
+	for n := b.f.NumPlans(); s.next < n; s.next++ {
+		pi := s.next
+		if b.opts.Method != "" && b.f.PlanName(pi) != b.opts.Method {
+			continue
+		}
+		ep := b.f.Plan(pi)
+		if ep == nil {
+			continue
+		}
+		s.next++
+		return &MethodView{Index: pi, Plan: ep}
+	}
+	if !s.done {
+		s.done = true
+		s.finish()
+	}
+	return nil
+}
+
+// delegates reads and checks the delegates of m in order: every one's
+// problems go to the document, and each Options.Backend selects is given
+// to fn (after its problems), which keeps it or not.
+func (s *Stream) delegates(m *MethodView, fn func(*Delegate) error) error {
+	b, ep := s.b, m.Plan
+	for di, d := range ep.Delegates {
+		var del *Delegate
+		if SelectsDelegate(d, b.opts.Backend) {
+			var err error
+			if del, err = b.delegate(m.Index, ep.Name, di, d); err != nil {
+				return err
+			}
+		}
+		ps, err := delegateProblems(b.f, m.Index, di, ep.Name, d, b.reports)
+		if err != nil {
+			return err
+		}
+		s.doc.Problems = append(s.doc.Problems, ps...)
+		if del != nil {
+			if err := fn(del); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SelectsDelegate says whether the views show delegate d when narrowed to
+// backend id backend (every backend when empty): a nil delegate (a damaged
+// file) is never shown.
+func SelectsDelegate(d *pte.BackendDelegate, backend string) bool {
+	return d != nil && (backend == "" || d.ID == backend)
+}
+
+// SelectedDelegates is the number of ep's delegates SelectsDelegate keeps:
+// what a Stream gives of the method, known before reading them.
+func SelectedDelegates(ep *pte.ExecutionPlan, backend string) int {
+	n := 0
+	for _, d := range ep.Delegates {
+		if SelectsDelegate(d, backend) {
+			n++
+		}
+	}
+	return n
 }
 
 // finish completes the problems with the external data's (Options.Data).

@@ -22,14 +22,7 @@ import (
 // every program of the shared tree; and Options.SummaryMethods cuts only
 // Summary.Methods.
 func TestLazyPlansViews(t *testing.T) {
-	programs := maps.Clone(testprog.Programs(t)) // the cache is shared
-	for _, dir := range []string{"corpus", "vectors/pte", "vectors/pte-bad"} {
-		for _, p := range testkit.Glob(t, testkit.SharedDir(t, dir), "*.pte") {
-			data, err := os.ReadFile(p)
-			require.NoError(t, err)
-			programs[dir+"/"+filepath.Base(p)] = data
-		}
-	}
+	programs := viewPrograms(t)
 	compared := 0
 	for name, data := range programs {
 		open := func(lazy bool) *pte.File {
@@ -50,6 +43,20 @@ func TestLazyPlansViews(t *testing.T) {
 		t.Run(name, func(t *testing.T) { requireLazySame(t, eager, lazy) })
 	}
 	require.NotZero(t, compared, "no program opened")
+}
+
+// viewPrograms are the programs the views are compared on, by name: the
+// built test programs and every program of the shared tree.
+func viewPrograms(t *testing.T) map[string][]byte {
+	programs := maps.Clone(testprog.Programs(t)) // the cache is shared
+	for _, dir := range []string{"corpus", "vectors/pte", "vectors/pte-bad"} {
+		for _, p := range testkit.Glob(t, testkit.SharedDir(t, dir), "*.pte") {
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			programs[dir+"/"+filepath.Base(p)] = data
+		}
+	}
+	return programs
 }
 
 // requireLazySame compares the views of eager and lazy, the same file

@@ -40,7 +40,7 @@ func CompileSpecRows(p *pte.Program, method, backend string) []CompileSpecRow {
 			continue
 		}
 		for di, d := range ep.Delegates {
-			if d == nil || (backend != "" && d.ID != backend) {
+			if !SelectsDelegate(d, backend) {
 				continue
 			}
 			for _, cs := range d.CompileSpecs {

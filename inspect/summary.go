@@ -131,23 +131,31 @@ func Summarize(f *pte.File, opts *Options) (*Summary, *Document, error) {
 	s := &Summary{Size: f.Size}
 	var t summaryTotals
 	keep := st.b.opts.SummaryMethods
-	if err := st.Each(func(mv *MethodView) error {
-		m := planSummary(mv.Plan)
+	var m *MethodSummary // the method whose delegates come
+	// endMethod drops what only adding m's delegates needed.
+	endMethod := func() {
+		if m != nil {
+			for _, g := range m.Groups {
+				g.stored = nil
+			}
+		}
+	}
+	if err := st.EachDelegate(func(mv *MethodView) error {
+		endMethod()
+		m = planSummary(mv.Plan)
 		m.Index = mv.Index
 		if s.MethodCount++; keep <= 0 || len(s.Methods) < keep {
 			s.Methods = append(s.Methods, m)
 		}
 		t.groups = nil // groups are per method
-		for _, d := range mv.Delegates {
-			s.addDelegate(d, m, &t)
-		}
-		for _, g := range m.Groups {
-			g.stored = nil // needed only while the method's delegates are added
-		}
+		return nil
+	}, func(_ *MethodView, d *Delegate) error {
+		s.addDelegate(d, m, &t)
 		return nil
 	}); err != nil {
 		return nil, nil, err
 	}
+	endMethod()
 	doc := st.Document()
 	s.countProblems(doc.Problems)
 	return s, doc, nil

@@ -112,8 +112,13 @@ func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *op
 		fmt.Fprintf(w, "\nconstant buffers (deprecated inline): %d, %s\n", len(p.ConstantBuffer), progress.Size(total))
 	}
 
-	if err := st.Each(func(m *inspect.MethodView) error {
+	// Each delegate is printed as it is read and then let go: a method of
+	// 65536 engines holds one at a time.
+	if err := st.EachDelegate(func(m *inspect.MethodView) error {
 		printMethod(w, m, o)
+		return nil
+	}, func(m *inspect.MethodView, d *inspect.Delegate) error {
+		printDelegate(w, d, m.Plan.Delegates[d.DelegateIndex])
 		return nil
 	}); err != nil {
 		return nil, err
@@ -198,7 +203,8 @@ func hashText(d inspect.Digest) string {
 	return d.Hex
 }
 
-// printMethod prints one method of the --long view with its delegates.
+// printMethod prints one method of the --long view up to its delegates'
+// header; printDelegate prints each delegate as it comes.
 func printMethod(w io.Writer, m *inspect.MethodView, o *options) {
 	pi, ep := m.Index, m.Plan
 	fmt.Fprintf(w, "\nmethod %s (#%d)\n", esc(ep.Name), pi)
@@ -224,12 +230,9 @@ func printMethod(w io.Writer, m *inspect.MethodView, o *options) {
 	t.flush()
 
 	if o.backend != "" {
-		fmt.Fprintf(w, "  delegates (%d of %d, backend %s)\n", len(m.Delegates), len(ep.Delegates), esc(o.backend))
+		fmt.Fprintf(w, "  delegates (%d of %d, backend %s)\n", inspect.SelectedDelegates(ep, o.backend), len(ep.Delegates), esc(o.backend))
 	} else {
 		fmt.Fprintf(w, "  delegates (%d)\n", len(ep.Delegates))
-	}
-	for _, d := range m.Delegates {
-		printDelegate(w, d, ep.Delegates[d.DelegateIndex])
 	}
 }
 
