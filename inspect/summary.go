@@ -99,7 +99,7 @@ type DelegateGroup struct {
 	// First is the delegate index of the group's first delegate.
 	First int
 
-	stored map[storageKey]bool // payloads counted in Payloads
+	stored *storageSet // payloads counted in Payloads
 }
 
 // maxQuote bounds how much of an untrusted value a summary quotes.
@@ -178,7 +178,7 @@ func (s *Summary) countProblems(probs []Problem) {
 type summaryTotals struct {
 	backends map[string]int // id -> index in Summary.Backends
 	groups   map[groupKey]*DelegateGroup
-	stored   map[storageKey]bool
+	stored   storageSet
 }
 
 // summaryMethods finds the summary of a delegate's method.
@@ -226,6 +226,41 @@ func (s *Summary) addMethods(p *Program) *summaryMethods {
 // (inline or segment) and index.
 type storageKey struct{ location, index int64 }
 
+// maxDenseStorage bounds the storage indices a storageSet keeps as bits:
+// 128 KiB of them per location at most, whatever a document says.
+const maxDenseStorage = 1 << 20
+
+// storageSet is a set of storages, a bit per index for INLINE and SEGMENT
+// (dense: a program of many engines has a segment each) and a map for the
+// rest, so that counting 65536 payloads once takes 8 KiB, not megabytes.
+type storageSet struct {
+	bits  [2][]uint64 // by location: INLINE, SEGMENT
+	other map[storageKey]bool
+}
+
+// add adds k to the set; false when it was there already.
+func (s *storageSet) add(k storageKey) bool {
+	if k.location >= 0 && k.location < int64(len(s.bits)) && k.index >= 0 && k.index < maxDenseStorage {
+		w, bit := int(k.index/64), uint64(1)<<(k.index%64)
+		if n := w + 1 - len(s.bits[k.location]); n > 0 {
+			s.bits[k.location] = append(s.bits[k.location], make([]uint64, n)...)
+		}
+		if s.bits[k.location][w]&bit != 0 {
+			return false
+		}
+		s.bits[k.location][w] |= bit
+		return true
+	}
+	if s.other[k] {
+		return false
+	}
+	if s.other == nil {
+		s.other = map[storageKey]bool{}
+	}
+	s.other[k] = true
+	return true
+}
+
 // storageOf returns d's storage; false when processed names none.
 func storageOf(d *Delegate) (storageKey, bool) {
 	if d.Location == nil || d.Index == nil {
@@ -246,15 +281,12 @@ type groupKey struct {
 // budget totals.
 func (s *Summary) addDelegate(d *Delegate, m *MethodSummary, t *summaryTotals) {
 	if t.backends == nil {
-		t.backends, t.stored = map[string]int{}, map[storageKey]bool{}
+		t.backends = map[string]int{}
 	}
 	if t.groups == nil {
 		t.groups = map[groupKey]*DelegateGroup{}
 	}
-	if k, ok := storageOf(d); d.Size != nil && (!ok || !t.stored[k]) {
-		if ok {
-			t.stored[k] = true
-		}
+	if k, ok := storageOf(d); d.Size != nil && (!ok || t.stored.add(k)) {
 		s.Payloads = compilespec.AddSizes(s.Payloads, *d.Size)
 	}
 	if i, ok := t.backends[d.ID]; ok {
@@ -282,13 +314,10 @@ func (s *Summary) addDelegate(d *Delegate, m *MethodSummary, t *summaryTotals) {
 		}
 	}
 	g.Count++
-	if k, ok := storageOf(d); !ok || !g.stored[k] {
-		if ok {
-			if g.stored == nil {
-				g.stored = map[storageKey]bool{}
-			}
-			g.stored[k] = true
-		}
+	if g.stored == nil {
+		g.stored = &storageSet{}
+	}
+	if k, ok := storageOf(d); !ok || g.stored.add(k) {
 		g.Payloads = compilespec.AddSizes(g.Payloads, size)
 	}
 	if !reachable {

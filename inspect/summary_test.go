@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"github.com/ptekit/ptekit/compilespec"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -146,3 +147,25 @@ func TestSummaryHostileValues(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestStorageSet: a storageSet answers as a map of the storages added,
+// for dense indices, indices past maxDenseStorage, negative ones and
+// locations of no known kind.
+func TestStorageSet(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var s storageSet
+	want := map[storageKey]bool{}
+	locations := []int64{0, 1, 2, -1, 1 << 40}
+	indices := []int64{0, 63, 64, maxDenseStorage - 1, maxDenseStorage, -1, 1 << 40}
+	for range 5000 {
+		k := storageKey{locations[rng.IntN(len(locations))], int64(rng.IntN(300))}
+		if rng.IntN(4) == 0 {
+			k.index = indices[rng.IntN(len(indices))]
+		}
+		require.Equal(t, !want[k], s.add(k), "%+v", k)
+		want[k] = true
+	}
+	for _, b := range s.bits {
+		require.LessOrEqual(t, len(b)*64, maxDenseStorage)
+	}
+}
