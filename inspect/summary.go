@@ -231,25 +231,34 @@ type storageKey struct{ location, index int64 }
 const maxDenseStorage = 1 << 20
 
 // storageSet is a set of storages, a bit per index for INLINE and SEGMENT
-// (dense: a program of many engines has a segment each) and a map for the
-// rest, so that counting 65536 payloads once takes 8 KiB, not megabytes.
+// (dense: a program of many engines has a segment each) from the first
+// index added on, and a map for the rest, so that counting 65536 payloads
+// once takes 8 KiB, not megabytes, and a group of one delegate one word.
 type storageSet struct {
-	bits  [2][]uint64 // by location: INLINE, SEGMENT
+	// bits[l] has a bit per index from base[l], for location l (INLINE,
+	// SEGMENT).
+	bits  [2][]uint64
+	base  [2]int64
 	other map[storageKey]bool
 }
 
 // add adds k to the set; false when it was there already.
 func (s *storageSet) add(k storageKey) bool {
-	if k.location >= 0 && k.location < int64(len(s.bits)) && k.index >= 0 && k.index < maxDenseStorage {
-		w, bit := int(k.index/64), uint64(1)<<(k.index%64)
-		if n := w + 1 - len(s.bits[k.location]); n > 0 {
-			s.bits[k.location] = append(s.bits[k.location], make([]uint64, n)...)
+	if l := k.location; l >= 0 && l < int64(len(s.bits)) && k.index >= 0 {
+		if s.bits[l] == nil {
+			s.base[l] = k.index &^ 63
 		}
-		if s.bits[k.location][w]&bit != 0 {
-			return false
+		if i := k.index - s.base[l]; i >= 0 && i < maxDenseStorage {
+			w, bit := int(i/64), uint64(1)<<(i%64)
+			if n := w + 1 - len(s.bits[l]); n > 0 {
+				s.bits[l] = append(s.bits[l], make([]uint64, n)...)
+			}
+			if s.bits[l][w]&bit != 0 {
+				return false
+			}
+			s.bits[l][w] |= bit
+			return true
 		}
-		s.bits[k.location][w] |= bit
-		return true
 	}
 	if s.other[k] {
 		return false

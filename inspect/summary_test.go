@@ -153,19 +153,25 @@ func ptrTo[T any](v T) *T { return &v }
 // locations of no known kind.
 func TestStorageSet(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var s storageSet
-	want := map[storageKey]bool{}
 	locations := []int64{0, 1, 2, -1, 1 << 40}
-	indices := []int64{0, 63, 64, maxDenseStorage - 1, maxDenseStorage, -1, 1 << 40}
-	for range 5000 {
-		k := storageKey{locations[rng.IntN(len(locations))], int64(rng.IntN(300))}
-		if rng.IntN(4) == 0 {
-			k.index = indices[rng.IntN(len(indices))]
+	indices := []int64{0, 63, 64, 1000, maxDenseStorage - 1, maxDenseStorage, maxDenseStorage + 1000, -1, 1 << 40}
+	for range 20 {
+		var s storageSet
+		want := map[storageKey]bool{}
+		for range 2000 {
+			k := storageKey{locations[rng.IntN(len(locations))], 500 + int64(rng.IntN(300))}
+			if rng.IntN(4) == 0 {
+				k.index = indices[rng.IntN(len(indices))]
+			}
+			require.Equal(t, !want[k], s.add(k), "%+v", k)
+			want[k] = true
 		}
-		require.Equal(t, !want[k], s.add(k), "%+v", k)
-		want[k] = true
+		for _, b := range s.bits {
+			require.LessOrEqual(t, len(b)*64, maxDenseStorage)
+		}
 	}
-	for _, b := range s.bits {
-		require.LessOrEqual(t, len(b)*64, maxDenseStorage)
-	}
+	// One storage, one word, wherever it is.
+	var one storageSet
+	require.True(t, one.add(storageKey{1, 65535}))
+	require.Len(t, one.bits[1], 1)
 }
