@@ -118,9 +118,9 @@ func NewSummary(doc *Document) *Summary {
 }
 
 // Summarize is NewSummary of the document Build(f, opts) makes, without
-// building that document: it reads the methods one at a time (a Stream)
-// and keeps only the summary, so that its memory does not grow with each
-// delegate's detail. It also returns the Stream's document (head,
+// building that document: it reads the delegates one at a time
+// (Stream.EachDelegate) and keeps only the summary, so that its memory does
+// not grow with each delegate's detail, also in a method of many engines. It also returns the Stream's document (head,
 // problems, external data; no segments, delegates or program), for what
 // the view shows besides the summary.
 func Summarize(f *pte.File, opts *Options) (*Summary, *Document, error) {

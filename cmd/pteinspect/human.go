@@ -77,7 +77,7 @@ func printAligned(w io.Writer, indent string, n int, row func(i int) []string) {
 
 // printHuman prints the --long view of a program, each method as st reads
 // it, and returns st's document (for its problems). A read error part way
-// leaves the methods before it printed.
+// leaves what was read before it printed.
 func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *options) (*inspect.Document, error) {
 	doc := st.Document()
 	p := f.Program
