@@ -53,9 +53,12 @@ type File struct {
 	tmp    string // the hidden temporary name; "" for an unnamed file
 	o      Options
 	inputs []input
-	ctx    context.Context
-	stop   func() bool // stops the context's abort; nil without one
-	old    *os.File    // the file Commit replaces, held across the rename (holdReplaced); nil if none
+	// pending are the inputs of an output that did not exist at Create,
+	// compared with it at Commit only if it exists by then.
+	pending []string
+	ctx     context.Context
+	stop    func() bool // stops the context's abort; nil without one
+	old     *os.File    // the file Commit replaces, held across the rename (holdReplaced); nil if none
 
 	mu    sync.Mutex
 	state int
@@ -103,9 +106,16 @@ func CreateContext(ctx context.Context, path string, opts *Options) (*File, erro
 	if o.InPlace != "" && !samePath(path, o.InPlace) {
 		inputs = append(inputs[:len(inputs):len(inputs)], o.InPlace)
 	}
-	ins, err := checkInputs(path, st, inputs)
-	if err != nil {
-		return nil, err
+	// A new output cannot be an input yet: its inputs are stat'ed only if
+	// it exists when Commit comes (an export of 65536 engines would stat
+	// each for nothing).
+	var ins []input
+	pending := inputs
+	if st != nil {
+		if ins, err = checkInputs(path, st, inputs); err != nil {
+			return nil, err
+		}
+		pending = nil
 	}
 	if st != nil && o.NoOverwrite {
 		return nil, existError(path)
@@ -115,7 +125,7 @@ func CreateContext(ctx context.Context, path string, opts *Options) (*File, erro
 		// while the output is written) need not stay cached.
 		dropCached(target, st)
 	}
-	f := &File{path: path, target: target, o: o, inputs: ins, ctx: ctx}
+	f := &File{path: path, target: target, o: o, inputs: ins, pending: pending, ctx: ctx}
 	if err := f.open(); err != nil {
 		return nil, err
 	}
@@ -248,6 +258,9 @@ func (f *File) commit() error {
 			if os.SameFile(st, in.st) {
 				return newInputError(f.path, in.path)
 			}
+		}
+		if _, err := checkInputs(f.path, st, f.pending); err != nil {
+			return err
 		}
 		if err := f.f.Chmod(st.Mode().Perm()); err != nil {
 			return err
