@@ -275,8 +275,9 @@ func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Pro
 	if ts := root.tables(4); ts != nil {
 		p.Segments = make([]*DataSegment, len(ts))
 		for i, t := range ts {
+			// Not recorded in d.pos: File.segmentPos finds a segment's
+			// table by its index, and a program may have one per engine.
 			p.Segments[i] = &DataSegment{Offset: t.u64(0), Size: t.u64(1)}
-			d.at(p.Segments[i], t)
 		}
 	}
 	if t, ok := root.sub(5); ok {

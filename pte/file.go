@@ -328,13 +328,14 @@ func (f *File) segmentRange(i int, pathOf func() string, refOff int64) (off, siz
 func (f *File) segmentSpan(i int, base uint64) (int64, error) {
 	s := f.Program.Segments[i]
 	path := func() string { return fmt.Sprintf("segments[%d]", i) } // for errors only
+	pos := f.segmentPos(i)
 	start := base + s.Offset
 	if start < s.Offset || start+s.Size < start {
-		return 0, &FormatError{Off: f.posOf(s), Path: path(),
+		return 0, &FormatError{Off: pos, Path: path(),
 			Msg: fmt.Sprintf("segment base %d + offset %d + size %d overflows", base, s.Offset, s.Size), Code: CodeInvalidProgram}
 	}
 	if start+s.Size > uint64(f.Size) {
-		return 0, &FormatError{Off: f.posOf(s), Path: path(),
+		return 0, &FormatError{Off: pos, Path: path(),
 			Msg:  fmt.Sprintf("segment bytes [%d, %d) run past the end of the %d-byte file", start, start+s.Size, f.Size),
 			Code: CodeInvalidArgument}
 	}
@@ -463,6 +464,16 @@ func (f *File) NamedData(key string) (*Payload, error) {
 		return f.Segment(int(nd.SegmentIndex))
 	}
 	return nil, &FormatError{Off: -1, Path: "named_data", Msg: fmt.Sprintf("no named data with key %s", quote.String(key)), Code: CodeNotFound}
+}
+
+// segmentPos returns the file offset of the table of Program.Segments[i]
+// as the file holds it, or -1.
+func (f *File) segmentPos(i int) int64 {
+	t, ok := rootTab(f.region).tableAt(slotProgramSegments, i)
+	if !ok {
+		return -1
+	}
+	return int64(t.pos)
 }
 
 // posOf returns the file offset of the flatbuffer table a program-level

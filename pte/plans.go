@@ -17,9 +17,10 @@ import (
 // Execution plans are field 1 of the Program table, delegates field 7 of
 // the ExecutionPlan table, and a plan's name field 0 (schema/program.fbs).
 const (
-	slotProgramPlans = 1
-	slotPlanName     = 0
-	slotPlanDelegate = 7
+	slotProgramPlans    = 1
+	slotProgramSegments = 4
+	slotPlanName        = 0
+	slotPlanDelegate    = 7
 )
 
 // NumPlans returns the number of execution plans (methods) of the program.

@@ -256,7 +256,7 @@ func (v *validator) segments() {
 			continue
 		}
 		if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
-			v.add(SeverityError, CodeNotFound, f.posOf(s), fmt.Sprintf("segments[%d]", i),
+			v.add(SeverityError, CodeNotFound, f.segmentPos(i), fmt.Sprintf("segments[%d]", i),
 				"segment holds %d bytes but the file has no extended header, so ExecuTorch cannot locate it", s.Size)
 			continue
 		}

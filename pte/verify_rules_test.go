@@ -6,6 +6,7 @@ import (
 	"errors"
 	"github.com/ptekit/ptekit/internal/fbverify"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +33,9 @@ func vrBase(t *testing.T) ([]byte, *File) {
 func vrTab(t *testing.T, f *File, x any) fbTab {
 	t.Helper()
 	pos := f.posOf(x)
+	if s, ok := x.(*DataSegment); ok {
+		pos = f.segmentPos(slices.Index(f.Program.Segments, s)) // segments are found by index
+	}
 	if pos < 0 {
 		t.Fatalf("no table position for %T", x)
 	}

@@ -34,11 +34,7 @@ func shOpen(t *testing.T, b []byte) *File {
 // object x was decoded from.
 func shFieldPos(t *testing.T, f *File, x any, slot int) uint32 {
 	t.Helper()
-	pos := f.posOf(x)
-	if pos < 0 {
-		t.Fatalf("no table position for %T", x)
-	}
-	fp := fbTabAt(f.region, uint32(pos)).field(slot)
+	fp := vrTab(t, f, x).field(slot)
 	if fp == 0 {
 		t.Fatalf("%T slot %d is absent", x, slot)
 	}
