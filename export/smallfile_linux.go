@@ -8,22 +8,44 @@ import (
 )
 
 // readSmallFile reads the regular file at path whole when it holds at
-// most limit bytes, with raw system calls: stat, open, fstat, pread,
-// close. An export of many small engines pays this per engine, and an
+// most limit bytes, with raw system calls: open, fstat, pread, close.
+// An export of many small engines pays this per engine, and an
 // *os.File costs more than the read itself (a poller registration that
 // fails for regular files, a cleanup for the collector). ok is false,
 // with nothing read, when path is not a regular file or is larger than
 // limit; the caller then takes the general path, which says why.
 func readSmallFile(path string, limit int64) (data []byte, ok bool, err error) {
-	sf, ok, err := statSmallFile(path, limit)
-	if !ok || err != nil {
+	fd, st, err := openSmallFile(path)
+	if err != nil {
 		return nil, false, err
 	}
-	data = make([]byte, sf.size)
-	if _, err := sf.ReadAt(data, 0); err != nil {
+	defer syscall.Close(fd)
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size > limit {
+		return nil, false, nil
+	}
+	data = make([]byte, st.Size)
+	if _, err := preadFull(fd, path, st.Size, data, 0); err != nil {
 		return nil, false, err
 	}
 	return data, true, nil
+}
+
+// openSmallFile opens path for reading and fstats it: one path lookup,
+// not a stat and then an open. Non-blocking, so that a FIFO cannot hang
+// the open; a caller looks at the mode before reading.
+func openSmallFile(path string) (fd int, st syscall.Stat_t, err error) {
+	err = ignoringEINTR(func() (err error) {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return -1, st, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &st) }); err != nil {
+		syscall.Close(fd)
+		return -1, st, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	return fd, st, nil
 }
 
 // smallFile is a small regular file read with raw system calls each time
@@ -57,28 +79,29 @@ func (sf *smallFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &os.PathError{Op: "read", Path: sf.path, Err: syscall.EINVAL}
 	}
-	// Non-blocking, so that a FIFO put in the file's place cannot hang
-	// the open; the identity check below then refuses it.
-	var fd int
-	err := ignoringEINTR(func() (err error) {
-		fd, err = syscall.Open(sf.path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-		return err
-	})
+	// The identity check refuses a FIFO or another file put in its place.
+	fd, fst, err := openSmallFile(sf.path)
 	if err != nil {
-		return 0, &os.PathError{Op: "open", Path: sf.path, Err: err}
+		return 0, err
 	}
 	defer syscall.Close(fd)
-	var fst syscall.Stat_t
-	if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &fst) }); err != nil {
-		return 0, &os.PathError{Op: "stat", Path: sf.path, Err: err}
-	}
 	if uint64(fst.Dev) != sf.dev || uint64(fst.Ino) != sf.ino || fst.Size != sf.size {
 		return 0, fmt.Errorf("%s changed during the export (was %d bytes, now %d, or another file)", sf.path, sf.size, fst.Size)
 	}
+	return preadFull(fd, sf.path, sf.size, p, off)
+}
+
+// preadFull reads p at off from fd, the file at path of size bytes; past
+// the end it reads what there is and returns io.EOF, and a file that ends
+// sooner than size is an error (it changed during the export).
+func preadFull(fd int, path string, size int64, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, &os.PathError{Op: "read", Path: path, Err: syscall.EINVAL}
+	}
 	want := len(p)
-	if off >= sf.size {
+	if off >= size {
 		want = 0
-	} else if rest := sf.size - off; int64(want) > rest {
+	} else if rest := size - off; int64(want) > rest {
 		want = int(rest)
 	}
 	n := 0
@@ -88,9 +111,9 @@ func (sf *smallFile) ReadAt(p []byte, off int64) (int, error) {
 		case err == syscall.EINTR:
 			continue
 		case err != nil:
-			return n, &os.PathError{Op: "read", Path: sf.path, Err: err}
+			return n, &os.PathError{Op: "read", Path: path, Err: err}
 		case k == 0:
-			return n, fmt.Errorf("%s changed during the export (was %d bytes, read %d)", sf.path, sf.size, off+int64(n))
+			return n, fmt.Errorf("%s changed during the export (was %d bytes, read %d)", path, size, off+int64(n))
 		}
 		n += k
 	}
