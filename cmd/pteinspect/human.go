@@ -17,21 +17,94 @@ import (
 	"github.com/ptekit/ptekit/pte"
 )
 
-// table writes aligned columns indented by indent.
+// table writes rows of cells aligned in columns, indented by indent,
+// exactly as text/tabwriter with padding 2 and no flags lays them out
+// (tabs and newlines in a cell split it as they would there), but without
+// its byte-by-byte state machine: -l prints a table per delegate. Rows are
+// held until flush.
 type table struct {
-	tw     *tabwriter.Writer
+	w      io.Writer
 	indent string
+	lines  [][]string
 }
 
 func newTable(w io.Writer, indent string) *table {
-	return &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0), indent: indent}
+	return &table{w: w, indent: indent}
 }
 
 func (t *table) row(cols ...string) {
-	fmt.Fprintln(t.tw, t.indent+strings.Join(cols, "\t"))
+	line := t.indent + strings.Join(cols, "\t")
+	for l := range strings.SplitSeq(line, "\n") {
+		t.lines = append(t.lines, strings.Split(l, "\t"))
+	}
 }
 
-func (t *table) flush() { t.tw.Flush() }
+// tablePadding is the space after the widest cell of a column.
+const tablePadding = 2
+
+func (t *table) flush() {
+	lines := t.lines
+	t.lines = nil
+	for _, l := range lines {
+		for _, c := range l {
+			if strings.IndexByte(c, tabwriter.Escape) >= 0 || strings.IndexByte(c, '\v') >= 0 || strings.IndexByte(c, '\f') >= 0 {
+				// Bytes tabwriter gives a meaning of its own (an escape,
+				// a vertical tab, a form feed), which the views escape
+				// before printing: let tabwriter lay them out.
+				tw := tabwriter.NewWriter(t.w, 0, 0, tablePadding, ' ', 0)
+				for _, l := range lines {
+					fmt.Fprintln(tw, strings.Join(l, "\t"))
+				}
+				tw.Flush()
+				return
+			}
+		}
+	}
+	// A column's width is set by the run of consecutive lines that have
+	// a cell in it ended by a tab, as tabwriter's column blocks are.
+	widths := make([][]int, len(lines))
+	for j := 0; ; j++ {
+		any := false
+		for start := 0; start < len(lines); {
+			if len(lines[start])-1 <= j {
+				start++
+				continue
+			}
+			any = true
+			end, w := start, 0
+			for ; end < len(lines) && len(lines[end])-1 > j; end++ {
+				w = max(w, utf8.RuneCountInString(lines[end][j]))
+			}
+			for k := start; k < end; k++ {
+				widths[k] = append(widths[k], w)
+			}
+			start = end
+		}
+		if !any {
+			break
+		}
+	}
+	var buf []byte
+	for i, l := range lines {
+		buf = appendCells(buf[:0], l, widths[i])
+		t.w.Write(buf)
+	}
+}
+
+// appendCells appends a line of cells to buf, each but the last padded to
+// its column's width (widths[j]) and tablePadding more, and a newline.
+func appendCells(buf []byte, cells []string, widths []int) []byte {
+	for j, c := range cells {
+		buf = append(buf, c...)
+		if j == len(cells)-1 {
+			break
+		}
+		for range widths[j] + tablePadding - utf8.RuneCountInString(c) {
+			buf = append(buf, ' ')
+		}
+	}
+	return append(buf, '\n')
+}
 
 // printAligned prints n rows (row(i) gives the cells of row i, every row
 // the same number) aligned exactly as a table does, but without holding
@@ -39,39 +112,26 @@ func (t *table) flush() { t.tw.Flush() }
 // twice per row and must give the same cells both times.
 func printAligned(w io.Writer, indent string, n int, row func(i int) []string) {
 	var widths []int
-	for i := range n {
+	first := func(i int) []string {
 		cells := row(i)
+		if len(cells) > 0 {
+			cells = append([]string{indent + cells[0]}, cells[1:]...)
+		}
+		return cells
+	}
+	for i := range n {
+		cells := first(i)
 		for j, c := range cells[:max(len(cells)-1, 0)] {
 			if j == len(widths) {
 				widths = append(widths, 0)
 			}
-			cw := utf8.RuneCountInString(c)
-			if j == 0 {
-				cw += utf8.RuneCountInString(indent)
-			}
-			widths[j] = max(widths[j], cw)
+			widths[j] = max(widths[j], utf8.RuneCountInString(c))
 		}
 	}
-	const padding = 2 // newTable's
-	var line []byte
+	var buf []byte
 	for i := range n {
-		line = append(line[:0], indent...)
-		cells := row(i)
-		for j, c := range cells {
-			line = append(line, c...)
-			if j == len(cells)-1 {
-				break
-			}
-			cw := utf8.RuneCountInString(c)
-			if j == 0 {
-				cw += utf8.RuneCountInString(indent)
-			}
-			for range widths[j] + padding - cw {
-				line = append(line, ' ')
-			}
-		}
-		line = append(line, '\n')
-		w.Write(line)
+		buf = appendCells(buf[:0], first(i), widths)
+		w.Write(buf)
 	}
 }
 
