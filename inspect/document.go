@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"github.com/ptekit/ptekit/delegate"
 	"io"
-	"iter"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -507,23 +506,35 @@ func MethodNames(f *pte.File) []string {
 // order of first use; only those of the method named method when it is not
 // empty. The result is never nil.
 func BackendIDs(p *pte.Program, method string) []string {
-	return backendIDs(slices.All(p.ExecutionPlan), method)
+	return backendIDs(len(p.ExecutionPlan), func(i int) (string, []*pte.BackendDelegate) {
+		if ep := p.ExecutionPlan[i]; ep != nil {
+			return ep.Name, ep.Delegates
+		}
+		return "", nil
+	}, method)
 }
 
 // FileBackendIDs is BackendIDs of the program of f, read one plan at a
 // time (pte.File.Plans), for a File opened with pte.OpenOptions.LazyPlans.
 func FileBackendIDs(f *pte.File, method string) []string {
-	return backendIDs(f.Plans(), method)
+	return backendIDs(f.NumPlans(), func(i int) (string, []*pte.BackendDelegate) {
+		if method != "" && f.PlanName(i) != method {
+			return "", nil // not decoded
+		}
+		return f.PlanName(i), f.PlanDelegates(i)
+	}, method)
 }
 
-// backendIDs is BackendIDs over plans.
-func backendIDs(plans iter.Seq2[int, *pte.ExecutionPlan], method string) []string {
+// backendIDs is BackendIDs over n plans, plan giving the name and the
+// delegates of each.
+func backendIDs(n int, plan func(i int) (string, []*pte.BackendDelegate), method string) []string {
 	ids := []string{}
-	for _, ep := range plans {
-		if ep == nil || (method != "" && ep.Name != method) {
+	for i := range n {
+		name, ds := plan(i)
+		if method != "" && name != method {
 			continue
 		}
-		for _, d := range ep.Delegates {
+		for _, d := range ds {
 			if d != nil && !slices.Contains(ids, d.ID) {
 				ids = append(ids, d.ID)
 			}
@@ -631,11 +642,8 @@ func (b *builder) segments() ([]*Segment, error) {
 			use(uint64(nd.SegmentIndex), "named_data:"+nd.Key)
 		}
 	}
-	for pi, ep := range b.f.Plans() {
-		if ep == nil {
-			continue
-		}
-		for di, d := range ep.Delegates {
+	for pi := range b.f.NumPlans() {
+		for di, d := range b.f.PlanDelegates(pi) {
 			if d != nil && d.Processed != nil && d.Processed.Location == pte.DataLocationSEGMENT {
 				use(uint64(d.Processed.Index), fmt.Sprintf("delegate:%d:%d:%s", pi, di, d.ID))
 			}

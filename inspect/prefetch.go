@@ -27,11 +27,8 @@ func Prefetch(f *pte.File) {
 	}
 	var heads []pte.Range
 	var blobs []blob
-	for i, ep := range f.Plans() {
-		if ep == nil {
-			continue
-		}
-		for j, d := range ep.Delegates {
+	for i := range f.NumPlans() {
+		for j, d := range f.PlanDelegates(i) {
 			if d == nil {
 				continue
 			}

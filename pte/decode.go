@@ -356,12 +356,7 @@ func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 			d.at(op, o)
 		}
 	}
-	if ts := t.tables(7); ts != nil {
-		ep.Delegates = make([]*BackendDelegate, len(ts))
-		for i, dt := range ts {
-			ep.Delegates[i] = d.delegate(dt)
-		}
-	}
+	ep.Delegates = d.delegates(t)
 	if ts := t.tables(9); ts != nil {
 		ep.NonConstBufferDevice = make([]*NonConstBufferDevice, len(ts))
 		for i, nt := range ts {
@@ -373,6 +368,20 @@ func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 		}
 	}
 	return ep
+}
+
+// delegates decodes the delegates of the ExecutionPlan table t; nil when
+// absent.
+func (d *fbDecoder) delegates(t fbTab) []*BackendDelegate {
+	ts := t.tables(slotPlanDelegate)
+	if ts == nil {
+		return nil
+	}
+	ds := make([]*BackendDelegate, len(ts))
+	for i, dt := range ts {
+		ds[i] = d.delegate(dt)
+	}
+	return ds
 }
 
 // values decodes the value table of the ExecutionPlan table t; nil when

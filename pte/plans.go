@@ -64,6 +64,25 @@ func (f *File) Plans() iter.Seq2[int, *ExecutionPlan] {
 	}
 }
 
+// PlanDelegates returns the delegates of execution plan i (nil when i is
+// out of range or the plan has none), as Plan(i).Delegates would, but with
+// OpenOptions.LazyPlans decoding only them: a view that wants the
+// delegates of every plan (which backends, which segments they use) need
+// not decode their values and instructions.
+func (f *File) PlanDelegates(i int) []*BackendDelegate {
+	if !f.lazy {
+		if ep := f.Plan(i); ep != nil {
+			return ep.Delegates
+		}
+		return nil
+	}
+	t, ok := rootTab(f.region).tableAt(slotProgramPlans, i)
+	if !ok {
+		return nil
+	}
+	return f.decoder(false).delegates(t)
+}
+
 // PlanName returns the name of execution plan i, "" when i is out of range
 // or the plan has no name. It does not decode the plan.
 func (f *File) PlanName(i int) string {

@@ -47,6 +47,12 @@ func checkLazySame(t *testing.T, data []byte) *File {
 		if !reflect.DeepEqual(ep, lp) {
 			t.Fatalf("plan %d differs with LazyPlans:\n%+v\n%+v", i, lp, ep)
 		}
+		if !reflect.DeepEqual(eager.PlanDelegates(i), lazy.PlanDelegates(i)) {
+			t.Fatalf("PlanDelegates(%d) differs with LazyPlans", i)
+		}
+		if ep != nil && !reflect.DeepEqual(lazy.PlanDelegates(i), ep.Delegates) {
+			t.Fatalf("PlanDelegates(%d) is not Plan(%d).Delegates", i, i)
+		}
 		if eager.PlanName(i) != lazy.PlanName(i) {
 			t.Fatalf("PlanName(%d) = %q with LazyPlans, %q without", i, lazy.PlanName(i), eager.PlanName(i))
 		}
