@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,10 +34,21 @@ func newTable(w io.Writer, indent string) *table {
 }
 
 func (t *table) row(cols ...string) {
+	if len(cols) > 0 && !slices.ContainsFunc(cols, splitsCell) {
+		cells := slices.Clone(cols) // the caller may reuse cols
+		cells[0] = t.indent + cells[0]
+		t.lines = append(t.lines, cells)
+		return
+	}
 	line := t.indent + strings.Join(cols, "\t")
 	for l := range strings.SplitSeq(line, "\n") {
 		t.lines = append(t.lines, strings.Split(l, "\t"))
 	}
+}
+
+// splitsCell reports whether c holds a byte that ends a cell or a line.
+func splitsCell(c string) bool {
+	return strings.IndexByte(c, '\t') >= 0 || strings.IndexByte(c, '\n') >= 0
 }
 
 // tablePadding is the space after the widest cell of a column.
