@@ -31,8 +31,10 @@ func fcReadAll(f *File) string {
 		p, err := f.Segment(i)
 		add(fmt.Sprint("segment ", i), p, err)
 	}
-	for i, ep := range f.Program.ExecutionPlan {
-		for j := range ep.Delegates {
+	for i, ep := range f.Plans() {
+		fmt.Fprintf(&b, "plan %d %q: %d values, %d chains, %d operators, %d delegates\n",
+			i, ep.Name, len(ep.Values), len(ep.Chains), len(ep.Operators), len(ep.Delegates))
+		for j := range f.PlanDelegates(i) {
 			p, err := f.DelegateData(i, j)
 			add(fmt.Sprint("delegate ", i, j), p, err)
 		}
@@ -53,7 +55,9 @@ func fcReadAll(f *File) string {
 }
 
 // TestFileConcurrentReads: goroutines sharing one File see what a single
-// goroutine sees. Run with -race to check the documented promise.
+// goroutine sees, with or without LazyPlans (whose plans, decoded by each
+// goroutine, share the File's copies of shared strings). Run with -race to
+// check the documented promise.
 func TestFileConcurrentReads(t *testing.T) {
 	var paths []string
 	for _, sub := range []string{"corpus", "vectors/pte"} {
@@ -71,22 +75,35 @@ func TestFileConcurrentReads(t *testing.T) {
 			continue // refused files are covered elsewhere
 		}
 		want := fcReadAll(f)
-		var wg sync.WaitGroup
-		got := make([]string, 8)
-		for g := range got {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				got[g] = fcReadAll(f)
-			}()
-		}
-		wg.Wait()
-		for g, s := range got {
-			if s != want {
-				t.Errorf("%s: goroutine %d read differently:\n%s\nwant\n%s", path, g, s, want)
-			}
-		}
 		f.Close()
+		for _, lazy := range []bool{false, true} {
+			fcConcurrent(t, path, lazy, want)
+		}
+	}
+}
+
+// fcConcurrent reads the file at path with 8 goroutines sharing one File
+// and fails unless each reads want.
+func fcConcurrent(t *testing.T, path string, lazy bool, want string) {
+	f, err := OpenWith(path, &OpenOptions{LazyPlans: lazy})
+	if err != nil {
+		t.Fatalf("%s (LazyPlans %v): %v", path, lazy, err)
+	}
+	defer f.Close()
+	var wg sync.WaitGroup
+	got := make([]string, 8)
+	for g := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[g] = fcReadAll(f)
+		}()
+	}
+	wg.Wait()
+	for g, s := range got {
+		if s != want {
+			t.Errorf("%s (LazyPlans %v): goroutine %d read differently:\n%s\nwant\n%s", path, lazy, g, s, want)
+		}
 	}
 }
 

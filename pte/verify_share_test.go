@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 )
@@ -106,6 +107,24 @@ func TestVerifySharedStrings(t *testing.T) {
 	}
 	if errs := wrErrorFindings(f); len(errs) != 0 {
 		t.Errorf("11-method program: Verify errors %v", errs)
+	}
+
+	// Read with LazyPlans, plans decoded concurrently (run with -race)
+	// still share one copy of the spec per File.
+	lf, err := NewFileWith(bytes.NewReader(b), int64(len(b)), &OpenOptions{LazyPlans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := make([]string, 2*lf.NumPlans())
+	var wg sync.WaitGroup
+	for i := range specs {
+		wg.Go(func() { specs[i] = lf.Plan(i / 2).ContainerMetaType.EncodedInpStr })
+	}
+	wg.Wait()
+	for i, s := range specs {
+		if s != long || unsafe.StringData(s) != unsafe.StringData(specs[0]) {
+			t.Fatalf("plan %d of the lazily read program has its own copy of the shared spec", i/2)
+		}
 	}
 }
 
