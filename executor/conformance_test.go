@@ -53,13 +53,13 @@ func upstreamVerdict(t *testing.T, events []cppEvent) (load string, methods map[
 // ourVerdict loads path with pte.NewFile and every method with LoadMethod
 // (accepting backends registered under the given ids) and, for methods that
 // load, also plans them with PlanProgram: neither may panic.
-func ourVerdict(t *testing.T, path string, backends []string) (load string, methods map[string]string) {
+func ourVerdict(t *testing.T, path string, backends []string, lazy bool) (load string, methods map[string]string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := pte.NewFile(strings.NewReader(string(data)), int64(len(data)))
+	f, err := pte.NewFileWith(strings.NewReader(string(data)), int64(len(data)), &pte.OpenOptions{LazyPlans: lazy})
 	if err != nil {
 		return CodeOf(err).String(), nil
 	}
@@ -126,19 +126,23 @@ func TestLoadOutcomeMatchesUpstream(t *testing.T) {
 				t.Skipf("no upstream record: %v", err)
 			}
 			wantLoad, wantMethods, backends := upstreamVerdict(t, readEvents(t, fl.jsonl))
-			gotLoad, gotMethods := ourVerdict(t, fl.pte, backends)
-			if gotLoad != wantLoad {
-				t.Fatalf("program load: %s, upstream %s", gotLoad, wantLoad)
-			}
-			if gotLoad != "Ok" {
-				return
-			}
-			if len(gotMethods) != len(wantMethods) {
-				t.Errorf("methods %v, upstream %v", gotMethods, wantMethods)
-			}
-			for m, want := range wantMethods {
-				if got := gotMethods[m]; got != want {
-					t.Errorf("method %s: %s, upstream %s", m, got, want)
+			// The file decoded whole and read a plan at a time
+			// (pte.OpenOptions.LazyPlans) load alike.
+			for _, lazy := range []bool{false, true} {
+				gotLoad, gotMethods := ourVerdict(t, fl.pte, backends, lazy)
+				if gotLoad != wantLoad {
+					t.Fatalf("program load (LazyPlans %v): %s, upstream %s", lazy, gotLoad, wantLoad)
+				}
+				if gotLoad != "Ok" {
+					continue
+				}
+				if len(gotMethods) != len(wantMethods) {
+					t.Errorf("methods (LazyPlans %v) %v, upstream %v", lazy, gotMethods, wantMethods)
+				}
+				for m, want := range wantMethods {
+					if got := gotMethods[m]; got != want {
+						t.Errorf("method %s (LazyPlans %v): %s, upstream %s", m, lazy, got, want)
+					}
 				}
 			}
 		})

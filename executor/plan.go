@@ -187,7 +187,7 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 		factory = StandIn{Streamable: opts.Streamable, Scratch: opts.Scratch, Automatic: opts.Automatic}
 		out.Stated = statedFacts(opts)
 	}
-	reg, stubbed := planRegistry(f.Program, opts, factory)
+	reg, stubbed := planRegistry(f, opts, factory)
 	if UsesDeprecatedConstantBuffer(f.Program) {
 		out.Notes = append(out.Notes, msgDeprecatedConstantBuffer+
 			"; ExecuTorch's default build loads it (PlanOptions.NoDeprecatedConstantBuffer plans for the other)")
@@ -224,7 +224,7 @@ func statedFacts(opts PlanOptions) []string {
 // planRegistry copies opts.Registry, adds the TensorRT backend over factory
 // unless one is registered, and stubs every other backend p uses (stubbed
 // names them: they are not modelled and assumed to load).
-func planRegistry(p *pte.Program, opts PlanOptions, factory EngineFactory) (*Registry, map[string]bool) {
+func planRegistry(f *pte.File, opts PlanOptions, factory EngineFactory) (*Registry, map[string]bool) {
 	reg := &Registry{}
 	if opts.Registry != nil {
 		opts.Registry.mu.RLock()
@@ -244,11 +244,8 @@ func planRegistry(p *pte.Program, opts PlanOptions, factory EngineFactory) (*Reg
 		reg.RegisterBackend(TensorRTBackendID, trt)
 	}
 	stubbed := map[string]bool{}
-	for _, ep := range p.ExecutionPlan {
-		if ep == nil {
-			continue
-		}
-		for _, d := range ep.Delegates {
+	for i := range f.NumPlans() {
+		for _, d := range f.PlanDelegates(i) {
 			if d == nil {
 				continue
 			}
@@ -278,7 +275,7 @@ func loadForPlan(f *pte.File, opts PlanOptions, reg *Registry, out *ProgramPlan)
 	}
 	out.Data = prog.Data()
 	if out.DataError != nil {
-		out.Data = ptd.Resolve(f.Program, opts.DataFiles)
+		out.Data = ptd.ResolveFile(f, opts.DataFiles)
 	}
 	return prog, nil
 }

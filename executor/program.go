@@ -93,7 +93,7 @@ func Load(f *pte.File, cfg Config) (*Program, error) {
 		}
 		p.log.Warn("Program::load: " + msgDeprecatedConstantBuffer)
 	}
-	p.data = ptd.Resolve(f.Program, cfg.DataFiles)
+	p.data = ptd.ResolveFile(f, cfg.DataFiles)
 	if len(cfg.DataFiles) > 0 && !p.data.Module.OK() {
 		return nil, dataError(p.data)
 	}
@@ -126,11 +126,9 @@ func (p *Program) File() *pte.File { return p.file }
 
 // MethodNames returns the names of the program's methods, in file order.
 func (p *Program) MethodNames() []string {
-	names := make([]string, 0, len(p.file.Program.ExecutionPlan))
-	for _, ep := range p.file.Program.ExecutionPlan {
-		if ep != nil {
-			names = append(names, ep.Name)
-		}
+	names := make([]string, p.file.NumPlans())
+	for i := range names {
+		names[i] = p.file.PlanName(i)
 	}
 	return names
 }
@@ -198,18 +196,12 @@ func (p *Program) LoadMethod(name string, opts *LoadOptions) (*Method, error) {
 // (nil when the method does not exist), whose delegates and plans say how
 // far loading got.
 func (p *Program) loadMethod(name string, opts *LoadOptions) (*Method, *Error) {
-	idx := -1
-	for i, ep := range p.file.Program.ExecutionPlan {
-		if ep != nil && ep.Name == name {
-			idx = i
-			break
-		}
-	}
+	idx := p.file.PlanIndex(name)
 	if idx < 0 {
 		return nil, &Error{Code: CodeInvalidArgument, Method: name, Delegate: -1, Instruction: -1,
 			Msg: fmt.Sprintf("no such method (methods: %q)", p.MethodNames())}
 	}
-	ep := p.file.Program.ExecutionPlan[idx]
+	ep := p.file.Plan(idx)
 	m := &Method{prog: p, name: name, planIndex: idx, plan: ep,
 		log: p.log.With(slog.String("method", name))}
 	data := &p.data.Methods[idx]

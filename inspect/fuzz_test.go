@@ -18,7 +18,8 @@ func addSharedSeeds(f *testing.F) {
 // FuzzBuild opens arbitrary bytes as a program and, when the reader accepts
 // them, builds and encodes the JSON form with hashing on. Whatever the
 // references in the program say, Build must not panic, and the document
-// must compare equal to itself, and Summarize must agree with it.
+// must compare equal to itself, and Summarize must agree with it; read a
+// plan at a time (pte.OpenOptions.LazyPlans) the file gives the same.
 func FuzzBuild(f *testing.F) {
 	addSharedSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -54,6 +55,20 @@ func FuzzBuild(f *testing.F) {
 		if err != nil || len(diffs) != 0 {
 			t.Fatalf("document differs from itself: %v %v", err, diffs)
 		}
+		// Read a plan at a time, the file gives the same document and
+		// summary (and the human views' stream).
+		lf, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &pte.OpenOptions{Truncated: true, LazyPlans: true})
+		if err != nil {
+			t.Fatalf("opens whole but not with LazyPlans: %v", err)
+		}
+		ldoc, err := Build(lf, &Options{Hash: true})
+		if err != nil {
+			t.Fatalf("Build with LazyPlans: %v", err)
+		}
+		if lb, err := Marshal(ldoc); err != nil || !bytes.Equal(lb, b) {
+			t.Fatalf("the document differs with LazyPlans (%v)", err)
+		}
+		requireSameSummary(t, lf, &Options{Hash: true}, s, doc)
 	})
 }
 

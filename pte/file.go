@@ -82,7 +82,11 @@ type OpenOptions struct {
 	// DelegateData work as without it. A viewer that looks at one method at
 	// a time then holds little more than the region: a decoded program takes
 	// several times the region's size. Every Plan call decodes anew, so keep
-	// what you need.
+	// what you need. Code that reads Program.ExecutionPlan itself (or is
+	// given the Program rather than the File) sees no methods: give such a
+	// File only to code that reads plans through it. In this module that is
+	// every function that takes the File (ptd.ResolveFile, inspect's views,
+	// executor).
 	LazyPlans bool
 	// noPositions skips recording where each table was decoded from, for
 	// Write's read-back check, which wants a verdict and reads the file

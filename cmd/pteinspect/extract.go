@@ -39,11 +39,12 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 		return failErr(stderr, name, err)
 	}
 	var src *io.SectionReader = pl.SectionReader
-	what := fmt.Sprintf("payload of %s delegate %d", f.Program.ExecutionPlan[plan].Name, del)
+	method := f.PlanName(plan)
+	what := fmt.Sprintf("payload of %s delegate %d", method, del)
 	if o.engine {
-		id := f.Program.ExecutionPlan[plan].Delegates[del].ID
+		id := f.PlanDelegates(plan)[del].ID
 		if !delegate.IsTensorRT(id) {
-			return failErr(stderr, name, fmt.Errorf("--engine: delegate %s:%d is %s, not %s", esc(f.Program.ExecutionPlan[plan].Name), del, esc(id), delegate.BackendID))
+			return failErr(stderr, name, fmt.Errorf("--engine: delegate %s:%d is %s, not %s", esc(method), del, esc(id), delegate.BackendID))
 		}
 		blob, err := delegate.Decode(pl, pl.Size())
 		if err != nil {

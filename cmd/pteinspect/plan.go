@@ -182,10 +182,8 @@ func printPlan(w io.Writer, f *pte.File, plan *executor.ProgramPlan, facts []eng
 // pinnedDevice returns the target_device compile spec of delegate di of
 // the method, or nil.
 func pinnedDevice(f *pte.File, method string, di int) []byte {
-	for _, ep := range f.Program.ExecutionPlan {
-		if ep != nil && ep.Name == method && di >= 0 && di < len(ep.Delegates) && ep.Delegates[di] != nil {
-			return pinnedSpec(ep.Delegates[di])
-		}
+	if ds := f.PlanDelegates(f.PlanIndex(method)); di >= 0 && di < len(ds) && ds[di] != nil {
+		return pinnedSpec(ds[di])
 	}
 	return nil
 }
@@ -247,12 +245,12 @@ func unknownReason(f *pte.File, m *executor.MethodPlan) string {
 	if m.Error.Delegate == nil {
 		return fallback
 	}
-	plan := slices.IndexFunc(f.Program.ExecutionPlan, func(ep *pte.ExecutionPlan) bool { return ep != nil && ep.Name == m.Name })
+	plan := f.PlanIndex(m.Name)
 	if plan < 0 {
 		return fallback
 	}
 	di := *m.Error.Delegate
-	if d := f.Program.ExecutionPlan[plan].Delegates; di < 0 || di >= len(d) || d[di] == nil || !delegate.IsTensorRT(d[di].ID) {
+	if d := f.PlanDelegates(plan); di < 0 || di >= len(d) || d[di] == nil || !delegate.IsTensorRT(d[di].ID) {
 		return fallback
 	}
 	pl, err := f.DelegateData(plan, di)
