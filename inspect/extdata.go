@@ -124,29 +124,39 @@ func NewExternalData(r *ptd.Resolution, method string) *ExternalData {
 // memory-planned), without repeats, in first-use order: what a program
 // needs from data files.
 func NeededKeys(p *pte.Program) []string {
-	return neededKeys(ptd.Resolve(p, nil))
+	var nk neededKeys
+	r := ptd.Resolve(p, nil)
+	for i := range r.Methods {
+		nk.add(&r.Methods[i])
+	}
+	return nk.keys
 }
 
 // FileNeededKeys is NeededKeys of the program of f, read one plan at a
 // time (for a File opened with pte.OpenOptions.LazyPlans).
 func FileNeededKeys(f *pte.File) []string {
-	return neededKeys(ptd.ResolveFile(f, nil))
+	var nk neededKeys
+	ptd.ResolveFileEach(f, nil, func(_ int, m *ptd.MethodResult) { nk.add(m) })
+	return nk.keys
 }
 
-// neededKeys lists the distinct keys of r's tensor rows in order of first
-// appearance.
-func neededKeys(r *ptd.Resolution) []string {
-	var keys []string
-	seen := map[string]bool{}
-	for _, m := range r.Methods {
-		for _, row := range m.Tensors {
-			if !seen[row.Key] {
-				seen[row.Key] = true
-				keys = append(keys, row.Key)
+// neededKeys collects the distinct keys of methods' tensor rows in order
+// of first appearance.
+type neededKeys struct {
+	keys []string
+	seen map[string]bool
+}
+
+func (nk *neededKeys) add(m *ptd.MethodResult) {
+	for _, row := range m.Tensors {
+		if !nk.seen[row.Key] {
+			if nk.seen == nil {
+				nk.seen = map[string]bool{}
 			}
+			nk.seen[row.Key] = true
+			nk.keys = append(nk.keys, row.Key)
 		}
 	}
-	return keys
 }
 
 // DataProblems are the findings of resolving a program against its data

@@ -151,9 +151,9 @@ func checkEvents(t *testing.T, r *ptd.Resolution, rec *testkit.DataRecord) {
 	}
 }
 
-// checkLazySame fails unless ResolveFile of the program at path, opened
-// with pte.OpenOptions.LazyPlans, is want (Resolve of the program decoded
-// whole) with the sources srcs opens.
+// checkLazySame fails unless ResolveFile and ResolveFileEach of the program
+// at path, opened with pte.OpenOptions.LazyPlans, give want (Resolve of the
+// program decoded whole) with the sources srcs opens.
 func checkLazySame(t *testing.T, path string, want *ptd.Resolution, srcs func() []ptd.Source) {
 	t.Helper()
 	f, err := pte.OpenWith(path, &pte.OpenOptions{LazyPlans: true})
@@ -163,6 +163,21 @@ func checkLazySame(t *testing.T, path string, want *ptd.Resolution, srcs func() 
 	defer f.Close()
 	if got := ptd.ResolveFile(f, srcs()); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ResolveFile with LazyPlans:\n%+v\nResolve:\n%+v", got, want)
+	}
+	// One method at a time: the same results, none kept.
+	var methods []ptd.MethodResult
+	got := ptd.ResolveFileEach(f, srcs(), func(plan int, m *ptd.MethodResult) {
+		if plan != len(methods) {
+			t.Fatalf("ResolveFileEach gave plan %d after %d plans", plan, len(methods))
+		}
+		methods = append(methods, *m)
+	})
+	if got.Methods != nil || !reflect.DeepEqual(methods, want.Methods) {
+		t.Fatalf("ResolveFileEach's methods differ from Resolve's (or were kept)")
+	}
+	got.Methods = want.Methods
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ResolveFileEach:\n%+v\nResolve:\n%+v", got, want)
 	}
 }
 

@@ -195,18 +195,27 @@ const locationExternal pte.TensorDataLocation = 1
 // A method's Status is the first failure in that order; every tensor row
 // carries its own status. Keys compare as C strings.
 func Resolve(p *pte.Program, srcs []Source) *Resolution {
-	return resolve(p, slices.All(p.ExecutionPlan), srcs)
+	return resolve(p, slices.All(p.ExecutionPlan), srcs, nil)
 }
 
 // ResolveFile is Resolve of the program of f, reading its plans one at a
 // time (pte.File.Plans), so that a File opened with
 // pte.OpenOptions.LazyPlans is never decoded whole.
 func ResolveFile(f *pte.File, srcs []Source) *Resolution {
-	return resolve(f.Program, f.Plans(), srcs)
+	return resolve(f.Program, f.Plans(), srcs, nil)
 }
 
-// resolve is Resolve with the plans of p given one at a time.
-func resolve(p *pte.Program, plans iter.Seq2[int, *pte.ExecutionPlan], srcs []Source) *Resolution {
+// ResolveFileEach is ResolveFile for a caller that looks at one method at
+// a time: it calls fn with each method's result, in plan order, and the
+// Resolution it returns has no Methods, so that its memory does not grow
+// with the number of methods.
+func ResolveFileEach(f *pte.File, srcs []Source, fn func(plan int, m *MethodResult)) *Resolution {
+	return resolve(f.Program, f.Plans(), srcs, fn)
+}
+
+// resolve is Resolve with the plans of p given one at a time; with each
+// set, each method's result goes to it rather than to Methods.
+func resolve(p *pte.Program, plans iter.Seq2[int, *pte.ExecutionPlan], srcs []Source, each func(int, *MethodResult)) *Resolution {
 	r := &Resolution{}
 	var loaded []int
 	for i, s := range srcs {
@@ -254,14 +263,18 @@ func resolve(p *pte.Program, plans iter.Seq2[int, *pte.ExecutionPlan], srcs []So
 	if !r.HaveMap {
 		clear(keyFile)
 	}
-	for _, ep := range plans {
-		if ep == nil {
-			// A missing plan has nothing to resolve; the entry keeps
-			// Methods aligned with ExecutionPlan.
-			r.Methods = append(r.Methods, MethodResult{})
-			continue
+	for i, ep := range plans {
+		// A missing plan has nothing to resolve; its entry keeps Methods
+		// aligned with ExecutionPlan.
+		var m MethodResult
+		if ep != nil {
+			m = resolveMethod(p, ep, srcs, keyFile, r.HaveMap, r.Crashed)
 		}
-		r.Methods = append(r.Methods, resolveMethod(p, ep, srcs, keyFile, r.HaveMap, r.Crashed))
+		if each != nil {
+			each(i, &m)
+		} else {
+			r.Methods = append(r.Methods, m)
+		}
 	}
 	return r
 }
