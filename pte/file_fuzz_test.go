@@ -41,11 +41,13 @@ func openAndVerify(data []byte, opts *OpenOptions) (f *File, findings []Finding,
 // openAllocBound. The same holds with OpenOptions.Truncated, which must
 // accept what NewFile accepts (File.Truncated nil) and, besides, only files
 // NewFile refuses with a *TruncatedError (File.Truncated set to it). And
-// OpenOptions.LazyPlans must read exactly what NewFile reads.
+// OpenOptions.LazyPlans must read exactly what NewFile reads, within the
+// same allocation bound.
 func FuzzOpen(f *testing.F) {
 	addFuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := fuzzOpenWith(t, data, nil)
+		fuzzOpenWith(t, data, &OpenOptions{LazyPlans: true}) // within the same bound
 		checkLazySame(t, data)
 		tf, terr := fuzzOpenWith(t, data, &OpenOptions{Truncated: true})
 		var te *TruncatedError
@@ -93,8 +95,8 @@ func fuzzOpenWith(t *testing.T, data []byte, opts *OpenOptions) (*File, error) {
 	for i := range pf.Program.Segments {
 		readAll(pf.Segment(i))
 	}
-	for i, ep := range pf.Program.ExecutionPlan {
-		for j := range ep.Delegates {
+	for i := range pf.NumPlans() {
+		for j := range pf.PlanDelegates(i) {
 			readAll(pf.DelegateData(i, j))
 		}
 	}
