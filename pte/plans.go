@@ -96,20 +96,32 @@ func (f *File) PlanName(i int) string {
 	if !ok {
 		return ""
 	}
-	p, ok := t.ref(slotPlanName)
-	if !ok {
-		return ""
-	}
-	n := binary.LittleEndian.Uint32(t.b[p:])
-	return string(t.b[p+4 : p+4+n])
+	var absent []string
+	// Through the shared strings: a name many plans share is copied once.
+	return f.dec.str(t, slotPlanName, "name", &absent)
 }
 
 // PlanIndex returns the index of the first execution plan named name, as
 // ExecuTorch's Program::get_method finds it, or -1. It does not decode the
-// plans.
+// plans, and with OpenOptions.LazyPlans compares their names where they
+// are in the region, copying none.
 func (f *File) PlanIndex(name string) int {
 	for i, n := 0, f.NumPlans(); i < n; i++ {
-		if f.PlanName(i) == name {
+		if !f.lazy {
+			if f.PlanName(i) == name {
+				return i
+			}
+			continue
+		}
+		t, _ := rootTab(f.region).tableAt(slotProgramPlans, i)
+		p, ok := t.ref(slotPlanName)
+		if !ok {
+			if name == "" {
+				return i
+			}
+			continue
+		}
+		if n := binary.LittleEndian.Uint32(t.b[p:]); string(t.b[p+4:p+4+n]) == name {
 			return i
 		}
 	}

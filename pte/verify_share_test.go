@@ -128,6 +128,40 @@ func TestVerifySharedStrings(t *testing.T) {
 	}
 }
 
+// TestLazyPlanNamesShared: the names of lazily read plans that share one
+// string are copied once (a hostile file could give thousands of plans one
+// long name), and PlanIndex copies none.
+func TestLazyPlanNamesShared(t *testing.T) {
+	long := strings.Repeat("n", 4000)
+	p := wrProgram(0)
+	p.ExecutionPlan[0].Name = long
+	for range 10 {
+		c := *p.ExecutionPlan[0]
+		p.ExecutionPlan = append(p.ExecutionPlan, &c)
+	}
+	b := shWrite(t, p)
+	if len(b) > 3*len(long) {
+		t.Fatalf("%d-byte file: the writer did not share the name", len(b))
+	}
+	f, err := NewFileWith(bytes.NewReader(b), int64(len(b)), &OpenOptions{LazyPlans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := f.PlanName(0)
+	for i := range f.NumPlans() {
+		if name := f.PlanName(i); name != long || unsafe.StringData(name) != unsafe.StringData(first) {
+			t.Fatalf("PlanName(%d) is its own copy of the shared name", i)
+		}
+	}
+	other := long + "x"
+	if a := testing.AllocsPerRun(10, func() { f.PlanIndex(other) }); a != 0 {
+		t.Errorf("PlanIndex allocated %v times, want 0", a)
+	}
+	if i := f.PlanIndex(long); i != 0 {
+		t.Errorf("PlanIndex = %d, want 0", i)
+	}
+}
+
 // shTensorProgram returns a program whose values[1] is a tensor with a
 // 200-element sizes vector, followed by n tensors of rank 1. The builder
 // writes back to front, so values[1]'s vector lies after the later tensors
