@@ -7,6 +7,8 @@ import (
 	"github.com/ptekit/ptekit/internal/quote"
 	"io"
 	"os"
+	"sync"
+	"sync/atomic"
 
 	"github.com/ptekit/ptekit/internal/fbverify"
 )
@@ -50,6 +52,12 @@ type File struct {
 	// fbWarnings are what the FlatBuffers verifier accepted, as ExecuTorch
 	// does, but flagged; Verify reports them.
 	fbWarnings []fbverify.Error
+
+	// nameLookups counts PlanIndex calls; byName is the index of plan
+	// names PlanIndex builds once they are many (see planIndexScans).
+	nameLookups atomic.Int64
+	byNameOnce  sync.Once
+	byName      map[string]int
 }
 
 // DefaultMaxProgramSize is the largest flatbuffer region Open and NewFile

@@ -101,11 +101,31 @@ func (f *File) PlanName(i int) string {
 	return f.dec.str(t, slotPlanName, "name", &absent)
 }
 
+// planIndexScans is how many PlanIndex calls scan the plans before the
+// File indexes their names: a view looks one or two methods up, and an
+// index of 65536 names would cost it more memory than the rest of its
+// work; a caller that looks up every method (a load plan) would scan
+// quadratically without one.
+const planIndexScans = 16
+
 // PlanIndex returns the index of the first execution plan named name, as
 // ExecuTorch's Program::get_method finds it, or -1. It does not decode the
-// plans, and with OpenOptions.LazyPlans compares their names where they
-// are in the region, copying none.
+// plans: the first calls compare names where they are in the region, the
+// later ones look them up in an index of the names built once.
 func (f *File) PlanIndex(name string) int {
+	if f.nameLookups.Add(1) > planIndexScans {
+		f.byNameOnce.Do(func() {
+			n := f.NumPlans()
+			f.byName = make(map[string]int, n)
+			for i := n - 1; i >= 0; i-- {
+				f.byName[f.PlanName(i)] = i // the first plan of a name wins
+			}
+		})
+		if i, ok := f.byName[name]; ok {
+			return i
+		}
+		return -1
+	}
 	for i, n := 0, f.NumPlans(); i < n; i++ {
 		if !f.lazy {
 			if f.PlanName(i) == name {

@@ -2,6 +2,7 @@ package pte
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -109,5 +110,40 @@ func TestLazyPlansSame(t *testing.T) {
 	}
 	if opened == 0 {
 		t.Fatalf("none of the %d shared programs opened: nothing was compared", len(files))
+	}
+}
+
+// TestPlanIndexIndexed: past the scans PlanIndex starts with, its index of
+// names finds what the scans find, the first plan of a repeated name, on a
+// File read whole and one read lazily.
+func TestPlanIndexIndexed(t *testing.T) {
+	p := wrProgram(0)
+	base := p.ExecutionPlan[0]
+	p.ExecutionPlan = nil
+	for i := range 3 * planIndexScans {
+		c := *base
+		c.Name = fmt.Sprintf("m%d", i%(2*planIndexScans)) // the last third repeats names
+		p.ExecutionPlan = append(p.ExecutionPlan, &c)
+	}
+	b := shWrite(t, p)
+	for _, lazy := range []bool{false, true} {
+		f, err := NewFileWith(bytes.NewReader(b), int64(len(b)), &OpenOptions{LazyPlans: lazy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := range 3 {
+			for i := range f.NumPlans() {
+				want := i % (2 * planIndexScans)
+				if got := f.PlanIndex(f.PlanName(i)); got != want {
+					t.Fatalf("LazyPlans %v, round %d: PlanIndex(%q) = %d, want %d", lazy, round, f.PlanName(i), got, want)
+				}
+			}
+			if got := f.PlanIndex("absent"); got != -1 {
+				t.Fatalf("LazyPlans %v: PlanIndex of a missing name = %d", lazy, got)
+			}
+		}
+		if f.byName == nil {
+			t.Fatalf("LazyPlans %v: %d lookups and no index", lazy, f.nameLookups.Load())
+		}
 	}
 }
