@@ -24,6 +24,7 @@ var scaleViews = []scaleView{
 	{"`--json`", func(p, _, _ string) []string { return []string{"--json", p} }},
 	{"`--json --hash`", func(p, _, _ string) []string { return []string{"--json", "--hash", p} }},
 	{"`--verify`", func(p, _, _ string) []string { return []string{"--verify", p} }},
+	{"`--plan`", func(p, _, _ string) []string { return []string{"--plan", p} }},
 	{"`diff` (re-baked with a budget)", func(p, rb, _ string) []string {
 		if rb == "" {
 			return nil
