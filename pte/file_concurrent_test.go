@@ -32,8 +32,8 @@ func fcReadAll(f *File) string {
 		add(fmt.Sprint("segment ", i), p, err)
 	}
 	for i, ep := range f.Plans() {
-		fmt.Fprintf(&b, "plan %d %q: %d values, %d chains, %d operators, %d delegates\n",
-			i, ep.Name, len(ep.Values), len(ep.Chains), len(ep.Operators), len(ep.Delegates))
+		fmt.Fprintf(&b, "plan %d %q (first of its name: %d): %d values, %d chains, %d operators, %d delegates\n",
+			i, ep.Name, f.PlanIndex(ep.Name), len(ep.Values), len(ep.Chains), len(ep.Operators), len(ep.Delegates))
 		for j := range f.PlanDelegates(i) {
 			p, err := f.DelegateData(i, j)
 			add(fmt.Sprint("delegate ", i, j), p, err)
@@ -56,7 +56,8 @@ func fcReadAll(f *File) string {
 
 // TestFileConcurrentReads: goroutines sharing one File see what a single
 // goroutine sees, with or without LazyPlans (whose plans, decoded by each
-// goroutine, share the File's copies of shared strings). Run with -race to
+// goroutine, share the File's copies of shared strings), PlanIndex's index
+// of names built by whichever goroutine gets past the scans first. Run with -race to
 // check the documented promise.
 func TestFileConcurrentReads(t *testing.T) {
 	var paths []string
