@@ -518,10 +518,11 @@ func BackendIDs(p *pte.Program, method string) []string {
 // time (pte.File.Plans), for a File opened with pte.OpenOptions.LazyPlans.
 func FileBackendIDs(f *pte.File, method string) []string {
 	return backendIDs(f.NumPlans(), func(i int) (string, []*pte.BackendDelegate) {
-		if method != "" && f.PlanName(i) != method {
+		name := f.PlanName(i)
+		if method != "" && name != method {
 			return "", nil // not decoded
 		}
-		return f.PlanName(i), f.PlanDelegates(i)
+		return name, f.PlanDelegates(i)
 	}, method)
 }
 

@@ -35,7 +35,8 @@ type File struct {
 	// Program is the decoded, verified program. Its byte vectors
 	// (Buffer.Storage, BackendDelegateInlineData.Data, CompileSpec.Value)
 	// share memory with the File's copy of the flatbuffer region: treat them
-	// as read-only.
+	// as read-only. With OpenOptions.LazyPlans its ExecutionPlan is nil:
+	// the plans are read through Plan, Plans and PlanName.
 	Program *Program
 
 	r      io.ReaderAt

@@ -102,14 +102,16 @@ func (f *File) checkPlanValuesAt(i int) error {
 		return checkPlanValues(i, ep, d)
 	}
 	t, _ := rootTab(f.region).tableAt(slotProgramPlans, i)
-	d := f.decoder(false)
-	if checkPlanValues(i, &ExecutionPlan{Values: d.values(t)}, d) == nil {
+	check := func(positions bool) error {
+		d := f.decoder(positions)
+		ep := &ExecutionPlan{Values: d.values(t)}
+		d.at(ep, t)
+		return checkPlanValues(i, ep, d)
+	}
+	if check(false) == nil {
 		return nil
 	}
-	d = f.decoder(true)
-	ep := &ExecutionPlan{Values: d.values(t)}
-	d.at(ep, t)
-	return checkPlanValues(i, ep, d)
+	return check(true)
 }
 
 // checkPlanValues is validate_program for one plan; d knows the positions

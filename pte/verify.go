@@ -49,7 +49,7 @@ func (fd Finding) String() string {
 // (the checks are deterministic): most plans have none, and positions cost
 // a map entry per table.
 func (v *validator) planMethod(i int) {
-	ep, d := v.f.planAt(i, !v.f.lazy)
+	ep, d := v.f.planAt(i, false) // read whole, the plan's positions are known anyway
 	mark := len(v.findings)
 	v.dec = d
 	v.method(i, ep)
