@@ -116,10 +116,7 @@ func encodeProgram(p *Program, refs *segmentRefs, reserve int64) (out []byte, er
 		return nil, errTooLarge(inline + reserve + 8)
 	}
 	bound := sizeBound(p, refs) + reserve
-	initial := bound
-	if initial > maxProgramSize {
-		initial = maxProgramSize
-	}
+	initial := builderSize(bound, inline)
 	e := &encoder{b: flatbuffers.NewBuilder(int(initial)), refs: refs}
 	defer func() {
 		// The builder panics instead of growing past its 32-bit limit.
@@ -167,6 +164,33 @@ func boundVec(n int, elem int64) int64 {
 	return 4 + int64(n)*elem + 15 // length, elements, worst-case alignment
 }
 func boundTable(slots int) int64 { return 16 + 12*int64(slots) } // vtable, soffset, fields, padding
+
+// growableBound is the largest bound for which the builder may start
+// smaller and grow: the builder doubles its buffer and refuses to double
+// one of 1 GiB or more, so a program that may need more gets its bound
+// allocated at once.
+const growableBound = 1 << 30
+
+// initialBuilderSize is the buffer the builder starts with for a program
+// whose encoded size is at most bound, inline of it payload bytes. The
+// bound of the tables is loose (every table is counted with its own
+// vtable and worst-case padding; real programs share vtables and strings,
+// and come out at a quarter to a fifth of it), and the builder's buffer
+// is zeroed when it is made, so starting from the bound would clear and
+// hold several times the bytes a program of many small methods needs. It
+// starts from the payloads plus a quarter of the rest instead, and grows
+// (by doubling, copying at most the bytes written so far) when that is
+// short.
+func initialBuilderSize(bound, inline int64) int64 {
+	if bound >= growableBound {
+		return min(bound, maxProgramSize)
+	}
+	return max(1024, inline+(bound-inline)/4)
+}
+
+// builderSize is initialBuilderSize; tests make the builder start tiny,
+// so that it grows, and compare the bytes.
+var builderSize = initialBuilderSize
 
 func sizeBound(p *Program, refs *segmentRefs) int64 {
 	n := int64(64) + boundTable(8)

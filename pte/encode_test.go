@@ -303,3 +303,42 @@ func hasUnknownMember(p *Program) bool {
 	}
 	return false
 }
+
+// TestEncodeBuilderGrows: the builder starts from an estimate, not the
+// bound, and grows when it is short. Starting it at one byte, so that it
+// grows all the way, must give the same bytes for every shared program
+// and the sample one; and the estimate never exceeds the bound, nor, past
+// what the builder can grow to, differs from it.
+func TestEncodeBuilderGrows(t *testing.T) {
+	progs := map[string]*Program{"sample": sampleProgram()}
+	for _, path := range testkit.Glob(t, testkit.SharedDir(t, "corpus"), "*.pte") {
+		f, err := Open(path)
+		if err != nil {
+			t.Fatal(err) // every real program must read
+		}
+		progs[filepath.Base(path)] = f.Program
+		f.Close()
+	}
+	for name, p := range progs {
+		want, err := encodeProgram(p, identityRefs(p), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		builderSize = func(int64, int64) int64 { return 1 }
+		got, err := encodeProgram(p, identityRefs(p), 0)
+		builderSize = initialBuilderSize
+		if err != nil {
+			t.Fatalf("%s, growing from one byte: %v", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: growing from one byte gives other bytes (%d, want %d)", name, len(got), len(want))
+		}
+		bound := sizeBound(p, identityRefs(p))
+		if est := initialBuilderSize(bound, inlineBytes(p)); est > bound && est > 1024 {
+			t.Errorf("%s: estimate %d over the bound %d", name, est, bound)
+		}
+	}
+	if got := initialBuilderSize(growableBound, 0); got != growableBound {
+		t.Errorf("a bound the builder cannot grow to starts at %d, want it whole (%d)", got, int64(growableBound))
+	}
+}
