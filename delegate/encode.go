@@ -153,6 +153,10 @@ func (o *EncodeOptions) NewBlobReader(m *Metadata, engine io.ReaderAt, engineSiz
 		return nil, err
 	}
 	r := &blobReaderAt{prefix: prefix, engine: engine, engineSize: engineSize}
+	r.parts = []*io.SectionReader{io.NewSectionReader(bytes.NewReader(prefix), 0, int64(len(prefix)))}
+	if engineSize > 0 {
+		r.parts = append(r.parts, io.NewSectionReader(engine, 0, engineSize))
+	}
 	return io.NewSectionReader(r, 0, int64(len(prefix))+engineSize), nil
 }
 
@@ -511,17 +515,15 @@ type blobReaderAt struct {
 	prefix     []byte
 	engine     io.ReaderAt
 	engineSize int64
+	parts      []*io.SectionReader // SegmentParts, made once
 }
 
 // SegmentParts returns the blob as its in-memory prefix followed by the
 // engine range, sections whose bytes concatenate to what ReadAt reads.
-func (b *blobReaderAt) SegmentParts() []*io.SectionReader {
-	parts := []*io.SectionReader{io.NewSectionReader(bytes.NewReader(b.prefix), 0, int64(len(b.prefix)))}
-	if b.engineSize > 0 {
-		parts = append(parts, io.NewSectionReader(b.engine, 0, b.engineSize))
-	}
-	return parts
-}
+// The writer asks for them to lay out, deduplicate and copy each blob, so
+// they are made once, with the reader; sections are read only through
+// ReadAt, which keeps no state, so sharing them is safe.
+func (b *blobReaderAt) SegmentParts() []*io.SectionReader { return b.parts }
 
 func (b *blobReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {

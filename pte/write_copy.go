@@ -65,9 +65,11 @@ func (f *File) SegmentReaders() ([]*io.SectionReader, error) {
 // syscall.Conn, which copy_file_range is then given. Other destinations read the source through its ReadAt.
 type Composite interface {
 	io.ReaderAt
-	// SegmentParts returns the parts. It is called once per segment
-	// copied and must not return sections that read from the Composite
-	// itself.
+	// SegmentParts returns the parts. It is called each time Write needs
+	// them (to lay out, deduplicate and copy a segment), so it should
+	// not build them anew each call; Write reads the sections only
+	// through ReadAt, Size and Outer and never modifies the slice. It
+	// must not return sections that read from the Composite itself.
 	SegmentParts() []*io.SectionReader
 }
 
@@ -80,7 +82,11 @@ const maxPartDepth = 8
 // outer reader, a section of a Composite becomes the matching ranges of its
 // parts. A source that ends early yields fewer than n bytes of parts.
 func sourceParts(src *io.SectionReader, n int64) []*io.SectionReader {
-	return appendParts(nil, src, 0, n, 0)
+	// Most payloads have one or two parts (a blob's prefix and its
+	// engine); room for them where the caller keeps the result (its stack,
+	// when sourceParts is inlined) saves an allocation per payload in each
+	// of layout, deduplication and copy.
+	return appendParts(make([]*io.SectionReader, 0, 4), src, 0, n, 0)
 }
 
 // appendParts appends the leaves of the n bytes of ra at off to dst.
@@ -94,6 +100,12 @@ func appendParts(dst []*io.SectionReader, ra io.ReaderAt, off, n int64, depth in
 			outer, base, size := r.Outer()
 			if off >= size {
 				return dst // reading there gives io.EOF
+			}
+			if off == 0 && n >= size && !nested(outer, depth+1) {
+				// r is already the leaf the recursion would make: reuse
+				// it (Write reads leaves only through ReadAt, which keeps
+				// no state) instead of allocating its copy.
+				return append(dst, r)
 			}
 			// base+size cannot overflow (NewSectionReader clamps it), so
 			// neither can base+off.
@@ -119,6 +131,19 @@ func appendParts(dst []*io.SectionReader, ra io.ReaderAt, off, n int64, depth in
 		}
 	}
 	return append(dst, io.NewSectionReader(ra, off, n))
+}
+
+// nested reports whether appendParts, at depth, would look through ra
+// instead of taking it as a leaf.
+func nested(ra io.ReaderAt, depth int) bool {
+	if depth >= maxPartDepth {
+		return false
+	}
+	switch ra.(type) {
+	case *io.SectionReader, Composite:
+		return true
+	}
+	return false
 }
 
 // shareAlign is the block size below which no file system shares blocks
