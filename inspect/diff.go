@@ -197,6 +197,8 @@ func parseValid(data []byte) (*node, error) {
 // Nodes come from blocks (jsontree.Blocks).
 type nodeBuilder struct {
 	nodes jsontree.Blocks[node]
+	elems jsontree.Slices[*node]
+	keys  jsontree.Slices[string]
 }
 
 func (b *nodeBuilder) newNode(kind byte) *node {
@@ -225,7 +227,7 @@ func (b *nodeBuilder) Scalar(kind jsontree.Kind, _ int, text string, v bool) *no
 
 func (b *nodeBuilder) Array(_ int, elems []*node) *node {
 	n := b.newNode('a')
-	n.arr = append(make([]*node, 0, len(elems)), elems...)
+	n.arr = b.elems.Copy(elems)
 	return n
 }
 
@@ -240,7 +242,7 @@ func (b *nodeBuilder) Object(_ int, keys []string, _ []int, elems []*node) *node
 	switch {
 	case len(keys) == 0:
 	case len(n.obj) == len(keys):
-		n.keys = append(make([]string, 0, len(keys)), keys...)
+		n.keys = b.keys.Copy(keys)
 	default:
 		for _, k := range keys {
 			if !slices.Contains(n.keys, k) {

@@ -193,9 +193,48 @@ func (b *Blocks[T]) New() *T {
 	return v
 }
 
+// Slices hands out copies of short slices cut from shared blocks, for a
+// Builder that keeps the members of many small containers: a manifest of
+// many engines has hundreds of thousands of objects of a few members, and
+// one allocation per block instead of per container is most of what
+// building their tree allocates. A copy has its own capacity, so that
+// appending to it never writes into its neighbour. Slices longer than a
+// block get an allocation of their own.
+type Slices[T any] struct {
+	free []T
+	size int
+}
+
+// maxSliceBlock is the most Ts a Slices block holds; a slice of more
+// than a quarter of it is allocated alone.
+const maxSliceBlock = 1024
+
+// Copy returns a copy of s: never nil, as an empty container's slice is
+// not.
+func (b *Slices[T]) Copy(s []T) []T {
+	n := len(s)
+	if n == 0 {
+		return make([]T, 0) // points at the runtime's zero base: no allocation
+	}
+	if n > maxSliceBlock/4 {
+		return append(make([]T, 0, n), s...)
+	}
+	if len(b.free) < n {
+		b.size = min(maxSliceBlock, max(64, 2*b.size))
+		b.free = make([]T, max(b.size, n))
+	}
+	c := b.free[:n:n]
+	b.free = b.free[n:]
+	copy(c, s)
+	return c
+}
+
 // valueBuilder makes Values.
 type valueBuilder struct {
-	vals Blocks[Value]
+	vals  Blocks[Value]
+	elems Slices[*Value]
+	keys  Slices[string]
+	offs  Slices[int]
 }
 
 func (b *valueBuilder) newValue(kind Kind, off int) *Value {
@@ -212,15 +251,15 @@ func (b *valueBuilder) Scalar(kind Kind, off int, text string, boolean bool) *Va
 
 func (b *valueBuilder) Array(off int, elems []*Value) *Value {
 	v := b.newValue(Array, off)
-	v.Elems = append(make([]*Value, 0, len(elems)), elems...)
+	v.Elems = b.elems.Copy(elems)
 	return v
 }
 
 func (b *valueBuilder) Object(off int, keys []string, keyOffs []int, elems []*Value) *Value {
 	v := b.newValue(Object, off)
-	v.Keys = append(make([]string, 0, len(keys)), keys...)
-	v.KeyOffs = append(make([]int, 0, len(keyOffs)), keyOffs...)
-	v.Elems = append(make([]*Value, 0, len(elems)), elems...)
+	v.Keys = b.keys.Copy(keys)
+	v.KeyOffs = b.offs.Copy(keyOffs)
+	v.Elems = b.elems.Copy(elems)
 	return v
 }
 

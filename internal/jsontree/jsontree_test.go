@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -267,5 +269,42 @@ func TestBlocks(t *testing.T) {
 	}
 	if b.size != 256 {
 		t.Errorf("block size %d after 1000 values, want 256", b.size)
+	}
+}
+
+// TestSlices: every Copy equals its source, whatever its length (short
+// ones cut from blocks, long ones alone), is never nil, and owns its
+// capacity: appending to one never changes another, and changing the
+// source afterwards changes no copy.
+func TestSlices(t *testing.T) {
+	var b Slices[int]
+	rng := rand.New(rand.NewPCG(1, 2))
+	var srcs, copies [][]int
+	for i := range 3000 {
+		n := rng.IntN(20)
+		switch i % 100 {
+		case 7:
+			n = maxSliceBlock/4 + rng.IntN(3) - 1 // about the largest cut from a block
+		case 13:
+			n = 3 * maxSliceBlock // alone
+		}
+		src := make([]int, n)
+		for k := range src {
+			src[k] = rng.Int()
+		}
+		c := b.Copy(src)
+		if c == nil || len(c) != n || cap(c) != n {
+			t.Fatalf("Copy %d of %d: nil %v, len %d, cap %d", i, n, c == nil, len(c), cap(c))
+		}
+		srcs, copies = append(srcs, slices.Clone(src)), append(copies, c)
+		clear(src)
+		if n > 0 {
+			_ = append(c, -1) // must not land in the next copy
+		}
+	}
+	for i := range copies {
+		if !slices.Equal(copies[i], srcs[i]) {
+			t.Fatalf("copy %d changed: %v, want %v", i, copies[i], srcs[i])
+		}
 	}
 }
