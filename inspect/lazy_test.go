@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -84,6 +85,29 @@ func requireLazySame(t *testing.T, eager, lazy *pte.File) {
 		var b bytes.Buffer
 		require.NoError(t, Encode(&b, doc))
 		return b.String()
+	}
+	// Compile spec rows, under every filter the views are compared with
+	// and ones that select nothing.
+	filters := [][2]string{{"no such method", ""}, {"", "no such backend"}}
+	for _, opts := range optss {
+		if opts != nil {
+			filters = append(filters, [2]string{opts.Method, opts.Backend})
+		}
+	}
+	for _, fl := range filters {
+		method, backend := fl[0], fl[1]
+		want := CompileSpecRows(eager.Program, method, backend)
+		for _, f := range []*pte.File{eager, lazy} {
+			got := slices.Collect(FileCompileSpecs(f, method, backend))
+			if len(want) == 0 {
+				require.Empty(t, got, "FileCompileSpecs %q %q", method, backend)
+				continue
+			}
+			require.Equal(t, want, got, "FileCompileSpecs %q %q", method, backend)
+			for range FileCompileSpecs(f, method, backend) {
+				break // stopping early must not panic (a yield after false would)
+			}
+		}
 	}
 	for _, opts := range optss {
 		require.Equal(t, encode(Build(eager, opts)), encode(Build(lazy, opts)), "Build %+v", opts)

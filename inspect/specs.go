@@ -3,6 +3,7 @@ package inspect
 import (
 	"encoding/hex"
 	"fmt"
+	"iter"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
@@ -39,25 +40,56 @@ func CompileSpecRows(p *pte.Program, method, backend string) []CompileSpecRow {
 		if ep == nil || (method != "" && ep.Name != method) {
 			continue
 		}
-		for di, d := range ep.Delegates {
-			if !SelectsDelegate(d, backend) {
-				continue
+		eachSpecRow(ep.Name, ep.Delegates, backend, func(r CompileSpecRow) bool {
+			rows = append(rows, r)
+			return true
+		})
+	}
+	return rows
+}
+
+// FileCompileSpecs yields the rows CompileSpecRows lists for f's program,
+// in the same order, reading only the delegates of one method at a time
+// (pte.File.PlanDelegates): a program opened with pte.OpenOptions.LazyPlans
+// is never decoded whole, and the rows need not be held.
+func FileCompileSpecs(f *pte.File, method, backend string) iter.Seq[CompileSpecRow] {
+	return func(yield func(CompileSpecRow) bool) {
+		for i := range f.NumPlans() {
+			name := f.PlanName(i)
+			if method != "" && name != method {
+				continue // not decoded
 			}
-			for _, cs := range d.CompileSpecs {
-				if cs == nil {
-					continue
-				}
-				r := CompileSpecRow{Method: ep.Name, DelegateIndex: di, Backend: d.ID, Key: cs.Key,
-					ValueHex: hex.EncodeToString(cs.Value), Decoded: DecodeSpec(cs.Key, cs.Value)}
-				if utf8.Valid(cs.Value) {
-					s := string(cs.Value)
-					r.ValueUTF8 = &s
-				}
-				rows = append(rows, r)
+			if !eachSpecRow(name, f.PlanDelegates(i), backend, yield) {
+				return
 			}
 		}
 	}
-	return rows
+}
+
+// eachSpecRow yields the compile spec rows of the delegates ds of the
+// method named method, those of backend when it is not empty; false when
+// yield stopped.
+func eachSpecRow(method string, ds []*pte.BackendDelegate, backend string, yield func(CompileSpecRow) bool) bool {
+	for di, d := range ds {
+		if !SelectsDelegate(d, backend) {
+			continue
+		}
+		for _, cs := range d.CompileSpecs {
+			if cs == nil {
+				continue
+			}
+			r := CompileSpecRow{Method: method, DelegateIndex: di, Backend: d.ID, Key: cs.Key,
+				ValueHex: hex.EncodeToString(cs.Value), Decoded: DecodeSpec(cs.Key, cs.Value)}
+			if utf8.Valid(cs.Value) {
+				s := string(cs.Value)
+				r.ValueUTF8 = &s
+			}
+			if !yield(r) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // DecodeSpec returns a compile spec value as a person wants to read it:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"slices"
 	"sort"
 	"strconv"
@@ -123,16 +124,27 @@ func appendCells(buf []byte, cells []string, widths []int) []byte {
 // them: a first pass measures the columns, a second prints. row is called
 // twice per row and must give the same cells both times.
 func printAligned(w io.Writer, indent string, n int, row func(i int) []string) {
+	printAlignedSeq(w, indent, func(yield func([]string) bool) {
+		for i := range n {
+			if !yield(row(i)) {
+				return
+			}
+		}
+	})
+}
+
+// printAlignedSeq is printAligned over the rows rows yields; it ranges
+// over rows twice, which must yield the same cells both times.
+func printAlignedSeq(w io.Writer, indent string, rows iter.Seq[[]string]) {
 	var widths []int
-	first := func(i int) []string {
-		cells := row(i)
+	withIndent := func(cells []string) []string {
 		if len(cells) > 0 {
 			cells = append([]string{indent + cells[0]}, cells[1:]...)
 		}
 		return cells
 	}
-	for i := range n {
-		cells := first(i)
+	for cells := range rows {
+		cells = withIndent(cells)
 		for j, c := range cells[:max(len(cells)-1, 0)] {
 			if j == len(widths) {
 				widths = append(widths, 0)
@@ -141,8 +153,8 @@ func printAligned(w io.Writer, indent string, n int, row func(i int) []string) {
 		}
 	}
 	var buf []byte
-	for i := range n {
-		buf = appendCells(buf[:0], first(i), widths)
+	for cells := range rows {
+		buf = appendCells(buf[:0], withIndent(cells), widths)
 		w.Write(buf)
 	}
 }

@@ -185,11 +185,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// models ExecuTorch's load, and --compile-specs, which shows no
 	// problems, refuse it, as diff does.
 	opener.ProgramOptions.Truncated = !o.plan && !o.compileSpecs
-	// The human views, --verify and --plan read the program a method at a
-	// time (pte.OpenOptions.LazyPlans): they hold the flatbuffer region and
-	// a method or so decoded, not a decoded program several times the
-	// region.
-	opener.ProgramOptions.LazyPlans = o.verify || o.plan || (!o.json && !o.compileSpecs && o.extract == "")
+	// The human views, --verify, --plan and --compile-specs read the
+	// program a method at a time (pte.OpenOptions.LazyPlans): they hold the
+	// flatbuffer region and a method or so decoded, not a decoded program
+	// several times the region.
+	opener.ProgramOptions.LazyPlans = o.verify || o.plan || o.compileSpecs || (!o.json && o.extract == "")
 	ctx, stop := o.in.Context(context.Background(), name)
 	defer stop()
 	if isPTD(ctx, opener, name) {

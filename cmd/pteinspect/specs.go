@@ -3,33 +3,49 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/pte"
 )
 
 // runCompileSpecs prints the compile spec table: method, delegate index,
-// backend, key and decoded value.
+// backend, key and decoded value. It reads the delegates a method at a
+// time (inspect.FileCompileSpecs), twice for the table (once to measure
+// its columns, once to print), so that the program is never decoded whole.
 func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o *options) int {
-	rows := inspect.CompileSpecRows(f.Program, o.method, o.backend)
+	specs := inspect.FileCompileSpecs(f, o.method, o.backend)
 	if o.json {
+		rows := slices.Collect(specs)
+		if rows == nil {
+			rows = []inspect.CompileSpecRow{} // [], not null
+		}
 		if err := inspect.Encode(w, inspect.CompileSpecTable{CompileSpecs: rows}); err != nil {
 			return failErr(stderr, name, err)
 		}
 		return exitOK
 	}
-	if len(rows) == 0 {
+	empty := true
+	for range specs {
+		empty = false
+		break
+	}
+	if empty {
 		fmt.Fprintln(w, "no compile specs")
 		return exitOK
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "METHOD\tDELEGATE\tBACKEND\tKEY\tVALUE")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", esc(r.Method), r.DelegateIndex, esc(r.Backend), esc(r.Key), escText(r.Decoded))
-	}
-	tw.Flush()
+	printAlignedSeq(w, "", func(yield func([]string) bool) {
+		if !yield([]string{"METHOD", "DELEGATE", "BACKEND", "KEY", "VALUE"}) {
+			return
+		}
+		for r := range specs {
+			if !yield([]string{esc(r.Method), strconv.Itoa(r.DelegateIndex), esc(r.Backend), esc(r.Key), escText(r.Decoded)}) {
+				return
+			}
+		}
+	})
 	return exitOK
 }
 
