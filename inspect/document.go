@@ -42,8 +42,8 @@ type File struct {
 	FileIdentifier string `json:"file_identifier"` // bytes 4..8, "ET12"
 	// URL is where a program read over HTTP came from, without user
 	// information, query and fragment (which may carry credentials);
-	// absent for a local file. Build leaves it empty: the caller, who
-	// knows the source, sets it (pteinspect does for a URL input).
+	// absent for a local file. Build takes it from Options.URL: the
+	// caller knows the source (pteinspect sets it for a URL input).
 	URL string `json:"url,omitempty"`
 }
 
@@ -142,6 +142,9 @@ type Options struct {
 	// every digest; both files for BuildPair), so that a command can show
 	// progress.
 	Progress func(done, total int64)
+	// URL, when not empty, is where the file was read from, for the
+	// document's file.url (see File.URL): the caller knows the source.
+	URL string
 	// SummaryMethods, when positive, makes Summarize keep only the first
 	// SummaryMethods entries of Summary.Methods (Summary.MethodCount and
 	// the totals still count every method), so that a one-screen view of
@@ -471,7 +474,7 @@ func checkSelection(f *pte.File, opts *Options) error {
 func (b *builder) head() (*Document, error) {
 	f := b.f
 	doc := &Document{
-		File: File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier},
+		File: File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier, URL: b.opts.URL},
 	}
 	if h := f.Header; h != nil {
 		doc.ExtendedHeader = &ExtendedHeader{

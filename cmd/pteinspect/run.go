@@ -185,11 +185,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// models ExecuTorch's load, and --compile-specs, which shows no
 	// problems, refuse it, as diff does.
 	opener.ProgramOptions.Truncated = !o.plan && !o.compileSpecs
-	// The human views, --verify, --plan and --compile-specs read the
-	// program a method at a time (pte.OpenOptions.LazyPlans): they hold the
-	// flatbuffer region and a method or so decoded, not a decoded program
-	// several times the region.
-	opener.ProgramOptions.LazyPlans = o.verify || o.plan || o.compileSpecs || (!o.json && o.extract == "")
+	// Every view reads the program a method at a time
+	// (pte.OpenOptions.LazyPlans): it holds the flatbuffer region and a
+	// method or so decoded, not a decoded program several times the
+	// region. --extract, which copies payloads out, reads it whole.
+	opener.ProgramOptions.LazyPlans = o.extract == ""
 	ctx, stop := o.in.Context(context.Background(), name)
 	defer stop()
 	if isPTD(ctx, opener, name) {
@@ -294,15 +294,20 @@ func runDocument(f *pte.File, name string, w, stdout, stderr io.Writer, o *optio
 	var err error
 	switch {
 	case o.json:
-		doc, err = inspect.Build(f, bo)
+		if input.IsURL(name) {
+			bo.URL = input.Display(name)
+		}
+		// WriteJSON reads the delegates (and the payloads with --hash)
+		// before it writes, and fails after that only when w does: a
+		// failure to read still leaves one {"error": ...} object on
+		// standard output.
+		cw := &writeCounter{w: w}
+		doc, err = inspect.WriteJSON(cw, f, bo)
 		meter.Done()
 		if err != nil {
-			return failure(stdout, stderr, name, o, err)
-		}
-		if input.IsURL(name) {
-			doc.File.URL = input.Display(name)
-		}
-		if err := inspect.Encode(w, doc); err != nil {
+			if cw.n == 0 {
+				return failure(stdout, stderr, name, o, err)
+			}
 			return failErr(stderr, name, err)
 		}
 	case o.long:
@@ -391,4 +396,16 @@ func (o *options) check(stderr io.Writer) int {
 		return usageErr(stderr, "--backend-option, --streamable-bytes, --scratch-bytes and --automatic-bytes go with --plan")
 	}
 	return exitOK
+}
+
+// writeCounter counts the bytes written through it.
+type writeCounter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *writeCounter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

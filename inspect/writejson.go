@@ -1,0 +1,150 @@
+package inspect
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/ptekit/ptekit/pte"
+)
+
+// WriteJSON writes the document Build makes of f to w, byte for byte as
+// Encode writes it, without holding the document: the program's plans are
+// converted and written one at a time, so that a program opened with
+// pte.OpenOptions.LazyPlans costs its region, its delegates and one
+// method, not a converted program many times the region. (The delegates
+// come before the program in the document and are read, with their
+// problems, before anything is written: an error reading them leaves w
+// untouched, as Build's does.)
+//
+// It returns the document without its delegates and program: the head,
+// the problems and the external data, for the caller to judge.
+func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
+	st, err := newStream(f, opts, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	// The delegates, encoded compact as they come: a few hundred bytes
+	// each, where their values are several times that.
+	jw := newJSONWriter()
+	var dels bytes.Buffer
+	n := 0
+	if err := st.EachDelegate(func(*MethodView) error { return nil }, func(_ *MethodView, d *Delegate) error {
+		b, err := jw.compact(d)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			dels.WriteByte(',')
+		}
+		dels.Write(b)
+		n++
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	doc := st.Document()
+	c := converter{hash: st.b.opts.Hash}
+	prog := c.program(f.Program)
+	// The program member, its plans left out: they are written between
+	// its "execution_plan" brackets as they are converted.
+	prog.ExecutionPlan = []*ExecutionPlan{}
+	progJSON, err := jw.compact(prog)
+	if err != nil {
+		return nil, err
+	}
+	progJSON = bytes.Clone(progJSON) // jw's buffer is reused below
+	progHead := []byte(`{"version":` + strconv.FormatUint(uint64(prog.Version), 10) + `,"execution_plan":[`)
+	if !bytes.HasPrefix(progJSON, progHead) {
+		return nil, fmt.Errorf("inspect: internal error: the program's JSON does not start with its version and plans (%.40q)", progJSON)
+	}
+
+	ind := &indenter{w: bufio.NewWriterSize(w, 64<<10)}
+	put := func(b []byte) { ind.Write(b) }
+	member := func(key string, v any) error {
+		b, err := jw.compact(v)
+		if err != nil {
+			return err
+		}
+		put([]byte(key))
+		put(b)
+		return nil
+	}
+	if err := member(`{"file":`, doc.File); err != nil {
+		return nil, err
+	}
+	if err := member(`,"extended_header":`, doc.ExtendedHeader); err != nil {
+		return nil, err
+	}
+	if err := member(`,"segments":`, doc.Segments); err != nil {
+		return nil, err
+	}
+	put([]byte(`,"delegates":[`))
+	put(dels.Bytes())
+	put([]byte(`],"program":`))
+	put(progHead)
+	method, lazy := st.b.opts.Method, f.Program.ExecutionPlan == nil
+	first := true
+	for i := range f.NumPlans() {
+		if method != "" && f.PlanName(i) != method {
+			continue // not decoded
+		}
+		ep := f.Plan(i)
+		// As Build: a lazy File's plans are the stream's (never nil), an
+		// eager File's all of them (a nil one is null) or those named
+		// Options.Method.
+		if ep == nil && (lazy || method != "") {
+			continue
+		}
+		b, err := jw.compact(c.plan(ep))
+		if err != nil {
+			return nil, err
+		}
+		if !first {
+			put([]byte{','})
+		}
+		first = false
+		put(b)
+	}
+	put(progJSON[len(progHead):])
+	if err := member(`,"problems":`, doc.Problems); err != nil {
+		return nil, err
+	}
+	if doc.ExternalData != nil {
+		if err := member(`,"external_data":`, doc.ExternalData); err != nil {
+			return nil, err
+		}
+	}
+	put([]byte("}\n"))
+	if err := ind.w.Flush(); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// jsonWriter encodes values compact as Encode does (no HTML escaping),
+// one at a time, reusing its buffer.
+type jsonWriter struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+func newJSONWriter() *jsonWriter {
+	jw := &jsonWriter{}
+	jw.enc = json.NewEncoder(&jw.buf)
+	jw.enc.SetEscapeHTML(false)
+	return jw
+}
+
+// compact returns v's compact JSON, valid until the next call.
+func (jw *jsonWriter) compact(v any) ([]byte, error) {
+	jw.buf.Reset()
+	if err := jw.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := jw.buf.Bytes()
+	return b[:len(b)-1], nil // Encode ends the value with a newline
+}

@@ -1,0 +1,85 @@
+package inspect
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/pte"
+)
+
+// TestWriteJSONSameAsEncode: WriteJSON writes, byte for byte, what Encode
+// writes of Build's document, for every shared and built program opened
+// eagerly and lazily, under every filter, with digests and with a URL;
+// and returns the same problems. Where Build refuses, WriteJSON refuses
+// with the same error and writes nothing.
+func TestWriteJSONSameAsEncode(t *testing.T) {
+	compared := 0
+	for name, data := range viewPrograms(t) {
+		for _, lazy := range []bool{false, true} {
+			f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &pte.OpenOptions{Truncated: true, LazyPlans: lazy})
+			if err != nil {
+				continue
+			}
+			optss := []*Options{nil, {Hash: true}, {URL: "https://example.com/a.pte"}, {Method: "no such method"}, {Backend: "no such backend"}}
+			for _, m := range MethodNames(f) {
+				optss = append(optss, &Options{Method: m}, &Options{Method: m, Hash: true})
+			}
+			for _, id := range FileBackendIDs(f, "") {
+				optss = append(optss, &Options{Backend: id})
+			}
+			for _, opts := range optss {
+				doc, berr := Build(f, opts)
+				var got bytes.Buffer
+				head, werr := WriteJSON(&got, f, opts)
+				if berr != nil {
+					require.Error(t, werr, "%s lazy=%v %+v: Build refuses (%v), WriteJSON does not", name, lazy, opts, berr)
+					require.Equal(t, berr.Error(), werr.Error())
+					require.Zero(t, got.Len(), "%s: WriteJSON wrote before refusing", name)
+					continue
+				}
+				require.NoError(t, werr, "%s lazy=%v %+v", name, lazy, opts)
+				var want bytes.Buffer
+				require.NoError(t, Encode(&want, doc))
+				if !bytes.Equal(want.Bytes(), got.Bytes()) {
+					t.Fatalf("%s lazy=%v %+v: WriteJSON differs from Encode(Build) at byte %d of %d", name, lazy, opts, firstDiff(want.Bytes(), got.Bytes()), want.Len())
+				}
+				require.Equal(t, doc.Problems, head.Problems)
+				compared++
+			}
+		}
+	}
+	require.NotZero(t, compared)
+}
+
+// TestWriteJSONWriteError: a failing writer is reported.
+func TestWriteJSONWriteError(t *testing.T) {
+	for _, data := range viewPrograms(t) {
+		f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), nil)
+		if err != nil {
+			continue
+		}
+		_, err = WriteJSON(failingWriter{}, f, nil)
+		require.ErrorIs(t, err, errWriteFailed)
+		return
+	}
+	t.Fatal("no program opened")
+}
+
+var errWriteFailed = errors.New("write failed")
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errWriteFailed }
+
+// firstDiff is the offset of the first byte where a and b differ.
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
