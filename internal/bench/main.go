@@ -38,7 +38,10 @@ type config struct {
 	scale     []int
 	shapes    []string
 	pairs     int
-	out       io.Writer
+	// views times the views of the scale programs; without it the scale
+	// rows are the export rows alone.
+	views bool
+	out   io.Writer
 	// floors holds the peak RSS of each view (by shape and view name) on
 	// the one-engine program, when the scale rows include N = 1: what the
 	// process costs whatever the program, to report memory above it.
@@ -65,6 +68,7 @@ func main() {
 	flag.StringVar(&scale, "scale", "1,64,1024,8192,65536", "engine counts of the scale rows (1 KiB engines)")
 	flag.StringVar(&shapes, "shapes", "methods,chain", "scale row program shapes: methods (one engine per method), chain (one method calling every engine)")
 	flag.IntVar(&c.pairs, "pairs", 5, "runs of each side per row (the median is reported)")
+	flag.BoolVar(&c.views, "views", true, "time the views of the scale programs (-views=false: the scale rows' exports alone)")
 	flag.BoolVar(&quick, "quick", false, "a run under a minute: 1 MiB engines, scale 1,64,1024, 3 pairs (flags given after it still apply)")
 	flag.Parse()
 	if quick {

@@ -49,6 +49,9 @@ func scaleRows(c *config, dir string, t tools) error {
 			return err
 		}
 	}
+	if !c.views {
+		return nil
+	}
 	fmt.Fprintln(c.out)
 	fmt.Fprint(c.out, "Views of the scale programs. `diff` (re-baked) compares a program with its re-bake with a 1 GiB budget per engine: every delegate differs in one compile spec; where the re-bake is refused (65536 engines one per method: its program would pass the FlatBuffers verifier's 1,000,000-table limit, which ExecuTorch applies) the row says n/a. `diff` (engines rebuilt) compares two exports of the same manifest whose engines differ in every byte (what a user meets after rebuilding the engines): every delegate differs in its payload's SHA-256. \"above floor / region\" is the peak RSS less the same view's peak RSS on the one-engine program of the shape (the process's cost whatever the program: the Go runtime and the binary, about 8 MiB), over the program region; it needs N = 1 in the run.")
 	if t.ref != "" {
@@ -111,10 +114,22 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 	if err != nil {
 		return err
 	}
+	// The timed runs removed their output: write the program again (and
+	// the rebuilt one, for the views) to measure it and view it.
 	for _, argv := range [][]string{{t.export, "--manifest", m, "-o", out}, {t.export, "--manifest", m2, "-o", out2}} {
 		if _, err := measure(cmdSpec{argv: argv}); err != nil {
 			return err
 		}
+		if !c.views {
+			break
+		}
+	}
+	region := programRegion(out)
+	ow := median(walls(r.ours))
+	fmt.Fprintf(c.out, "| %d | %s | %s | %s | %s | %.2fx | %s | %s | %s |\n",
+		n, shape, dur(ow), perEngine(ow, n), dur(median(walls(r.base))), r.ratio(), size(peak(r.ours)), size(fileSize(out)), size(region))
+	if !c.views {
+		return nil
 	}
 	// A re-bake the writer refuses (65536 delegates with a budget pass
 	// the verifier's table limit) leaves its diff out.
@@ -123,10 +138,6 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 		fmt.Fprintf(os.Stderr, "bench: %d engines (%s): no re-baked diff: %v\n", n, shape, err)
 		rb = ""
 	}
-	region := programRegion(out)
-	ow := median(walls(r.ours))
-	fmt.Fprintf(c.out, "| %d | %s | %s | %s | %s | %.2fx | %s | %s | %s |\n",
-		n, shape, dur(ow), perEngine(ow, n), dur(median(walls(r.base))), r.ratio(), size(peak(r.ours)), size(fileSize(out)), size(region))
 	for _, v := range scaleViews {
 		args := v.args(out, rb, out2)
 		if args == nil {
