@@ -54,6 +54,8 @@ import (
 )
 
 func main() {
+	// A process-wide setting, so here and not in run (which tests call).
+	cli.TuneBatchGC(os.LookupEnv)
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -47,3 +47,25 @@ func TestMessage(t *testing.T) {
 	assert.Regexp(t, `^manifest: \S+nope.pte does not exist$`, Message(fmt.Errorf("manifest: %w", err)))
 	assert.Equal(t, "invalid weight_streaming_budget", Message(errors.New("runtime: compilespec: invalid weight_streaming_budget")))
 }
+
+// TestTuneBatchGC: without GOGC in the environment the collector runs at
+// BatchGCPercent; with it, the percent in force is left alone.
+func TestTuneBatchGC(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	unset := func(string) (string, bool) { return "", false }
+	if !TuneBatchGC(unset) {
+		t.Fatal("not tuned without GOGC")
+	}
+	if got := debug.SetGCPercent(100); got != BatchGCPercent {
+		t.Fatalf("GC percent %d after TuneBatchGC, want %d", got, BatchGCPercent)
+	}
+	debug.SetGCPercent(70)
+	set := func(k string) (string, bool) { return "70", k == "GOGC" }
+	if TuneBatchGC(set) {
+		t.Fatal("tuned although GOGC is set")
+	}
+	if got := debug.SetGCPercent(100); got != 70 {
+		t.Fatalf("GC percent %d after TuneBatchGC with GOGC=70, want 70 kept", got)
+	}
+}
