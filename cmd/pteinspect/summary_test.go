@@ -82,6 +82,48 @@ func TestSummaryLinear(t *testing.T) {
 	assert.Contains(t, r.stdout, "8192: m0, m1, m2, m3, m4, m5, m6, m7 and 8184 more")
 }
 
+// TestViewsLinear: every view costs memory (and so time) linear in the
+// engines, in both shapes a program of many engines takes: many one-engine
+// methods, and one method calling every engine. --plan of one method
+// decoded the method's delegates again for each delegate it printed (24 s
+// for 8192 engines) and nothing measured it. Bytes allocated are measured
+// rather than time, which a shared machine makes noisy.
+func TestViewsLinear(t *testing.T) {
+	const n = 256 // and 8 times as many
+	shapes := map[string]func(t *testing.T, n int) []byte{
+		"methods": manyMethods,
+		"chain":   oneMethodEngines,
+	}
+	views := [][]string{{"-"}, {"--long", "-"}, {"--json", "-"}, {"--json", "--hash", "-"}, {"--verify", "-"},
+		{"--plan", "-"}, {"--plan", "--json", "-"}, {"--compile-specs", "-"}, {"--compile-specs", "--json", "-"}}
+	for shape, build := range shapes {
+		small, large := build(t, n), build(t, 8*n)
+		for _, args := range views {
+			measure := func(data []byte) uint64 {
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				r := runArgs(data, args...)
+				runtime.ReadMemStats(&after)
+				require.Equal(t, exitOK, r.code, "%s %v: %s", shape, args, r.stderr)
+				return after.TotalAlloc - before.TotalAlloc
+			}
+			as, al := measure(small), measure(large)
+			// Linear is about 8 times the bytes; allow 12 (quadratic
+			// would be 64 for its quadratic part).
+			assert.Less(t, al, 12*as, "%s %v: %d bytes for %d engines, %d for %d", shape, args, as, n, al, 8*n)
+		}
+	}
+}
+
+// oneMethodEngines writes a program of one method calling n engines.
+func oneMethodEngines(t *testing.T, n int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	_, err := export.Write(&b, &export.Program{Methods: []*export.Method{testprog.Engines(n, 16)}}, &export.Options{SegmentAlignment: 16, HeadRoom: export.NoHeadRoom})
+	require.NoError(t, err)
+	return b.Bytes()
+}
+
 // manyMethods writes a program of n one-engine methods named m0, m1, ...
 func manyMethods(t *testing.T, n int) []byte {
 	t.Helper()
