@@ -90,13 +90,16 @@ func (c *InitContext) ReportPlan(p *Plan) {
 		return
 	}
 	p.Method, p.Delegate, p.Backend = c.Method, c.DelegateIndex, c.BackendID
-	for i, q := range *c.plans {
-		if q.Method == p.Method && q.Delegate == p.Delegate {
-			(*c.plans)[i] = p
-			return
-		}
+	// A method's delegates are initialized in order, each reporting only
+	// for itself, so an earlier report of this delegate can only be the
+	// last one: looking further (every plan of the method, for each
+	// report) made loading a method of 65536 engines quadratic.
+	plans := *c.plans
+	if n := len(plans); n > 0 && plans[n-1].Method == p.Method && plans[n-1].Delegate == p.Delegate {
+		plans[n-1] = p
+		return
 	}
-	*c.plans = append(*c.plans, p)
+	*c.plans = append(plans, p)
 }
 
 // ExecuteContext is what a backend's Execute or a kernel learns about the

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,5 +119,28 @@ func TestPlanReadsNoEngineBytes(t *testing.T) {
 	}
 	if cr.Bytes() > 64<<10 {
 		t.Errorf("planning read %d bytes of a %d-byte file", cr.Bytes(), size)
+	}
+}
+
+// TestReportPlanReplacesOwnReport: a delegate that reports twice during
+// its Init keeps its last report; the next delegate's report is added
+// after it; reports of other methods are not touched.
+func TestReportPlanReplacesOwnReport(t *testing.T) {
+	var plans []*Plan
+	report := func(method string, di int, device int) {
+		c := &InitContext{Method: method, DelegateIndex: di, BackendID: "b", plans: &plans}
+		c.ReportPlan(&Plan{Device: device})
+	}
+	report("m", 0, 1)
+	report("m", 0, 2) // replaces
+	report("m", 1, 3)
+	report("m", 1, 4) // replaces
+	report("n", 1, 5) // another method's delegate 1: added
+	got := make([]string, len(plans))
+	for i, p := range plans {
+		got[i] = fmt.Sprintf("%s/%d/%d", p.Method, p.Delegate, p.Device)
+	}
+	if want := []string{"m/0/2", "m/1/4", "n/1/5"}; !slices.Equal(got, want) {
+		t.Fatalf("plans %v, want %v", got, want)
 	}
 }
