@@ -137,7 +137,9 @@ type Extension struct {
 // With Options.Python it also returns where the text uses Python's
 // extensions of JSON.
 func Parse(data []byte, opt Options) (*Value, []Extension, error) {
-	return Build[*Value](data, opt, &valueBuilder{})
+	b := &valueBuilder{}
+	b.vals.Hint(len(data))
+	return Build[*Value](data, opt, b)
 }
 
 // Builder makes a caller's own tree as Build reads the text, for a caller
@@ -180,12 +182,23 @@ func Build[T any](data []byte, opt Options, b Builder[T]) (T, []Extension, error
 type Blocks[T any] struct {
 	free []T
 	size int
+	hint int // the first block's size, when Hint gave one
 }
+
+// Hint sizes the first block for a text of n bytes (a value per dozen
+// bytes, as JSON texts run), so that a small text, such as a blob's
+// metadata read once per delegate, takes one block of about its size
+// instead of doubling blocks it mostly leaves unused.
+func (b *Blocks[T]) Hint(n int) { b.hint = min(256, n/bytesPerValue) }
+
+// bytesPerValue is about how many bytes of JSON text hold one value.
+const bytesPerValue = 12
 
 // New returns a pointer to a zero T.
 func (b *Blocks[T]) New() *T {
 	if len(b.free) == 0 {
-		b.size = min(256, max(16, 2*b.size))
+		b.size = min(256, max(16, 2*b.size, b.hint))
+		b.hint = 0
 		b.free = make([]T, b.size)
 	}
 	v := &b.free[0]
@@ -220,7 +233,7 @@ func (b *Slices[T]) Copy(s []T) []T {
 		return append(make([]T, 0, n), s...)
 	}
 	if len(b.free) < n {
-		b.size = min(maxSliceBlock, max(64, 2*b.size))
+		b.size = min(maxSliceBlock, max(16, 2*b.size))
 		b.free = make([]T, max(b.size, n))
 	}
 	c := b.free[:n:n]

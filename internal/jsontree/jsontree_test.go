@@ -308,3 +308,22 @@ func TestSlices(t *testing.T) {
 		}
 	}
 }
+
+// TestBlocksHint: a hint sizes the first block (no smaller than 16, no
+// larger than 256), and blocks double from there.
+func TestBlocksHint(t *testing.T) {
+	for _, c := range []struct{ text, first int }{{0, 16}, {100, 16}, {700, 58}, {1 << 20, 256}} {
+		var b Blocks[Value]
+		b.Hint(c.text)
+		b.New()
+		if b.size != c.first {
+			t.Errorf("text of %d bytes: first block %d, want %d", c.text, b.size, c.first)
+		}
+		for range b.size {
+			b.New()
+		}
+		if want := min(256, 2*c.first); b.size != want {
+			t.Errorf("text of %d bytes: second block %d, want %d", c.text, b.size, want)
+		}
+	}
+}
