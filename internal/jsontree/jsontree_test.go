@@ -312,7 +312,7 @@ func TestSlices(t *testing.T) {
 // TestBlocksHint: a hint sizes the first block (no smaller than 16, no
 // larger than 256), and blocks double from there.
 func TestBlocksHint(t *testing.T) {
-	for _, c := range []struct{ text, first int }{{0, 16}, {100, 16}, {700, 58}, {1 << 20, 256}} {
+	for _, c := range []struct{ text, first int }{{0, 16}, {100, 16}, {250, 32}, {700, 88}, {1 << 20, 256}} {
 		var b Blocks[Value]
 		b.Hint(c.text)
 		b.New()
