@@ -48,9 +48,12 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 	}
 	doc := st.Document()
 	c := converter{hash: st.b.opts.Hash}
-	prog := c.program(f.Program)
-	// The program member, its plans left out: they are written between
-	// its "execution_plan" brackets as they are converted.
+	// The program member, its plans left out (not converted, for an eager
+	// File either): they are written between its "execution_plan"
+	// brackets as they are converted.
+	rest := *f.Program
+	rest.ExecutionPlan = nil
+	prog := c.program(&rest)
 	prog.ExecutionPlan = []*ExecutionPlan{}
 	progJSON, err := jw.compact(prog)
 	if err != nil {
