@@ -21,7 +21,10 @@ import (
 // untouched, as Build's does.)
 //
 // It returns the document without its delegates and program: the head,
-// the problems and the external data, for the caller to judge.
+// the problems and the external data, for the caller to judge. An error
+// once writing has begun (w's, in practice) comes with that document too,
+// so that a caller can tell that w may hold part of the text; before, the
+// document is nil.
 func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 	st, err := newStream(f, opts, nil, true)
 	if err != nil {
@@ -77,13 +80,13 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 		return nil
 	}
 	if err := member(`{"file":`, doc.File); err != nil {
-		return nil, err
+		return doc, err
 	}
 	if err := member(`,"extended_header":`, doc.ExtendedHeader); err != nil {
-		return nil, err
+		return doc, err
 	}
 	if err := member(`,"segments":`, doc.Segments); err != nil {
-		return nil, err
+		return doc, err
 	}
 	put([]byte(`,"delegates":[`))
 	put(dels.Bytes())
@@ -104,7 +107,7 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 		}
 		b, err := jw.compact(c.plan(ep))
 		if err != nil {
-			return nil, err
+			return doc, err
 		}
 		if !first {
 			put([]byte{','})
@@ -114,16 +117,16 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 	}
 	put(progJSON[len(progHead):])
 	if err := member(`,"problems":`, doc.Problems); err != nil {
-		return nil, err
+		return doc, err
 	}
 	if doc.ExternalData != nil {
 		if err := member(`,"external_data":`, doc.ExternalData); err != nil {
-			return nil, err
+			return doc, err
 		}
 	}
 	put([]byte("}\n"))
 	if err := ind.w.Flush(); err != nil {
-		return nil, err
+		return doc, err
 	}
 	return doc, nil
 }

@@ -36,6 +36,7 @@ func TestWriteJSONSameAsEncode(t *testing.T) {
 				head, werr := WriteJSON(&got, f, opts)
 				if berr != nil {
 					require.Error(t, werr, "%s lazy=%v %+v: Build refuses (%v), WriteJSON does not", name, lazy, opts, berr)
+					require.Nil(t, head, "%s: a refusal before writing comes without a document", name)
 					require.Equal(t, berr.Error(), werr.Error())
 					require.Zero(t, got.Len(), "%s: WriteJSON wrote before refusing", name)
 					continue
@@ -61,8 +62,9 @@ func TestWriteJSONWriteError(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		_, err = WriteJSON(failingWriter{}, f, nil)
+		doc, err := WriteJSON(failingWriter{}, f, nil)
 		require.ErrorIs(t, err, errWriteFailed)
+		require.NotNil(t, doc, "an error once writing began comes with the document")
 		return
 	}
 	t.Fatal("no program opened")

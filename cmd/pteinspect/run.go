@@ -301,14 +301,13 @@ func runDocument(f *pte.File, name string, w, stdout, stderr io.Writer, o *optio
 		// before it writes, and fails after that only when w does: a
 		// failure to read still leaves one {"error": ...} object on
 		// standard output.
-		cw := &writeCounter{w: w}
-		doc, err = inspect.WriteJSON(cw, f, bo)
+		doc, err = inspect.WriteJSON(w, f, bo)
 		meter.Done()
 		if err != nil {
-			if cw.n == 0 {
+			if doc == nil {
 				return failure(stdout, stderr, name, o, err)
 			}
-			return failErr(stderr, name, err)
+			return failErr(stderr, name, err) // writing began
 		}
 	case o.long:
 		var st *inspect.Stream
@@ -396,16 +395,4 @@ func (o *options) check(stderr io.Writer) int {
 		return usageErr(stderr, "--backend-option, --streamable-bytes, --scratch-bytes and --automatic-bytes go with --plan")
 	}
 	return exitOK
-}
-
-// writeCounter counts the bytes written through it.
-type writeCounter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *writeCounter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
