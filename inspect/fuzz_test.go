@@ -69,6 +69,13 @@ func FuzzBuild(f *testing.F) {
 			t.Fatalf("the document differs with LazyPlans (%v)", err)
 		}
 		requireSameSummary(t, lf, &Options{Hash: true}, s, doc)
+		// Written a method at a time, from either File, the same bytes.
+		for _, f := range []*pte.File{pf, lf} {
+			var w bytes.Buffer
+			if _, err := WriteJSON(&w, f, &Options{Hash: true}); err != nil || !bytes.Equal(w.Bytes(), b) {
+				t.Fatalf("WriteJSON differs from Marshal(Build) (%v)", err)
+			}
+		}
 	})
 }
 
