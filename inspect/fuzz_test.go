@@ -3,6 +3,8 @@ package inspect
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/ptekit/ptekit/internal/testkit"
@@ -69,6 +71,11 @@ func FuzzBuild(f *testing.F) {
 			t.Fatalf("the document differs with LazyPlans (%v)", err)
 		}
 		requireSameSummary(t, lf, &Options{Hash: true}, s, doc)
+		// The compile spec rows a method at a time are CompileSpecRows'.
+		want := CompileSpecRows(pf.Program, "", "")
+		if got := slices.Collect(FileCompileSpecs(lf, "", "")); len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+			t.Fatalf("FileCompileSpecs gives %d rows, CompileSpecRows %d (or others)", len(got), len(want))
+		}
 		// Written a method at a time, from either File, the same bytes.
 		for _, f := range []*pte.File{pf, lf} {
 			var w bytes.Buffer
