@@ -79,9 +79,11 @@ func scaleN(c *config, dir string, t tools, n int, views io.Writer) error {
 	if err != nil {
 		return err
 	}
-	engines2, err := writeEngines(engDir2, n, 1024, 1)
-	if err != nil {
-		return err
+	var engines2 []string
+	if c.views { // the rebuilt engines are for the views' diff only
+		if engines2, err = writeEngines(engDir2, n, 1024, 1); err != nil {
+			return err
+		}
 	}
 	for _, shape := range c.shapes {
 		if err := scaleShape(c, dir, t, n, shape, [2][]string{engines, engines2}, engDir, views); err != nil {
@@ -105,8 +107,10 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 	if err := manifest(m, shape, engines[0]); err != nil {
 		return err
 	}
-	if err := manifest(m2, shape, engines[1]); err != nil {
-		return err
+	if c.views {
+		if err := manifest(m2, shape, engines[1]); err != nil {
+			return err
+		}
 	}
 	r, err := pairs(c.pairs,
 		cmdSpec{argv: []string{t.export, "--manifest", m, "-o", out}, cleanup: []string{out}},
