@@ -202,7 +202,25 @@ func Resolve(p *pte.Program, srcs []Source) *Resolution {
 // time (pte.File.Plans), so that a File opened with
 // pte.OpenOptions.LazyPlans is never decoded whole.
 func ResolveFile(f *pte.File, srcs []Source) *Resolution {
-	return resolve(f.Program, f.Plans(), srcs, nil)
+	return resolve(f.Program, resolvedPlans(f), srcs, nil)
+}
+
+// resolvedPlans yields f's plans with what resolving them reads: every
+// plan of a File that holds them decoded, and of one opened with
+// pte.OpenOptions.LazyPlans each plan's name and values only (decoding
+// its instructions and delegates too was most of the cost of gathering
+// the keys a program needs, once per view).
+func resolvedPlans(f *pte.File) iter.Seq2[int, *pte.ExecutionPlan] {
+	if f.Program.ExecutionPlan != nil {
+		return f.Plans()
+	}
+	return func(yield func(int, *pte.ExecutionPlan) bool) {
+		for i := range f.NumPlans() {
+			if !yield(i, &pte.ExecutionPlan{Name: f.PlanName(i), Values: f.PlanValues(i)}) {
+				return
+			}
+		}
+	}
 }
 
 // ResolveFileEach is ResolveFile for a caller that looks at one method at
@@ -210,7 +228,7 @@ func ResolveFile(f *pte.File, srcs []Source) *Resolution {
 // Resolution it returns has no Methods, so that its memory does not grow
 // with the number of methods.
 func ResolveFileEach(f *pte.File, srcs []Source, fn func(plan int, m *MethodResult)) *Resolution {
-	return resolve(f.Program, f.Plans(), srcs, fn)
+	return resolve(f.Program, resolvedPlans(f), srcs, fn)
 }
 
 // resolve is Resolve with the plans of p given one at a time; with each

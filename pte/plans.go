@@ -83,6 +83,25 @@ func (f *File) PlanDelegates(i int) []*BackendDelegate {
 	return f.decoder(false).delegates(t)
 }
 
+// PlanValues returns the values of execution plan i (nil when i is out of
+// range or the plan has none), as Plan(i).Values would, but with
+// OpenOptions.LazyPlans decoding only them: a view that wants what every
+// plan's tensors are (which come from .ptd files, say) need not decode
+// their instructions and delegates.
+func (f *File) PlanValues(i int) []*EValue {
+	if !f.lazy {
+		if ep := f.Plan(i); ep != nil {
+			return ep.Values
+		}
+		return nil
+	}
+	t, ok := rootTab(f.region).tableAt(slotProgramPlans, i)
+	if !ok {
+		return nil
+	}
+	return f.decoder(false).values(t)
+}
+
 // PlanName returns the name of execution plan i, "" when i is out of range
 // or the plan has no name. It does not decode the plan.
 func (f *File) PlanName(i int) string {

@@ -54,6 +54,12 @@ func checkLazySame(t *testing.T, data []byte) *File {
 		if ep != nil && !reflect.DeepEqual(lazy.PlanDelegates(i), ep.Delegates) {
 			t.Fatalf("PlanDelegates(%d) is not Plan(%d).Delegates", i, i)
 		}
+		if !reflect.DeepEqual(eager.PlanValues(i), lazy.PlanValues(i)) {
+			t.Fatalf("PlanValues(%d) differs with LazyPlans", i)
+		}
+		if ep != nil && !reflect.DeepEqual(lazy.PlanValues(i), ep.Values) {
+			t.Fatalf("PlanValues(%d) is not Plan(%d).Values", i, i)
+		}
 		if eager.PlanName(i) != lazy.PlanName(i) {
 			t.Fatalf("PlanName(%d) = %q with LazyPlans, %q without", i, lazy.PlanName(i), eager.PlanName(i))
 		}
