@@ -70,17 +70,7 @@ func (f *File) Plans() iter.Seq2[int, *ExecutionPlan] {
 // delegates of every plan (which backends, which segments they use) need
 // not decode their values and instructions.
 func (f *File) PlanDelegates(i int) []*BackendDelegate {
-	if !f.lazy {
-		if ep := f.Plan(i); ep != nil {
-			return ep.Delegates
-		}
-		return nil
-	}
-	t, ok := rootTab(f.region).tableAt(slotProgramPlans, i)
-	if !ok {
-		return nil
-	}
-	return f.decoder(false).delegates(t)
+	return planPart(f, i, func(ep *ExecutionPlan) []*BackendDelegate { return ep.Delegates }, (*fbDecoder).delegates)
 }
 
 // PlanValues returns the values of execution plan i (nil when i is out of
@@ -89,17 +79,26 @@ func (f *File) PlanDelegates(i int) []*BackendDelegate {
 // plan's tensors are (which come from .ptd files, say) need not decode
 // their instructions and delegates.
 func (f *File) PlanValues(i int) []*EValue {
+	return planPart(f, i, func(ep *ExecutionPlan) []*EValue { return ep.Values }, (*fbDecoder).values)
+}
+
+// planPart returns one part of execution plan i (the zero T when i is out
+// of range or the plan is nil): of the decoded plan without
+// OpenOptions.LazyPlans, else decoded alone from the plan's table, without
+// positions.
+func planPart[T any](f *File, i int, of func(*ExecutionPlan) T, decode func(*fbDecoder, fbTab) T) T {
+	var zero T
 	if !f.lazy {
 		if ep := f.Plan(i); ep != nil {
-			return ep.Values
+			return of(ep)
 		}
-		return nil
+		return zero
 	}
 	t, ok := rootTab(f.region).tableAt(slotProgramPlans, i)
 	if !ok {
-		return nil
+		return zero
 	}
-	return f.decoder(false).values(t)
+	return decode(f.decoder(false), t)
 }
 
 // PlanName returns the name of execution plan i, "" when i is out of range
