@@ -136,15 +136,16 @@ func printAligned(w io.Writer, indent string, n int, row func(i int) []string) {
 // printAlignedSeq is printAligned over the rows rows yields; it ranges
 // over rows twice, which must yield the same cells both times.
 func printAlignedSeq(w io.Writer, indent string, rows iter.Seq[[]string]) {
-	var widths []int
-	withIndent := func(cells []string) []string {
-		if len(cells) > 0 {
-			cells = append([]string{indent + cells[0]}, cells[1:]...)
-		}
-		return cells
-	}
+	widths, _ := measureAligned(indent, rows)
+	printMeasured(w, indent, rows, widths)
+}
+
+// measureAligned is printAlignedSeq's first pass: the width of each column
+// but the last, and the number of rows.
+func measureAligned(indent string, rows iter.Seq[[]string]) (widths []int, n int) {
 	for cells := range rows {
-		cells = withIndent(cells)
+		n++
+		cells = withIndent(indent, cells)
 		for j, c := range cells[:max(len(cells)-1, 0)] {
 			if j == len(widths) {
 				widths = append(widths, 0)
@@ -152,11 +153,24 @@ func printAlignedSeq(w io.Writer, indent string, rows iter.Seq[[]string]) {
 			widths[j] = max(widths[j], utf8.RuneCountInString(c))
 		}
 	}
+	return widths, n
+}
+
+// printMeasured is printAlignedSeq's second pass.
+func printMeasured(w io.Writer, indent string, rows iter.Seq[[]string], widths []int) {
 	var buf []byte
 	for cells := range rows {
-		buf = appendCells(buf[:0], withIndent(cells), widths)
+		buf = appendCells(buf[:0], withIndent(indent, cells), widths)
 		w.Write(buf)
 	}
+}
+
+// withIndent returns cells with indent before the first.
+func withIndent(indent string, cells []string) []string {
+	if len(cells) > 0 && indent != "" {
+		cells = append([]string{indent + cells[0]}, cells[1:]...)
+	}
+	return cells
 }
 
 // printHuman prints the --long view of a program, each method as st reads

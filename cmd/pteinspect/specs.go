@@ -14,7 +14,8 @@ import (
 // runCompileSpecs prints the compile spec table: method, delegate index,
 // backend, key and decoded value. It reads the delegates a method at a
 // time (inspect.FileCompileSpecs), twice for the table (once to measure
-// its columns, once to print), so that the program is never decoded whole.
+// its columns and count its rows, once to print), so that the program is
+// never decoded whole.
 func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o *options) int {
 	specs := inspect.FileCompileSpecs(f, o.method, o.backend)
 	if o.json {
@@ -27,16 +28,7 @@ func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o 
 		}
 		return exitOK
 	}
-	empty := true
-	for range specs {
-		empty = false
-		break
-	}
-	if empty {
-		fmt.Fprintln(w, "no compile specs")
-		return exitOK
-	}
-	printAlignedSeq(w, "", func(yield func([]string) bool) {
+	rows := func(yield func([]string) bool) {
 		if !yield([]string{"METHOD", "DELEGATE", "BACKEND", "KEY", "VALUE"}) {
 			return
 		}
@@ -45,7 +37,14 @@ func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o 
 				return
 			}
 		}
-	})
+	}
+	// The first pass counts the rows too: the header alone means none.
+	widths, n := measureAligned("", rows)
+	if n == 1 {
+		fmt.Fprintln(w, "no compile specs")
+		return exitOK
+	}
+	printMeasured(w, "", rows, widths)
 	return exitOK
 }
 
