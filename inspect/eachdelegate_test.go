@@ -22,13 +22,7 @@ func TestEachDelegateIsNext(t *testing.T) {
 	compared := 0
 	for name, data := range viewPrograms(t) {
 		for _, lazy := range []bool{false, true} {
-			open := func() *pte.File {
-				f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &pte.OpenOptions{Truncated: true, LazyPlans: lazy})
-				if err != nil {
-					return nil
-				}
-				return f
-			}
+			open := func() *pte.File { return openView(data, lazy) }
 			f := open()
 			if f == nil {
 				continue

@@ -26,14 +26,7 @@ func TestLazyPlansViews(t *testing.T) {
 	programs := viewPrograms(t)
 	compared := 0
 	for name, data := range programs {
-		open := func(lazy bool) *pte.File {
-			f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &pte.OpenOptions{Truncated: true, LazyPlans: lazy})
-			if err != nil {
-				return nil
-			}
-			return f
-		}
-		eager, lazy := open(false), open(true)
+		eager, lazy := openView(data, false), openView(data, true)
 		if (eager == nil) != (lazy == nil) {
 			t.Fatalf("%s: opens eagerly: %v, lazily: %v", name, eager != nil, lazy != nil)
 		}
@@ -44,6 +37,16 @@ func TestLazyPlansViews(t *testing.T) {
 		t.Run(name, func(t *testing.T) { requireLazySame(t, eager, lazy) })
 	}
 	require.NotZero(t, compared, "no program opened")
+}
+
+// openView opens data as the views do (a truncated file whose region is
+// whole is shown), whole or with LazyPlans; nil when it is refused.
+func openView(data []byte, lazy bool) *pte.File {
+	f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &pte.OpenOptions{Truncated: true, LazyPlans: lazy})
+	if err != nil {
+		return nil
+	}
+	return f
 }
 
 // viewPrograms are the programs the views are compared on, by name: the

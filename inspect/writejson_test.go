@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/ptekit/ptekit/pte"
 )
 
 // TestWriteJSONSameAsEncode: WriteJSON writes, byte for byte, what Encode
@@ -19,8 +17,8 @@ func TestWriteJSONSameAsEncode(t *testing.T) {
 	compared := 0
 	for name, data := range viewPrograms(t) {
 		for _, lazy := range []bool{false, true} {
-			f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &pte.OpenOptions{Truncated: true, LazyPlans: lazy})
-			if err != nil {
+			f := openView(data, lazy)
+			if f == nil {
 				continue
 			}
 			optss := []*Options{nil, {Hash: true}, {URL: "https://example.com/a.pte"}, {Method: "no such method"}, {Backend: "no such backend"}}
@@ -58,8 +56,8 @@ func TestWriteJSONSameAsEncode(t *testing.T) {
 // TestWriteJSONWriteError: a failing writer is reported.
 func TestWriteJSONWriteError(t *testing.T) {
 	for _, data := range viewPrograms(t) {
-		f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), nil)
-		if err != nil {
+		f := openView(data, false)
+		if f == nil {
 			continue
 		}
 		doc, err := WriteJSON(failingWriter{}, f, nil)
