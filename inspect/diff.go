@@ -154,7 +154,7 @@ func toNode(v any) (*node, error) {
 // parseNode parses raw JSON that may be malformed; for malformed input
 // the error is the decoder's own message.
 func parseNode(data []byte) (*node, error) {
-	v, _, err := jsontree.Build[*node](data, jsontree.Options{MaxDepth: maxDepth}, newNodeBuilder(len(data)))
+	v, _, err := jsontree.Build[*node](data, jsontree.Options{MaxDepth: maxDepth}, newNodeBuilder(data))
 	if err == nil {
 		return v, nil
 	}
@@ -182,7 +182,7 @@ var errTooDeep = fmt.Errorf("JSON nested deeper than %d", maxDepth)
 // them, a repeated object member keeps its first position and its last
 // value.
 func parseValid(data []byte) (*node, error) {
-	v, _, err := jsontree.Build[*node](data, jsontree.Options{MaxDepth: maxDepth}, newNodeBuilder(len(data)))
+	v, _, err := jsontree.Build[*node](data, jsontree.Options{MaxDepth: maxDepth}, newNodeBuilder(data))
 	if err != nil {
 		if _, deep := err.(*jsontree.LimitError); deep {
 			return nil, errTooDeep
@@ -201,10 +201,10 @@ type nodeBuilder struct {
 	keys  jsontree.Slices[string]
 }
 
-// newNodeBuilder returns a builder for a text of n bytes.
-func newNodeBuilder(n int) *nodeBuilder {
+// newNodeBuilder returns a builder for the text data.
+func newNodeBuilder(data []byte) *nodeBuilder {
 	b := &nodeBuilder{}
-	b.nodes.Hint(n)
+	b.nodes.Hint(jsontree.ValueBound(data))
 	return b
 }
 

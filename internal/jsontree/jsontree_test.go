@@ -135,6 +135,9 @@ func check(t *testing.T, data []byte) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q: Parse and the decoder read different trees", data)
 	}
+	if n, b := countValues(got), ValueBound(data); b < n {
+		t.Fatalf("%q: ValueBound %d, below the %d values parsed", data, b, n)
+	}
 	// Python's extensions only add: standard JSON reads the same.
 	py, _, err := Parse(data, Options{Python: true})
 	if err != nil || !reflect.DeepEqual(py, got) {
@@ -312,18 +315,49 @@ func TestSlices(t *testing.T) {
 // TestBlocksHint: a hint sizes the first block (no smaller than 16, no
 // larger than 256), and blocks double from there.
 func TestBlocksHint(t *testing.T) {
-	for _, c := range []struct{ text, first int }{{0, 16}, {100, 16}, {250, 32}, {700, 88}, {1 << 20, 256}} {
+	for _, c := range []struct{ hint, first int }{{0, 16}, {10, 16}, {21, 21}, {88, 88}, {1 << 20, 256}} {
 		var b Blocks[Value]
-		b.Hint(c.text)
+		b.Hint(c.hint)
 		b.New()
 		if b.size != c.first {
-			t.Errorf("text of %d bytes: first block %d, want %d", c.text, b.size, c.first)
+			t.Errorf("hint %d: first block %d, want %d", c.hint, b.size, c.first)
 		}
 		for range b.size {
 			b.New()
 		}
 		if want := min(256, 2*c.first); b.size != want {
-			t.Errorf("text of %d bytes: second block %d, want %d", c.text, b.size, want)
+			t.Errorf("hint %d: second block %d, want %d", c.hint, b.size, want)
 		}
 	}
+}
+
+// TestValueBound: the bound is never below the values Parse makes, and is
+// exact for compact JSON with no commas or openers inside strings.
+func TestValueBound(t *testing.T) {
+	for _, c := range []struct {
+		text  string
+		exact bool
+	}{
+		{`1`, true}, {`"a"`, true}, {`[]`, false}, {`{}`, false}, {`[1,2,3]`, true},
+		{`{"a":[1,2],"b":{"c":3}}`, true}, {` { "a" : [ true , null ] } `, true},
+		{`["a,b","[{"]`, false}, {`[[],[[]],{}]`, false},
+	} {
+		v, _, err := Parse([]byte(c.text), Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.text, err)
+		}
+		n := countValues(v)
+		got := ValueBound([]byte(c.text))
+		if got < n || (c.exact && got != n) {
+			t.Errorf("ValueBound(%s) = %d, the text has %d values (exact: %v)", c.text, got, n, c.exact)
+		}
+	}
+}
+
+func countValues(v *Value) int {
+	n := 1
+	for _, e := range v.Elems {
+		n += countValues(e)
+	}
+	return n
 }
