@@ -5,6 +5,7 @@ import (
 	"github.com/ptekit/ptekit/internal/quote"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -230,7 +231,7 @@ func AddSizes(sizes ...int64) int64 {
 func FormatSizeApprox[T ~int64 | ~uint64 | ~int | ~uint32](n T) string {
 	const units = "KMGTPE"
 	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
+		return strconv.FormatInt(int64(n), 10) + " B"
 	}
 	v := float64(n)
 	i := -1
@@ -238,7 +239,8 @@ func FormatSizeApprox[T ~int64 | ~uint64 | ~int | ~uint32](n T) string {
 		v /= 1024
 		i++
 	}
-	return fmt.Sprintf("%.1f %ciB", v, units[i])
+	// strconv, not fmt: views print this for every delegate.
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i:i+1] + "iB"
 }
 
 // DescribeSize is how views show a byte count people may need exactly:

@@ -149,7 +149,7 @@ func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 		return nil, err
 	}
 	for i, e := range elems {
-		b, err := d.binding(fmt.Sprintf(".io_bindings[%d]", i), e)
+		b, err := d.binding(".io_bindings["+strconv.Itoa(i)+"]", e)
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +160,7 @@ func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 	}
 	seen := map[string]int{} // Python dict key -> index in m.AliasedIO
 	for i, e := range elems {
-		path := fmt.Sprintf(".aliased_io[%d]", i)
+		path := ".aliased_io[" + strconv.Itoa(i) + "]"
 		a, out, err := d.aliased(path, e)
 		if err != nil {
 			return nil, err
@@ -227,7 +227,9 @@ func (d *pyReader) binding(path string, e *jsonValue) (*PyBinding, error) {
 			d.refuse(path+".shape", v, "want an array of integers, found %s", describe(v))
 		} else {
 			for i, x := range v.Elems {
-				d.integer(fmt.Sprintf("%s.shape[%d]", path, i), x)
+				if _, err := int64Of(x); err != nil { // the path only when refused: this runs per dimension
+					d.refuse(path+".shape["+strconv.Itoa(i)+"]", x, "%s", err)
+				}
 			}
 		}
 	}

@@ -213,15 +213,15 @@ func hazardSeverity(k delegate.HazardKind) (severity, code string) {
 // TensorRT delegate refuses at init: duplicated or malformed. (A valid
 // load-time option would hide it; the file alone cannot know.)
 func budgetProblem(method string, pi, di int, d *pte.BackendDelegate) (Problem, bool) {
-	p := Problem{Severity: SeverityError, Method: method, Code: pte.CodeInvalidProgram.String(),
-		Path: fmt.Sprintf("execution_plan[%d].delegates[%d].compile_specs", pi, di)}
 	v, ok, err := compilespec.Get(d.CompileSpecs, compilespec.KeyWeightStreamingBudget)
 	if err == nil && ok {
 		_, err = compilespec.ParseBudget(v)
 	}
 	if err == nil {
-		return p, false
+		return Problem{}, false
 	}
+	p := Problem{Severity: SeverityError, Method: method, Code: pte.CodeInvalidProgram.String(),
+		Path: fmt.Sprintf("execution_plan[%d].delegates[%d].compile_specs", pi, di)}
 	p.Message = err.Error() + "; TensorRTBackend init fails unless a load-time budget option is given"
 	return p, true
 }
