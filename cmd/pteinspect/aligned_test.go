@@ -22,18 +22,19 @@ func tabwriterTable(indent string, rows [][]string) string {
 
 // randomRows makes up to 6 rows of cells from an alphabet with empty
 // cells, wide runes, tabs, newlines and the bytes tabwriter treats
-// specially; uniform gives every row the same number of cells.
+// specially; uniform gives every row the same number of cells. A row of
+// no cells is an indented blank line.
 func randomRows(r *rand.Rand, uniform bool) [][]string {
 	alphabet := []string{"a", "bb", "é", "漢字", "\\x00", " ", "9", "", "\t", "\n", "\v", "\f", "\xff"}
 	if uniform {
 		alphabet = alphabet[:8] // printAligned's rows have no separators
 	}
 	rows := make([][]string, r.IntN(7))
-	cols := 1 + r.IntN(5)
+	cols := r.IntN(6)
 	for i := range rows {
 		n := cols
 		if !uniform {
-			n = 1 + r.IntN(5)
+			n = r.IntN(6)
 		}
 		rows[i] = make([]string, n)
 		for j := range rows[i] {
@@ -49,16 +50,19 @@ func randomRows(r *rand.Rand, uniform bool) [][]string {
 
 // TestTableIsTabwriter holds table to the tabwriter layout it replaces,
 // byte for byte, on random rows of any shape; and printAligned, which
-// streams rows of one shape, to the same.
+// streams rows of one shape, to the same. A table is used again after
+// each flush, as a view's table is.
 func TestTableIsTabwriter(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	var got bytes.Buffer
+	tables := []*table{newTable(&got, ""), newTable(&got, "  ")}
 	for trial := range 3000 {
 		uniform := trial%2 == 0
 		rows := randomRows(r, uniform)
 		indent := []string{"", "  "}[trial%3%2]
 		want := tabwriterTable(indent, rows)
-		var got bytes.Buffer
-		tb := newTable(&got, indent)
+		got.Reset()
+		tb := tables[trial%3%2]
 		for _, c := range rows {
 			tb.row(c...)
 		}

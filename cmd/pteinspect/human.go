@@ -27,7 +27,16 @@ import (
 type table struct {
 	w      io.Writer
 	indent string
-	lines  [][]string
+	cells  []string    // every line's cells, one line after another
+	lines  []tableLine // where each line's cells end in cells
+}
+
+// tableLine is one line of a table: its cells end at cells[end], and it
+// starts with the table's indent unless it continues a row that a newline
+// in a cell split (tabwriter sees the indent only before the row).
+type tableLine struct {
+	end      int
+	indented bool
 }
 
 func newTable(w io.Writer, indent string) *table {
@@ -36,14 +45,15 @@ func newTable(w io.Writer, indent string) *table {
 
 func (t *table) row(cols ...string) {
 	if len(cols) > 0 && !slices.ContainsFunc(cols, splitsCell) {
-		cells := slices.Clone(cols) // the caller may reuse cols
-		cells[0] = t.indent + cells[0]
-		t.lines = append(t.lines, cells)
+		t.cells = append(t.cells, cols...) // a copy: the caller may reuse cols
+		t.lines = append(t.lines, tableLine{end: len(t.cells), indented: true})
 		return
 	}
-	line := t.indent + strings.Join(cols, "\t")
-	for l := range strings.SplitSeq(line, "\n") {
-		t.lines = append(t.lines, strings.Split(l, "\t"))
+	indented := true
+	for l := range strings.SplitSeq(strings.Join(cols, "\t"), "\n") {
+		t.cells = append(t.cells, strings.Split(l, "\t")...)
+		t.lines = append(t.lines, tableLine{end: len(t.cells), indented: indented})
+		indented = false
 	}
 }
 
@@ -55,41 +65,56 @@ func splitsCell(c string) bool {
 // tablePadding is the space after the widest cell of a column.
 const tablePadding = 2
 
+// line returns the cells of line i and the indent before them.
+func (t *table) line(i int) (indent string, cells []string) {
+	start := 0
+	if i > 0 {
+		start = t.lines[i-1].end
+	}
+	if t.lines[i].indented {
+		indent = t.indent
+	}
+	return indent, t.cells[start:t.lines[i].end]
+}
+
 func (t *table) flush() {
-	lines := t.lines
-	t.lines = nil
-	for _, l := range lines {
-		for _, c := range l {
-			if strings.IndexByte(c, tabwriter.Escape) >= 0 || strings.IndexByte(c, '\v') >= 0 || strings.IndexByte(c, '\f') >= 0 {
-				// Bytes tabwriter gives a meaning of its own (an escape,
-				// a vertical tab, a form feed), which the views escape
-				// before printing: let tabwriter lay them out.
-				tw := tabwriter.NewWriter(t.w, 0, 0, tablePadding, ' ', 0)
-				for _, l := range lines {
-					fmt.Fprintln(tw, strings.Join(l, "\t"))
-				}
-				tw.Flush()
-				return
-			}
+	defer func() { t.cells, t.lines = t.cells[:0], t.lines[:0] }()
+	n := len(t.lines)
+	if slices.ContainsFunc(t.cells, tabwriterByte) {
+		// Bytes tabwriter gives a meaning of its own (an escape, a
+		// vertical tab, a form feed), which the views escape before
+		// printing: let tabwriter lay them out.
+		tw := tabwriter.NewWriter(t.w, 0, 0, tablePadding, ' ', 0)
+		for i := range n {
+			indent, cells := t.line(i)
+			fmt.Fprintln(tw, indent+strings.Join(cells, "\t"))
 		}
+		tw.Flush()
+		return
 	}
 	// A column's width is set by the run of consecutive lines that have
-	// a cell in it ended by a tab, as tabwriter's column blocks are.
-	widths := make([][]int, len(lines))
+	// a cell in it ended by a tab, as tabwriter's column blocks are. Line
+	// i's widths are widths[at[i]:at[i+1]], one per cell but its last.
+	at := make([]int, n+1)
+	for i := range n {
+		_, cells := t.line(i)
+		at[i+1] = at[i] + max(len(cells)-1, 0)
+	}
+	widths := make([]int, at[n])
 	for j := 0; ; j++ {
 		any := false
-		for start := 0; start < len(lines); {
-			if len(lines[start])-1 <= j {
+		for start := 0; start < n; {
+			if at[start+1]-at[start] <= j {
 				start++
 				continue
 			}
 			any = true
 			end, w := start, 0
-			for ; end < len(lines) && len(lines[end])-1 > j; end++ {
-				w = max(w, utf8.RuneCountInString(lines[end][j]))
+			for ; end < n && at[end+1]-at[end] > j; end++ {
+				w = max(w, cellWidth(t, end, j))
 			}
 			for k := start; k < end; k++ {
-				widths[k] = append(widths[k], w)
+				widths[at[k]+j] = w
 			}
 			start = end
 		}
@@ -98,21 +123,45 @@ func (t *table) flush() {
 		}
 	}
 	var buf []byte
-	for i, l := range lines {
-		buf = appendCells(buf[:0], l, widths[i])
+	for i := range n {
+		indent, cells := t.line(i)
+		buf = appendCells(buf[:0], indent, cells, widths[at[i]:at[i+1]])
 		t.w.Write(buf)
 	}
 }
 
-// appendCells appends a line of cells to buf, each but the last padded to
-// its column's width (widths[j]) and tablePadding more, and a newline.
-func appendCells(buf []byte, cells []string, widths []int) []byte {
+// cellWidth is the width of cell j of line i, the indent included in the
+// first.
+func cellWidth(t *table, i, j int) int {
+	indent, cells := t.line(i)
+	w := utf8.RuneCountInString(cells[j])
+	if j == 0 {
+		w += utf8.RuneCountInString(indent)
+	}
+	return w
+}
+
+// tabwriterByte reports whether c holds a byte text/tabwriter treats
+// specially beyond tabs and newlines.
+func tabwriterByte(c string) bool {
+	return strings.IndexByte(c, tabwriter.Escape) >= 0 || strings.IndexByte(c, '\v') >= 0 || strings.IndexByte(c, '\f') >= 0
+}
+
+// appendCells appends a line of cells to buf, after indent, each cell but
+// the last padded to its column's width (widths[j], which counts the
+// indent in the first column) and tablePadding more, and a newline.
+func appendCells(buf []byte, indent string, cells []string, widths []int) []byte {
+	buf = append(buf, indent...)
 	for j, c := range cells {
 		buf = append(buf, c...)
 		if j == len(cells)-1 {
 			break
 		}
-		for range widths[j] + tablePadding - utf8.RuneCountInString(c) {
+		pad := widths[j] + tablePadding - utf8.RuneCountInString(c)
+		if j == 0 {
+			pad -= utf8.RuneCountInString(indent)
+		}
+		for range pad {
 			buf = append(buf, ' ')
 		}
 	}
@@ -141,16 +190,20 @@ func printAlignedSeq(w io.Writer, indent string, rows iter.Seq[[]string]) {
 }
 
 // measureAligned is printAlignedSeq's first pass: the width of each column
-// but the last, and the number of rows.
+// but the last (the indent counted in the first), and the number of rows.
 func measureAligned(indent string, rows iter.Seq[[]string]) (widths []int, n int) {
+	in := utf8.RuneCountInString(indent)
 	for cells := range rows {
 		n++
-		cells = withIndent(indent, cells)
 		for j, c := range cells[:max(len(cells)-1, 0)] {
 			if j == len(widths) {
 				widths = append(widths, 0)
 			}
-			widths[j] = max(widths[j], utf8.RuneCountInString(c))
+			w := utf8.RuneCountInString(c)
+			if j == 0 {
+				w += in
+			}
+			widths[j] = max(widths[j], w)
 		}
 	}
 	return widths, n
@@ -160,17 +213,9 @@ func measureAligned(indent string, rows iter.Seq[[]string]) (widths []int, n int
 func printMeasured(w io.Writer, indent string, rows iter.Seq[[]string], widths []int) {
 	var buf []byte
 	for cells := range rows {
-		buf = appendCells(buf[:0], withIndent(indent, cells), widths)
+		buf = appendCells(buf[:0], indent, cells, widths)
 		w.Write(buf)
 	}
-}
-
-// withIndent returns cells with indent before the first.
-func withIndent(indent string, cells []string) []string {
-	if len(cells) > 0 && indent != "" {
-		cells = append([]string{indent + cells[0]}, cells[1:]...)
-	}
-	return cells
 }
 
 // printHuman prints the --long view of a program, each method as st reads
