@@ -122,12 +122,20 @@ func (t *table) flush() {
 			break
 		}
 	}
-	var buf []byte
+	// The whole table in one buffer, sized for its widest padding.
+	size := len(t.cells) + n*len(t.indent)
+	for _, c := range t.cells {
+		size += len(c)
+	}
+	for _, w := range widths {
+		size += w + tablePadding
+	}
+	buf := make([]byte, 0, size)
 	for i := range n {
 		indent, cells := t.line(i)
-		buf = appendCells(buf[:0], indent, cells, widths[at[i]:at[i+1]])
-		t.w.Write(buf)
+		buf = appendCells(buf, indent, cells, widths[at[i]:at[i+1]])
 	}
+	t.w.Write(buf)
 }
 
 // cellWidth is the width of cell j of line i, the indent included in the
