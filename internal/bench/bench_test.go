@@ -52,3 +52,29 @@ func TestMedianAndRatio(t *testing.T) {
 		t.Errorf("ratio = %v, want the median of 2, 3 and 1", got)
 	}
 }
+
+// TestAboveFloor: the one-engine runs set the floor; a larger program's
+// memory is reported over its region as median run less median floor,
+// then largest less largest.
+func TestAboveFloor(t *testing.T) {
+	c := &config{}
+	mib := func(ms ...int64) []sample {
+		var ss []sample
+		for _, m := range ms {
+			ss = append(ss, sample{maxRSS: m << 20})
+		}
+		return ss
+	}
+	if got := c.aboveFloor("methods", "-l", 8192, mib(20), 1<<20); got != "n/a" {
+		t.Errorf("before any floor: %q", got)
+	}
+	if got := c.aboveFloor("methods", "-l", 1, mib(8, 7, 9), 4096); got != "(floor)" {
+		t.Errorf("floor row: %q", got)
+	}
+	if got := c.aboveFloor("methods", "-l", 8192, mib(14, 21, 16, 15, 13), 2<<20); got != "3.5x (6.0x)" {
+		t.Errorf("above floor: %q, want (15-8)/2 and (21-9)/2", got)
+	}
+	if got := c.aboveFloor("chain", "-l", 8192, mib(20), 1<<20); got != "n/a" {
+		t.Errorf("another shape's floor was used: %q", got)
+	}
+}

@@ -42,10 +42,11 @@ type config struct {
 	// rows are the export rows alone.
 	views bool
 	out   io.Writer
-	// floors holds the peak RSS of each view (by shape and view name) on
-	// the one-engine program, when the scale rows include N = 1: what the
-	// process costs whatever the program, to report memory above it.
-	floors map[string]int64
+	// floors holds the median and the largest peak RSS of each view (by
+	// shape and view name) on the one-engine program, when the scale rows
+	// include N = 1: what the process costs whatever the program, to
+	// report memory above it.
+	floors map[string][2]int64
 }
 
 const allRows = "export,rebake,rebake-in-place,diff,diff-same,json-hash,scale"

@@ -220,6 +220,15 @@ func peak(ss []sample) int64 {
 	return m
 }
 
+// medianRSS is the median of the runs' peak RSS.
+func medianRSS(ss []sample) int64 {
+	var xs []float64
+	for _, s := range ss {
+		xs = append(xs, float64(s.maxRSS))
+	}
+	return int64(median(xs))
+}
+
 func reads(ss []sample) int64 {
 	var xs []float64
 	for _, s := range ss {

@@ -53,7 +53,7 @@ func scaleRows(c *config, dir string, t tools) error {
 		return nil
 	}
 	fmt.Fprintln(c.out)
-	fmt.Fprint(c.out, "Views of the scale programs. `diff` (re-baked) compares a program with its re-bake with a 1 GiB budget per engine: every delegate differs in one compile spec; where the re-bake is refused (65536 engines one per method: its program would pass the FlatBuffers verifier's 1,000,000-table limit, which ExecuTorch applies) the row says n/a. `diff` (engines rebuilt) compares two exports of the same manifest whose engines differ in every byte (what a user meets after rebuilding the engines): every delegate differs in its payload's SHA-256. \"above floor / region\" is the peak RSS less the same view's peak RSS on the one-engine program of the shape (the process's cost whatever the program: the Go runtime and the binary, about 8 MiB), over the program region; it needs N = 1 in the run.")
+	fmt.Fprint(c.out, "Views of the scale programs. `diff` (re-baked) compares a program with its re-bake with a 1 GiB budget per engine: every delegate differs in one compile spec; where the re-bake is refused (65536 engines one per method: its program would pass the FlatBuffers verifier's 1,000,000-table limit, which ExecuTorch applies) the row says n/a. `diff` (engines rebuilt) compares two exports of the same manifest whose engines differ in every byte (what a user meets after rebuilding the engines): every delegate differs in its payload's SHA-256. \"above floor / region\" is the median run's peak RSS less the median peak RSS of the same view on the one-engine program of the shape (the process's cost whatever the program: the Go runtime and the binary, about 8 MiB), over the program region, and in parentheses the largest run's less the largest on the one-engine program; it needs N = 1 in the run. \"peak RSS\" is the largest run's.")
 	if t.ref != "" {
 		fmt.Fprintf(c.out, " The reference pteinspect is %s, run in pairs with ours (order alternating); ratio is the median of ours / reference per pair.", c.refName)
 	}
@@ -172,7 +172,7 @@ func viewRow(c *config, t tools, n int, shape, name string, args []string, regio
 	}
 	w := median(walls(r.ours))
 	rss := peak(r.ours)
-	line := fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %.1fx | %s |", n, shape, name, dur(w), perEngine(w, n), size(rss), float64(rss)/float64(max(region, 1)), c.aboveFloor(shape, name, n, rss, region))
+	line := fmt.Sprintf("| %d | %s | %s | %s | %s | %s | %.1fx | %s |", n, shape, name, dur(w), perEngine(w, n), size(rss), float64(rss)/float64(max(region, 1)), c.aboveFloor(shape, name, n, r.ours, region))
 	if t.ref != "" {
 		line += fmt.Sprintf(" %s | %s | %.2fx |", dur(median(walls(r.base))), size(peak(r.base)), r.ratio())
 	}
@@ -185,21 +185,25 @@ func viewRow(c *config, t tools, n int, shape, name string, args []string, regio
 
 // aboveFloor returns the peak RSS above the view's floor (its peak on the
 // one-engine program of the shape, recorded here when n is 1) over the
-// program region, as text; "n/a" when the run has no N = 1.
-func (c *config) aboveFloor(shape, view string, n int, rss, region int64) string {
+// program region, as text: the median run less the floor's median run,
+// and in parentheses the largest less the floor's largest; "n/a" when the
+// run has no N = 1.
+func (c *config) aboveFloor(shape, view string, n int, runs []sample, region int64) string {
 	key := shape + "\x00" + view
+	med, top := medianRSS(runs), peak(runs)
 	if n == 1 {
 		if c.floors == nil {
-			c.floors = map[string]int64{}
+			c.floors = map[string][2]int64{}
 		}
-		c.floors[key] = rss
+		c.floors[key] = [2]int64{med, top}
 		return "(floor)"
 	}
 	floor, ok := c.floors[key]
 	if !ok {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.1fx", float64(max(rss-floor, 0))/float64(max(region, 1)))
+	over := func(rss, floor int64) float64 { return float64(max(rss-floor, 0)) / float64(max(region, 1)) }
+	return fmt.Sprintf("%.1fx (%.1fx)", over(med, floor[0]), over(top, floor[1]))
 }
 
 func btoi(b bool) int {
