@@ -174,9 +174,6 @@ type Resolution struct {
 	Methods []MethodResult
 }
 
-// locationExternal is TensorDataLocation EXTERNAL.
-const locationExternal pte.TensorDataLocation = 1
-
 // Resolve resolves the EXTERNAL tensors and named data of every method of
 // p against srcs, following ExecuTorch's Module::load (each file loaded, then
 // merged), Method::parse_external_constants and the tensor parser:
@@ -207,16 +204,21 @@ func ResolveFile(f *pte.File, srcs []Source) *Resolution {
 
 // resolvedPlans yields f's plans with what resolving them reads: every
 // plan of a File that holds them decoded, and of one opened with
-// pte.OpenOptions.LazyPlans each plan's name and values only (decoding
-// its instructions and delegates too was most of the cost of gathering
-// the keys a program needs, once per view).
+// pte.OpenOptions.LazyPlans each plan's name, and its values only when
+// it has an EXTERNAL tensor (decoding its instructions and delegates too
+// was most of the cost of gathering the keys a program needs, once per
+// view; most programs have no EXTERNAL tensor at all).
 func resolvedPlans(f *pte.File) iter.Seq2[int, *pte.ExecutionPlan] {
 	if f.Program.ExecutionPlan != nil {
 		return f.Plans()
 	}
 	return func(yield func(int, *pte.ExecutionPlan) bool) {
 		for i := range f.NumPlans() {
-			if !yield(i, &pte.ExecutionPlan{Name: f.PlanName(i), Values: f.PlanValues(i)}) {
+			ep := &pte.ExecutionPlan{Name: f.PlanName(i)}
+			if f.PlanHasExternalData(i) { // else no value makes a row
+				ep.Values = f.PlanValues(i)
+			}
+			if !yield(i, ep) {
 				return
 			}
 		}
@@ -336,7 +338,7 @@ func resolveMethod(p *pte.Program, ep *pte.ExecutionPlan, srcs []Source, keyFile
 			continue
 		}
 		t, ok := ev.Val.(*pte.Tensor)
-		if !ok || t == nil || t.ExtraTensorInfo == nil || t.ExtraTensorInfo.Location != locationExternal {
+		if !ok || t == nil || t.ExtraTensorInfo == nil || t.ExtraTensorInfo.Location != pte.TensorDataLocationEXTERNAL {
 			continue
 		}
 		row := TensorRow{Value: vi, Key: t.ExtraTensorInfo.FullyQualifiedName, Planned: t.AllocationInfo != nil,

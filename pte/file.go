@@ -46,6 +46,9 @@ type File struct {
 	// lazy is OpenOptions.LazyPlans: plans are decoded by planAt, each with
 	// its own decoder (recording positions when positions is set).
 	lazy, positions bool
+	// external[i] is whether lazily read plan i has a tensor whose data
+	// is EXTERNAL, noted as Open checks its values; nil when none has.
+	external []bool
 	// Truncated is the error of a file shorter than its header says,
 	// opened with OpenOptions.Truncated; nil otherwise.
 	Truncated *TruncatedError

@@ -101,6 +101,19 @@ func planPart[T any](f *File, i int, of func(*ExecutionPlan) T, decode func(*fbD
 	return decode(f.decoder(false), t)
 }
 
+// PlanHasExternalData reports whether a tensor of execution plan i keeps
+// its data outside the program (TensorDataLocationEXTERNAL), for a data
+// file (.ptd) to provide; false when i is out of range. For a File opened
+// with OpenOptions.LazyPlans it answers from what Open noted as it checked
+// the plan's values, without decoding them again.
+func (f *File) PlanHasExternalData(i int) bool {
+	if !f.lazy {
+		ep := f.Plan(i)
+		return ep != nil && hasExternalData(ep.Values)
+	}
+	return i >= 0 && i < len(f.external) && f.external[i]
+}
+
 // PlanName returns the name of execution plan i, "" when i is out of range
 // or the plan has no name. It does not decode the plan.
 func (f *File) PlanName(i int) string {

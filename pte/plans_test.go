@@ -60,6 +60,20 @@ func checkLazySame(t *testing.T, data []byte) *File {
 		if ep != nil && !reflect.DeepEqual(lazy.PlanValues(i), ep.Values) {
 			t.Fatalf("PlanValues(%d) is not Plan(%d).Values", i, i)
 		}
+		external := false // by definition, from the decoded plan
+		if ep != nil {
+			for _, ev := range ep.Values {
+				if ev == nil {
+					continue
+				}
+				if x, ok := ev.Val.(*Tensor); ok && x != nil && x.ExtraTensorInfo != nil && x.ExtraTensorInfo.Location == TensorDataLocationEXTERNAL {
+					external = true
+				}
+			}
+		}
+		if eager.PlanHasExternalData(i) != external || lazy.PlanHasExternalData(i) != external {
+			t.Fatalf("PlanHasExternalData(%d) = %t, with LazyPlans %t; plan %d has EXTERNAL tensors: %t", i, eager.PlanHasExternalData(i), lazy.PlanHasExternalData(i), i, external)
+		}
 		if eager.PlanName(i) != lazy.PlanName(i) {
 			t.Fatalf("PlanName(%d) = %q with LazyPlans, %q without", i, lazy.PlanName(i), eager.PlanName(i))
 		}

@@ -102,16 +102,39 @@ func (f *File) checkPlanValuesAt(i int) error {
 		return checkPlanValues(i, ep, d)
 	}
 	t, _ := rootTab(f.region).tableAt(slotProgramPlans, i)
+	var ep *ExecutionPlan
 	check := func(positions bool) error {
 		d := f.decoder(positions)
-		ep := &ExecutionPlan{Values: d.values(t)}
+		ep = &ExecutionPlan{Values: d.values(t)}
 		d.at(ep, t)
 		return checkPlanValues(i, ep, d)
 	}
 	if check(false) == nil {
+		// Noted now, while the values are decoded, for
+		// PlanHasExternalData.
+		if hasExternalData(ep.Values) {
+			if f.external == nil {
+				f.external = make([]bool, f.NumPlans())
+			}
+			f.external[i] = true
+		}
 		return nil
 	}
 	return check(true)
+}
+
+// hasExternalData reports whether a tensor among values keeps its data
+// outside the program.
+func hasExternalData(values []*EValue) bool {
+	for _, ev := range values {
+		if ev == nil {
+			continue
+		}
+		if t, ok := ev.Val.(*Tensor); ok && t != nil && t.ExtraTensorInfo != nil && t.ExtraTensorInfo.Location == TensorDataLocationEXTERNAL {
+			return true
+		}
+	}
+	return false
 }
 
 // checkPlanValues is validate_program for one plan; d knows the positions
