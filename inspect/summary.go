@@ -142,12 +142,13 @@ func Summarize(f *pte.File, opts *Options) (*Summary, *Document, error) {
 	}
 	if err := st.EachDelegate(func(mv *MethodView) error {
 		endMethod()
-		m = planSummary(mv.Plan)
-		m.Index = mv.Index
+		m = nil // a method past those kept counts only in the totals
 		if s.MethodCount++; keep <= 0 || len(s.Methods) < keep {
+			m = planSummary(mv.Plan)
+			m.Index = mv.Index
 			s.Methods = append(s.Methods, m)
 		}
-		t.groups = nil // groups are per method
+		clear(t.groups) // groups are per method
 		return nil
 	}, func(_ *MethodView, d *Delegate) error {
 		s.addDelegate(d, m, &t)
@@ -285,15 +286,12 @@ type groupKey struct {
 	id, budget, device string
 }
 
-// addDelegate counts d in s (payload and backend), in its group (made the
-// first time, and listed under its method m, when not nil) and in m's
-// budget totals.
+// addDelegate counts d in s (payload and backend) and, when its method m
+// is not nil, in its group (made the first time and listed under m) and
+// in m's budget totals.
 func (s *Summary) addDelegate(d *Delegate, m *MethodSummary, t *summaryTotals) {
 	if t.backends == nil {
 		t.backends = map[string]int{}
-	}
-	if t.groups == nil {
-		t.groups = map[groupKey]*DelegateGroup{}
 	}
 	if k, ok := storageOf(d); d.Size != nil && (!ok || t.stored.add(k)) {
 		s.Payloads = compilespec.AddSizes(s.Payloads, *d.Size)
@@ -312,15 +310,19 @@ func (s *Summary) addDelegate(d *Delegate, m *MethodSummary, t *summaryTotals) {
 			s.Largest = d
 		}
 	}
+	if m == nil {
+		return
+	}
+	if t.groups == nil {
+		t.groups = map[groupKey]*DelegateGroup{}
+	}
 	budget, budgetBytes := delegateBudget(d)
 	k := groupKey{d.PlanIndex, d.ID, budget, delegateDevice(d)}
 	g := t.groups[k]
 	if g == nil {
 		g = &DelegateGroup{ID: d.ID, Budget: budget, BudgetBytes: budgetBytes, Device: k.device, First: d.DelegateIndex}
 		t.groups[k] = g
-		if m != nil {
-			m.Groups = append(m.Groups, g)
-		}
+		m.Groups = append(m.Groups, g)
 	}
 	g.Count++
 	if g.stored == nil {
@@ -332,7 +334,7 @@ func (s *Summary) addDelegate(d *Delegate, m *MethodSummary, t *summaryTotals) {
 	if !reachable {
 		g.Unreachable++
 	}
-	if m != nil && delegate.IsTensorRT(d.ID) {
+	if delegate.IsTensorRT(d.ID) {
 		if budgetBytes >= 0 {
 			m.Budget = compilespec.AddSizes(m.Budget, budgetBytes)
 			m.Budgeted++
