@@ -204,7 +204,10 @@ type nodeBuilder struct {
 // newNodeBuilder returns a builder for the text data.
 func newNodeBuilder(data []byte) *nodeBuilder {
 	b := &nodeBuilder{}
-	b.nodes.Hint(jsontree.ValueBound(data))
+	values, names := jsontree.Bounds(data)
+	b.nodes.Hint(values)
+	b.elems.Hint(values - 1)
+	b.keys.Hint(names)
 	return b
 }
 

@@ -139,7 +139,11 @@ type Extension struct {
 // extensions of JSON.
 func Parse(data []byte, opt Options) (*Value, []Extension, error) {
 	b := &valueBuilder{}
-	b.vals.Hint(ValueBound(data))
+	values, names := Bounds(data)
+	b.vals.Hint(values)
+	b.elems.Hint(values - 1)
+	b.keys.Hint(names)
+	b.offs.Hint(names)
 	return Build[*Value](data, opt, b)
 }
 
@@ -192,15 +196,19 @@ type Blocks[T any] struct {
 // ValueBound of the text.
 func (b *Blocks[T]) Hint(n int) { b.hint = min(256, max(1, n)) }
 
-// ValueBound returns at least the number of values data holds if it is
-// JSON: every value but the outermost is the first member of a container
-// or follows a comma, so one more than the commas and openers counts each
-// (exactly, unless strings hold such bytes or containers are empty). It
-// reads data three times at memory speed, which costs less than the block
-// a guess from the text's length leaves unused (a TensorRT blob's
-// metadata: 250 bytes, 21 values).
-func ValueBound(data []byte) int {
-	return 1 + bytes.Count(data, []byte{','}) + bytes.Count(data, []byte{'['}) + bytes.Count(data, []byte{'{'})
+// Bounds returns at least the number of values data holds if it is JSON,
+// and at least the number of object member names: every value but the
+// outermost is the first member of a container or follows a comma, so
+// one more than the commas and openers counts each, and a member name is
+// followed by a colon. Both are exact for compact JSON unless strings
+// hold such bytes (or containers are empty). Counting reads data four
+// times at memory speed, which costs less than the blocks a guess from
+// the text's length leaves unused (a TensorRT blob's metadata: 250
+// bytes, 21 values). The elements and member values of all containers
+// number values-1.
+func Bounds(data []byte) (values, names int) {
+	values = 1 + bytes.Count(data, []byte{','}) + bytes.Count(data, []byte{'['}) + bytes.Count(data, []byte{'{'})
+	return values, bytes.Count(data, []byte{':'})
 }
 
 // New returns a pointer to a zero T.
@@ -225,7 +233,12 @@ func (b *Blocks[T]) New() *T {
 type Slices[T any] struct {
 	free []T
 	size int
+	hint int // the first block's size, when Hint gave one
 }
+
+// Hint sizes the first block for n Ts in all (at most maxSliceBlock), so
+// that the members of a small text take one block of their number.
+func (b *Slices[T]) Hint(n int) { b.hint = min(maxSliceBlock, max(1, n)) }
 
 // maxSliceBlock is the most Ts a Slices block holds; a slice of more
 // than a quarter of it is allocated alone.
@@ -242,7 +255,11 @@ func (b *Slices[T]) Copy(s []T) []T {
 		return append(make([]T, 0, n), s...)
 	}
 	if len(b.free) < n {
-		b.size = min(maxSliceBlock, max(16, 2*b.size))
+		if b.hint > 0 {
+			b.size, b.hint = b.hint, 0
+		} else {
+			b.size = min(maxSliceBlock, max(16, 2*b.size))
+		}
 		b.free = make([]T, max(b.size, n))
 	}
 	c := b.free[:n:n]

@@ -135,8 +135,9 @@ func check(t *testing.T, data []byte) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q: Parse and the decoder read different trees", data)
 	}
-	if n, b := countValues(got), ValueBound(data); b < n {
-		t.Fatalf("%q: ValueBound %d, below the %d values parsed", data, b, n)
+	n, names := countValues(got), countNames(got)
+	if b, nb := Bounds(data); b < n || nb < names {
+		t.Fatalf("%q: Bounds %d values, %d names, below the %d and %d parsed", data, b, nb, n, names)
 	}
 	// Python's extensions only add: standard JSON reads the same.
 	py, _, err := Parse(data, Options{Python: true})
@@ -280,7 +281,16 @@ func TestBlocks(t *testing.T) {
 // capacity: appending to one never changes another, and changing the
 // source afterwards changes no copy.
 func TestSlices(t *testing.T) {
+	for _, hint := range []int{0, 5, 40} {
+		testSlices(t, hint)
+	}
+}
+
+func testSlices(t *testing.T, hint int) {
 	var b Slices[int]
+	if hint > 0 {
+		b.Hint(hint) // a first block of its own size, then the usual ones
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var srcs, copies [][]int
 	for i := range 3000 {
@@ -312,6 +322,23 @@ func TestSlices(t *testing.T) {
 	}
 }
 
+// TestSlicesHint: the members of a text, counted by Hint, take one block
+// of their number, below the 16 a block otherwise starts with.
+func TestSlicesHint(t *testing.T) {
+	var b Slices[string]
+	b.Hint(7)
+	for _, n := range []int{3, 0, 4} {
+		b.Copy(make([]string, n))
+	}
+	if b.size != 7 || len(b.free) != 0 {
+		t.Errorf("after 7 members hinted as 7: block of %d, %d left", b.size, len(b.free))
+	}
+	b.Copy(make([]string, 1))
+	if b.size != 16 {
+		t.Errorf("past the hint: block of %d, want 16", b.size)
+	}
+}
+
 // TestBlocksHint: a hint sizes the first block (no smaller than 16, no
 // larger than 256), and blocks double from there.
 func TestBlocksHint(t *testing.T) {
@@ -331,27 +358,36 @@ func TestBlocksHint(t *testing.T) {
 	}
 }
 
-// TestValueBound: the bound is never below the values Parse makes, and is
-// exact for compact JSON with no commas or openers inside strings.
-func TestValueBound(t *testing.T) {
+// TestBounds: the bounds are never below the values and names Parse
+// makes, and are exact for compact JSON with no commas, openers or colons
+// inside strings.
+func TestBounds(t *testing.T) {
 	for _, c := range []struct {
 		text  string
 		exact bool
 	}{
 		{`1`, true}, {`"a"`, true}, {`[]`, false}, {`{}`, false}, {`[1,2,3]`, true},
 		{`{"a":[1,2],"b":{"c":3}}`, true}, {` { "a" : [ true , null ] } `, true},
-		{`["a,b","[{"]`, false}, {`[[],[[]],{}]`, false},
+		{`["a,b","[{:"]`, false}, {`[[],[[]],{}]`, false}, {`{"a:":1}`, false},
 	} {
 		v, _, err := Parse([]byte(c.text), Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", c.text, err)
 		}
-		n := countValues(v)
-		got := ValueBound([]byte(c.text))
-		if got < n || (c.exact && got != n) {
-			t.Errorf("ValueBound(%s) = %d, the text has %d values (exact: %v)", c.text, got, n, c.exact)
+		n, names := countValues(v), countNames(v)
+		got, gotNames := Bounds([]byte(c.text))
+		if got < n || gotNames < names || (c.exact && (got != n || gotNames != names)) {
+			t.Errorf("Bounds(%s) = %d, %d; the text has %d values, %d names (exact: %v)", c.text, got, gotNames, n, names, c.exact)
 		}
 	}
+}
+
+func countNames(v *Value) int {
+	n := len(v.Keys)
+	for _, e := range v.Elems {
+		n += countNames(e)
+	}
+	return n
 }
 
 func countValues(v *Value) int {
