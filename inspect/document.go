@@ -304,12 +304,15 @@ func newStream(f *pte.File, opts *Options, sums digests, segments bool) (*Stream
 	if err != nil {
 		return nil, err
 	}
+	doc.Problems = verifyProblems(f, opts.Method)
+	// After Verify, which allocates much more: a segment table held while
+	// it ran would count as live at each collection and raise the heap's
+	// goal by twice its size.
 	if segments {
 		if doc.Segments, err = b.segments(); err != nil {
 			return nil, err
 		}
 	}
-	doc.Problems = verifyProblems(f, opts.Method)
 	return &Stream{b: b, doc: doc}, nil
 }
 
