@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"unicode/utf8"
 
@@ -29,7 +30,26 @@ type table struct {
 	indent string
 	cells  []string    // every line's cells, one line after another
 	lines  []tableLine // where each line's cells end in cells
+	// bufs is where cells, lines and flush's work come from: taken from
+	// tableBufsPool at the first row, given back by flush.
+	bufs *tableBufs
 }
+
+// tableBufs is a table's storage, kept between tables: -l prints half a
+// dozen small tables per method, and making their slices anew each time
+// was a sixth of what it allocated.
+type tableBufs struct {
+	cells      []string
+	lines      []tableLine
+	at, widths []int
+	buf        []byte
+}
+
+var tableBufsPool = sync.Pool{New: func() any { return new(tableBufs) }}
+
+// maxPooledCells bounds the tables whose storage is kept for the next:
+// the few with thousands of rows (a segment per engine) would hold it.
+const maxPooledCells = 1 << 12
 
 // tableLine is one line of a table: its cells end at cells[end], and it
 // starts with the table's indent unless it continues a row that a newline
@@ -44,6 +64,10 @@ func newTable(w io.Writer, indent string) *table {
 }
 
 func (t *table) row(cols ...string) {
+	if t.bufs == nil {
+		t.bufs = tableBufsPool.Get().(*tableBufs)
+		t.cells, t.lines = t.bufs.cells[:0], t.bufs.lines[:0]
+	}
 	if len(cols) > 0 && !slices.ContainsFunc(cols, splitsCell) {
 		t.cells = append(t.cells, cols...) // a copy: the caller may reuse cols
 		t.lines = append(t.lines, tableLine{end: len(t.cells), indented: true})
@@ -78,8 +102,11 @@ func (t *table) line(i int) (indent string, cells []string) {
 }
 
 func (t *table) flush() {
-	defer func() { t.cells, t.lines = t.cells[:0], t.lines[:0] }()
 	n := len(t.lines)
+	if n == 0 {
+		return
+	}
+	defer t.release()
 	if slices.ContainsFunc(t.cells, tabwriterByte) {
 		// Bytes tabwriter gives a meaning of its own (an escape, a
 		// vertical tab, a form feed), which the views escape before
@@ -95,12 +122,15 @@ func (t *table) flush() {
 	// A column's width is set by the run of consecutive lines that have
 	// a cell in it ended by a tab, as tabwriter's column blocks are. Line
 	// i's widths are widths[at[i]:at[i+1]], one per cell but its last.
-	at := make([]int, n+1)
+	at := slices.Grow(t.bufs.at[:0], n+1)[:n+1]
+	t.bufs.at = at
+	at[0] = 0
 	for i := range n {
 		_, cells := t.line(i)
 		at[i+1] = at[i] + max(len(cells)-1, 0)
 	}
-	widths := make([]int, at[n])
+	widths := slices.Grow(t.bufs.widths[:0], at[n])[:at[n]]
+	t.bufs.widths = widths
 	for j := 0; ; j++ {
 		any := false
 		for start := 0; start < n; {
@@ -130,12 +160,26 @@ func (t *table) flush() {
 	for _, w := range widths {
 		size += w + tablePadding
 	}
-	buf := make([]byte, 0, size)
+	buf := slices.Grow(t.bufs.buf[:0], size)
 	for i := range n {
 		indent, cells := t.line(i)
 		buf = appendCells(buf, indent, cells, widths[at[i]:at[i+1]])
 	}
 	t.w.Write(buf)
+	t.bufs.buf = buf
+}
+
+// release gives the table's storage back to the pool, its cells cleared
+// so that the pool keeps no string alive; the table starts empty.
+func (t *table) release() {
+	b := t.bufs
+	t.bufs = nil
+	clear(t.cells)
+	b.cells, b.lines = t.cells[:0], t.lines[:0]
+	t.cells, t.lines = nil, nil
+	if cap(b.cells) <= maxPooledCells {
+		tableBufsPool.Put(b)
+	}
 }
 
 // cellWidth is the width of cell j of line i, the indent included in the
