@@ -139,11 +139,31 @@ type Extension struct {
 // extensions of JSON.
 func Parse(data []byte, opt Options) (*Value, []Extension, error) {
 	b := &valueBuilder{}
-	values, names := Bounds(data)
-	b.vals.Hint(values)
-	b.elems.Hint(values - 1)
-	b.keys.Hint(names)
-	b.offs.Hint(names)
+	b.hint(data)
+	return Build[*Value](data, opt, b)
+}
+
+// Arena parses texts one after another into the same memory, for a
+// caller that reads each tree into values of its own and drops it (a
+// blob's metadata, read once per delegate): the tree Parse returns, its
+// Values and their slices, may be used only until the next Parse on the
+// Arena. The strings in it (Text, Keys) are ordinary strings and stay
+// valid. The zero Arena is ready to use; it is not safe for concurrent
+// use.
+type Arena struct {
+	b valueBuilder
+}
+
+// Parse is the package's Parse into a's memory.
+func (a *Arena) Parse(data []byte, opt Options) (*Value, []Extension, error) {
+	b := &a.b
+	b.vals.Reset()
+	b.elems.Reset()
+	b.keys.Reset()
+	b.offs.Reset()
+	if len(b.vals.made) == 0 { // the first text sizes the first blocks
+		b.hint(data)
+	}
 	return Build[*Value](data, opt, b)
 }
 
@@ -188,7 +208,15 @@ type Blocks[T any] struct {
 	free []T
 	size int
 	hint int // the first block's size, when Hint gave one
+	// made lists the blocks made so far, and next the first of them New
+	// has not taken since the last Reset.
+	made [][]T
+	next int
 }
+
+// Reset makes every T New handed out free to be handed out again
+// (zeroed), keeping the blocks: nothing may use those Ts afterwards.
+func (b *Blocks[T]) Reset() { b.free, b.next = nil, 0 }
 
 // Hint sizes the first block for n Ts (at most 256), so that a small
 // text, such as a blob's metadata read once per delegate, takes one block
@@ -214,9 +242,16 @@ func Bounds(data []byte) (values, names int) {
 // New returns a pointer to a zero T.
 func (b *Blocks[T]) New() *T {
 	if len(b.free) == 0 {
-		b.size = min(256, max(16, 2*b.size, b.hint))
-		b.hint = 0
-		b.free = make([]T, b.size)
+		if b.next < len(b.made) {
+			b.free = b.made[b.next]
+			clear(b.free)
+		} else {
+			b.size = min(256, max(16, 2*b.size, b.hint))
+			b.hint = 0
+			b.free = make([]T, b.size)
+			b.made = append(b.made, b.free)
+		}
+		b.next++
 	}
 	v := &b.free[0]
 	b.free = b.free[1:]
@@ -234,7 +269,14 @@ type Slices[T any] struct {
 	free []T
 	size int
 	hint int // the first block's size, when Hint gave one
+	// made and next are as in Blocks.
+	made [][]T
+	next int
 }
+
+// Reset makes the blocks of every copy Copy returned free to be cut
+// again: nothing may use those copies afterwards.
+func (b *Slices[T]) Reset() { b.free, b.next = nil, 0 }
 
 // Hint sizes the first block for n Ts in all (at most maxSliceBlock), so
 // that the members of a small text take one block of their number.
@@ -255,12 +297,22 @@ func (b *Slices[T]) Copy(s []T) []T {
 		return append(make([]T, 0, n), s...)
 	}
 	if len(b.free) < n {
-		if b.hint > 0 {
-			b.size, b.hint = b.hint, 0
-		} else {
-			b.size = min(maxSliceBlock, max(16, 2*b.size))
+		for b.next < len(b.made) && len(b.made[b.next]) < n {
+			b.next++ // a kept block too short for this copy
 		}
-		b.free = make([]T, max(b.size, n))
+		if b.next < len(b.made) {
+			b.free = b.made[b.next]
+			clear(b.free) // what the last tree held there is not kept alive
+		} else {
+			if b.hint > 0 {
+				b.size, b.hint = b.hint, 0
+			} else {
+				b.size = min(maxSliceBlock, max(16, 2*b.size))
+			}
+			b.free = make([]T, max(b.size, n))
+			b.made = append(b.made, b.free)
+		}
+		b.next++
 	}
 	c := b.free[:n:n]
 	b.free = b.free[n:]
@@ -274,6 +326,15 @@ type valueBuilder struct {
 	elems Slices[*Value]
 	keys  Slices[string]
 	offs  Slices[int]
+}
+
+// hint sizes the first blocks for the text data.
+func (b *valueBuilder) hint(data []byte) {
+	values, names := Bounds(data)
+	b.vals.Hint(values)
+	b.elems.Hint(values - 1)
+	b.keys.Hint(names)
+	b.offs.Hint(names)
 }
 
 func (b *valueBuilder) newValue(kind Kind, off int) *Value {

@@ -135,6 +135,11 @@ func check(t *testing.T, data []byte) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q: Parse and the decoder read different trees", data)
 	}
+	// An Arena used for every text checked, so that each parse reuses
+	// what the texts before it left.
+	if av, _, err := checkArena.Parse(data, Options{}); err != nil || !reflect.DeepEqual(av, got) {
+		t.Fatalf("%q: Arena.Parse read a different tree (%v)", data, err)
+	}
 	n, names := countValues(got), countNames(got)
 	if b, nb := Bounds(data); b < n || nb < names {
 		t.Fatalf("%q: Bounds %d values, %d names, below the %d and %d parsed", data, b, nb, n, names)
@@ -379,6 +384,40 @@ func TestBounds(t *testing.T) {
 		if got < n || gotNames < names || (c.exact && (got != n || gotNames != names)) {
 			t.Errorf("Bounds(%s) = %d, %d; the text has %d values, %d names (exact: %v)", c.text, got, gotNames, n, names, c.exact)
 		}
+	}
+}
+
+// checkArena is the Arena check reuses across texts.
+var checkArena Arena
+
+// TestArenaReuse: trees parsed one after another into one Arena are the
+// trees Parse makes, whatever the previous text's shape, and once its
+// blocks fit, a text of the same shape is parsed with fewer allocations
+// than Parse needs.
+func TestArenaReuse(t *testing.T) {
+	var a Arena
+	texts := []string{
+		`{"io_bindings":[{"name":"x","dtype":"float16","shape":[1,4096],"is_input":true}],"device_id":0}`,
+		`[1,2,3]`, `"s"`, `{"a":{"b":{"c":[[],{},[null,false]]}}}`,
+		`{"io_bindings":[{"name":"y","dtype":"float32","shape":[8],"is_input":false}],"device_id":1}`,
+	}
+	for range 3 {
+		for _, text := range texts {
+			want, _, err := Parse([]byte(text), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := a.Parse([]byte(text), Options{})
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: Arena.Parse differs from Parse (%v)", text, err)
+			}
+		}
+	}
+	data := []byte(texts[0])
+	fresh := testing.AllocsPerRun(100, func() { Parse(data, Options{}) })
+	reused := testing.AllocsPerRun(100, func() { a.Parse(data, Options{}) })
+	if reused >= fresh {
+		t.Errorf("Arena.Parse: %v allocations per text, Parse %v", reused, fresh)
 	}
 }
 
