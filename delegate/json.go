@@ -2,6 +2,7 @@ package delegate
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/ptekit/ptekit/internal/jsontree"
 )
@@ -13,6 +14,15 @@ import (
 // unpaired UTF-16 surrogates in \u escapes (a Go string cannot carry them:
 // they become U+FFFD) included, and reports each use of an extension so
 // the strict reading can refuse it. Input must already be valid UTF-8.
+
+// arenas holds the memory of metadata trees between blobs: a tree is read
+// into a PyMetadata, which keeps nothing of it, and dropped, once per
+// delegate.
+var arenas = sync.Pool{New: func() any { return new(jsontree.Arena) }}
+
+// maxPooledMetadata bounds the metadata whose tree's memory is kept for
+// the next blob: real metadata is a few hundred bytes.
+const maxPooledMetadata = 64 << 10
 
 // jsonValue is a parsed value. Object members keep their order and
 // duplicates; lookups (Member) take the last, as Python's dict does.
@@ -52,10 +62,11 @@ const maxJSONDepth = 900
 const maxIntDigits = 4300
 
 // parseJSON parses metadata found at blob offset base, one JSON value
-// surrounded by optional white space, and lists where it uses Python's
-// extensions of JSON. Its errors are *BlobErrors.
-func parseJSON(md []byte, base int64) (*jsonValue, []jsontree.Extension, error) {
-	v, ext, err := jsontree.Parse(md, jsontree.Options{
+// surrounded by optional white space, into a, and lists where it uses
+// Python's extensions of JSON. Its errors are *BlobErrors. The tree is
+// a's: valid until a parses again.
+func parseJSON(a *jsontree.Arena, md []byte, base int64) (*jsonValue, []jsontree.Extension, error) {
+	v, ext, err := a.Parse(md, jsontree.Options{
 		MaxDepth: maxJSONDepth, MaxValues: MaxMetadataValues, MaxIntDigits: maxIntDigits, Python: true,
 	})
 	if err == nil {

@@ -132,7 +132,14 @@ func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 		}
 		return nil, &BlobError{Field: "metadata", Off: base + int64(i), Msg: fmt.Sprintf("invalid UTF-8 (byte 0x%02x)", md[i])}
 	}
-	root, ext, err := parseJSON(md, base)
+	// No *jsonValue outlives this call (PyMetadata holds converted
+	// values, BlobErrors offsets and text), so the tree's memory goes
+	// back to the pool for the next blob.
+	a := arenas.Get().(*jsontree.Arena)
+	if len(md) <= maxPooledMetadata {
+		defer arenas.Put(a)
+	}
+	root, ext, err := parseJSON(a, md, base)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -89,4 +90,48 @@ func TestDecodePython(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecodePythonKeepsNoTree: decodePyMetadata parses into pooled memory
+// that the next blob's metadata reuses, so what it returns must hold
+// nothing of the tree. Each result is written down as it is returned and
+// again after many other metadata texts have been decoded.
+func TestDecodePythonKeepsNoTree(t *testing.T) {
+	texts := []string{
+		`{"io_bindings":[{"name":"x","dtype":"float16","shape":[1,4096],"is_input":true},{"name":"y","dtype":"float16","shape":[1,4096],"is_input":false}],"aliased_io":[{"output":"y","input":"x","kind":"kv"}],"hardware_compatible":false,"device_id":0,"serialized_metadata":"","target_platform":""}`,
+		`{"io_bindings":[{"name":"a","shape":[7,[8],{"k":[9]}]}],"device_id":{"nested":[1,2]},"extra":{"deep":[[],[{}]]}}`,
+		`{"aliased_io":[{"output":1,"input":"p"},{"output":true,"input":"q"}],"serialized_metadata":"blob"}`,
+		`{"io_bindings":[]}`,
+	}
+	var got []*PyMetadata
+	var first []string
+	for _, text := range texts {
+		m, err := decodePyMetadata([]byte(text), 32)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		got, first = append(got, m), append(first, snapshot(t, m))
+	}
+	for range 3 { // reuse the memory with other shapes
+		for i := len(texts) - 1; i >= 0; i-- {
+			if _, err := decodePyMetadata([]byte(texts[i]), 32); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i, m := range got {
+		if now := snapshot(t, m); now != first[i] {
+			t.Fatalf("decode of %s changed after later decodes:\n%s\nwas %s", texts[i], now, first[i])
+		}
+	}
+}
+
+// snapshot writes m down deeply: its Go syntax (slice and pointer
+// identities) and its JSON (what any pointer leads to).
+func snapshot(t *testing.T, m *PyMetadata) string {
+	j, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%#v\n%s", *m, j)
 }
