@@ -148,11 +148,17 @@ func Parse(data []byte, opt Options) (*Value, []Extension, error) {
 // blob's metadata, read once per delegate): the tree Parse returns, its
 // Values and their slices, may be used only until the next Parse on the
 // Arena. The strings in it (Text, Keys) are ordinary strings and stay
-// valid. The zero Arena is ready to use; it is not safe for concurrent
-// use.
+// valid; member names are interned across texts, up to maxArenaNames.
+// The zero Arena is ready to use; it is not safe for concurrent use.
 type Arena struct {
 	b valueBuilder
+	p parser[*Value] // its stacks and buffer, and the names it interned
 }
+
+// maxArenaNames bounds the member names an Arena keeps interned from one
+// text to the next (the same few in every blob's metadata): past it the
+// next text starts a new set.
+const maxArenaNames = 1024
 
 // Parse is the package's Parse into a's memory.
 func (a *Arena) Parse(data []byte, opt Options) (*Value, []Extension, error) {
@@ -164,7 +170,13 @@ func (a *Arena) Parse(data []byte, opt Options) (*Value, []Extension, error) {
 	if len(b.vals.made) == 0 { // the first text sizes the first blocks
 		b.hint(data)
 	}
-	return Build[*Value](data, opt, b)
+	names := a.p.names
+	if names == nil || len(names) > maxArenaNames {
+		names = map[string]string{}
+	}
+	a.p = parser[*Value]{s: data, opt: opt, b: b, names: names,
+		elems: a.p.elems[:0], keys: a.p.keys[:0], koffs: a.p.koffs[:0], buf: a.p.buf[:0]}
+	return a.p.run()
 }
 
 // Builder makes a caller's own tree as Build reads the text, for a caller
@@ -185,11 +197,16 @@ type Builder[T any] interface {
 // Build parses data as Parse does, making the tree with b.
 func Build[T any](data []byte, opt Options, b Builder[T]) (T, []Extension, error) {
 	p := &parser[T]{s: data, opt: opt, b: b, names: map[string]string{}}
+	return p.run()
+}
+
+// run parses p.s whole.
+func (p *parser[T]) run() (T, []Extension, error) {
 	p.space()
 	v, err := p.value()
 	if err == nil {
 		p.space()
-		if p.p != len(data) {
+		if p.p != len(p.s) {
 			err = p.errf("extra data after the JSON value")
 		}
 	}
