@@ -64,7 +64,8 @@ func abFileTables(t *testing.T, f *File) map[string]fbTab {
 	meta := sub(plan, 1)
 	str := sub(vrTab(t, f, ep.Values[1]), 1)
 	extra := sub(vrTab(t, f, ep.Values[2].Val), 9)
-	frame := vrTab(t, f, ep.Chains[0]).tables(3)[0].tables(0)[0]
+	frames, _ := vrTab(t, f, ep.Chains[0]).tableAt(3, 0)
+	frame, _ := frames.tableAt(0, 0)
 	return map[string]fbTab{
 		"ExecutionPlan": plan, "ContainerMetadata": meta, "String": str, "ExtraTensorInfo": extra,
 		"Operator": vrTab(t, f, ep.Operators[0]), "Frame": frame, "BackendDelegate": vrTab(t, f, ep.Delegates[0]),

@@ -2,6 +2,7 @@ package pte
 
 import (
 	"encoding/binary"
+	"iter"
 	"math"
 	"sync"
 )
@@ -101,18 +102,34 @@ func (t fbTab) tableAt(slot, i int) (fbTab, bool) {
 	return fbTabAt(t.b, e+binary.LittleEndian.Uint32(t.b[e:])), true
 }
 
-// tables returns the tables of a vector of tables; nil when absent.
-func (t fbTab) tables(slot int) []fbTab {
+// tables returns the vector of tables in slot; false when absent. It
+// reads the elements as they are asked for: a slice of them was a tenth
+// of what decoding a plan allocated.
+func (t fbTab) tables(slot int) (fbTabs, bool) {
 	start, n, ok := t.vec(slot)
 	if !ok {
-		return nil
+		return fbTabs{}, false
 	}
-	out := make([]fbTab, n)
-	for i := range out {
-		e := start + 4*uint32(i)
-		out[i] = fbTabAt(t.b, e+binary.LittleEndian.Uint32(t.b[e:]))
+	return fbTabs{b: t.b, start: start, n: int(n)}, true
+}
+
+// fbTabs is a vector of tables: n of them, their offsets from start on.
+type fbTabs struct {
+	b     []byte
+	start uint32
+	n     int
+}
+
+// all yields the vector's tables with their indices.
+func (v fbTabs) all() iter.Seq2[int, fbTab] {
+	return func(yield func(int, fbTab) bool) {
+		for i := range v.n {
+			e := v.start + 4*uint32(i)
+			if !yield(i, fbTabAt(v.b, e+binary.LittleEndian.Uint32(v.b[e:]))) {
+				return
+			}
+		}
 	}
-	return out
 }
 
 func (t fbTab) bytes(slot int) []byte {
@@ -246,15 +263,15 @@ func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Pro
 	root := rootTab(b)
 	p := &Program{Version: root.u32(0)}
 	d.at(p, root)
-	if ts := root.tables(1); ts != nil && !lazyPlans {
-		p.ExecutionPlan = make([]*ExecutionPlan, len(ts))
-		for i, t := range ts {
+	if ts, ok := root.tables(1); ok && !lazyPlans {
+		p.ExecutionPlan = make([]*ExecutionPlan, ts.n)
+		for i, t := range ts.all() {
 			p.ExecutionPlan[i] = d.plan(t)
 		}
 	}
-	if ts := root.tables(2); ts != nil {
-		p.ConstantBuffer = make([]*Buffer, len(ts))
-		for i, t := range ts {
+	if ts, ok := root.tables(2); ok {
+		p.ConstantBuffer = make([]*Buffer, ts.n)
+		for i, t := range ts.all() {
 			p.ConstantBuffer[i] = &Buffer{Storage: t.bytes(0)}
 			d.at(p.ConstantBuffer[i], t)
 			if start, _, ok := t.vec(0); ok {
@@ -262,9 +279,9 @@ func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Pro
 			}
 		}
 	}
-	if ts := root.tables(3); ts != nil {
-		p.BackendDelegateData = make([]*BackendDelegateInlineData, len(ts))
-		for i, t := range ts {
+	if ts, ok := root.tables(3); ok {
+		p.BackendDelegateData = make([]*BackendDelegateInlineData, ts.n)
+		for i, t := range ts.all() {
 			p.BackendDelegateData[i] = &BackendDelegateInlineData{Data: t.bytes(0)}
 			d.at(p.BackendDelegateData[i], t)
 			if start, _, ok := t.vec(0); ok {
@@ -272,9 +289,9 @@ func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Pro
 			}
 		}
 	}
-	if ts := root.tables(4); ts != nil {
-		p.Segments = make([]*DataSegment, len(ts))
-		for i, t := range ts {
+	if ts, ok := root.tables(4); ok {
+		p.Segments = make([]*DataSegment, ts.n)
+		for i, t := range ts.all() {
 			// Not recorded in d.pos: File.segmentPos finds a segment's
 			// table by its index, and a program may have one per engine.
 			p.Segments[i] = &DataSegment{Offset: t.u64(0), Size: t.u64(1)}
@@ -283,15 +300,15 @@ func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Pro
 	if t, ok := root.sub(5); ok {
 		p.ConstantSegment = d.subsegment(t)
 	}
-	if ts := root.tables(6); ts != nil {
-		p.MutableDataSegments = make([]*SubsegmentOffsets, len(ts))
-		for i, t := range ts {
+	if ts, ok := root.tables(6); ok {
+		p.MutableDataSegments = make([]*SubsegmentOffsets, ts.n)
+		for i, t := range ts.all() {
 			p.MutableDataSegments[i] = d.subsegment(t)
 		}
 	}
-	if ts := root.tables(7); ts != nil {
-		p.NamedData = make([]*NamedData, len(ts))
-		for i, t := range ts {
+	if ts, ok := root.tables(7); ok {
+		p.NamedData = make([]*NamedData, ts.n)
+		for i, t := range ts.all() {
 			nd := &NamedData{SegmentIndex: t.u32(1)}
 			nd.Key = d.str(t, 0, "key", &nd.Absent)
 			p.NamedData[i] = nd
@@ -340,15 +357,15 @@ func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 		ep.ContainerMetaType = m
 	}
 	ep.Values = d.values(t)
-	if ts := t.tables(5); ts != nil {
-		ep.Chains = make([]*Chain, len(ts))
-		for i, c := range ts {
+	if ts, ok := t.tables(5); ok {
+		ep.Chains = make([]*Chain, ts.n)
+		for i, c := range ts.all() {
 			ep.Chains[i] = d.chain(c)
 		}
 	}
-	if ts := t.tables(6); ts != nil {
-		ep.Operators = make([]*Operator, len(ts))
-		for i, o := range ts {
+	if ts, ok := t.tables(6); ok {
+		ep.Operators = make([]*Operator, ts.n)
+		for i, o := range ts.all() {
 			op := &Operator{}
 			op.Name = d.str(o, 0, "name", &op.Absent)
 			op.Overload = d.str(o, 1, "overload", &op.Absent)
@@ -357,9 +374,9 @@ func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 		}
 	}
 	ep.Delegates = d.delegates(t)
-	if ts := t.tables(9); ts != nil {
-		ep.NonConstBufferDevice = make([]*NonConstBufferDevice, len(ts))
-		for i, nt := range ts {
+	if ts, ok := t.tables(9); ok {
+		ep.NonConstBufferDevice = make([]*NonConstBufferDevice, ts.n)
+		for i, nt := range ts.all() {
 			ep.NonConstBufferDevice[i] = &NonConstBufferDevice{
 				BufferIdx:   nt.i32(0),
 				DeviceType:  DeviceType(nt.u8(1)),
@@ -373,12 +390,12 @@ func (d *fbDecoder) plan(t fbTab) *ExecutionPlan {
 // delegates decodes the delegates of the ExecutionPlan table t; nil when
 // absent.
 func (d *fbDecoder) delegates(t fbTab) []*BackendDelegate {
-	ts := t.tables(slotPlanDelegate)
-	if ts == nil {
+	ts, ok := t.tables(slotPlanDelegate)
+	if !ok {
 		return nil
 	}
-	ds := make([]*BackendDelegate, len(ts))
-	for i, dt := range ts {
+	ds := make([]*BackendDelegate, ts.n)
+	for i, dt := range ts.all() {
 		ds[i] = d.delegate(dt)
 	}
 	return ds
@@ -387,12 +404,12 @@ func (d *fbDecoder) delegates(t fbTab) []*BackendDelegate {
 // values decodes the value table of the ExecutionPlan table t; nil when
 // absent.
 func (d *fbDecoder) values(t fbTab) []*EValue {
-	ts := t.tables(2)
-	if ts == nil {
+	ts, ok := t.tables(2)
+	if !ok {
 		return nil
 	}
-	vs := make([]*EValue, len(ts))
-	for i, v := range ts {
+	vs := make([]*EValue, ts.n)
+	for i, v := range ts.all() {
 		vs[i] = &EValue{Val: d.value(v)}
 		d.at(vs[i], v)
 	}
@@ -407,9 +424,9 @@ func (d *fbDecoder) delegate(dt fbTab) *BackendDelegate {
 		bd.Processed = &BackendDelegateDataReference{Location: DataLocation(r.u8(0)), Index: r.u32(1)}
 		d.at(bd.Processed, r)
 	}
-	if ts := dt.tables(2); ts != nil {
-		bd.CompileSpecs = make([]*CompileSpec, len(ts))
-		for i, c := range ts {
+	if ts, ok := dt.tables(2); ok {
+		bd.CompileSpecs = make([]*CompileSpec, ts.n)
+		for i, c := range ts.all() {
 			cs := &CompileSpec{Value: c.bytes(1)}
 			cs.Key = d.str(c, 0, "key", &cs.Absent)
 			bd.CompileSpecs[i] = cs
@@ -422,20 +439,20 @@ func (d *fbDecoder) delegate(dt fbTab) *BackendDelegate {
 func (d *fbDecoder) chain(c fbTab) *Chain {
 	ch := &Chain{Inputs: c.i32s(0), Outputs: c.i32s(1)}
 	d.at(ch, c)
-	if ts := c.tables(2); ts != nil {
-		ch.Instructions = make([]*Instruction, len(ts))
-		for i, in := range ts {
+	if ts, ok := c.tables(2); ok {
+		ch.Instructions = make([]*Instruction, ts.n)
+		for i, in := range ts.all() {
 			ch.Instructions[i] = &Instruction{Args: decodeInstruction(in)}
 			d.at(ch.Instructions[i], in)
 		}
 	}
-	if ts := c.tables(3); ts != nil {
-		ch.Stacktrace = make([]*FrameList, len(ts))
-		for i, fl := range ts {
+	if ts, ok := c.tables(3); ok {
+		ch.Stacktrace = make([]*FrameList, ts.n)
+		for i, fl := range ts.all() {
 			l := &FrameList{}
-			if fs := fl.tables(0); fs != nil {
-				l.Items = make([]*Frame, len(fs))
-				for j, f := range fs {
+			if fs, ok := fl.tables(0); ok {
+				l.Items = make([]*Frame, fs.n)
+				for j, f := range fs.all() {
 					fr := &Frame{}
 					fr.Filename = d.str(f, 0, "filename", &fr.Absent)
 					fr.Lineno = f.i32(1)
