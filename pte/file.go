@@ -375,8 +375,20 @@ func (f *File) Segment(i int) (*Payload, error) {
 // CodeInvalidArgument; the others carry the error class ExecuTorch reports
 // when it initializes that delegate.
 func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
+	pl, err := f.delegateData(plan, delegate, false)
+	if err != nil && f.lazy && f.positions {
+		// A lazily read delegate's positions are recorded only to say
+		// where a refusal is: Verify and the views ask for every one.
+		return f.delegateData(plan, delegate, true)
+	}
+	return pl, err
+}
+
+// delegateData is DelegateData, recording the delegate's positions when
+// positions is set (a File read whole knows them anyway).
+func (f *File) delegateData(plan, delegate int, positions bool) (*Payload, error) {
 	p := f.Program
-	d, dec, err := f.delegateAt(plan, delegate)
+	d, dec, err := f.delegateAt(plan, delegate, positions)
 	if err != nil {
 		return nil, err
 	}

@@ -204,10 +204,11 @@ func (f *File) planAt(i int, positions bool) (*ExecutionPlan, *fbDecoder) {
 	return d.plan(t), d
 }
 
-// delegateAt returns delegate di of plan i and the decoder that knows its
-// positions, decoding only that delegate when plans are lazy; the errors
-// are DelegateData's for indices out of range.
-func (f *File) delegateAt(plan, di int) (*BackendDelegate, *fbDecoder, error) {
+// delegateAt returns delegate di of plan i and the decoder that decoded
+// it, decoding only that delegate when plans are lazy (and recording its
+// positions only when positions is set); the errors are DelegateData's
+// for indices out of range.
+func (f *File) delegateAt(plan, di int, positions bool) (*BackendDelegate, *fbDecoder, error) {
 	if n := f.NumPlans(); plan < 0 || plan >= n {
 		return nil, nil, &FormatError{Off: -1, Path: "execution_plan",
 			Msg: fmt.Sprintf("execution plan %d out of range (%d plans)", plan, n), Code: CodeInvalidArgument}
@@ -230,6 +231,6 @@ func (f *File) delegateAt(plan, di int) (*BackendDelegate, *fbDecoder, error) {
 		_, n, _ := t.vec(slotPlanDelegate)
 		return nil, nil, outOfRange(int64(t.pos), int(n))
 	}
-	d := f.decoder(true)
+	d := f.decoder(positions)
 	return d.delegate(dt), d, nil
 }
