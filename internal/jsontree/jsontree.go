@@ -238,7 +238,7 @@ func (b *Blocks[T]) Reset() { b.free, b.next = nil, 0 }
 // Hint sizes the first block for n Ts (at most 256), so that a small
 // text, such as a blob's metadata read once per delegate, takes one block
 // of its size instead of doubling blocks it mostly leaves unused. Give it
-// ValueBound of the text.
+// the values Bounds counts in the text.
 func (b *Blocks[T]) Hint(n int) { b.hint = min(256, max(1, n)) }
 
 // Bounds returns at least the number of values data holds if it is JSON,
