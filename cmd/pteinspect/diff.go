@@ -64,6 +64,9 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if tuneHTTP != nil {
 		tuneHTTP(&opener.HTTP)
 	}
+	// The documents hold what the diff compares; the decoded plans need
+	// not be held beside them.
+	opener.ProgramOptions.LazyPlans = true
 	ctx, stop := d.in.Context(context.Background(), fs.Args()...)
 	defer stop()
 	d.names = [2]string{fs.Arg(0), fs.Arg(1)}
