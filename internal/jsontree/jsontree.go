@@ -167,7 +167,7 @@ func (a *Arena) Parse(data []byte, opt Options) (*Value, []Extension, error) {
 	b.elems.Reset()
 	b.keys.Reset()
 	b.offs.Reset()
-	if len(b.vals.made) == 0 { // the first text sizes the first blocks
+	if len(b.vals.l.made) == 0 { // the first text sizes the first blocks
 		b.hint(data)
 	}
 	names := a.p.names
@@ -221,25 +221,30 @@ func (p *parser[T]) run() (T, []Extension, error) {
 // Builder that makes many small nodes. Blocks start small, as most texts
 // read are (a blob's metadata has a few dozen values, and a program may
 // hold thousands of blobs), and double up to 256 Ts.
-type Blocks[T any] struct {
-	free []T
-	size int
-	hint int // the first block's size, when Hint gave one
-	// made lists the blocks made so far, and next the first of them New
-	// has not taken since the last Reset.
-	made [][]T
-	next int
-}
+type Blocks[T any] struct{ l blockList[T] }
 
 // Reset makes every T New handed out free to be handed out again
 // (zeroed), keeping the blocks: nothing may use those Ts afterwards.
-func (b *Blocks[T]) Reset() { b.free, b.next = nil, 0 }
+func (b *Blocks[T]) Reset() { b.l.reset() }
 
-// Hint sizes the first block for n Ts (at most 256), so that a small
-// text, such as a blob's metadata read once per delegate, takes one block
+// Hint sizes the first block for n Ts (at most 256; none for 0), so that
+// a small text, such as a blob's metadata read once per delegate, takes one block
 // of its size instead of doubling blocks it mostly leaves unused. Give it
 // the values Bounds counts in the text.
-func (b *Blocks[T]) Hint(n int) { b.hint = min(256, max(1, n)) }
+func (b *Blocks[T]) Hint(n int) { b.l.hint = min(maxBlock, max(0, n)) }
+
+// maxBlock is the most Ts a Blocks block holds.
+const maxBlock = 256
+
+// New returns a pointer to a zero T.
+func (b *Blocks[T]) New() *T {
+	if len(b.l.free) == 0 {
+		b.l.take(1, maxBlock)
+	}
+	v := &b.l.free[0]
+	b.l.free = b.l.free[1:]
+	return v
+}
 
 // Bounds returns at least the number of values data holds if it is JSON,
 // and at least the number of object member names: every value but the
@@ -256,25 +261,6 @@ func Bounds(data []byte) (values, names int) {
 	return values, bytes.Count(data, []byte{':'})
 }
 
-// New returns a pointer to a zero T.
-func (b *Blocks[T]) New() *T {
-	if len(b.free) == 0 {
-		if b.next < len(b.made) {
-			b.free = b.made[b.next]
-			clear(b.free)
-		} else {
-			b.size = min(256, max(16, 2*b.size, b.hint))
-			b.hint = 0
-			b.free = make([]T, b.size)
-			b.made = append(b.made, b.free)
-		}
-		b.next++
-	}
-	v := &b.free[0]
-	b.free = b.free[1:]
-	return v
-}
-
 // Slices hands out copies of short slices cut from shared blocks, for a
 // Builder that keeps the members of many small containers: a manifest of
 // many engines has hundreds of thousands of objects of a few members, and
@@ -282,22 +268,16 @@ func (b *Blocks[T]) New() *T {
 // building their tree allocates. A copy has its own capacity, so that
 // appending to it never writes into its neighbour. Slices longer than a
 // block get an allocation of their own.
-type Slices[T any] struct {
-	free []T
-	size int
-	hint int // the first block's size, when Hint gave one
-	// made and next are as in Blocks.
-	made [][]T
-	next int
-}
+type Slices[T any] struct{ l blockList[T] }
 
 // Reset makes the blocks of every copy Copy returned free to be cut
 // again: nothing may use those copies afterwards.
-func (b *Slices[T]) Reset() { b.free, b.next = nil, 0 }
+func (b *Slices[T]) Reset() { b.l.reset() }
 
-// Hint sizes the first block for n Ts in all (at most maxSliceBlock), so
-// that the members of a small text take one block of their number.
-func (b *Slices[T]) Hint(n int) { b.hint = min(maxSliceBlock, max(1, n)) }
+// Hint sizes the first block for n Ts in all (at most maxSliceBlock; none
+// for 0), so that the members of a small text take one block of their
+// number.
+func (b *Slices[T]) Hint(n int) { b.l.hint = min(maxSliceBlock, max(0, n)) }
 
 // maxSliceBlock is the most Ts a Slices block holds; a slice of more
 // than a quarter of it is allocated alone.
@@ -313,28 +293,48 @@ func (b *Slices[T]) Copy(s []T) []T {
 	if n > maxSliceBlock/4 {
 		return append(make([]T, 0, n), s...)
 	}
-	if len(b.free) < n {
-		for b.next < len(b.made) && len(b.made[b.next]) < n {
-			b.next++ // a kept block too short for this copy
-		}
-		if b.next < len(b.made) {
-			b.free = b.made[b.next]
-			clear(b.free) // what the last tree held there is not kept alive
-		} else {
-			if b.hint > 0 {
-				b.size, b.hint = b.hint, 0
-			} else {
-				b.size = min(maxSliceBlock, max(16, 2*b.size))
-			}
-			b.free = make([]T, max(b.size, n))
-			b.made = append(b.made, b.free)
-		}
-		b.next++
+	if len(b.l.free) < n {
+		b.l.take(n, maxSliceBlock)
 	}
-	c := b.free[:n:n]
-	b.free = b.free[n:]
+	c := b.l.free[:n:n]
+	b.l.free = b.l.free[n:]
 	copy(c, s)
 	return c
+}
+
+// blockList is the blocks of a Blocks or a Slices: the one being cut, and
+// every one made, kept to be cut again after a reset.
+type blockList[T any] struct {
+	free []T // the rest of the block being cut
+	size int // the size of the last block made
+	hint int // the first block's size, when Hint gave one
+	made [][]T
+	next int // the first block of made not taken since the last reset
+}
+
+func (l *blockList[T]) reset() { l.free, l.next = nil, 0 }
+
+// take makes free a block of at least n Ts: the next kept block that long
+// (zeroed, so that nothing the last tree held there is kept alive), else a
+// new one, of the hinted size first, then twice the last from 16 up to
+// most.
+func (l *blockList[T]) take(n, most int) {
+	for l.next < len(l.made) && len(l.made[l.next]) < n {
+		l.next++ // a kept block too short for this copy
+	}
+	if l.next < len(l.made) {
+		l.free = l.made[l.next]
+		clear(l.free)
+	} else {
+		if l.hint > 0 {
+			l.size, l.hint = l.hint, 0
+		} else {
+			l.size = min(most, max(16, 2*l.size))
+		}
+		l.free = make([]T, max(l.size, n))
+		l.made = append(l.made, l.free)
+	}
+	l.next++
 }
 
 // valueBuilder makes Values.

@@ -276,8 +276,8 @@ func TestBlocks(t *testing.T) {
 		seen[v] = true
 		v.Text = "used"
 	}
-	if b.size != 256 {
-		t.Errorf("block size %d after 1000 values, want 256", b.size)
+	if b.l.size != 256 {
+		t.Errorf("block size %d after 1000 values, want 256", b.l.size)
 	}
 }
 
@@ -335,30 +335,30 @@ func TestSlicesHint(t *testing.T) {
 	for _, n := range []int{3, 0, 4} {
 		b.Copy(make([]string, n))
 	}
-	if b.size != 7 || len(b.free) != 0 {
-		t.Errorf("after 7 members hinted as 7: block of %d, %d left", b.size, len(b.free))
+	if b.l.size != 7 || len(b.l.free) != 0 {
+		t.Errorf("after 7 members hinted as 7: block of %d, %d left", b.l.size, len(b.l.free))
 	}
 	b.Copy(make([]string, 1))
-	if b.size != 16 {
-		t.Errorf("past the hint: block of %d, want 16", b.size)
+	if b.l.size != 16 {
+		t.Errorf("past the hint: block of %d, want 16", b.l.size)
 	}
 }
 
-// TestBlocksHint: a hint sizes the first block (no smaller than 16, no
-// larger than 256), and blocks double from there.
+// TestBlocksHint: a hint sizes the first block (no larger than 256), and
+// blocks double from there, from 16 on.
 func TestBlocksHint(t *testing.T) {
-	for _, c := range []struct{ hint, first int }{{0, 16}, {10, 16}, {21, 21}, {88, 88}, {1 << 20, 256}} {
+	for _, c := range []struct{ hint, first int }{{0, 16}, {10, 10}, {21, 21}, {88, 88}, {1 << 20, 256}} {
 		var b Blocks[Value]
 		b.Hint(c.hint)
 		b.New()
-		if b.size != c.first {
-			t.Errorf("hint %d: first block %d, want %d", c.hint, b.size, c.first)
+		if b.l.size != c.first {
+			t.Errorf("hint %d: first block %d, want %d", c.hint, b.l.size, c.first)
 		}
-		for range b.size {
+		for range b.l.size {
 			b.New()
 		}
-		if want := min(256, 2*c.first); b.size != want {
-			t.Errorf("hint %d: second block %d, want %d", c.hint, b.size, want)
+		if want := min(256, max(16, 2*c.first)); b.l.size != want {
+			t.Errorf("hint %d: second block %d, want %d", c.hint, b.l.size, want)
 		}
 	}
 }
