@@ -94,12 +94,11 @@ func (t fbTab) vec(slot int) (start, n uint32, ok bool) {
 // tableAt returns table i of the vector of tables in slot, without
 // reading the others; false when the vector is absent or i is out of range.
 func (t fbTab) tableAt(slot, i int) (fbTab, bool) {
-	start, n, ok := t.vec(slot)
-	if !ok || i < 0 || uint64(i) >= uint64(n) {
+	ts, ok := t.tables(slot)
+	if !ok || i < 0 || i >= ts.n {
 		return fbTab{}, false
 	}
-	e := start + 4*uint32(i)
-	return fbTabAt(t.b, e+binary.LittleEndian.Uint32(t.b[e:])), true
+	return ts.at(i), true
 }
 
 // tables returns the vector of tables in slot; false when absent. It
@@ -120,12 +119,17 @@ type fbTabs struct {
 	n     int
 }
 
+// at returns table i, which must be in range.
+func (v fbTabs) at(i int) fbTab {
+	e := v.start + 4*uint32(i)
+	return fbTabAt(v.b, e+binary.LittleEndian.Uint32(v.b[e:]))
+}
+
 // all yields the vector's tables with their indices.
 func (v fbTabs) all() iter.Seq2[int, fbTab] {
 	return func(yield func(int, fbTab) bool) {
 		for i := range v.n {
-			e := v.start + 4*uint32(i)
-			if !yield(i, fbTabAt(v.b, e+binary.LittleEndian.Uint32(v.b[e:]))) {
+			if !yield(i, v.at(i)) {
 				return
 			}
 		}
