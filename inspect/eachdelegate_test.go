@@ -20,26 +20,13 @@ import (
 // LazyPlans; and it fails as Next fails when a payload read fails.
 func TestEachDelegateIsNext(t *testing.T) {
 	compared := 0
-	for name, data := range viewPrograms(t) {
-		for _, lazy := range []bool{false, true} {
-			open := func() *pte.File { return openView(data, lazy) }
-			f := open()
-			if f == nil {
-				continue
-			}
-			compared++
-			optss := []*Options{nil, {Hash: true}}
-			for _, m := range MethodNames(f) {
-				optss = append(optss, &Options{Method: m})
-			}
-			for _, id := range FileBackendIDs(f, "") {
-				optss = append(optss, &Options{Backend: id}, &Options{Backend: id, Hash: true})
-			}
-			for _, opts := range optss {
-				want := streamByNext(t, open(), opts)
-				got := streamByDelegate(t, open(), opts)
-				require.Equal(t, want, got, "%s (lazy %v) %+v", name, lazy, opts)
-			}
+	for label, open := range viewFiles(t) {
+		f := open()
+		compared++
+		for _, opts := range viewOptions(f) {
+			want := streamByNext(t, open(), opts)
+			got := streamByDelegate(t, open(), opts)
+			require.Equal(t, want, got, "%s %+v", label, opts)
 		}
 	}
 	require.NotZero(t, compared, "no program opened")

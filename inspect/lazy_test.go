@@ -3,6 +3,8 @@ package inspect
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"iter"
 	"maps"
 	"os"
 	"path/filepath"
@@ -47,6 +49,39 @@ func openView(data []byte, lazy bool) *pte.File {
 		return nil
 	}
 	return f
+}
+
+// viewFiles yields each of viewPrograms that opens, read whole and with
+// LazyPlans, labelled with its name and how it is read, with a function
+// that opens it afresh.
+func viewFiles(t *testing.T) iter.Seq2[string, func() *pte.File] {
+	return func(yield func(string, func() *pte.File) bool) {
+		for name, data := range viewPrograms(t) {
+			for _, lazy := range []bool{false, true} {
+				open := func() *pte.File { return openView(data, lazy) }
+				if open() == nil {
+					continue
+				}
+				if !yield(fmt.Sprintf("%s (lazy %v)", name, lazy), open) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// viewOptions are the options the views are compared under on f: none,
+// and hashing, and each method and each backend alone, without and with
+// hashing, then more.
+func viewOptions(f *pte.File, more ...*Options) []*Options {
+	optss := []*Options{nil, {Hash: true}}
+	for _, m := range MethodNames(f) {
+		optss = append(optss, &Options{Method: m}, &Options{Method: m, Hash: true})
+	}
+	for _, id := range FileBackendIDs(f, "") {
+		optss = append(optss, &Options{Backend: id}, &Options{Backend: id, Hash: true})
+	}
+	return append(optss, more...)
 }
 
 // viewPrograms are the programs the views are compared on, by name: the

@@ -15,39 +15,27 @@ import (
 // with the same error and writes nothing.
 func TestWriteJSONSameAsEncode(t *testing.T) {
 	compared := 0
-	for name, data := range viewPrograms(t) {
-		for _, lazy := range []bool{false, true} {
-			f := openView(data, lazy)
-			if f == nil {
+	for label, open := range viewFiles(t) {
+		f := open()
+		for _, opts := range viewOptions(f, &Options{URL: "https://example.com/a.pte"}, &Options{Method: "no such method"}, &Options{Backend: "no such backend"}) {
+			doc, berr := Build(f, opts)
+			var got bytes.Buffer
+			head, werr := WriteJSON(&got, f, opts)
+			if berr != nil {
+				require.Error(t, werr, "%s %+v: Build refuses (%v), WriteJSON does not", label, opts, berr)
+				require.Nil(t, head, "%s: a refusal before writing comes without a document", label)
+				require.Equal(t, berr.Error(), werr.Error())
+				require.Zero(t, got.Len(), "%s: WriteJSON wrote before refusing", label)
 				continue
 			}
-			optss := []*Options{nil, {Hash: true}, {URL: "https://example.com/a.pte"}, {Method: "no such method"}, {Backend: "no such backend"}}
-			for _, m := range MethodNames(f) {
-				optss = append(optss, &Options{Method: m}, &Options{Method: m, Hash: true})
+			require.NoError(t, werr, "%s %+v", label, opts)
+			var want bytes.Buffer
+			require.NoError(t, Encode(&want, doc))
+			if !bytes.Equal(want.Bytes(), got.Bytes()) {
+				t.Fatalf("%s %+v: WriteJSON differs from Encode(Build) at byte %d of %d", label, opts, firstDiff(want.Bytes(), got.Bytes()), want.Len())
 			}
-			for _, id := range FileBackendIDs(f, "") {
-				optss = append(optss, &Options{Backend: id})
-			}
-			for _, opts := range optss {
-				doc, berr := Build(f, opts)
-				var got bytes.Buffer
-				head, werr := WriteJSON(&got, f, opts)
-				if berr != nil {
-					require.Error(t, werr, "%s lazy=%v %+v: Build refuses (%v), WriteJSON does not", name, lazy, opts, berr)
-					require.Nil(t, head, "%s: a refusal before writing comes without a document", name)
-					require.Equal(t, berr.Error(), werr.Error())
-					require.Zero(t, got.Len(), "%s: WriteJSON wrote before refusing", name)
-					continue
-				}
-				require.NoError(t, werr, "%s lazy=%v %+v", name, lazy, opts)
-				var want bytes.Buffer
-				require.NoError(t, Encode(&want, doc))
-				if !bytes.Equal(want.Bytes(), got.Bytes()) {
-					t.Fatalf("%s lazy=%v %+v: WriteJSON differs from Encode(Build) at byte %d of %d", name, lazy, opts, firstDiff(want.Bytes(), got.Bytes()), want.Len())
-				}
-				require.Equal(t, doc.Problems, head.Problems)
-				compared++
-			}
+			require.Equal(t, doc.Problems, head.Problems)
+			compared++
 		}
 	}
 	require.NotZero(t, compared)
