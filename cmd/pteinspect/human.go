@@ -141,7 +141,7 @@ func (t *table) flush() {
 			any = true
 			end, w := start, 0
 			for ; end < n && at[end+1]-at[end] > j; end++ {
-				w = max(w, cellWidth(t, end, j))
+				w = max(w, t.cellWidth(end, j))
 			}
 			for k := start; k < end; k++ {
 				widths[at[k]+j] = w
@@ -184,7 +184,7 @@ func (t *table) release() {
 
 // cellWidth is the width of cell j of line i, the indent included in the
 // first.
-func cellWidth(t *table, i, j int) int {
+func (t *table) cellWidth(i, j int) int {
 	indent, cells := t.line(i)
 	w := utf8.RuneCountInString(cells[j])
 	if j == 0 {
