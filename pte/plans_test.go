@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/ptekit/ptekit/internal/testkit"
@@ -35,7 +34,7 @@ func checkLazySame(t *testing.T, data []byte) *File {
 	}
 	seen := 0
 	for i, lp := range lazy.Plans() {
-		if i != seen || !reflect.DeepEqual(lp, eager.Plan(i)) {
+		if i != seen || !testkit.DeepEqual(lp, eager.Plan(i)) {
 			t.Fatalf("Plans yields plan %d as %d, or differently from Plan", seen, i)
 		}
 		seen++
@@ -45,19 +44,19 @@ func checkLazySame(t *testing.T, data []byte) *File {
 	}
 	for i := -1; i <= n; i++ {
 		ep, lp := eager.Plan(i), lazy.Plan(i)
-		if !reflect.DeepEqual(ep, lp) {
+		if !testkit.DeepEqual(ep, lp) {
 			t.Fatalf("plan %d differs with LazyPlans:\n%+v\n%+v", i, lp, ep)
 		}
-		if !reflect.DeepEqual(eager.PlanDelegates(i), lazy.PlanDelegates(i)) {
+		if !testkit.DeepEqual(eager.PlanDelegates(i), lazy.PlanDelegates(i)) {
 			t.Fatalf("PlanDelegates(%d) differs with LazyPlans", i)
 		}
-		if ep != nil && !reflect.DeepEqual(lazy.PlanDelegates(i), ep.Delegates) {
+		if ep != nil && !testkit.DeepEqual(lazy.PlanDelegates(i), ep.Delegates) {
 			t.Fatalf("PlanDelegates(%d) is not Plan(%d).Delegates", i, i)
 		}
-		if !reflect.DeepEqual(eager.PlanValues(i), lazy.PlanValues(i)) {
+		if !testkit.DeepEqual(eager.PlanValues(i), lazy.PlanValues(i)) {
 			t.Fatalf("PlanValues(%d) differs with LazyPlans", i)
 		}
-		if ep != nil && !reflect.DeepEqual(lazy.PlanValues(i), ep.Values) {
+		if ep != nil && !testkit.DeepEqual(lazy.PlanValues(i), ep.Values) {
 			t.Fatalf("PlanValues(%d) is not Plan(%d).Values", i, i)
 		}
 		external := false // by definition, from the decoded plan
@@ -88,7 +87,7 @@ func checkLazySame(t *testing.T, data []byte) *File {
 			checkSamePayload(t, i, j, eager, lazy)
 		}
 	}
-	if ef, lf := eager.Verify(), lazy.Verify(); !reflect.DeepEqual(ef, lf) {
+	if ef, lf := eager.Verify(), lazy.Verify(); !testkit.DeepEqual(ef, lf) {
 		t.Fatalf("Verify differs with LazyPlans:\n%v\n%v", lf, ef)
 	}
 	return eager
