@@ -58,7 +58,6 @@ type File struct {
 	pending []string
 	ctx     context.Context
 	stop    func() bool // stops the context's abort; nil without one
-	old     *os.File    // the file Commit replaces, held across the rename (holdReplaced); nil if none
 
 	mu    sync.Mutex
 	state int
@@ -234,10 +233,6 @@ func (f *File) Commit() error {
 	f.state = stateCommitted
 	f.f.Close() // the data is synced and in place: nothing left to report
 	syncDir(filepath.Dir(f.target))
-	if f.old != nil {
-		release(f.old) // the replaced file's blocks are freed off this path
-		f.old = nil
-	}
 	return nil
 }
 
@@ -268,9 +263,6 @@ func (f *File) commit() error {
 	}
 	if err := f.f.Sync(); err != nil {
 		return f.writeErr(err)
-	}
-	if st != nil {
-		f.old = holdReplaced(f.target, st)
 	}
 	if f.tmp != "" {
 		return f.renameNamed()
@@ -376,10 +368,6 @@ func (f *File) cancel() {
 func (f *File) abortLocked() error {
 	f.state = stateAborted
 	f.f.Close()
-	if f.old != nil {
-		f.old.Close() // still linked, unless a rename failed after replacing it
-		f.old = nil
-	}
 	if f.tmp == "" {
 		return nil
 	}

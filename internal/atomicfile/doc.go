@@ -31,38 +31,15 @@
 //
 // # Replacing a large file
 //
-// The kernel frees a file's blocks when the last reference to it goes: when
-// an output replaces an existing file, that is the rename, so the writer
-// pays for freeing the old file (about 0.18 ms per MiB on ext4, 0.4-0.6 s
-// for 2 GiB) after its own data is written. On Linux, when the replaced
-// file has at least 16 MiB allocated (below that the free costs less than
-// starting a process, 0.2-2 ms) on ext2/3/4, XFS, btrfs, F2FS or tmpfs,
-// Commit holds the old file open with O_PATH (no permission needed,
-// nothing a lease or a FIFO notices) across the rename, and once the new
-// file is in place and the directory synced it hands that descriptor to a
-// helper: this program again (/proc/self/exe, with only the variable
-// PTEKIT_ATOMICFILE_RELEASE in its environment, standard streams on
-// /dev/null, its own session) holding the old file as descriptor 3 and a
-// pipe as 4. The writer closes its own reference and then the pipe; the
-// helper, which this package's init recognises before main runs, closes
-// the old file, which frees the blocks in the helper, and exits. Commit
-// returns as soon as the helper has started.
+// The kernel frees a file's blocks when the last reference to it goes:
+// when an output replaces an existing file and nothing else holds it open,
+// that is the rename in Commit, so the writer pays for freeing the old
+// file (about 0.18 ms per MiB on ext4, 0.4-0.6 s for 2 GiB) after its own
+// data is written, as cp(1) over a file pays it in its truncating open.
+// The package does not move that cost elsewhere: it starts no process and
+// leaves no descriptor open behind Commit.
 //
-// Atomicity and durability are those of any Commit: the new file is
-// synced, renamed and its directory synced before the helper is involved,
-// and an unlinked file still open is freed by the file system after a
-// crash. The helper never outlives the pipe (a writer that dies closes it
-// too) and is reaped by the writer, or by init when the writer exits first,
-// so no zombie stays; it creates no file. Anything that fails (no pipe, no
-// /proc/self/exe, a failed start) falls back to closing the old file in
-// Commit, which frees it there as before; no error changes. Other file
-// systems are left to the rename: NFS keeps an open replaced file as a
-// visible .nfsXXXX name until its close, and network and FUSE file
-// systems free on the server. A process started with
-// PTEKIT_ATOMICFILE_RELEASE set but without those descriptors says so and
-// exits 2 instead of running.
-//
-// Its cached pages go first: Create advises the kernel (Linux,
+// The old file's cached pages go first: Create advises the kernel (Linux,
 // POSIX_FADV_DONTNEED) that the clean cached pages of a file of 16 MiB or
 // more that the output will replace are not needed, unless the output
 // rewrites that file in place (Options.InPlace) and reads it meanwhile.

@@ -5,19 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
-	"syscall"
-	"unsafe"
-)
 
-// oTmpfile is O_TMPFILE: __O_TMPFILE (the same on every Linux port Go
-// has) with O_DIRECTORY, which differs between ports.
-const oTmpfile = 0x400000 | syscall.O_DIRECTORY
-
-// AT_FDCWD and AT_SYMLINK_FOLLOW, linkat(2) arguments the syscall package
-// does not export.
-const (
-	atFDCWD         = -100
-	atSymlinkFollow = 0x400
+	"golang.org/x/sys/unix"
 )
 
 // openUnnamed creates an unnamed file in dir with O_TMPFILE, mode 0666
@@ -30,14 +19,14 @@ func openUnnamed(dir, name string) (*os.File, error) {
 	var fd int
 	var err error
 	for {
-		fd, err = syscall.Open(dir, oTmpfile|syscall.O_RDWR|syscall.O_CLOEXEC, 0o666)
-		if err != syscall.EINTR {
+		fd, err = unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o666)
+		if err != unix.EINTR {
 			break
 		}
 	}
 	switch err {
 	case nil:
-	case syscall.EOPNOTSUPP, syscall.EISDIR, syscall.EINVAL, syscall.ENOSYS:
+	case unix.EOPNOTSUPP, unix.EISDIR, unix.EINVAL, unix.ENOSYS:
 		// EISDIR: a kernel before 3.11 reads O_TMPFILE as O_DIRECTORY.
 		return nil, errors.ErrUnsupported
 	default:
@@ -72,8 +61,8 @@ func linkUnnamed(f *os.File, newpath string) error {
 	var lerr error
 	if err := rc.Control(func(fd uintptr) {
 		for {
-			lerr = linkat(atFDCWD, procPath(int(fd)), atFDCWD, newpath, atSymlinkFollow)
-			if lerr != syscall.EINTR {
+			lerr = unix.Linkat(unix.AT_FDCWD, procPath(int(fd)), unix.AT_FDCWD, newpath, unix.AT_SYMLINK_FOLLOW)
+			if lerr != unix.EINTR {
 				return
 			}
 		}
@@ -82,23 +71,6 @@ func linkUnnamed(f *os.File, newpath string) error {
 	}
 	if lerr != nil {
 		return &os.LinkError{Op: "link", Old: f.Name(), New: newpath, Err: lerr}
-	}
-	return nil
-}
-
-func linkat(olddirfd int, oldpath string, newdirfd int, newpath string, flags int) error {
-	p0, err := syscall.BytePtrFromString(oldpath)
-	if err != nil {
-		return err
-	}
-	p1, err := syscall.BytePtrFromString(newpath)
-	if err != nil {
-		return err
-	}
-	_, _, errno := syscall.Syscall6(syscall.SYS_LINKAT, uintptr(olddirfd), uintptr(unsafe.Pointer(p0)),
-		uintptr(newdirfd), uintptr(unsafe.Pointer(p1)), uintptr(flags), 0)
-	if errno != 0 {
-		return errno
 	}
 	return nil
 }
