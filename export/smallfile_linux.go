@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // readSmallFile reads the regular file at path whole when it holds at
-// most limit bytes, with raw system calls: open, fstat, pread, close.
+// most limit bytes, with direct system calls: open, fstat, pread, close.
 // An export of many small engines pays this per engine, and an
 // *os.File costs more than the read itself (a poller registration that
 // fails for regular files, a cleanup for the collector). ok is false,
@@ -19,8 +20,8 @@ func readSmallFile(path string, limit int64) (data []byte, ok bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	defer syscall.Close(fd)
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size > limit {
+	defer unix.Close(fd)
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > limit {
 		return nil, false, nil
 	}
 	data = make([]byte, st.Size)
@@ -33,22 +34,22 @@ func readSmallFile(path string, limit int64) (data []byte, ok bool, err error) {
 // openSmallFile opens path for reading and fstats it: one path lookup,
 // not a stat and then an open. Non-blocking, so that a FIFO cannot hang
 // the open; a caller looks at the mode before reading.
-func openSmallFile(path string) (fd int, st syscall.Stat_t, err error) {
+func openSmallFile(path string) (fd int, st unix.Stat_t, err error) {
 	err = ignoringEINTR(func() (err error) {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		return err
 	})
 	if err != nil {
 		return -1, st, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &st) }); err != nil {
-		syscall.Close(fd)
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
+		unix.Close(fd)
 		return -1, st, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	return fd, st, nil
 }
 
-// smallFile is a small regular file read with raw system calls each time
+// smallFile is a small regular file read with direct system calls each time
 // it is read, never held open: the engines past the held-bytes budget are
 // read so (once to compare them, once to write them), which costs the
 // same per file as holding them, without the memory.
@@ -63,11 +64,11 @@ type smallFile struct {
 // a smallFile when it is a regular file of at most limit bytes; ok is
 // false otherwise, for the general path to say why.
 func statSmallFile(path string, limit int64) (sf *smallFile, ok bool, err error) {
-	var st syscall.Stat_t
-	if err := ignoringEINTR(func() error { return syscall.Stat(path, &st) }); err != nil {
+	var st unix.Stat_t
+	if err := ignoringEINTR(func() error { return unix.Stat(path, &st) }); err != nil {
 		return nil, false, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Size > limit {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > limit {
 		return nil, false, nil
 	}
 	return &smallFile{path: path, size: st.Size, dev: uint64(st.Dev), ino: uint64(st.Ino)}, true, nil
@@ -77,14 +78,14 @@ func statSmallFile(path string, limit int64) (sf *smallFile, ok bool, err error)
 // device, inode and size), reads p at off and closes it.
 func (sf *smallFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
-		return 0, &os.PathError{Op: "read", Path: sf.path, Err: syscall.EINVAL}
+		return 0, &os.PathError{Op: "read", Path: sf.path, Err: unix.EINVAL}
 	}
 	// The identity check refuses a FIFO or another file put in its place.
 	fd, fst, err := openSmallFile(sf.path)
 	if err != nil {
 		return 0, err
 	}
-	defer syscall.Close(fd)
+	defer unix.Close(fd)
 	if uint64(fst.Dev) != sf.dev || uint64(fst.Ino) != sf.ino || fst.Size != sf.size {
 		return 0, fmt.Errorf("%s changed during the export (was %d bytes, now %d, or another file)", sf.path, sf.size, fst.Size)
 	}
@@ -96,7 +97,7 @@ func (sf *smallFile) ReadAt(p []byte, off int64) (int, error) {
 // sooner than size is an error (it changed during the export).
 func preadFull(fd int, path string, size int64, p []byte, off int64) (int, error) {
 	if off < 0 {
-		return 0, &os.PathError{Op: "read", Path: path, Err: syscall.EINVAL}
+		return 0, &os.PathError{Op: "read", Path: path, Err: unix.EINVAL}
 	}
 	want := len(p)
 	if off >= size {
@@ -106,9 +107,9 @@ func preadFull(fd int, path string, size int64, p []byte, off int64) (int, error
 	}
 	n := 0
 	for n < want {
-		k, err := syscall.Pread(fd, p[n:want], off+int64(n))
+		k, err := unix.Pread(fd, p[n:want], off+int64(n))
 		switch {
-		case err == syscall.EINTR:
+		case err == unix.EINTR:
 			continue
 		case err != nil:
 			return n, &os.PathError{Op: "read", Path: path, Err: err}
@@ -126,7 +127,7 @@ func preadFull(fd int, path string, size int64, p []byte, off int64) (int, error
 // ignoringEINTR retries fn while it fails with EINTR, as package os does.
 func ignoringEINTR(fn func() error) error {
 	for {
-		if err := fn(); err != syscall.EINTR {
+		if err := fn(); err != unix.EINTR {
 			return err
 		}
 	}

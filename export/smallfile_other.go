@@ -10,7 +10,7 @@ func readSmallFile(path string, limit int64) (data []byte, ok bool, err error) {
 	return nil, false, nil
 }
 
-// smallFile is, on Linux, a small file read with raw system calls; there
+// smallFile is, on Linux, a small file read with direct system calls; there
 // is none elsewhere.
 type smallFile struct {
 	io.ReaderAt

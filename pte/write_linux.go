@@ -3,19 +3,14 @@ package pte
 import (
 	"errors"
 	"os"
-	"runtime"
 	"syscall"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// copyFileRangeTrap is the copy_file_range(2) system call number; the
-// syscall package only defines it for a few architectures.
-var copyFileRangeTrap = map[string]uintptr{
-	"amd64": 326, "386": 377, "arm": 391, "arm64": 285, "riscv64": 285,
-	"loong64": 285, "ppc64": 379, "ppc64le": 379, "s390x": 375,
-}[runtime.GOARCH]
-
-var copyFileRangeSupported = copyFileRangeTrap != 0
+// copyFileRangeSupported says whether copyFileRange may do anything: on
+// Linux it may, and the kernel says per call whether it does.
+const copyFileRangeSupported = true
 
 // copyFileRange copies up to n bytes from src at offset off to dst at its
 // current file offset, inside the kernel (no user-space buffer, and a
@@ -39,16 +34,16 @@ func copyFileRange(dst *os.File, src syscall.Conn, off, n int64) (int64, error) 
 			for done < n {
 				o := off + done
 				chunk := min(n-done, 1<<30)
-				r, _, errno := syscall.Syscall6(copyFileRangeTrap, sfd, uintptr(unsafe.Pointer(&o)), dfd, 0, uintptr(chunk), 0)
-				switch errno {
-				case 0:
-				case syscall.EINTR, syscall.EAGAIN:
+				r, err := unix.CopyFileRange(int(sfd), &o, int(dfd), nil, int(chunk), 0)
+				switch err {
+				case nil:
+				case unix.EINTR, unix.EAGAIN:
 					continue
-				case syscall.ENOSYS, syscall.EXDEV, syscall.EINVAL, syscall.EOPNOTSUPP, syscall.EPERM, syscall.EBADF:
+				case unix.ENOSYS, unix.EXDEV, unix.EINVAL, unix.EOPNOTSUPP, unix.EPERM, unix.EBADF:
 					opErr = errors.ErrUnsupported
 					return
 				default:
-					opErr = os.NewSyscallError("copy_file_range", errno)
+					opErr = os.NewSyscallError("copy_file_range", err)
 					return
 				}
 				if r == 0 {
@@ -70,8 +65,7 @@ func copyFileRange(dst *os.File, src syscall.Conn, off, n int64) (int64, error) 
 // is a hint for a later fsync, which alone makes the data durable; its
 // error (a pipe, a file system without it) is ignored.
 func startWriteback(f *os.File, off, n int64) {
-	const syncFileRangeWrite = 2 // SYNC_FILE_RANGE_WRITE
 	if sc, err := f.SyscallConn(); err == nil {
-		sc.Control(func(fd uintptr) { syscall.SyncFileRange(int(fd), off, n, syncFileRangeWrite) })
+		sc.Control(func(fd uintptr) { unix.SyncFileRange(int(fd), off, n, unix.SYNC_FILE_RANGE_WRITE) })
 	}
 }

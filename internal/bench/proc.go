@@ -10,7 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // sample is one measured process.
@@ -99,11 +100,9 @@ func launch(argv []string) {
 
 // waitExited blocks until pid has exited, leaving it to be reaped.
 func waitExited(pid int) {
-	const pPID, wEXITED, wNOWAIT = 1, 4, 0x1000000
-	var info [128]byte // siginfo_t
+	var info unix.Siginfo
 	for {
-		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])), wEXITED|wNOWAIT, 0, 0)
-		if errno != syscall.EINTR {
+		if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != unix.EINTR {
 			return
 		}
 	}
