@@ -90,7 +90,8 @@ type ExecutionPlan struct {
 }
 
 // ContainerMetadata holds the pytree specs of a method's inputs and outputs,
-// kept verbatim (see ParseContainerSpec).
+// kept verbatim: ExecuTorch's compact form ("T2#1#0(...)"), torch's JSON
+// form, or "". ptekit carries them as text and does not parse them.
 type ContainerMetadata struct {
 	// EncodedInpStr is the input pytree spec, in either serialized form or "".
 	EncodedInpStr string
