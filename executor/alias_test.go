@@ -85,7 +85,7 @@ func TestTensorRTInitAliasedIO(t *testing.T) {
 				fac, engines = ff, func() []*fakeEngine { return ff.engines }
 			}
 			reg := &Registry{}
-			reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(fac, nil))
+			reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(fac))
 			prog, err := Load(f, Config{Registry: reg})
 			if err != nil {
 				t.Fatal(err)
@@ -125,7 +125,7 @@ func TestTensorRTInitAliasedNoBindings(t *testing.T) {
 	m := &delegate.Metadata{AliasedIO: []delegate.AliasedIO{{Output: "cache_out", Input: "cache", Kind: delegate.KindKVCacheUpdate}}}
 	f := openBytes(t, writeProgram(t, seedProgram(t, m), m))
 	reg := &Registry{}
-	reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(&fakeFactory{}, nil))
+	reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(&fakeFactory{}))
 	prog, err := Load(f, Config{Registry: reg})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,10 +11,9 @@ import (
 // Handle is a backend's state for one initialized delegate.
 type Handle any
 
-// Backend is an ExecuTorch backend: it turns a delegate's payload into a
-// Handle at load time and runs it when the method executes. Implementations
-// must be safe for concurrent use: several methods, and several Execute
-// calls on one method, may run at once.
+// Backend is an ExecuTorch backend as the loader sees it: it turns a
+// delegate's payload into a Handle at load time. Implementations must be
+// safe for concurrent use: several methods may load at once.
 type Backend interface {
 	// IsAvailable reports whether the backend can run on this machine. A
 	// program using an unavailable backend fails to load (NotFound).
@@ -25,9 +23,6 @@ type Backend interface {
 	// order. Returned errors should be *Error values (see Errorf) carrying
 	// ExecuTorch's error class; other errors count as Internal.
 	Init(ctx *InitContext, payload *pte.Payload, specs []*pte.CompileSpec) (Handle, error)
-	// Execute runs the delegate. args are the DelegateCall's arguments: the
-	// delegate's inputs in order, then its outputs in order.
-	Execute(ctx *ExecuteContext, h Handle, args []Arg) error
 	// Destroy releases h. It is called exactly once for every handle Init
 	// returned, also when a later delegate of the method fails to load.
 	Destroy(h Handle)
@@ -102,53 +97,11 @@ func (c *InitContext) ReportPlan(p *Plan) {
 	*c.plans = append(plans, p)
 }
 
-// ExecuteContext is what a backend's Execute or a kernel learns about the
-// call.
-type ExecuteContext struct {
-	context.Context
-	// Method is the name of the method being executed.
-	Method        string
-	DelegateIndex int // -1 for a kernel
-	Instruction   int // index of the instruction in its chain
-	// Stream is the caller's stream (see WithStream), nil for the default.
-	Stream Stream
-	// Logger receives the backend's or kernel's records; never nil.
-	Logger *slog.Logger
-}
-
-// Stream is an opaque device stream handle supplied by the caller and passed
-// through to engines and scratch allocators.
-type Stream any
-
-type streamKey struct{}
-
-// WithStream returns a context that makes Method.Execute hand stream to the
-// backends, like ExecuTorch's CallerStreamGuard.
-func WithStream(ctx context.Context, stream Stream) context.Context {
-	return context.WithValue(ctx, streamKey{}, stream)
-}
-
-// Arg is one argument of a DelegateCall or KernelCall.
-type Arg struct {
-	// Index is the value index in the method's value table.
-	Index int32
-	// Decl is the value's declaration in the program (type, shape, ...).
-	Decl *pte.EValue
-	// Slot holds the value for this execution: inputs as the caller passed
-	// them, constants from the program, outputs as earlier instructions (or
-	// this one) stored them. Backends and kernels write outputs here.
-	Slot *any
-}
-
-// Kernel is an operator implementation run by a KernelCall.
-type Kernel func(ctx *ExecuteContext, args []Arg) error
-
-// Registry maps backend ids to backends and operator names to kernels. The
-// zero value is empty and ready to use; it is safe for concurrent use.
+// Registry maps backend ids to backends. The zero value is empty and ready
+// to use; it is safe for concurrent use.
 type Registry struct {
 	mu       sync.RWMutex
 	backends map[string]Backend
-	kernels  map[string]Kernel
 }
 
 // RegisterBackend registers b under id. Registering an id twice is an
@@ -169,24 +122,6 @@ func (r *Registry) RegisterBackend(id string, b Backend) error {
 	return nil
 }
 
-// RegisterKernel registers k for the operator name (Operator.Name, plus "."
-// and Operator.Overload when the overload is not empty).
-func (r *Registry) RegisterKernel(name string, k Kernel) error {
-	if name == "" || k == nil {
-		return errorf(CodeInvalidArgument, "operator name and kernel must be set")
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, dup := r.kernels[name]; dup {
-		return errorf(CodeInvalidArgument, "kernel %s is already registered", name)
-	}
-	if r.kernels == nil {
-		r.kernels = make(map[string]Kernel)
-	}
-	r.kernels[name] = k
-	return nil
-}
-
 // Backend returns the backend registered under id.
 //
 // Like ExecuTorch, which compares backend ids as C strings, an id is matched
@@ -202,16 +137,8 @@ func (r *Registry) Backend(id string) (Backend, bool) {
 	return b, ok
 }
 
-// Kernel returns the kernel registered for the operator name.
-func (r *Registry) Kernel(name string) (Kernel, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	k, ok := r.kernels[name]
-	return k, ok
-}
-
-// OperatorName returns the registry name of op: Name, or Name + "." +
-// Overload.
+// OperatorName returns the name a runtime registers op's kernel under:
+// Name, or Name + "." + Overload.
 func OperatorName(op *pte.Operator) string {
 	if op == nil {
 		return ""

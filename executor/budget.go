@@ -16,7 +16,6 @@ const (
 	SourceLoadOption  BudgetSource = "load_option"  // load-time option weight_streaming_budget
 	SourceCompileSpec BudgetSource = "compile_spec" // the delegate's weight_streaming_budget compile spec
 	SourceAutomatic   BudgetSource = "automatic"    // neither: TensorRT's automatic budget
-	SourceSetBudget   BudgetSource = "set_budget"   // changed after load with Method.SetBudget
 )
 
 // Plan is what the TensorRT backend decided for one engine. Every pointer

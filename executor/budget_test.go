@@ -37,7 +37,7 @@ func loadTRT(t *testing.T, shape []testMethod, specs []*pte.CompileSpec, opts *L
 	}
 	fac := &fakeFactory{template: tmpl}
 	reg := &Registry{}
-	if err := reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(fac, nil)); err != nil {
+	if err := reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(fac)); err != nil {
 		t.Fatal(err)
 	}
 	log, records := newCapture()

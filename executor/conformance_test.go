@@ -18,8 +18,7 @@ func (acceptingBackend) IsAvailable() bool { return true }
 func (acceptingBackend) Init(*InitContext, *pte.Payload, []*pte.CompileSpec) (Handle, error) {
 	return nil, nil
 }
-func (acceptingBackend) Execute(*ExecuteContext, Handle, []Arg) error { return nil }
-func (acceptingBackend) Destroy(Handle)                               {}
+func (acceptingBackend) Destroy(Handle) {}
 
 // upstreamVerdict is the first failure pte_cpp_check recorded for a file
 // (program_load, then per method method_meta and load_method), as

@@ -1,8 +1,10 @@
-// Package executor is a thin model of the ExecuTorch runtime for .pte programs whose
-// delegates carry TensorRT engines. It loads programs and methods the way
-// ExecuTorch's C++ runtime does, so that pipelines can load, check and plan
-// a program before it reaches a GPU, and so that a real TensorRT binding can
-// plug in later.
+// Package executor is a thin model of the ExecuTorch runtime's load path for
+// .pte programs whose delegates carry TensorRT engines: program and method
+// load, the TensorRT delegate's init, and its weight streaming budget
+// resolution. It loads programs and methods the way ExecuTorch's C++
+// runtime does, so that pipelines can load, check and plan a program
+// before it reaches a GPU (PlanProgram, which `pteinspect --plan` prints).
+// It does not execute methods.
 //
 // # Loading
 //
@@ -14,7 +16,7 @@
 // value and operator indices). A union whose tag is set but whose table is
 // absent (a typed nil in the pte model) is InvalidProgram, never a panic.
 // As upstream, a DelegateCall's delegate index and the method's input and
-// output indices are checked only when the method executes.
+// output indices are left to execution, which is not modelled.
 //
 // Each delegate's backend is looked up by id in a Registry (an
 // unregistered or unavailable id is a NotFound error naming the backend and
@@ -58,8 +60,7 @@
 // TensorRT blob whose metadata exceeds the 64 MiB ptekit reads: that error
 // wraps ErrOutcomeUnknown, as the deployed reader would scan it and its
 // verdict is unknown; PlanError.Unknown marks it) and
-// "memory_allocation_failed". Execution adds "operator_missing" and
-// "invalid_state" (enqueue failures, cancelled or closed methods).
+// "memory_allocation_failed".
 //
 // # TensorRT
 //
@@ -73,11 +74,10 @@
 // engine with nothing streamable is reported, not fatal. Each decision is a
 // Plan (Method.Plans) and a log/slog record.
 //
-// Beyond the upstream delegate, Method.SetBudget changes the budget of a
-// loaded engine (waiting for in-flight executions and recreating the
-// execution context), and the opt-in shared activation scratch pool
-// (ScratchPool, KeySharedScratch) backs every participating context on a
-// device with one grow-only buffer, ordering consecutive users with events.
+// Beyond the upstream delegate, the opt-in shared activation scratch pool
+// (KeySharedScratch, PlanOptions.SharedScratch) is modelled as far as load
+// goes: a participating engine's context is created without scratch of its
+// own, and ScratchMemory counts one buffer per device for such engines.
 //
 // # Planning without a GPU
 //

@@ -11,17 +11,15 @@ import (
 
 // Error codes used by this package; they are ExecuTorch's (see pte.Code).
 const (
-	CodeInternal         = pte.CodeInternal
-	CodeInvalidState     = pte.CodeInvalidState
-	CodeNotSupported     = pte.CodeNotSupported
-	CodeInvalidArgument  = pte.CodeInvalidArgument
-	CodeOperatorMissing  = pte.CodeOperatorMissing
-	CodeNotFound         = pte.CodeNotFound
-	CodeMemoryAllocation = pte.CodeMemoryAllocation
-	CodeInvalidProgram   = pte.CodeInvalidProgram
+	CodeInternal        = pte.CodeInternal
+	CodeInvalidState    = pte.CodeInvalidState
+	CodeNotSupported    = pte.CodeNotSupported
+	CodeInvalidArgument = pte.CodeInvalidArgument
+	CodeNotFound        = pte.CodeNotFound
+	CodeInvalidProgram  = pte.CodeInvalidProgram
 )
 
-// Error is a load or execution failure. Code is the ExecuTorch error class
+// Error is a load failure. Code is the ExecuTorch error class
 // the deployed runtime reports for the same failure, except when Err is
 // ErrOutcomeUnknown (the failure is ptekit's, with CodeNotSupported, and the
 // deployed runtime's verdict is unknown); Method, Delegate, Backend and
@@ -32,7 +30,7 @@ type Error struct {
 	Method      string // method name, "" when not method-specific
 	Delegate    int    // delegate index in the method, -1 when not about a delegate
 	Backend     string // backend id, "" when not about a backend
-	Instruction int    // instruction index in the chain, -1 when not executing
+	Instruction int    // index of the instruction in its chain, -1 when not about one
 	Msg         string // what went wrong, lower case
 	Err         error  // underlying error, may be nil
 	// Plans holds, for a LoadMethod failure, the plans the backends

@@ -1,8 +1,6 @@
 package executor
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -69,47 +67,17 @@ func (e *fakeEngine) check() {
 	}
 }
 
-// fakeContext records enqueues.
+// fakeContext is a context of a fakeEngine.
 type fakeContext struct {
 	engine      *fakeEngine
 	userManaged bool
 	budget      int64 // engine budget when the context was created
 	closed      bool
-	enqueues    int
-	pending     int // enqueued, not yet synchronized
-	scratchUsed []DeviceBuffer
-	lastArgs    []Arg
-	enqueueErr  error
-	onEnqueue   func(c *fakeContext, stream Stream)
 }
 
-func (c *fakeContext) ScratchSize([]Arg) (int64, error) { return c.engine.scratch, nil }
-func (c *fakeContext) Enqueue(stream Stream, args []Arg, scratch DeviceBuffer) error {
-	if c.closed {
-		panic("enqueue on a closed context")
-	}
-	if c.budget != c.engine.budget {
-		panic("context used after the budget changed without recreating it")
-	}
-	if c.enqueueErr != nil {
-		return c.enqueueErr
-	}
-	c.enqueues++
-	c.pending++
-	c.lastArgs = args
-	c.scratchUsed = append(c.scratchUsed, scratch)
-	if c.onEnqueue != nil {
-		c.onEnqueue(c, stream)
-	}
-	return nil
-}
-func (c *fakeContext) Synchronize() error { c.pending = 0; return nil }
 func (c *fakeContext) Close() error {
 	if c.closed {
 		panic("context closed twice")
-	}
-	if c.pending != 0 {
-		panic("context closed with work in flight")
 	}
 	c.closed = true
 	return nil
@@ -138,101 +106,6 @@ func (f *fakeFactory) Deserialize(device int, engine *io.SectionReader) (Engine,
 	f.engines = append(f.engines, &e)
 	f.mu.Unlock()
 	return &e, nil
-}
-
-// fakeBuffer is device memory from fakeAllocator.
-type fakeBuffer struct {
-	id, device int
-	size       int64
-}
-
-func (b *fakeBuffer) Size() int64 { return b.size }
-
-// fakeEvent is an event from fakeAllocator: seq orders recordings.
-type fakeEvent struct {
-	seq    int
-	stream Stream
-}
-
-// fakeAllocator records every device call in order.
-type fakeAllocator struct {
-	mu       sync.Mutex
-	nextID   int
-	seq      int
-	log      []string
-	live     map[int]*fakeBuffer
-	peak     int64
-	failAt   int64 // Alloc of this size fails
-	resident int64
-	// recordErr and syncErr, when set, fail Record and Synchronize.
-	recordErr, syncErr error
-}
-
-func newFakeAllocator() *fakeAllocator { return &fakeAllocator{live: map[int]*fakeBuffer{}} }
-
-func (a *fakeAllocator) Alloc(device int, size int64) (DeviceBuffer, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.failAt != 0 && size == a.failAt {
-		a.log = append(a.log, fmt.Sprintf("alloc-fail d%d %d", device, size))
-		return nil, errors.New("out of memory")
-	}
-	a.nextID++
-	b := &fakeBuffer{id: a.nextID, device: device, size: size}
-	a.live[b.id] = b
-	a.resident += size
-	a.peak = max(a.peak, a.resident)
-	a.log = append(a.log, fmt.Sprintf("alloc d%d #%d %d", device, b.id, size))
-	return b, nil
-}
-
-func (a *fakeAllocator) Free(device int, buf DeviceBuffer, after Event) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	b := buf.(*fakeBuffer)
-	delete(a.live, b.id)
-	a.resident -= b.size
-	afterName := "none"
-	if ev, ok := after.(*fakeEvent); ok {
-		afterName = fmt.Sprintf("e%d", ev.seq)
-	}
-	a.log = append(a.log, fmt.Sprintf("free d%d #%d after %s", device, b.id, afterName))
-}
-
-func (a *fakeAllocator) Record(device int, stream Stream) (Event, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.recordErr != nil {
-		a.log = append(a.log, fmt.Sprintf("record-fail d%d on %v", device, stream))
-		return nil, a.recordErr
-	}
-	a.seq++
-	a.log = append(a.log, fmt.Sprintf("record d%d e%d on %v", device, a.seq, stream))
-	return &fakeEvent{seq: a.seq, stream: stream}, nil
-}
-
-func (a *fakeAllocator) Wait(device int, stream Stream, ev Event) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.log = append(a.log, fmt.Sprintf("wait d%d %v on e%d", device, stream, ev.(*fakeEvent).seq))
-	return nil
-}
-
-func (a *fakeAllocator) Synchronize(device int, stream Stream) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.syncErr != nil {
-		a.log = append(a.log, fmt.Sprintf("sync-fail d%d %v", device, stream))
-		return a.syncErr
-	}
-	a.log = append(a.log, fmt.Sprintf("sync d%d %v", device, stream))
-	return nil
-}
-
-func (a *fakeAllocator) entries() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.log...)
 }
 
 // countingBackend wraps a Backend and counts Init and Destroy calls.

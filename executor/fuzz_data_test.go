@@ -43,9 +43,6 @@ func FuzzLoadWithData(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	good := dataFile(f, "c")
-	limit := maxInstructions
-	maxInstructions = 1000
-	f.Cleanup(func() { maxInstructions = limit })
 	f.Fuzz(func(t *testing.T, program, data []byte) {
 		file, err := pte.NewFile(bytes.NewReader(program), int64(len(program)))
 		if err != nil {

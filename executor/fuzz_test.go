@@ -2,7 +2,6 @@ package executor
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -38,15 +37,12 @@ func FuzzParseBackendOption(f *testing.F) {
 }
 
 // FuzzLoad feeds arbitrary bytes through pte.NewFile, PlanProgram (stand-in
-// engine) and LoadMethod plus Execute (accepting backends): whatever the
+// engine) and LoadMethod (accepting backends): whatever the
 // input, nothing panics, every failure is an *Error with a code, and the
 // plan agrees with LoadMethod.
 func FuzzLoad(f *testing.F) {
 	f.Add(writeProgram(f, seedProgram(f, seedMetadata()), seedMetadata()))
 	testkit.AddSharedSeeds(f, 64<<10-1, "vectors/pte/*.pte", "vectors/pte-bad/*.pte", "vectors/pte-bad/sources/*.pte")
-	limit := maxInstructions
-	maxInstructions = 1000 // keep looping inputs fast
-	f.Cleanup(func() { maxInstructions = limit })
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
@@ -57,7 +53,7 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("PlanProgram: %v", err)
 		}
 		reg := &Registry{}
-		reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(StandIn{Streamable: i64(gib), Scratch: i64(mib)}, nil))
+		reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(StandIn{Streamable: i64(gib), Scratch: i64(mib)}))
 		for _, ep := range file.Program.ExecutionPlan {
 			for _, d := range ep.Delegates {
 				if d != nil {
@@ -81,10 +77,6 @@ func FuzzLoad(f *testing.F) {
 			if i < len(pp.Methods) && pp.Methods[i].Name == name && !pp.Methods[i].OK &&
 				pp.Methods[i].Error.Kind == "not_found" {
 				t.Fatalf("plan says %q fails with not_found but it loads", name)
-			}
-			inputs := make([]any, len(file.Program.ExecutionPlan[i].Inputs))
-			if _, err := m.Execute(context.Background(), inputs); err != nil && CodeOf(err) == pte.CodeOk {
-				t.Fatalf("Execute: %v", err)
 			}
 			m.Close()
 		}

@@ -36,7 +36,7 @@ func blobFor(t *testing.T, device int64) *io.SectionReader {
 func initWith(t *testing.T, f *pte.File, fac *fakeFactory) (*Method, error) {
 	t.Helper()
 	reg := &Registry{}
-	reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(fac, nil))
+	reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(fac))
 	prog, err := Load(f, Config{Registry: reg})
 	if err != nil {
 		t.Fatal(err)

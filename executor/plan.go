@@ -24,7 +24,7 @@ type PlanOptions struct {
 	Automatic *int64
 	// SharedScratch plans with the shared activation scratch pool on.
 	SharedScratch bool
-	// Registry may hold further backends and kernels. A TensorRT backend
+	// Registry may hold further backends. A TensorRT backend
 	// over Factory is registered under TensorRTBackendID unless the
 	// registry already has one. PlanProgram does not modify it.
 	Registry *Registry
@@ -86,8 +86,9 @@ type MethodPlan struct {
 	// them when OK, otherwise those before the failing one and the failing
 	// one itself when its backend reported a plan.
 	Delegates []DelegatePlan `json:"delegates"`
-	// MissingOperators are operators without a registered kernel; they
-	// fail execution, not loading.
+	// MissingOperators are the operators the method's kernel calls use
+	// (Method.MissingOperators): ptekit has no kernels, so the runtime
+	// must provide each; a missing one fails execution, not loading.
 	MissingOperators []string `json:"missing_operators"`
 	// NotModelled lists the backend ids of this method's delegates that
 	// PlanProgram does not model (no backend registered for them): their
@@ -101,7 +102,8 @@ type PlanError struct {
 	// Kind is the ExecuTorch error class in snake case (see KindOf):
 	// "invalid_program", "invalid_argument", "not_found", and, for the
 	// rarer failures, "internal", "invalid_state", "not_supported",
-	// "memory_allocation_failed" or "operator_missing".
+	// "memory_allocation_failed", "invalid_external_data" or
+	// "access_failed".
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
 	// Delegate is the index of the failing delegate, nil when the failure
@@ -231,13 +233,10 @@ func planRegistry(f *pte.File, opts PlanOptions, factory EngineFactory) (*Regist
 		for id, b := range opts.Registry.backends {
 			reg.RegisterBackend(id, b)
 		}
-		for name, k := range opts.Registry.kernels {
-			reg.RegisterKernel(name, k)
-		}
 		opts.Registry.mu.RUnlock()
 	}
 	if _, ok := reg.Backend(TensorRTBackendID); !ok {
-		trt := NewTensorRTBackend(factory, noScratch{})
+		trt := NewTensorRTBackend(factory)
 		if opts.SharedScratch {
 			trt.SetOptions(Option{Key: KeySharedScratch, Value: Bool(true)})
 		}
@@ -364,14 +363,11 @@ func nonNil(s []string) []string {
 }
 
 // notModelled stands in for a backend PlanProgram does not model: it
-// accepts every delegate and cannot execute.
+// accepts every delegate.
 type notModelled struct{}
 
 func (notModelled) IsAvailable() bool { return true }
 func (notModelled) Init(*InitContext, *pte.Payload, []*pte.CompileSpec) (Handle, error) {
 	return nil, nil
-}
-func (notModelled) Execute(*ExecuteContext, Handle, []Arg) error {
-	return errorf(CodeNotSupported, "backend not modelled by the planner")
 }
 func (notModelled) Destroy(Handle) {}

@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -140,8 +139,8 @@ type delegateState struct {
 	handle  Handle
 }
 
-// Method is a loaded method. Execute may be called concurrently; Close
-// waits for running executions and then destroys every backend handle.
+// Method is a loaded method: its delegates initialized, their plans kept.
+// Close destroys every backend handle.
 type Method struct {
 	prog      *Program
 	name      string
@@ -149,7 +148,7 @@ type Method struct {
 	plan      *pte.ExecutionPlan
 	log       *slog.Logger
 
-	mu        sync.RWMutex // held shared by Execute, exclusively by Close
+	mu        sync.Mutex // guards closed
 	closed    bool
 	delegates []delegateState
 
@@ -172,10 +171,9 @@ type Method struct {
 //     its table, and in-range value and operator indices.
 //
 // As upstream, a DelegateCall's delegate index and the method's input and
-// output indices are not checked at load: Execute reports them (Internal
-// and InvalidProgram). Operators are resolved when the method executes, not
-// here, so that a method can be loaded (and planned) without kernels; see
-// MissingOperators.
+// output indices are not checked at load (ExecuTorch checks them when the
+// method executes, which is not modelled). Operators are resolved at
+// execution too, so a method loads without kernels; see MissingOperators.
 //
 // When any step fails, the handles created so far are destroyed and
 // LoadMethod returns a nil *Method and an *Error (use errors.As) carrying
@@ -301,19 +299,10 @@ func (m *Method) Plans() []*Plan {
 	return out
 }
 
-// Handle returns the backend handle of delegate i, or nil.
-func (m *Method) Handle(i int) Handle {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if i < 0 || i >= len(m.delegates) {
-		return nil
-	}
-	return m.delegates[i].handle
-}
-
-// MissingOperators returns the operators used by the method's kernel calls
-// that have no registered kernel, in first-use order. Executing the method
-// fails (OperatorMissing) on the first of them that is reached.
+// MissingOperators returns the operators the method's kernel calls use,
+// by OperatorName, in first-use order: ptekit has no kernels, so a runtime
+// must provide each of them or fail (OperatorMissing) when executing the
+// method reaches it.
 func (m *Method) MissingOperators() []string {
 	var out []string
 	seen := map[string]bool{}
@@ -330,7 +319,7 @@ func (m *Method) MissingOperators() []string {
 				continue // such instructions fail LoadMethod
 			}
 			name := OperatorName(m.plan.Operators[kc.OpIndex])
-			if _, ok := m.prog.reg.Kernel(name); !ok && !seen[name] {
+			if !seen[name] {
 				seen[name] = true
 				out = append(out, name)
 			}
@@ -339,8 +328,8 @@ func (m *Method) MissingOperators() []string {
 	return out
 }
 
-// Close destroys every backend handle of the method, once, after running
-// executions have finished. It is safe to call more than once.
+// Close destroys every backend handle of the method, once. It is safe to
+// call more than once.
 func (m *Method) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -350,172 +339,6 @@ func (m *Method) Close() error {
 	m.closed = true
 	for _, d := range m.delegates {
 		d.backend.Destroy(d.handle)
-	}
-	return nil
-}
-
-// MaxInstructions is how many instructions one Execute call runs before it
-// gives up with InvalidProgram, as ExecuTorch's ET_MAX_INSTRUCTIONS guards
-// against programs that loop forever (a JumpFalseCall to itself).
-const MaxInstructions = 10_000_000
-
-// maxInstructions is MaxInstructions; tests lower it.
-var maxInstructions = MaxInstructions
-
-// Execute runs the method's chains with the given inputs (one per method
-// input, stored in the input value slots) and returns the values of the
-// method outputs. Each call has its own value slots, so calls may run
-// concurrently; backends serialize work on one handle as they need to. A
-// caller stream set with WithStream is handed to the backends.
-//
-// DelegateCall hands the backend the delegate's inputs then outputs, as
-// listed in the instruction (a delegate index out of range is Internal, as
-// upstream checks it only here); KernelCall runs the registered kernel (an
-// unregistered operator is an OperatorMissing error naming it); MoveCall,
-// JumpFalseCall and FreeCall act on the slots. A jump outside the chain
-// ends the chain, as upstream. An input or output index outside the value
-// table is InvalidProgram (ExecuTorch aborts the process there).
-func (m *Method) Execute(ctx context.Context, inputs []any) ([]any, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.closed {
-		return nil, &Error{Code: CodeInvalidState, Method: m.name, Delegate: -1, Instruction: -1, Msg: "method is closed"}
-	}
-	ep := m.plan
-	fail := func(code pte.Code, pc int, format string, args ...any) error {
-		return &Error{Code: code, Method: m.name, Delegate: -1, Instruction: pc, Msg: fmt.Sprintf(format, args...)}
-	}
-	if len(inputs) != len(ep.Inputs) {
-		return nil, fail(CodeInvalidArgument, -1, "got %d inputs, the method takes %d", len(inputs), len(ep.Inputs))
-	}
-	nv := len(ep.Values)
-	for _, l := range []struct {
-		name string
-		idx  []int32
-	}{{"inputs", ep.Inputs}, {"outputs", ep.Outputs}} {
-		for i, v := range l.idx {
-			if v < 0 || int(v) >= nv {
-				return nil, fail(CodeInvalidProgram, -1, "%s[%d] = %d is not a value index (%d values)", l.name, i, v, nv)
-			}
-		}
-	}
-	slots := make([]any, nv)
-	for i, v := range ep.Values {
-		slots[i] = constantValue(v)
-	}
-	for i, vi := range ep.Inputs {
-		slots[vi] = inputs[i]
-	}
-	run := &interp{m: m, ep: ep, slots: slots}
-	stream, _ := ctx.Value(streamKey{}).(Stream)
-	count := 0
-	for _, ch := range ep.Chains {
-		for pc := 0; pc >= 0 && pc < len(ch.Instructions); {
-			if err := ctx.Err(); err != nil {
-				return nil, &Error{Code: CodeInvalidState, Method: m.name, Delegate: -1, Instruction: pc, Msg: "cancelled", Err: err}
-			}
-			if count >= maxInstructions {
-				return nil, fail(CodeInvalidProgram, pc, "instruction limit %d reached: the program loops", maxInstructions)
-			}
-			count++
-			ectx := &ExecuteContext{Context: ctx, Method: m.name, DelegateIndex: -1, Instruction: pc, Stream: stream, Logger: m.log}
-			next, err := run.step(ectx, pc, ch.Instructions[pc])
-			if err != nil {
-				return nil, err
-			}
-			pc = next
-		}
-	}
-	out := make([]any, len(ep.Outputs))
-	for i, vi := range ep.Outputs {
-		out[i] = slots[vi]
-	}
-	return out, nil
-}
-
-// interp is one run of a method's instructions over its value slots.
-type interp struct {
-	m     *Method
-	ep    *pte.ExecutionPlan
-	slots []any
-}
-
-// args returns the arguments an instruction passes, by value index.
-func (r *interp) args(idx []int32) []Arg {
-	out := make([]Arg, len(idx))
-	for i, v := range idx {
-		out[i] = Arg{Index: v, Decl: r.ep.Values[v], Slot: &r.slots[v]}
-	}
-	return out
-}
-
-// step executes instruction pc and returns the next pc.
-func (r *interp) step(ectx *ExecuteContext, pc int, ins *pte.Instruction) (int, error) {
-	m, ep, slots := r.m, r.ep, r.slots
-	fail := func(code pte.Code, format string, args ...any) error {
-		return &Error{Code: code, Method: m.name, Delegate: -1, Instruction: pc, Msg: fmt.Sprintf(format, args...)}
-	}
-	switch a := ins.Args.(type) {
-	case *pte.KernelCall:
-		name := OperatorName(ep.Operators[a.OpIndex])
-		k, ok := m.prog.reg.Kernel(name)
-		if !ok {
-			return 0, fail(CodeOperatorMissing, "operator %s is not registered", name)
-		}
-		if err := k(ectx, r.args(a.Args)); err != nil {
-			e := locate(err, m.name, -1, "")
-			e.Instruction = pc
-			return 0, e
-		}
-	case *pte.DelegateCall:
-		if a.DelegateIndex < 0 || int(a.DelegateIndex) >= len(m.delegates) {
-			return 0, fail(CodeInternal, "DelegateCall index %d >= number of delegates %d", a.DelegateIndex, len(m.delegates))
-		}
-		d := m.delegates[a.DelegateIndex]
-		ectx.DelegateIndex = int(a.DelegateIndex)
-		if err := d.backend.Execute(ectx, d.handle, r.args(a.Args)); err != nil {
-			e := locate(err, m.name, int(a.DelegateIndex), d.id)
-			e.Instruction = pc
-			return 0, e
-		}
-	case *pte.MoveCall:
-		slots[a.MoveTo] = slots[a.MoveFrom]
-	case *pte.JumpFalseCall:
-		cond, ok := slots[a.CondValueIndex].(bool)
-		if !ok {
-			return 0, fail(CodeInvalidProgram, "jump condition value %d is %T, not a bool", a.CondValueIndex, slots[a.CondValueIndex])
-		}
-		if !cond {
-			return int(a.DestinationInstruction), nil
-		}
-	case *pte.FreeCall:
-		if t, ok := ep.Values[a.ValueIndex].Val.(*pte.Tensor); !ok || t == nil {
-			return 0, fail(CodeInvalidProgram, "FreeCall target value %d is not a Tensor", a.ValueIndex)
-		}
-		slots[a.ValueIndex] = nil
-	}
-	return pc + 1, nil
-}
-
-// constantValue returns the initial slot content for a declared value:
-// scalars and lists as Go values, nil for tensors and None.
-func constantValue(v *pte.EValue) any {
-	if v == nil {
-		return nil
-	}
-	switch x := v.Val.(type) {
-	case *pte.Int:
-		return x.IntVal
-	case *pte.Bool:
-		return x.BoolVal
-	case *pte.Double:
-		return x.DoubleVal
-	case *pte.String:
-		return x.StringVal
-	case *pte.DoubleList:
-		return x.Items
-	case *pte.BoolList:
-		return x.Items
 	}
 	return nil
 }

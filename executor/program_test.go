@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -10,44 +9,22 @@ import (
 	"github.com/ptekit/ptekit/pte"
 )
 
-// toyBackend doubles its float64 input into its output slot.
+// toyBackend accepts every delegate, with its index as the handle.
 type toyBackend struct {
 	available bool
-	calls     [][]int32
 }
 
 func (b *toyBackend) IsAvailable() bool { return b.available }
 func (b *toyBackend) Init(ctx *InitContext, _ *pte.Payload, _ []*pte.CompileSpec) (Handle, error) {
 	return ctx.DelegateIndex, nil
 }
-func (b *toyBackend) Execute(ctx *ExecuteContext, h Handle, args []Arg) error {
-	var idx []int32
-	for _, a := range args {
-		idx = append(idx, a.Index)
-	}
-	b.calls = append(b.calls, idx)
-	if h.(int) != ctx.DelegateIndex {
-		return errors.New("handle mix-up")
-	}
-	x, ok := (*args[0].Slot).(float64)
-	if !ok {
-		return Errorf(CodeInvalidArgument, "input %d is %T", args[0].Index, *args[0].Slot)
-	}
-	*args[1].Slot = 2 * x
-	return nil
-}
 func (b *toyBackend) Destroy(Handle) {}
 
-func loadToy(t *testing.T, shape []testMethod, b Backend, kernels map[string]Kernel) (*Method, error) {
+func loadToy(t *testing.T, shape []testMethod, b Backend) (*Method, error) {
 	t.Helper()
 	reg := &Registry{}
 	if b != nil {
 		if err := reg.RegisterBackend(TensorRTBackendID, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for n, k := range kernels {
-		if err := reg.RegisterKernel(n, k); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,48 +35,10 @@ func loadToy(t *testing.T, shape []testMethod, b Backend, kernels map[string]Ker
 	return prog.LoadMethod("forward", nil)
 }
 
-func TestExecuteChain(t *testing.T) {
-	tb := &toyBackend{available: true}
-	var alpha any
-	add := func(ctx *ExecuteContext, args []Arg) error {
-		// aten::add.out(self, other, alpha, out, out): self + alpha
-		alpha = *args[2].Slot
-		*args[3].Slot = (*args[0].Slot).(float64) + float64((*args[2].Slot).(int64))
-		return nil
-	}
-	m, err := loadToy(t, progKernelBetween, tb, map[string]Kernel{"aten::add.out": add})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if got := m.MissingOperators(); got != nil {
-		t.Errorf("MissingOperators = %v", got)
-	}
-	out, err := m.Execute(context.Background(), []any{3.0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != 1 || out[0] != 14.0 { // ((3*2)+1)*2
-		t.Errorf("outputs = %v, want [14]", out)
-	}
-	if alpha != int64(1) {
-		t.Errorf("alpha slot = %#v, want the program's Int 1", alpha)
-	}
-	if want := [][]int32{{0, 1}, {4, 5}}; !reflect.DeepEqual(tb.calls, want) {
-		t.Errorf("delegate args = %v, want %v (inputs then outputs)", tb.calls, want)
-	}
-	if _, err := m.Execute(context.Background(), nil); CodeOf(err) != CodeInvalidArgument {
-		t.Errorf("wrong input count: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := m.Execute(ctx, []any{1.0}); CodeOf(err) != CodeInvalidState {
-		t.Errorf("cancelled: %v", err)
-	}
-}
-
-func TestExecuteMissingOperator(t *testing.T) {
-	m, err := loadToy(t, progKernelBetween, &toyBackend{available: true}, nil)
+// TestMissingOperators: a method loads without kernels, and names the
+// operators its kernel calls need, once each, in first-use order.
+func TestMissingOperators(t *testing.T) {
+	m, err := loadToy(t, progKernelBetween, &toyBackend{available: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,21 +46,16 @@ func TestExecuteMissingOperator(t *testing.T) {
 	if got := m.MissingOperators(); !reflect.DeepEqual(got, []string{"aten::add.out"}) {
 		t.Errorf("MissingOperators = %v", got)
 	}
-	_, err = m.Execute(context.Background(), []any{1.0})
-	var re *Error
-	if !errors.As(err, &re) || re.Code != CodeOperatorMissing || re.Instruction != 1 || !strings.Contains(err.Error(), "aten::add.out") {
-		t.Errorf("error = %v", err)
-	}
 }
 
 func TestLoadBackendLookup(t *testing.T) {
-	_, err := loadToy(t, progOneEngine, nil, nil)
+	_, err := loadToy(t, progOneEngine, nil)
 	var re *Error
 	if !errors.As(err, &re) || re.Code != CodeNotFound || re.Method != "forward" || re.Delegate != 0 ||
 		!strings.Contains(err.Error(), "backend TensorRTBackend is not registered") || !strings.Contains(err.Error(), `method "forward"`) {
 		t.Errorf("unregistered: %v", err)
 	}
-	_, err = loadToy(t, progOneEngine, &toyBackend{available: false}, nil)
+	_, err = loadToy(t, progOneEngine, &toyBackend{available: false})
 	if !errors.As(err, &re) || re.Code != CodeNotFound || !strings.Contains(err.Error(), "not available") {
 		t.Errorf("unavailable: %v", err)
 	}
@@ -139,7 +73,7 @@ func TestLoadBackendLookup(t *testing.T) {
 
 func TestDestroyAfterLaterFailure(t *testing.T) {
 	fac := &fakeFactory{template: fakeEngine{streamable: gib, refuse: func(n int64) bool { return n == 524288 }}}
-	cb := &countingBackend{Backend: NewTensorRTBackend(fac, nil)}
+	cb := &countingBackend{Backend: NewTensorRTBackend(fac)}
 	reg := &Registry{}
 	reg.RegisterBackend(TensorRTBackendID, cb)
 	prog, err := Load(buildProgram(t, progTwoEngines...), Config{Registry: reg})
@@ -167,32 +101,6 @@ func TestDestroyAfterLaterFailure(t *testing.T) {
 		plans[1].Requested == nil || *plans[1].Requested != 524288 || plans[1].Applied != nil ||
 		!strings.Contains(plans[1].Reason, "refused budget 524288") {
 		t.Errorf("plans = %+v", plans)
-	}
-}
-
-func TestTensorRTExecuteArgs(t *testing.T) {
-	m, err, fac, _ := loadTRT(t, progTwoEngines, nil, nil, fakeEngine{streamable: gib})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Execute(WithStream(context.Background(), "s1"), []any{"x"}); err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range [][]int32{{0, 1}, {1, 2}} {
-		c := fac.engines[i].contexts[0]
-		var got []int32
-		for _, a := range c.lastArgs {
-			got = append(got, a.Index)
-		}
-		if !reflect.DeepEqual(got, want) || c.enqueues != 1 || c.userManaged || c.scratchUsed[0] != nil {
-			t.Errorf("engine %d: args %v enqueues %d", i, got, c.enqueues)
-		}
-	}
-	fac.engines[0].contexts[0].enqueueErr = errors.New("cuda error")
-	_, err = m.Execute(context.Background(), []any{"x"})
-	var re *Error
-	if !errors.As(err, &re) || re.Code != CodeInvalidState || re.Delegate != 0 || re.Instruction != 0 || !strings.Contains(err.Error(), "cuda error") {
-		t.Errorf("enqueue failure: %v", err)
 	}
 }
 

@@ -7,7 +7,7 @@ import "testing"
 // lookup fails.
 func TestRegistryBackendIDIsACString(t *testing.T) {
 	var r Registry
-	be := NewTensorRTBackend(nil, nil)
+	be := NewTensorRTBackend(nil)
 	if err := r.RegisterBackend(TensorRTBackendID, be); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,6 @@
 package executor
 
-import (
-	"errors"
-	"io"
-)
+import "io"
 
 // Engine facts a stand-in engine may be told (StandIn) and a plan may lack
 // (ProgramPlan.Assumed, Plan.Assumed).
@@ -17,8 +14,8 @@ const (
 // the streamable weight size, activation scratch size and automatic budget
 // stated here (nil: not stated, so every figure depending on it stays
 // unknown in the plan), accept any budget between 0 and the streamable
-// size, have no aliased outputs or shape-tensor inputs they could report,
-// and cannot execute.
+// size, and have no aliased outputs or shape-tensor inputs they could
+// report.
 type StandIn struct {
 	// Streamable is the engine's streamable weight size in bytes; nil
 	// means not stated.
@@ -30,9 +27,6 @@ type StandIn struct {
 	// from the free device memory.
 	Automatic *int64
 }
-
-// ErrStandIn is returned when a stand-in engine is asked to execute.
-var ErrStandIn = errors.New("runtime: a stand-in engine cannot execute")
 
 // Deserialize implements EngineFactory. The engine bytes are not read.
 func (s StandIn) Deserialize(device int, engine *io.SectionReader) (Engine, error) {
@@ -69,23 +63,10 @@ func (e *standInEngine) SetBudget(n int64) bool {
 func (e *standInEngine) Budget() int64      { return e.budget }
 func (e *standInEngine) ScratchSize() int64 { return e.scratch }
 func (e *standInEngine) CreateContext(ContextOptions) (Context, error) {
-	return standInContext{scratch: e.scratch}, nil
+	return standInContext{}, nil
 }
 func (e *standInEngine) Close() error { return nil }
 
-type standInContext struct{ scratch int64 }
+type standInContext struct{}
 
-func (c standInContext) ScratchSize([]Arg) (int64, error)          { return c.scratch, nil }
-func (c standInContext) Enqueue(Stream, []Arg, DeviceBuffer) error { return ErrStandIn }
-func (c standInContext) Synchronize() error                        { return nil }
-func (c standInContext) Close() error                              { return nil }
-
-// noScratch is a ScratchAllocator for planning: the pool can be switched
-// on, but nothing ever executes, so it never allocates.
-type noScratch struct{}
-
-func (noScratch) Alloc(int, int64) (DeviceBuffer, error) { return nil, ErrStandIn }
-func (noScratch) Free(int, DeviceBuffer, Event)          {}
-func (noScratch) Record(int, Stream) (Event, error)      { return nil, ErrStandIn }
-func (noScratch) Wait(int, Stream, Event) error          { return ErrStandIn }
-func (noScratch) Synchronize(int, Stream) error          { return ErrStandIn }
+func (standInContext) Close() error { return nil }

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"fmt"
-	"github.com/ptekit/ptekit/internal/quote"
 	"io"
 	"log/slog"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/quote"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -18,8 +18,9 @@ const TensorRTBackendID = delegate.BackendID
 
 // KeySharedScratch is the process-wide TensorRTBackend option that turns the
 // shared activation scratch pool on for engines initialized afterwards
-// (upstream PR pytorch/TensorRT#4600, not merged). Set it with
-// TensorRTBackend.SetOptions.
+// (upstream PR pytorch/TensorRT#4600, not merged): their execution contexts
+// are created without scratch of their own, and a plan counts one buffer per
+// device for them (ScratchMemory). Set it with TensorRTBackend.SetOptions.
 const KeySharedScratch = "use_shared_activation_scratch"
 
 // EngineFactory deserializes TensorRT engines. A TensorRT binding outside
@@ -54,22 +55,13 @@ type Engine interface {
 // ContextOptions configures an execution context.
 type ContextOptions struct {
 	// UserManagedScratch asks for a context whose activation scratch the
-	// backend supplies at each enqueue (kUSER_MANAGED), for the shared pool.
+	// caller supplies at each enqueue (kUSER_MANAGED), for the shared pool.
 	UserManagedScratch bool
 }
 
-// Context is an execution context (nvinfer1::IExecutionContext).
+// Context is an execution context (nvinfer1::IExecutionContext): init
+// creates one per engine, and fails the load when it cannot.
 type Context interface {
-	// ScratchSize returns the activation scratch the next enqueue needs for
-	// the shapes of args (updateDeviceMemorySizeForShapes). Only called on
-	// user-managed contexts.
-	ScratchSize(args []Arg) (int64, error)
-	// Enqueue binds args (engine inputs in blob input order, then outputs)
-	// and queues one inference on stream (nil: the binding's default).
-	// scratch is nil unless the context is user-managed.
-	Enqueue(stream Stream, args []Arg, scratch DeviceBuffer) error
-	// Synchronize waits until all work this context queued has finished.
-	Synchronize() error
 	// Close releases the context.
 	Close() error
 }
@@ -102,31 +94,21 @@ type FactsReporter interface {
 	KnownFacts() (streamable, automatic, scratch bool)
 }
 
-// TensorRTBackend is the TensorRT delegate: it reads each blob with the
-// deployed C++ reader's rules (delegate.ReadDeployed), deserializes the
+// TensorRTBackend is the TensorRT delegate's init: it reads each blob with
+// the deployed C++ reader's rules (delegate.ReadDeployed), deserializes the
 // engine through an EngineFactory, resolves and applies the weight
 // streaming budget exactly as upstream TensorRTBackend::init does, and
-// creates the execution context. Beyond upstream it can change the budget
-// of a loaded engine (Method.SetBudget) and share one activation scratch
-// buffer per device between engines (SetOptions with KeySharedScratch).
+// creates the execution context. Beyond upstream it models the shared
+// activation scratch pool's setting (SetOptions with KeySharedScratch).
 type TensorRTBackend struct {
 	factory EngineFactory
-	pool    *ScratchPool
 	shared  atomic.Bool
-
-	mu   sync.Mutex
-	live map[*trtHandle]struct{}
 }
 
 // NewTensorRTBackend returns a backend that deserializes engines with
-// factory. scratch is needed only for the shared activation scratch pool
-// (nil leaves it unavailable).
-func NewTensorRTBackend(factory EngineFactory, scratch ScratchAllocator) *TensorRTBackend {
-	b := &TensorRTBackend{factory: factory, live: make(map[*trtHandle]struct{})}
-	if scratch != nil {
-		b.pool = NewScratchPool(scratch)
-	}
-	return b
+// factory.
+func NewTensorRTBackend(factory EngineFactory) *TensorRTBackend {
+	return &TensorRTBackend{factory: factory}
 }
 
 // IsAvailable reports whether an engine factory is configured.
@@ -136,8 +118,7 @@ func (b *TensorRTBackend) IsAvailable() bool { return b.factory != nil }
 // set_option("TensorRTBackend", ...)). The only key is KeySharedScratch, a
 // bool: engines initialized afterwards use the shared scratch pool (each
 // engine keeps the setting in force at its init). A non-bool value is
-// InvalidArgument; enabling it without a ScratchAllocator is NotSupported;
-// unknown keys are ignored.
+// InvalidArgument; unknown keys are ignored.
 func (b *TensorRTBackend) SetOptions(opts ...Option) error {
 	for _, o := range opts {
 		if o.Key != KeySharedScratch {
@@ -147,30 +128,16 @@ func (b *TensorRTBackend) SetOptions(opts ...Option) error {
 		if !ok {
 			return errorf(CodeInvalidArgument, "%s must be a bool, got the %s %s", KeySharedScratch, o.Value.Kind(), o.Value)
 		}
-		if on && b.pool == nil {
-			return errorf(CodeNotSupported, "%s needs a scratch allocator", KeySharedScratch)
-		}
 		b.shared.Store(on)
 	}
 	return nil
 }
 
-// Pool returns the shared scratch pool, nil without a ScratchAllocator.
-func (b *TensorRTBackend) Pool() *ScratchPool { return b.pool }
-
 // trtHandle is one initialized TensorRT delegate.
 type trtHandle struct {
-	backend *TensorRTBackend
-	log     *slog.Logger
-
-	mu      sync.Mutex // serializes Execute, SetBudget and Destroy
-	engine  Engine
-	ctx     Context // nil after a failed context re-creation or Destroy
-	device  int
-	inputs  []string
-	outputs []string
-	shared  bool
-	plan    Plan
+	mu     sync.Mutex // serializes Destroy
+	engine Engine
+	ctx    Context // nil after Destroy
 }
 
 // Init implements Backend, following TensorRTBackend::init step by step.
@@ -220,9 +187,8 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 		return nil, err
 	}
 
-	h := &trtHandle{backend: b, log: log, engine: engine, device: plan.Device,
-		inputs: view.Inputs, outputs: view.Outputs, shared: b.shared.Load() && b.pool != nil}
-	plan.SharedScratch = h.shared
+	h := &trtHandle{engine: engine}
+	plan.SharedScratch = b.shared.Load()
 	streamKnown, _, scratchKnown := knownFacts(engine)
 	if scratchKnown {
 		plan.Scratch = ptr(engine.ScratchSize())
@@ -232,7 +198,7 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	if !streamKnown {
 		plan.Assumed = appendOnce(plan.Assumed, FactStreamable)
 	}
-	h.ctx, err = engine.CreateContext(ContextOptions{UserManagedScratch: h.shared})
+	h.ctx, err = engine.CreateContext(ContextOptions{UserManagedScratch: plan.SharedScratch})
 	if err != nil || h.ctx == nil {
 		ictx.ReportPlan(clonePlan(&plan))
 		log.Error("TensorRTBackend::init: failed to create execution context", slog.Any("error", err))
@@ -243,13 +209,9 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 		ictx.ReportPlan(clonePlan(&plan))
 		return nil, err
 	}
-	h.plan = plan
 	ictx.ReportPlan(clonePlan(&plan))
 	log.Info("TensorRTBackend::init: TensorRT engine ready",
-		slog.Int("inputs", len(h.inputs)), slog.Int("outputs", len(h.outputs)), slog.Bool("shared_scratch", h.shared))
-	b.mu.Lock()
-	b.live[h] = struct{}{}
-	b.mu.Unlock()
+		slog.Int("inputs", len(view.Inputs)), slog.Int("outputs", len(view.Outputs)), slog.Bool("shared_scratch", plan.SharedScratch))
 	ok = true
 	return h, nil
 }
@@ -437,66 +399,15 @@ func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) er
 	return nil
 }
 
-// Execute implements Backend: it binds the delegate's inputs then outputs
-// and enqueues one inference, through the shared scratch pool when the
-// engine was initialized with it.
-func (b *TensorRTBackend) Execute(ctx *ExecuteContext, h Handle, args []Arg) error {
-	th, ok := h.(*trtHandle)
-	if !ok || th == nil {
-		return errorf(CodeInvalidArgument, "not a TensorRT handle")
-	}
-	if need := len(th.inputs) + len(th.outputs); len(args) < need {
-		return errorf(CodeInvalidArgument, "got %d arguments, the engine has %d inputs and %d outputs", len(args), len(th.inputs), len(th.outputs))
-	}
-	th.mu.Lock()
-	defer th.mu.Unlock()
-	if th.ctx == nil {
-		return errorf(CodeInvalidState, "the engine has no execution context (destroyed, or a budget change failed to recreate it)")
-	}
-	var lease *ScratchLease
-	if th.shared {
-		size, err := th.ctx.ScratchSize(args)
-		if err != nil {
-			return &Error{Code: CodeInvalidState, Delegate: -1, Instruction: -1, Msg: "cannot size activation scratch", Err: err}
-		}
-		if size > 0 {
-			lease, err = b.pool.Acquire(th.device, size, ctx.Stream)
-			if err != nil {
-				return &Error{Code: CodeMemoryAllocation, Delegate: -1, Instruction: -1, Msg: "shared scratch pool", Err: err}
-			}
-		}
-	}
-	var scratch DeviceBuffer
-	if lease != nil {
-		scratch = lease.Buffer()
-	}
-	err := th.ctx.Enqueue(ctx.Stream, args, scratch)
-	if lease != nil {
-		if rerr := lease.Release(ctx.Stream); rerr != nil && err == nil {
-			return &Error{Code: CodeInvalidState, Delegate: -1, Instruction: -1, Msg: "shared scratch pool", Err: rerr}
-		}
-	}
-	if err != nil {
-		return &Error{Code: CodeInvalidState, Delegate: -1, Instruction: -1,
-			Msg: fmt.Sprintf("enqueue failed (the stream must belong to device %d)", th.device), Err: err}
-	}
-	return nil
-}
-
-// Destroy implements Backend: it waits for queued work, then releases the
-// context and the engine.
+// Destroy implements Backend: it releases the context and the engine.
 func (b *TensorRTBackend) Destroy(h Handle) {
 	th, ok := h.(*trtHandle)
 	if !ok || th == nil {
 		return
 	}
-	b.mu.Lock()
-	delete(b.live, th)
-	b.mu.Unlock()
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	if th.ctx != nil {
-		th.ctx.Synchronize()
 		th.ctx.Close()
 		th.ctx = nil
 	}
@@ -504,124 +415,4 @@ func (b *TensorRTBackend) Destroy(h Handle) {
 		th.engine.Close()
 		th.engine = nil
 	}
-}
-
-// ScratchMemory reports the activation scratch of every live engine of this
-// backend, with and without the shared pool.
-func (b *TensorRTBackend) ScratchMemory() ScratchMemory {
-	b.mu.Lock()
-	hs := make([]*trtHandle, 0, len(b.live))
-	for h := range b.live {
-		hs = append(hs, h)
-	}
-	b.mu.Unlock()
-	var es []EngineScratch
-	for _, h := range hs {
-		h.mu.Lock()
-		if h.plan.Scratch != nil {
-			es = append(es, EngineScratch{Device: h.device, Bytes: *h.plan.Scratch, Shared: h.shared})
-		}
-		h.mu.Unlock()
-	}
-	return ComputeScratchMemory(es)
-}
-
-// BudgetRequest asks for a new weight streaming budget on a loaded engine.
-type BudgetRequest struct {
-	// Automatic selects TensorRT's automatic budget; Bytes is then ignored.
-	Automatic bool
-	// Bytes is the budget; it is clamped to the streamable weight size.
-	Bytes int64
-}
-
-// budgetSetter is implemented by handles whose budget can change after load.
-type budgetSetter interface {
-	setBudget(req BudgetRequest) (*Plan, error)
-}
-
-// setBudget waits for in-flight work on the engine, drops the execution
-// context, applies the new budget with init's rules and recreates the
-// context. When the engine refuses the budget the previous one is restored
-// and the error returned.
-func (th *trtHandle) setBudget(req BudgetRequest) (*Plan, error) {
-	if !req.Automatic && req.Bytes < 0 {
-		return nil, errorf(CodeInvalidArgument, "budget %d is negative", req.Bytes)
-	}
-	th.mu.Lock()
-	defer th.mu.Unlock()
-	if th.engine == nil {
-		return nil, errorf(CodeInvalidState, "the engine was destroyed")
-	}
-	if th.ctx != nil {
-		if err := th.ctx.Synchronize(); err != nil {
-			return nil, &Error{Code: CodeInvalidState, Delegate: -1, Instruction: -1, Msg: "waiting for in-flight work", Err: err}
-		}
-		th.ctx.Close()
-		th.ctx = nil
-	}
-	previous := th.engine.Budget()
-	plan := th.plan
-	plan.Notes = nil
-	res := Resolution{Source: SourceSetBudget, Explicit: !req.Automatic, Bytes: req.Bytes}
-	if req.Automatic {
-		res.Source = SourceAutomatic
-	}
-	applyErr := applyBudget(th.log, th.engine, res, &plan)
-	if applyErr != nil {
-		th.engine.SetBudget(previous)
-	}
-	ctx, err := th.engine.CreateContext(ContextOptions{UserManagedScratch: th.shared})
-	if err != nil || ctx == nil {
-		th.log.Error("TensorRTBackend: failed to recreate execution context after a budget change", slog.Any("error", err))
-		return nil, &Error{Code: CodeInvalidState, Delegate: -1, Instruction: -1, Msg: "failed to recreate the execution context", Err: err}
-	}
-	th.ctx = ctx
-	if _, _, scratchKnown := knownFacts(th.engine); scratchKnown {
-		// The activation scratch depends on how much of the weights stay
-		// resident, so it may change with the budget.
-		th.plan.Scratch = ptr(th.engine.ScratchSize())
-		plan.Scratch = th.plan.Scratch
-	}
-	if applyErr != nil {
-		return nil, &Error{Code: CodeInvalidArgument, Delegate: -1, Instruction: -1, Msg: applyErr.(*Error).Msg}
-	}
-	th.plan = plan
-	return clonePlan(&plan), nil
-}
-
-// SetBudget changes the weight streaming budget of delegate i of a loaded
-// method (a TensorRT delegate). It waits for executions running on that
-// engine, recreates its execution context and applies the budget with the
-// same rules as at load (clamping, non-streamable engines); the returned
-// plan replaces the delegate's plan in Plans. Concurrent Execute calls
-// simply wait for the change.
-func (m *Method) SetBudget(i int, req BudgetRequest) (*Plan, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.closed {
-		return nil, &Error{Code: CodeInvalidState, Method: m.name, Delegate: i, Instruction: -1, Msg: "method is closed"}
-	}
-	if i < 0 || i >= len(m.delegates) {
-		return nil, &Error{Code: CodeInvalidArgument, Method: m.name, Delegate: i, Instruction: -1,
-			Msg: fmt.Sprintf("no delegate %d (%d delegates)", i, len(m.delegates))}
-	}
-	d := m.delegates[i]
-	bs, ok := d.handle.(budgetSetter)
-	if !ok {
-		return nil, &Error{Code: CodeNotSupported, Method: m.name, Delegate: i, Backend: d.id, Instruction: -1,
-			Msg: "this backend's budget cannot be changed"}
-	}
-	p, err := bs.setBudget(req)
-	if err != nil {
-		return nil, locate(err, m.name, i, d.id)
-	}
-	p.Method, p.Delegate, p.Backend = m.name, i, d.id
-	m.planMu.Lock()
-	for j, q := range m.plans {
-		if q.Delegate == i {
-			m.plans[j] = clonePlan(p)
-		}
-	}
-	m.planMu.Unlock()
-	return p, nil
 }

@@ -85,7 +85,7 @@ func TestTensorRTInitMetadataUnread(t *testing.T) {
 			log, records := newCapture()
 			ictx := &InitContext{Method: "forward", BackendID: TensorRTBackendID, Logger: log}
 			payload := &pte.Payload{SectionReader: io.NewSectionReader(cr, 0, blob.size)}
-			h, err := NewTensorRTBackend(fac, nil).Init(ictx, payload, nil)
+			h, err := NewTensorRTBackend(fac).Init(ictx, payload, nil)
 			if h != nil {
 				t.Fatalf("Init returned a handle")
 			}

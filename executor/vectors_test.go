@@ -138,7 +138,6 @@ func (r *recordingBackend) Init(ctx *InitContext, p *pte.Payload, specs []*pte.C
 	r.inits = append(r.inits, rec)
 	return &rec, nil
 }
-func (r *recordingBackend) Execute(*ExecuteContext, Handle, []Arg) error { return nil }
 func (r *recordingBackend) Destroy(Handle)                               {}
 
 // vectorFNV is the hash the pte vectors call processed_fnv1a64: FNV-1a 64
@@ -288,7 +287,7 @@ func TestVectorsTensorRTOutcome(t *testing.T) {
 				f := openVector(t, name)
 				fac := &fakeFactory{template: fakeEngine{streamable: streamable, automatic: automatic}}
 				reg := &Registry{}
-				reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(fac, nil))
+				reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(fac))
 				prog, err := Load(f, Config{Registry: reg})
 				if err != nil {
 					t.Fatal(err)
