@@ -69,10 +69,6 @@ const usage = `Usage:
 Options:
 `
 
-// maxDeviceIndex is the largest CUDA device index ExecuTorch can store
-// (an int8).
-const maxDeviceIndex = 127
-
 // usageError is a bad command line (exit status 2).
 type usageError struct{ msg string }
 
@@ -193,11 +189,9 @@ func checkValues(c *config) error {
 		return &usageError{fmt.Sprintf("--segment-alignment %d exceeds %d (1 MiB)", c.alignment, export.MaxSegmentAlignment)}
 	}
 	if c.targetDevice != "" {
-		_, idx, err := compilespec.ParseTargetDevice([]byte(c.targetDevice))
-		if err == nil && (idx < 0 || idx > maxDeviceIndex) {
-			err = fmt.Errorf("device index %d is outside [0, %d]", idx, maxDeviceIndex)
-		}
-		if err != nil {
+		// ParseTargetDevice also refuses an index outside
+		// [0, compilespec.MaxDeviceIndex].
+		if _, _, err := compilespec.ParseTargetDevice([]byte(c.targetDevice)); err != nil {
 			return &usageError{fmt.Sprintf("--target-device: %v", err)}
 		}
 	}

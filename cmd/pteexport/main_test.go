@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/stretchr/testify/assert"
@@ -332,7 +333,10 @@ func TestUsageErrors(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "%v: %q", args, r.stderr)
 		assert.Contains(t, r.stderr, "pteexport --help", "%v", args)
 	}
-	r := runCmd("--help")
+	// The device range is compilespec's, said once.
+	r := runCmd("--manifest", "m.json", "-o", "x", "--target-device", "cuda:128")
+	assert.Contains(t, r.stderr, fmt.Sprintf("outside [0, %d]", compilespec.MaxDeviceIndex))
+	r = runCmd("--help")
 	assert.Equal(t, 0, r.code)
 	assert.Contains(t, r.stdout, "--weight-streaming-budget-per-engine")
 
