@@ -138,7 +138,7 @@ func (r *recordingBackend) Init(ctx *InitContext, p *pte.Payload, specs []*pte.C
 	r.inits = append(r.inits, rec)
 	return &rec, nil
 }
-func (r *recordingBackend) Destroy(Handle)                               {}
+func (r *recordingBackend) Destroy(Handle) {}
 
 // vectorFNV is the hash the pte vectors call processed_fnv1a64: FNV-1a 64
 // with the offset basis 1469598103934665603 (0x14650fb0739d0383), one digit
