@@ -120,7 +120,7 @@ func parsePyInt(s string) (int, bool) {
 	}
 	s = strings.ReplaceAll(s, "_", "")
 	for i := 0; i < len(s); i++ {
-		if !isDigit(s[i]) {
+		if c := s[i]; c < '0' || c > '9' {
 			return 0, false
 		}
 	}

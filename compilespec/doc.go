@@ -30,5 +30,6 @@
 // ("8gib", "8Gi") are powers of 1024, decimal units ("8GB") powers of 1000,
 // and forms that could be either ("8G", "8gb") are refused with a hint.
 // FormatSizeApprox is the one at-a-glance form ("1.5 GiB", "8.0 EiB"), and
-// AddSizes adds sizes without wrapping.
+// AddSizes adds sizes without wrapping. They are internal/size's, given here
+// to library users.
 package compilespec

@@ -7,10 +7,11 @@ package progress
 
 import (
 	"fmt"
-	"github.com/ptekit/ptekit/compilespec"
 	"io"
 	"os"
 	"time"
+
+	"github.com/ptekit/ptekit/internal/size"
 )
 
 // Delay is how long work runs before its progress is shown; Interval is
@@ -91,7 +92,7 @@ func (m *Meter) Line(done, total int64) string {
 // change while a person watches (progress) and for overviews, where an
 // exact value would be noise.
 func Size[T int64 | uint64 | int | uint32](n T) string {
-	return compilespec.FormatSizeApprox(n)
+	return size.FormatApprox(n)
 }
 
 // Reader counts the bytes read through R and reports them to M, of Total.

@@ -1,12 +1,21 @@
-package compilespec
+// Package size is the one reading and writing of byte counts for people:
+// Parse reads the exact forms of command lines and configuration ("8GiB",
+// "1.5 GiB", "8GB", "auto"), Format writes them back exactly, FormatApprox
+// is the at-a-glance form ("1.5 GiB"), Describe the bytes with either, and
+// Add sums sizes without wrapping. It sits at the bottom of the module
+// (it imports only internal/quote), so that a progress line need not
+// import the program model to print "1.5 GiB"; package compilespec gives
+// the same functions to library users (ParseSize, FormatSize, ...).
+package size
 
 import (
 	"fmt"
-	"github.com/ptekit/ptekit/internal/quote"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/ptekit/ptekit/internal/quote"
 )
 
 // sizeUnit is a size suffix and its multiplier.
@@ -15,15 +24,15 @@ type sizeUnit struct {
 	mult int64
 }
 
-// sizeUnits lists every suffix ParseSize accepts, largest first within each
-// family; FormatSize picks from displayUnits.
+// sizeUnits lists every suffix Parse accepts, largest first within each
+// family; Format picks from displayUnits.
 var sizeUnits = []sizeUnit{
 	{"PiB", 1 << 50}, {"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10},
 	{"PB", 1e15}, {"TB", 1e12}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"kB", 1e3},
 	{"B", 1},
 }
 
-// displayUnits is the order in which FormatSize tries units: largest
+// displayUnits is the order in which Format tries units: largest
 // multiplier first, so that it picks the shortest exact form.
 var displayUnits = []sizeUnit{
 	{"PiB", 1 << 50}, {"PB", 1e15}, {"TiB", 1 << 40}, {"TB", 1e12},
@@ -36,13 +45,13 @@ const acceptedSizes = `a whole number of bytes below 2^63, written as digits ("8
 	`as a number with a unit ("8GiB", "512 MiB", "1.5GiB", "8Gi", "8GB"); units: B, KiB, MiB, GiB, TiB, PiB ` +
 	`or Ki, Mi, Gi, Ti, Pi in any case (powers of 1024), KB, MB, GB, TB, PB (powers of 1000); or "auto"`
 
-// SizeError reports a size that ParseSize does not accept.
-type SizeError struct {
+// Error reports a size that Parse does not accept.
+type Error struct {
 	Input  string // the text as given
 	Reason string // what is wrong with it, in lower case
 }
 
-// maxSizeLen is the longest size text ParseSize reads, spaces around it
+// maxSizeLen is the longest size text Parse reads, spaces around it
 // aside; it is also how much of the input an error message quotes. The
 // longest useful form, 2^63-1 written with a fraction and a unit, is far
 // shorter.
@@ -50,11 +59,11 @@ const maxSizeLen = 64
 
 // Error implements error. An input longer than 64 bytes is quoted only in
 // part, with its length.
-func (e *SizeError) Error() string {
-	return fmt.Sprintf("compilespec: invalid size %s: %s; accepted: %s", quote.String(e.Input), e.Reason, acceptedSizes)
+func (e *Error) Error() string {
+	return fmt.Sprintf("invalid size %s: %s; accepted: %s", quote.String(e.Input), e.Reason, acceptedSizes)
 }
 
-// ParseSize reads a byte count written for humans, as on a command line or
+// Parse reads a byte count written for humans, as on a command line or
 // in a configuration file. It accepts a plain decimal byte count
 // ("8589934592", "0"), a decimal number followed by a unit, optionally
 // separated by spaces ("8GiB", "512 MiB", "1.5GiB", "8GB"), and the word
@@ -71,10 +80,10 @@ func (e *SizeError) Error() string {
 // A fraction must come to a whole number of bytes ("1.5GiB" is fine, "1.5B"
 // and "0.1KiB" are not). Negative values, values of 2^63 bytes or more,
 // signs, exponents, unknown units and text longer than 64 characters (after
-// trimming spaces) are errors (*SizeError) that list what is accepted.
-func ParseSize(s string) (bytes int64, auto bool, err error) {
+// trimming spaces) are errors (*Error) that list what is accepted.
+func Parse(s string) (bytes int64, auto bool, err error) {
 	fail := func(reason string) (int64, bool, error) {
-		return 0, false, &SizeError{Input: s, Reason: reason}
+		return 0, false, &Error{Input: s, Reason: reason}
 	}
 	t := strings.TrimSpace(s)
 	if strings.EqualFold(t, "auto") {
@@ -154,7 +163,7 @@ func lookupUnit(name string) (sizeUnit, bool) {
 	return sizeUnit{}, false
 }
 
-// unitHint explains a unit ParseSize refuses, with the forms the user
+// unitHint explains a unit Parse refuses, with the forms the user
 // probably meant: "G", "g", "gb" and "Gb" could mean GiB or GB (docker
 // reads "8g" as GiB, disk vendors "8GB" as 10^9), and "b" could be bits.
 func unitHint(num, unit string) string {
@@ -173,18 +182,18 @@ func unitHint(num, unit string) string {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// FormatSize returns n in a short human form that ParseSize reads back as
+// Format returns n in a short human form that Parse reads back as
 // exactly n: the largest unit (binary or decimal) in which n is a whole
 // number, or a number below 1000 with at most three decimals, e.g. "8 GiB",
 // "1.5 GiB", "1 GB", "1025 MiB"; or plain bytes ("123 B", "1234567 B") when no
 // unit gives an exact short form. Negative values are shown
-// as "-" followed by the form of their magnitude (ParseSize refuses them).
-func FormatSize(n int64) string {
+// as "-" followed by the form of their magnitude (Parse refuses them).
+func Format(n int64) string {
 	if n < 0 {
 		if n == math.MinInt64 {
 			return "-9223372036854775808 B"
 		}
-		return "-" + FormatSize(-n)
+		return "-" + Format(-n)
 	}
 	for _, u := range displayUnits {
 		if n < u.mult {
@@ -205,11 +214,11 @@ func FormatSize(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// AddSizes returns the sum of byte counts, saturating at math.MaxInt64 (and
+// Add returns the sum of byte counts, saturating at math.MaxInt64 (and
 // math.MinInt64) instead of wrapping: sizes come from files and flags, and a
 // total must never turn negative because a hostile value was huge. A
-// saturated total reads as FormatSizeApprox's "8 EiB".
-func AddSizes(sizes ...int64) int64 {
+// saturated total reads as FormatApprox's "8 EiB".
+func Add(sizes ...int64) int64 {
 	var sum int64
 	for _, n := range sizes {
 		switch {
@@ -224,11 +233,11 @@ func AddSizes(sizes ...int64) int64 {
 	return sum
 }
 
-// FormatSizeApprox returns n for people to read at a glance: plain bytes
+// FormatApprox returns n for people to read at a glance: plain bytes
 // below 1 KiB ("512 B"), else one decimal in the largest binary unit it
 // reaches ("1.5 KiB", "3.0 GiB", "8.0 EiB" for math.MaxInt64). It is not
-// exact; FormatSize is, and ParseSize reads FormatSize's forms back.
-func FormatSizeApprox[T ~int64 | ~uint64 | ~int | ~uint32](n T) string {
+// exact; Format is, and Parse reads Format's forms back.
+func FormatApprox[T ~int64 | ~uint64 | ~int | ~uint32](n T) string {
 	const units = "KMGTPE"
 	if n < 1024 {
 		return strconv.FormatInt(int64(n), 10) + " B"
@@ -243,14 +252,14 @@ func FormatSizeApprox[T ~int64 | ~uint64 | ~int | ~uint32](n T) string {
 	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i:i+1] + "iB"
 }
 
-// DescribeSize is how views show a byte count people may need exactly:
-// the bytes, then FormatSize's short exact form when there is one
-// ("1073741824 bytes (1 GiB)"), else FormatSizeApprox's
+// Describe is how views show a byte count people may need exactly:
+// the bytes, then Format's short exact form when there is one
+// ("1073741824 bytes (1 GiB)"), else FormatApprox's
 // ("9223372036854775807 bytes (about 8.0 EiB)").
-func DescribeSize(n int64) string {
-	exact := FormatSize(n)
+func Describe(n int64) string {
+	exact := Format(n)
 	if n >= 1024 && exact == fmt.Sprintf("%d B", n) {
-		return fmt.Sprintf("%d bytes (about %s)", n, FormatSizeApprox(n))
+		return fmt.Sprintf("%d bytes (about %s)", n, FormatApprox(n))
 	}
 	return fmt.Sprintf("%d bytes (%s)", n, exact)
 }

@@ -1,4 +1,4 @@
-package compilespec
+package size
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-func TestParseSize(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		in     string
 		want   int64
@@ -69,31 +69,31 @@ func TestParseSize(t *testing.T) {
 		{"8 GiB x", 0, false, "unknown unit"},
 	}
 	for _, tc := range tests {
-		got, auto, err := ParseSize(tc.in)
+		got, auto, err := Parse(tc.in)
 		if tc.in == "8191.99PiB" {
 			// 8191.99 PiB = 819199 * 2^50 / 100: 2^50 is divisible by 4 but
 			// not by 25, so this is a fraction of a byte.
 			if err == nil || !strings.Contains(err.Error(), "whole number") {
-				t.Errorf("ParseSize(%q) = %d, %v; want fractional-byte error", tc.in, got, err)
+				t.Errorf("Parse(%q) = %d, %v; want fractional-byte error", tc.in, got, err)
 			}
 			continue
 		}
 		if tc.errSub != "" {
-			var se *SizeError
+			var se *Error
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.errSub) {
-				t.Errorf("ParseSize(%q) = %d, %v, %v; want error containing %q", tc.in, got, auto, err, tc.errSub)
+				t.Errorf("Parse(%q) = %d, %v, %v; want error containing %q", tc.in, got, auto, err, tc.errSub)
 			} else if !strings.Contains(err.Error(), "accepted:") {
-				t.Errorf("ParseSize(%q) error does not say what is accepted: %v", tc.in, err)
+				t.Errorf("Parse(%q) error does not say what is accepted: %v", tc.in, err)
 			}
 			continue
 		}
 		if err != nil || got != tc.want || auto != tc.auto {
-			t.Errorf("ParseSize(%q) = %d, %v, %v; want %d, %v", tc.in, got, auto, err, tc.want, tc.auto)
+			t.Errorf("Parse(%q) = %d, %v, %v; want %d, %v", tc.in, got, auto, err, tc.want, tc.auto)
 		}
 	}
 }
 
-func TestFormatSize(t *testing.T) {
+func TestFormat(t *testing.T) {
 	tests := []struct {
 		n    int64
 		want string
@@ -114,8 +114,8 @@ func TestFormatSize(t *testing.T) {
 		{-2048, "-2 KiB"},
 	}
 	for _, tc := range tests {
-		if got := FormatSize(tc.n); got != tc.want {
-			t.Errorf("FormatSize(%d) = %q, want %q", tc.n, got, tc.want)
+		if got := Format(tc.n); got != tc.want {
+			t.Errorf("Format(%d) = %q, want %q", tc.n, got, tc.want)
 		}
 	}
 }
@@ -126,44 +126,44 @@ func FuzzParseSize(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, auto, err := ParseSize(s)
+		n, auto, err := Parse(s)
 		if err != nil {
-			var se *SizeError
+			var se *Error
 			if !errors.As(err, &se) {
-				t.Fatalf("ParseSize(%q): error %T is not *SizeError", s, err)
+				t.Fatalf("Parse(%q): error %T is not *Error", s, err)
 			}
 			return
 		}
 		if auto {
 			if n != 0 {
-				t.Fatalf("ParseSize(%q): auto with %d bytes", s, n)
+				t.Fatalf("Parse(%q): auto with %d bytes", s, n)
 			}
 			return
 		}
 		if n < 0 {
-			t.Fatalf("ParseSize(%q) = %d", s, n)
+			t.Fatalf("Parse(%q) = %d", s, n)
 		}
 		// The display form reads back as the same number of bytes.
-		disp := FormatSize(n)
-		back, auto, err := ParseSize(disp)
+		disp := Format(n)
+		back, auto, err := Parse(disp)
 		if err != nil || auto || back != n {
-			t.Fatalf("ParseSize(FormatSize(%d) = %q) = %d, %v, %v", n, disp, back, auto, err)
+			t.Fatalf("Parse(Format(%d) = %q) = %d, %v, %v", n, disp, back, auto, err)
 		}
 	})
 }
 
 // TestParseSizeLongInput: text longer than 64 characters is refused
 // without being converted, and the error quotes only its start.
-func TestParseSizeLongInput(t *testing.T) {
+func TestParseLongInput(t *testing.T) {
 	ok := "  " + strings.Repeat("0", 62) + "1B  " // 64 characters once trimmed
-	if n, _, err := ParseSize(ok); err != nil || n != 1 {
-		t.Fatalf("ParseSize(%q) = %d, %v; want 1", ok, n, err)
+	if n, _, err := Parse(ok); err != nil || n != 1 {
+		t.Fatalf("Parse(%q) = %d, %v; want 1", ok, n, err)
 	}
 	for _, in := range []string{strings.Repeat("9", 65), strings.Repeat("1", 1<<20) + "GiB", "1" + strings.Repeat("é", 40)} {
-		_, _, err := ParseSize(in)
-		var se *SizeError
+		_, _, err := Parse(in)
+		var se *Error
 		if !errors.As(err, &se) || se.Input != in || !strings.Contains(se.Reason, "longer than 64") {
-			t.Fatalf("ParseSize of %d bytes: %v, want a *SizeError for length", len(in), err)
+			t.Fatalf("Parse of %d bytes: %v, want a *Error for length", len(in), err)
 		}
 		if msg := err.Error(); len(msg) > 600 || !strings.Contains(msg, fmt.Sprintf("(%d bytes)", len(in))) || !utf8.ValidString(msg) {
 			t.Errorf("error message of %d bytes does not quote a valid prefix with the length: %.200s", len(msg), msg)
@@ -174,11 +174,11 @@ func TestParseSizeLongInput(t *testing.T) {
 func BenchmarkParseSizeLongInput(b *testing.B) {
 	in := strings.Repeat("1", 1<<20) + "GiB"
 	for b.Loop() {
-		ParseSize(in)
+		Parse(in)
 	}
 }
 
-func TestFormatSizeApprox(t *testing.T) {
+func TestFormatApprox(t *testing.T) {
 	for _, tc := range []struct {
 		n    int64
 		want string
@@ -186,16 +186,16 @@ func TestFormatSizeApprox(t *testing.T) {
 		{0, "0 B"}, {1023, "1023 B"}, {1536, "1.5 KiB"}, {3 << 30, "3.0 GiB"},
 		{math.MaxInt64, "8.0 EiB"}, {-5, "-5 B"},
 	} {
-		if got := FormatSizeApprox(tc.n); got != tc.want {
-			t.Errorf("FormatSizeApprox(%d) = %q, want %q", tc.n, got, tc.want)
+		if got := FormatApprox(tc.n); got != tc.want {
+			t.Errorf("FormatApprox(%d) = %q, want %q", tc.n, got, tc.want)
 		}
 	}
-	if got := FormatSizeApprox(uint64(math.MaxUint64)); got != "16.0 EiB" {
-		t.Errorf("FormatSizeApprox(MaxUint64) = %q", got)
+	if got := FormatApprox(uint64(math.MaxUint64)); got != "16.0 EiB" {
+		t.Errorf("FormatApprox(MaxUint64) = %q", got)
 	}
 }
 
-func TestAddSizesSaturates(t *testing.T) {
+func TestAddSaturates(t *testing.T) {
 	for _, tc := range []struct {
 		in   []int64
 		want int64
@@ -205,13 +205,13 @@ func TestAddSizesSaturates(t *testing.T) {
 		{[]int64{math.MaxInt64, 1, -1}, math.MaxInt64 - 1},
 		{[]int64{math.MinInt64, -1}, math.MinInt64},
 	} {
-		if got := AddSizes(tc.in...); got != tc.want {
-			t.Errorf("AddSizes(%v) = %d, want %d", tc.in, got, tc.want)
+		if got := Add(tc.in...); got != tc.want {
+			t.Errorf("Add(%v) = %d, want %d", tc.in, got, tc.want)
 		}
 	}
 }
 
-func TestDescribeSize(t *testing.T) {
+func TestDescribe(t *testing.T) {
 	for n, want := range map[int64]string{
 		0:             "0 bytes (0 B)",
 		1 << 30:       "1073741824 bytes (1 GiB)",
@@ -219,8 +219,8 @@ func TestDescribeSize(t *testing.T) {
 		math.MaxInt64: "9223372036854775807 bytes (about 8.0 EiB)",
 		1234567:       "1234567 bytes (about 1.2 MiB)",
 	} {
-		if got := DescribeSize(n); got != want {
-			t.Errorf("DescribeSize(%d) = %q, want %q", n, got, want)
+		if got := Describe(n); got != want {
+			t.Errorf("Describe(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
