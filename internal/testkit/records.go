@@ -105,23 +105,60 @@ type DataRecord struct {
 	// Loads maps a method name to its load_method code (or method_meta's
 	// when that failed); a method without an entry was not reached.
 	Loads map[string]string
-	// Crashed is set when the record stops without its "done" event: the
-	// runtime died (undefined behaviour upstream).
+	// Crashed is set when the record stops without its "done" event
+	// although the program loaded (or its load was never reported): the
+	// runtime died (undefined behaviour upstream). A record that stops
+	// right after a failed program_load is not a crash: the runtime stops
+	// there, with no method events.
 	Crashed bool
 }
 
+// ProgramRefused reports whether the record shows Program::load failing
+// (program_load with an error): the run ends there and no method has a
+// verdict.
+func (r *DataRecord) ProgramRefused() bool {
+	return r.Program != "" && r.Program != "Ok"
+}
+
 // ModuleCode is what Module::load returns for the record: the first failed
-// data file load, else the merge's code; "Ok" without data files.
+// data file load, else the failed merge, else a failed program_load; "Ok"
+// when all of them succeeded (or were not recorded).
 func (r *DataRecord) ModuleCode() string {
+	if c := r.DataCode(); c != "Ok" || !r.ProgramRefused() {
+		return c
+	}
+	return r.Program
+}
+
+// DataCode is the part of ModuleCode the data files decide: the first
+// failed data file load, else the failed merge, else "Ok".
+func (r *DataRecord) DataCode() string {
 	for _, f := range r.Files {
 		if f.Code != "Ok" {
 			return f.Code
 		}
 	}
-	if r.Merge != nil {
+	if r.Merge != nil && r.Merge.Code != "Ok" {
 		return r.Merge.Code
 	}
 	return "Ok"
+}
+
+// Unreached returns the methods the record lists with no verdict after
+// the first such one: when the runtime crashed loading a method, the ones
+// after it were never loaded, and a test must not demand anything of them.
+func (r *DataRecord) Unreached() map[string]bool {
+	out := map[string]bool{}
+	first := true
+	for _, m := range r.Methods {
+		if _, ok := r.Loads[m]; !ok {
+			if !first {
+				out[m] = true
+			}
+			first = false
+		}
+	}
+	return out
 }
 
 // ReadDataRecord reads a C++ record.
@@ -132,7 +169,8 @@ func ReadDataRecord(t testing.TB, path string) *DataRecord {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	rec := &DataRecord{Loads: map[string]string{}, Crashed: true}
+	rec := &DataRecord{Loads: map[string]string{}}
+	done := false
 	sc := bufio.NewScanner(fh)
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
@@ -168,12 +206,13 @@ func ReadDataRecord(t testing.TB, path string) *DataRecord {
 				rec.Loads[e.Name] = code
 			}
 		case "done":
-			rec.Crashed = false
+			done = true
 		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	rec.Crashed = !done && !rec.ProgramRefused()
 	return rec
 }
 
