@@ -104,6 +104,17 @@ func TestRebakeUpstreamPrograms(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out.pte")
 			budget := int64(4 << 30)
 			res, err := Rebake(filepath.Join(dir, name+".pte"), out, &RebakeOptions{WeightStreamingBudget: &budget})
+			if rec := testkit.ReadDataRecord(t, filepath.Join(dir, name+".cpp.jsonl")); len(rec.BlobRejected) > 0 {
+				// The record shows a blob TensorRTBackend's init refuses:
+				// the documented refusal, naming the method.
+				var ee *Error
+				require.ErrorAs(t, err, &ee, "the C++ blob reader rejects a blob of %v", rec.BlobRejected)
+				assert.Contains(t, rec.BlobRejected, ee.Method)
+				assert.Contains(t, err.Error(), "not re-baked")
+				_, statErr := os.Stat(out)
+				assert.True(t, os.IsNotExist(statErr), "no output on refusal")
+				return
+			}
 			require.NoError(t, err)
 			require.NotNil(t, res.Budget)
 			assert.Equal(t, budget, *res.Budget)

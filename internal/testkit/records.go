@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -105,6 +106,11 @@ type DataRecord struct {
 	// Loads maps a method name to its load_method code (or method_meta's
 	// when that failed); a method without an entry was not reached.
 	Loads map[string]string
+	// BlobRejected lists the methods (once each, in record order) with a
+	// backend_init whose upstream_trt_blob_parse failed: the recording
+	// harness's fake backend accepted the delegate, but the real
+	// TensorRTBackend's init refuses such a blob (InvalidProgram).
+	BlobRejected []string
 	// Crashed is set when the record stops without its "done" event
 	// although the program loaded (or its load was never reported): the
 	// runtime died (undefined behaviour upstream). A record that stops
@@ -181,6 +187,10 @@ func ReadDataRecord(t testing.TB, path string) *DataRecord {
 			Names []string `json:"names"`
 			Error string   `json:"error"`
 			Keys  []string `json:"keys"`
+			Blob  *struct {
+				OK bool `json:"ok"`
+			} `json:"upstream_trt_blob_parse"`
+			Method string `json:"method"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("%s: %v", path, err)
@@ -204,6 +214,10 @@ func ReadDataRecord(t testing.TB, path string) *DataRecord {
 		case "load_method":
 			if _, failed := rec.Loads[e.Name]; !failed {
 				rec.Loads[e.Name] = code
+			}
+		case "backend_init":
+			if e.Blob != nil && !e.Blob.OK && !slices.Contains(rec.BlobRejected, e.Method) {
+				rec.BlobRejected = append(rec.BlobRejected, e.Method)
 			}
 		case "done":
 			done = true

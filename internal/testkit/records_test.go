@@ -27,6 +27,8 @@ const (
 `
 	recMethodA = `{"event":"load_method","name":"a","ok":true,"error":"Ok","planned_ok":true}
 `
+	recBlobBad = `{"event":"backend_init","backend":"TensorRTBackend","method":"b","processed_size":0,"processed_fnv1a64":"cbf29ce484222325","processed_head_hex":"","compile_specs":[],"runtime_specs":[],"get_runtime_spec_weight_streaming_budget":{"ok":false,"error":"Error::NotFound"},"upstream_trt_blob_parse":{"ok":false}}
+`
 	recMethodB = `{"event":"method_meta","name":"b","num_inputs":1,"num_outputs":1,"num_instructions":2,"memory_planned_buffers":[48],"backends":[]}
 {"event":"load_method","name":"b","ok":false,"error":"Error::NotFound","planned_ok":true}
 `
@@ -50,6 +52,7 @@ func TestReadDataRecord(t *testing.T) {
 		{"refused", recHead + recRefused, false, true, "InvalidProgram", "Ok", map[string]string{}},
 		{"refused with data", recHead + recData + recRefused, false, true, "InvalidProgram", "Ok", map[string]string{}},
 		{"refused, data missing", recHead + recMissing + recRefused, false, true, "AccessFailed", "AccessFailed", map[string]string{}},
+		{"blob rejected", recHead + recLoaded + recMethodA + recBlobBad + recMethodB + recDone, false, false, "Ok", "Ok", map[string]string{"a": "Ok", "b": "NotFound"}},
 		{"data missing", recHead + recMissing + recLoaded + recMethodA + recMethodB + recDone, false, false, "AccessFailed", "AccessFailed", map[string]string{"a": "Ok", "b": "NotFound"}},
 		{"crashed in the first method", recHead + recLoaded, true, false, "Ok", "Ok", map[string]string{}},
 		{"crashed in a method", recHead + recLoaded + recMethodA, true, false, "Ok", "Ok", map[string]string{"a": "Ok"}},
@@ -76,6 +79,9 @@ func TestReadDataRecord(t *testing.T) {
 			// A method after the one the run crashed in is unreached.
 			if u := r.Unreached(); u["a"] || u["b"] != (c.name == "crashed in the first method") {
 				t.Errorf("unreached %v", u)
+			}
+			if strings.Contains(c.rec, "upstream_trt_blob_parse") != (len(r.BlobRejected) == 1 && r.BlobRejected[0] == "b") {
+				t.Errorf("blob rejected in %v", r.BlobRejected)
 			}
 			if strings.Contains(c.rec, "program_load") && r.Program == "" {
 				t.Error("program_load not read")
