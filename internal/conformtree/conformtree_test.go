@@ -1,0 +1,103 @@
+package conformtree
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// conformancePackages are the packages whose conformance tests read the
+// tree, and conformanceTests those tests: the ones that walk the
+// directories Build adds to.
+var (
+	conformancePackages = []string{"./pte", "./ptd", "./executor", "./export", "./cmd/pteinspect", "./cmd/pteexport"}
+	conformanceTests    = "^(TestCorpus|TestCorpusOpen|TestCorpusPairs|TestVectors|TestDataPairs|TestDataVectors|" +
+		"TestLoadOutcomeMatchesUpstream|TestVerifyDataPairs|TestVerifyDataVectors|TestCorpusJSON|" +
+		"TestRebakeUpstreamPrograms|TestExportMatchesUpstreamPrograms|TestRebakeCLI|TestRebakeCLIMatchesReference)$"
+)
+
+// TestSuiteOnAugmentedTree runs the conformance tests of the packages that
+// read the shared tree against a tree built here (go test with
+// PTEKIT_SHARED and CI set, so that nothing missing is skipped), and checks
+// that they judged every situation the tree adds: each run of the refused
+// program and the crashed run pass, the run naming a missing data file is
+// skipped with its message.
+func TestSuiteOnAugmentedTree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the conformance tests of six packages (-short)")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("go command not found (CI is set): %v", err)
+		}
+		t.Skipf("go command not found: %v", err)
+	}
+	root := Build(t)
+	args := append([]string{"test", "-count=1", "-timeout=10m", "-v", "-run", conformanceTests}, conformancePackages...)
+	cmd := exec.Command(goBin, args...)
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "PTEKIT_SHARED="+root, "CI=true")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go test against the augmented tree: %v\n%s", err, failures(string(out)))
+	}
+	name := func(s string) string { return regexp.QuoteMeta(s) }
+	refusedRun := name(Refused) + `__[0-9a-f]{8}\+`
+	for _, want := range []struct {
+		test, sub, status string
+		n                 int
+	}{
+		{"TestCorpusPairs", refusedRun, "PASS", 3},
+		{"TestDataPairs", refusedRun, "PASS", 3},
+		{"TestVerifyDataPairs", refusedRun, "PASS", 3},
+		{"TestCorpusOpen", name(Refused), "PASS", 1},
+		{"TestCorpusOpen", name(External), "PASS", 1},
+		{"TestVectors", name(CrashedRun), "PASS", 1},
+		{"TestDataVectors", name(CrashedRun), "PASS", 1},
+		{"TestVerifyDataVectors", name(CrashedRun), "PASS", 1},
+		{"TestVectors", name(MissingRun), "SKIP", 1},
+		{"TestDataVectors", name(MissingRun), "SKIP", 1},
+		{"TestVerifyDataVectors", name(MissingRun), "SKIP", 1},
+	} {
+		re := regexp.MustCompile(`(?m)^\s*--- ` + want.status + `: ` + want.test + `/` + want.sub)
+		if got := len(re.FindAllString(string(out), -1)); got != want.n {
+			t.Errorf("%s: %d subtests %s matching %s, want %d", want.test, got, want.status, want.sub, want.n)
+		}
+	}
+	if !strings.Contains(string(out), "data file syn_gone.ptd is missing") {
+		t.Error("the skip of the run naming a missing data file does not say why")
+	}
+}
+
+// failures returns the lines of go test -v output that report failures,
+// with the log lines around them, or the whole output when there are none.
+func failures(out string) string {
+	var keep []string
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if strings.Contains(l, "--- FAIL") || strings.HasPrefix(l, "FAIL") || strings.Contains(l, "_test.go:") {
+			keep = append(keep, lines[i])
+		}
+	}
+	if len(keep) == 0 {
+		return out
+	}
+	return strings.Join(keep, "\n")
+}
+
+// TestBuildKeep builds a tree in $CONFORMTREE_KEEP (an empty or absent
+// directory), for a person who wants to run the suite against it by hand:
+//
+//	CONFORMTREE_KEEP=/tmp/tree go test ./internal/conformtree -run TestBuildKeep
+//	PTEKIT_SHARED=/tmp/tree go test ./...
+func TestBuildKeep(t *testing.T) {
+	dst := os.Getenv("CONFORMTREE_KEEP")
+	if dst == "" {
+		t.Skip("CONFORMTREE_KEEP not set")
+	}
+	BuildIn(t, dst)
+}
