@@ -87,7 +87,7 @@ func BuildIn(t testing.TB, root string) string {
 	b.mirror("")
 	b.corpus()
 	b.dataVectors()
-	// b.programVectors()
+	b.programVectors()
 	return b.root
 }
 
