@@ -111,6 +111,11 @@ type DataRecord struct {
 	// harness's fake backend accepted the delegate, but the real
 	// TensorRTBackend's init refuses such a blob (InvalidProgram).
 	BlobRejected []string
+	// BudgetRejected lists the methods (once each, in record order) with a
+	// backend_init whose weight_streaming_budget compile spec is given
+	// twice (keys compared as C strings) or does not parse upstream:
+	// TensorRTBackend's init refuses those too (InvalidProgram).
+	BudgetRejected []string
 	// Crashed is set when the record stops without its "done" event
 	// although the program loaded (or its load was never reported): the
 	// runtime died (undefined behaviour upstream). A record that stops
@@ -124,6 +129,21 @@ type DataRecord struct {
 // verdict.
 func (r *DataRecord) ProgramRefused() bool {
 	return r.Program != "" && r.Program != "Ok"
+}
+
+// InitRefused reports whether the real TensorRTBackend refuses a delegate
+// the record's fake backend accepted (BlobRejected, BudgetRejected), or
+// the record shows the program or a method failing to load.
+func (r *DataRecord) InitRefused() bool {
+	if r.ProgramRefused() || len(r.BlobRejected) > 0 || len(r.BudgetRejected) > 0 {
+		return true
+	}
+	for _, c := range r.Loads {
+		if c != "Ok" {
+			return true
+		}
+	}
+	return false
 }
 
 // ModuleCode is what Module::load returns for the record: the first failed
@@ -191,6 +211,12 @@ func ReadDataRecord(t testing.TB, path string) *DataRecord {
 				OK bool `json:"ok"`
 			} `json:"upstream_trt_blob_parse"`
 			Method string `json:"method"`
+			Specs  []struct {
+				Key   string `json:"key"`
+				Parse *struct {
+					Valid bool `json:"valid"`
+				} `json:"upstream_parse_weight_streaming_budget"`
+			} `json:"compile_specs"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("%s: %v", path, err)
@@ -218,6 +244,16 @@ func ReadDataRecord(t testing.TB, path string) *DataRecord {
 		case "backend_init":
 			if e.Blob != nil && !e.Blob.OK && !slices.Contains(rec.BlobRejected, e.Method) {
 				rec.BlobRejected = append(rec.BlobRejected, e.Method)
+			}
+			budgets, bad := 0, false
+			for _, s := range e.Specs {
+				if k, _, _ := strings.Cut(s.Key, "\x00"); k == "weight_streaming_budget" {
+					budgets++
+					bad = bad || s.Parse != nil && !s.Parse.Valid
+				}
+			}
+			if (bad || budgets > 1) && !slices.Contains(rec.BudgetRejected, e.Method) {
+				rec.BudgetRejected = append(rec.BudgetRejected, e.Method)
 			}
 		case "done":
 			done = true

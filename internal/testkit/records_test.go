@@ -29,6 +29,8 @@ const (
 `
 	recBlobBad = `{"event":"backend_init","backend":"TensorRTBackend","method":"b","processed_size":0,"processed_fnv1a64":"cbf29ce484222325","processed_head_hex":"","compile_specs":[],"runtime_specs":[],"get_runtime_spec_weight_streaming_budget":{"ok":false,"error":"Error::NotFound"},"upstream_trt_blob_parse":{"ok":false}}
 `
+	recBudgetTwice = `{"event":"backend_init","backend":"TensorRTBackend","method":"a","processed_size":0,"processed_fnv1a64":"cbf29ce484222325","processed_head_hex":"","compile_specs":[{"key":"weight_streaming_budget","value_hex":"31","value_text":"1","upstream_parse_weight_streaming_budget":{"valid":true,"bytes":1}},{"key":"weight_streaming_budget\u0000x","value_hex":"32","value_text":"2","upstream_parse_weight_streaming_budget":{"valid":true,"bytes":2}}],"runtime_specs":[],"get_runtime_spec_weight_streaming_budget":{"ok":false,"error":"Error::NotFound"},"upstream_trt_blob_parse":{"ok":true}}
+`
 	recMethodB = `{"event":"method_meta","name":"b","num_inputs":1,"num_outputs":1,"num_instructions":2,"memory_planned_buffers":[48],"backends":[]}
 {"event":"load_method","name":"b","ok":false,"error":"Error::NotFound","planned_ok":true}
 `
@@ -53,6 +55,7 @@ func TestReadDataRecord(t *testing.T) {
 		{"refused with data", recHead + recData + recRefused, false, true, "InvalidProgram", "Ok", map[string]string{}},
 		{"refused, data missing", recHead + recMissing + recRefused, false, true, "AccessFailed", "AccessFailed", map[string]string{}},
 		{"blob rejected", recHead + recLoaded + recMethodA + recBlobBad + recMethodB + recDone, false, false, "Ok", "Ok", map[string]string{"a": "Ok", "b": "NotFound"}},
+		{"budget twice", recHead + recLoaded + recBudgetTwice + recMethodA + recDone, false, false, "Ok", "Ok", map[string]string{"a": "Ok"}},
 		{"data missing", recHead + recMissing + recLoaded + recMethodA + recMethodB + recDone, false, false, "AccessFailed", "AccessFailed", map[string]string{"a": "Ok", "b": "NotFound"}},
 		{"crashed in the first method", recHead + recLoaded, true, false, "Ok", "Ok", map[string]string{}},
 		{"crashed in a method", recHead + recLoaded + recMethodA, true, false, "Ok", "Ok", map[string]string{"a": "Ok"}},
@@ -80,7 +83,14 @@ func TestReadDataRecord(t *testing.T) {
 			if u := r.Unreached(); u["a"] || u["b"] != (c.name == "crashed in the first method") {
 				t.Errorf("unreached %v", u)
 			}
-			if strings.Contains(c.rec, "upstream_trt_blob_parse") != (len(r.BlobRejected) == 1 && r.BlobRejected[0] == "b") {
+			if strings.Contains(c.rec, "u0000x") != (len(r.BudgetRejected) == 1 && r.BudgetRejected[0] == "a") {
+				t.Errorf("budget rejected in %v", r.BudgetRejected)
+			}
+			// Every record here but the crashed ones shows a refusal.
+			if r.InitRefused() == strings.HasPrefix(c.name, "crashed") {
+				t.Errorf("InitRefused = %v", r.InitRefused())
+			}
+			if strings.Contains(c.rec, `"ok":false}}`) != (len(r.BlobRejected) == 1 && r.BlobRejected[0] == "b") {
 				t.Errorf("blob rejected in %v", r.BlobRejected)
 			}
 			if strings.Contains(c.rec, "program_load") && r.Program == "" {
