@@ -20,35 +20,6 @@ func (acceptingBackend) Init(*InitContext, *pte.Payload, []*pte.CompileSpec) (Ha
 }
 func (acceptingBackend) Destroy(Handle) {}
 
-// upstreamVerdict is the first failure pte_cpp_check recorded for a file
-// (program_load, then per method method_meta and load_method), as
-// "load:CODE", "method[NAME]:CODE" or "method[NAME]:ok".
-func upstreamVerdict(t *testing.T, events []cppEvent) (load string, methods map[string]string, backends []string) {
-	t.Helper()
-	methods = map[string]string{}
-	for _, e := range events {
-		code := strings.TrimPrefix(e.Error, "Error::")
-		switch e.Event {
-		case "register_backend":
-			backends = append(backends, e.Name)
-		case "program_load":
-			load = code
-		case "method_meta":
-			if e.Error != "" {
-				methods[e.Name] = code
-			}
-		case "load_method":
-			if _, failed := methods[e.Name]; !failed {
-				methods[e.Name] = code
-			}
-		}
-	}
-	if load == "" {
-		t.Fatal("no program_load event")
-	}
-	return load, methods, backends
-}
-
 // ourVerdict loads path with pte.NewFile and every method with LoadMethod
 // (accepting backends registered under the given ids) and, for methods that
 // load, also plans them with PlanProgram: neither may panic.
@@ -121,10 +92,12 @@ func TestLoadOutcomeMatchesUpstream(t *testing.T) {
 	for _, fl := range files {
 		name := strings.TrimSuffix(filepath.Base(fl.pte), ".pte")
 		t.Run(name, func(t *testing.T) {
-			if _, err := os.Stat(fl.jsonl); err != nil {
-				t.Skipf("no upstream record: %v", err)
+			// Every program has its record: a missing one fails the test.
+			rec := testkit.ReadDataRecord(t, fl.jsonl)
+			if rec.Program == "" {
+				t.Fatal("no program_load event")
 			}
-			wantLoad, wantMethods, backends := upstreamVerdict(t, readEvents(t, fl.jsonl))
+			wantLoad, wantMethods, backends := rec.Program, rec.Loads, rec.Backends
 			// The file decoded whole and read a plan at a time
 			// (pte.OpenOptions.LazyPlans) load alike.
 			for _, lazy := range []bool{false, true} {

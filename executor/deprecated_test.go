@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -77,5 +79,41 @@ func TestDeprecatedConstantBuffer(t *testing.T) {
 	}
 	if pp, err := PlanProgram(buildProgram(t, progKernelBetween...), PlanOptions{NoDeprecatedConstantBuffer: true}); err != nil || len(pp.Notes) != 0 {
 		t.Errorf("modern program plan = %+v, %v", pp, err)
+	}
+}
+
+// TestDeprecatedConstantBufferDataFirst: Module::load loads the data files
+// and merges them before Program::load, so for a program a build without
+// the deprecated constant_buffer refuses, a data file that cannot be used
+// answers first (AccessFailed for a missing file, InvalidExternalData for
+// a program given as data), and only usable data files let the program's
+// InvalidProgram through.
+func TestDeprecatedConstantBufferDataFirst(t *testing.T) {
+	f := inlineConstants(t, progKernelBetween)
+	prog := writeProgram(t, seedProgram(t, seedMetadata()), seedMetadata())
+	for _, c := range []struct {
+		name string
+		src  ptd.Source
+		want pte.Code
+	}{
+		{"missing", ptd.Load(filepath.Join(t.TempDir(), "does_not_exist.ptd")), pte.CodeAccessFailed},
+		{"pte-as-ptd", dataSource(t, "program.pte", prog), pte.CodeInvalidExternal},
+		{"usable", dataSource(t, "w.ptd", dataFile(t, "w")), CodeInvalidProgram},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(f, Config{NoDeprecatedConstantBuffer: true, DataFiles: []ptd.Source{c.src}})
+			if got := CodeOf(err); got != c.want {
+				t.Fatalf("Load: %v (%v), want %v", got, err, c.want)
+			}
+			if dataErr := errors.Is(err, ErrDataFiles); dataErr != (c.want != CodeInvalidProgram) {
+				t.Errorf("errors.Is(ErrDataFiles) = %v for %v", dataErr, err)
+			}
+			// The planner answers alike: the data error is kept and the
+			// program is then refused.
+			pp, err := PlanProgram(f, PlanOptions{NoDeprecatedConstantBuffer: true, DataFiles: []ptd.Source{c.src}})
+			if CodeOf(err) != CodeInvalidProgram || pp != nil {
+				t.Errorf("plan: %+v, %v; want InvalidProgram", pp, err)
+			}
+		})
 	}
 }

@@ -74,6 +74,8 @@ type Program struct {
 // two files, at least one file with keys). Otherwise Load fails with the
 // first failure's code (AccessFailed, InvalidArgument,
 // InvalidExternalData; Error.Err wraps ErrDataFiles and the ptd error).
+// As in Module::load, the data files are checked before the program
+// itself (Config.NoDeprecatedConstantBuffer's InvalidProgram).
 func Load(f *pte.File, cfg Config) (*Program, error) {
 	if f == nil || f.Program == nil {
 		return nil, errorf(CodeInvalidArgument, "no program")
@@ -85,16 +87,19 @@ func Load(f *pte.File, cfg Config) (*Program, error) {
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
+	// Module::load loads every data file and merges them before
+	// Program::load looks at the program: a data file that fails answers
+	// first, even for a program the runtime would refuse.
+	p.data = ptd.ResolveFile(f, cfg.DataFiles)
+	if len(cfg.DataFiles) > 0 && !p.data.Module.OK() {
+		return nil, dataError(p.data)
+	}
 	if UsesDeprecatedConstantBuffer(f.Program) {
 		if cfg.NoDeprecatedConstantBuffer {
 			p.log.Error("Program::load: " + msgDeprecatedConstantBuffer)
 			return nil, errorf(CodeInvalidProgram, "%s (this runtime is such a build)", msgDeprecatedConstantBuffer)
 		}
 		p.log.Warn("Program::load: " + msgDeprecatedConstantBuffer)
-	}
-	p.data = ptd.ResolveFile(f, cfg.DataFiles)
-	if len(cfg.DataFiles) > 0 && !p.data.Module.OK() {
-		return nil, dataError(p.data)
 	}
 	return p, nil
 }

@@ -21,6 +21,7 @@ type verdict struct {
 	data    []string          // "Ok", "InvalidArgument", ...; nil when not recorded
 	hasData bool              // a data= field was present
 	merge   string            // "" when not recorded
+	program string            // program load result; "" when not recorded
 	methods map[string]string // method -> "Ok" / code name
 	rc      string
 }
@@ -54,6 +55,7 @@ func parseVerdict(s string) verdict {
 		case "merge":
 			v.merge = val
 		case "program":
+			v.program = val
 		case "rc":
 			v.rc = val
 		default:
@@ -101,10 +103,20 @@ func checkVerdict(t *testing.T, r *ptd.Resolution, v verdict) {
 	if v.merge != "" && r.Merge.String() != v.merge {
 		t.Errorf("merge %s, record %s (%v)", r.Merge, v.merge, r.Merge.Err)
 	}
+	if v.program != "" && v.program != "Ok" {
+		// Program::load refused the program: the run stops there and no
+		// method has a verdict.
+		return
+	}
+	crashSeen := false
 	for _, m := range r.Methods {
 		want, ok := v.methods[m.Name]
 		switch {
+		case !ok && crashed && crashSeen:
+			// The runtime died in an earlier method: this one was never
+			// loaded.
 		case !ok && crashed:
+			crashSeen = true
 			if !m.Status.Undefined {
 				t.Errorf("method %s: %s, record: the C++ runtime crashed loading it", m.Name, m.Status)
 			}

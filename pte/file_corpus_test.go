@@ -81,6 +81,26 @@ func hasFinding(fs []Finding, method string, code string, errorsOnly bool) bool 
 	return false
 }
 
+// plannedExternal reports whether the named method of p has a
+// memory-planned tensor whose data is EXTERNAL.
+func plannedExternal(p *Program, method string) bool {
+	for _, ep := range p.ExecutionPlan {
+		if ep == nil || ep.Name != method {
+			continue
+		}
+		for _, v := range ep.Values {
+			if v == nil {
+				continue
+			}
+			if tn, ok := v.Val.(*Tensor); ok && tn.AllocationInfo != nil && tn.ExtraTensorInfo != nil &&
+				tn.ExtraTensorInfo.Location == TensorDataLocationEXTERNAL {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // TestCorpusOpen opens every real program and compares our verdict with the
 // C++ runtime's (ref/NAME.cpp.jsonl).
 //
@@ -91,7 +111,8 @@ func hasFinding(fs []Finding, method string, code string, errorsOnly bool) bool 
 //     Open succeeds and Verify reports a Warning with Code InvalidProgram.
 //   - load_method InvalidState for programs with EXTERNAL tensors: the
 //     harness supplied no .ptd data map. Verify reports a Warning (NotFound)
-//     naming the external tensor.
+//     naming the external tensor. A memory-planned EXTERNAL tensor without
+//     a data map is InvalidExternalData instead, with the same warning.
 //   - OperatorMissing / backend registration are harness facts, not file
 //     facts; none occur in the corpus verdicts.
 func TestCorpusOpen(t *testing.T) {
@@ -133,6 +154,13 @@ func TestCorpusOpen(t *testing.T) {
 				case "InvalidState":
 					if !hasFinding(findings, m, "NotFound", false) {
 						t.Errorf("method %s: C++ InvalidState (external data not supplied) but no external-data warning: %v", m, findings)
+					}
+				case "InvalidExternalData":
+					// A memory-planned EXTERNAL tensor without a data map is
+					// InvalidExternalData, where an external constant is
+					// InvalidState; any other cause must be an Error.
+					if !(plannedExternal(f.Program, m) && hasFinding(findings, m, "NotFound", false)) && !hasFinding(findings, m, code, true) {
+						t.Errorf("method %s: C++ fails with %s, Verify has no such Error nor an external-data warning for a memory-planned EXTERNAL tensor: %v", m, code, findings)
 					}
 				default:
 					if !hasFinding(findings, m, code, true) {

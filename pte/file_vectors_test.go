@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,6 +130,9 @@ func TestPteBad(t *testing.T) {
 				}
 			}
 			f, err := Open(filepath.Join(dir, c.name+".pte"))
+			if errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("index.tsv names a program the tree lacks: %v", err)
+			}
 			if load != "" && load != "ok" {
 				var fe *FormatError
 				if err == nil {

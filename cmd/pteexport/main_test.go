@@ -352,19 +352,19 @@ func TestUsageErrors(t *testing.T) {
 }
 
 // upstreamRefuses reads the C++ runtime's record of a vector program
-// (NAME.cpp.jsonl) and reports whether it failed to load the program or
-// one of its methods: such a program may be refused by the re-bake.
+// (NAME.cpp.jsonl) and reports whether ExecuTorch refuses the program or
+// one of its methods: the record shows program_load or load_method failing,
+// or a TensorRT blob the real backend's init refuses (its
+// upstream_trt_blob_parse failed). Such a program may be refused by the
+// re-bake.
 func upstreamRefuses(t *testing.T, path string) bool {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var ev struct {
-			Event string `json:"event"`
-			OK    *bool  `json:"ok"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(line), &ev), path)
-		if (ev.Event == "program_load" || ev.Event == "load_method") && ev.OK != nil && !*ev.OK {
+	rec := testkit.ReadDataRecord(t, path)
+	if rec.ProgramRefused() || len(rec.BlobRejected) > 0 {
+		return true
+	}
+	for _, c := range rec.Loads {
+		if c != "Ok" {
 			return true
 		}
 	}

@@ -36,10 +36,15 @@ func document(t *testing.T, f *pte.File) (map[string]any, [][]string) {
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(data, &m))
-	if probs, ok := m["problems"]; ok {
-		require.Empty(t, probs)
-		delete(m, "problems")
+	// No error finding; warnings (an upstream-written target_device that
+	// pins another GPU than the blob's device_id, say) are allowed, as
+	// export's documentOf allows them.
+	if probs, ok := m["problems"].([]any); ok {
+		for _, p := range probs {
+			assert.NotEqual(t, "error", p.(map[string]any)["severity"], "problem: %v", p)
+		}
 	}
+	delete(m, "problems")
 	m["raw_program"] = m["program"]
 	delete(m, "program")
 	for _, d := range m["delegates"].([]any) {

@@ -105,6 +105,13 @@ func TestCorpusPTDJSON(t *testing.T) {
 // verifyFindings runs `pteinspect --verify --json` and returns the
 // methods with an error finding and the program-level error codes.
 func verifyFindings(t *testing.T, args ...string) (methods []string, program []string, code int) {
+	methods, program, _, code = verifyAllFindings(t, args...)
+	return methods, program, code
+}
+
+// verifyAllFindings is verifyFindings that also returns the codes of the
+// program-level warnings.
+func verifyAllFindings(t *testing.T, args ...string) (methods, program, programWarnings []string, code int) {
 	t.Helper()
 	r := runArgs(nil, append([]string{"--verify", "--json"}, args...)...)
 	var out struct {
@@ -116,6 +123,9 @@ func verifyFindings(t *testing.T, args ...string) (methods []string, program []s
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout+r.stderr)
 	for _, f := range out.Findings {
 		if f.Severity != "error" {
+			if f.Method == "" {
+				programWarnings = append(programWarnings, f.Code)
+			}
 			continue
 		}
 		if f.Method == "" {
@@ -125,7 +135,7 @@ func verifyFindings(t *testing.T, args ...string) (methods []string, program []s
 		}
 	}
 	sort.Strings(methods)
-	return methods, program, r.code
+	return methods, program, programWarnings, r.code
 }
 
 // TestVerifyDataPairs: for every run of corpus/PAIRS.tsv, `pteinspect
@@ -165,8 +175,9 @@ func TestVerifyDataVectors(t *testing.T) {
 func checkVerifyRun(t *testing.T, program string, dataFiles []string, rec *testkit.DataRecord) {
 	t.Helper()
 	var failing []string
+	unreached := rec.Unreached()
 	for _, m := range rec.Methods {
-		if c, ok := rec.Loads[m]; !ok || c != "Ok" {
+		if c, ok := rec.Loads[m]; (!ok || c != "Ok") && !unreached[m] {
 			failing = append(failing, m)
 		}
 	}
@@ -175,27 +186,38 @@ func checkVerifyRun(t *testing.T, program string, dataFiles []string, rec *testk
 	for _, d := range dataFiles {
 		args = append(args, "--data", d)
 	}
-	methods, programErrs, code := verifyFindings(t, args...)
+	methods, programErrs, programWarnings, code := verifyAllFindings(t, args...)
+	if rec.ProgramRefused() {
+		// The recording runtime refused the program at Program::load
+		// (pteinspect verifies for ExecuTorch's default build, which may
+		// load it): the refusal must be reported, as an error or a
+		// warning, and no method has a verdict to compare.
+		assert.Contains(t, append(programErrs, programWarnings...), rec.Program, "Program::load fails with %s", rec.Program)
+	}
+	// A method the runtime never reached may have findings or not.
+	methods = slices.DeleteFunc(methods, func(m string) bool { return unreached[m] })
 	if len(dataFiles) == 0 {
 		for _, m := range methods {
 			assert.Contains(t, failing, m, "method %s has an error finding; the record loads it", m)
 		}
 		return
 	}
-	if rec.Crashed && len(rec.Methods) == 0 {
+	switch {
+	case rec.ProgramRefused():
+	case rec.Crashed && len(rec.Methods) == 0:
 		// The runtime died before listing the methods: none of them loads.
 		assert.NotEmpty(t, methods, "the C++ runtime crashed before loading any method")
-	} else {
+	default:
 		assert.Equal(t, failing, methods, "methods with error findings")
 	}
-	want := rec.ModuleCode()
+	want := rec.DataCode()
 	switch {
 	case rec.Crashed && len(rec.Files) < len(dataFiles):
 		// The loader crashed on a data file before reporting it.
 		assert.NotEmpty(t, programErrs, "the C++ loader crashed on a data file")
 	case want != "Ok":
 		assert.Contains(t, programErrs, want, "Module::load fails with %s", want)
-	default:
+	case !rec.ProgramRefused():
 		assert.Empty(t, programErrs)
 	}
 	if len(failing) > 0 || want != "Ok" || len(programErrs) > 0 {

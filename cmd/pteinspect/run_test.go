@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
@@ -291,13 +290,10 @@ func TestVerifyVectors(t *testing.T) {
 	for _, path := range testkit.Glob(t, dir, "*.pte") {
 		name := strings.TrimSuffix(filepath.Base(path), ".pte")
 		t.Run(name, func(t *testing.T) {
-			refuses, known := initRefuses(t, filepath.Join(dir, name+".cpp.jsonl"))
-			if !known {
-				t.Logf("%s: no upstream load report; skipped", name)
-				return
-			}
+			// A vector without its record fails (ReadDataRecord).
+			rec := testkit.ReadDataRecord(t, filepath.Join(dir, name+".cpp.jsonl"))
 			r := runArgs(nil, "--verify", path)
-			if refuses {
+			if rec.InitRefused() {
 				assert.Equal(t, 1, r.code, r.stdout)
 				assert.Contains(t, "\n"+r.stdout, "\nerror: ")
 				return
@@ -306,58 +302,6 @@ func TestVerifyVectors(t *testing.T) {
 			assert.Contains(t, r.stdout, " 0 error(s)")
 		})
 	}
-}
-
-// initRefuses reads an upstream load report (NAME.cpp.jsonl) and says
-// whether the deployed TensorRT delegate refuses the program: a
-// load_method event that failed, a backend_init whose blob parse failed, or
-// whose weight_streaming_budget specs are duplicated or malformed. known is
-// false when there is no report.
-func initRefuses(t *testing.T, path string) (refuses, known bool) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false, false
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var ev struct {
-			Event        string `json:"event"`
-			OK           *bool  `json:"ok"`
-			CompileSpecs []struct {
-				Key   string `json:"key"`
-				Parse *struct {
-					Valid bool `json:"valid"`
-				} `json:"upstream_parse_weight_streaming_budget"`
-			} `json:"compile_specs"`
-			Blob *struct {
-				OK bool `json:"ok"`
-			} `json:"upstream_trt_blob_parse"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(line), &ev), "%s: %s", path, line)
-		switch ev.Event {
-		case "load_method":
-			if ev.OK != nil && !*ev.OK {
-				return true, true
-			}
-		case "backend_init":
-			if ev.Blob != nil && !ev.Blob.OK {
-				return true, true
-			}
-			budgets := 0
-			for _, cs := range ev.CompileSpecs {
-				if compilespec.CKeyEqual(cs.Key, compilespec.KeyWeightStreamingBudget) {
-					budgets++
-					if cs.Parse != nil && !cs.Parse.Valid {
-						return true, true
-					}
-				}
-			}
-			if budgets > 1 {
-				return true, true
-			}
-		}
-	}
-	return false, true
 }
 
 func TestExtract(t *testing.T) {

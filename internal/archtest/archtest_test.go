@@ -24,30 +24,31 @@ const anything = "*"
 // in "/" stands for every package under it. TestTableMatchesDoc keeps the
 // two in step.
 var allowed = map[string][]string{
-	"internal/fbs/":       {},
-	"internal/fbverify":   {},
-	"httprange":           {},
-	"internal/atomicfile": {},
-	"internal/inplace":    {"internal/atomicfile"},
-	"internal/quote":      {},
-	"internal/jsontree":   {},
-	"pte":                 {"internal/fbs/", "internal/fbverify", "httprange", "internal/atomicfile", "internal/quote"},
-	"ptd":                 {"pte", "internal/fbs/", "internal/fbverify", "internal/atomicfile", "internal/quote"},
-	"compilespec":         {"pte", "internal/quote", "internal/size"},
-	"delegate":            {"internal/jsontree", "internal/quote"},
-	"executor":            {"pte", "ptd", "compilespec", "delegate", "internal/quote"},
-	"inspect":             {"pte", "ptd", "compilespec", "delegate", "executor", "internal/jsontree", "internal/quote"},
-	"export":              {"pte", "compilespec", "delegate", "internal/atomicfile", "internal/inplace", "internal/jsontree", "internal/quote"},
-	"internal/input":      {"pte", "compilespec", "httprange", "internal/atomicfile", "internal/inplace"},
-	"internal/cli":        {},
-	"internal/progress":   {"internal/size"},
-	"internal/size":       {"internal/quote"},
-	"internal/bench":      {},
-	"internal/testreport": {},
-	"cmd/":                {anything},
-	"internal/testkit":    {anything},
-	"internal/testprog":   {anything},
-	"internal/archtest":   {},
+	"internal/fbs/":        {},
+	"internal/fbverify":    {},
+	"httprange":            {},
+	"internal/atomicfile":  {},
+	"internal/inplace":     {"internal/atomicfile"},
+	"internal/quote":       {},
+	"internal/jsontree":    {},
+	"pte":                  {"internal/fbs/", "internal/fbverify", "httprange", "internal/atomicfile", "internal/quote"},
+	"ptd":                  {"pte", "internal/fbs/", "internal/fbverify", "internal/atomicfile", "internal/quote"},
+	"compilespec":          {"pte", "internal/quote", "internal/size"},
+	"delegate":             {"internal/jsontree", "internal/quote"},
+	"executor":             {"pte", "ptd", "compilespec", "delegate", "internal/quote"},
+	"inspect":              {"pte", "ptd", "compilespec", "delegate", "executor", "internal/jsontree", "internal/quote"},
+	"export":               {"pte", "compilespec", "delegate", "internal/atomicfile", "internal/inplace", "internal/jsontree", "internal/quote"},
+	"internal/input":       {"pte", "compilespec", "httprange", "internal/atomicfile", "internal/inplace"},
+	"internal/cli":         {},
+	"internal/progress":    {"internal/size"},
+	"internal/size":        {"internal/quote"},
+	"internal/bench":       {},
+	"internal/testreport":  {},
+	"cmd/":                 {anything},
+	"internal/testkit":     {anything},
+	"internal/testprog":    {anything},
+	"internal/conformtree": {anything},
+	"internal/archtest":    {},
 }
 
 // fbsUsers are the only packages whose code or tests may import the
@@ -56,7 +57,7 @@ var allowed = map[string][]string{
 var fbsUsers = []string{"pte", "ptd", "internal/fbs/"}
 
 // testOnly are imported by tests only.
-var testOnly = []string{"internal/testkit", "internal/testprog"}
+var testOnly = []string{"internal/testkit", "internal/testprog", "internal/conformtree"}
 
 // match reports whether package rel is named by pattern (a name, or a
 // prefix ending in "/").

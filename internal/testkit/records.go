@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -105,23 +106,85 @@ type DataRecord struct {
 	// Loads maps a method name to its load_method code (or method_meta's
 	// when that failed); a method without an entry was not reached.
 	Loads map[string]string
-	// Crashed is set when the record stops without its "done" event: the
-	// runtime died (undefined behaviour upstream).
+	// BlobRejected lists the methods (once each, in record order) with a
+	// backend_init whose upstream_trt_blob_parse failed: the recording
+	// harness's fake backend accepted the delegate, but the real
+	// TensorRTBackend's init refuses such a blob (InvalidProgram).
+	BlobRejected []string
+	// BudgetRejected lists the methods (once each, in record order) with a
+	// backend_init whose weight_streaming_budget compile spec is given
+	// twice (keys compared as C strings) or does not parse upstream:
+	// TensorRTBackend's init refuses those too (InvalidProgram).
+	BudgetRejected []string
+	// Crashed is set when the record stops without its "done" event
+	// although the program loaded (or its load was never reported): the
+	// runtime died (undefined behaviour upstream). A record that stops
+	// right after a failed program_load is not a crash: the runtime stops
+	// there, with no method events.
 	Crashed bool
 }
 
+// ProgramRefused reports whether the record shows Program::load failing
+// (program_load with an error): the run ends there and no method has a
+// verdict.
+func (r *DataRecord) ProgramRefused() bool {
+	return r.Program != "" && r.Program != "Ok"
+}
+
+// InitRefused reports whether the real TensorRTBackend refuses a delegate
+// the record's fake backend accepted (BlobRejected, BudgetRejected), or
+// the record shows the program or a method failing to load.
+func (r *DataRecord) InitRefused() bool {
+	if r.ProgramRefused() || len(r.BlobRejected) > 0 || len(r.BudgetRejected) > 0 {
+		return true
+	}
+	for _, c := range r.Loads {
+		if c != "Ok" {
+			return true
+		}
+	}
+	return false
+}
+
 // ModuleCode is what Module::load returns for the record: the first failed
-// data file load, else the merge's code; "Ok" without data files.
+// data file load, else the failed merge, else a failed program_load; "Ok"
+// when all of them succeeded (or were not recorded).
 func (r *DataRecord) ModuleCode() string {
+	if c := r.DataCode(); c != "Ok" || !r.ProgramRefused() {
+		return c
+	}
+	return r.Program
+}
+
+// DataCode is the part of ModuleCode the data files decide: the first
+// failed data file load, else the failed merge, else "Ok".
+func (r *DataRecord) DataCode() string {
 	for _, f := range r.Files {
 		if f.Code != "Ok" {
 			return f.Code
 		}
 	}
-	if r.Merge != nil {
+	if r.Merge != nil && r.Merge.Code != "Ok" {
 		return r.Merge.Code
 	}
 	return "Ok"
+}
+
+// Unreached returns the methods the record lists with no verdict after
+// the first such one: when the runtime crashed loading a method, the ones
+// after it were never loaded, and a test must not demand anything of them.
+func (r *DataRecord) Unreached() map[string]bool {
+	out := map[string]bool{}
+	first := true
+	for _, m := range r.Methods {
+		if _, ok := r.Loads[m]; !ok {
+			if !first {
+				out[m] = true
+			}
+			first = false
+		}
+	}
+	return out
 }
 
 // ReadDataRecord reads a C++ record.
@@ -132,7 +195,8 @@ func ReadDataRecord(t testing.TB, path string) *DataRecord {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	rec := &DataRecord{Loads: map[string]string{}, Crashed: true}
+	rec := &DataRecord{Loads: map[string]string{}}
+	done := false
 	sc := bufio.NewScanner(fh)
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
@@ -143,6 +207,16 @@ func ReadDataRecord(t testing.TB, path string) *DataRecord {
 			Names []string `json:"names"`
 			Error string   `json:"error"`
 			Keys  []string `json:"keys"`
+			Blob  *struct {
+				OK bool `json:"ok"`
+			} `json:"upstream_trt_blob_parse"`
+			Method string `json:"method"`
+			Specs  []struct {
+				Key   string `json:"key"`
+				Parse *struct {
+					Valid bool `json:"valid"`
+				} `json:"upstream_parse_weight_streaming_budget"`
+			} `json:"compile_specs"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("%s: %v", path, err)
@@ -167,13 +241,28 @@ func ReadDataRecord(t testing.TB, path string) *DataRecord {
 			if _, failed := rec.Loads[e.Name]; !failed {
 				rec.Loads[e.Name] = code
 			}
+		case "backend_init":
+			if e.Blob != nil && !e.Blob.OK && !slices.Contains(rec.BlobRejected, e.Method) {
+				rec.BlobRejected = append(rec.BlobRejected, e.Method)
+			}
+			budgets, bad := 0, false
+			for _, s := range e.Specs {
+				if k, _, _ := strings.Cut(s.Key, "\x00"); k == "weight_streaming_budget" {
+					budgets++
+					bad = bad || s.Parse != nil && !s.Parse.Valid
+				}
+			}
+			if (bad || budgets > 1) && !slices.Contains(rec.BudgetRejected, e.Method) {
+				rec.BudgetRejected = append(rec.BudgetRejected, e.Method)
+			}
 		case "done":
-			rec.Crashed = false
+			done = true
 		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
+	rec.Crashed = !done && !rec.ProgramRefused()
 	return rec
 }
 
