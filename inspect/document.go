@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -299,12 +300,12 @@ func newStream(f *pte.File, opts *Options, sums digests, segments bool) (*Stream
 	if err := checkSelection(f, opts); err != nil {
 		return nil, err
 	}
-	Prefetch(f)
+	check.Prefetch(f)
 	doc, err := b.head()
 	if err != nil {
 		return nil, err
 	}
-	doc.Problems = verifyProblems(f, opts.Method)
+	doc.Problems = check.Reader(f, opts.Method)
 	// After Verify, which allocates much more: a segment table held while
 	// it ran would count as live at each collection and raise the heap's
 	// goal by twice its size.
@@ -406,7 +407,7 @@ func (s *Stream) delegates(m *MethodView, fn func(*Delegate) error) error {
 				return err
 			}
 		}
-		ps, err := delegateProblems(b.f, m.Index, di, ep.Name, d, b.reports)
+		ps, err := check.Delegate(b.f, m.Index, di, d, b.reports.check)
 		if err != nil {
 			return err
 		}
