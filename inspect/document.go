@@ -220,17 +220,14 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 		return nil, err
 	}
 	var dels []*Delegate
-	// A File opened with pte.OpenOptions.LazyPlans has its plans read by
-	// the stream only: convert each as it comes (an opened program always
-	// has the vector, so it is present, maybe empty).
-	lazy := f.Program.ExecutionPlan == nil
+	// The plans are the stream's, read through the File, however it was
+	// opened (an opened program always has the vector, so it is present,
+	// maybe empty).
 	c := converter{hash: st.b.opts.Hash}
 	plans := []*ExecutionPlan{}
 	if err := st.Each(func(m *MethodView) error {
 		dels = append(dels, m.Delegates...)
-		if lazy {
-			plans = append(plans, c.plan(m.Plan))
-		}
+		plans = append(plans, c.plan(m.Plan))
 		return nil
 	}); err != nil {
 		return nil, err
@@ -240,14 +237,10 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 	if doc.Delegates == nil {
 		doc.Delegates = []*Delegate{}
 	}
-	doc.Program = c.program(f.Program)
-	if lazy {
-		doc.Program.ExecutionPlan = plans
-	} else if m := st.b.opts.Method; m != "" {
-		doc.Program.ExecutionPlan = slices.DeleteFunc(slices.Clone(doc.Program.ExecutionPlan), func(ep *ExecutionPlan) bool {
-			return ep == nil || ep.Name != m
-		})
-	}
+	rest := *f.Program
+	rest.ExecutionPlan = nil
+	doc.Program = c.program(&rest)
+	doc.Program.ExecutionPlan = plans
 	return doc, nil
 }
 
