@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -152,18 +151,11 @@ func TestRebakeRefusesWhatVerifyRejects(t *testing.T) {
 // TensorRT delegate), and what a re-bake writes has no error either; one
 // that does not open is refused.
 func TestRebakeIffVerifyPasses(t *testing.T) {
-	var inputs []string
+	testkit.SharedDir(t) // the tree is this test's input
+	inputs := testkit.SharedPrograms(t, 1<<20)
+	require.NotEmpty(t, inputs, "no program in the shared tree")
 	root, err := filepath.EvalSymlinks(testkit.SharedDir(t))
 	require.NoError(t, err)
-	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".pte") {
-			if st, err := d.Info(); err == nil && st.Size() <= 1<<20 {
-				inputs = append(inputs, p)
-			}
-		}
-		return err
-	}))
-	require.NotEmpty(t, inputs, "no program under %s", root)
 	tmp := t.TempDir()
 	budget := int64(3 << 20)
 	var refused, baked, mutants, unopened int

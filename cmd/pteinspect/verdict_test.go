@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,17 +35,9 @@ func TestVerifyIsCheckProgram(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, data, 0o644))
 		paths = append(paths, p)
 	}
-	if root, err := testkit.SharedPath(); err == nil {
-		if root, err = filepath.EvalSymlinks(root); err == nil {
-			require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() && strings.HasSuffix(p, ".pte") {
-					paths = append(paths, p)
-				}
-				return err
-			}))
-		}
-	}
+	paths = append(paths, testkit.SharedPrograms(t, 0)...)
 	failing := 0
+	t.Logf("%d programs", len(paths))
 	for _, path := range paths {
 		r := runArgs(nil, "--verify", "--json", path)
 		var v struct {

@@ -167,18 +167,8 @@ func TestEveryWayOfOpeningAnswersAlike(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, data, 0o644))
 		paths["built "+name] = p
 	}
-	if root, err := testkit.SharedPath(); err == nil {
-		if root, err = filepath.EvalSymlinks(root); err == nil {
-			require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-				if err == nil && !d.IsDir() && strings.HasSuffix(p, ".pte") {
-					if st, err := d.Info(); err == nil && st.Size() <= 1<<20 {
-						rel, _ := filepath.Rel(root, p)
-						paths[rel] = p
-					}
-				}
-				return err
-			}))
-		}
+	for _, p := range testkit.SharedPrograms(t, 1<<20) {
+		paths[p] = p
 	}
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range paths {
