@@ -382,6 +382,15 @@ type Report struct {
 	Hazards []Hazard
 }
 
+// BothReject reports whether the strict reading and the deployed C++ reader
+// both reject the blob, which Hazards leaves out (there is nothing to
+// compare), although TensorRTBackend init fails on it. A blob whose
+// metadata ptekit did not read is not rejected by the deployed reader: its
+// verdict is unknown (HazardMetadataUnread).
+func (r *Report) BothReject() bool {
+	return r.Err != nil && !r.Deployed.OK && !r.Deployed.MetadataUnread
+}
+
 // Check reads a blob three ways (the strict reading, upstream's Python
 // reading and the deployed C++ reader's), reading its header and metadata
 // once, and lists the hazards. The error is only for failures to read r; a malformed

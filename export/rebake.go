@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/atomicfile"
@@ -63,19 +65,19 @@ type RebakeOptions struct {
 // input is untouched and out is not created or changed. When out is a
 // symbolic link, the file it points to is replaced.
 //
-// An input that the reader's verifier finds an Error in (one that
-// ExecuTorch would refuse to load or whose methods would fail to load) is
-// refused, and so is one with a TensorRTBackend delegate whose blob the
-// backend's init refuses (delegate.DeployedView.InitRefusal: an empty or
-// truncated blob, one the deployed reader rejects); the *Error names the
-// method and delegate. Its verifier warnings are returned as WarnInput
-// warnings.
+// An input is checked as `pteinspect --verify` checks it (check.Program):
+// one with an error is refused, whether the reader finds it (a program
+// ExecuTorch would refuse to load or whose methods would fail to load) or
+// a TensorRTBackend delegate's checks do (a blob the backend's init
+// refuses or the deployed reader reads otherwise than it says, a
+// weight_streaming_budget key given twice or malformed); the *Error names
+// the method and its message the delegate. The input's warnings are
+// returned as WarnInput warnings.
 //
 // A delegate is a TensorRTBackend delegate when its id names that backend
 // as a C string (as ExecuTorch looks backends up; bytes from a NUL on do
-// not count). For each TensorRTBackend delegate a budget is set in place of the first
-// existing weight_streaming_budget entry (dropping any duplicates, which
-// the runtime rejects) or, when there is none, inserted before
+// not count). For each TensorRTBackend delegate a budget is set in place of the
+// existing weight_streaming_budget entry or, when there is none, inserted before
 // target_device, which is the order upstream writes; a target device is set
 // the same way, or appended.
 func Rebake(in, out string, opts *RebakeOptions) (*Result, error) {
@@ -207,7 +209,7 @@ func rebakeProgram(f *pte.File, in string, opts *RebakeOptions, budget []byte) (
 		return nil, nil, err
 	}
 
-	prog := cloneForRebake(f.Program)
+	prog := cloneForRebake(f)
 	for i, ep := range prog.ExecutionPlan {
 		if ep == nil {
 			continue
@@ -267,67 +269,44 @@ func checkRebakeOptions(opts *RebakeOptions) ([]byte, error) {
 	return budget, nil
 }
 
-// verifyInput refuses an input with an Error finding: re-baking would only
-// copy a program that ExecuTorch refuses. Its warnings become WarnInput
-// warnings in res.
+// verifyInput refuses an input that check.Program, the verdict
+// `pteinspect --verify` prints, finds an error in: re-baking would only copy
+// a program that ExecuTorch refuses, or whose methods would fail to load
+// (a TensorRT blob the backend's init refuses, a budget key it refuses),
+// and no new budget changes that. The *Error names the method, and the
+// path names the delegate. Its warnings become WarnInput warnings in res.
 func verifyInput(f *pte.File, in string, res *Result) error {
-	var errs []pte.Finding
-	for _, fd := range f.Verify() {
-		if fd.Severity == pte.SeverityError {
-			errs = append(errs, fd)
-			continue
-		}
-		res.Warnings = append(res.Warnings, Warning{Kind: WarnInput, Method: fd.Method,
-			Msg: fmt.Sprintf("%s: %v", in, fd.Err)})
+	probs, err := check.Program(f)
+	if err != nil {
+		return fmt.Errorf("export: rebake: %s: %w", in, err)
 	}
-	if len(errs) == 0 {
-		return verifyEngines(f, in)
+	first, n, bad := check.FirstError(probs)
+	if !bad {
+		for _, p := range probs {
+			res.Warnings = append(res.Warnings, Warning{Kind: WarnInput, Method: p.Method, Msg: in + ": " + problemText(p)})
+		}
+		return nil
 	}
 	more := ""
-	if len(errs) > 1 {
-		more = fmt.Sprintf(" (and %d more; pteinspect --verify lists them)", len(errs)-1)
+	if n > 1 {
+		more = fmt.Sprintf(" (and %d more)", n-1)
 	}
-	return newError(errs[0].Method, "", fmt.Sprintf(
-		"%s fails verification, so it is not re-baked (ExecuTorch would refuse it): %v%s", in, errs[0].Err, more), nil)
+	return newError(first.Method, "", fmt.Sprintf(
+		"%s fails verification, so it is not re-baked (ExecuTorch would refuse it; pteinspect --verify lists every problem): %s%s",
+		in, problemText(first), more), nil)
 }
 
-// verifyEngines refuses an input with a TensorRT delegate whose init
-// fails before TensorRT sees the engine (an empty or unreadable blob, one
-// the deployed C++ reader rejects): ExecuTorch cannot load that method, a
-// new budget does not change that, and a re-baked copy would only look
-// ready. A blob whose metadata ptekit does not read is let through (its
-// outcome is unknown, not known to fail).
-func verifyEngines(f *pte.File, in string) error {
-	for i, ep := range f.Program.ExecutionPlan {
-		if ep == nil {
-			continue
-		}
-		for j, d := range ep.Delegates {
-			if d == nil || !delegate.IsTensorRT(d.ID) {
-				continue
-			}
-			p, err := f.DelegateData(i, j)
-			if err != nil {
-				return newError(ep.Name, "", fmt.Sprintf("%s: delegates[%d] (%s): cannot read the blob, so it is not re-baked", in, j, delegate.BackendID), err)
-			}
-			view, err := delegate.ReadDeployed(p, p.Size())
-			if err != nil {
-				return newError(ep.Name, "", fmt.Sprintf("%s: delegates[%d] (%s): cannot read the blob, so it is not re-baked", in, j, delegate.BackendID), err)
-			}
-			if why := view.InitRefusal(); why != "" {
-				return newError(ep.Name, "", fmt.Sprintf(
-					"%s: delegates[%d] (%s, %d-byte blob): %s; TensorRTBackend init fails, so ExecuTorch cannot load the method and the program is not re-baked (rebuild it from its engine with pteexport)",
-					in, j, delegate.BackendID, p.Size(), why), nil)
-			}
-		}
-	}
-	return nil
+// problemText is a problem without its severity and method, which the
+// message around it gives: "PATH: MESSAGE (at byte N) [CODE]".
+func problemText(p check.Problem) string {
+	p.Severity, p.Method = "", ""
+	return strings.TrimPrefix(p.String(), ": ")
 }
 
 // rebakeDeviceWarnings warns when the target device pinned by a re-bake
 // disagrees with the device_id in delegate j's blob of plan i.
 func rebakeDeviceWarnings(f *pte.File, i, j int, pin string) []Warning {
-	name := f.Program.ExecutionPlan[i].Name
+	name := f.PlanName(i)
 	label := fmt.Sprintf("delegates[%d]", j)
 	p, err := f.DelegateData(i, j)
 	if err == nil {
@@ -340,13 +319,16 @@ func rebakeDeviceWarnings(f *pte.File, i, j int, pin string) []Warning {
 		"engine %s: cannot read the blob's device_id to compare it with target_device %s: %v", label, quote.String(pin), err)}}
 }
 
-// cloneForRebake copies the parts of p that Rebake changes: the plans'
-// delegate lists and their compile spec lists. Everything else is shared.
-func cloneForRebake(p *pte.Program) *pte.Program {
-	cp := *p
-	cp.ExecutionPlan = slices.Clone(p.ExecutionPlan)
-	for i, ep := range cp.ExecutionPlan {
+// cloneForRebake returns f's program with its plans, read through the
+// File (so a File opened with pte.OpenOptions.LazyPlans re-bakes like one
+// read whole), copying the parts Rebake changes: the plans' delegate lists
+// and their compile spec lists. Everything else is shared with f.
+func cloneForRebake(f *pte.File) *pte.Program {
+	cp := *f.Program
+	cp.ExecutionPlan = make([]*pte.ExecutionPlan, 0, f.NumPlans())
+	for _, ep := range f.Plans() {
 		if ep == nil {
+			cp.ExecutionPlan = append(cp.ExecutionPlan, nil)
 			continue
 		}
 		e := *ep
@@ -359,7 +341,7 @@ func cloneForRebake(p *pte.Program) *pte.Program {
 			dd.CompileSpecs = slices.Clone(d.CompileSpecs)
 			e.Delegates[j] = &dd
 		}
-		cp.ExecutionPlan[i] = &e
+		cp.ExecutionPlan = append(cp.ExecutionPlan, &e)
 	}
 	return &cp
 }

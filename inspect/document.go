@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -219,17 +220,14 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 		return nil, err
 	}
 	var dels []*Delegate
-	// A File opened with pte.OpenOptions.LazyPlans has its plans read by
-	// the stream only: convert each as it comes (an opened program always
-	// has the vector, so it is present, maybe empty).
-	lazy := f.Program.ExecutionPlan == nil
+	// The plans are the stream's, read through the File, however it was
+	// opened (an opened program always has the vector, so it is present,
+	// maybe empty).
 	c := converter{hash: st.b.opts.Hash}
 	plans := []*ExecutionPlan{}
 	if err := st.Each(func(m *MethodView) error {
 		dels = append(dels, m.Delegates...)
-		if lazy {
-			plans = append(plans, c.plan(m.Plan))
-		}
+		plans = append(plans, c.plan(m.Plan))
 		return nil
 	}); err != nil {
 		return nil, err
@@ -239,14 +237,10 @@ func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
 	if doc.Delegates == nil {
 		doc.Delegates = []*Delegate{}
 	}
-	doc.Program = c.program(f.Program)
-	if lazy {
-		doc.Program.ExecutionPlan = plans
-	} else if m := st.b.opts.Method; m != "" {
-		doc.Program.ExecutionPlan = slices.DeleteFunc(slices.Clone(doc.Program.ExecutionPlan), func(ep *ExecutionPlan) bool {
-			return ep == nil || ep.Name != m
-		})
-	}
+	rest := *f.Program
+	rest.ExecutionPlan = nil
+	doc.Program = c.program(&rest)
+	doc.Program.ExecutionPlan = plans
 	return doc, nil
 }
 
@@ -299,12 +293,12 @@ func newStream(f *pte.File, opts *Options, sums digests, segments bool) (*Stream
 	if err := checkSelection(f, opts); err != nil {
 		return nil, err
 	}
-	Prefetch(f)
+	check.Prefetch(f)
 	doc, err := b.head()
 	if err != nil {
 		return nil, err
 	}
-	doc.Problems = verifyProblems(f, opts.Method)
+	doc.Problems = check.Reader(f, opts.Method)
 	// After Verify, which allocates much more: a segment table held while
 	// it ran would count as live at each collection and raise the heap's
 	// goal by twice its size.
@@ -406,7 +400,7 @@ func (s *Stream) delegates(m *MethodView, fn func(*Delegate) error) error {
 				return err
 			}
 		}
-		ps, err := delegateProblems(b.f, m.Index, di, ep.Name, d, b.reports)
+		ps, err := check.Delegate(b.f, m.Index, di, d, b.reports.check)
 		if err != nil {
 			return err
 		}

@@ -159,7 +159,7 @@ func newTensorRT(rep *delegate.Report, size int64) *TensorRT {
 	for _, hz := range rep.Hazards {
 		t.Hazards = append(t.Hazards, hz.String())
 	}
-	if bothReject(rep) {
+	if rep.BothReject() {
 		// Both readers reject it: no disagreement, but the runtime fails.
 		t.Hazards = append(t.Hazards, "the deployed C++ reader rejects this blob ("+dv.Reason+"); TensorRTBackend init fails with InvalidProgram")
 	}

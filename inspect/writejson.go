@@ -92,17 +92,14 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 	put(dels.Bytes())
 	put([]byte(`],"program":`))
 	put(progHead)
-	method, lazy := st.b.opts.Method, f.Program.ExecutionPlan == nil
+	method := st.b.opts.Method
 	first := true
 	for i := range f.NumPlans() {
 		if method != "" && f.PlanName(i) != method {
 			continue // not decoded
 		}
-		ep := f.Plan(i)
-		// As Build: a lazy File's plans are the stream's (never nil), an
-		// eager File's all of them (a nil one is null) or those named
-		// Options.Method.
-		if ep == nil && (lazy || method != "") {
+		ep := f.Plan(i) // as Build's, whether the File decoded it at open or now
+		if ep == nil {
 			continue
 		}
 		b, err := jw.compact(c.plan(ep))

@@ -202,16 +202,13 @@ func ResolveFile(f *pte.File, srcs []Source) *Resolution {
 	return resolve(f.Program, resolvedPlans(f), srcs, nil)
 }
 
-// resolvedPlans yields f's plans with what resolving them reads: every
-// plan of a File that holds them decoded, and of one opened with
-// pte.OpenOptions.LazyPlans each plan's name, and its values only when
-// it has an EXTERNAL tensor (decoding its instructions and delegates too
-// was most of the cost of gathering the keys a program needs, once per
-// view; most programs have no EXTERNAL tensor at all).
+// resolvedPlans yields f's plans with what resolving them reads, through
+// the File however it was opened: each plan's name, and its values only
+// when it has an EXTERNAL tensor (with pte.OpenOptions.LazyPlans, decoding
+// its instructions and delegates too was most of the cost of gathering the
+// keys a program needs, once per view; most programs have no EXTERNAL
+// tensor at all).
 func resolvedPlans(f *pte.File) iter.Seq2[int, *pte.ExecutionPlan] {
-	if f.Program.ExecutionPlan != nil {
-		return f.Plans()
-	}
 	return func(yield func(int, *pte.ExecutionPlan) bool) {
 		for i := range f.NumPlans() {
 			ep := &pte.ExecutionPlan{Name: f.PlanName(i)}

@@ -2,7 +2,11 @@
 //
 // Start with Open (or NewFile for any io.ReaderAt): it returns a *File whose
 // Program field is the decoded, verified program model; Verify reports what
-// ExecuTorch would refuse, and Write/WriteFile write a Program back out. The
+// ExecuTorch would refuse of the container and its methods, and
+// Write/WriteFile write a Program back out. Verify does not look inside
+// delegates: the whole verdict of `pteinspect --verify`, with the TensorRT
+// delegates' checks, is check.Program (package
+// github.com/ptekit/ptekit/check). The
 // schema's enums are pte's own types (ScalarType, KernelTypes, DataLocation,
 // ...) with constants named after the schema (ScalarTypeFLOAT) and String
 // methods, as debug/elf has Machine and EM_X86_64.

@@ -35,8 +35,10 @@ type File struct {
 	// Program is the decoded, verified program. Its byte vectors
 	// (Buffer.Storage, BackendDelegateInlineData.Data, CompileSpec.Value)
 	// share memory with the File's copy of the flatbuffer region: treat them
-	// as read-only. With OpenOptions.LazyPlans its ExecutionPlan is nil:
-	// the plans are read through Plan, Plans and PlanName.
+	// as read-only. Read its plans through the File (NumPlans, Plan,
+	// Plans, PlanName, PlanDelegates, PlanValues), which answer the same
+	// however the File was opened: Program.ExecutionPlan is only the
+	// cache of the plans decoded at open, nil with OpenOptions.LazyPlans.
 	Program *Program
 
 	r      io.ReaderAt
@@ -97,8 +99,9 @@ type OpenOptions struct {
 	// what you need. Code that reads Program.ExecutionPlan itself (or is
 	// given the Program rather than the File) sees no methods: give such a
 	// File only to code that reads plans through it. In this module that is
-	// every function that takes the File (ptd.ResolveFile, inspect's views,
-	// executor).
+	// every function that takes the File (check, export.RebakeFile,
+	// inspect's views, executor, ptd.ResolveFile), each tested on Files
+	// opened every way.
 	LazyPlans bool
 	// noPositions skips recording where each table was decoded from, for
 	// Write's read-back check, which wants a verdict and reads the file

@@ -206,8 +206,7 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 		if isAbsent(e.Absent, "fully_qualified_name", e.FullyQualifiedName) {
 			v.add(SeverityError, CodeInvalidExternal, off, path+".extra_tensor_info.fully_qualified_name", "EXTERNAL tensor has no fully_qualified_name")
 		} else {
-			v.add(SeverityWarning, CodeNotFound, off, path+".extra_tensor_info",
-				"tensor data %s is external: the method loads only with a .ptd data map that provides it", quote.String(e.FullyQualifiedName))
+			v.externalData(off, path, t, e.FullyQualifiedName)
 		}
 		return
 	}
@@ -227,6 +226,22 @@ func (v *validator) tensor(ep *ExecutionPlan, path string, t *Tensor) {
 	if t.DataBufferIdx != 0 {
 		v.constantData(off, path, t, nbytes, sized)
 	}
+}
+
+// externalData notes that tensor t's data is in a data file (.ptd) under
+// key: the method loads only with a data map that provides it, which the
+// program alone cannot tell, so it is a warning; its code is the error
+// ExecuTorch returns without one (pte-format.md, ptd-format.md): InvalidState
+// for a constant (Method::parse_external_constants finds no data map),
+// InvalidExternalData for a memory-planned tensor ("no external .ptd file
+// was provided"). With data files, the resolution's findings replace it.
+func (v *validator) externalData(off int64, path string, t *Tensor, key string) {
+	code, what := CodeInvalidState, "constant"
+	if t.AllocationInfo != nil {
+		code, what = CodeInvalidExternal, "memory-planned tensor"
+	}
+	v.add(SeverityWarning, code, off, path+".extra_tensor_info",
+		"%s data %s is external: the method loads only with a .ptd data map that provides it", what, quote.String(key))
 }
 
 // tensorShape checks a tensor's sizes and dim_order; false means it has no

@@ -65,7 +65,14 @@ func (v *validator) planMethod(i int) {
 // Method::load check a method, plus payload reachability and portability
 // warnings. Findings of SeverityError carry the Code ExecuTorch would
 // return; a file with no Error findings loads and all its methods load, as
-// far as the file itself can tell (registered kernels and backends aside).
+// far as the container can tell (registered kernels and backends aside).
+//
+// Verify does not look inside delegates: a TensorRT blob the deployed
+// reader misreads, or a delegate whose weight_streaming_budget key is given
+// twice, passes it. The whole verdict, the one `pteinspect --verify` prints
+// and export.Rebake refuses inputs on, is check.Program (package
+// github.com/ptekit/ptekit/check), which runs Verify and then every
+// delegate's checks: call that to know whether a program will load.
 func (f *File) Verify() []Finding {
 	v := &validator{f: f}
 	if t := f.Truncated; t != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
@@ -59,9 +60,10 @@ func openVerified(t *testing.T, path string) *pte.File {
 	f, err := pte.Open(path)
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
-	for _, fd := range f.Verify() {
-		require.NotEqual(t, pte.SeverityError, fd.Severity, "verify: %v", fd)
-	}
+	probs, err := check.Program(f)
+	require.NoError(t, err)
+	first, _, bad := check.FirstError(probs)
+	require.False(t, bad, "verify: %v", first)
 	return f
 }
 
@@ -269,8 +271,8 @@ func TestRebakeCLI(t *testing.T) {
 			t.Logf("%s: nothing to re-bake", name)
 			continue
 		}
-		if r.code != 0 && upstreamRefuses(t, strings.TrimSuffix(path, ".pte")+".cpp.jsonl") {
-			// A program ExecuTorch refuses is not re-baked.
+		if r.code != 0 && (upstreamRefuses(t, strings.TrimSuffix(path, ".pte")+".cpp.jsonl") || verifyFails(t, path)) {
+			// A program ExecuTorch refuses, or --verify fails, is not re-baked.
 			assert.Contains(t, r.stderr, "not re-baked", name)
 			continue
 		}
@@ -349,6 +351,21 @@ func TestUsageErrors(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
 	r = runCmd("--from", filepath.Join(tmp, "missing.pte"), "-o", filepath.Join(tmp, "o.pte"), "--weight-streaming-budget-per-engine", "1")
 	assert.Equal(t, 1, r.code)
+}
+
+// verifyFails reports whether `pteinspect --verify` (check.Program) finds an
+// error in the program at path, which a re-bake then refuses.
+func verifyFails(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := pte.Open(path)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	probs, err := check.Program(f)
+	require.NoError(t, err)
+	_, _, bad := check.FirstError(probs)
+	return bad
 }
 
 // upstreamRefuses reads the C++ runtime's record of a vector program

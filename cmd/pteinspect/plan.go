@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/executor"
@@ -51,7 +52,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options, srcs []p
 			opts.Automatic = v
 		}
 	}
-	inspect.Prefetch(f) // the plan reads every blob's header and metadata
+	check.Prefetch(f) // the plan reads every blob's header and metadata
 	plan, err := executor.PlanProgram(f, opts)
 	if err != nil {
 		if o.json {

@@ -16,8 +16,10 @@ package testkit
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -95,6 +97,40 @@ func Glob(t testing.TB, dir, pattern string) []string {
 		t.Fatalf("no file matches %s in %s", pattern, dir)
 	}
 	return files
+}
+
+// SharedPrograms returns every .pte file of the shared tree (see
+// [SharedPath]; subdirectories included, symbolic links to the tree
+// followed) of at most maxSize bytes (0: any size), as the tree holds them
+// when the test runs, in lexical order. When the tree is absent it returns
+// none, and fails the test if the CI environment variable is non-empty:
+// callers also have programs of their own to check.
+func SharedPrograms(t testing.TB, maxSize int64) []string {
+	t.Helper()
+	root, err := SharedPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root, err = filepath.EvalSymlinks(root); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("shared data missing (CI is set): %v", err)
+		}
+		return nil
+	}
+	var out []string
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".pte") {
+			return err
+		}
+		if st, err := d.Info(); err == nil && (maxSize == 0 || st.Size() <= maxSize) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walking %s: %v", root, err)
+	}
+	return out
 }
 
 // CountingReaderAt is an [io.ReaderAt] that passes reads on to R and

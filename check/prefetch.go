@@ -1,4 +1,4 @@
-package inspect
+package check
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // header, last byte and metadata, in two rounds (the metadata's place is
 // in the header). Over HTTP that is two multi-range requests for up to 64
 // engines where reading them one by one costs three requests per engine;
-// for a local file it does nothing. Build and Check call it; a caller
+// for a local file it does nothing. Program and the views (inspect.Build) call it; a caller
 // with other views of every blob (a load plan) may call it first. Failures
 // are left to the reads that follow.
 func Prefetch(f *pte.File) {
