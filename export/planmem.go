@@ -51,6 +51,11 @@ func (a *planArena) plan(md *methodDef) error {
 		}
 	}
 	slices.SortFunc(byDeath, func(x, y int32) int { return cmp.Compare(md.tensors[x].lastUse, md.tensors[y].lastUse) })
+	if a.nodes == nil {
+		// At most every tensor taking space is alive at once; nodes[0]
+		// is the empty subtree.
+		a.nodes = make([]arenaNode, 1, len(byDeath)+1)
+	}
 	dead := 0
 	for _, t := range md.tensors {
 		if t.nbytes == 0 {
@@ -161,7 +166,7 @@ func (a *planArena) insert(off, aend int64) {
 		a.nodes[v] = nd
 	} else {
 		if len(a.nodes) == 0 {
-			a.nodes = append(a.nodes, arenaNode{})
+			a.nodes = append(a.nodes, arenaNode{}) // the empty subtree
 		}
 		v = int32(len(a.nodes))
 		a.nodes = append(a.nodes, nd)

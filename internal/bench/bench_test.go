@@ -21,7 +21,12 @@ func TestManifestShapes(t *testing.T) {
 	if len(a) != 1024 || string(a) == string(b) {
 		t.Fatalf("engines are not distinct 1 KiB files")
 	}
-	for shape, methods := range map[string]int{"chain": 1, "methods": 3} {
+	type want struct{ methods, calls, outputs int }
+	wants := map[string]want{"chain": {1, 3, 1}, "methods": {3, 3, 3}, "fanout": {1, 3, 1}, "outputs": {1, 3, 3}, "shared": {3, 6, 3}}
+	if len(wants) != len(scaleShapes) {
+		t.Fatalf("scaleShapes %v, tested %d", scaleShapes, len(wants))
+	}
+	for shape, w := range wants {
 		path := filepath.Join(dir, shape+".json")
 		if err := manifest(path, shape, engines); err != nil {
 			t.Fatal(err)
@@ -30,13 +35,48 @@ func TestManifestShapes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", shape, err)
 		}
-		calls := 0
+		calls, outputs, engines := 0, 0, map[string]int{}
 		for _, me := range m.Program.Methods {
 			calls += len(me.Calls)
+			outputs += len(me.Outputs)
+			for _, c := range me.Calls {
+				engines[c.Engine.Path]++
+			}
 		}
-		if len(m.Program.Methods) != methods || calls != 3 {
-			t.Errorf("%s: %d methods, %d calls", shape, len(m.Program.Methods), calls)
+		if got := (want{len(m.Program.Methods), calls, outputs}); got != w {
+			t.Errorf("%s: %d methods, %d calls, %d outputs; want %+v", shape, got.methods, got.calls, got.outputs, w)
 		}
+		if len(engines) != 3 {
+			t.Errorf("%s: calls %d engines, not all 3: %v", shape, len(engines), engines)
+		}
+		if shape == "shared" {
+			for e, k := range engines {
+				if k != 2 {
+					t.Errorf("shared: %s is called %d times, not by two methods", e, k)
+				}
+			}
+		}
+	}
+	if err := manifest(filepath.Join(dir, "x.json"), "nosuch", engines); err == nil {
+		t.Errorf("an unknown shape gave no error")
+	}
+}
+
+// TestExportRSS: the one-engine export sets the shape's floor; larger
+// exports report peak per engine, and above the floor per engine.
+func TestExportRSS(t *testing.T) {
+	c := &config{}
+	if got := c.exportRSS("outputs", 1024, 8<<20); got != "8.0 KiB" {
+		t.Errorf("before any floor: %q", got)
+	}
+	if got := c.exportRSS("outputs", 1, 8<<20); got != "8.0 MiB (floor)" {
+		t.Errorf("floor row: %q", got)
+	}
+	if got := c.exportRSS("outputs", 1024, 12<<20); got != "12.0 KiB (4.0 KiB)" {
+		t.Errorf("above floor: %q", got)
+	}
+	if got := c.exportRSS("chain", 1024, 12<<20); got != "12.0 KiB" {
+		t.Errorf("another shape's floor was used: %q", got)
 	}
 }
 
