@@ -269,33 +269,31 @@ func FuzzPlanMemory(f *testing.F) {
 	})
 }
 
-// TestPlanMemoryWork: a method of 10,000 outputs (all alive together) is
-// planned in O(n log n) steps, where scanning the live tensors for each
-// placement, as the reference does, takes n²/2. The bound is checked
-// against the reference too, so that the test fails if the planner scans
-// again.
+// TestPlanMemoryWork: methods of 10,000 engines (one of 10,000 outputs,
+// all alive together) are planned in at most 4 n log2 n steps, where
+// scanning the live tensors for each placement, as the reference does,
+// takes n²/2: the test checks that the reference passes the bound already
+// on 2,000 outputs, so that it fails if the planner scans again.
 func TestPlanMemoryWork(t *testing.T) {
-	const n = 10000
+	bound := func(n int) int { return 4 * n * bits.Len(uint(n)) }
 	for name, build := range planShapes {
 		if name == "methods" || name == "shared" {
 			continue // one small method each
 		}
 		t.Run(name, func(t *testing.T) {
-			mds, err := resolve(build(n, rand.New(rand.NewPCG(7, 7))), nil)
+			mds, err := resolve(build(10000, rand.New(rand.NewPCG(7, 7))), nil)
 			require.NoError(t, err)
 			md := mds[0]
-			ref := clonePlan(md)
 			var a planArena
 			require.NoError(t, a.plan(md))
 			nt := len(md.tensors)
-			bound := 4 * nt * bits.Len(uint(nt)) // 4 n log2 n
-			require.LessOrEqual(t, a.steps, bound, "planner steps for %d tensors", len(md.tensors))
-			refSteps, err := planMemoryRef(ref)
-			require.NoError(t, err)
-			if name == "outputs" || name == "dag" {
-				require.Greater(t, refSteps, bound, "the reference scans every live tensor")
-			}
-			t.Logf("%s: %d tensors, %d steps (reference %d)", name, len(md.tensors), a.steps, refSteps)
+			require.LessOrEqual(t, a.steps, bound(nt), "planner steps for %d tensors", nt)
+			t.Logf("%s: %d tensors, %d steps", name, nt, a.steps)
 		})
 	}
+	mds, err := resolve(planShapes["outputs"](2000, rand.New(rand.NewPCG(7, 7))), nil)
+	require.NoError(t, err)
+	refSteps, err := planMemoryRef(mds[0])
+	require.NoError(t, err)
+	require.Greater(t, refSteps, bound(len(mds[0].tensors)), "the reference scans every live tensor")
 }

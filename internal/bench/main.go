@@ -68,7 +68,7 @@ func main() {
 	flag.Int64Var(&c.engineMiB, "engine-mib", 32, "engine size in MiB for the export, re-bake, diff and hash rows")
 	flag.IntVar(&c.engines, "engines", 64, "number of engines for the export, re-bake, diff and hash rows")
 	flag.StringVar(&scale, "scale", "1,1024,16384,65536", "engine counts of the scale rows (1 KiB engines)")
-	flag.StringVar(&shapes, "shapes", "all", "scale row program shapes, comma-separated: "+shapeHelp)
+	flag.StringVar(&shapes, "shapes", "all", "scale row program shapes, comma-separated, or all: "+shapeHelp)
 	flag.IntVar(&c.pairs, "pairs", 5, "runs of each side per row (the median is reported)")
 	flag.BoolVar(&c.views, "views", true, "time the views of the scale programs (-views=false: the scale rows' exports alone)")
 	flag.BoolVar(&quick, "quick", false, "a run under a minute: 1 MiB engines, scale 1,64,1024, shapes methods,chain, 3 pairs (flags given after it still apply)")

@@ -256,4 +256,4 @@ var scaleShapes = []string{"methods", "chain", "fanout", "outputs", "shared"}
 const shapeHelp = "methods (one method per engine), chain (one method calling every engine in turn), " +
 	"fanout (one method whose engines all read its input; the last one's output is the method's), " +
 	"outputs (one method whose engines all read its input and each produce a method output), " +
-	"shared (one method per engine, each calling its engine and the next: every engine serves two methods), all"
+	"shared (one method per engine, each calling its engine and the next: every engine serves two methods)"
