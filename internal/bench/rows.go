@@ -107,10 +107,15 @@ func manifest(path, shape string, engines []string) error {
 				Outputs: []string{"y"}, Engines: []engine{call(e, "x", "y")}})
 		}
 	case "shared":
-		for i, e := range engines {
-			next := engines[(i+1)%len(engines)]
-			ms = append(ms, method{Name: fmt.Sprintf("m%d", i), Inputs: []tensor{{"x", "float16", shp}},
-				Outputs: []string{"y"}, Engines: []engine{call(e, "x", "h"), call(next, "h", "y")}})
+		if len(engines) == 1 {
+			ms = append(ms, method{Name: "m0", Inputs: []tensor{{"x", "float16", shp}},
+				Outputs: []string{"y"}, Engines: []engine{call(engines[0], "x", "y")}})
+			break
+		}
+		k := len(engines) / 2
+		for i := range k {
+			ms = append(ms, method{Name: fmt.Sprintf("m%d", i), Inputs: []tensor{{"x", "float16", shp}}, Outputs: []string{"y"},
+				Engines: []engine{call(engines[i], "x", "h"), call(engines[(i+1)%k], "h", "y")}})
 		}
 	default:
 		return fmt.Errorf("unknown shape %q", shape)

@@ -116,7 +116,12 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 		cmdSpec{argv: []string{t.export, "--manifest", m, "-o", out}, cleanup: []string{out}},
 		cmdSpec{argv: []string{"sh", "-c", `find "$1" -name '*.engine' -print0 | xargs -0 cat > "$2" && sync "$2"`, "sh", engDir, cpOut}, cleanup: []string{cpOut}})
 	if err != nil {
-		return err
+		// A program the writer refuses (e.g. past the verifier's table
+		// limit) is a row of the table, not the end of the run.
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		fmt.Fprintf(c.out, "| %d | %s | failed: %s | | | | | | | | |\n", n, shape, strings.ReplaceAll(msg, "|", "/"))
+		fmt.Fprintf(os.Stderr, "bench: %d engines (%s): %v\n", n, shape, err)
+		return nil
 	}
 	// The timed runs removed their output: write the program again (and
 	// the rebuilt one, for the views) to measure it and view it.
@@ -256,4 +261,4 @@ var scaleShapes = []string{"methods", "chain", "fanout", "outputs", "shared"}
 const shapeHelp = "methods (one method per engine), chain (one method calling every engine in turn), " +
 	"fanout (one method whose engines all read its input; the last one's output is the method's), " +
 	"outputs (one method whose engines all read its input and each produce a method output), " +
-	"shared (one method per engine, each calling its engine and the next: every engine serves two methods)"
+	"shared (N/2 methods calling two engines each, method i engines i and i+1 of N/2: every engine serves two methods; N delegates, N/2 distinct blobs)"
