@@ -1,88 +1,10 @@
 package export
 
 import (
-	"fmt"
-	"math"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/ptekit/ptekit/pte"
 )
-
-// planAlign is the alignment of planned tensor offsets, as ExecuTorch's
-// memory planning uses.
-const planAlign = 16
-
-// planMemory places every tensor of md in one arena (memory_id 1). Method
-// inputs and outputs are alive for the whole method and never share space;
-// an intermediate tensor lives from the call producing it to the last call
-// reading it, and two tensors share space only when their lifetimes are
-// disjoint. Tensors are placed in value order at the lowest 16-byte aligned
-// offset that fits (first fit), which reproduces the sequential layout
-// upstream writes when nothing can be shared.
-//
-// Tensors come in the order of the calls producing them, so a tensor whose
-// last use is before the next one's production can never overlap it or
-// any later one: it leaves the set that is searched, which keeps the
-// planning linear in the number of tensors for a chain of calls.
-func planMemory(md *methodDef) error {
-	var live []*tensorDef // placed tensors still alive, by offset
-	inOrder := slices.IsSortedFunc(md.tensors, func(a, b *tensorDef) int { return a.produced - b.produced })
-	for _, t := range md.tensors {
-		start := t.produced
-		// Candidate offsets: 0 and the aligned end of every placed tensor
-		// whose lifetime overlaps t's.
-		var busy []*tensorDef
-		kept := live[:0]
-		for _, p := range live {
-			if inOrder && p.lastUse < start {
-				continue // dead before t and every later tensor is produced
-			}
-			kept = append(kept, p)
-			if p.produced <= t.lastUse && start <= p.lastUse {
-				busy = append(busy, p)
-			}
-		}
-		live = kept
-		off := int64(0)
-		for _, p := range busy {
-			if t.nbytes == 0 || off+t.nbytes <= p.offset {
-				break // fits in the gap below p (busy is sorted by offset)
-			}
-			if p.nbytes == 0 || p.offset+p.nbytes <= off {
-				continue // p lies entirely below off
-			}
-			end, err := alignUp(p.offset + p.nbytes)
-			if err != nil {
-				return newError(md.m.Name, t.name, "planned memory overflows", err)
-			}
-			off = end
-		}
-		t.offset = off
-		if off > math.MaxInt64-t.nbytes {
-			return newError(md.m.Name, t.name, "planned memory overflows int64", nil)
-		}
-		if e := off + t.nbytes; e > md.arena {
-			md.arena = e
-		}
-		i := sort.Search(len(live), func(i int) bool { return live[i].offset > t.offset })
-		live = slices.Insert(live, i, t)
-	}
-	a, err := alignUp(md.arena)
-	if err != nil {
-		return newError(md.m.Name, "", "planned memory overflows", err)
-	}
-	md.arena = a
-	return nil
-}
-
-func alignUp(n int64) (int64, error) {
-	if n > math.MaxInt64-(planAlign-1) {
-		return 0, fmt.Errorf("offset %d cannot be aligned", n)
-	}
-	return (n + planAlign - 1) &^ (planAlign - 1), nil
-}
 
 // executionPlan builds the ExecutionPlan of md. delegates are the method's
 // delegates, one per call, in call order.

@@ -12,7 +12,7 @@ import (
 // with the engines where the shape puts them.
 func TestManifestShapes(t *testing.T) {
 	dir := t.TempDir()
-	engines, err := writeEngines(dir, 3, 1024, 0)
+	engines, err := writeEngines(dir, 4, 1024, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,12 @@ func TestManifestShapes(t *testing.T) {
 	if len(a) != 1024 || string(a) == string(b) {
 		t.Fatalf("engines are not distinct 1 KiB files")
 	}
-	for shape, methods := range map[string]int{"chain": 1, "methods": 3} {
+	type want struct{ methods, calls, outputs int }
+	wants := map[string]want{"chain": {1, 4, 1}, "methods": {4, 4, 4}, "fanout": {1, 4, 1}, "outputs": {1, 4, 4}, "shared": {2, 4, 2}}
+	if len(wants) != len(scaleShapes) {
+		t.Fatalf("scaleShapes %v, tested %d", scaleShapes, len(wants))
+	}
+	for shape, w := range wants {
 		path := filepath.Join(dir, shape+".json")
 		if err := manifest(path, shape, engines); err != nil {
 			t.Fatal(err)
@@ -30,13 +35,45 @@ func TestManifestShapes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", shape, err)
 		}
-		calls := 0
+		calls, outputs, engines := 0, 0, map[string]int{}
 		for _, me := range m.Program.Methods {
 			calls += len(me.Calls)
+			outputs += len(me.Outputs)
+			for _, c := range me.Calls {
+				engines[c.Engine.Path]++
+			}
 		}
-		if len(m.Program.Methods) != methods || calls != 3 {
-			t.Errorf("%s: %d methods, %d calls", shape, len(m.Program.Methods), calls)
+		if got := (want{len(m.Program.Methods), calls, outputs}); got != w {
+			t.Errorf("%s: %d methods, %d calls, %d outputs; want %+v", shape, got.methods, got.calls, got.outputs, w)
 		}
+		distinct := 4
+		if shape == "shared" {
+			distinct = 2 // m0 calls engines 0 and 1, m1 engines 1 and 0
+		}
+		if len(engines) != distinct {
+			t.Errorf("%s: calls %d engine files, want %d: %v", shape, len(engines), distinct, engines)
+		}
+	}
+	if err := manifest(filepath.Join(dir, "x.json"), "nosuch", engines); err == nil {
+		t.Errorf("an unknown shape gave no error")
+	}
+}
+
+// TestExportRSS: the one-engine export sets the shape's floor; larger
+// exports report peak per engine, and above the floor per engine.
+func TestExportRSS(t *testing.T) {
+	c := &config{}
+	if got := c.exportRSS("outputs", 1024, 8<<20); got != "8.0 KiB" {
+		t.Errorf("before any floor: %q", got)
+	}
+	if got := c.exportRSS("outputs", 1, 8<<20); got != "8.0 MiB (floor)" {
+		t.Errorf("floor row: %q", got)
+	}
+	if got := c.exportRSS("outputs", 1024, 12<<20); got != "12.0 KiB (4.0 KiB)" {
+		t.Errorf("above floor: %q", got)
+	}
+	if got := c.exportRSS("chain", 1024, 12<<20); got != "12.0 KiB" {
+		t.Errorf("another shape's floor was used: %q", got)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,11 +67,11 @@ func main() {
 	flag.StringVar(&rows, "rows", allRows, "rows to run, comma-separated: "+allRows)
 	flag.Int64Var(&c.engineMiB, "engine-mib", 32, "engine size in MiB for the export, re-bake, diff and hash rows")
 	flag.IntVar(&c.engines, "engines", 64, "number of engines for the export, re-bake, diff and hash rows")
-	flag.StringVar(&scale, "scale", "1,64,1024,8192,65536", "engine counts of the scale rows (1 KiB engines)")
-	flag.StringVar(&shapes, "shapes", "methods,chain", "scale row program shapes: methods (one engine per method), chain (one method calling every engine)")
+	flag.StringVar(&scale, "scale", "1,1024,16384,65536", "engine counts of the scale rows (1 KiB engines)")
+	flag.StringVar(&shapes, "shapes", "all", "scale row program shapes, comma-separated, or all: "+shapeHelp)
 	flag.IntVar(&c.pairs, "pairs", 5, "runs of each side per row (the median is reported)")
 	flag.BoolVar(&c.views, "views", true, "time the views of the scale programs (-views=false: the scale rows' exports alone)")
-	flag.BoolVar(&quick, "quick", false, "a run under a minute: 1 MiB engines, scale 1,64,1024, 3 pairs (flags given after it still apply)")
+	flag.BoolVar(&quick, "quick", false, "a run under a minute: 1 MiB engines, scale 1,64,1024, shapes methods,chain, 3 pairs (flags given after it still apply)")
 	flag.Parse()
 	if quick {
 		// Defaults for a quick run, unless the flag was set explicitly.
@@ -81,6 +82,9 @@ func main() {
 		}
 		if !set["scale"] {
 			scale = "1,64,1024"
+		}
+		if !set["shapes"] {
+			shapes = "methods,chain"
 		}
 		if !set["pairs"] {
 			c.pairs = 3
@@ -102,7 +106,15 @@ func main() {
 		}
 		c.scale = append(c.scale, n)
 	}
-	c.shapes = strings.Split(shapes, ",")
+	for _, s := range strings.Split(shapes, ",") {
+		if s = strings.TrimSpace(s); s == "all" {
+			c.shapes = append(c.shapes, scaleShapes...)
+		} else if slices.Contains(scaleShapes, s) {
+			c.shapes = append(c.shapes, s)
+		} else {
+			fatalf("unknown shape %q (shapes: %s)", s, shapeHelp)
+		}
+	}
 	if c.refName == "" {
 		c.refName = c.refBin
 	}

@@ -17,8 +17,9 @@ import (
 // sample is one measured process.
 type sample struct {
 	wall   time.Duration
-	maxRSS int64 // bytes, the process and the children it waited for
-	rchar  int64 // bytes read through read(2)-like calls, -1 if unknown
+	maxRSS int64         // bytes, the process and the children it waited for
+	cpu    time.Duration // user + system time, the process and its children
+	rchar  int64         // bytes read through read(2)-like calls, -1 if unknown
 }
 
 // cmdSpec is a command to measure: argv, the exit codes that count as
@@ -57,12 +58,12 @@ func measure(c cmdSpec) (sample, error) {
 		return sample{}, fmt.Errorf("%s: %v: %s", strings.Join(c.argv, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	var s sample
-	var wall int64
+	var wall, cpu int64
 	var code int
-	if _, err := fmt.Sscan(stdout.String(), &wall, &s.maxRSS, &s.rchar, &code); err != nil {
+	if _, err := fmt.Sscan(stdout.String(), &wall, &s.maxRSS, &s.rchar, &code, &cpu); err != nil {
 		return sample{}, fmt.Errorf("launcher output %q: %v", stdout.String(), err)
 	}
-	s.wall = time.Duration(wall)
+	s.wall, s.cpu = time.Duration(wall), time.Duration(cpu)
 	if code != 0 && !slices.Contains(c.okCodes, code) {
 		return s, fmt.Errorf("%s: exit status %d: %s", strings.Join(c.argv, " "), code, strings.TrimSpace(stderr.String()))
 	}
@@ -73,7 +74,8 @@ func measure(c cmdSpec) (sample, error) {
 }
 
 // launch runs argv with its standard output discarded and prints its wall
-// time (ns), peak RSS (bytes), rchar and exit code. The process is waited
+// time (ns), peak RSS (bytes), rchar, exit code and CPU time (ns, user +
+// system). The process is waited
 // for without being reaped (waitid WNOWAIT) so that /proc/PID/io can still
 // be read, then reaped with wait4 for its rusage.
 func launch(argv []string) {
@@ -95,7 +97,8 @@ func launch(argv []string) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = int64(ru.Maxrss) * 1024
 	}
-	fmt.Println(wall.Nanoseconds(), rss, rchar, cmd.ProcessState.ExitCode())
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	fmt.Println(wall.Nanoseconds(), rss, rchar, cmd.ProcessState.ExitCode(), cpu.Nanoseconds())
 }
 
 // waitExited blocks until pid has exited, leaving it to be reaped.
@@ -185,6 +188,15 @@ func walls(ss []sample) []float64 {
 	var out []float64
 	for _, s := range ss {
 		out = append(out, s.wall.Seconds())
+	}
+	return out
+}
+
+// cpus are the samples' CPU times in seconds.
+func cpus(ss []sample) []float64 {
+	var out []float64
+	for _, s := range ss {
+		out = append(out, s.cpu.Seconds())
 	}
 	return out
 }

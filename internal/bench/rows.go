@@ -48,8 +48,8 @@ func writeEngines(dir string, n int, size int64, seed uint64) ([]string, error) 
 	return paths, nil
 }
 
-// manifest writes a pteexport manifest for the engines: shape "chain" is
-// one method calling them in turn, "methods" one method per engine.
+// manifest writes a pteexport manifest for the engines in one of
+// scaleShapes.
 func manifest(path, shape string, engines []string) error {
 	type binding struct {
 		Binding string  `json:"binding"`
@@ -87,10 +87,35 @@ func manifest(path, shape string, engines []string) error {
 		}
 		m.Outputs = []string{fmt.Sprintf("t%d", len(engines))}
 		ms = append(ms, m)
+	case "fanout":
+		m := method{Name: "forward", Inputs: []tensor{{"x", "float16", shp}}}
+		for i, e := range engines {
+			m.Engines = append(m.Engines, call(e, "x", fmt.Sprintf("h%d", i)))
+		}
+		m.Outputs = []string{fmt.Sprintf("h%d", len(engines)-1)}
+		ms = append(ms, m)
+	case "outputs":
+		m := method{Name: "forward", Inputs: []tensor{{"x", "float16", shp}}}
+		for i, e := range engines {
+			m.Engines = append(m.Engines, call(e, "x", fmt.Sprintf("y%d", i)))
+			m.Outputs = append(m.Outputs, fmt.Sprintf("y%d", i))
+		}
+		ms = append(ms, m)
 	case "methods":
 		for i, e := range engines {
 			ms = append(ms, method{Name: fmt.Sprintf("m%d", i), Inputs: []tensor{{"x", "float16", shp}},
 				Outputs: []string{"y"}, Engines: []engine{call(e, "x", "y")}})
+		}
+	case "shared":
+		if len(engines) == 1 {
+			ms = append(ms, method{Name: "m0", Inputs: []tensor{{"x", "float16", shp}},
+				Outputs: []string{"y"}, Engines: []engine{call(engines[0], "x", "y")}})
+			break
+		}
+		k := len(engines) / 2
+		for i := range k {
+			ms = append(ms, method{Name: fmt.Sprintf("m%d", i), Inputs: []tensor{{"x", "float16", shp}}, Outputs: []string{"y"},
+				Engines: []engine{call(engines[i], "x", "h"), call(engines[(i+1)%k], "h", "y")}})
 		}
 	default:
 		return fmt.Errorf("unknown shape %q", shape)

@@ -39,10 +39,10 @@ var scaleViews = []scaleView{
 // the reference pteinspect when there is one). The export table is
 // printed as it goes, the view table after it.
 func scaleRows(c *config, dir string, t tools) error {
-	fmt.Fprintln(c.out, "Scale: N engines of 1 KiB. Per-engine cost is the median wall time / N; the baseline is `cat` of the N engine files into one + fsync. \"program region\" is the flatbuffer (the extended header's program_size), what a view decodes.")
+	fmt.Fprintln(c.out, "Scale: N engines of 1 KiB, in the shapes "+strings.Join(c.shapes, ", ")+" ("+shapeHelp+"). \"per engine\" is the median wall time / N, \"CPU / engine\" the median user + system time / N; the baseline is `cat` of the N engine files into one + fsync. \"RSS / engine\" is the largest peak RSS / N, and beside it, when the run has N = 1, the largest peak less the largest of the one-engine export of the shape, / N. \"program region\" is the flatbuffer (the extended header's program_size), what a view decodes.")
 	fmt.Fprintln(c.out)
-	fmt.Fprintln(c.out, "| N | shape | export | per engine | `cat` + fsync | ratio | export peak RSS | program | program region |")
-	fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(c.out, "| N | shape | export | per engine | CPU / engine | `cat` + fsync | ratio | export peak RSS | RSS / engine (above 1 engine) | program | program region |")
+	fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|---|")
 	var views strings.Builder
 	for _, n := range c.scale {
 		if err := scaleN(c, dir, t, n, &views); err != nil {
@@ -116,7 +116,12 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 		cmdSpec{argv: []string{t.export, "--manifest", m, "-o", out}, cleanup: []string{out}},
 		cmdSpec{argv: []string{"sh", "-c", `find "$1" -name '*.engine' -print0 | xargs -0 cat > "$2" && sync "$2"`, "sh", engDir, cpOut}, cleanup: []string{cpOut}})
 	if err != nil {
-		return err
+		// A program the writer refuses (e.g. past the verifier's table
+		// limit) is a row of the table, not the end of the run.
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		fmt.Fprintf(c.out, "| %d | %s | failed: %s | | | | | | | | |\n", n, shape, strings.ReplaceAll(msg, "|", "/"))
+		fmt.Fprintf(os.Stderr, "bench: %d engines (%s): %v\n", n, shape, err)
+		return nil
 	}
 	// The timed runs removed their output: write the program again (and
 	// the rebuilt one, for the views) to measure it and view it.
@@ -130,8 +135,9 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 	}
 	region := programRegion(out)
 	ow := median(walls(r.ours))
-	fmt.Fprintf(c.out, "| %d | %s | %s | %s | %s | %.2fx | %s | %s | %s |\n",
-		n, shape, dur(ow), perEngine(ow, n), dur(median(walls(r.base))), r.ratio(), size(peak(r.ours)), size(fileSize(out)), size(region))
+	fmt.Fprintf(c.out, "| %d | %s | %s | %s | %s | %s | %.2fx | %s | %s | %s | %s |\n",
+		n, shape, dur(ow), perEngine(ow, n), perEngine(median(cpus(r.ours)), n), dur(median(walls(r.base))), r.ratio(),
+		size(peak(r.ours)), c.exportRSS(shape, n, peak(r.ours)), size(fileSize(out)), size(region))
 	if !c.views {
 		return nil
 	}
@@ -206,6 +212,25 @@ func (c *config) aboveFloor(shape, view string, n int, runs []sample, region int
 	return fmt.Sprintf("%.1fx (%.1fx)", over(med, floor[0]), over(top, floor[1]))
 }
 
+// exportRSS returns an export's peak RSS per engine, and in parentheses
+// its peak less the one-engine export's of the shape (recorded here when
+// n is 1) per engine, when the run has N = 1.
+func (c *config) exportRSS(shape string, n int, rss int64) string {
+	key := shape + "\x00export"
+	if n == 1 {
+		if c.floors == nil {
+			c.floors = map[string][2]int64{}
+		}
+		c.floors[key] = [2]int64{rss, rss}
+		return size(rss) + " (floor)"
+	}
+	per := size(rss / int64(n))
+	if floor, ok := c.floors[key]; ok {
+		per += " (" + size(max(rss-floor[1], 0)/int64(n)) + ")"
+	}
+	return per
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -228,3 +253,12 @@ func programRegion(path string) int64 {
 	}
 	return int64(binary.LittleEndian.Uint64(h[16:24]))
 }
+
+// scaleShapes are the program shapes of the scale rows (-shapes; "all"
+// is every one): how N engines are laid out in methods.
+var scaleShapes = []string{"methods", "chain", "fanout", "outputs", "shared"}
+
+const shapeHelp = "methods (one method per engine), chain (one method calling every engine in turn), " +
+	"fanout (one method whose engines all read its input; the last one's output is the method's), " +
+	"outputs (one method whose engines all read its input and each produce a method output), " +
+	"shared (N/2 methods calling two engines each, method i engines i and i+1 of N/2: every engine serves two methods; N delegates, N/2 distinct blobs)"
