@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"executor":            {"pte", "ptd", "compilespec", "delegate", "internal/quote"},
 	"inspect":             {"pte", "ptd", "compilespec", "delegate", "executor", "internal/jsontree", "internal/quote"},
 	"export":              {"pte", "compilespec", "delegate", "internal/atomicfile", "internal/inplace", "internal/jsontree", "internal/quote"},
-	"internal/input":      {"pte", "compilespec", "httprange", "internal/atomicfile", "internal/inplace"},
+	"internal/input":      {"pte", "ptd", "compilespec", "httprange", "internal/atomicfile", "internal/inplace"},
 	"internal/cli":        {},
 	"internal/progress":   {"compilespec"},
 	"internal/bench":      {},
