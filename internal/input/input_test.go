@@ -219,3 +219,18 @@ func TestStdinBounded(t *testing.T) {
 		require.NoError(t, f.Close())
 	}
 }
+
+// TestTimeoutReplacesLimits: without --timeout the transport keeps
+// httprange's per-request limits (zero here: the defaults); with it, the
+// limits on waiting for headers and body data are --timeout.
+func TestTimeoutReplacesLimits(t *testing.T) {
+	getenv := func(string) string { return "" }
+	o, err := (&Flags{}).Opener(nil, getenv)
+	require.NoError(t, err)
+	require.Zero(t, o.HTTP.ResponseHeaderTimeout)
+	require.Zero(t, o.HTTP.IdleTimeout)
+	o, err = (&Flags{Timeout: 5 * time.Minute}).Opener(nil, getenv)
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Minute, o.HTTP.ResponseHeaderTimeout)
+	require.Equal(t, 5*time.Minute, o.HTTP.IdleTimeout)
+}
