@@ -43,8 +43,9 @@ const (
 // Options tunes a Reader. The zero value (or nil) gives the defaults; a
 // negative value turns a feature off where that is said.
 type Options struct {
-	// Client sends the requests; nil means a client with
-	// http.DefaultTransport. Open uses a copy whose CheckRedirect applies
+	// Client sends the requests; nil, or a nil Transport, means a copy of
+	// http.DefaultTransport with ConnectTimeout and TLSHandshakeTimeout.
+	// Open uses a copy whose CheckRedirect applies
 	// MaxRedirects and the header policy below, and whose Transport counts
 	// the requests.
 	Client *http.Client
