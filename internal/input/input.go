@@ -214,7 +214,7 @@ func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
 		}
-		f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &o.ProgramOptions)
+		f, err := pte.NewFileWith(data, data.size, &o.ProgramOptions)
 		if err != nil {
 			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
 		}
@@ -263,7 +263,7 @@ func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
 		}
-		return &Source{ReaderAt: bytes.NewReader(data), Size: int64(len(data)), Name: "<stdin>"}, nil
+		return &Source{ReaderAt: data, Size: data.size, Name: "<stdin>"}, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -319,9 +319,11 @@ func (e *StdinLimitError) Error() string {
 // readStdin reads standard input into memory, bounded: its first bytes
 // (pte.HeadSize) first, which check refuses at once when they are not
 // those of the expected format, or when the end they state is past the
-// limit; then the rest, up to stdinLimit bytes in all. Endless input of
-// the wrong kind costs HeadSize bytes; of the right kind, the limit.
-func (o *Opener) readStdin(check func(head []byte) (int64, error)) ([]byte, error) {
+// limit; then the rest, up to that end when the head states one (what
+// follows is not read), else up to stdinLimit bytes in all. Endless input
+// of the wrong kind costs HeadSize bytes; after a program's head, the
+// program's stated size, or the limit when the head states none.
+func (o *Opener) readStdin(check func(head []byte) (int64, error)) (*chunks, error) {
 	stdin := o.Stdin
 	if stdin == nil {
 		stdin = bytes.NewReader(nil)
@@ -340,19 +342,68 @@ func (o *Opener) readStdin(check func(head []byte) (int64, error)) ([]byte, erro
 	if end > limit {
 		return nil, &StdinLimitError{Size: end, Limit: limit}
 	}
-	if k < pte.HeadSize {
-		return head, nil // all of it
+	upTo := limit + 1
+	if end >= 0 {
+		// The header says where the program ends: nothing past it is
+		// part of the program, and none of it is read.
+		upTo = max(end, int64(k))
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(max(end, int64(k))))
-	buf.Write(head)
-	if _, err := buf.ReadFrom(io.LimitReader(stdin, limit+1-int64(k))); err != nil {
+	data := &chunks{}
+	if err := data.readFrom(io.MultiReader(bytes.NewReader(head), stdin), upTo); err != nil {
 		return nil, fmt.Errorf("reading standard input: %w", err)
 	}
-	if int64(buf.Len()) > limit {
+	if data.size > limit {
 		return nil, &StdinLimitError{Size: -1, Limit: limit}
 	}
-	return buf.Bytes(), nil
+	return data, nil
+}
+
+// chunkSize is the unit in which standard input is held.
+const chunkSize = 4 << 20
+
+// chunks is standard input held in memory in chunks of chunkSize bytes:
+// reading it costs what it holds plus at most one chunk, never the copy
+// that growing one buffer by doubling makes.
+type chunks struct {
+	c    [][]byte
+	size int64
+}
+
+// readFrom reads r until io.EOF or until n bytes are held.
+func (c *chunks) readFrom(r io.Reader, n int64) error {
+	for c.size < n {
+		buf := make([]byte, min(chunkSize, n-c.size))
+		k, err := io.ReadFull(r, buf)
+		if k > 0 {
+			c.c = append(c.c, buf[:k])
+			c.size += int64(k)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadAt implements io.ReaderAt.
+func (c *chunks) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("standard input: ReadAt at negative offset %d", off)
+	}
+	n := 0
+	for n < len(p) && off < c.size {
+		// Every chunk but the last is chunkSize bytes.
+		k := copy(p[n:], c.c[off/chunkSize][off%chunkSize:])
+		n += k
+		off += int64(k)
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // ExitCode returns the exit status for a failure to read an input, and

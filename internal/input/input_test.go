@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -162,9 +163,10 @@ func (e *endless) Read(p []byte) (int, error) {
 // TestStdinBounded: standard input is checked by its first bytes before
 // more is read, and never read past the program-size limit: endless zeros,
 // a .ptd or .bpte given as a program, and a header stating more than the
-// limit fail having read pte.HeadSize bytes; a valid program followed by
-// endless bytes fails having read the limit; a valid program still opens,
-// and a .ptd opens as bytes.
+// limit fail having read pte.HeadSize bytes; endless bytes after a head
+// without an extended header (the region is the whole input) fail having
+// read the limit; a valid program followed by endless bytes opens, having
+// read the size its header states; every test program still opens.
 func TestStdinBounded(t *testing.T) {
 	progs := testprog.Programs(t)
 	seg := progs["segment"]
@@ -175,6 +177,7 @@ func TestStdinBounded(t *testing.T) {
 	copy(ptdHead[4:8], ptd.Identifier)
 	bpteHead := bytes.Clone(seg[:pte.HeadSize])
 	copy(bpteHead[4:8], "BP08")
+	noHeader := []byte("\x00\x00\x00\x00ET12") // the region is the whole input
 
 	const limit = 1 << 20
 	ctx := context.Background()
@@ -191,7 +194,7 @@ func TestStdinBounded(t *testing.T) {
 		{".ptd as a program", &endless{head: ptdHead}, pte.OpenOptions{}, pte.HeadSize, ".ptd", false},
 		{".bpte", &endless{head: bpteHead}, pte.OpenOptions{}, pte.HeadSize, ".bpte", false},
 		{"stated end past the limit", &endless{head: seg[:pte.HeadSize]}, pte.OpenOptions{MaxProgramSize: end - 1}, pte.HeadSize, EnvMaxProgramSize, false},
-		{"endless after a valid program", &endless{head: seg}, pte.OpenOptions{MaxProgramSize: limit}, limit + 1, EnvMaxProgramSize, false},
+		{"no extended header, endless", &endless{head: noHeader}, pte.OpenOptions{MaxProgramSize: limit}, limit + 1, EnvMaxProgramSize, false},
 		{".ptd, endless", &endless{head: ptdHead}, pte.OpenOptions{MaxProgramSize: limit}, limit + 1, EnvMaxProgramSize, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -208,6 +211,12 @@ func TestStdinBounded(t *testing.T) {
 			require.LessOrEqual(t, c.in.n, c.maxRead, "bytes read from standard input")
 		})
 	}
+
+	in := &endless{head: seg}
+	f, err := (&Opener{Stdin: in}).Program(ctx, "-")
+	require.NoError(t, err)
+	require.Equal(t, int64(len(seg)), f.Size)
+	require.Equal(t, int64(len(seg)), in.n, "bytes read from standard input")
 
 	for name, data := range progs {
 		if _, err := pte.NewFile(bytes.NewReader(data), int64(len(data))); err != nil {
@@ -233,4 +242,27 @@ func TestTimeoutReplacesLimits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 5*time.Minute, o.HTTP.ResponseHeaderTimeout)
 	require.Equal(t, 5*time.Minute, o.HTTP.IdleTimeout)
+}
+
+// TestStdinChunks: standard input over several chunks reads back as it
+// was, at any offset, across chunk boundaries and at its end.
+func TestStdinChunks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.pte")
+	testprog.WriteEngines(t, path, 3, 3<<20) // over two chunks
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Greater(t, len(data), 2*chunkSize)
+	s, err := (&Opener{Stdin: bytes.NewReader(data)}).Open(context.Background(), "-")
+	require.NoError(t, err)
+	require.Equal(t, int64(len(data)), s.Size)
+	for _, off := range []int{0, chunkSize - 3, 2*chunkSize - 1, len(data) - 5} {
+		p := make([]byte, min(10, len(data)-off))
+		n, err := s.ReadAt(p, int64(off))
+		require.NoError(t, err, off)
+		require.Equal(t, data[off:off+n], p, off)
+	}
+	all := make([]byte, len(data)+1)
+	n, err := s.ReadAt(all, 0)
+	require.ErrorIs(t, err, io.EOF)
+	require.Equal(t, data, all[:n])
 }
