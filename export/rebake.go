@@ -135,7 +135,10 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 // RebakeFile is RebakeContext for a program already open, such as one
 // read over HTTP with pte.OpenURL: its segments are streamed from f to out
 // once. name names the input in messages and warnings. out may not exist
-// unless opts allow it; f is not closed.
+// unless opts allow it; f is not closed. A program whose reader says it is
+// not pinned to one version (an *httprange.Reader of a server without a
+// strong validator, whose Pinned is false) is refused before anything is
+// written: its reads could come from two versions.
 func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *RebakeOptions) (*Result, error) {
 	if opts == nil {
 		opts = &RebakeOptions{}
@@ -146,6 +149,12 @@ func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *Rebake
 	}
 	if opts.InPlace {
 		return nil, newError("", "", fmt.Sprintf("%s is not a local file; an in-place re-bake needs one", name), nil)
+	}
+	// The output is assembled from many reads of f: over HTTP each is a
+	// request, and only a pinned reader makes them all one version.
+	if p, ok := f.ReaderAt().(interface{ Pinned() bool }); ok && !p.Pinned() {
+		return nil, newError("", "", fmt.Sprintf("%s is not pinned to one version (the server gives no strong validator): "+
+			"a re-bake from it could mix two versions; open it with httprange.Options.RequirePinned, or download it first", name), nil)
 	}
 	dst, err := createOutput(ctx, out, &atomicfile.Options{NoOverwrite: opts.NoOverwrite})
 	if err != nil {

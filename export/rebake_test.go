@@ -593,3 +593,34 @@ func TestRebakeRefusesEngineThatCannotInit(t *testing.T) {
 	_, err := Rebake(in, filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{WeightStreamingBudget: &budget})
 	require.NoError(t, err)
 }
+
+// pinnedReaderAt says whether its reads are pinned to one version of the
+// bytes, as an *httprange.Reader does.
+type pinnedReaderAt struct {
+	*bytes.Reader
+	pinned bool
+}
+
+func (p pinnedReaderAt) Pinned() bool { return p.pinned }
+
+// TestRebakeFileRefusesUnpinned: RebakeFile refuses a program whose reader
+// is not pinned to one version, before writing anything, and re-bakes one
+// whose reader is.
+func TestRebakeFileRefusesUnpinned(t *testing.T) {
+	data, err := os.ReadFile(twoEngineProgram(t, 128))
+	require.NoError(t, err)
+	budget := int64(4096)
+	for _, pinned := range []bool{false, true} {
+		f, err := pte.NewFile(pinnedReaderAt{bytes.NewReader(data), pinned}, int64(len(data)))
+		require.NoError(t, err)
+		out := filepath.Join(t.TempDir(), "o.pte")
+		_, err = RebakeFile(context.Background(), f, "http://h/p.pte", out, &RebakeOptions{WeightStreamingBudget: &budget})
+		if pinned {
+			require.NoError(t, err)
+			require.FileExists(t, out)
+		} else {
+			require.ErrorContains(t, err, "not pinned to one version")
+			require.NoFileExists(t, out)
+		}
+	}
+}

@@ -46,6 +46,18 @@ const (
 	// KindStatus: any other unexpected status, including 5xx and 429
 	// after the retries.
 	KindStatus
+	// KindUnreachable: the server cannot be reached as the URL gives it,
+	// and trying again will not change that: the host name does not exist
+	// (DNS), the server does not speak TLS on that port, or its
+	// certificate is not trusted or not for that host. Not retried. (A
+	// refused connection is KindNetwork: a server restarting refuses for
+	// a moment.)
+	KindUnreachable
+	// KindUnpinned: Options.RequirePinned is set and the server gives no
+	// strong validator to pin the object's version by (a weak ETag, a
+	// Last-Modified less than a second before the response's Date, or
+	// none).
+	KindUnpinned
 )
 
 // Sentinel errors, one per Kind, for errors.Is.
@@ -61,6 +73,8 @@ var (
 	ErrTruncated           = errors.New("httprange: truncated response body")
 	ErrBadResponse         = errors.New("httprange: malformed response")
 	ErrStatus              = errors.New("httprange: unexpected HTTP status")
+	ErrUnreachable         = errors.New("httprange: server unreachable as given")
+	ErrUnpinned            = errors.New("httprange: object cannot be pinned")
 
 	// ErrClosed is the Err of the KindCanceled error a closed Reader
 	// returns.
@@ -82,6 +96,8 @@ var kindInfo = map[Kind]struct {
 	KindTruncated:           {"truncated", ErrTruncated},
 	KindBadResponse:         {"bad-response", ErrBadResponse},
 	KindStatus:              {"status", ErrStatus},
+	KindUnreachable:         {"unreachable", ErrUnreachable},
+	KindUnpinned:            {"unpinned", ErrUnpinned},
 }
 
 // String returns a short lower-case name, such as "changed".
@@ -153,6 +169,14 @@ func (e *Error) Is(target error) bool {
 	}
 	i, ok := kindInfo[e.Kind]
 	return ok && target == i.sentinel
+}
+
+// Timeout reports whether the server kept a request waiting past one of
+// the limits of Options (ResponseHeaderTimeout, IdleTimeout): a
+// KindNetwork error of a silent or stalled server.
+func (e *Error) Timeout() bool {
+	_, ok := errors.AsType[*stallError](e.Err)
+	return ok
 }
 
 // Temporary reports whether retrying later may succeed: network errors,

@@ -41,6 +41,17 @@ func (s *fuzzServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.Header().Set("ETag", `"v1"`)
 	h := w.Header()
 	switch kind {
+	case 1: // another version under a weak ETag, ignoring the conditions
+		// it cannot meet
+		h.Set("ETag", `W/"v2"`)
+		writePartial(w, fuzzData2, first, last)
+	case 2: // a body that stalls mid-way
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, len(data)))
+		h.Set("Content-Length", strconv.FormatInt(last-first+1, 10))
+		w.WriteHeader(206)
+		w.Write(data[first:min(first+p*100, last)])
+		http.NewResponseController(w).Flush()
+		<-req.Context().Done()
 	case 3: // short body under a full Content-Length
 		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, len(data)))
 		h.Set("Content-Length", strconv.FormatInt(last-first+1, 10))
@@ -132,7 +143,8 @@ func FuzzTransport(f *testing.F) {
 		fs.script.Store(&s)
 		fs.n.Store(0)
 		opts := &Options{BlockSize: 4096, CacheBlocks: 4, Parallelism: 3, MaxRetries: 2,
-			RetryDelay: time.Microsecond, MaxRetryDelay: time.Millisecond, ReadAhead: 64 << 10}
+			RetryDelay: time.Microsecond, MaxRetryDelay: time.Millisecond, ReadAhead: 64 << 10,
+			IdleTimeout: 20 * time.Millisecond}
 		r, err := Open(t.Context(), srv.URL+"/obj", opts)
 		if err != nil {
 			checkFuzzError(t, err)

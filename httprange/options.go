@@ -29,13 +29,23 @@ const (
 	DefaultMaxRetryDelay   = 10 * time.Second
 	DefaultMaxRedirects    = 5
 	DefaultMaxBodyFallback = 1 << 20
+
+	// The limits on waiting for a server. Each bounds one wait of one
+	// request; a request that runs into one fails with KindNetwork and is
+	// retried like any network error, so a silent server costs at most
+	// (MaxRetries+1) times the limit plus the backoff.
+	DefaultConnectTimeout        = 10 * time.Second
+	DefaultTLSHandshakeTimeout   = 10 * time.Second
+	DefaultResponseHeaderTimeout = 30 * time.Second
+	DefaultIdleTimeout           = 30 * time.Second
 )
 
 // Options tunes a Reader. The zero value (or nil) gives the defaults; a
 // negative value turns a feature off where that is said.
 type Options struct {
-	// Client sends the requests; nil means a client with
-	// http.DefaultTransport. Open uses a copy whose CheckRedirect applies
+	// Client sends the requests; nil, or a nil Transport, means a copy of
+	// http.DefaultTransport with ConnectTimeout and TLSHandshakeTimeout.
+	// Open uses a copy whose CheckRedirect applies
 	// MaxRedirects and the header policy below, and whose Transport counts
 	// the requests.
 	Client *http.Client
@@ -76,6 +86,29 @@ type Options struct {
 	// memory. A larger object is refused with KindNoRangeSupport, without
 	// reading its body. Default 1 MiB; -1 refuses every such answer.
 	MaxBodyFallback int64
+	// ConnectTimeout bounds the TCP connection (DNS lookup included) and
+	// TLSHandshakeTimeout the TLS handshake of the transport Open builds
+	// when Client, or its Transport, is nil; a caller's own Transport keeps
+	// its own limits. Defaults 10 s; -1 means none.
+	ConnectTimeout, TLSHandshakeTimeout time.Duration
+	// ResponseHeaderTimeout bounds how long a request waits for the
+	// response's headers, from the moment it is sent (connecting
+	// included), whatever the transport: a server that accepts the
+	// connection and never answers fails after it. Default 30 s; -1 means
+	// none.
+	ResponseHeaderTimeout time.Duration
+	// IdleTimeout bounds how long one read of a response body waits for
+	// data: a body that stalls mid-way fails after it, however long the
+	// whole transfer takes. Default 30 s; -1 means none.
+	IdleTimeout time.Duration
+	// RequirePinned makes Open fail with KindUnpinned when the server gives
+	// no strong validator (see Reader.Pinned): without one, range reads
+	// cannot be made conditional, and an object replaced while it is read
+	// could yield a mix of two versions. Set it when the bytes read are
+	// written somewhere (a re-bake); viewers may read unpinned objects,
+	// whose changes are then detected only as far as a weak validator or
+	// the size shows them.
+	RequirePinned bool
 }
 
 // withDefaults returns a copy of o with zero fields set to their defaults
@@ -85,19 +118,17 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		c = *o
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		} else if *v < 0 {
-			*v = 0
-		}
-	}
-	def(&c.BlockSize, DefaultBlockSize)
-	def(&c.CacheBlocks, DefaultCacheBlocks)
-	def(&c.ReadAhead, DefaultReadAhead)
-	def(&c.Parallelism, DefaultParallelism)
-	def(&c.MaxRetries, DefaultMaxRetries)
-	def(&c.MaxRedirects, DefaultMaxRedirects)
+	orDefault(&c.BlockSize, DefaultBlockSize)
+	orDefault(&c.CacheBlocks, DefaultCacheBlocks)
+	orDefault(&c.ReadAhead, DefaultReadAhead)
+	orDefault(&c.Parallelism, DefaultParallelism)
+	orDefault(&c.MaxRetries, DefaultMaxRetries)
+	orDefault(&c.MaxRedirects, DefaultMaxRedirects)
+	orDefault(&c.MaxBodyFallback, DefaultMaxBodyFallback)
+	orDefault(&c.ConnectTimeout, DefaultConnectTimeout)
+	orDefault(&c.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+	orDefault(&c.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
+	orDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	if c.BlockSize == 0 {
 		c.BlockSize = DefaultBlockSize
 	}
@@ -109,12 +140,16 @@ func (o *Options) withDefaults() Options {
 	if c.MaxRetryDelay <= 0 {
 		c.MaxRetryDelay = DefaultMaxRetryDelay
 	}
-	if c.MaxBodyFallback == 0 {
-		c.MaxBodyFallback = DefaultMaxBodyFallback
-	} else if c.MaxBodyFallback < 0 {
-		c.MaxBodyFallback = 0
-	}
 	return c
+}
+
+// orDefault sets *v to d when it is 0 and to 0 (off) when it is negative.
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	} else if *v < 0 {
+		*v = 0
+	}
 }
 
 // IsURL reports whether s is an http:// or https:// URL, the inputs Open

@@ -180,9 +180,8 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 		return nil, err
 	}
 	req.Header.Set("Range", rangeHeader(batch))
-	resp, err := r.client.Do(req)
+	resp, err := r.send(ctx, req, first, span)
 	if err != nil {
-		err = r.doError(ctx, err, first, span)
 		if e, ok := errors.AsType[*Error](err); ok && (e.Kind == KindNetwork || e.Kind == KindRedirect) {
 			return got, nil // single requests retry
 		}

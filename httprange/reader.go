@@ -3,10 +3,13 @@ package httprange
 import (
 	"container/list"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -29,7 +32,9 @@ type Reader struct {
 	redacted string
 	size     int64
 	etag     string // strong ETag pinned by the first response, or ""
-	lastMod  string // Last-Modified pinned when there is no strong ETag, or ""
+	lastMod  string // strong Last-Modified pinned when there is no strong ETag, or ""
+	seenTag  string // the first response's ETag, weak or strong, or ""
+	seenMod  string // the first response's Last-Modified, or ""
 	whole    []byte // the whole object, when the server ignored Range and it was small
 
 	ctx    context.Context // canceled by Close
@@ -104,7 +109,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
 	}
 	base := c.Transport
 	if base == nil {
-		base = http.DefaultTransport
+		base = newTransport(&o)
 	}
 	c.Transport = countingTransport{base, &r.requests}
 	c.CheckRedirect = r.checkRedirect
@@ -116,6 +121,28 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// newTransport returns a transport like http.DefaultTransport with the
+// connect and TLS handshake limits of o.
+func newTransport(o *Options) http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	d := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	t.DialContext = d.DialContext
+	t.TLSHandshakeTimeout = o.TLSHandshakeTimeout
+	return t
+}
+
+// Pinned reports whether the object's version is pinned, so that a change
+// on the server fails a read instead of mixing versions: the first
+// response gave a strong ETag, or a Last-Modified at least one second
+// before its Date (RFC 9110 section 8.8.2.2: a later change then has
+// another date), or the object is held whole in memory from one response.
+// An unpinned Reader still fails with KindChanged when a response's size,
+// weak ETag or Last-Modified differs from the first one's, but a change
+// that none of them shows goes unseen.
+func (r *Reader) Pinned() bool {
+	return r.etag != "" || r.lastMod != "" || r.whole != nil || r.size == 0
 }
 
 // Size returns the object's size in bytes.
@@ -413,6 +440,8 @@ func (r *Reader) newRequest(ctx context.Context, off, n int64, pinned bool) (*ht
 	// ranges would be of the compressed bytes.
 	req.Header.Set("Accept-Encoding", "identity")
 	if pinned {
+		// Only a strong validator may condition a range (RFC 9110
+		// section 13.1.5): an unpinned Reader sends none.
 		switch {
 		case r.etag != "":
 			req.Header.Set("If-Match", r.etag)
@@ -431,11 +460,72 @@ func (r *Reader) do(ctx context.Context, off, n int64, pinned bool) (*http.Respo
 	if err != nil {
 		return nil, err
 	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return nil, r.doError(ctx, err, off, n)
+	return r.send(ctx, req, off, n)
+}
+
+// send sends req, made under ctx, for bytes [off, off+n) under the
+// ResponseHeaderTimeout and IdleTimeout limits: its headers must come
+// within the first, and each read of its body must return within the
+// second, or the request is cancelled and fails with a *stallError as its
+// cause. The caller must close the body.
+func (r *Reader) send(ctx context.Context, req *http.Request, off, n int64) (*http.Response, error) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	req = req.WithContext(rctx)
+	var headers *time.Timer
+	if d := r.opts.ResponseHeaderTimeout; d > 0 {
+		headers = time.AfterFunc(d, func() { cancel(&stallError{"no response headers", d}) })
 	}
+	resp, err := r.client.Do(req)
+	if headers != nil && !headers.Stop() && err == nil {
+		// The limit passed as the headers came: the body is cancelled.
+		resp.Body.Close()
+		err = context.Cause(rctx)
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, r.doError(ctx, rctx, err, off, n)
+	}
+	resp.Body = &idleBody{rc: resp.Body, limit: r.opts.IdleTimeout, ctx: rctx, cancel: cancel}
 	return resp, nil
+}
+
+// stallError is the cause of a request cancelled because the server kept
+// it waiting longer than a limit of Options.
+type stallError struct {
+	what  string // "no response headers", "no body data"
+	limit time.Duration
+}
+
+func (e *stallError) Error() string {
+	return fmt.Sprintf("%s from the server within %s", e.what, e.limit)
+}
+
+// idleBody is a response body each of whose reads must return within
+// limit (0: no limit); a read that does not cancels the request.
+type idleBody struct {
+	rc     io.ReadCloser
+	limit  time.Duration
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	if b.limit <= 0 {
+		return b.rc.Read(p)
+	}
+	t := time.AfterFunc(b.limit, func() { b.cancel(&stallError{"no body data", b.limit}) })
+	n, err := b.rc.Read(p)
+	if !t.Stop() && err != nil && err != io.EOF {
+		// The limit passed: say so rather than "context canceled".
+		err = context.Cause(b.ctx)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	err := b.rc.Close()
+	b.cancel(nil)
+	return err
 }
 
 // openOnce is one attempt of the first request: bytes [0, n).
@@ -461,6 +551,9 @@ func (r *Reader) openOnce(ctx context.Context, n int64) error {
 		}
 		r.pin(resp)
 		r.size = total
+		if r.opts.RequirePinned && !r.Pinned() {
+			return r.unpinnedError()
+		}
 		r.mu.Lock()
 		r.putBlockLocked(0, data)
 		r.mu.Unlock()
@@ -494,11 +587,7 @@ func (r *Reader) openWhole(ctx context.Context, resp *http.Response, body io.Rea
 	}
 	data, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
-		if ctx.Err() != nil {
-			return r.ctxError(ctx, 0, n)
-		}
-		return &Error{Kind: KindTruncated, URL: r.redacted, Status: resp.StatusCode,
-			Msg: fmt.Sprintf("body ended after %d bytes", len(data)), Err: err}
+		return r.bodyError(ctx, resp, err, 0, 0, fmt.Sprintf("body ended after %d bytes", len(data)))
 	}
 	if int64(len(data)) > limit {
 		return refuse("more than that")
@@ -520,11 +609,40 @@ func (r *Reader) pin(resp *http.Response) {
 			r.header = nil
 		}
 	}
-	if et := resp.Header.Get("ETag"); et != "" && !strings.HasPrefix(et, "W/") {
+	r.seenTag, r.seenMod = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
+	if et := r.seenTag; et != "" && !strings.HasPrefix(et, "W/") {
 		r.etag = et
-	} else if lm := resp.Header.Get("Last-Modified"); lm != "" {
-		r.lastMod = lm
+	} else if strongDate(r.seenMod, resp.Header.Get("Date")) {
+		r.lastMod = r.seenMod
 	}
+}
+
+// strongDate reports whether a Last-Modified value may serve as a strong
+// validator: RFC 9110 section 8.8.2.2 lets it when it is at least one
+// second before the response's Date, since a later change then gets a
+// later Last-Modified. A date-only validator of a file changed within the
+// second it was sent cannot tell two versions apart.
+func strongDate(lastMod, date string) bool {
+	if lastMod == "" || date == "" {
+		return false
+	}
+	lm, err1 := http.ParseTime(lastMod)
+	d, err2 := http.ParseTime(date)
+	return err1 == nil && err2 == nil && d.Sub(lm) >= time.Second
+}
+
+// unpinnedError is the error of Open with Options.RequirePinned for an
+// object that Pinned says is not.
+func (r *Reader) unpinnedError() error {
+	why := "no ETag and no Last-Modified"
+	switch {
+	case r.seenTag != "":
+		why = fmt.Sprintf("only the weak ETag %.80s", r.seenTag)
+	case r.seenMod != "":
+		why = "only a Last-Modified less than a second before the response's Date"
+	}
+	return &Error{Kind: KindUnpinned, URL: r.redacted,
+		Msg: "the server gives " + why + ", no strong validator: range reads could mix two versions of an object replaced while it is read"}
 }
 
 // getOnce is one attempt to read dst at off with a pinned range request.
@@ -554,6 +672,9 @@ func (r *Reader) getOnce(ctx context.Context, dst []byte, off int64) error {
 		}
 		return r.readBody(ctx, resp, countingReader{resp.Body, &r.bodyBytes}, dst, off)
 	case http.StatusOK:
+		if msg := r.versionChange(resp); msg != "" {
+			return &Error{Kind: KindChanged, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode, Msg: msg}
+		}
 		// A 200 answers an If-Range that no longer matches; without a
 		// validator to send, the server has stopped honouring Range.
 		same := r.etag != "" && resp.Header.Get("ETag") == r.etag ||
@@ -573,14 +694,16 @@ func (r *Reader) getOnce(ctx context.Context, dst []byte, off int64) error {
 	return r.statusError(resp, off, n)
 }
 
-// versionChange says how resp's validator differs from the pinned one, or
-// returns "" when it does not (or resp has none).
+// versionChange says how resp's validator differs from the first
+// response's, or returns "" when it does not (or resp has none). Weak
+// validators count too: a weak ETag cannot pin a range, but one that
+// differs still shows that the object changed.
 func (r *Reader) versionChange(resp *http.Response) string {
-	if et := resp.Header.Get("ETag"); r.etag != "" && et != "" && et != r.etag {
-		return fmt.Sprintf("ETag is now %.80s, was %.80s", et, r.etag)
+	if et := resp.Header.Get("ETag"); r.seenTag != "" && et != "" && strings.TrimPrefix(et, "W/") != strings.TrimPrefix(r.seenTag, "W/") {
+		return fmt.Sprintf("ETag is now %.80s, was %.80s", et, r.seenTag)
 	}
-	if lm := resp.Header.Get("Last-Modified"); r.etag == "" && r.lastMod != "" && lm != "" && lm != r.lastMod {
-		return fmt.Sprintf("Last-Modified is now %.80s, was %.80s", lm, r.lastMod)
+	if lm := resp.Header.Get("Last-Modified"); r.seenTag == "" && r.seenMod != "" && lm != "" && lm != r.seenMod {
+		return fmt.Sprintf("Last-Modified is now %.80s, was %.80s", lm, r.seenMod)
 	}
 	return ""
 }
@@ -593,17 +716,26 @@ func (r *Reader) readBody(ctx context.Context, resp *http.Response, body io.Read
 		return r.badResponse(resp, off, n, "Content-Length %d does not match the %d-byte range", resp.ContentLength, n)
 	}
 	if k, err := io.ReadFull(body, dst); err != nil {
-		if ctx.Err() != nil {
-			return r.ctxError(ctx, off, n)
-		}
-		return &Error{Kind: KindTruncated, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode,
-			Msg: fmt.Sprintf("body ended after %d of %d bytes", k, n), Err: err}
+		return r.bodyError(ctx, resp, err, off, n, fmt.Sprintf("body ended after %d of %d bytes", k, n))
 	}
 	var extra [1]byte
 	if k, _ := io.ReadFull(body, extra[:]); k > 0 {
 		return r.badResponse(resp, off, n, "body is longer than the %d-byte range", n)
 	}
 	return nil
+}
+
+// bodyError is the error for a body read that failed with err: the
+// context's, a stall (KindNetwork, the server sent nothing for
+// IdleTimeout) or a cut (KindTruncated, msg).
+func (r *Reader) bodyError(ctx context.Context, resp *http.Response, err error, off, n int64, msg string) error {
+	if ctx.Err() != nil {
+		return r.ctxError(ctx, off, n)
+	}
+	if se, ok := errors.AsType[*stallError](err); ok {
+		return &Error{Kind: KindNetwork, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode, Msg: msg, Err: se}
+	}
+	return &Error{Kind: KindTruncated, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode, Msg: msg, Err: err}
 }
 
 func (r *Reader) badResponse(resp *http.Response, off, n int64, format string, args ...any) error {
@@ -636,8 +768,9 @@ func (r *Reader) statusError(resp *http.Response, off, n int64) error {
 	return e
 }
 
-// doError turns an error of http.Client.Do into an *Error.
-func (r *Reader) doError(ctx context.Context, err error, off, n int64) error {
+// doError turns an error of http.Client.Do, sent under rctx (ctx with the
+// request's own limits), into an *Error.
+func (r *Reader) doError(ctx, rctx context.Context, err error, off, n int64) error {
 	var e *Error
 	if errors.As(err, &e) { // from checkRedirect
 		c := *e
@@ -647,12 +780,44 @@ func (r *Reader) doError(ctx context.Context, err error, off, n int64) error {
 	if ctx.Err() != nil {
 		return r.ctxError(ctx, off, n)
 	}
+	if se, ok := errors.AsType[*stallError](context.Cause(rctx)); ok {
+		return &Error{Kind: KindNetwork, URL: r.redacted, Off: off, Len: n, Err: se}
+	}
 	// A *url.Error quotes the whole URL, query included: keep its cause.
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
+	if msg := permanent(err); msg != "" {
+		return &Error{Kind: KindUnreachable, URL: r.redacted, Off: off, Len: n, Msg: msg, Err: err}
+	}
 	return &Error{Kind: KindNetwork, URL: r.redacted, Off: off, Len: n, Err: err}
+}
+
+// permanent says why err, a failure to reach the server, will not go away
+// by trying again, or returns "" when it may: an unknown host name, a
+// server that does not speak TLS, a certificate not trusted or not for
+// the host. A refused or reset connection, a timeout, a DNS server that
+// does not answer are worth retrying.
+func permanent(err error) string {
+	if de, ok := errors.AsType[*net.DNSError](err); ok && de.IsNotFound {
+		return "no such host (DNS)"
+	}
+	// net/http turns a TLS record that looks like an HTTP response into
+	// an error of this text, with no type to match.
+	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+		return "the server does not speak TLS on this port (an http:// URL?)"
+	}
+	var (
+		unknownCA  x509.UnknownAuthorityError
+		hostname   x509.HostnameError
+		invalid    x509.CertificateInvalidError
+		verifyFail *tls.CertificateVerificationError
+	)
+	if errors.As(err, &verifyFail) || errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) {
+		return "the server's certificate is not trusted for this host"
+	}
+	return ""
 }
 
 // ctxError is the error for a read stopped by ctx or by Close.
@@ -669,7 +834,14 @@ func (r *Reader) ctxError(ctx context.Context, off, n int64) error {
 // checkRedirect is the client's redirect policy: at most MaxRedirects
 // hops, never from https to http, and Options.Header only to the host of
 // the URL given to Open.
+//
+// The client adds a Referer naming the previous URL, query included, which
+// would give a presigned URL's signature to the next host: it is removed
+// from every redirected request. Across hosts, the headers the client
+// itself guards (Authorization, Cookie) are removed too, even where the
+// client would keep them (a subdomain, another port).
 func (r *Reader) checkRedirect(req *http.Request, via []*http.Request) error {
+	req.Header.Del("Referer")
 	if len(via) > r.opts.MaxRedirects {
 		return &Error{Kind: KindRedirect, URL: r.redacted, Msg: fmt.Sprintf("more than %d redirects", r.opts.MaxRedirects)}
 	}
@@ -678,6 +850,9 @@ func (r *Reader) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if !strings.EqualFold(req.URL.Host, r.origHost) {
 		for k := range r.opts.Header {
+			req.Header.Del(k)
+		}
+		for _, k := range []string{"Authorization", "Proxy-Authorization", "Cookie", "Cookie2"} {
 			req.Header.Del(k)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/ptekit/ptekit/internal/quote"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -235,28 +236,11 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 	}
 	f.RootOffset = uint32(head[0]) | uint32(head[1])<<8 | uint32(head[2])<<16 | uint32(head[3])<<24
 	f.Identifier = string(head[4:8])
-	if f.Identifier != identET12 {
-		msg := fmt.Sprintf("not an ExecuTorch program: file identifier %q, want %q", f.Identifier, identET12)
-		if f.Identifier[:2] == "ET" {
-			msg = fmt.Sprintf("incompatible program version: file identifier %q, this reader supports %q", f.Identifier, identET12)
-		}
-		return nil, &FormatError{Off: 4, Path: "file_identifier", Msg: msg, Code: CodeInvalidProgram}
+	if err := checkIdentifier(head); err != nil {
+		return nil, err
 	}
-	if programSize > rdMaxRegionSize {
-		return nil, &FormatError{Off: 16, Path: "extended_header.program_size",
-			Msg:  fmt.Sprintf("flatbuffer region of %d bytes exceeds the FlatBuffers limit of %d", programSize, rdMaxRegionSize),
-			Code: CodeInvalidProgram}
-	}
-	if limit := opts.maxProgramSize(); programSize > limit {
-		fe := &FormatError{Off: 16, Path: "extended_header.program_size",
-			Msg:  fmt.Sprintf("flatbuffer region of %d bytes exceeds OpenOptions.MaxProgramSize %d", programSize, limit),
-			Code: CodeMemoryAllocation}
-		if f.Header == nil {
-			// Without an extended header the region is the whole file.
-			fe.Off, fe.Path = 0, ""
-			fe.Msg = fmt.Sprintf("flatbuffer region (the whole %d-byte file: no extended header) exceeds OpenOptions.MaxProgramSize %d", programSize, limit)
-		}
-		return nil, &ProgramLimitError{Size: programSize, Limit: limit, Err: fe}
+	if err := checkRegionSize(programSize, f.Header != nil, opts); err != nil {
+		return nil, err
 	}
 	f.region = make([]byte, programSize)
 	if err := readFullAt(r, f.region, 0); err != nil {
@@ -274,6 +258,91 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// checkIdentifier refuses a head (at least 8 bytes) whose file identifier
+// is not that of a program this reader supports.
+func checkIdentifier(head []byte) error {
+	if what := foreignFormat(head); what != "" {
+		return &FormatError{Off: 4, Path: "file_identifier", Msg: "file is " + what, Code: CodeInvalidProgram}
+	}
+	if id := string(head[4:8]); id != identET12 {
+		msg := fmt.Sprintf("not an ExecuTorch program: file identifier %q, want %q", id, identET12)
+		if id[:2] == "ET" {
+			msg = fmt.Sprintf("incompatible program version: file identifier %q, this reader supports %q", id, identET12)
+		}
+		return &FormatError{Off: 4, Path: "file_identifier", Msg: msg, Code: CodeInvalidProgram}
+	}
+	return nil
+}
+
+// checkRegionSize refuses a flatbuffer region of programSize bytes that
+// FlatBuffers cannot address or that is over opts' limit (a
+// *ProgramLimitError). Without an extended header (header false) the
+// region is the whole file.
+func checkRegionSize(programSize uint64, header bool, opts *OpenOptions) error {
+	if programSize > rdMaxRegionSize {
+		return &FormatError{Off: 16, Path: "extended_header.program_size",
+			Msg:  fmt.Sprintf("flatbuffer region of %d bytes exceeds the FlatBuffers limit of %d", programSize, rdMaxRegionSize),
+			Code: CodeInvalidProgram}
+	}
+	if limit := opts.maxProgramSize(); programSize > limit {
+		fe := &FormatError{Off: 16, Path: "extended_header.program_size",
+			Msg:  fmt.Sprintf("flatbuffer region of %d bytes exceeds OpenOptions.MaxProgramSize %d", programSize, limit),
+			Code: CodeMemoryAllocation}
+		if !header {
+			fe.Off, fe.Path = 0, ""
+			fe.Msg = fmt.Sprintf("flatbuffer region (the whole %d-byte file: no extended header) exceeds OpenOptions.MaxProgramSize %d", programSize, limit)
+		}
+		return &ProgramLimitError{Size: programSize, Limit: limit, Err: fe}
+	}
+	return nil
+}
+
+// HeadSize is how many bytes CheckHead wants: what ExecuTorch reads of a
+// program before anything else.
+const HeadSize = rdHeadBytes
+
+// CheckHead applies to the first bytes of a program (HeadSize of them, or
+// all of a shorter input) the checks NewFileWith makes before it reads
+// anything else: the file identifier (a .ptd, a .bpte, an ETDump or any
+// other file is refused), the extended header, and the flatbuffer
+// region's size against opts.MaxProgramSize. It returns where the program
+// ends as its header says (the end of the segment data, or of the region
+// when there is none), or -1 when the head does not say: no extended
+// header (the region is the whole input), an old header that leaves the
+// segment data's size out, or a head too short to tell. A reader of a
+// stream, which cannot seek, uses it to refuse a wrong input before
+// reading more, and to bound what it reads. A head that passes may still
+// be refused by NewFileWith.
+func CheckHead(head []byte, opts *OpenOptions) (int64, error) {
+	if len(head) < 8 {
+		return -1, nil
+	}
+	if err := checkIdentifier(head); err != nil {
+		return -1, err
+	}
+	if len(head) < rdHeadBytes {
+		return -1, nil
+	}
+	h, err := parseHeader(head)
+	if err != nil || h == nil {
+		return -1, err
+	}
+	if err := checkRegionSize(h.ProgramSize, true, opts); err != nil {
+		return -1, err
+	}
+	if h.SegmentBaseOffset == 0 {
+		return int64(h.ProgramSize), nil
+	}
+	if h.SegmentDataSize == 0 {
+		return -1, nil
+	}
+	end := h.SegmentBaseOffset + h.SegmentDataSize
+	if end < h.SegmentBaseOffset || end > math.MaxInt64 {
+		return -1, &FormatError{Off: 24, Path: "extended_header", Msg: "segment_base_offset + segment_data_size overflows", Code: CodeInvalidProgram}
+	}
+	return int64(max(end, h.ProgramSize)), nil
 }
 
 // readFullAt fills buf from r at off.

@@ -78,3 +78,44 @@ func TestOpenOptionsMaxProgramSize(t *testing.T) {
 		t.Errorf("headerless file at the limit: %v", err)
 	}
 }
+
+// TestCheckHead: the head of a program gives the end its header states
+// (its whole size for a program with segments and nothing after them);
+// a wrong identifier, a .ptd, a .bpte and a region over the limit are
+// refused as NewFileWith refuses them; a short head says nothing.
+func TestCheckHead(t *testing.T) {
+	b := vlWrite(t, wrProgram(1), nil, bytes.Repeat([]byte("e"), 5000))
+	f, err := NewFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := CheckHead(b[:HeadSize], nil)
+	if err != nil || end != int64(len(b)) {
+		t.Fatalf("CheckHead = %d, %v; want %d (the file's size)", end, err, len(b))
+	}
+	if end, err := CheckHead(b[:7], nil); end != -1 || err != nil {
+		t.Errorf("7-byte head: %d, %v", end, err)
+	}
+	withID := func(id string) []byte {
+		h := bytes.Clone(b[:HeadSize])
+		copy(h[4:8], id)
+		return h
+	}
+	region := int64(f.Header.ProgramSize)
+	for _, c := range []struct {
+		head []byte
+		opts *OpenOptions
+	}{
+		{make([]byte, HeadSize), nil},
+		{withID("FT01"), nil},
+		{withID("BP08"), nil},
+		{withID("ET11"), nil},
+		{b[:HeadSize], &OpenOptions{MaxProgramSize: region - 1}},
+	} {
+		_, want := NewFileWith(bytes.NewReader(append(bytes.Clone(c.head), b[HeadSize:]...)), int64(len(b)), c.opts)
+		_, err := CheckHead(c.head, c.opts)
+		if err == nil || want == nil || err.Error() != want.Error() {
+			t.Errorf("head %q: CheckHead %v, NewFileWith %v", c.head[4:8], err, want)
+		}
+	}
+}

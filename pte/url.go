@@ -26,6 +26,11 @@ type OpenURLOptions struct {
 // which closes the transport; File.ReaderAt returns the *httprange.Reader
 // (its Stats count the requests).
 //
+// Reads are pinned to the version of the first response only when the
+// server gives a strong validator (httprange.Reader.Pinned); a caller that
+// writes what it reads (a re-bake) should set HTTP.RequirePinned, so that
+// such a server is refused rather than risking a mix of two versions.
+//
 // Transport failures are *httprange.Error values (errors.As); a damaged
 // program is a *FormatError as from Open. Errors name the URL without its
 // user information and query, which may carry credentials.

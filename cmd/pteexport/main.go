@@ -413,6 +413,9 @@ func rebake(ctx context.Context, c *config, progress func(int64, int64)) (*expor
 		res, err := export.RebakeContext(ctx, c.from, c.output, opts)
 		return res, input.ExplainLimit(err)
 	}
+	// The output is written from many range reads: each must be of the
+	// same version of the file, which only a strong validator ensures.
+	opener.HTTP.RequirePinned = true
 	f, err := opener.Program(ctx, c.from)
 	if err != nil {
 		return nil, err

@@ -2,22 +2,35 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/internal/testprog"
 )
 
-// serve serves dir over loopback HTTP with http.FileServer.
+// serve serves dir over loopback HTTP with http.FileServer. The files
+// already in dir are dated an hour back: http.FileServer sends no ETag, and
+// a Last-Modified pins a file only when it is at least a second older than
+// the response (a file written within the second is not pinned, and a
+// re-bake refuses it).
 func serve(t testing.TB, dir string) *httptest.Server {
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	old := time.Now().Add(-time.Hour)
+	for _, e := range entries {
+		require.NoError(t, os.Chtimes(filepath.Join(dir, e.Name()), old, old))
+	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(srv.Close)
 	return srv
@@ -119,4 +132,55 @@ func TestRebakeFromURLMemory(t *testing.T) {
 	t.Logf("re-baked %d bytes from a URL, peak RSS %.1f MiB", st.Size(), rss)
 	require.Less(t, rss, 64.0, "peak RSS")
 	require.NoError(t, os.Remove(out))
+}
+
+// TestRebakeFromUnpinnedServer: a re-bake from a server that gives no
+// strong validator (a weak ETag, no validator, a Last-Modified of the same
+// second as its Date), whose file changes after the first request, exits
+// 1 saying so, with a hint, and writes nothing: never a mix of two
+// versions. The same server with a strong ETag gives exit 3 ("changed").
+func TestRebakeFromUnpinnedServer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.pte")
+	testprog.WriteEngines(t, path, 4, 256<<10)
+	v0, err := os.ReadFile(path)
+	require.NoError(t, err)
+	v1 := bytes.Clone(v0)
+	v1[len(v1)-1] ^= 1 // the last engine's bytes
+	for _, c := range []struct {
+		name      string
+		validator func(h http.Header, version int)
+		code      int
+		message   string
+	}{
+		{"weak ETag", func(h http.Header, v int) { h.Set("ETag", fmt.Sprintf(`W/"v%d"`, v)) }, 1, `weak ETag W/"v0"`},
+		{"no validator", func(h http.Header, v int) {}, 1, "no ETag and no Last-Modified"},
+		{"fresh Last-Modified", func(h http.Header, v int) {
+			now := time.Now().UTC().Format(http.TimeFormat)
+			h.Set("Last-Modified", now)
+			h.Set("Date", now)
+		}, 1, "Last-Modified less than a second"},
+		{"strong ETag", func(h http.Header, v int) { h.Set("ETag", fmt.Sprintf(`"v%d"`, v)) }, 3, "replaced on the server"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var n atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				data, version := v0, 0
+				if n.Add(1) > 1 {
+					data, version = v1, 1
+				}
+				c.validator(w.Header(), version)
+				http.ServeContent(w, req, "", time.Time{}, bytes.NewReader(data))
+			}))
+			defer srv.Close()
+			out := filepath.Join(t.TempDir(), "o.pte")
+			r := runCmd("--from", srv.URL+"/p.pte?sig=s3cr3t", "-o", out, "--weight-streaming-budget-per-engine", "1MiB")
+			t.Log(r.stderr)
+			require.Equal(t, c.code, r.code, r.stderr)
+			require.Contains(t, r.stderr, c.message)
+			require.Contains(t, r.stderr, "(hint: ")
+			require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+			require.NotContains(t, r.stderr, "s3cr3t")
+			require.NoFileExists(t, out)
+		})
+	}
 }

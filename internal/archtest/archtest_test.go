@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	"check":                {"pte", "compilespec", "delegate", "internal/quote"},
 	"inspect":              {"pte", "ptd", "compilespec", "delegate", "executor", "check", "internal/jsontree", "internal/quote"},
 	"export":               {"pte", "compilespec", "delegate", "check", "internal/atomicfile", "internal/inplace", "internal/jsontree", "internal/quote"},
-	"internal/input":       {"pte", "compilespec", "httprange", "internal/atomicfile", "internal/inplace"},
+	"internal/input":       {"pte", "ptd", "compilespec", "httprange", "internal/atomicfile", "internal/inplace"},
 	"internal/cli":         {},
 	"internal/progress":    {"internal/size"},
 	"internal/size":        {"internal/quote"},

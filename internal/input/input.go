@@ -23,12 +23,9 @@ import (
 	"github.com/ptekit/ptekit/httprange"
 	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/internal/inplace"
+	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
-
-// MaxStdin bounds a program read from standard input, which has to be held
-// in memory.
-const MaxStdin = 1 << 32
 
 // Exit statuses shared by the commands for input failures. 0, 1 and 2 keep
 // their meaning (success, failure, usage); ExitRetry is new.
@@ -50,7 +47,9 @@ type Flags struct {
 	// every request to a URL input's host.
 	Header []string
 	// Timeout is --timeout: a deadline for the whole command's reads of
-	// URL inputs; 0 means none.
+	// URL inputs, which also replaces httprange's 30 s limits on waiting
+	// for a response's headers and for more of its body; 0 means none
+	// (the per-request limits still apply).
 	Timeout time.Duration
 }
 
@@ -58,7 +57,8 @@ type Flags struct {
 func (fl *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&fl.Header, "header", nil, "with a URL input, send the request header `'Name: value'` (repeatable); "+
 		"$"+httprange.EnvBearerToken+" sends 'Authorization: Bearer <token>'")
-	fs.DurationVar(&fl.Timeout, "timeout", 0, "with a URL input, give up reading it after `DURATION` (e.g. 30s); exit 3")
+	fs.DurationVar(&fl.Timeout, "timeout", 0, "with a URL input, give up reading it after `DURATION` (e.g. 30s), and wait for the server's "+
+		"headers or more data up to it instead of 30s; exit 3")
 }
 
 // Opener opens inputs with one configuration. Build it with Flags.Opener.
@@ -136,7 +136,13 @@ func (fl *Flags) Opener(stdin io.Reader, getenv func(string) string) (*Opener, e
 	for k, v := range extra {
 		h[k] = v // --header wins over the environment
 	}
-	return &Opener{Stdin: stdin, HTTP: httprange.Options{Header: h, BlockSize: BlockSize, ReadAhead: ReadAhead}, ProgramOptions: limits}, nil
+	o := &Opener{Stdin: stdin, HTTP: httprange.Options{Header: h, BlockSize: BlockSize, ReadAhead: ReadAhead}, ProgramOptions: limits}
+	if fl.Timeout > 0 {
+		// One knob: --timeout bounds the whole command and replaces the
+		// per-request limits on waiting for a server (30 s by default).
+		o.HTTP.ResponseHeaderTimeout, o.HTTP.IdleTimeout = fl.Timeout, fl.Timeout
+	}
+	return o, nil
 }
 
 // ReadAhead is the commands' httprange read-ahead window for streams (a
@@ -204,11 +210,11 @@ func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 		f, err := pte.OpenURL(ctx, name, &pte.OpenURLOptions{HTTP: o.HTTP, OpenOptions: o.ProgramOptions})
 		return f, ExplainLimit(err)
 	case name == "-":
-		data, err := o.readStdin()
+		data, err := o.readStdin(func(head []byte) (int64, error) { return pte.CheckHead(head, &o.ProgramOptions) })
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
 		}
-		f, err := pte.NewFileWith(bytes.NewReader(data), int64(len(data)), &o.ProgramOptions)
+		f, err := pte.NewFileWith(data, data.size, &o.ProgramOptions)
 		if err != nil {
 			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
 		}
@@ -241,8 +247,8 @@ func (s *Source) Close() error {
 	return nil
 }
 
-// Open opens name as bytes: a file, standard input ("-", read into memory)
-// or a URL (an *httprange.Reader, read lazily under ctx). The caller must
+// Open opens name as bytes: a file, standard input ("-", a .pte or .ptd
+// file, read into memory as readStdin bounds it) or a URL (an *httprange.Reader, read lazily under ctx). The caller must
 // Close the Source.
 func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
 	switch {
@@ -253,11 +259,11 @@ func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
 		}
 		return &Source{ReaderAt: r, Size: r.Size(), Name: r.String(), closer: r}, nil
 	case name == "-":
-		data, err := o.readStdin()
+		data, err := o.readStdin(checkDataHead(&o.ProgramOptions))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
 		}
-		return &Source{ReaderAt: bytes.NewReader(data), Size: int64(len(data)), Name: "<stdin>"}, nil
+		return &Source{ReaderAt: data, Size: data.size, Name: "<stdin>"}, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -271,19 +277,133 @@ func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
 	return &Source{ReaderAt: f, Size: st.Size(), Name: name, closer: f}, nil
 }
 
-func (o *Opener) readStdin() ([]byte, error) {
+// checkDataHead returns the check of the head of a Source read from
+// standard input: a .ptd file, or a program as pte.CheckHead checks it.
+func checkDataHead(opts *pte.OpenOptions) func([]byte) (int64, error) {
+	return func(head []byte) (int64, error) {
+		if len(head) >= 8 && string(head[4:8]) == ptd.Identifier {
+			return -1, nil
+		}
+		return pte.CheckHead(head, opts)
+	}
+}
+
+// stdinLimit is the most readStdin holds: the program-size limit
+// (MaxProgramSize or EnvMaxProgramSize), which for standard input bounds
+// the whole input, segments included, since it is all held in memory.
+func (o *Opener) stdinLimit() int64 {
+	if n := o.ProgramOptions.MaxProgramSize; n > 0 {
+		return n
+	}
+	return MaxProgramSize
+}
+
+// StdinLimitError reports standard input larger than the limit on what is
+// read of it (Size is -1 when only its length showed it).
+type StdinLimitError struct {
+	Size, Limit int64
+}
+
+// Error says what was too large and how to raise the limit.
+func (e *StdinLimitError) Error() string {
+	what := "standard input holds more than " + compilespec.FormatSize(e.Limit)
+	raise := 2 * e.Limit
+	if e.Size >= 0 {
+		what = "the program on standard input states it is " + compilespec.FormatSize(e.Size) + ", more than " + compilespec.FormatSize(e.Limit)
+		raise = e.Size
+	}
+	return fmt.Sprintf("%s, the most read from standard input (it is held in memory; %s sets the limit): pass a file name instead, or set %s=%q",
+		what, EnvMaxProgramSize, EnvMaxProgramSize, compilespec.FormatSize(raise))
+}
+
+// readStdin reads standard input into memory, bounded: its first bytes
+// (pte.HeadSize) first, which check refuses at once when they are not
+// those of the expected format, or when the end they state is past the
+// limit; then the rest, up to that end when the head states one (what
+// follows is not read), else up to stdinLimit bytes in all. Endless input
+// of the wrong kind costs HeadSize bytes; after a program's head, the
+// program's stated size, or the limit when the head states none.
+func (o *Opener) readStdin(check func(head []byte) (int64, error)) (*chunks, error) {
 	stdin := o.Stdin
 	if stdin == nil {
 		stdin = bytes.NewReader(nil)
 	}
-	data, err := io.ReadAll(io.LimitReader(stdin, MaxStdin+1))
-	if err != nil {
+	limit := o.stdinLimit()
+	head := make([]byte, pte.HeadSize)
+	k, err := io.ReadFull(stdin, head)
+	head = head[:k]
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 		return nil, fmt.Errorf("reading standard input: %w", err)
 	}
-	if len(data) > MaxStdin {
-		return nil, fmt.Errorf("standard input holds more than %d bytes; pass a file name instead", int64(MaxStdin))
+	end, err := check(head)
+	if err != nil {
+		return nil, err
+	}
+	if end > limit {
+		return nil, &StdinLimitError{Size: end, Limit: limit}
+	}
+	upTo := limit + 1
+	if end >= 0 {
+		// The header says where the program ends: nothing past it is
+		// part of the program, and none of it is read.
+		upTo = max(end, int64(k))
+	}
+	data := &chunks{}
+	if err := data.readFrom(io.MultiReader(bytes.NewReader(head), stdin), upTo); err != nil {
+		return nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	if data.size > limit {
+		return nil, &StdinLimitError{Size: -1, Limit: limit}
 	}
 	return data, nil
+}
+
+// chunkSize is the unit in which standard input is held.
+const chunkSize = 4 << 20
+
+// chunks is standard input held in memory in chunks of chunkSize bytes:
+// reading it costs what it holds plus at most one chunk, never the copy
+// that growing one buffer by doubling makes.
+type chunks struct {
+	c    [][]byte
+	size int64
+}
+
+// readFrom reads r until io.EOF or until n bytes are held.
+func (c *chunks) readFrom(r io.Reader, n int64) error {
+	for c.size < n {
+		buf := make([]byte, min(chunkSize, n-c.size))
+		k, err := io.ReadFull(r, buf)
+		if k > 0 {
+			c.c = append(c.c, buf[:k])
+			c.size += int64(k)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadAt implements io.ReaderAt.
+func (c *chunks) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("standard input: ReadAt at negative offset %d", off)
+	}
+	n := 0
+	for n < len(p) && off < c.size {
+		// Every chunk but the last is chunkSize bytes.
+		k := copy(p[n:], c.c[off/chunkSize][off%chunkSize:])
+		n += k
+		off += int64(k)
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // ExitCode returns the exit status for a failure to read an input, and
@@ -294,7 +414,9 @@ func (o *Opener) readStdin() ([]byte, error) {
 //	3         changed while reading, network error, truncated body, 5xx or
 //	          429 after the retries, --timeout passed (ExitRetry)
 //	1         not found, not authorized, no range support, 416, redirect
-//	          refused, malformed response, another status (ExitFail)
+//	          refused, malformed response, another status, unknown host,
+//	          no TLS or an untrusted certificate, no strong validator
+//	          where one is required (ExitFail)
 func ExitCode(err error) (int, bool) {
 	if ie := atomicfile.Interrupted(nil, err); ie != nil {
 		return ie.ExitCode(), true
@@ -348,6 +470,13 @@ func Hint(err error) string {
 		h = "too many redirects or one from https to http; pass the final URL"
 	case httprange.KindNetwork, httprange.KindTruncated:
 		h = "the connection failed after retries; run again"
+		if he.Timeout() {
+			h = "the server stopped answering; run again, or raise the limit with --timeout"
+		}
+	case httprange.KindUnreachable:
+		h = "retrying will not help: check the URL's host name and scheme (http or https) and that the server's certificate is trusted"
+	case httprange.KindUnpinned:
+		h = "download the file (one request cannot mix versions) and use the local copy"
 	case httprange.KindBadResponse:
 		h = "the server's answer contradicts the request; a proxy may be rewriting it"
 	case httprange.KindStatus:

@@ -1,9 +1,11 @@
 package input
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +20,8 @@ import (
 	"github.com/ptekit/ptekit/httprange"
 	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/internal/testprog"
+	"github.com/ptekit/ptekit/ptd"
+	"github.com/ptekit/ptekit/pte"
 )
 
 // TestExitCodeAndHint: every transport failure kind gets its documented
@@ -43,6 +47,8 @@ func TestExitCodeAndHint(t *testing.T) {
 		{he(httprange.KindTruncated, 206, nil), 3, "connection failed"},
 		{he(httprange.KindStatus, 503, nil), 3, "failing or busy"},
 		{he(httprange.KindStatus, 429, nil), 3, "failing or busy"},
+		{he(httprange.KindUnreachable, 0, nil), 1, "retrying will not help"},
+		{he(httprange.KindUnpinned, 0, nil), 1, "download the file"},
 		{he(httprange.KindCanceled, 0, &TimeoutError{time.Second}), 3, "raise --timeout"},
 		{he(httprange.KindCanceled, 0, &atomicfile.InterruptError{Signal: syscall.SIGINT}), 130, ""},
 		{he(httprange.KindCanceled, 0, &atomicfile.InterruptError{Signal: syscall.SIGTERM}), 143, ""},
@@ -138,4 +144,125 @@ func TestContextTimeout(t *testing.T) {
 	require.ErrorIs(t, context.Cause(ctx), context.DeadlineExceeded)
 	var te *TimeoutError
 	require.ErrorAs(t, context.Cause(ctx), &te)
+}
+
+// endless reads head and then zeros without end, counting what is read.
+type endless struct {
+	head []byte
+	n    int64
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	k := copy(p, e.head)
+	e.head = e.head[k:]
+	clear(p[k:])
+	e.n += int64(len(p))
+	return len(p), nil
+}
+
+// TestStdinBounded: standard input is checked by its first bytes before
+// more is read, and never read past the program-size limit: endless zeros,
+// a .ptd or .bpte given as a program, and a header stating more than the
+// limit fail having read pte.HeadSize bytes; endless bytes after a head
+// without an extended header (the region is the whole input) fail having
+// read the limit; a valid program followed by endless bytes opens, having
+// read the size its header states; every test program still opens.
+func TestStdinBounded(t *testing.T) {
+	progs := testprog.Programs(t)
+	seg := progs["segment"]
+	end, err := pte.CheckHead(seg[:pte.HeadSize], nil)
+	require.NoError(t, err)
+	require.Positive(t, end)
+	ptdHead := bytes.Clone(seg[:pte.HeadSize])
+	copy(ptdHead[4:8], ptd.Identifier)
+	bpteHead := bytes.Clone(seg[:pte.HeadSize])
+	copy(bpteHead[4:8], "BP08")
+	noHeader := []byte("\x00\x00\x00\x00ET12") // the region is the whole input
+
+	const limit = 1 << 20
+	ctx := context.Background()
+	for _, c := range []struct {
+		name     string
+		in       *endless
+		opts     pte.OpenOptions
+		maxRead  int64
+		message  string
+		asSource bool
+	}{
+		{"zeros", &endless{}, pte.OpenOptions{}, pte.HeadSize, "not an ExecuTorch program", false},
+		{"zeros as bytes", &endless{}, pte.OpenOptions{}, pte.HeadSize, "not an ExecuTorch program", true},
+		{".ptd as a program", &endless{head: ptdHead}, pte.OpenOptions{}, pte.HeadSize, ".ptd", false},
+		{".bpte", &endless{head: bpteHead}, pte.OpenOptions{}, pte.HeadSize, ".bpte", false},
+		{"stated end past the limit", &endless{head: seg[:pte.HeadSize]}, pte.OpenOptions{MaxProgramSize: end - 1}, pte.HeadSize, EnvMaxProgramSize, false},
+		{"no extended header, endless", &endless{head: noHeader}, pte.OpenOptions{MaxProgramSize: limit}, limit + 1, EnvMaxProgramSize, false},
+		{".ptd, endless", &endless{head: ptdHead}, pte.OpenOptions{MaxProgramSize: limit}, limit + 1, EnvMaxProgramSize, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := &Opener{Stdin: c.in, ProgramOptions: c.opts}
+			if c.asSource {
+				_, err = o.Open(ctx, "-")
+			} else {
+				_, err = o.Program(ctx, "-")
+			}
+			require.Error(t, err)
+			t.Log(err)
+			require.Contains(t, err.Error(), c.message)
+			require.True(t, strings.HasPrefix(err.Error(), "<stdin>: "), err)
+			require.LessOrEqual(t, c.in.n, c.maxRead, "bytes read from standard input")
+		})
+	}
+
+	in := &endless{head: seg}
+	f, err := (&Opener{Stdin: in}).Program(ctx, "-")
+	require.NoError(t, err)
+	require.Equal(t, int64(len(seg)), f.Size)
+	require.Equal(t, int64(len(seg)), in.n, "bytes read from standard input")
+
+	for name, data := range progs {
+		if _, err := pte.NewFile(bytes.NewReader(data), int64(len(data))); err != nil {
+			continue // not an openable program
+		}
+		f, err := (&Opener{Stdin: bytes.NewReader(data)}).Program(ctx, "-")
+		require.NoError(t, err, name)
+		require.Equal(t, int64(len(data)), f.Size, name)
+		require.NoError(t, f.Close())
+	}
+}
+
+// TestTimeoutReplacesLimits: without --timeout the transport keeps
+// httprange's per-request limits (zero here: the defaults); with it, the
+// limits on waiting for headers and body data are --timeout.
+func TestTimeoutReplacesLimits(t *testing.T) {
+	getenv := func(string) string { return "" }
+	o, err := (&Flags{}).Opener(nil, getenv)
+	require.NoError(t, err)
+	require.Zero(t, o.HTTP.ResponseHeaderTimeout)
+	require.Zero(t, o.HTTP.IdleTimeout)
+	o, err = (&Flags{Timeout: 5 * time.Minute}).Opener(nil, getenv)
+	require.NoError(t, err)
+	require.Equal(t, 5*time.Minute, o.HTTP.ResponseHeaderTimeout)
+	require.Equal(t, 5*time.Minute, o.HTTP.IdleTimeout)
+}
+
+// TestStdinChunks: standard input over several chunks reads back as it
+// was, at any offset, across chunk boundaries and at its end.
+func TestStdinChunks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.pte")
+	testprog.WriteEngines(t, path, 3, 3<<20) // over two chunks
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Greater(t, len(data), 2*chunkSize)
+	s, err := (&Opener{Stdin: bytes.NewReader(data)}).Open(context.Background(), "-")
+	require.NoError(t, err)
+	require.Equal(t, int64(len(data)), s.Size)
+	for _, off := range []int{0, chunkSize - 3, 2*chunkSize - 1, len(data) - 5} {
+		p := make([]byte, min(10, len(data)-off))
+		n, err := s.ReadAt(p, int64(off))
+		require.NoError(t, err, off)
+		require.Equal(t, data[off:off+n], p, off)
+	}
+	all := make([]byte, len(data)+1)
+	n, err := s.ReadAt(all, 0)
+	require.ErrorIs(t, err, io.EOF)
+	require.Equal(t, data, all[:n])
 }
