@@ -32,7 +32,8 @@ var scriptCommands = map[string]func(){
 // "EVILEVILEVILEVIL" over the file's first 16 bytes and whose "new" bytes
 // are the file's own, so that only its provenance gives it away. Run as
 // root, it gives the record to nobody (uid 65534), as if another user had
-// planted it in a shared directory.
+// planted it in a shared directory; run as another user, who cannot, it
+// makes the record writable by everyone, which --recover refuses too.
 func plantUndo(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "usage: plantundo FILE")
@@ -50,10 +51,13 @@ func plantUndo(args []string) int {
 		return 1
 	}
 	if os.Geteuid() == 0 {
-		if err := os.Lchown(undo, nobody, nobody); err != nil {
-			fmt.Fprintf(os.Stderr, "plantundo: %v\n", err)
-			return 1
-		}
+		err = os.Lchown(undo, nobody, nobody)
+	} else {
+		err = os.Chmod(undo, 0o666)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "plantundo: %v\n", err)
+		return 1
 	}
 	return 0
 }
