@@ -26,10 +26,12 @@ const (
 	envChild = "PTEKIT_TEST_INPLACE_CHILD" // the file to re-bake in place
 	envStep  = "PTEKIT_TEST_INPLACE_STEP"  // the step to die at (SIGKILL)
 	envHold  = "PTEKIT_TEST_INPLACE_HOLD"  // "open" or "mmap": hold the file
+	envStop  = "PTEKIT_TEST_INPLACE_STOP"  // the step to stop at (SIGSTOP)
 )
 
 // TestInPlaceChild is not a test: it is the child process of
-// TestRebakeInPlaceKilledAtEveryStep and TestRebakeInPlaceRefusedWhileOpen.
+// TestRebakeInPlaceKilledAtEveryStep, TestRebakeInPlaceRefusedWhileOpen
+// and TestRebakeInPlaceStoppedWriter.
 func TestInPlaceChild(t *testing.T) {
 	path := os.Getenv(envChild)
 	if path == "" {
@@ -39,11 +41,14 @@ func TestInPlaceChild(t *testing.T) {
 		holdFile(path, hold)
 		return
 	}
-	step := inplace.Step(os.Getenv(envStep))
+	step, stop := inplace.Step(os.Getenv(envStep)), inplace.Step(os.Getenv(envStop))
 	inplace.Hook = func(s inplace.Step) {
-		if s == step {
+		switch s {
+		case step:
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
+		case stop:
+			stopThisThread() // until SIGCONT
 		}
 	}
 	budget := int64(7 << 20)

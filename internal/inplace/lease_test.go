@@ -12,28 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/internal/undorecord"
 )
-
-const leaseBreakTime = "/proc/sys/fs/lease-break-time"
-
-// shortLeaseBreak makes the kernel break a lease after one second instead
-// of 45, for the test, and puts the setting back after it.
-func shortLeaseBreak(t *testing.T) {
-	t.Helper()
-	old, err := os.ReadFile(leaseBreakTime)
-	if err != nil {
-		t.Skipf("cannot read %s: %v", leaseBreakTime, err)
-	}
-	if err := os.WriteFile(leaseBreakTime, []byte("1\n"), 0); err != nil {
-		t.Skipf("cannot set %s (needs root): %v", leaseBreakTime, err)
-	}
-	t.Cleanup(func() {
-		if err := os.WriteFile(leaseBreakTime, old, 0); err != nil {
-			t.Errorf("restoring %s: %v", leaseBreakTime, err)
-		}
-	})
-}
 
 // stallUntilLeaseGone is a Hook that, at StepPartial, plays an editor that
 // was stopped (SIGSTOP) between two writes for longer than
@@ -60,7 +41,7 @@ func stallUntilLeaseGone(t *testing.T, reader func()) func(Step) {
 // gone by then, so it takes the lease again and puts the old bytes back.
 func TestWriteStopsWhenLeaseBroken(t *testing.T) {
 	skipWithoutLeases(t)
-	shortLeaseBreak(t)
+	testkit.ShortLeaseBreak(t)
 	cat, err := exec.LookPath("cat")
 	if err != nil {
 		t.Skip("no cat")
@@ -94,7 +75,7 @@ func TestWriteStopsWhenLeaseBroken(t *testing.T) {
 // reader is gone.
 func TestWriteStopsWhenLeaseBrokenReaderStays(t *testing.T) {
 	skipWithoutLeases(t)
-	shortLeaseBreak(t)
+	testkit.ShortLeaseBreak(t)
 	const old = "0123456789abcdef"
 	path := newFile(t, []byte(old))
 	var reader *os.File
