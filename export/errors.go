@@ -90,6 +90,10 @@ const (
 	// WarnInPlace: an in-place re-bake rewrote the whole file instead,
 	// because the re-baked program does not fit before the segment base.
 	WarnInPlace WarningKind = "in-place"
+	// WarnUndoRecord: an interrupted in-place re-bake left its undo record
+	// beside the input, which a re-bake that is not in place does not
+	// apply: the input was read as it is (RecoverInPlace applies it).
+	WarnUndoRecord WarningKind = "undo-record"
 )
 
 // Warning is a condition that does not stop the export but deserves the

@@ -6,15 +6,33 @@ import (
 	"fmt"
 
 	"github.com/ptekit/ptekit/internal/inplace"
+	"github.com/ptekit/ptekit/internal/undorecord"
 	"github.com/ptekit/ptekit/pte"
 )
 
 // RecoverInPlace undoes an in-place re-bake of path that a crash left
 // unfinished, so that path holds the program it held before; it reports
-// whether there was one. Rebake (every re-bake of path) and pteinspect do
-// it themselves; pteexport --recover runs it alone.
+// whether there was one, and fails for a path that does not exist. It
+// applies only an undo record it trusts (inplace.Recover). An in-place
+// Rebake of path does it first; no other re-bake or view does (they
+// report the record: WarnUndoRecord); pteexport --recover runs it alone.
 func RecoverInPlace(path string) (bool, error) {
 	return inplace.Recover(path)
+}
+
+// noteUndo adds to the outcome of a re-bake of in that is not in place
+// what it did not do: apply the undo record n (nil when there is none).
+// A failure says it (the input may be half re-baked); a result gets a
+// WarnUndoRecord warning.
+func noteUndo(n *undorecord.Notice, in string, res *Result, err error) (*Result, error) {
+	switch {
+	case n == nil:
+		return res, err
+	case err != nil:
+		return nil, fmt.Errorf("%w (%s)", err, n.Message(in))
+	}
+	res.Warnings = append(res.Warnings, Warning{Kind: WarnUndoRecord, Msg: n.Message(in)})
+	return res, nil
 }
 
 // rebakeInPlace is Rebake with opts.InPlace: the re-baked head is written

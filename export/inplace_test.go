@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/internal/inplace"
+	"github.com/ptekit/ptekit/internal/undorecord"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -25,10 +26,12 @@ const (
 	envChild = "PTEKIT_TEST_INPLACE_CHILD" // the file to re-bake in place
 	envStep  = "PTEKIT_TEST_INPLACE_STEP"  // the step to die at (SIGKILL)
 	envHold  = "PTEKIT_TEST_INPLACE_HOLD"  // "open" or "mmap": hold the file
+	envStop  = "PTEKIT_TEST_INPLACE_STOP"  // the step to stop at (SIGSTOP)
 )
 
 // TestInPlaceChild is not a test: it is the child process of
-// TestRebakeInPlaceKilledAtEveryStep and TestRebakeInPlaceRefusedWhileOpen.
+// TestRebakeInPlaceKilledAtEveryStep, TestRebakeInPlaceRefusedWhileOpen
+// and TestRebakeInPlaceStoppedWriter.
 func TestInPlaceChild(t *testing.T) {
 	path := os.Getenv(envChild)
 	if path == "" {
@@ -38,11 +41,14 @@ func TestInPlaceChild(t *testing.T) {
 		holdFile(path, hold)
 		return
 	}
-	step := inplace.Step(os.Getenv(envStep))
+	step, stop := inplace.Step(os.Getenv(envStep)), inplace.Step(os.Getenv(envStop))
 	inplace.Hook = func(s inplace.Step) {
-		if s == step {
+		switch s {
+		case step:
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {} // the signal is on its way
+		case stop:
+			stopThisThread() // until SIGCONT
 		}
 	}
 	budget := int64(7 << 20)
@@ -189,7 +195,7 @@ func TestRebakeInPlaceOptions(t *testing.T) {
 
 // TestRebakeInPlaceKilledAtEveryStep kills the writer (SIGKILL, in a
 // child process) at each step of the edit; after recovery (automatic on
-// the next re-bake, or pteexport --recover's RecoverInPlace) the file is
+// the next in-place re-bake, or pteexport --recover's RecoverInPlace) the file is
 // byte for byte the old program or the new one.
 func TestRebakeInPlaceKilledAtEveryStep(t *testing.T) {
 	skipWithoutLeases(t)
@@ -216,7 +222,7 @@ func TestRebakeInPlaceKilledAtEveryStep(t *testing.T) {
 				ws, ok := ee.Sys().(syscall.WaitStatus)
 				require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "child not killed: %v %s", err, out)
 
-				_, recErr := os.Stat(inplace.UndoPath(path))
+				_, recErr := os.Stat(undorecord.Path(path))
 				last := i == len(steps)-1
 				assert.Equal(t, last, errors.Is(recErr, os.ErrNotExist), "undo record present iff the edit was not over")
 				if step == inplace.StepPartial {
@@ -242,7 +248,7 @@ func TestRebakeInPlaceKilledAtEveryStep(t *testing.T) {
 					require.NoError(t, err)
 					assert.Equal(t, want, readFile(t, path))
 				}
-				_, recErr = os.Stat(inplace.UndoPath(path))
+				_, recErr = os.Stat(undorecord.Path(path))
 				assert.ErrorIs(t, recErr, os.ErrNotExist, "the record is gone")
 			})
 		}
@@ -305,4 +311,36 @@ func mustReadDir(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestRebakeReportsUndoRecord (issue 21): a re-bake that is not in place
+// never applies an undo record beside its input, even one --recover would
+// apply; it reads the input as it is and warns (WarnUndoRecord). The
+// input and the record are left alone.
+func TestRebakeReportsUndoRecord(t *testing.T) {
+	skipWithoutLeases(t)
+	path := inPlaceProgram(t)
+	old := readFile(t, path)
+	undo := undorecord.Path(path)
+	rec := undorecord.Encode(int64(len(old)), 0, []byte("EVILEVIL"), old[:8])
+	require.NoError(t, os.WriteFile(undo, rec, 0o600))
+	budget := int64(7 << 20)
+	out := filepath.Join(t.TempDir(), "out.pte")
+	res, err := Rebake(path, out, &RebakeOptions{WeightStreamingBudget: &budget})
+	require.NoError(t, err)
+	var kinds []WarningKind
+	for _, w := range res.Warnings {
+		kinds = append(kinds, w.Kind)
+		if w.Kind == WarnUndoRecord {
+			assert.Contains(t, w.Msg, "pteexport --recover "+path)
+		}
+	}
+	assert.Contains(t, kinds, WarnUndoRecord)
+	assert.Equal(t, old, readFile(t, path), "the input is read as it is")
+	assert.Equal(t, rec, readFile(t, undo), "the record stays")
+
+	// A re-bake that fails says what lies beside its input.
+	require.NoError(t, os.WriteFile(path, old[:len(old)/2], 0o644))
+	_, err = Rebake(path, filepath.Join(t.TempDir(), "out2.pte"), &RebakeOptions{WeightStreamingBudget: &budget})
+	assert.ErrorContains(t, err, "undo record")
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/atomicfile"
-	"github.com/ptekit/ptekit/internal/inplace"
+	"github.com/ptekit/ptekit/internal/undorecord"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -93,7 +93,7 @@ func RebakeContext(ctx context.Context, in, out string, opts *RebakeOptions) (*R
 
 // rebake is RebakeContext with a hook that may wrap the segment sources
 // (tests use it to make a source fail mid-write).
-func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) []*io.SectionReader) (*Result, error) {
+func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) []*io.SectionReader) (res *Result, err error) {
 	if opts == nil {
 		opts = &RebakeOptions{}
 	}
@@ -104,10 +104,11 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 	if opts.InPlace {
 		return rebakeInPlace(ctx, in, out, opts, budget)
 	}
-	// An in-place re-bake of in that a crash interrupted is undone first.
-	if _, err := inplace.Recover(in); err != nil {
-		return nil, fmt.Errorf("export: rebake: %w", err)
-	}
+	// An undo record that an interrupted in-place re-bake left beside in
+	// is reported, never applied: only an in-place re-bake (above) and
+	// RecoverInPlace apply one.
+	undo := undorecord.Probe(in)
+	defer func() { res, err = noteUndo(undo, in, res, err) }()
 
 	// The output first: one that cannot be written fails before any work.
 	// Re-baking in place (out names in by the same path) is allowed, and

@@ -152,6 +152,10 @@ type Options struct {
 	// a program with many methods holds a screenful of them. The other
 	// views ignore it.
 	SummaryMethods int
+	// Findings are problems the caller found about the file from outside
+	// it, such as an undo record beside it (UndoRecordProblem); every view
+	// that lists problems lists them first.
+	Findings []Problem
 }
 
 // ErrNoMethod is returned (wrapped) by Build when Options.Method names no
@@ -298,7 +302,7 @@ func newStream(f *pte.File, opts *Options, sums digests, segments bool) (*Stream
 	if err != nil {
 		return nil, err
 	}
-	doc.Problems = check.Reader(f, opts.Method)
+	doc.Problems = append(slices.Clone(opts.Findings), check.Reader(f, opts.Method)...)
 	// After Verify, which allocates much more: a segment table held while
 	// it ran would count as live at each collection and raise the heap's
 	// goal by twice its size.

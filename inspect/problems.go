@@ -15,6 +15,15 @@ const (
 // wrong, where, and what ExecuTorch does about it.
 type Problem = check.Problem
 
+// UndoRecordProblem is the warning that an undo record of an interrupted
+// in-place re-bake lies beside the file, with msg saying what to do
+// (undorecord.Notice.Message): the file is shown as it is, not repaired.
+// Its message starts with "undo-record: "; its path is "" (the file as a
+// whole).
+func UndoRecordProblem(msg string) Problem {
+	return Problem{Severity: SeverityWarning, Message: "undo-record: " + msg}
+}
+
 // FormatProblem returns the Problem for a format error of the reader, such
 // as the one pte.Open returns for a damaged file (check.FormatProblem).
 func FormatProblem(sev pte.Severity, method string, fe *pte.FormatError) Problem {

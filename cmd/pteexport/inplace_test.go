@@ -10,6 +10,7 @@ import (
 
 	"github.com/ptekit/ptekit/internal/inplace"
 	"github.com/ptekit/ptekit/internal/testprog"
+	"github.com/ptekit/ptekit/internal/undorecord"
 )
 
 func TestInPlaceCLI(t *testing.T) {
@@ -57,7 +58,7 @@ func TestInPlaceCLI(t *testing.T) {
 	}
 	assert.Panics(t, func() { runCmd("--from", path, "--in-place", "--weight-streaming-budget-per-engine", "3GiB") })
 	inplace.Hook = nil
-	_, err = os.Stat(inplace.UndoPath(path))
+	_, err = os.Stat(undorecord.Path(path))
 	require.NoError(t, err, "the crash leaves the undo record")
 	r = runCmd("--recover", path)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -79,4 +80,81 @@ func TestInPlaceUsageErrors(t *testing.T) {
 		assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
 		assert.Contains(t, r.stderr, "pteexport --help", "%v", args)
 	}
+}
+
+// nobody is the uid and gid of the user "nobody".
+const nobody = 65534
+
+// TestRecoverRefusesPlantedRecord (issue 21, defect 1): --recover and
+// --in-place apply no record that another user planted (owned by nobody,
+// as in a shared 1777 directory) or that anyone may write; they fail with
+// exit 1 and a message naming the record, and leave the file and the
+// record alone. The planted record is the attack: its "new" bytes are the
+// file's own, its old bytes "EVILEVIL".
+func TestRecoverRefusesPlantedRecord(t *testing.T) {
+	if !inplace.Supported() {
+		t.Skip("in-place edits need write leases (Linux)")
+	}
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, undo string)
+		want  string
+	}{
+		{"as nobody", func(t *testing.T, undo string) {
+			if os.Geteuid() != 0 {
+				t.Skip("planting a record as another user needs root")
+			}
+			require.NoError(t, os.Lchown(undo, nobody, nobody))
+		}, "owned by uid 65534"},
+		{"writable by others", func(t *testing.T, undo string) {
+			require.NoError(t, os.Chmod(undo, 0o646))
+		}, "writable by group or others (mode 0646)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.Chmod(dir, 0o1777))
+			path := filepath.Join(dir, "model.pte")
+			old := testprog.Programs(t)["aligned_4096"]
+			require.NoError(t, os.WriteFile(path, old, 0o644))
+			undo := undorecord.Path(path)
+			rec := undorecord.Encode(int64(len(old)), 0, []byte("EVILEVIL"), old[:8])
+			require.NoError(t, os.WriteFile(undo, rec, 0o600))
+			tc.plant(t, undo)
+			for _, args := range [][]string{
+				{"--recover", path},
+				{"--from", path, "--in-place", "--weight-streaming-budget-per-engine", "2GiB"},
+			} {
+				r := runCmd(args...)
+				assert.Equal(t, 1, r.code, "%v: %s", args, r.stderr)
+				assert.Contains(t, r.stderr, "undo record "+undo, "%v", args)
+				assert.Contains(t, r.stderr, tc.want, "%v", args)
+				got, err := os.ReadFile(path)
+				require.NoError(t, err)
+				assert.Equal(t, old, got, "%v: the file is left alone", args)
+				gotRec, err := os.ReadFile(undo)
+				require.NoError(t, err)
+				assert.Equal(t, rec, gotRec, "%v: the record is left alone", args)
+			}
+			// A re-bake to another file reads the input as it is and warns.
+			out := filepath.Join(t.TempDir(), "out.pte")
+			r := runCmd("--from", path, "-o", out, "--weight-streaming-budget-per-engine", "2GiB")
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Contains(t, r.stderr, "pteexport --recover would refuse it")
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, old, got)
+		})
+	}
+}
+
+// TestRecoverMissingFile (issue 21): --recover of a file that does not
+// exist fails; it is not "nothing to undo".
+func TestRecoverMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nonexistent.pte")
+	r := runCmd("--recover", path)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, path)
+	assert.Contains(t, r.stderr, "nothing to recover")
+	assert.Contains(t, r.stderr, path+" does not exist")
+	assert.NotContains(t, r.stdout, "no interrupted in-place re-bake")
 }

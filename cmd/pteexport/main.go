@@ -15,9 +15,14 @@
 // --in-place rewrites only the head of in.pte where it is when the re-baked
 // program fits before its segment base (else the whole file is re-baked
 // atomically, with a warning); it is refused while another process has the
-// file open or mapped. A crash during it leaves an undo record
-// (.in.pte.pteundo) that the next pteexport or pteinspect of the file, or
-// pteexport --recover, applies.
+// file open or mapped, and stops (undoing what it wrote) when another
+// process broke its write lease. A crash during it leaves an undo record
+// (.in.pte.pteundo) that pteexport --recover, or the next --in-place
+// re-bake of the file, applies: only a record owned by the file's owner,
+// root or the user running pteexport, writable by nobody else, sound and
+// about the file as it is. Every other command reads the file as it is and
+// reports the record (a viewer never writes). --recover of a file that
+// does not exist fails.
 //
 // --from takes an http:// or https:// URL too: the program is read with
 // range requests and its segments are streamed from the server to the

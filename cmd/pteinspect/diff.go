@@ -114,6 +114,8 @@ func (d *diffRun) fail(name string, err error) int {
 func (d *diffRun) programs(ctx context.Context, opener *input.Opener) int {
 	var files [2]*pte.File
 	for i, name := range d.names {
+		// A viewer never applies an undo record; it reports it.
+		warnUndo(d.stderr, input.UndoNotice(name), d.quiet)
 		f, err := opener.Program(ctx, name)
 		if err != nil {
 			return d.fail(name, err)

@@ -11,12 +11,14 @@ import (
 	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/internal/inplace"
 	"github.com/ptekit/ptekit/internal/testprog"
+	"github.com/ptekit/ptekit/internal/undorecord"
 )
 
-// TestInspectRecoversInterruptedInPlace: pteinspect of a file that an
-// in-place re-bake left torn (its writer died after writing the new head,
-// before removing the undo record) first puts the old head back.
-func TestInspectRecoversInterruptedInPlace(t *testing.T) {
+// TestInspectReportsInterruptedInPlace: pteinspect of a file that an
+// in-place re-bake left torn (its writer died halfway through the new
+// head, leaving its undo record) shows the file as it is and says how to
+// undo the edit; it applies nothing (issue 21: a viewer never writes).
+func TestInspectReportsInterruptedInPlace(t *testing.T) {
 	if !inplace.Supported() {
 		t.Skip("in-place edits need write leases (Linux)")
 	}
@@ -36,13 +38,17 @@ func TestInspectRecoversInterruptedInPlace(t *testing.T) {
 	torn, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.NotEqual(t, old, torn, "the crash left half a head")
-
-	r := runArgs(nil, "--json", path)
-	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Contains(t, r.stdout, `"weight_streaming_budget"`)
-	got, err := os.ReadFile(path)
+	rec, err := os.ReadFile(undorecord.Path(path))
 	require.NoError(t, err)
-	assert.Equal(t, old, got, "the old program is back")
-	_, err = os.Stat(inplace.UndoPath(path))
-	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	for _, args := range [][]string{{"--json"}, {"--verify"}, {}, {"--compile-specs"}} {
+		r := runArgs(nil, append(args, path)...)
+		assert.Contains(t, r.stdout+r.stderr, "pteexport --recover "+path+" puts the old bytes back", "%v", args)
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, torn, got, "%v: the file is not changed", args)
+		gotRec, err := os.ReadFile(undorecord.Path(path))
+		require.NoError(t, err, "%v: the record stays", args)
+		assert.Equal(t, rec, gotRec)
+	}
 }

@@ -20,6 +20,12 @@
 // every check finds (the same as --verify). A truncated file whose program
 // region is whole is still shown, the truncation its first problem.
 //
+// pteinspect never writes the file it shows. When an interrupted
+// pteexport --in-place left its undo record beside the file, every view
+// shows the file as it is and reports the record (an "undo-record:"
+// warning, or a warning on standard error for the views without
+// problems); pteexport --recover applies it.
+//
 // Flags:
 //
 //	-l, --long           the full view instead of the summary

@@ -56,6 +56,27 @@ type options struct {
 	data                                           []string
 	streamable, scratch, automatic                 string
 	in                                             input.Flags
+	// undo is what lies beside the program: the undo record of an
+	// interrupted in-place re-bake (input.UndoNotice), or "".
+	undo string
+}
+
+// undoFindings is the problem an undo record beside the program makes, for
+// the views that list problems (inspect.Options.Findings).
+func (o *options) undoFindings() []inspect.Problem {
+	if o.undo == "" {
+		return nil
+	}
+	return []inspect.Problem{inspect.UndoRecordProblem(o.undo)}
+}
+
+// warnUndo prints the notice of an undo record beside a program (msg, from
+// input.UndoNotice) on stderr, for the views that list no problems and for
+// a program that does not open; nothing with --quiet or without a record.
+func warnUndo(stderr io.Writer, msg string, quiet bool) {
+	if msg != "" && !quiet {
+		fmt.Fprintf(stderr, "pteinspect: warning: %s\n", escText(msg))
+	}
 }
 
 func newFlagSet(o *options) *pflag.FlagSet {
@@ -198,6 +219,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	srcs, closeData := openData(ctx, opener, o.data)
 	defer closeData()
 
+	// A viewer never applies an undo record; it reports it.
+	o.undo = input.UndoNotice(name)
 	if o.verify {
 		return runVerify(ctx, opener, name, stdout, stderr, &o, srcs)
 	}
@@ -256,6 +279,7 @@ func failure(stdout, stderr io.Writer, name string, o *options, err error) int {
 func runProgram(ctx context.Context, opener *input.Opener, name string, stdout, stderr io.Writer, o *options, srcs []ptd.Source) int {
 	f, err := opener.Program(ctx, name)
 	if err != nil {
+		warnUndo(stderr, o.undo, o.quiet)
 		return failure(stdout, stderr, name, o, err)
 	}
 	defer f.Close()
@@ -268,10 +292,13 @@ func runProgram(ctx context.Context, opener *input.Opener, name string, stdout, 
 	switch {
 	case o.extract != "":
 		w.Flush()
+		warnUndo(stderr, o.undo, o.quiet)
 		return runExtract(ctx, f, name, stdout, stderr, o)
 	case o.plan:
+		warnUndo(stderr, o.undo, o.quiet)
 		return runPlan(f, name, w, stderr, o, srcs)
 	case o.compileSpecs:
+		warnUndo(stderr, o.undo, o.quiet)
 		return runCompileSpecs(f, name, w, stderr, o)
 	}
 	return runDocument(f, name, w, stdout, stderr, o, srcs)
@@ -286,7 +313,7 @@ func runDocument(f *pte.File, name string, w, stdout, stderr io.Writer, o *optio
 	meter := newMeter(stderr, o.quiet, "pteinspect: hashing")
 	// The summary prints at most summaryLines methods (one line or more
 	// each) and needs one more to know it stopped early.
-	bo := &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend, Progress: meter.Report, SummaryMethods: summaryLines + 1}
+	bo := &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend, Progress: meter.Report, SummaryMethods: summaryLines + 1, Findings: o.undoFindings()}
 	if len(srcs) > 0 {
 		bo.Data = ptd.ResolveFile(f, srcs)
 	}

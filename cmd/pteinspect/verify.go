@@ -21,12 +21,13 @@ import (
 // to load for want of external data are errors (inspect.CheckData).
 func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, stderr io.Writer, o *options, srcs []ptd.Source) int {
 	fail := func(err error) int {
+		warnUndo(stderr, o.undo, o.quiet)
 		if o.json {
 			writeFailure(stdout, err, false)
 		}
 		return failErr(stderr, name, err)
 	}
-	var probs []inspect.Problem
+	probs := o.undoFindings()
 	var file *inspect.File // null in the JSON when the file does not open
 	f, err := opener.Program(ctx, name)
 	if err != nil {

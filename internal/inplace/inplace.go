@@ -2,21 +2,28 @@ package inplace
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/ptekit/ptekit/internal/atomicfile"
+	"github.com/ptekit/ptekit/internal/undorecord"
 )
 
 // ErrBusy is the refusal of an edit (or a recovery) of a file that another
 // open file description holds: another process has it open or mapped.
 var ErrBusy = errors.New("the file is open or mapped by another process")
+
+// ErrLeaseBroken is the refusal to write a file whose write lease is no
+// longer held: another process opened it during the edit, and the kernel
+// broke the lease (at once for a waiting opener, or when
+// /proc/sys/fs/lease-break-time passed while the editor was stopped).
+var ErrLeaseBroken = errors.New("the write lease was broken: another process opened the file during the edit")
 
 // Step names a point of WriteAt, for tests that kill the writer there.
 type Step string
@@ -40,30 +47,21 @@ func hook(s Step) {
 	}
 }
 
-// undoMagic starts an undo record; the digit is the record's version.
-const undoMagic = "PTEUNDO1"
-
-// undoFixed is the size of a record without its two byte runs: magic,
-// file size, offset, length, and the SHA-256 of everything before it.
-const undoFixed = 8 + 3*8 + sha256.Size
-
-// UndoPath is the name of the undo record of the file path (resolved
-// through symbolic links by Open and Recover before they call it).
-func UndoPath(path string) string {
-	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".pteundo")
-}
-
 // Edit is a file open for in-place writes, under a write lease.
 type Edit struct {
 	path string // resolved
 	f    *os.File
 	size int64
+	// seen is when the lease was last seen whole (taken, or F_GETLEASE
+	// said F_WRLCK); grace is how long after that the kernel cannot yet
+	// have broken it (lease-break-time, less a margin; see guard).
+	seen  time.Time
+	grace time.Duration
 }
 
-// Open opens path for an in-place edit: it takes the write lease (ErrBusy,
-// wrapped, when another process has the file open or mapped) and recovers
-// an edit that a dead writer left unfinished. Close ends the edit.
-func Open(path string) (*Edit, error) {
+// openLeased opens path (through symbolic links) for writing and takes the
+// write lease.
+func openLeased(path string) (*Edit, error) {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, err
@@ -81,12 +79,33 @@ func Open(path string) (*Edit, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	if err := lease(f); err != nil {
+	e := &Edit{path: real, f: f, size: st.Size(), grace: leaseGrace()}
+	if err := e.lease(); err != nil {
 		f.Close()
 		return nil, leaseError(path, err)
 	}
-	e := &Edit{path: real, f: f, size: st.Size()}
-	if _, err := recoverWith(f, real); err != nil {
+	return e, nil
+}
+
+// lease takes the write lease (again).
+func (e *Edit) lease() error {
+	if err := lease(e.f); err != nil {
+		return err
+	}
+	e.seen = time.Now()
+	return nil
+}
+
+// Open opens path for an in-place edit: it takes the write lease (ErrBusy,
+// wrapped, when another process has the file open or mapped) and applies
+// the undo record an edit that a dead writer left unfinished (see
+// Recover). Close ends the edit.
+func Open(path string) (*Edit, error) {
+	e, err := openLeased(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.recover(); err != nil {
 		e.Close()
 		return nil, err
 	}
@@ -116,12 +135,54 @@ func (e *Edit) Close() error {
 	return uerr
 }
 
+// guard is called before every write of the file: it fails with
+// ErrLeaseBroken unless the lease still holds every other opener off.
+// F_GETLEASE says F_WRLCK while nobody wants the file. Once another open
+// begins to break the lease, it says the type the lease is broken to, both
+// while that open waits (the editor may still write: the opener sees
+// nothing before the lease is given up) and after the kernel gave up
+// waiting (lease-break-time passed while the editor was stopped or
+// stalled: the opener may be reading). The two are told apart by time: a
+// lease seen whole less than lease-break-time ago (less a margin) cannot
+// have been broken yet. Otherwise no byte is written.
+func (e *Edit) guard() error {
+	held, err := leaseHeld(e.f)
+	now := time.Now()
+	switch {
+	case err == nil && held:
+		e.seen = now
+		return nil
+	case err == nil && now.Sub(e.seen) < e.grace:
+		return nil // being broken: the opener still waits
+	}
+	return ErrLeaseBroken
+}
+
+// graceMargin is taken off lease-break-time: the kernel starts counting
+// when the breaking open begins, after guard last saw the lease whole.
+const graceMargin = 100 * time.Millisecond
+
+// leaseGrace is lease-break-time less graceMargin; 0 (no write once a
+// break begins) when it cannot be read.
+func leaseGrace() time.Duration {
+	b, err := os.ReadFile("/proc/sys/fs/lease-break-time")
+	if err != nil {
+		return 0
+	}
+	s, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || s <= 0 {
+		return 0
+	}
+	return max(time.Duration(s)*time.Second-graceMargin, 0)
+}
+
 // WriteAt replaces the bytes at off with b, crash-safely: undo record
 // first, then the bytes, sync, then the record goes. It never changes the
 // file's size. It returns whether anything changed (false when the bytes
-// were already b). On a failure after the record was written, the old bytes
-// are put back; when even that fails, the record stays for Recover and the
-// error says so.
+// were already b). Before each write of the file it checks that the lease
+// is still held (guard); on a failure after the record was written, it
+// backs out (backOut): the old bytes are put back when that is safe, else
+// the record stays for Recover and the error says so.
 func (e *Edit) WriteAt(b []byte, off int64) (bool, error) {
 	if off < 0 || off > e.size || int64(len(b)) > e.size-off {
 		return false, fmt.Errorf("%s: in-place write of %d bytes at %d is outside the file (%d bytes)", e.path, len(b), off, e.size)
@@ -133,16 +194,16 @@ func (e *Edit) WriteAt(b []byte, off int64) (bool, error) {
 	if bytes.Equal(old, b) {
 		return false, nil
 	}
-	undo := UndoPath(e.path)
+	if err := e.guard(); err != nil {
+		return false, fmt.Errorf("%s: %w (the file is unchanged)", e.path, err)
+	}
+	undo := undorecord.Path(e.path)
 	if err := writeRecord(undo, e.size, off, old, b); err != nil {
 		return false, err
 	}
 	hook(StepUndoWritten)
 	if err := e.write(b, off); err != nil {
-		if rerr := e.rollback(undo, old, off); rerr != nil {
-			return false, fmt.Errorf("%s: %w; putting the old bytes back failed too (%v): run pteexport --recover %s", e.path, err, rerr, e.path)
-		}
-		return false, fmt.Errorf("%s: %w (the file is unchanged)", e.path, err)
+		return false, e.backOut(undo, old, off, err)
 	}
 	hook(StepSynced)
 	if err := os.Remove(undo); err != nil {
@@ -157,17 +218,42 @@ func (e *Edit) write(b []byte, off int64) error {
 	if Hook != nil {
 		// Two writes, so that a test can stop the writer between them.
 		h := len(b) / 2
+		if err := e.guard(); err != nil {
+			return err
+		}
 		if _, err := e.f.WriteAt(b[:h], off); err != nil {
 			return err
 		}
 		hook(StepPartial)
 		b, off = b[h:], off+int64(h)
 	}
+	if err := e.guard(); err != nil {
+		return err
+	}
 	if _, err := e.f.WriteAt(b, off); err != nil {
 		return err
 	}
 	hook(StepWritten)
 	return e.f.Sync()
+}
+
+// backOut undoes a write of old's range at off that failed with cause.
+// The old bytes go back while the lease still holds other openers off
+// (guard). When it may not (the kernel broke it: the editor was stopped),
+// they go back only under the lease taken again, which the kernel grants
+// only when no one else has the file open; otherwise nothing more is
+// written and the record stays for Recover.
+func (e *Edit) backOut(undo string, old []byte, off int64, cause error) error {
+	if e.guard() != nil {
+		if lerr := e.lease(); lerr != nil {
+			return fmt.Errorf("%s: %w; it may be half written, and is not written again while another process has it open: its undo record %s stays (run pteexport --recover %s once nothing has the file open)",
+				e.path, cause, undo, e.path)
+		}
+	}
+	if rerr := e.rollback(undo, old, off); rerr != nil {
+		return fmt.Errorf("%s: %w; putting the old bytes back failed too (%v): run pteexport --recover %s", e.path, cause, rerr, e.path)
+	}
+	return fmt.Errorf("%s: %w (the old bytes are back: the file is unchanged)", e.path, cause)
 }
 
 func (e *Edit) rollback(undo string, old []byte, off int64) error {
@@ -185,14 +271,19 @@ func (e *Edit) rollback(undo string, old []byte, off int64) error {
 }
 
 // writeRecord writes the undo record atomically: it is complete and synced
-// (with its directory) when it has a name.
+// (with its directory) when it has a name. It is made readable and
+// writable by its owner only, as Recover requires of a record it applies.
 func writeRecord(path string, size, off int64, old, new []byte) error {
-	rec := encodeRecord(size, off, old, new)
+	rec := undorecord.Encode(size, off, old, new)
 	out, err := atomicfile.Create(path, &atomicfile.Options{NoOverwrite: true})
 	if err != nil {
 		return fmt.Errorf("writing the undo record: %w", err)
 	}
 	defer out.Abort()
+	// With NoOverwrite, Commit replaces no file, so it keeps these bits.
+	if err := out.OSFile().Chmod(0o600); err != nil {
+		return fmt.Errorf("writing the undo record: %w", err)
+	}
 	if _, err := out.Write(rec); err != nil {
 		return fmt.Errorf("writing the undo record: %w", err)
 	}
@@ -202,145 +293,59 @@ func writeRecord(path string, size, off int64, old, new []byte) error {
 	return nil
 }
 
-// encodeRecord lays an undo record out: magic, the file's size, the
-// offset and length of the range, its old bytes, its new bytes (all
-// little-endian), and the SHA-256 of all that.
-func encodeRecord(size, off int64, old, new []byte) []byte {
-	rec := make([]byte, 0, undoFixed+2*len(old))
-	rec = append(rec, undoMagic...)
-	rec = binary.LittleEndian.AppendUint64(rec, uint64(size))
-	rec = binary.LittleEndian.AppendUint64(rec, uint64(off))
-	rec = binary.LittleEndian.AppendUint64(rec, uint64(len(old)))
-	rec = append(rec, old...)
-	rec = append(rec, new...)
-	sum := sha256.Sum256(rec)
-	return append(rec, sum[:]...)
-}
-
-// record is a parsed undo record.
-type record struct {
-	size, off int64
-	old, new  []byte
-}
-
-// RecordError is an undo record that cannot be applied: damaged, or not
-// about the file as it is now. The record is left where it is.
-type RecordError struct {
-	// Path is the undo record.
-	Path string
-	// Off is the byte offset in the record (or in the file, for a
-	// mismatch) where the problem is; -1 when it concerns the whole record.
-	Off int64
-	// Msg says what is wrong.
-	Msg string
-}
-
-// Error says which record is wrong, where, and what to do about it.
-func (e *RecordError) Error() string {
-	if e.Off < 0 {
-		return fmt.Sprintf("undo record %s: %s; it is left for you to inspect (remove it when the file is known good)", e.Path, e.Msg)
-	}
-	return fmt.Sprintf("undo record %s: at byte %d: %s; it is left for you to inspect (remove it when the file is known good)", e.Path, e.Off, e.Msg)
-}
-
-// maxRecord bounds the record read into memory: two copies of the largest
-// flatbuffer region a program can have, and the fixed fields.
-const maxRecord = 2*(1<<31) + undoFixed
-
-// readRecord reads and checks the undo record at path; nil, nil when
-// there is none.
-func readRecord(path string) (*record, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, iofs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() || st.Size() < undoFixed || st.Size() > maxRecord {
-		return nil, &RecordError{Path: path, Off: -1, Msg: fmt.Sprintf("not a record (%d bytes, %v)", st.Size(), st.Mode().Type())}
-	}
-	rec := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, rec); err != nil {
-		return nil, fmt.Errorf("undo record %s: %w", path, err)
-	}
-	if string(rec[:8]) != undoMagic {
-		return nil, &RecordError{Path: path, Off: 0, Msg: fmt.Sprintf("magic %q, want %q", rec[:8], undoMagic)}
-	}
-	body := rec[:len(rec)-sha256.Size]
-	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], rec[len(body):]) {
-		return nil, &RecordError{Path: path, Off: int64(len(body)), Msg: "checksum mismatch (the record is damaged)"}
-	}
-	size := binary.LittleEndian.Uint64(rec[8:])
-	off := binary.LittleEndian.Uint64(rec[16:])
-	n := binary.LittleEndian.Uint64(rec[24:])
-	if n != uint64(len(rec)-undoFixed)/2 || uint64(len(rec)-undoFixed)%2 != 0 {
-		return nil, &RecordError{Path: path, Off: 24, Msg: fmt.Sprintf("length %d does not match the record's size %d", n, len(rec))}
-	}
-	if size > 1<<62 || off > size || n > size-off {
-		return nil, &RecordError{Path: path, Off: 8, Msg: fmt.Sprintf("range %d+%d is outside a file of %d bytes", off, n, size)}
-	}
-	runs := rec[32 : 32+2*n]
-	return &record{size: int64(size), off: int64(off), old: runs[:n], new: runs[n:]}, nil
-}
-
 // Recover finishes an in-place edit of path that a dead writer left
-// unfinished: when an undo record exists it takes the write lease, puts
-// the old bytes back and removes the record. It reports whether there was
-// one. Without a record it only looks for it (one stat).
+// unfinished: when an undo record exists it takes the write lease, checks
+// the record (undorecord.Read: a regular file owned by the file's owner,
+// root or this user, writable by nobody else, whose header and checksum
+// are sound, about a file of this size), checks that every byte of its
+// range in the file is the old or the new one, puts the old bytes back and
+// removes the record. It reports whether there was one. Without a record
+// it only looks for it (one stat); a path that does not exist is an error.
 func Recover(path string) (bool, error) {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return false, nil
-		}
-		return false, err
+		return false, fmt.Errorf("nothing to recover: %w", err)
 	}
-	if _, err := os.Lstat(UndoPath(real)); errors.Is(err, iofs.ErrNotExist) {
+	if _, err := os.Lstat(undorecord.Path(real)); errors.Is(err, iofs.ErrNotExist) {
+		if _, err := os.Stat(real); err != nil {
+			return false, err
+		}
 		return false, nil
 	}
-	f, err := os.OpenFile(real, os.O_RDWR, 0)
+	e, err := openLeased(path)
 	if err != nil {
 		return false, fmt.Errorf("%s: an in-place edit was interrupted, and the file cannot be opened to undo it: %w", path, err)
 	}
-	defer f.Close()
-	if err := lease(f); err != nil {
-		return false, fmt.Errorf("an in-place edit was interrupted: %w", leaseError(path, err))
-	}
-	defer unlease(f)
-	return recoverWith(f, real)
+	defer e.Close()
+	return e.recover()
 }
 
-// recoverWith is Recover on the file f (leased) at path real.
-func recoverWith(f *os.File, real string) (bool, error) {
-	undo := UndoPath(real)
-	r, err := readRecord(undo)
-	if r == nil || err != nil {
-		return false, err
-	}
+// recover is Recover on the leased file of e.
+func (e *Edit) recover() (bool, error) {
+	f, real := e.f, e.path
+	undo := undorecord.Path(real)
 	st, err := f.Stat()
 	if err != nil {
 		return false, err
 	}
-	if st.Size() != r.size {
-		return false, &RecordError{Path: undo, Off: -1, Msg: fmt.Sprintf("it is for a file of %d bytes, %s has %d (replaced since?)", r.size, real, st.Size())}
+	r, err := undorecord.Read(undo, st)
+	if r == nil || err != nil {
+		return false, err
 	}
-	cur := make([]byte, len(r.old))
-	if _, err := f.ReadAt(cur, r.off); err != nil {
+	cur := make([]byte, len(r.Old))
+	if _, err := f.ReadAt(cur, r.Off); err != nil {
 		return false, err
 	}
 	for i := range cur {
-		if cur[i] != r.old[i] && cur[i] != r.new[i] {
-			return false, &RecordError{Path: undo, Off: r.off + int64(i), Msg: fmt.Sprintf("%s holds a byte that is neither the old nor the new one (changed since?)", real)}
+		if cur[i] != r.Old[i] && cur[i] != r.New[i] {
+			return false, &undorecord.Error{Path: undo, Off: r.Off + int64(i), Msg: fmt.Sprintf("%s holds a byte that is neither the old nor the new one (changed since?)", real)}
 		}
 	}
-	if !bytes.Equal(cur, r.old) {
-		if _, err := f.WriteAt(r.old, r.off); err != nil {
+	if !bytes.Equal(cur, r.Old) {
+		if err := e.guard(); err != nil {
+			return false, fmt.Errorf("%s: %w; the undo record %s stays", real, err, undo)
+		}
+		if _, err := f.WriteAt(r.Old, r.Off); err != nil {
 			return false, err
 		}
 		if err := f.Sync(); err != nil {

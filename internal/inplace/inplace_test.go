@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/internal/undorecord"
 )
 
 func skipWithoutLeases(t *testing.T) {
@@ -34,8 +36,10 @@ func TestEditWritesAndRemovesRecord(t *testing.T) {
 	Hook = func(s Step) {
 		steps = append(steps, s)
 		if s == StepSynced {
-			_, err := os.Stat(UndoPath(path))
-			assert.NoError(t, err, "the record exists until the new bytes are synced")
+			st, err := os.Stat(undorecord.Path(path))
+			if assert.NoError(t, err, "the record exists until the new bytes are synced") {
+				assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "Recover trusts only a record that nobody else may write")
+			}
 		}
 	}
 	defer func() { Hook = nil }()
@@ -53,7 +57,7 @@ func TestEditWritesAndRemovesRecord(t *testing.T) {
 	got, _ := os.ReadFile(path)
 	assert.Equal(t, "01abc56789", string(got))
 	assert.Equal(t, []Step{StepUndoWritten, StepPartial, StepWritten, StepSynced, StepUndoRemoved}, steps)
-	_, err = os.Stat(UndoPath(path))
+	_, err = os.Stat(undorecord.Path(path))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -80,13 +84,14 @@ func TestRecover(t *testing.T) {
 		want       string // file afterwards
 		err        string // "" when recovered
 	}{
-		{"bad checksum", "01abc56789", encodeRecord(10, 2, []byte("234"), []byte("abc")), "01abc56789", "checksum mismatch"},
-		{"mixed", "01ab456789", encodeRecord(10, 2, []byte("234"), []byte("abc")), "0123456789", ""},
-		{"new", "01abc56789", encodeRecord(10, 2, []byte("234"), []byte("abc")), "0123456789", ""},
-		{"old", "0123456789", encodeRecord(10, 2, []byte("234"), []byte("abc")), "0123456789", ""},
-		{"other size", "0123456789x", encodeRecord(10, 2, []byte("234"), []byte("abc")), "0123456789x", "for a file of 10 bytes"},
-		{"replaced", "01zzz56789", encodeRecord(10, 2, []byte("234"), []byte("abc")), "01zzz56789", "neither the old nor the new"},
-		{"damaged", "01abc56789", append(encodeRecord(10, 2, []byte("234"), []byte("abc"))[:40], 'x'), "01abc56789", "not a record"},
+		{"bad checksum", "01abc56789", undorecord.Encode(10, 2, []byte("234"), []byte("abc")), "01abc56789", "checksum mismatch"},
+		{"mixed", "01ab456789", undorecord.Encode(10, 2, []byte("234"), []byte("abc")), "0123456789", ""},
+		{"new", "01abc56789", undorecord.Encode(10, 2, []byte("234"), []byte("abc")), "0123456789", ""},
+		{"old", "0123456789", undorecord.Encode(10, 2, []byte("234"), []byte("abc")), "0123456789", ""},
+		{"other size", "0123456789x", undorecord.Encode(10, 2, []byte("234"), []byte("abc")), "0123456789x", "for a file of 10 bytes"},
+		{"replaced", "01zzz56789", undorecord.Encode(10, 2, []byte("234"), []byte("abc")), "01zzz56789", "neither the old nor the new"},
+		{"damaged", "01abc56789", append(undorecord.Encode(10, 2, []byte("234"), []byte("abc"))[:40], 'x'), "01abc56789", "not a record"},
+		{"not a record", "01abc56789", bytes.Repeat([]byte("x"), 70), "01abc56789", "not an undo record"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := newFile(t, []byte(tc.file))
@@ -96,14 +101,14 @@ func TestRecover(t *testing.T) {
 				rec = bytes.Clone(rec)
 				rec[40] ^= 1
 			}
-			require.NoError(t, os.WriteFile(UndoPath(path), rec, 0o644))
+			require.NoError(t, os.WriteFile(undorecord.Path(path), rec, 0o600))
 			did, err := Recover(path)
 			got, _ := os.ReadFile(path)
 			assert.Equal(t, tc.want, string(got))
-			_, statErr := os.Stat(UndoPath(path))
+			_, statErr := os.Stat(undorecord.Path(path))
 			if tc.err != "" {
 				assert.ErrorContains(t, err, tc.err)
-				var re *RecordError
+				var re *undorecord.Error
 				assert.True(t, errors.As(err, &re), "%v", err)
 				assert.NoError(t, statErr, "a record that does not apply is left alone")
 				return
@@ -113,34 +118,13 @@ func TestRecover(t *testing.T) {
 			assert.ErrorIs(t, statErr, os.ErrNotExist)
 		})
 	}
-	did, err := Recover(filepath.Join(t.TempDir(), "none.pte"))
-	assert.NoError(t, err)
+	did, err := Recover(newFile(t, []byte("0123456789")))
+	assert.NoError(t, err, "no record: nothing to do")
 	assert.False(t, did)
-}
-
-// FuzzReadRecord: any bytes as an undo record are refused with an error or
-// parsed into ranges that lie inside the file size they state.
-func FuzzReadRecord(f *testing.F) {
-	f.Add(encodeRecord(10, 2, []byte("234"), []byte("abc")))
-	f.Add(encodeRecord(0, 0, nil, nil))
-	f.Add([]byte(undoMagic))
-	dir := f.TempDir()
-	path := filepath.Join(dir, "rec")
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		r, err := readRecord(path)
-		if err != nil {
-			if r != nil {
-				t.Fatal("a record and an error")
-			}
-			return
-		}
-		if r.off < 0 || r.size < 0 || r.off+int64(len(r.old)) > r.size || len(r.old) != len(r.new) {
-			t.Fatalf("bad record accepted: size %d off %d len %d/%d", r.size, r.off, len(r.old), len(r.new))
-		}
-	})
+	// A program that does not exist is an error, not "nothing to undo".
+	_, err = Recover(filepath.Join(t.TempDir(), "none.pte"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	assert.ErrorContains(t, err, "none.pte")
 }
 
 // TestReaderWaitsForTheEdit: a process that opens the file while the

@@ -16,6 +16,8 @@ func lease(*os.File) error {
 
 func unlease(*os.File) error { return nil }
 
+func leaseHeld(*os.File) (bool, error) { return false, nil }
+
 // Supported reports whether this system has write leases, without which
 // Open refuses every file.
 func Supported() bool { return false }

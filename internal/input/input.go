@@ -22,7 +22,7 @@ import (
 
 	"github.com/ptekit/ptekit/httprange"
 	"github.com/ptekit/ptekit/internal/atomicfile"
-	"github.com/ptekit/ptekit/internal/inplace"
+	"github.com/ptekit/ptekit/internal/undorecord"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -220,13 +220,26 @@ func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 		}
 		return f, nil
 	}
-	// A file that an interrupted pteexport --in-place left torn is first
-	// put back as it was (its undo record applied).
-	if _, err := inplace.Recover(name); err != nil {
-		return nil, fmt.Errorf("%w (pteexport --recover %s retries the recovery)", err, name)
-	}
+	// An undo record beside the file is never applied here (a viewer never
+	// writes): UndoNotice tells the caller about it.
 	f, err := pte.OpenWith(name, &o.ProgramOptions)
 	return f, ExplainLimit(err)
+}
+
+// UndoNotice says, when an interrupted pteexport --in-place left its undo
+// record beside the local file name, what lies there and that
+// pteexport --recover applies it; "" when there is none, or name is a URL
+// or standard input. It only looks (undorecord.Probe: an lstat, and the
+// record's fixed header when there is one), and applies nothing: only
+// pteexport --recover and --in-place do.
+func UndoNotice(name string) string {
+	if IsURL(name) || name == "-" {
+		return ""
+	}
+	if n := undorecord.Probe(name); n != nil {
+		return n.Message(name)
+	}
+	return ""
 }
 
 // Source is an input opened as bytes, for formats other than .pte.
