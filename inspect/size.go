@@ -2,7 +2,9 @@ package inspect
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/ptekit/ptekit/ptd"
@@ -40,68 +42,68 @@ const (
 // the file read.
 type SizeReport struct {
 	// Kind is "pte" or "ptd".
-	Kind string `json:"kind"`
+	Kind string
 	// Size is the file's size in bytes.
-	Size int64 `json:"size"`
+	Size int64
 	// Items is what holds the bytes, in order: the head, the flatbuffer
 	// region, then the segment area in file order.
-	Items []SizeItem `json:"items"`
+	Items []SizeItem
 	// Shared lists the segments (and inline data) that several users
 	// share: each is counted once, for its first user.
-	Shared []SizeShared `json:"shared"`
+	Shared []SizeShared
 	// DedupSaved is what sharing saved: the bytes the Shared entries
 	// would take again if every user had its own copy.
-	DedupSaved int64 `json:"dedup_saved"`
+	DedupSaved int64
 	// External is, with SizeOptions.Data, the external data each method
 	// needs from the data files (bytes not in this file).
-	External []SizeExternal `json:"external,omitempty"`
+	External []SizeExternal
 }
 
 // SizeItem is one part of a file and its size.
 type SizeItem struct {
 	// Part says what the bytes are (one of the Part constants).
-	Part string `json:"part"`
+	Part string
 	// Method is the method the bytes belong to, "" for the program's.
-	Method string `json:"method,omitempty"`
+	Method string
 	// Backend is the backend id of the delegate the bytes belong to.
-	Backend string `json:"backend,omitempty"`
+	Backend string
 	// Delegate is the index of that delegate in its method (-1: none).
-	Delegate int `json:"delegate"`
+	Delegate int
 	// Key is the named data key (or the .ptd key).
-	Key string `json:"key,omitempty"`
+	Key string
 	// Segment is the segment index (-1: not a segment).
-	Segment int `json:"segment"`
+	Segment int
 	// Size is the number of bytes.
-	Size int64 `json:"size"`
+	Size int64
 }
 
 // SizeShared is a segment or inline data entry several users share.
 type SizeShared struct {
 	// Part is PartDelegatePayload, PartNamedData, ... of the first user,
 	// or PartInlineDelegateData.
-	Part string `json:"part"`
+	Part string
 	// Segment is the segment index, -1 for inline delegate data.
-	Segment int `json:"segment"`
+	Segment int
 	// Inline is the backend_delegate_data index, -1 for a segment.
-	Inline int `json:"inline"`
+	Inline int
 	// Users is how many references share it.
-	Users int `json:"users"`
+	Users int
 	// Size is the bytes counted once.
-	Size int64 `json:"size"`
+	Size int64
 	// Saved is Size times the users past the first.
-	Saved int64 `json:"saved"`
+	Saved int64
 }
 
 // SizeExternal is the external data one method needs from one data file.
 type SizeExternal struct {
-	Method string `json:"method"`
+	Method string
 	// File is the data file's name, "" when no data file holds the
 	// tensors (Missing counts them).
-	File string `json:"file"`
+	File string
 	// Tensors is how many EXTERNAL tensors it takes from File.
-	Tensors int `json:"tensors"`
+	Tensors int
 	// Size is their bytes in File.
-	Size int64 `json:"size"`
+	Size int64
 }
 
 // SizeOptions tunes Size. Nil is the zero value.
@@ -415,7 +417,7 @@ func constantItems(f *pte.File, names []string, seg int, start, from, to int64) 
 // externalNeeds sums, per method and data file, the EXTERNAL tensors a
 // resolution found.
 func externalNeeds(res *ptd.Resolution) []SizeExternal {
-	var out []SizeExternal
+	out := []SizeExternal{}
 	for _, m := range res.Methods {
 		at := map[int]int{} // file -> index in out
 		for _, t := range m.Tensors {
@@ -502,4 +504,85 @@ func SizePTD(f *ptd.File) (*SizeReport, error) {
 		return nil, fmt.Errorf("inspect: size breakdown sums to %d bytes, not the file's %d", total, r.Size)
 	}
 	return r, nil
+}
+
+// sizeJSON is the JSON form of a SizeReport (docs/json.md, "--size"):
+// every member present, null where a value is absent.
+type sizeJSON struct {
+	Kind       string              `json:"kind"`
+	Size       int64               `json:"size"`
+	Items      []sizeItemJSON      `json:"items"`
+	Shared     []sizeSharedJSON    `json:"shared"`
+	DedupSaved int64               `json:"dedup_saved"`
+	External   *[]sizeExternalJSON `json:"external,omitempty"`
+}
+
+type sizeItemJSON struct {
+	Part     string  `json:"part"`
+	Method   *string `json:"method"`
+	Backend  *string `json:"backend"`
+	Delegate *int    `json:"delegate"`
+	Key      *string `json:"key"`
+	Segment  *int    `json:"segment"`
+	Size     int64   `json:"size"`
+}
+
+type sizeSharedJSON struct {
+	Part    string `json:"part"`
+	Segment *int   `json:"segment"`
+	Inline  *int   `json:"inline"`
+	Users   int    `json:"users"`
+	Size    int64  `json:"size"`
+	Saved   int64  `json:"saved"`
+}
+
+type sizeExternalJSON struct {
+	Method  string  `json:"method"`
+	File    *string `json:"file"`
+	Tensors int     `json:"tensors"`
+	Size    int64   `json:"size"`
+}
+
+// strOrNil and intOrNil give null for "" and for a negative index.
+func strOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func intOrNil(i int) *int {
+	if i < 0 {
+		return nil
+	}
+	return &i
+}
+
+// MarshalJSON writes the report's JSON form (docs/json.md).
+func (r *SizeReport) MarshalJSON() ([]byte, error) {
+	j := sizeJSON{Kind: r.Kind, Size: r.Size, Items: []sizeItemJSON{}, Shared: []sizeSharedJSON{}, DedupSaved: r.DedupSaved}
+	for _, it := range r.Items {
+		j.Items = append(j.Items, sizeItemJSON{it.Part, strOrNil(it.Method), strOrNil(it.Backend), intOrNil(it.Delegate),
+			strOrNil(it.Key), intOrNil(it.Segment), it.Size})
+	}
+	for _, s := range r.Shared {
+		j.Shared = append(j.Shared, sizeSharedJSON{s.Part, intOrNil(s.Segment), intOrNil(s.Inline), s.Users, s.Size, s.Saved})
+	}
+	if r.External != nil {
+		ext := []sizeExternalJSON{}
+		for _, e := range r.External {
+			ext = append(ext, sizeExternalJSON{e.Method, strOrNil(e.File), e.Tensors, e.Size})
+		}
+		j.External = &ext
+	}
+	return json.Marshal(j)
+}
+
+// WriteSizeJSON writes r's JSON form indented by two spaces, as
+// pteinspect --size --json prints it.
+func WriteSizeJSON(w io.Writer, r *SizeReport) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
 }

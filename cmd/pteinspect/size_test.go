@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/internal/testkit"
+)
+
+// sizePrograms are the programs of the --size goldens, all built here:
+// the TensorRT programs of testprog and the other shapes of
+// builtPrograms (no delegate, constants and named data, a segment two
+// methods share, inline data, mutable data).
+func sizePrograms(t *testing.T) map[string][]byte {
+	progs := builtPrograms(t)
+	for _, name := range []string{"engines_64", "two_methods", "inline"} {
+		progs[name] = trtPrograms(t)[name]
+	}
+	return progs
+}
+
+// TestSizeGolden compares each --size view of built programs with
+// testdata/golden/size_*.txt (-update rewrites them).
+func TestSizeGolden(t *testing.T) {
+	progs := sizePrograms(t)
+	cases := []struct {
+		golden, prog string
+		args         []string
+	}{
+		{"size_engines_64", "engines_64", nil},
+		{"size_kernel_only", "kernel_only", nil},
+		{"size_other_backend", "other_backend", nil},
+		{"size_methods_shared", "methods_shared", nil},
+		{"size_training", "training", nil},
+		{"size_long_other_backend", "other_backend", []string{"--long"}},
+		{"size_long_methods_shared", "methods_shared", []string{"--long"}},
+		{"size_long_inline", "inline", []string{"--long"}},
+		{"size_json_other_backend", "other_backend", []string{"--json"}},
+		{"size_json_methods_shared", "methods_shared", []string{"--json"}},
+	}
+	for _, c := range cases {
+		t.Run(c.golden, func(t *testing.T) {
+			r := runArgs(progs[c.prog], append([]string{"--size", "-"}, c.args...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			require.Empty(t, r.stderr)
+			testkit.Golden(t, filepath.Join("testdata", "golden", c.golden+".txt"), []byte(r.stdout))
+		})
+	}
+	t.Run("size_html_methods_shared", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "report.html")
+		r := runArgs(progs["methods_shared"], "--size", "-", "--html", out, "-q")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		require.Empty(t, r.stdout+r.stderr)
+		page, err := os.ReadFile(out)
+		require.NoError(t, err)
+		testkit.Golden(t, filepath.Join("testdata", "golden", "size_html_methods_shared.html"), page)
+	})
+}
+
+// TestSizeJSONSums: the --json form's items sum to the file size, every
+// member is present, and a shared segment reports its saving.
+func TestSizeJSONSums(t *testing.T) {
+	for name, data := range sizePrograms(t) {
+		r := runArgs(data, "--size", "--json", "-")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var doc struct {
+			Kind       string           `json:"kind"`
+			Size       int64            `json:"size"`
+			Items      []map[string]any `json:"items"`
+			Shared     []map[string]any `json:"shared"`
+			DedupSaved int64            `json:"dedup_saved"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc), name)
+		require.Equal(t, "pte", doc.Kind)
+		require.EqualValues(t, len(data), doc.Size, name)
+		var sum int64
+		for _, it := range doc.Items {
+			for _, k := range []string{"part", "method", "backend", "delegate", "key", "segment", "size"} {
+				require.Contains(t, it, k, name)
+			}
+			sum += int64(it["size"].(float64))
+		}
+		require.EqualValues(t, len(data), sum, name)
+		require.NotNil(t, doc.Shared, name)
+		if name == "methods_shared" {
+			require.Len(t, doc.Shared, 1)
+			require.Positive(t, doc.DedupSaved)
+		}
+	}
+}
+
+// TestSizeUsage: --html needs --size, and --size refuses what does not
+// apply to it; --html never overwrites the input.
+func TestSizeUsage(t *testing.T) {
+	data := trtPrograms(t)["segment"]
+	for _, args := range [][]string{
+		{"--html", "x.html", "-"},
+		{"--size", "--verify", "-"},
+		{"--size", "--hash", "-"},
+		{"--size", "--method", "forward", "-"},
+		{"--size", "--json", "--long", "-"},
+		{"--size", "--json", "--html", "x.html", "-"},
+	} {
+		r := runArgs(data, args...)
+		require.Equal(t, exitUsage, r.code, "%v: %s", args, r.stdout+r.stderr)
+		require.Contains(t, r.stderr, "--", "%v", args)
+	}
+	in := trtPath(t, "segment")
+	before, err := os.ReadFile(in)
+	require.NoError(t, err)
+	r := runArgs(nil, "--size", in, "--html", in)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.True(t, strings.HasPrefix(r.stderr, "pteinspect: "), r.stderr)
+	after, err := os.ReadFile(in)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+}
