@@ -192,4 +192,3 @@ func printSize(w io.Writer, name string, r *inspect.SizeReport, long bool) {
 		}
 	}
 }
-
