@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/ptd"
+	"github.com/ptekit/ptekit/pte"
 )
 
 // sizePrograms are the programs of the --size goldens, all built here:
@@ -119,4 +123,71 @@ func TestSizeUsage(t *testing.T) {
 	after, err := os.ReadFile(in)
 	require.NoError(t, err)
 	require.Equal(t, before, after)
+}
+
+// TestSizeData: with --data, --size adds what each method needs from the
+// data files, in the human view and in --json; the file's own breakdown
+// is unchanged.
+func TestSizeData(t *testing.T) {
+	prog := externalProgram(t)
+	both := writePTD(t, "both.ptd", 1, "w.const", "w.planned")
+	alone := runArgs(nil, "--size", "--json", prog)
+	require.Equal(t, exitOK, alone.code, alone.stderr)
+	require.NotContains(t, alone.stdout, `"external"`)
+	r := runArgs(nil, "--size", prog, "--data", both)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "external data the methods need (not in this file):\n  forward: 2 tensors, 32 B from "+both+"\n")
+	r = runArgs(nil, "--size", "--json", prog, "--data", both)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var doc struct {
+		Items    json.RawMessage `json:"items"`
+		External []struct {
+			Method  string `json:"method"`
+			File    string `json:"file"`
+			Tensors int    `json:"tensors"`
+			Size    int64  `json:"size"`
+		} `json:"external"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	require.Len(t, doc.External, 1)
+	require.Equal(t, "forward", doc.External[0].Method)
+	require.Equal(t, both, doc.External[0].File)
+	require.Equal(t, 2, doc.External[0].Tensors)
+	require.EqualValues(t, 32, doc.External[0].Size)
+	var items struct {
+		Items json.RawMessage `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(alone.stdout), &items))
+	require.JSONEq(t, string(items.Items), string(doc.Items))
+	// Without a file that holds them, the tensors are still counted.
+	none := writePTD(t, "other.ptd", 1, "unrelated")
+	r = runArgs(nil, "--size", prog, "--data", none)
+	require.Contains(t, r.stdout, "forward: 2 tensors, 0 B no data file holds them\n")
+}
+
+// TestSizePTD: --size of a data file whose two keys share a segment, in
+// the human view (testdata/golden/size_ptd.txt, past the file line) and
+// as JSON.
+func TestSizePTD(t *testing.T) {
+	d := &ptd.Data{}
+	for i, k := range []string{"w.a", "w.b", "w.shared"} {
+		d.NamedData = append(d.NamedData, ptd.NamedData{Key: k, SegmentIndex: uint32(min(i, 1)),
+			Layout: &ptd.TensorLayout{ScalarType: pte.ScalarTypeFLOAT, Sizes: []int32{2, 2}, DimOrder: []uint8{0, 1}}})
+	}
+	for _, n := range []int{40, 16} {
+		d.Segments = append(d.Segments, io.NewSectionReader(bytes.NewReader(bytes.Repeat([]byte{7}, n)), 0, int64(n)))
+	}
+	path := filepath.Join(t.TempDir(), "data.ptd")
+	_, err := ptd.WriteFile(path, d)
+	require.NoError(t, err)
+	r := runArgs(nil, "--size", "--long", path)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	head, body, ok := strings.Cut(r.stdout, "\n")
+	require.True(t, ok)
+	require.Equal(t, "file  "+path, head)
+	testkit.Golden(t, filepath.Join("testdata", "golden", "size_ptd.txt"), []byte(body))
+	r = runArgs(nil, "--size", "--json", path)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"kind": "ptd"`)
+	require.Contains(t, r.stdout, `"users": 2`)
 }
