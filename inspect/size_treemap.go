@@ -161,45 +161,33 @@ func squarify(sizes []float64, r rect) []rect {
 			end++
 		}
 		row := areas[start:end]
-		var sum float64
-		for _, a := range row {
-			sum += a
-		}
+		sum := rowSum(row)
 		if end == len(areas) {
 			sum = r.w * r.h // the last row takes what is left, absorbing rounding
 		}
+		// The row runs along the shorter side: a column at the left when
+		// the area is wide, a row at the top when it is tall. In the
+		// rotated frame (long, short) the row is a band of depth
+		// sum/short across the short side.
+		long, short := r.w, r.h
+		if r.w < r.h {
+			long, short = r.h, r.w
+		}
+		depth := min(sum/short, long)
+		at := 0.0
+		for i, a := range row {
+			span := short * a / rowSum(row)
+			if r.w >= r.h {
+				out[start+i] = rect{r.x, r.y + at, depth, span}
+			} else {
+				out[start+i] = rect{r.x + at, r.y, span, depth}
+			}
+			at += span
+		}
 		if r.w >= r.h {
-			// A column at the left, of width sum/h.
-			cw := 0.0
-			if r.h > 0 {
-				cw = min(sum/r.h, r.w)
-			}
-			y := r.y
-			for i, a := range row {
-				h := 0.0
-				if sum > 0 {
-					h = r.h * a / rowSum(row)
-				}
-				out[start+i] = rect{r.x, y, cw, h}
-				y += h
-			}
-			r = rect{r.x + cw, r.y, r.w - cw, r.h}
+			r = rect{r.x + depth, r.y, r.w - depth, r.h}
 		} else {
-			// A row at the top, of height sum/w.
-			rh := 0.0
-			if r.w > 0 {
-				rh = min(sum/r.w, r.h)
-			}
-			x := r.x
-			for i, a := range row {
-				w := 0.0
-				if sum > 0 {
-					w = r.w * a / rowSum(row)
-				}
-				out[start+i] = rect{x, r.y, w, rh}
-				x += w
-			}
-			r = rect{r.x, r.y + rh, r.w, r.h - rh}
+			r = rect{r.x, r.y + depth, r.w, r.h - depth}
 		}
 		start = end
 	}

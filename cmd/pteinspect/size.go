@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -87,8 +88,13 @@ func writeSizeHTML(ctx context.Context, name string, r *inspect.SizeReport, stdo
 		return failErr(stderr, name, err)
 	}
 	defer out.Abort()
-	cw := &countWriter{w: out}
-	err = inspect.WriteSizeHTML(cw, input.Display(name), r, inspect.Treemap(r, nil))
+	// The page is small (Treemap bounds it): made in memory, it is
+	// written in one go and its size is known.
+	var page bytes.Buffer
+	if err := inspect.WriteSizeHTML(&page, input.Display(name), r, inspect.Treemap(r, nil)); err != nil {
+		return failErr(stderr, name, err)
+	}
+	_, err = out.Write(page.Bytes())
 	if err == nil {
 		err = out.Commit()
 	}
@@ -100,21 +106,9 @@ func writeSizeHTML(ctx context.Context, name string, r *inspect.SizeReport, stdo
 		return failErr(stderr, name, fmt.Errorf("writing %s: %w", esc(o.html), err))
 	}
 	if !o.quiet {
-		fmt.Fprintf(stdout, "wrote %s (treemap of %s) to %s\n", compilespec.FormatSizeApprox(cw.n), esc(input.Display(name)), esc(o.html))
+		fmt.Fprintf(stdout, "wrote %s (treemap of %s) to %s\n", compilespec.FormatSizeApprox(page.Len()), esc(input.Display(name)), esc(o.html))
 	}
 	return exitOK
-}
-
-// countWriter counts the bytes written through it.
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // printSize prints the breakdown by group, largest first: in the default

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/internal/testprog"
 )
 
 // chromium returns the path of Debian's chromium (scripts/test installs
@@ -123,28 +123,6 @@ func requireProportional(t *testing.T, what string, blocks []renderedBlock, area
 	}
 }
 
-// distinctEngines is a method calling n engines of size bytes each, every
-// one different (so that none is de-duplicated).
-func distinctEngines(n, size int) *export.Method {
-	m := &export.Method{Name: "forward", Inputs: []*export.Tensor{{Name: "x", DType: export.Float32, Shape: []int64{2}}}, Outputs: []*export.Tensor{{Name: "y"}}}
-	for i := range n {
-		in, out := fmt.Sprintf("h%d", i), fmt.Sprintf("h%d", i+1)
-		if i == 0 {
-			in = "x"
-		}
-		if i == n-1 {
-			out = "y"
-		}
-		body := []byte(fmt.Sprintf("%08d", i) + strings.Repeat("E", size+i%7*64))
-		m.Calls = append(m.Calls, &export.EngineCall{
-			Engine:  export.EngineReader(bytes.NewReader(body), int64(len(body))),
-			Inputs:  []*export.Binding{{Name: "in", Tensor: in}},
-			Outputs: []*export.Binding{{Name: "out", Tensor: out, DType: export.Float32, Shape: []int64{2}}},
-		})
-	}
-	return m
-}
-
 // TestSizeHTMLBrowser renders --size --html pages in headless chromium
 // and checks, from the DOM the browser leaves after laying the page out,
 // that every block is drawn and that the areas are proportional to the
@@ -154,7 +132,7 @@ func distinctEngines(n, size int) *export.Method {
 func TestSizeHTMLBrowser(t *testing.T) {
 	browser := chromium(t)
 	var many bytes.Buffer
-	_, err := export.Write(&many, &export.Program{Methods: []*export.Method{distinctEngines(300, 512)}},
+	_, err := export.Write(&many, &export.Program{Methods: []*export.Method{testprog.DistinctEngines(300, 512)}},
 		&export.Options{SegmentAlignment: 64, HeadRoom: export.NoHeadRoom})
 	require.NoError(t, err)
 	progs := map[string][]byte{"many_delegates": many.Bytes(), "no_delegates": builtPrograms(t)["kernel_only"]}
