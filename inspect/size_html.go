@@ -58,7 +58,7 @@ func WriteSizeHTML(w io.Writer, title string, r *SizeReport, blocks []TreemapBlo
 		fmt.Fprintf(bw, "; de-duplication saved %s", html.EscapeString(compilespec.FormatSizeApprox(r.DedupSaved)))
 	}
 	fmt.Fprintf(bw, ". Hover over a block for its name and size.</p>\n")
-	fmt.Fprintf(bw, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%s\" height=\"%s\" viewBox=\"0 0 %s %s\" data-size=\"%d\">\n",
+	fmt.Fprintf(bw, "<svg width=\"%s\" height=\"%s\" viewBox=\"0 0 %s %s\" data-size=\"%d\">\n",
 		num(width), num(height), num(width), num(height), r.Size)
 	group := -1
 	for _, b := range blocks {

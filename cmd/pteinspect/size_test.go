@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -190,4 +191,35 @@ func TestSizePTD(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, `"kind": "ptd"`)
 	require.Contains(t, r.stdout, `"users": 2`)
+}
+
+// TestSizeRemote: --size of a program over HTTP reads what the summary
+// reads (at most 3 requests, under 64 KiB, as many for 2 GiB of engines
+// as for 2 MiB) and prints what --size of the local file prints.
+func TestSizeRemote(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 2 GiB sparse file")
+	}
+	dir := t.TempDir()
+	names := map[string]int64{"2MiB.pte": 32 << 10, "2GiB.pte": 32 << 20}
+	for name, engine := range names {
+		testprog.WriteEngines(t, filepath.Join(dir, name), 64, engine)
+	}
+	srv, cnt := serveDir(t, dir)
+	requests := map[string]int64{}
+	for name := range names {
+		for _, view := range [][]string{nil, {"--json"}} {
+			local := runArgs(nil, append([]string{"--size", filepath.Join(dir, name)}, view...)...)
+			require.Equal(t, exitOK, local.code, local.stderr)
+			cnt.reset()
+			url := srv.URL + "/" + name
+			remote := runArgs(nil, append([]string{"--size", url}, view...)...)
+			require.Equal(t, exitOK, remote.code, remote.stderr)
+			require.LessOrEqual(t, cnt.requests.Load(), int64(3), "%s %v", name, view)
+			require.Less(t, cnt.bytes.Load(), int64(64<<10), "%s %v", name, view)
+			requests[name] = cnt.requests.Load()
+			require.Equal(t, strings.Replace(local.stdout, filepath.Join(dir, name), url, 1), remote.stdout)
+		}
+	}
+	require.Equal(t, requests["2MiB.pte"], requests["2GiB.pte"])
 }
