@@ -36,6 +36,7 @@ const (
 
 const usageText = `usage: pteinspect [flags] FILE.pte|URL [--data FILE.ptd|URL ...]
        pteinspect [--json] [--hash] [--verify] FILE.ptd|URL
+       pteinspect --size [--long|--json|--html FILE] FILE.pte|FILE.ptd|URL
        pteinspect diff [--json] [--layout] A.pte|URL B.pte|URL
        pteinspect diff [--json] [--layout] A.ptd|URL B.ptd|URL
        pteinspect help [diff]
