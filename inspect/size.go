@@ -63,7 +63,9 @@ type SizeReport struct {
 type SizeItem struct {
 	// Part says what the bytes are (one of the Part constants).
 	Part string
-	// Method is the method the bytes belong to, "" for the program's.
+	// Plan is the index of the method the bytes belong to (-1: the
+	// program's), and Method its name.
+	Plan   int
 	Method string
 	// Backend is the backend id of the delegate the bytes belong to.
 	Backend string
@@ -151,7 +153,7 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 		}
 	}
 	item := func(part string, size int64) SizeItem {
-		return SizeItem{Part: part, Delegate: -1, Segment: -1, Size: size}
+		return SizeItem{Part: part, Plan: -1, Delegate: -1, Segment: -1, Size: size}
 	}
 
 	// Who uses what: delegates first (in method and delegate order), then
@@ -194,9 +196,9 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 		}
 	}
 	useItem := func(u segUse, seg int, size int64) SizeItem {
-		it := SizeItem{Part: u.part, Backend: u.backend, Delegate: u.delegate, Key: u.key, Segment: seg, Size: size}
+		it := SizeItem{Part: u.part, Plan: -1, Backend: u.backend, Delegate: u.delegate, Key: u.key, Segment: seg, Size: size}
 		if u.plan >= 0 {
-			it.Method = names[u.plan]
+			it.Plan, it.Method = u.plan, names[u.plan]
 		}
 		return it
 	}
@@ -224,7 +226,7 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 		}{{PartInstructions, pl.Instructions}, {PartValues, pl.Values}, {PartOperators, pl.Operators},
 			{PartDelegateTables, pl.Delegates}, {PartPlanTables, pl.Other}} {
 			it := item(part.name, part.n)
-			it.Method = names[i]
+			it.Plan, it.Method = i, names[i]
 			add(it)
 		}
 	}
@@ -405,9 +407,9 @@ func constantItems(f *pte.File, names []string, seg int, start, from, to int64) 
 	credit(-1, to-cursor)
 	items := make([]SizeItem, 0, len(order))
 	for _, plan := range order {
-		it := SizeItem{Part: PartConstants, Delegate: -1, Segment: seg, Size: bytesOf[plan]}
+		it := SizeItem{Part: PartConstants, Plan: -1, Delegate: -1, Segment: seg, Size: bytesOf[plan]}
 		if plan >= 0 {
-			it.Method = names[plan]
+			it.Plan, it.Method = plan, names[plan]
 		}
 		items = append(items, it)
 	}
@@ -446,7 +448,7 @@ func externalNeeds(res *ptd.Resolution) []SizeExternal {
 func SizePTD(f *ptd.File) (*SizeReport, error) {
 	r := &SizeReport{Kind: "ptd", Size: f.Size}
 	item := func(part string, size int64) SizeItem {
-		return SizeItem{Part: part, Delegate: -1, Segment: -1, Size: size}
+		return SizeItem{Part: part, Plan: -1, Delegate: -1, Segment: -1, Size: size}
 	}
 	var items []SizeItem
 	add := func(it SizeItem) {
@@ -519,6 +521,7 @@ type sizeJSON struct {
 
 type sizeItemJSON struct {
 	Part     string  `json:"part"`
+	Plan     *int    `json:"plan"`
 	Method   *string `json:"method"`
 	Backend  *string `json:"backend"`
 	Delegate *int    `json:"delegate"`
@@ -562,7 +565,7 @@ func intOrNil(i int) *int {
 func (r *SizeReport) MarshalJSON() ([]byte, error) {
 	j := sizeJSON{Kind: r.Kind, Size: r.Size, Items: []sizeItemJSON{}, Shared: []sizeSharedJSON{}, DedupSaved: r.DedupSaved}
 	for _, it := range r.Items {
-		j.Items = append(j.Items, sizeItemJSON{it.Part, strOrNil(it.Method), strOrNil(it.Backend), intOrNil(it.Delegate),
+		j.Items = append(j.Items, sizeItemJSON{it.Part, intOrNil(it.Plan), strOrNil(it.Method), strOrNil(it.Backend), intOrNil(it.Delegate),
 			strOrNil(it.Key), intOrNil(it.Segment), it.Size})
 	}
 	for _, s := range r.Shared {

@@ -41,9 +41,13 @@ func (l SizeLine) Label() string {
 	return s
 }
 
-// GroupName returns the name of the group it belongs to.
+// GroupName returns the name of the group it belongs to: "method NAME"
+// ("method #I" for an unnamed method I), or a part of the program.
 func (it SizeItem) GroupName() string {
-	if it.Method != "" {
+	if it.Plan >= 0 {
+		if it.Method == "" {
+			return fmt.Sprintf("method #%d", it.Plan) // unnamed
+		}
 		return "method " + it.Method
 	}
 	switch it.Part {

@@ -156,3 +156,19 @@ func TestSizeReadsNoPayload(t *testing.T) {
 		}
 	}
 }
+
+// TestSizeGroupNames: items group by method index, an unnamed method
+// under its index, the program's by part.
+func TestSizeGroupNames(t *testing.T) {
+	for want, it := range map[string]SizeItem{
+		"method forward":        {Part: PartValues, Plan: 0, Method: "forward"},
+		"method #2":             {Part: PartValues, Plan: 2},
+		"header":                {Part: PartPrefix, Plan: -1},
+		"padding":               {Part: PartTrailing, Plan: -1},
+		"named data":            {Part: PartNamedData, Plan: -1, Key: "k"},
+		"program tables":        {Part: PartVtables, Plan: -1},
+		"unreferenced segments": {Part: PartUnreferenced, Plan: -1},
+	} {
+		require.Equal(t, want, it.GroupName())
+	}
+}

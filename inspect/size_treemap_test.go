@@ -18,13 +18,13 @@ func manyDelegates(n int) *SizeReport {
 		r.Items = append(r.Items, it)
 		r.Size += it.Size
 	}
-	add(SizeItem{Part: PartPrefix, Delegate: -1, Segment: -1, Size: 8})
-	add(SizeItem{Part: PartHeader, Delegate: -1, Segment: -1, Size: 32})
-	add(SizeItem{Part: PartValues, Method: "forward", Delegate: -1, Segment: -1, Size: int64(n) * 40})
-	add(SizeItem{Part: PartDelegateTables, Method: "forward", Delegate: -1, Segment: -1, Size: int64(n) * 90})
+	add(SizeItem{Part: PartPrefix, Plan: -1, Delegate: -1, Segment: -1, Size: 8})
+	add(SizeItem{Part: PartHeader, Plan: -1, Delegate: -1, Segment: -1, Size: 32})
+	add(SizeItem{Part: PartValues, Plan: 0, Method: "forward", Delegate: -1, Segment: -1, Size: int64(n) * 40})
+	add(SizeItem{Part: PartDelegateTables, Plan: 0, Method: "forward", Delegate: -1, Segment: -1, Size: int64(n) * 90})
 	for i := range n {
-		add(SizeItem{Part: PartDelegatePayload, Method: "forward", Backend: "TensorRTBackend", Delegate: i, Segment: i, Size: int64(1000 + i%97)})
-		add(SizeItem{Part: PartPadding, Delegate: -1, Segment: -1, Size: int64(1 + i%15)})
+		add(SizeItem{Part: PartDelegatePayload, Plan: 0, Method: "forward", Backend: "TensorRTBackend", Delegate: i, Segment: i, Size: int64(1000 + i%97)})
+		add(SizeItem{Part: PartPadding, Plan: -1, Delegate: -1, Segment: -1, Size: int64(1 + i%15)})
 	}
 	return r
 }
@@ -110,7 +110,7 @@ func TestTreemapBuilt(t *testing.T) {
 	// More groups than shown: the smallest are one group.
 	r := &SizeReport{Kind: "pte"}
 	for i := range 100 {
-		r.Items = append(r.Items, SizeItem{Part: PartValues, Method: fmt.Sprintf("m%02d", i), Delegate: -1, Segment: -1, Size: int64(100 + i)})
+		r.Items = append(r.Items, SizeItem{Part: PartValues, Plan: i, Method: fmt.Sprintf("m%02d", i), Delegate: -1, Segment: -1, Size: int64(100 + i)})
 		r.Size += int64(100 + i)
 	}
 	blocks := Treemap(r, nil)
@@ -121,7 +121,7 @@ func TestTreemapBuilt(t *testing.T) {
 // TestWriteSizeHTMLEscapes: names from the file are escaped in the page.
 func TestWriteSizeHTMLEscapes(t *testing.T) {
 	r := &SizeReport{Kind: "pte", Size: 10, Items: []SizeItem{
-		{Part: PartNamedData, Key: `<script>alert("x")</script>`, Delegate: -1, Segment: 0, Size: 10}}}
+		{Part: PartNamedData, Plan: -1, Key: `<script>alert("x")</script>`, Delegate: -1, Segment: 0, Size: 10}}}
 	var b bytes.Buffer
 	require.NoError(t, WriteSizeHTML(&b, `a<b>.pte`, r, Treemap(r, nil)))
 	require.Equal(t, 1, strings.Count(b.String(), "<script>"), "only the page's own script")

@@ -85,7 +85,7 @@ func TestSizeJSONSums(t *testing.T) {
 		require.EqualValues(t, len(data), doc.Size, name)
 		var sum int64
 		for _, it := range doc.Items {
-			for _, k := range []string{"part", "method", "backend", "delegate", "key", "segment", "size"} {
+			for _, k := range []string{"part", "plan", "method", "backend", "delegate", "key", "segment", "size"} {
 				require.Contains(t, it, k, name)
 			}
 			sum += int64(it["size"].(float64))
