@@ -138,3 +138,28 @@ func (g SizeGroup) Lines() []SizeLine {
 	slices.SortStableFunc(ls, func(a, b SizeLine) int { return cmp.Compare(b.Size, a.Size) })
 	return ls
 }
+
+// Backends sums the delegate data (payloads in segments and inline data)
+// of r by backend, largest first: Part is "", Count the number of
+// payloads counted (a shared one once).
+func (r *SizeReport) Backends() []SizeLine {
+	at := map[string]int{}
+	var ls []SizeLine
+	for _, it := range r.Items {
+		if it.Part != PartDelegatePayload && it.Part != PartInlineDelegateData {
+			continue
+		}
+		k, ok := at[it.Backend]
+		if !ok {
+			k = len(ls)
+			at[it.Backend] = k
+			ls = append(ls, SizeLine{Backend: it.Backend})
+		}
+		ls[k].Count++
+		ls[k].Size += it.Size
+	}
+	slices.SortStableFunc(ls, func(a, b SizeLine) int {
+		return cmp.Or(cmp.Compare(b.Size, a.Size), cmp.Compare(a.Backend, b.Backend))
+	})
+	return ls
+}

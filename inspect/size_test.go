@@ -172,3 +172,14 @@ func TestSizeGroupNames(t *testing.T) {
 		require.Equal(t, want, it.GroupName())
 	}
 }
+
+// TestSizeBackends sums delegate data by backend, largest first.
+func TestSizeBackends(t *testing.T) {
+	r := &SizeReport{Items: []SizeItem{
+		{Part: PartDelegatePayload, Plan: 0, Backend: "A", Size: 10},
+		{Part: PartInlineDelegateData, Plan: 1, Backend: "B", Size: 30},
+		{Part: PartDelegatePayload, Plan: 1, Backend: "A", Size: 15},
+		{Part: PartDelegateTables, Plan: 1, Size: 99},
+	}}
+	require.Equal(t, []SizeLine{{Backend: "B", Count: 1, Size: 30}, {Backend: "A", Count: 2, Size: 25}}, r.Backends())
+}

@@ -124,6 +124,9 @@ func printSize(w io.Writer, name string, r *inspect.SizeReport, long bool) {
 		}
 		fmt.Fprintf(w, "dedup %s saved: %d users share %s\n", compilespec.DescribeSize(r.DedupSaved), users, plural(len(r.Shared), "payload"))
 	}
+	for _, b := range r.Backends() {
+		fmt.Fprintf(w, "%-5s %s: %s in %s\n", "data", esc(b.Backend), compilespec.DescribeSize(b.Size), plural(b.Count, "payload"))
+	}
 	groups := r.Groups()
 	width := len(strconv.FormatInt(r.Size, 10))
 	row := func(n int64, indent, what string) {
