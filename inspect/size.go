@@ -360,33 +360,50 @@ func constantItems(f *pte.File, names []string, seg int, start, from, to int64) 
 	}
 	// Each distinct offset starts an entry running to the next one; the
 	// entry goes to the first plan using any index at that offset.
+	order, bytesOf := splitAt(start, from, to, offs, func(k int) int { return owner[k] })
+	items := make([]SizeItem, 0, len(order))
+	for _, plan := range order {
+		it := SizeItem{Part: PartConstants, Plan: -1, Delegate: -1, Segment: seg, Size: bytesOf[plan]}
+		if plan >= 0 {
+			it.Plan, it.Method = plan, names[plan]
+		}
+		items = append(items, it)
+	}
+	return items
+}
+
+// splitAt divides the counted bytes [from, to) of an area that starts at
+// start among entries at offsets offs (relative to start): each distinct
+// offset starts a range running to the next larger one or to the end,
+// which goes to the first entry there whose owner (ownerOf(k)) is not -1.
+// Bytes before the first offset, or that no entry owns, go to -1. It
+// returns the bytes of each owner, and the owners in the order met.
+func splitAt(start, from, to int64, offs []uint64, ownerOf func(k int) int) (order []int, bytesOf map[int]int64) {
 	type entry struct {
-		off  uint64
-		plan int
+		off   uint64
+		owner int
 	}
 	entries := make([]entry, 0, len(offs))
 	for k, o := range offs {
-		entries = append(entries, entry{o, owner[k]})
+		entries = append(entries, entry{o, ownerOf(k)})
 	}
 	slices.SortStableFunc(entries, func(a, b entry) int { return cmp.Compare(a.off, b.off) })
-	bytesOf := make(map[int]int64) // plan (-1: none) -> bytes
-	var order []int
-	credit := func(plan int, n int64) {
+	bytesOf = make(map[int]int64)
+	credit := func(owner int, n int64) {
 		if n <= 0 {
 			return
 		}
-		if _, ok := bytesOf[plan]; !ok {
-			order = append(order, plan)
+		if _, ok := bytesOf[owner]; !ok {
+			order = append(order, owner)
 		}
-		bytesOf[plan] += n
+		bytesOf[owner] += n
 	}
 	cursor := from
 	for k := 0; k < len(entries); {
-		// Entries at one offset: the first that has a plan owns them.
-		j, plan := k, -1
+		j, owner := k, -1
 		for ; j < len(entries) && entries[j].off == entries[k].off; j++ {
-			if plan < 0 {
-				plan = entries[j].plan
+			if owner < 0 {
+				owner = entries[j].owner
 			}
 		}
 		eStart := start + int64(min(entries[k].off, uint64(to-start)))
@@ -399,21 +416,13 @@ func constantItems(f *pte.File, names []string, seg int, start, from, to int64) 
 			credit(-1, lo-cursor) // before the first entry
 		}
 		if hi > lo {
-			credit(plan, hi-lo)
+			credit(owner, hi-lo)
 			cursor = hi
 		}
 		k = j
 	}
 	credit(-1, to-cursor)
-	items := make([]SizeItem, 0, len(order))
-	for _, plan := range order {
-		it := SizeItem{Part: PartConstants, Plan: -1, Delegate: -1, Segment: seg, Size: bytesOf[plan]}
-		if plan >= 0 {
-			it.Plan, it.Method = plan, names[plan]
-		}
-		items = append(items, it)
-	}
-	return items
+	return order, bytesOf
 }
 
 // externalNeeds sums, per method and data file, the EXTERNAL tensors a
@@ -477,6 +486,16 @@ func SizePTD(f *ptd.File) (*SizeReport, error) {
 			users[nd.SegmentIndex] = append(users[nd.SegmentIndex], nd.Key)
 		}
 	}
+	// The older layout packs tensors into segments at offsets.
+	var legacy [][]ptd.LegacyTensor
+	if f.Legacy != nil {
+		legacy = make([][]ptd.LegacyTensor, len(f.Segments))
+		for _, lt := range f.Legacy.Tensors {
+			if int64(lt.SegmentIndex) < int64(len(legacy)) {
+				legacy[lt.SegmentIndex] = append(legacy[lt.SegmentIndex], lt)
+			}
+		}
+	}
 	spans := fileSpans(len(f.Segments), h.SegmentBaseOffset, f.Size, func(i int) (uint64, uint64, bool) {
 		return f.Segments[i].Offset, f.Segments[i].Size, true
 	})
@@ -490,6 +509,23 @@ func SizePTD(f *ptd.File) (*SizeReport, error) {
 			add(item(PartPadding, from-end))
 		}
 		end = to
+		if legacy != nil && len(legacy[s.seg]) > 0 {
+			ts := legacy[s.seg]
+			offs := make([]uint64, len(ts))
+			for k, lt := range ts {
+				offs[k] = lt.Offset
+			}
+			order, bytesOf := splitAt(s.start, from, to, offs, func(k int) int { return k })
+			for _, k := range order {
+				it := item(PartUnreferenced, bytesOf[k])
+				it.Segment = s.seg
+				if k >= 0 {
+					it.Part, it.Key = PartNamedData, ts[k].FullyQualifiedName
+				}
+				add(it)
+			}
+			continue
+		}
 		it := item(PartUnreferenced, to-from)
 		it.Segment = s.seg
 		if u := users[s.seg]; len(u) > 0 {

@@ -183,3 +183,21 @@ func TestSizeBackends(t *testing.T) {
 	}}
 	require.Equal(t, []SizeLine{{Backend: "B", Count: 1, Size: 30}, {Backend: "A", Count: 2, Size: 25}}, r.Backends())
 }
+
+// TestSplitAt: an area's bytes go to the entries at their offsets, each
+// running to the next offset, the first owner at an offset taking them;
+// bytes already counted (before from) go to nobody.
+func TestSplitAt(t *testing.T) {
+	owners := []int{-1, 5, 7, -1}
+	offs := []uint64{0, 0, 40, 10}
+	order, got := splitAt(100, 100, 200, offs, func(k int) int { return owners[k] })
+	require.Equal(t, []int{5, -1, 7}, order)
+	require.Equal(t, map[int]int64{5: 10, -1: 30, 7: 60}, got)
+	order, got = splitAt(100, 120, 200, offs, func(k int) int { return owners[k] })
+	require.Equal(t, []int{-1, 7}, order)
+	require.Equal(t, map[int]int64{-1: 20, 7: 60}, got)
+	// Offsets past the end, and bytes before the first offset.
+	order, got = splitAt(0, 0, 50, []uint64{20, 90}, func(k int) int { return k })
+	require.Equal(t, []int{-1, 0}, order)
+	require.Equal(t, map[int]int64{-1: 20, 0: 30}, got)
+}
