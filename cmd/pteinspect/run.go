@@ -36,6 +36,7 @@ const (
 
 const usageText = `usage: pteinspect [flags] FILE.pte|URL [--data FILE.ptd|URL ...]
        pteinspect [--json] [--hash] [--verify] FILE.ptd|URL
+       pteinspect --size [--long|--json|--html FILE] FILE.pte|FILE.ptd|URL
        pteinspect diff [--json] [--layout] A.pte|URL B.pte|URL
        pteinspect diff [--json] [--layout] A.ptd|URL B.ptd|URL
        pteinspect help [diff]
@@ -51,6 +52,8 @@ Flags:
 type options struct {
 	json, hash, compileSpecs, verify, engine, plan bool
 	force, long, quiet, version                    bool
+	size                                           bool
+	html                                           string
 	method, backend, extract, output               string
 	backendOptions                                 []string
 	data                                           []string
@@ -95,6 +98,8 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.BoolVar(&o.force, "force", false, "with --extract, replace an existing output file")
 	fs.BoolVar(&o.engine, "engine", false, "with --extract, write the TensorRT engine inside the payload")
 	fs.BoolVar(&o.plan, "plan", false, "print the per-engine load plan (budget, device, bindings) without a GPU")
+	fs.BoolVar(&o.size, "size", false, "show where the bytes go: every byte of the file by method, backend and part (--long, --json, --html)")
+	fs.StringVar(&o.html, "html", "", "with --size, write a self-contained treemap page to `FILE`")
 	fs.StringArrayVar(&o.data, "data", nil, "load the program with external data `FILE.ptd` (repeatable, in order) and show where each external tensor comes from")
 	fs.StringArrayVar(&o.backendOptions, "backend-option", nil, "with --plan, a load-time option `BACKEND:KEY=VALUE` (repeatable)")
 	fs.StringVar(&o.streamable, "streamable-bytes", "", "with --plan, the engines' streamable weight `SIZE` (e.g. 2GiB)")
@@ -213,6 +218,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opener.ProgramOptions.LazyPlans = o.extract == ""
 	ctx, stop := o.in.Context(context.Background(), name)
 	defer stop()
+	if o.size {
+		return runSize(ctx, opener, name, stdout, stderr, &o)
+	}
 	if isPTD(ctx, opener, name) {
 		return runPTD(ctx, opener, name, stdout, stderr, &o)
 	}
@@ -394,7 +402,7 @@ func (o *options) check(stderr io.Writer) int {
 	for _, m := range []struct {
 		on   bool
 		name string
-	}{{o.verify, "--verify"}, {o.compileSpecs, "--compile-specs"}, {o.extract != "", "--extract"}, {o.plan, "--plan"}} {
+	}{{o.verify, "--verify"}, {o.compileSpecs, "--compile-specs"}, {o.extract != "", "--extract"}, {o.plan, "--plan"}, {o.size, "--size"}} {
 		if m.on {
 			modes = append(modes, m.name)
 		}
@@ -410,14 +418,22 @@ func (o *options) check(stderr io.Writer) int {
 		return usageErr(stderr, "--extract writes bytes; --json and --hash do not apply")
 	case o.extract != "" && (o.method != "" || o.backend != ""):
 		return usageErr(stderr, "--extract PLAN:DELEGATE names the delegate; --method and --delegate do not apply")
-	case o.long && (len(modes) > 0 || o.json):
+	case o.html != "" && !o.size:
+		return usageErr(stderr, "--html goes with --size")
+	case o.size && (o.hash || o.method != "" || o.backend != ""):
+		return usageErr(stderr, "--size accounts for the whole file; --hash, --method and --delegate do not apply")
+	case o.size && o.html != "" && (o.json || o.long):
+		return usageErr(stderr, "--html writes the treemap page; --json and --long go with the --size view on standard output")
+	case o.size && o.long && o.json:
+		return usageErr(stderr, "--json lists every item; --long goes with the --size view")
+	case o.long && !o.size && (len(modes) > 0 || o.json):
 		return usageErr(stderr, "--long goes with the default view")
 	case o.hash && len(modes) > 0:
 		return usageErr(stderr, "--hash goes with the default view and --json, not with %s", modes[0])
 	case o.verify && o.backend != "":
 		return usageErr(stderr, "--verify checks every delegate; --delegate does not apply (--method does)")
 	case len(o.data) > 0 && (o.compileSpecs || o.extract != ""):
-		return usageErr(stderr, "--data goes with the default view, --json, --verify and --plan")
+		return usageErr(stderr, "--data goes with the default view, --json, --verify, --plan and --size")
 	case !o.plan && (len(o.backendOptions) > 0 || o.streamable != "" || o.scratch != "" || o.automatic != ""):
 		return usageErr(stderr, "--backend-option, --streamable-bytes, --scratch-bytes and --automatic-bytes go with --plan")
 	}

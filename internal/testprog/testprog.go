@@ -203,8 +203,24 @@ func chainMethod() *export.Method {
 var mib512 = int64(512 << 20)
 
 // Engines returns a method "forward" that calls n engines of size bytes
-// each in a chain, x -> h1 -> ... -> y.
+// each in a chain, x -> h1 -> ... -> y. The engines are alike, so a
+// program de-duplicates them into one segment.
 func Engines(n, size int) *export.Method {
+	return chainOf(n, func(int) []byte { return bytes.Repeat([]byte("E"), size) })
+}
+
+// DistinctEngines is Engines with engines that all differ (each starts
+// with its index, and they are size to size+384 bytes long), so that every
+// one has its own segment.
+func DistinctEngines(n, size int) *export.Method {
+	return chainOf(n, func(i int) []byte {
+		return append([]byte(fmt.Sprintf("%08d", i)), bytes.Repeat([]byte("E"), size+i%7*64)...)
+	})
+}
+
+// chainOf returns a method "forward" calling n engines, engine i's bytes
+// from engine(i), in a chain x -> h1 -> ... -> y.
+func chainOf(n int, engine func(i int) []byte) *export.Method {
 	m := &export.Method{Name: "forward", Inputs: []*export.Tensor{{Name: "x", DType: export.Float32, Shape: []int64{2}}}, Outputs: []*export.Tensor{{Name: "y"}}}
 	for i := range n {
 		in, out := fmt.Sprintf("h%d", i), fmt.Sprintf("h%d", i+1)
@@ -214,8 +230,9 @@ func Engines(n, size int) *export.Method {
 		if i == n-1 {
 			out = "y"
 		}
+		body := engine(i)
 		m.Calls = append(m.Calls, &export.EngineCall{
-			Engine:  export.EngineReader(strings.NewReader(strings.Repeat("E", size)), int64(size)),
+			Engine:  export.EngineReader(bytes.NewReader(body), int64(len(body))),
 			Inputs:  []*export.Binding{{Name: "in", Tensor: in}},
 			Outputs: []*export.Binding{{Name: "out", Tensor: out, DType: export.Float32, Shape: []int64{2}}},
 		})

@@ -1,0 +1,165 @@
+package inspect
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// SizeGroup is the items of a SizeReport that belong together: one
+// method's, or the program's of one kind (Groups).
+type SizeGroup struct {
+	// Name is "method NAME", or "header", "program tables", "constants",
+	// "mutable data", "named data", "unreferenced segments", "padding".
+	Name string
+	// Size is the sum of the items' sizes.
+	Size int64
+	// Items are the group's items, largest first (file order among
+	// equals).
+	Items []SizeItem
+}
+
+// SizeLine is the items of a group of one part and backend, summed
+// (SizeGroup.Lines).
+type SizeLine struct {
+	Part, Backend string
+	// Count is how many items it sums.
+	Count int
+	Size  int64
+}
+
+// Label names the line: the part, with its backend and count when it has
+// them.
+func (l SizeLine) Label() string {
+	s := l.Part
+	if l.Backend != "" {
+		s = l.Backend + " " + s
+	}
+	if l.Count > 1 {
+		s += fmt.Sprintf(" (%d)", l.Count)
+	}
+	return s
+}
+
+// GroupName returns the name of the group it belongs to: "method NAME"
+// ("method #I" for an unnamed method I), or a part of the program.
+func (it SizeItem) GroupName() string {
+	if it.Plan >= 0 {
+		if it.Method == "" {
+			return fmt.Sprintf("method #%d", it.Plan) // unnamed
+		}
+		return "method " + it.Method
+	}
+	switch it.Part {
+	case PartPrefix, PartHeader:
+		return "header"
+	case PartConstants:
+		return "constants"
+	case PartMutableData:
+		return "mutable data"
+	case PartNamedData:
+		return "named data"
+	case PartUnreferenced:
+		return "unreferenced segments"
+	case PartPadding, PartTrailing, PartRegionPadding:
+		return "padding"
+	}
+	return "program tables"
+}
+
+// Label names the item within its group (which names the method): its
+// part, and its delegate, backend, key and segment where it has them.
+func (it SizeItem) Label() string {
+	s := it.Part
+	if it.Key != "" {
+		s += " " + quoteLabel(it.Key)
+	}
+	if it.Delegate >= 0 {
+		short := map[string]string{PartDelegatePayload: "payload", PartInlineDelegateData: "inline data"}[it.Part]
+		s = fmt.Sprintf("delegate %d %s %s", it.Delegate, it.Backend, cmp.Or(short, s))
+	}
+	if it.Segment >= 0 {
+		s += fmt.Sprintf(", segment %d", it.Segment)
+	}
+	return s
+}
+
+// quoteLabel quotes a key from the file when it is not plain text.
+func quoteLabel(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '"' {
+			return fmt.Sprintf("%q", s)
+		}
+	}
+	return s
+}
+
+// Groups returns r's items by group, largest group first (then by name).
+func (r *SizeReport) Groups() []SizeGroup {
+	at := map[string]int{}
+	var gs []SizeGroup
+	for _, it := range r.Items {
+		name := it.GroupName()
+		k, ok := at[name]
+		if !ok {
+			k = len(gs)
+			at[name] = k
+			gs = append(gs, SizeGroup{Name: name})
+		}
+		gs[k].Size += it.Size
+		gs[k].Items = append(gs[k].Items, it)
+	}
+	for i := range gs {
+		slices.SortStableFunc(gs[i].Items, func(a, b SizeItem) int { return cmp.Compare(b.Size, a.Size) })
+	}
+	slices.SortStableFunc(gs, func(a, b SizeGroup) int {
+		return cmp.Or(cmp.Compare(b.Size, a.Size), cmp.Compare(a.Name, b.Name))
+	})
+	return gs
+}
+
+// Lines sums g's items by part and backend, largest first.
+func (g SizeGroup) Lines() []SizeLine {
+	at := map[[2]string]int{}
+	var ls []SizeLine
+	for _, it := range g.Items {
+		k, ok := at[[2]string{it.Part, it.Backend}]
+		if !ok {
+			k = len(ls)
+			at[[2]string{it.Part, it.Backend}] = k
+			ls = append(ls, SizeLine{Part: it.Part, Backend: it.Backend})
+		}
+		ls[k].Count++
+		ls[k].Size += it.Size
+	}
+	slices.SortStableFunc(ls, func(a, b SizeLine) int { return cmp.Compare(b.Size, a.Size) })
+	return ls
+}
+
+// Backends sums the delegate data (payloads in segments and inline data)
+// of r by backend, largest first: Part is "", Count the number of
+// payloads counted (a shared one once).
+func (r *SizeReport) Backends() []SizeLine {
+	at := map[string]int{}
+	var ls []SizeLine
+	for _, it := range r.Items {
+		if it.Part != PartDelegatePayload && it.Part != PartInlineDelegateData {
+			continue
+		}
+		k, ok := at[it.Backend]
+		if !ok {
+			k = len(ls)
+			at[it.Backend] = k
+			ls = append(ls, SizeLine{Backend: it.Backend})
+		}
+		ls[k].Count++
+		ls[k].Size += it.Size
+	}
+	slices.SortStableFunc(ls, func(a, b SizeLine) int {
+		return cmp.Or(cmp.Compare(b.Size, a.Size), cmp.Compare(a.Backend, b.Backend))
+	})
+	return ls
+}
