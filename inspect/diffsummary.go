@@ -287,7 +287,7 @@ func (s *DiffSummary) delegates(da, db *Document) {
 		if y == nil || y.ID != x.ID {
 			continue
 		}
-		specs := diffSpecs(x, y)
+		specs := orEmpty(diffSpecs(x, y))
 		s.SpecChanges = append(s.SpecChanges, specs...)
 		if x.TensorRT == nil || y.TensorRT == nil {
 			continue

@@ -207,11 +207,11 @@ func (c *constComparer) compare(a, b constSource, st pte.ScalarType, numel int64
 	for pos := int64(0); pos < limit; pos += int64(chunk) {
 		m := min(int64(chunk), limit-pos)
 		ba, bb := c.bufs[0][:m], c.bufs[1][:m]
-		if err := readFull(a.r, ba, a.off+pos); err != nil {
-			return nil, err
+		if _, err := io.ReadFull(io.NewSectionReader(a.r, a.off+pos, m), ba); err != nil {
+			return nil, fmt.Errorf("reading A's bytes %d..%d: %w", a.off+pos, a.off+pos+m, err)
 		}
-		if err := readFull(b.r, bb, b.off+pos); err != nil {
-			return nil, err
+		if _, err := io.ReadFull(io.NewSectionReader(b.r, b.off+pos, m), bb); err != nil {
+			return nil, fmt.Errorf("reading B's bytes %d..%d: %w", b.off+pos, b.off+pos+m, err)
 		}
 		if bytes.Equal(ba, bb) {
 			continue
@@ -251,17 +251,6 @@ func (c *constComparer) compare(a, b constSource, st pte.ScalarType, numel int64
 	}
 	res.data = data
 	return res, nil
-}
-
-func readFull(r io.ReaderAt, buf []byte, off int64) error {
-	got, err := r.ReadAt(buf, off)
-	if got == len(buf) {
-		return nil
-	}
-	if err == nil || errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
-	}
-	return fmt.Errorf("reading bytes %d..%d: %w", off, off+int64(len(buf)), err)
 }
 
 // unravel returns the index in shape sizes of flat element e (row-major,

@@ -126,6 +126,12 @@ func TestCompareConstants(t *testing.T) {
 	require.Len(t, res.data.Samples, MaxDiffSamples)
 	assert.Equal(t, ElementDiff{Flat: 13, Index: []int64{1, 3}, A: 13, B: 14}, res.data.Samples[9])
 
+	// A buffer that cannot be read whole is an error naming the bytes.
+	short := constSource{r: bytes.NewReader([]byte{1, 2}), n: 4}
+	_, err = c.compare(short, inlineSource([]byte{1, 2, 3, 4}), pte.ScalarTypeBYTE, 4, true, []int32{4})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "reading A's bytes 0..4")
+
 	// A type upstream does not decode: the bytes differ, nothing counted.
 	res, err = c.compare(inlineSource([]byte{1}), inlineSource([]byte{2}), pte.ScalarTypeQINT8, 1, true, []int32{1})
 	require.NoError(t, err)
