@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -211,4 +213,38 @@ func TestSummarizeDiffBuilt(t *testing.T) {
 	b := withNamed(progs["chain"], &pte.NamedData{Key: "y", SegmentIndex: 0}, &pte.NamedData{Key: "same", SegmentIndex: 0}, &pte.NamedData{Key: "k", SegmentIndex: 1})
 	s = sum(a, b)
 	assert.Equal(t, NamedDataDiff{OnlyInA: []string{"x"}, OnlyInB: []string{"y"}, Changed: []string{"k"}}, s.NamedData)
+}
+
+// TestSummarizeDiffReadsOnce: BuildPair's pass and the summary together
+// read each byte of two large programs at most once (and the head of the
+// file again, at open), whether they differ in an engine byte or not:
+// constant data is read again only where the constant segments differ.
+func TestSummarizeDiffReadsOnce(t *testing.T) {
+	progs := genPrograms(t)
+	dir := t.TempDir()
+	big := progs["large_engine"]
+	edited := bytes.Clone(big)
+	edited[len(edited)-100] ^= 0xff // a byte of the engine
+	for _, pair := range [][2][]byte{{big, big}, {big, edited}} {
+		var paths [2]string
+		for i, b := range pair {
+			paths[i] = filepath.Join(dir, "p"+string(rune('0'+i))+".pte")
+			require.NoError(t, os.WriteFile(paths[i], b, 0o644))
+		}
+		fa, ca := openCounting(t, paths[0])
+		fb, cb := openCounting(t, paths[1])
+		a0, b0 := ca.Bytes(), cb.Bytes()
+		da, db, err := BuildPair(fa, fb, &Options{Hash: true})
+		require.NoError(t, err)
+		s, err := SummarizeDiff(fa, fb, &DiffSummaryOptions{Docs: [2]*Document{da, db}})
+		require.NoError(t, err)
+		assert.Less(t, ca.Bytes()-a0, fa.Size+2*4096, "first file read once")
+		assert.Less(t, cb.Bytes()-b0, fb.Size+2*4096, "second file read once")
+		assert.Equal(t, bytes.Equal(pair[0], pair[1]), s.BitwiseEqual)
+		if !s.BitwiseEqual {
+			require.Len(t, s.TensorRT, 1)
+			assert.True(t, s.TensorRT[0].PayloadChanged)
+			assert.False(t, s.SpecsOnly)
+		}
+	}
 }
