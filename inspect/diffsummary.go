@@ -247,6 +247,9 @@ func SummarizeDiff(a, b *pte.File, opts *DiffSummaryOptions) (*DiffSummary, erro
 		TensorRT: []*TRTDiff{},
 	}
 	s.BitwiseEqual = a.Size == b.Size && da.File.SHA256.Hex != "" && da.File.SHA256 == db.File.SHA256
+	if s.BitwiseEqual {
+		return s, nil // the same bytes: nothing differs
+	}
 	cmp := newConstComparer(a, b, da, db)
 	na, nb := a.NumPlans(), b.NumPlans()
 	for i := range max(na, nb) {
@@ -294,12 +297,13 @@ func (s *DiffSummary) delegates(da, db *Document) {
 		}
 		t := &TRTDiff{
 			MethodIndex: x.PlanIndex, Method: x.Plan, DelegateIndex: x.DelegateIndex,
-			PayloadChanged:  x.SHA256 != y.SHA256 || !equalPtr(x.Size, y.Size),
-			MetadataChanged: !sameJSON(x.TensorRT.Metadata, y.TensorRT.Metadata),
-			EngineSize:      [2]*uint64{x.TensorRT.EngineSize, y.TensorRT.EngineSize},
-			Budget:          [2]*string{budgetOf(x), budgetOf(y)},
-			Specs:           specs,
+			PayloadChanged: x.SHA256 != y.SHA256 || !equalPtr(x.Size, y.Size),
+			EngineSize:     [2]*uint64{x.TensorRT.EngineSize, y.TensorRT.EngineSize},
+			Budget:         [2]*string{budgetOf(x), budgetOf(y)},
+			Specs:          specs,
 		}
+		// The same payload holds the same metadata.
+		t.MetadataChanged = t.PayloadChanged && !sameJSON(x.TensorRT.Metadata, y.TensorRT.Metadata)
 		if t.PayloadChanged || t.MetadataChanged || len(specs) > 0 {
 			s.TensorRT = append(s.TensorRT, t)
 		}

@@ -31,9 +31,15 @@ func writeDiffSummary(w io.Writer, names [2]string, s *inspect.DiffSummary, diff
 	p("%s (%d bytes) and %s (%d bytes) differ", na, s.SizeA, nb, s.SizeB)
 	if s.SpecsOnly {
 		p("Only compile specs differ:")
+		var items []groupItem
 		for _, c := range s.SpecChanges {
-			p("  %s", specLine(c))
+			items = append(items, groupItem{
+				key:    esc(c.Backend) + " " + esc(c.Key) + ": " + specValues(c),
+				where:  delegateAt(c.Method, c.DelegateIndex),
+				single: specLine(c),
+			})
 		}
+		printGrouped(p, items, func(key string, _ []groupItem) string { return key })
 	}
 	for _, m := range s.Methods {
 		writeMethodDiff(p, m)
@@ -52,8 +58,21 @@ func writeDiffSummary(w io.Writer, names [2]string, s *inspect.DiffSummary, diff
 	}
 	if len(s.TensorRT) > 0 {
 		p("TensorRT delegates:")
+		if s.SpecsOnly {
+			// Every engine is unchanged and the specs are listed above:
+			// alike delegates are one line.
+			var items []groupItem
+			for _, t := range s.TensorRT {
+				items = append(items, groupItem{key: budgetChange(t), where: delegateAt(t.Method, t.DelegateIndex), single: trtLine(t), trt: t})
+			}
+			printGrouped(p, items, func(key string, g []groupItem) string {
+				return "engines unchanged (" + engineSizes(g) + "), " + key
+			})
+		}
 		for _, t := range s.TensorRT {
-			writeTRTDiff(p, t, !s.SpecsOnly)
+			if !s.SpecsOnly {
+				writeTRTDiff(p, t)
+			}
 		}
 	}
 	if !s.SpecsOnly && len(s.Methods)+len(s.ExtraMethodsInA)+len(s.ExtraMethodsInB)+len(s.TensorRT) == 0 &&
@@ -83,23 +102,24 @@ func listLine(p func(string, ...any), what string, v []string) {
 
 // specLine is one compile spec change: where, key, old and new value.
 func specLine(c inspect.SpecChange) string {
+	return fmt.Sprintf("%s (%s) %s: %s", delegateAt(c.Method, c.DelegateIndex), esc(c.Backend), esc(c.Key), specValues(c))
+}
+
+// specValues writes a spec's old and new value: `"A" -> "B"`, (absent)
+// for a side without it.
+func specValues(c inspect.SpecChange) string {
 	side := func(v *string) string {
 		if v == nil {
 			return "(absent)"
 		}
 		return strconv.Quote(*v)
 	}
-	return fmt.Sprintf("%s delegate %d (%s) %s: %s -> %s", esc(c.Method), c.DelegateIndex, esc(c.Backend), esc(c.Key), side(c.A), side(c.B))
+	return side(c.A) + " -> " + side(c.B)
 }
 
-func writeTRTDiff(p func(string, ...any), t *inspect.TRTDiff, specs bool) {
-	size := func(v *uint64) string {
-		if v == nil {
-			return "unreadable"
-		}
-		return strconv.FormatUint(*v, 10)
-	}
-	a, b := size(t.EngineSize[0]), size(t.EngineSize[1])
+// trtLine is a TensorRT delegate's line: engine, metadata, budget.
+func trtLine(t *inspect.TRTDiff) string {
+	a, b := engineSize(t.EngineSize[0]), engineSize(t.EngineSize[1])
 	engine := "engine unchanged (" + a + " bytes)"
 	switch {
 	case t.PayloadChanged && a == b:
@@ -110,22 +130,104 @@ func writeTRTDiff(p func(string, ...any), t *inspect.TRTDiff, specs bool) {
 	if t.MetadataChanged {
 		engine += ", metadata changed"
 	}
+	return delegateAt(t.Method, t.DelegateIndex) + ": " + engine + ", " + budgetChange(t)
+}
+
+func engineSize(v *uint64) string {
+	if v == nil {
+		return "unreadable"
+	}
+	return strconv.FormatUint(*v, 10)
+}
+
+// engineSizes writes the engine sizes of a group of delegates: "N bytes",
+// or "N to M bytes".
+func engineSizes(g []groupItem) string {
+	lo, hi := "", ""
+	var min, max uint64
+	for i, it := range g {
+		v := it.trt.EngineSize[0]
+		if v == nil {
+			return "some unreadable"
+		}
+		if i == 0 || *v < min {
+			min, lo = *v, engineSize(v)
+		}
+		if i == 0 || *v > max {
+			max, hi = *v, engineSize(v)
+		}
+	}
+	if lo == hi {
+		return lo + " bytes each"
+	}
+	return lo + " to " + hi + " bytes"
+}
+
+// budgetChange writes a TensorRT delegate's budget: "budget X", or
+// "budget X -> Y".
+func budgetChange(t *inspect.TRTDiff) string {
 	budget := func(v *string) string {
 		if v == nil {
 			return "none"
 		}
 		return *v
 	}
-	if a, b := budget(t.Budget[0]), budget(t.Budget[1]); a == b {
-		engine += ", budget " + a
-	} else {
-		engine += ", budget " + a + " -> " + b
+	if a, b := budget(t.Budget[0]), budget(t.Budget[1]); a != b {
+		return "budget " + a + " -> " + b
 	}
-	p("  %s delegate %d: %s", esc(t.Method), t.DelegateIndex, engine)
-	if specs {
-		for _, c := range t.Specs {
-			p("    %s", specLine(c))
+	return "budget " + budget(t.Budget[0])
+}
+
+func writeTRTDiff(p func(string, ...any), t *inspect.TRTDiff) {
+	p("  %s", trtLine(t))
+	for _, c := range t.Specs {
+		p("    %s", specLine(c))
+	}
+}
+
+// delegateAt names a delegate: "METHOD delegate I".
+func delegateAt(method string, i int) string {
+	return fmt.Sprintf("%s delegate %d", esc(method), i)
+}
+
+// groupItem is a line of a list whose alike lines are printed as one:
+// key is what alike lines share, where the delegate, single the line of
+// a group of one.
+type groupItem struct {
+	key, where, single string
+	trt                *inspect.TRTDiff
+}
+
+// groupShown is how many delegates a group's line names.
+const groupShown = 3
+
+// printGrouped prints items in the order of their first appearance, a
+// group of alike items as one line: "N delegates (a, b, c and K more):
+// TEXT", with TEXT from text.
+func printGrouped(p func(string, ...any), items []groupItem, text func(key string, g []groupItem) string) {
+	var order []string
+	groups := map[string][]groupItem{}
+	for _, it := range items {
+		if _, ok := groups[it.key]; !ok {
+			order = append(order, it.key)
 		}
+		groups[it.key] = append(groups[it.key], it)
+	}
+	for _, k := range order {
+		g := groups[k]
+		if len(g) == 1 {
+			p("  %s", g[0].single)
+			continue
+		}
+		var names []string
+		for _, it := range g[:min(len(g), groupShown)] {
+			names = append(names, it.where)
+		}
+		where := strings.Join(names, ", ")
+		if len(g) > groupShown {
+			where += fmt.Sprintf(" and %d more", len(g)-groupShown)
+		}
+		p("  %d delegates (%s): %s", len(g), where, text(k, g))
 	}
 }
 
