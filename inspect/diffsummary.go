@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -261,11 +262,19 @@ func SummarizeDiff(a, b *pte.File, opts *DiffSummaryOptions) (*DiffSummary, erro
 			s.ExtraMethodsInB = append(s.ExtraMethodsInB, b.PlanName(i))
 			continue
 		}
-		md, err := diffMethod(i, a, b, cmp)
+		pa, pb := a.Plan(i), b.Plan(i)
+		if pa == nil || pb == nil {
+			return nil, fmt.Errorf("inspect: diff summary: method %d cannot be read", i)
+		}
+		md, err := diffMethod(i, pa, pb, cmp)
 		if err != nil {
 			return nil, err
 		}
 		if md != nil {
+			if md.NameA != nil {
+				j := b.PlanIndex(*md.NameA)
+				md.IndexInB = &j
+			}
 			s.Methods = append(s.Methods, md)
 		}
 	}
@@ -463,6 +472,9 @@ func usages(p *pte.ExecutionPlan) map[int32][]Usage {
 			}
 			var name string
 			var args []int32
+			if isNil(ins.Args) {
+				continue
+			}
 			switch x := ins.Args.(type) {
 			case *pte.KernelCall:
 				name = fmt.Sprintf("operator#%d", x.OpIndex)
@@ -524,17 +536,11 @@ func onlyIn(x, y []string, repeats bool) []string {
 
 // diffMethod compares the methods at index i; nil when they agree on
 // everything the summary compares.
-func diffMethod(i int, a, b *pte.File, cmp *constComparer) (*MethodDiff, error) {
-	pa, pb := a.Plan(i), b.Plan(i)
-	if pa == nil || pb == nil {
-		return nil, fmt.Errorf("inspect: diff summary: method %d cannot be read", i)
-	}
+func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDiff, error) {
 	m := &MethodDiff{Index: i}
 	if pa.Name != pb.Name {
 		na, nb := pa.Name, pb.Name
 		m.NameA, m.NameB = &na, &nb
-		j := b.PlanIndex(na)
-		m.IndexInB = &j
 	}
 	ops := func(p *pte.ExecutionPlan) []string {
 		var out []string
@@ -576,8 +582,10 @@ func diffMethod(i int, a, b *pte.File, cmp *constComparer) (*MethodDiff, error) 
 		if k < len(pb.Values) && pb.Values[k] != nil {
 			vb = pb.Values[k].Val
 		}
+		// A tensor whose table is absent compares as a value.
 		ta, isTA := va.(*pte.Tensor)
 		tb, isTB := vb.(*pte.Tensor)
+		isTA, isTB = isTA && ta != nil, isTB && tb != nil
 		switch {
 		case k >= len(pb.Values):
 			if isTA {
@@ -629,10 +637,10 @@ func tensorRef(k int, t *pte.Tensor, u map[int32][]Usage) *TensorRef {
 // typeName is the name of a value's type: its union tag's ("Tensor",
 // "Int"...), "NONE" for none.
 func typeName(v pte.Value) string {
-	if v == nil {
-		return "NONE"
+	if u, ok := v.(*pte.UnknownValue); v == nil || ok && u == nil {
+		return "NONE" // a nil *UnknownValue has lost its tag
 	}
-	return v.KernelType().String()
+	return v.KernelType().String() // the member types' methods do not read their receiver
 }
 
 // diffValue compares two values that are not both tensors.
@@ -647,41 +655,65 @@ func diffValue(k int, va, vb pte.Value, ua, ub map[int32][]Usage) *ValueDiff {
 			d.Fields = append(d.Fields, FieldDiff{Field: name, A: x, B: y})
 		}
 	}
-	switch x := va.(type) {
-	case *pte.Int:
-		y := vb.(*pte.Int)
-		field("int_val", x.IntVal, y.IntVal, x.IntVal == y.IntVal)
-	case *pte.Bool:
-		y := vb.(*pte.Bool)
-		field("bool_val", x.BoolVal, y.BoolVal, x.BoolVal == y.BoolVal)
-	case *pte.Double:
-		y := vb.(*pte.Double)
-		same := x.DoubleVal == y.DoubleVal || (x.DoubleVal != x.DoubleVal && y.DoubleVal != y.DoubleVal)
-		field("double_val", Float(x.DoubleVal), Float(y.DoubleVal), same)
-	case *pte.String:
-		y := vb.(*pte.String)
-		field("string_val", x.StringVal, y.StringVal, x.StringVal == y.StringVal)
-	case *pte.IntList:
-		y := vb.(*pte.IntList)
-		field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
-	case *pte.DoubleList:
-		y := vb.(*pte.DoubleList)
-		fx, fy := floats(x.Items), floats(y.Items)
-		field("items", fx, fy, sameJSON(fx, fy))
-	case *pte.BoolList:
-		y := vb.(*pte.BoolList)
-		field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
-	case *pte.TensorList:
-		y := vb.(*pte.TensorList)
-		field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
-	case *pte.OptionalTensorList:
-		y := vb.(*pte.OptionalTensorList)
-		field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
+	if isNil(va) || isNil(vb) || reflect.TypeOf(va) != reflect.TypeOf(vb) {
+		// A tag without its table, or a table of a tag this reader does
+		// not know, on one side at least: the values compare as their
+		// JSON forms, which say what is known.
+		var c converter
+		ja, jb := c.evalue(&pte.EValue{Val: va}).Val, c.evalue(&pte.EValue{Val: vb}).Val
+		field("val", ja, jb, isNil(va) && isNil(vb))
+	} else {
+		diffFields(va, vb, field)
 	}
 	if len(d.Fields) == 0 {
 		return nil
 	}
 	return d
+}
+
+// diffFields compares the members of two values of the same type, neither
+// nil, calling field for each.
+func diffFields(va, vb pte.Value, field func(name string, x, y any, same bool)) {
+	switch x := va.(type) {
+	case *pte.Int:
+		if y, ok := vb.(*pte.Int); ok {
+			field("int_val", x.IntVal, y.IntVal, x.IntVal == y.IntVal)
+		}
+	case *pte.Bool:
+		if y, ok := vb.(*pte.Bool); ok {
+			field("bool_val", x.BoolVal, y.BoolVal, x.BoolVal == y.BoolVal)
+		}
+	case *pte.Double:
+		if y, ok := vb.(*pte.Double); ok {
+			same := x.DoubleVal == y.DoubleVal || (x.DoubleVal != x.DoubleVal && y.DoubleVal != y.DoubleVal)
+			field("double_val", Float(x.DoubleVal), Float(y.DoubleVal), same)
+		}
+	case *pte.String:
+		if y, ok := vb.(*pte.String); ok {
+			field("string_val", x.StringVal, y.StringVal, x.StringVal == y.StringVal)
+		}
+	case *pte.IntList:
+		if y, ok := vb.(*pte.IntList); ok {
+			field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
+		}
+	case *pte.DoubleList:
+		if y, ok := vb.(*pte.DoubleList); ok {
+			fx, fy := floats(x.Items), floats(y.Items)
+			field("items", fx, fy, sameJSON(fx, fy))
+		}
+	case *pte.BoolList:
+		if y, ok := vb.(*pte.BoolList); ok {
+			field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
+		}
+	case *pte.TensorList:
+		if y, ok := vb.(*pte.TensorList); ok {
+			field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
+		}
+	case *pte.OptionalTensorList:
+		if y, ok := vb.(*pte.OptionalTensorList); ok {
+			field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
+		}
+	}
 }
 
 func floats(v []float64) []Float {

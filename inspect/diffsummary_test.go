@@ -248,3 +248,34 @@ func TestSummarizeDiffReadsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffMethodDamaged: values and instructions whose table is absent (a
+// typed nil, as the reader leaves a tag without its table) or unknown are
+// compared without a panic, and a difference among them is reported.
+func TestDiffMethodDamaged(t *testing.T) {
+	plan := func(vals ...pte.Value) *pte.ExecutionPlan {
+		p := &pte.ExecutionPlan{Name: "forward"}
+		for _, v := range vals {
+			p.Values = append(p.Values, &pte.EValue{Val: v})
+		}
+		p.Chains = []*pte.Chain{{Instructions: []*pte.Instruction{
+			{Args: (*pte.KernelCall)(nil)}, {Args: (*pte.DelegateCall)(nil)}, nil,
+			{Args: &pte.KernelCall{OpIndex: 7, Args: []int32{0}}},
+		}}}
+		return p
+	}
+	pa := plan((*pte.Tensor)(nil), (*pte.Int)(nil), (*pte.UnknownValue)(nil), &pte.Int{IntVal: 1}, &pte.UnknownValue{Tag: 42}, nil)
+	pb := plan(&pte.Tensor{Sizes: []int32{2}}, (*pte.Int)(nil), (*pte.UnknownValue)(nil), &pte.UnknownValue{Tag: pte.KernelTypesInt}, &pte.UnknownValue{Tag: 42}, nil)
+	m, err := diffMethod(0, pa, pb, &constComparer{})
+	require.NoError(t, err)
+	require.NotNil(t, m)
+	var idx []int
+	for _, v := range m.Values {
+		idx = append(idx, v.Index)
+		require.Len(t, v.Fields, 1)
+		assert.Equal(t, "val", v.Fields[0].Field)
+	}
+	assert.Equal(t, []int{0, 3}, idx, "a missing tensor table, and an Int against an Int of unknown form")
+	assert.Equal(t, []Usage{{Name: "operator#7", Arg: 0}}, m.Values[0].UsedByA)
+	assert.Empty(t, m.Tensors)
+}
