@@ -61,6 +61,8 @@ type SpecChange struct {
 // nothing is only on one side; the A/B pairs are null when equal.
 type MethodDiff struct {
 	Index int `json:"index"`
+	// Name is A's name of the method.
+	Name string `json:"name"`
 	// NameA and NameB are both set when the names differ (null otherwise);
 	// the methods are still compared by index, as upstream does.
 	NameA *string `json:"name_a"`
@@ -537,7 +539,7 @@ func onlyIn(x, y []string, repeats bool) []string {
 // diffMethod compares the methods at index i; nil when they agree on
 // everything the summary compares.
 func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDiff, error) {
-	m := &MethodDiff{Index: i}
+	m := &MethodDiff{Index: i, Name: pa.Name}
 	if pa.Name != pb.Name {
 		na, nb := pa.Name, pb.Name
 		m.NameA, m.NameB = &na, &nb

@@ -25,7 +25,8 @@ value and instruction counts, each differing tensor (type, shape, name,
 where it is used, which metadata changed, and for constant data how many
 elements differ, by how much, with samples), values and tensors on one side
 only; then methods on one side only, named data by key, and TensorRT
-delegates (engine, budget, compile specs).
+delegates (engine, budget, compile specs); a change alike in several
+delegates is one line.
 
 --paths prints instead one line per structural difference, "PATH: A -> B",
 methods matched by name, compile specs by key, e.g.

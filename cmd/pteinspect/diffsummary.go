@@ -244,7 +244,7 @@ func writeMethodDiff(p func(string, ...any), m *inspect.MethodDiff) {
 		}
 		p("Method %d: %s in A, %s in B (compared by index; %s)%s", m.Index, esc(*m.NameA), esc(*m.NameB), where, colon)
 	default:
-		p("Method %d:", m.Index)
+		p("Method %d %s:", m.Index, esc(m.Name))
 	}
 	listLine(p, "operators only in A", m.OperatorsOnlyInA)
 	listLine(p, "operators only in B", m.OperatorsOnlyInB)
