@@ -307,3 +307,31 @@ func TestDiff(t *testing.T) {
 		assert.Empty(t, r.stdout)
 	}
 }
+
+// TestDiffSummaryOtherSpecs: a compile spec change of a delegate the
+// TensorRT part does not show (another backend) is the verdict when it is
+// all that changed, and is listed after the methods when other things
+// changed too.
+func TestDiffSummaryOtherSpecs(t *testing.T) {
+	other := func(precision, buffer bool) string {
+		return variant(t, "segment", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+			d := p.ExecutionPlan[0].Delegates[0]
+			d.ID = "OtherBackend"
+			if precision {
+				d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: "precision", Value: []byte("fp16")})
+			}
+			if buffer {
+				p.ExecutionPlan[0].NonConstBufferSizes = append(p.ExecutionPlan[0].NonConstBufferSizes, 64)
+			}
+			return segs
+		})
+	}
+	base := other(false, false)
+	const line = "  forward delegate 0 (OtherBackend) precision: (absent) -> \"fp16\"\n"
+	r := runArgs(nil, "diff", base, other(true, false))
+	require.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "\nOnly compile specs differ:\n"+line, r.stdout)
+	r = runArgs(nil, "diff", base, other(true, true))
+	require.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "\nMethod 0 forward:\n  non_const_buffer_sizes: [0, 32] -> [0, 32, 64]\nCompile specs:\n"+line, r.stdout)
+}

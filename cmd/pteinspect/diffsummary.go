@@ -31,15 +31,7 @@ func writeDiffSummary(w io.Writer, names [2]string, s *inspect.DiffSummary, diff
 	p("%s (%d bytes) and %s (%d bytes) differ", na, s.SizeA, nb, s.SizeB)
 	if s.SpecsOnly {
 		p("Only compile specs differ:")
-		var items []groupItem
-		for _, c := range s.SpecChanges {
-			items = append(items, groupItem{
-				key:    esc(c.Backend) + " " + esc(c.Key) + ": " + specValues(c),
-				where:  delegateAt(c.Method, c.DelegateIndex),
-				single: specLine(c),
-			})
-		}
-		printGrouped(p, items, func(key string, _ []groupItem) string { return key })
+		writeSpecs(p, s.SpecChanges)
 	}
 	for _, m := range s.Methods {
 		writeMethodDiff(p, m)
@@ -55,6 +47,24 @@ func writeDiffSummary(w io.Writer, names [2]string, s *inspect.DiffSummary, diff
 		listLine(p, "only in A", nd.OnlyInA)
 		listLine(p, "only in B", nd.OnlyInB)
 		listLine(p, "different bytes", nd.Changed)
+	}
+	if !s.SpecsOnly {
+		// The compile specs of delegates the TensorRT part does not show.
+		type at struct{ plan, del int }
+		shown := map[at]bool{}
+		for _, t := range s.TensorRT {
+			shown[at{t.MethodIndex, t.DelegateIndex}] = true
+		}
+		var rest []inspect.SpecChange
+		for _, c := range s.SpecChanges {
+			if !shown[at{c.MethodIndex, c.DelegateIndex}] {
+				rest = append(rest, c)
+			}
+		}
+		if len(rest) > 0 {
+			p("Compile specs:")
+			writeSpecs(p, rest)
+		}
 	}
 	if len(s.TensorRT) > 0 {
 		p("TensorRT delegates:")
@@ -98,6 +108,20 @@ func listLine(p func(string, ...any), what string, v []string) {
 	if len(v) > 0 {
 		p("  %s: %s", what, strings.Join(escAll(v), ", "))
 	}
+}
+
+// writeSpecs prints compile spec changes, one line for a change alike in
+// several delegates.
+func writeSpecs(p func(string, ...any), changes []inspect.SpecChange) {
+	var items []groupItem
+	for _, c := range changes {
+		items = append(items, groupItem{
+			key:    esc(c.Backend) + " " + esc(c.Key) + ": " + specValues(c),
+			where:  delegateAt(c.Method, c.DelegateIndex),
+			single: specLine(c),
+		})
+	}
+	printGrouped(p, items, func(key string, _ []groupItem) string { return key })
 }
 
 // specLine is one compile spec change: where, key, old and new value.
