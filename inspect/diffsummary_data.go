@@ -33,12 +33,12 @@ type constSource struct {
 	inline bool
 }
 
-// dataKey is a comparison: both buffer indices and how to decode them.
+// dataKey is a comparison: both buffer indices and how to decode them
+// (type and A's shape, which the samples' indices follow).
 type dataKey struct {
-	a, b   uint32
-	st     pte.ScalarType
-	numel  int64
-	hasNum bool
+	a, b  uint32
+	st    pte.ScalarType
+	shape string
 }
 
 type dataResult struct {
@@ -113,7 +113,7 @@ func (c *constComparer) tensor(k int, ta, tb *pte.Tensor, ua, ub map[int32][]Usa
 	}
 	d.ByteSizeA, d.ByteSizeB = sa.n, sb.n
 	numel, hasNum := numElements(ta.Sizes)
-	key := dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType, numel: numel, hasNum: hasNum}
+	key := dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType, shape: fmt.Sprint(ta.Sizes)}
 	res, ok := c.done[key]
 	if !ok {
 		res, err = c.compare(sa, sb, ta.ScalarType, numel, hasNum, ta.Sizes)

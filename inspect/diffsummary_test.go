@@ -279,3 +279,42 @@ func TestDiffMethodDamaged(t *testing.T) {
 	assert.Equal(t, []Usage{{Name: "operator#7", Arg: 0}}, m.Values[0].UsedByA)
 	assert.Empty(t, m.Tensors)
 }
+
+// TestSummarizeDiffSharedBuffer: two tensors of different shapes over the
+// same inline constant buffer each get their samples' indices in their own
+// shape, though the buffers are compared once.
+func TestSummarizeDiffSharedBuffer(t *testing.T) {
+	progs := genPrograms(t)
+	le := binary.LittleEndian
+	withConstants := func(vals []float32) []byte {
+		return testprog.Rewrite(t, progs["segment"], func(p *pte.Program) {
+			var storage []byte
+			for _, v := range vals {
+				storage = le.AppendUint32(storage, math.Float32bits(v))
+			}
+			p.ConstantSegment = nil
+			p.ConstantBuffer = []*pte.Buffer{{}, {Storage: storage}}
+			ep := p.ExecutionPlan[0]
+			for _, sizes := range [][]int32{{2, 3}, {3, 2}} {
+				ep.Values = append(ep.Values, &pte.EValue{Val: &pte.Tensor{
+					ScalarType: pte.ScalarTypeFLOAT, Sizes: sizes, DimOrder: []uint8{0, 1}, DataBufferIdx: 1,
+				}})
+			}
+		})
+	}
+	a := withConstants([]float32{0, 1, 2, 3, 4, 5})
+	b := withConstants([]float32{0, 1, 2, 3, 14, 5})
+	s, err := SummarizeDiff(openBytes(t, a), openBytes(t, b), nil)
+	require.NoError(t, err)
+	require.Len(t, s.Methods, 1)
+	m := s.Methods[0]
+	require.Len(t, m.Tensors, 2)
+	for i, want := range [][]int64{{1, 1}, {2, 0}} {
+		d := m.Tensors[i].Data
+		require.NotNil(t, d)
+		assert.Equal(t, int64(6), d.Elements)
+		assert.Equal(t, []ElementDiff{{Flat: 4, Index: want, A: 4, B: 14}}, d.Samples, "tensor %d", i)
+		assert.Equal(t, Float(10), d.MaxAbs)
+		assert.Equal(t, int64(24), m.Tensors[i].ByteSizeA)
+	}
+}
