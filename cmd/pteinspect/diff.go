@@ -35,9 +35,10 @@ methods matched by name, compile specs by key, e.g.
 
 --json prints those differences as JSON; --summary adds the change summary
 to it (docs/json.md). Where things are in the file (file size, header
-offsets, segment offsets) is left out unless --layout is given. Two .ptd data files compare by key:
-layout, size and content (SHA-256); --layout adds the header, segment
-table and each key's segment and offset. Exit status 0 when equal, 1 when
+offsets, segment offsets) is left out unless --layout is given (listed
+after the summary). Two .ptd data files compare by key, printing the
+--paths lines: layout, size and content (SHA-256); --layout adds the
+header, segment table and each key's segment and offset. Exit status 0 when equal, 1 when
 different, 2 on error, 3 when reading a URL failed in a way worth retrying,
 130/143 when interrupted.
 
