@@ -1,7 +1,8 @@
 // Package inspect holds every view of a program file that pteinspect prints,
 // as library values a pipeline can call: the inspection document and its
 // stable JSON form (Build, Marshal), the checks (Check, problems), the
-// structural diff (Diff, DiffDocuments), the compile spec rows and the load
+// structural diff (Diff, DiffDocuments), the change summary of two
+// programs (SummarizeDiff), the compile spec rows and the load
 // plan view; for external data, the .ptd document and diff (BuildPTD,
 // DiffPTD) and where a program's EXTERNAL tensors come from given its data
 // files (ExternalData, DataProblems, CheckData, NeededKeys).

@@ -14,20 +14,31 @@ import (
 	"github.com/ptekit/ptekit/pte"
 )
 
-const diffUsage = `usage: pteinspect diff [--json] [--layout] A.pte|URL B.pte|URL
+const diffUsage = `usage: pteinspect diff [--paths | --json [--summary]] [--layout] A.pte|URL B.pte|URL
        pteinspect diff [--json] [--layout] A.ptd|URL B.ptd|URL
 
-Compares two programs structurally: methods (matched by name), values,
-instructions, operators, delegates and their compile specs (matched by key),
-payload and segment sizes and hashes. Prints one line per difference,
-"PATH: A -> B", e.g.
+Compares two programs and prints what changed: the verdict (bitwise equal
+or not, sizes, and each compile spec when only compile specs differ), then
+per method (matched by index, as ExecuTorch's diff_pte.py does) the
+operators and delegates found on one side only, non_const_buffer_sizes,
+value and instruction counts, each differing tensor (type, shape, name,
+where it is used, which metadata changed, and for constant data how many
+elements differ, by how much, with samples), values and tensors on one side
+only; then methods on one side only, named data by key, and TensorRT
+delegates (engine, budget, compile specs); a change alike in several
+delegates is one line.
+
+--paths prints instead one line per structural difference, "PATH: A -> B",
+methods matched by name, compile specs by key, e.g.
 
   methods[forward].delegates[0].compile_specs[weight_streaming_budget]: (absent) -> "4294967296"
 
-Where things are in the file (file size, header offsets, segment offsets) is
-left out unless --layout is given. Two .ptd data files compare by key:
-layout, size and content (SHA-256); --layout adds the header, segment
-table and each key's segment and offset. Exit status 0 when equal, 1 when
+--json prints those differences as JSON; --summary adds the change summary
+to it (docs/json.md). Where things are in the file (file size, header
+offsets, segment offsets) is left out unless --layout is given (listed
+after the summary). Two .ptd data files compare by key, printing the
+--paths lines: layout, size and content (SHA-256); --layout adds the
+header, segment table and each key's segment and offset. Exit status 0 when equal, 1 when
 different, 2 on error, 3 when reading a URL failed in a way worth retrying,
 130/143 when interrupted.
 
@@ -54,6 +65,12 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if fs.NArg() != 2 {
 		return usageErr(stderr, "diff: expected two files, got %d arguments", fs.NArg())
 	}
+	if d.paths && d.asJSON {
+		return usageErr(stderr, "diff: --paths and --json are two outputs; give one")
+	}
+	if d.summary && !d.asJSON {
+		return usageErr(stderr, "diff: --summary goes with --json (the summary is the default human view)")
+	}
 	if fs.Arg(0) == "-" && fs.Arg(1) == "-" {
 		return usageErr(stderr, "diff: only one side can be standard input")
 	}
@@ -74,6 +91,9 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if !ptdA || !ptdB {
 			return usageErr(stderr, "diff: compare a .ptd data file with another .ptd file, a program with a program")
 		}
+		if d.summary {
+			return usageErr(stderr, "diff: --summary compares programs, not .ptd data files")
+		}
 		return runPTDDiff(ctx, opener, fs.Args(), d.asJSON, d.layout, stdout, stderr, d.fail)
 	}
 	return d.programs(ctx, opener)
@@ -82,9 +102,11 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // diffRun is one pteinspect diff: its flags, outputs and the two names.
 type diffRun struct {
 	asJSON, layout, quiet bool
-	in                    input.Flags
-	stdout, stderr        io.Writer
-	names                 [2]string
+	// paths prints the path lines; summary adds the summary to --json.
+	paths, summary bool
+	in             input.Flags
+	stdout, stderr io.Writer
+	names          [2]string
 }
 
 // flags returns the flag set of diff, bound to d.
@@ -93,6 +115,8 @@ func (d *diffRun) flags() *pflag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&d.asJSON, "json", false, `print {"equal": BOOL, "differences": [{"path", "kind", "a", "b"}]}`)
 	fs.BoolVar(&d.layout, "layout", false, "also compare file size, header offsets and segment offsets")
+	fs.BoolVar(&d.paths, "paths", false, `print one "PATH: A -> B" line per difference instead of the change summary`)
+	fs.BoolVar(&d.summary, "summary", false, `with --json, add the change summary as "summary"`)
 	d.in.AddFlags(fs)
 	fs.BoolVarP(&d.quiet, "quiet", "q", false, "no progress line on a terminal")
 	return fs
@@ -144,7 +168,59 @@ func (d *diffRun) programs(ctx context.Context, opener *input.Opener) int {
 	if err != nil {
 		return diffFail(d.stdout, d.stderr, err, d.asJSON)
 	}
-	return printDiffs(d.stdout, d.stderr, diffs, d.asJSON)
+	if d.paths || (d.asJSON && !d.summary) {
+		return printDiffs(d.stdout, d.stderr, diffs, d.asJSON)
+	}
+	// The summary's verdict leaves the layout out: with --layout its
+	// differences are listed after the summary.
+	plain := diffs
+	if d.layout {
+		if plain, err = inspect.DiffDocuments(docs[0], docs[1], nil); err != nil {
+			return diffFail(d.stdout, d.stderr, err, d.asJSON)
+		}
+	}
+	sum, err := inspect.SummarizeDiff(files[0], files[1], &inspect.DiffSummaryOptions{Docs: docs, Differences: plain})
+	if err != nil {
+		return diffFail(d.stdout, d.stderr, err, d.asJSON)
+	}
+	if d.asJSON {
+		if diffs == nil {
+			diffs = []inspect.Difference{}
+		}
+		if err := inspect.Encode(d.stdout, struct {
+			Equal       bool                 `json:"equal"`
+			Differences []inspect.Difference `json:"differences"`
+			Summary     *inspect.DiffSummary `json:"summary"`
+		}{len(diffs) == 0, diffs, sum}); err != nil {
+			fmt.Fprintf(d.stderr, "pteinspect: diff: %v\n", err)
+			return exitUsage
+		}
+	} else {
+		writeDiffSummary(d.stdout, d.names, sum, plain)
+		writeLayout(d.stdout, diffs, plain)
+	}
+	if len(diffs) > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// writeLayout lists, after the summary, the differences --layout adds:
+// those of diffs not in plain.
+func writeLayout(w io.Writer, diffs, plain []inspect.Difference) {
+	if len(diffs) == len(plain) {
+		return
+	}
+	seen := make(map[string]bool, len(plain))
+	for _, d := range plain {
+		seen[d.Path] = true
+	}
+	fmt.Fprintln(w, "Layout:")
+	for _, d := range diffs {
+		if !seen[d.Path] {
+			fmt.Fprintln(w, "  "+escText(d.String()))
+		}
+	}
 }
 
 // diffFail reports a failure to compare (exit status 2, so that 1 always

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,20 +66,53 @@ func trtDelegates(t *testing.T, path string) int {
 }
 
 // TestDiffRebake: setting the budget of a program with pteexport --from
-// changes one thing per TensorRT delegate, and diff says exactly that.
+// changes one thing per TensorRT delegate, and diff says exactly that:
+// --paths one line each, the summary that only compile specs differ, the
+// change of each delegate (alike ones on one line), and each engine
+// unchanged.
 func TestDiffRebake(t *testing.T) {
 	line := regexp.MustCompile(`^methods\[\w+\]\.delegates\[\d+\]\.compile_specs\[weight_streaming_budget\]: (\(absent\)|"\d+") -> "4294967296"$`)
+	specLine := regexp.MustCompile(`^  (\w+ delegate \d+ \(TensorRTBackend\) |(\d+) delegates \(.*\): TensorRTBackend )weight_streaming_budget: (\(absent\)|"\d+") -> "4294967296"$`)
+	engineLine := regexp.MustCompile(`^  (\w+ delegate \d+: engine unchanged \(\d+ bytes\)|(\d+) delegates \(.*\): engines unchanged \(.*\)), budget .* -> 4 GiB$`)
+	// count returns how many delegates the lines matching re name.
+	count := func(re *regexp.Regexp, lines []string) int {
+		n := 0
+		for _, l := range lines {
+			m := re.FindStringSubmatch(l)
+			if !assert.NotNil(t, m, l) {
+				continue
+			}
+			if m[2] == "" {
+				n++
+			} else {
+				k, err := strconv.Atoi(m[2])
+				require.NoError(t, err)
+				n += k
+			}
+		}
+		return n
+	}
 	for _, name := range []string{"two_methods", "no_budget", "chain", "inline", "aligned_4096", "aliased", "specs"} {
 		t.Run(name, func(t *testing.T) {
 			a := trtPath(t, name)
 			b := rebake(t, name)
-			r := runArgs(nil, "diff", a, b)
+			n := trtDelegates(t, a)
+			r := runArgs(nil, "diff", "--paths", a, b)
 			require.Equal(t, 1, r.code, r.stderr)
 			lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
-			assert.Len(t, lines, trtDelegates(t, a), r.stdout)
+			assert.Len(t, lines, n, r.stdout)
 			for _, l := range lines {
 				assert.Regexp(t, line, l)
 			}
+			r = runArgs(nil, "diff", a, b)
+			require.Equal(t, 1, r.code, r.stderr)
+			lines = strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+			assert.Regexp(t, `^\S+ \(\d+ bytes\) and \S+ \(\d+ bytes\) differ$`, lines[0])
+			assert.Equal(t, "Only compile specs differ:", lines[1])
+			trt := slices.Index(lines, "TensorRT delegates:")
+			require.Positive(t, trt, r.stdout)
+			assert.Equal(t, n, count(specLine, lines[2:trt]), r.stdout)
+			assert.Equal(t, n, count(engineLine, lines[trt+1:]), r.stdout)
 		})
 	}
 }
@@ -92,6 +127,7 @@ func TestDiffGolden(t *testing.T) {
 		args   func() []string
 	}{
 		{"rebake", func() []string { return []string{vec(twoMethods), rebake(t, twoMethods)} }},
+		{"rebake_engines_64", func() []string { return []string{vec("engines_64"), rebake(t, "engines_64")} }},
 		{"rebake_insert", func() []string {
 			return []string{vec("no_budget"), rebake(t, "no_budget")}
 		}},
@@ -99,6 +135,7 @@ func TestDiffGolden(t *testing.T) {
 			return []string{"--layout", vec("no_budget"), rebake(t, "no_budget")}
 		}},
 		{"rebake_json", func() []string { return []string{"--json", vec(twoMethods), rebake(t, twoMethods)} }},
+		{"summary_two_programs_json", func() []string { return []string{"--json", "--summary", vec("segment"), vec(twoMethods)} }},
 		{"inline_vs_segment", func() []string { return []string{vec("segment"), vec("inline")} }},
 		{"inline_vs_segment_json", func() []string {
 			return []string{"--json", vec("segment"), vec("inline")}
@@ -131,12 +168,37 @@ func TestDiffGolden(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.golden, func(t *testing.T) {
-			r := runArgs(nil, append([]string{"diff"}, c.args()...)...)
+			args := c.args()
+			if strings.HasSuffix(c.golden, "_json") {
+				r := runArgs(nil, append([]string{"diff"}, args...)...)
+				require.Equal(t, 1, r.code, r.stderr)
+				require.Empty(t, r.stderr)
+				assertGolden(t, "diff_"+c.golden+".txt", r.stdout)
+				return
+			}
+			// The path lines (--paths), and the change summary, the
+			// default view.
+			r := runArgs(nil, append([]string{"diff", "--paths"}, args...)...)
 			require.Equal(t, 1, r.code, r.stderr)
 			require.Empty(t, r.stderr)
 			assertGolden(t, "diff_"+c.golden+".txt", r.stdout)
+			r = runArgs(nil, append([]string{"diff"}, args...)...)
+			require.Equal(t, 1, r.code, r.stderr)
+			require.Empty(t, r.stderr)
+			assertGolden(t, "diff_summary_"+c.golden+".txt", hideTemp(r.stdout, args))
 		})
 	}
+}
+
+// hideTemp writes the paths of args (temporary files) as their base
+// names, so that goldens do not depend on where the test ran.
+func hideTemp(out string, args []string) string {
+	for _, a := range args {
+		if filepath.IsAbs(a) {
+			out = strings.ReplaceAll(out, a, filepath.Base(a))
+		}
+	}
+	return out
 }
 
 // assertGolden compares got with testdata/golden/NAME, which -update
@@ -152,6 +214,9 @@ func TestDiff(t *testing.T) {
 
 	r := runArgs(nil, "diff", a, a)
 	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, a+" and "+a+" are bitwise equal (1392 bytes)\n", r.stdout)
+	r = runArgs(nil, "diff", "--paths", a, a)
+	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Empty(t, r.stdout)
 
 	// The same program written again, every offset moved: equal unless
@@ -160,11 +225,21 @@ func TestDiff(t *testing.T) {
 	again := variant(t, "aligned_4096", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader { return segs })
 	r = runArgs(nil, "diff", moved, again)
 	assert.Equal(t, 0, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "differ only in layout")
 	r = runArgs(nil, "diff", "--layout", moved, again)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "differ only in layout")
+	assert.Contains(t, r.stdout, "\nLayout:\n")
+	assert.Contains(t, r.stdout, "\n  extended_header.segment_base_offset: 4096 -> ")
+	r = runArgs(nil, "diff", "--paths", "--layout", moved, again)
 	assert.Equal(t, 1, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "extended_header.segment_base_offset: 4096 -> ")
 
 	r = runArgs(nil, "diff", a, b)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "Only compile specs differ:\n  forward delegate 0 (TensorRTBackend) weight_streaming_budget: \"1048576\" -> (absent)\n")
+
+	r = runArgs(nil, "diff", "--paths", a, b)
 	assert.Equal(t, 1, r.code, r.stderr)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	assert.Contains(t, lines, `methods[forward].delegates[0].compile_specs[weight_streaming_budget]: "1048576" -> (absent)`)
@@ -193,6 +268,24 @@ func TestDiff(t *testing.T) {
 	assert.Equal(t, 0, r.code)
 	assert.JSONEq(t, `{"equal":true,"differences":[]}`, r.stdout)
 
+	// --summary adds the summary and leaves the other members as they are.
+	plain := runArgs(nil, "diff", "--json", a, b)
+	r = runArgs(nil, "diff", "--json", "--summary", a, b)
+	assert.Equal(t, 1, r.code, r.stderr)
+	var withSummary map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &withSummary))
+	var s inspect.DiffSummary
+	require.NoError(t, json.Unmarshal(withSummary["summary"], &s))
+	assert.True(t, s.SpecsOnly)
+	delete(withSummary, "summary")
+	rest, err := json.Marshal(withSummary)
+	require.NoError(t, err)
+	assert.JSONEq(t, plain.stdout, string(rest))
+
+	r = runArgs(nil, "diff", "--paths", "--json", a, b)
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "--paths and --json")
+
 	r = runArgs(nil, "diff", "--help")
 	assert.Equal(t, 0, r.code)
 	assert.Contains(t, r.stdout, "--layout")
@@ -206,10 +299,39 @@ func TestDiff(t *testing.T) {
 		{"diff", a},
 		{"diff", "--bogus", a, b},
 		{"diff", "-", "-"},
+		{"diff", "--summary", a, b},
 	} {
 		r = runArgs(nil, args...)
 		assert.Equal(t, 2, r.code, "%v", args)
 		assert.NotEmpty(t, r.stderr)
 		assert.Empty(t, r.stdout)
 	}
+}
+
+// TestDiffSummaryOtherSpecs: a compile spec change of a delegate the
+// TensorRT part does not show (another backend) is the verdict when it is
+// all that changed, and is listed after the methods when other things
+// changed too.
+func TestDiffSummaryOtherSpecs(t *testing.T) {
+	other := func(precision, buffer bool) string {
+		return variant(t, "segment", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
+			d := p.ExecutionPlan[0].Delegates[0]
+			d.ID = "OtherBackend"
+			if precision {
+				d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: "precision", Value: []byte("fp16")})
+			}
+			if buffer {
+				p.ExecutionPlan[0].NonConstBufferSizes = append(p.ExecutionPlan[0].NonConstBufferSizes, 64)
+			}
+			return segs
+		})
+	}
+	base := other(false, false)
+	const line = "  forward delegate 0 (OtherBackend) precision: (absent) -> \"fp16\"\n"
+	r := runArgs(nil, "diff", base, other(true, false))
+	require.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "\nOnly compile specs differ:\n"+line, r.stdout)
+	r = runArgs(nil, "diff", base, other(true, true))
+	require.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "\nMethod 0 forward:\n  non_const_buffer_sizes: [0, 32] -> [0, 32, 64]\nCompile specs:\n"+line, r.stdout)
 }

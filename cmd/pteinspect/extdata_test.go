@@ -376,8 +376,11 @@ func TestPTDDiff(t *testing.T) {
 	assert.Contains(t, got, "removed named_data[y]")
 	assert.Contains(t, got, "added named_data[z]")
 
-	// A .ptd against a program is a usage error.
+	// A .ptd against a program is a usage error, and so is --summary, which
+	// is for programs; --paths prints what the default view prints.
 	assert.Equal(t, exitUsage, runArgs(nil, "diff", a, trtPath(t, "segment")).code)
+	assert.Equal(t, exitUsage, runArgs(nil, "diff", "--json", "--summary", a, keys).code)
+	assert.Equal(t, runArgs(nil, "diff", a, content), runArgs(nil, "diff", "--paths", a, content))
 }
 
 // TestVerifyDataPairsOverHTTP: the same runs with the program and every

@@ -1,0 +1,329 @@
+package inspect
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/ptekit/ptekit/pte"
+)
+
+// constComparer compares the constant data of tensors of two programs.
+type constComparer struct {
+	f [2]*pte.File
+	// same says both constant segments hold the same bytes at the same
+	// place (their digests and ranges agree): equal ranges then need no
+	// reading.
+	same bool
+	// done remembers comparisons already made: a buffer shared by several
+	// tensors is read once.
+	done map[dataKey]*dataResult
+	bufs [2][]byte
+}
+
+// constSource is the bytes of one constant buffer: a range of r.
+type constSource struct {
+	r      io.ReaderAt
+	off, n int64
+	// inline says r is the inline buffer's storage, not the file.
+	inline bool
+}
+
+// dataKey is a comparison: both buffer indices and how to decode them
+// (type and A's shape, which the samples' indices follow).
+type dataKey struct {
+	a, b  uint32
+	st    pte.ScalarType
+	shape string
+}
+
+type dataResult struct {
+	differ bool
+	data   *DataDiff
+}
+
+func newConstComparer(a, b *pte.File, da, db *Document) *constComparer {
+	c := &constComparer{f: [2]*pte.File{a, b}, done: map[dataKey]*dataResult{}}
+	sa, oka := constSegment(a, da)
+	sb, okb := constSegment(b, db)
+	c.same = oka && okb && sa.FileOffset == sb.FileOffset && sa.Size == sb.Size && sa.SHA256.Hex != "" && sa.SHA256 == sb.SHA256
+	return c
+}
+
+// constSegment returns the document's segment that holds f's constant
+// segment.
+func constSegment(f *pte.File, d *Document) (*Segment, bool) {
+	cs := f.Program.ConstantSegment
+	if cs == nil || uint64(cs.SegmentIndex) >= uint64(len(d.Segments)) || d.Segments[cs.SegmentIndex] == nil {
+		return nil, false
+	}
+	return d.Segments[cs.SegmentIndex], true
+}
+
+// constantSource returns where constant buffer idx of f is, as upstream
+// measures it: in the constant segment, from offsets[idx] to
+// offsets[idx+1] or the segment's end; else the inline buffer's storage.
+// A buffer that does not exist (index out of range, range outside the
+// segment) is empty, as upstream finds no bytes for it.
+func constantSource(f *pte.File, idx uint32) (constSource, error) {
+	p := f.Program
+	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 0 {
+		if uint64(idx) >= uint64(len(cs.Offsets)) {
+			return constSource{}, nil
+		}
+		seg, err := f.Segment(int(cs.SegmentIndex))
+		if err != nil {
+			var fe *pte.FormatError
+			if errors.As(err, &fe) {
+				return constSource{}, nil // no constant segment: no bytes
+			}
+			return constSource{}, err
+		}
+		size := uint64(seg.Size())
+		start, end := cs.Offsets[idx], size
+		if int(idx)+1 < len(cs.Offsets) {
+			end = cs.Offsets[idx+1]
+		}
+		if start > size || end > size || end < start {
+			return constSource{}, nil
+		}
+		return constSource{r: f.ReaderAt(), off: seg.FileOffset + int64(start), n: int64(end - start)}, nil
+	}
+	if uint64(idx) >= uint64(len(p.ConstantBuffer)) || p.ConstantBuffer[idx] == nil {
+		return constSource{}, nil
+	}
+	s := p.ConstantBuffer[idx].Storage
+	return constSource{r: bytes.NewReader(s), n: int64(len(s)), inline: true}, nil
+}
+
+// tensor compares two tensors at value index k; nil when they agree.
+func (c *constComparer) tensor(k int, ta, tb *pte.Tensor, ua, ub map[int32][]Usage) (*TensorDiff, error) {
+	d := &TensorDiff{A: tensorRef(k, ta, ua), B: tensorRef(k, tb, ub), Fields: tensorFields(ta, tb)}
+	sa, err := constantSource(c.f[0], ta.DataBufferIdx)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := constantSource(c.f[1], tb.DataBufferIdx)
+	if err != nil {
+		return nil, err
+	}
+	d.ByteSizeA, d.ByteSizeB = sa.n, sb.n
+	numel, hasNum := numElements(ta.Sizes)
+	key := dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType, shape: fmt.Sprint(ta.Sizes)}
+	res, ok := c.done[key]
+	if !ok {
+		res, err = c.compare(sa, sb, ta.ScalarType, numel, hasNum, ta.Sizes)
+		if err != nil {
+			return nil, fmt.Errorf("inspect: diff summary: constant data of value %d: %w", k, err)
+		}
+		c.done[key] = res
+	}
+	d.BytesDiffer = res.differ
+	if res.differ {
+		data := *res.data
+		data.Samples = slices.Clone(data.Samples)
+		d.Data = &data
+	}
+	if len(d.Fields) == 0 && !d.BytesDiffer {
+		return nil, nil
+	}
+	return d, nil
+}
+
+// tensorFields lists the Tensor members that differ, in schema order, with
+// their values in the program member's JSON form.
+func tensorFields(ta, tb *pte.Tensor) []FieldDiff {
+	ja, jb := tensor(ta), tensor(tb)
+	out := []FieldDiff{}
+	add := func(name string, x, y any, same bool) {
+		if !same {
+			out = append(out, FieldDiff{Field: name, A: x, B: y})
+		}
+	}
+	add("scalar_type", ja.ScalarType, jb.ScalarType, ta.ScalarType == tb.ScalarType)
+	add("storage_offset", ja.StorageOffset, jb.StorageOffset, ta.StorageOffset == tb.StorageOffset)
+	add("sizes", orEmpty(ja.Sizes), orEmpty(jb.Sizes), slices.Equal(ta.Sizes, tb.Sizes))
+	add("dim_order", orEmpty(ja.DimOrder), orEmpty(jb.DimOrder), slices.Equal(ta.DimOrder, tb.DimOrder))
+	add("requires_grad", ja.RequiresGrad, jb.RequiresGrad, ta.RequiresGrad == tb.RequiresGrad)
+	add("data_buffer_idx", ja.DataBufferIdx, jb.DataBufferIdx, ta.DataBufferIdx == tb.DataBufferIdx)
+	add("allocation_info", ja.AllocationInfo, jb.AllocationInfo, equalPtr(ta.AllocationInfo, tb.AllocationInfo))
+	add("layout", ja.Layout, jb.Layout, ta.Layout == tb.Layout)
+	add("shape_dynamism", ja.ShapeDynamism, jb.ShapeDynamism, ta.ShapeDynamism == tb.ShapeDynamism)
+	sameExtra := (ta.ExtraTensorInfo == nil) == (tb.ExtraTensorInfo == nil) &&
+		(ta.ExtraTensorInfo == nil || sameJSON(ja.ExtraTensorInfo, jb.ExtraTensorInfo))
+	add("extra_tensor_info", ja.ExtraTensorInfo, jb.ExtraTensorInfo, sameExtra)
+	return out
+}
+
+// numElements is the product of sizes; ok is false when a size is
+// negative or the product overflows.
+func numElements(sizes []int32) (int64, bool) {
+	n := int64(1)
+	for _, s := range sizes {
+		if s < 0 || (s > 0 && n > math.MaxInt64/int64(s)) {
+			return 0, false
+		}
+		n *= int64(s)
+	}
+	return n, true
+}
+
+// compareChunk is how many bytes of each side compare reads at a time.
+const compareChunk = 1 << 16
+
+// compare reads two constant buffers side by side and compares their bytes
+// and, when they differ, their first elements as type st.
+func (c *constComparer) compare(a, b constSource, st pte.ScalarType, numel int64, hasNum bool, sizes []int32) (*dataResult, error) {
+	res := &dataResult{differ: a.n != b.n}
+	if !res.differ && (a.n == 0 || (c.same && !a.inline && !b.inline && a.off == b.off)) {
+		return res, nil
+	}
+	dec, es, isFloat := elementDecoder(st)
+	data := &DataDiff{Decoded: dec != nil, Samples: []ElementDiff{}}
+	var n int64 // elements to compare
+	if dec != nil && hasNum {
+		n = min(numel, a.n/es, b.n/es)
+	}
+	// Bytes past the compared elements only matter to bytes_differ, and
+	// only when the lengths agree.
+	limit := min(a.n, b.n)
+	if res.differ {
+		limit = n * es
+	}
+	var sum float64
+	for i := range c.bufs {
+		if c.bufs[i] == nil {
+			c.bufs[i] = make([]byte, compareChunk)
+		}
+	}
+	chunk := compareChunk
+	if es > 1 {
+		chunk -= chunk % int(es)
+	}
+	for pos := int64(0); pos < limit; pos += int64(chunk) {
+		m := min(int64(chunk), limit-pos)
+		ba, bb := c.bufs[0][:m], c.bufs[1][:m]
+		if _, err := io.ReadFull(io.NewSectionReader(a.r, a.off+pos, m), ba); err != nil {
+			return nil, fmt.Errorf("reading A's bytes %d..%d: %w", a.off+pos, a.off+pos+m, err)
+		}
+		if _, err := io.ReadFull(io.NewSectionReader(b.r, b.off+pos, m), bb); err != nil {
+			return nil, fmt.Errorf("reading B's bytes %d..%d: %w", b.off+pos, b.off+pos+m, err)
+		}
+		if bytes.Equal(ba, bb) {
+			continue
+		}
+		res.differ = true
+		if dec == nil {
+			continue
+		}
+		first := pos / es
+		for e := first; e < n && (e-first+1)*es <= m; e++ {
+			o := (e - first) * es
+			ea, eb := ba[o:o+es], bb[o:o+es]
+			if bytes.Equal(ea, eb) {
+				continue
+			}
+			x, y := dec(ea), dec(eb)
+			if isFloat && x == y {
+				continue // -0 and +0
+			}
+			diff := math.Abs(x - y)
+			data.Differing++
+			sum += diff
+			if diff > float64(data.MaxAbs) || math.IsNaN(diff) && !math.IsNaN(float64(data.MaxAbs)) {
+				data.MaxAbs = Float(diff)
+			}
+			if len(data.Samples) < MaxDiffSamples {
+				data.Samples = append(data.Samples, ElementDiff{Flat: e, Index: unravel(e, sizes), A: Float(x), B: Float(y)})
+			}
+		}
+	}
+	if !res.differ {
+		return res, nil
+	}
+	data.Elements = n
+	if data.Differing > 0 {
+		data.MeanAbs = Float(sum / float64(data.Differing))
+	}
+	res.data = data
+	return res, nil
+}
+
+// unravel returns the index in shape sizes of flat element e (row-major,
+// as upstream's numpy.unravel_index).
+func unravel(e int64, sizes []int32) []int64 {
+	out := make([]int64, len(sizes))
+	for i := len(sizes) - 1; i >= 0; i-- {
+		if s := int64(sizes[i]); s > 0 {
+			out[i] = e % s
+			e /= s
+		}
+	}
+	return out
+}
+
+// elementDecoder returns how to read one little-endian element of type st
+// as float64, its size, and whether it is a floating-point type (whose
+// elements compare by value: -0 equals +0, NaN equals nothing); nil for a
+// type upstream does not decode.
+func elementDecoder(st pte.ScalarType) (dec func([]byte) float64, size int64, isFloat bool) {
+	le := binary.LittleEndian
+	switch st {
+	case pte.ScalarTypeBYTE:
+		return func(b []byte) float64 { return float64(b[0]) }, 1, false
+	case pte.ScalarTypeCHAR:
+		return func(b []byte) float64 { return float64(int8(b[0])) }, 1, false
+	case pte.ScalarTypeBOOL:
+		return func(b []byte) float64 {
+			if b[0] != 0 {
+				return 1
+			}
+			return 0
+		}, 1, false
+	case pte.ScalarTypeSHORT:
+		return func(b []byte) float64 { return float64(int16(le.Uint16(b))) }, 2, false
+	case pte.ScalarTypeUINT16:
+		return func(b []byte) float64 { return float64(le.Uint16(b)) }, 2, false
+	case pte.ScalarTypeINT:
+		return func(b []byte) float64 { return float64(int32(le.Uint32(b))) }, 4, false
+	case pte.ScalarTypeUINT32:
+		return func(b []byte) float64 { return float64(le.Uint32(b)) }, 4, false
+	case pte.ScalarTypeLONG:
+		return func(b []byte) float64 { return float64(int64(le.Uint64(b))) }, 8, false
+	case pte.ScalarTypeUINT64:
+		return func(b []byte) float64 { return float64(le.Uint64(b)) }, 8, false
+	case pte.ScalarTypeHALF:
+		return func(b []byte) float64 { return halfToFloat(le.Uint16(b)) }, 2, true
+	case pte.ScalarTypeBFLOAT16:
+		return func(b []byte) float64 { return float64(math.Float32frombits(uint32(le.Uint16(b)) << 16)) }, 2, true
+	case pte.ScalarTypeFLOAT:
+		return func(b []byte) float64 { return float64(math.Float32frombits(le.Uint32(b))) }, 4, true
+	case pte.ScalarTypeDOUBLE:
+		return func(b []byte) float64 { return math.Float64frombits(le.Uint64(b)) }, 8, true
+	}
+	return nil, 1, false
+}
+
+// halfToFloat converts an IEEE 754 binary16 value to float64.
+func halfToFloat(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp := int(h>>10) & 0x1f
+	frac := float64(h & 0x3ff)
+	switch exp {
+	case 0:
+		return sign * math.Ldexp(frac, -24)
+	case 0x1f:
+		if frac != 0 {
+			return math.NaN()
+		}
+		return sign * math.Inf(1)
+	}
+	return sign * math.Ldexp(1024+frac, exp-25)
+}
