@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -113,5 +114,25 @@ func TestAboveFloor(t *testing.T) {
 	}
 	if got := c.aboveFloor("chain", "-l", 8192, mib(20), 1<<20); got != "n/a" {
 		t.Errorf("another shape's floor was used: %q", got)
+	}
+}
+
+// TestWrapRemove checks that a measured command removes its old output
+// itself, inside the timed process, and then runs with its own arguments.
+func TestWrapRemove(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	argv := wrapRemove(out, []string{"sh", "-c", `test ! -e "$1" && echo "$2"`, "sh", out, "ran"})
+	got, err := exec.Command(argv[0], argv[1:]...).Output()
+	if err != nil {
+		t.Fatalf("%v: %v", argv, err)
+	}
+	if string(got) != "ran\n" {
+		t.Fatalf("output %q, want the command's own", got)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("old output still there: %v", err)
 	}
 }

@@ -4,7 +4,9 @@
 // commands and runs it; docs/performance.md is one of its outputs.
 //
 // Each row runs our command and its baseline as pairs, alternating which
-// goes first, after sync(2) and with a fresh output, and reports the median
+// goes first, each side removing its previous output inside the timed
+// command with nothing synced off the clock (-off-clock: removed and
+// synced before the clock starts), and reports the median
 // of the per-pair ratios, each side's median wall time, its peak RSS (the
 // ru_maxrss wait4 reports, children included; at least that of the small
 // launcher process, reported with the results) and the bytes it read
@@ -70,6 +72,7 @@ func main() {
 	flag.StringVar(&scale, "scale", "1,1024,16384,65536", "engine counts of the scale rows (1 KiB engines)")
 	flag.StringVar(&shapes, "shapes", "all", "scale row program shapes, comma-separated, or all: "+shapeHelp)
 	flag.IntVar(&c.pairs, "pairs", 5, "runs of each side per row (the median is reported)")
+	flag.BoolVar(&offClock, "off-clock", false, "remove each old output and sync(2) before the clock starts (the earlier tables' way); by default each command removes its old output inside the timed run and nothing is synced off the clock")
 	flag.BoolVar(&c.views, "views", true, "time the views of the scale programs (-views=false: the scale rows' exports alone)")
 	flag.BoolVar(&quick, "quick", false, "a run under a minute: 1 MiB engines, scale 1,64,1024, shapes methods,chain, 3 pairs (flags given after it still apply)")
 	flag.Parse()

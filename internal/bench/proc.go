@@ -30,29 +30,54 @@ type cmdSpec struct {
 	okCodes []int
 	cleanup []string
 	setup   [][]string // commands run before, off the clock
+	// output is the file the command writes. As a user meets it (the
+	// default), the command removes it itself, inside the timed run:
+	// the previous run's output is deleted on the clock, as a user's
+	// "rm -f out && pteexport ... -o out" (or a re-run over an existing
+	// output) pays for it. With offClock it is removed, and everything
+	// synced, before the clock starts.
+	output string
 }
 
-// measure runs c once after sync(2) and returns its sample. The command
+// offClock selects the measurement the earlier tables used: before each
+// run the old output is removed and sync(2) is called off the clock. The
+// default is the outside way: nothing is removed or synced off the clock
+// (only setup, which prepares an input, is followed by a sync).
+var offClock bool
+
+// wrapRemove returns argv run after removing output, in the same timed
+// process tree: sh -c 'rm -f -- "$0" && exec "$@"' output argv...
+func wrapRemove(output string, argv []string) []string {
+	return append([]string{"sh", "-c", `rm -f -- "$0" && exec "$@"`, output}, argv...)
+}
+
+// measure runs c once and returns its sample (see cmdSpec.output and
+// offClock for what happens to the old output and the page cache). The command
 // is started by a fresh copy of this program (launch), so that the peak
 // RSS the kernel reports for it starts from that small process and not
 // from this one: at exec a process inherits the high-water mark of the
 // memory it was forked with.
 func measure(c cmdSpec) (sample, error) {
-	for _, p := range c.cleanup {
-		os.RemoveAll(p)
+	argv := c.argv
+	if offClock {
+		removeAll(c.cleanup, c.output)
+	} else if c.output != "" {
+		argv = wrapRemove(c.output, argv)
 	}
 	for _, argv := range c.setup {
 		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
 			return sample{}, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, out)
 		}
 	}
-	syscall.Sync()
+	if offClock || len(c.setup) > 0 {
+		syscall.Sync()
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return sample{}, err
 	}
 	var stdout, stderr strings.Builder
-	cmd := exec.Command(self, append([]string{"-launch"}, c.argv...)...)
+	cmd := exec.Command(self, append([]string{"-launch"}, argv...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return sample{}, fmt.Errorf("%s: %v: %s", strings.Join(c.argv, " "), err, strings.TrimSpace(stderr.String()))
@@ -67,10 +92,19 @@ func measure(c cmdSpec) (sample, error) {
 	if code != 0 && !slices.Contains(c.okCodes, code) {
 		return s, fmt.Errorf("%s: exit status %d: %s", strings.Join(c.argv, " "), code, strings.TrimSpace(stderr.String()))
 	}
-	for _, p := range c.cleanup {
-		os.RemoveAll(p)
+	if offClock {
+		removeAll(c.cleanup, c.output)
 	}
 	return s, nil
+}
+
+// removeAll removes paths and output, when it is set.
+func removeAll(paths []string, output string) {
+	for _, p := range append(paths, output) {
+		if p != "" {
+			os.RemoveAll(p)
+		}
+	}
 }
 
 // launch runs argv with its standard output discarded and prints its wall

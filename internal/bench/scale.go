@@ -113,8 +113,8 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 		}
 	}
 	r, err := pairs(c.pairs,
-		cmdSpec{argv: []string{t.export, "--manifest", m, "-o", out}, cleanup: []string{out}},
-		cmdSpec{argv: []string{"sh", "-c", `find "$1" -name '*.engine' -print0 | xargs -0 cat > "$2" && sync "$2"`, "sh", engDir, cpOut}, cleanup: []string{cpOut}})
+		cmdSpec{argv: []string{t.export, "--manifest", m, "-o", out}, output: out},
+		cmdSpec{argv: []string{"sh", "-c", `find "$1" -name '*.engine' -print0 | xargs -0 cat > "$2" && sync "$2"`, "sh", engDir, cpOut}, output: cpOut})
 	if err != nil {
 		// A program the writer refuses (e.g. past the verifier's table
 		// limit) is a row of the table, not the end of the run.
@@ -123,10 +123,10 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 		fmt.Fprintf(os.Stderr, "bench: %d engines (%s): %v\n", n, shape, err)
 		return nil
 	}
-	// The timed runs removed their output: write the program again (and
-	// the rebuilt one, for the views) to measure it and view it.
+	// Write the program again (the timed runs may have removed it) and
+	// the rebuilt one, for the views, to measure it and view it.
 	for _, argv := range [][]string{{t.export, "--manifest", m, "-o", out}, {t.export, "--manifest", m2, "-o", out2}} {
-		if _, err := measure(cmdSpec{argv: argv}); err != nil {
+		if _, err := measure(cmdSpec{argv: argv, output: argv[len(argv)-1]}); err != nil {
 			return err
 		}
 		if !c.views {
