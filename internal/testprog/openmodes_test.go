@@ -105,6 +105,14 @@ var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 		err = st.Each(func(m *inspect.MethodView) error { ms = append(ms, m); return nil })
 		return answer([]any{ms, st.Document()}, err)
 	},
+	"inspect.Size": func(_ *testing.T, f *pte.File) string {
+		r, err := inspect.Size(f, nil)
+		return answer(r, err)
+	},
+	"inspect.SummarizeDiff": func(_ *testing.T, f *pte.File) string {
+		d, err := inspect.SummarizeDiff(f, f, nil)
+		return answer(d, err)
+	},
 	"inspect.Summarize": func(_ *testing.T, f *pte.File) string {
 		s, doc, err := inspect.Summarize(f, nil)
 		return answer([]any{s, doc}, err)
