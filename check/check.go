@@ -230,10 +230,7 @@ func hazardSeverity(k delegate.HazardKind) (severity, code string) {
 // TensorRT delegate refuses at init: duplicated or malformed. (A valid
 // load-time option would hide it; the file alone cannot know.)
 func budgetProblem(method string, pi, di int, d *pte.BackendDelegate) (Problem, bool) {
-	v, ok, err := compilespec.Get(d.CompileSpecs, compilespec.KeyWeightStreamingBudget)
-	if err == nil && ok {
-		_, err = compilespec.ParseBudget(v)
-	}
+	_, err := compilespec.SpecBudget(d.CompileSpecs)
 	if err == nil {
 		return Problem{}, false
 	}

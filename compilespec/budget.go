@@ -3,9 +3,12 @@ package compilespec
 import (
 	"errors"
 	"fmt"
-	"github.com/ptekit/ptekit/internal/quote"
 	"math"
 	"strconv"
+
+	"github.com/ptekit/ptekit/internal/quote"
+	"github.com/ptekit/ptekit/internal/size"
+	"github.com/ptekit/ptekit/pte"
 )
 
 // MaxOptionStringLen is the longest load-time string option value ExecuTorch
@@ -41,16 +44,6 @@ func (e *BudgetError) Error() string {
 	}
 	return fmt.Sprintf("compilespec: invalid weight_streaming_budget %s: %s%s (want ASCII decimal digits, 0 to 9223372036854775807)",
 		quote.Bytes(e.Value), e.Reason, at)
-}
-
-// FormatBudget returns the canonical encoding of a weight streaming budget:
-// ASCII decimal without sign or leading zeros, as the Torch-TensorRT exporter
-// writes it. Negative budgets are refused; every int64 >= 0 is below 2^63.
-func FormatBudget(n int64) ([]byte, error) {
-	if n < 0 {
-		return nil, fmt.Errorf("compilespec: weight_streaming_budget must be in [0, 2^63), got %d", n)
-	}
-	return strconv.AppendInt(nil, n, 10), nil
 }
 
 // ParseBudget parses a weight_streaming_budget value exactly as the deployed
@@ -135,4 +128,117 @@ func quoteByte(c byte) string {
 		return strconv.QuoteRune(rune(c))
 	}
 	return fmt.Sprintf("0x%02x", c)
+}
+
+// Budget is a per-engine weight streaming budget, the one form ptekit
+// carries it in from a flag or a manifest to the compile spec bytes and
+// back to what the views show. The zero Budget is automatic: no
+// weight_streaming_budget key, TensorRT chooses. Otherwise it is an
+// explicit byte count in [0, 2^63).
+type Budget struct {
+	bytes    int64
+	explicit bool
+}
+
+// AutoBudget is the automatic budget (the zero Budget).
+var AutoBudget = Budget{}
+
+// BudgetOf returns the explicit budget of n bytes; a negative n is refused.
+func BudgetOf(n int64) (Budget, error) {
+	if n < 0 {
+		return Budget{}, fmt.Errorf("compilespec: weight_streaming_budget must be in [0, 2^63), got %d", n)
+	}
+	return Budget{bytes: n, explicit: true}, nil
+}
+
+// ParseBudgetSize reads a budget as people give it on a command line or in
+// a manifest: a byte count or size ("4GiB", "8589934592"; see ParseSize)
+// or "auto" (AutoBudget). Errors are *SizeError.
+func ParseBudgetSize(s string) (Budget, error) {
+	n, auto, err := size.Parse(s)
+	if err != nil || auto {
+		return Budget{}, err
+	}
+	return Budget{bytes: n, explicit: true}, nil
+}
+
+// ParseBudgetSpec reads a weight_streaming_budget compile spec value
+// exactly as the TensorRT delegate does (see ParseBudget); the result is
+// always explicit. Errors are *BudgetError.
+func ParseBudgetSpec(v []byte) (Budget, error) {
+	n, err := ParseBudget(v)
+	if err != nil {
+		return Budget{}, err
+	}
+	return Budget{bytes: n, explicit: true}, nil
+}
+
+// SpecBudget returns the budget of a delegate's compile spec list as the
+// TensorRT delegate reads it: AutoBudget when no spec has the key (compared
+// as by Find); a *DuplicateKeyError when it occurs more than once (the
+// delegate refuses that) or a *BudgetError when the value is malformed.
+func SpecBudget(specs []*pte.CompileSpec) (Budget, error) {
+	v, ok, err := Get(specs, KeyWeightStreamingBudget)
+	if !ok || err != nil {
+		return Budget{}, err
+	}
+	return ParseBudgetSpec(v)
+}
+
+// IsAuto reports whether b is the automatic budget.
+func (b Budget) IsAuto() bool { return !b.explicit }
+
+// Bytes returns the explicit budget in bytes; ok is false for AutoBudget.
+func (b Budget) Bytes() (n int64, ok bool) { return b.bytes, b.explicit }
+
+// Ptr returns the explicit budget as a pointer to a copy, nil for
+// AutoBudget: the form of the JSON documents (null when automatic).
+func (b Budget) Ptr() *int64 {
+	if !b.explicit {
+		return nil
+	}
+	n := b.bytes
+	return &n
+}
+
+// Spec returns the compile spec value of b, the ASCII decimal byte count
+// without sign or leading zeros that the Torch-TensorRT exporter writes;
+// nil for AutoBudget, which writes no key.
+func (b Budget) Spec() []byte {
+	if !b.explicit {
+		return nil
+	}
+	return strconv.AppendInt(nil, b.bytes, 10)
+}
+
+// String returns b as people give it and ParseBudgetSize reads it back:
+// "auto", or FormatSize's exact form ("4 GiB").
+func (b Budget) String() string {
+	if !b.explicit {
+		return "auto"
+	}
+	return size.Format(b.bytes)
+}
+
+// Describe returns an explicit b with its exact byte count first
+// (DescribeSize: "1073741824 bytes (1 GiB)"), "automatic" for AutoBudget.
+func (b Budget) Describe() string {
+	if !b.explicit {
+		return "automatic"
+	}
+	return size.Describe(b.bytes)
+}
+
+// Total returns what engines engines each holding b may keep resident
+// together, as the budget applies to each engine separately: ok is false
+// for AutoBudget and when the product does not fit in int64.
+func (b Budget) Total(engines int) (total int64, ok bool) {
+	if !b.explicit || engines < 0 {
+		return 0, false
+	}
+	if engines == 0 || b.bytes == 0 {
+		return 0, true
+	}
+	total = b.bytes * int64(engines)
+	return total, total/int64(engines) == b.bytes
 }

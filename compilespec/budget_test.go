@@ -154,23 +154,59 @@ func TestParseBudgetOption(t *testing.T) {
 	}
 }
 
-func TestFormatBudget(t *testing.T) {
+func TestBudgetSpec(t *testing.T) {
 	for _, n := range []int64{0, 1, 4096, 8589934592, math.MaxInt64} {
-		b, err := FormatBudget(n)
+		b, err := BudgetOf(n)
 		if err != nil {
-			t.Fatalf("FormatBudget(%d): %v", n, err)
+			t.Fatalf("BudgetOf(%d): %v", n, err)
 		}
-		if string(b) != strconv.FormatInt(n, 10) {
-			t.Errorf("FormatBudget(%d) = %q", n, b)
+		if string(b.Spec()) != strconv.FormatInt(n, 10) {
+			t.Errorf("BudgetOf(%d).Spec() = %q", n, b.Spec())
 		}
-		back, err := ParseBudget(b)
-		if err != nil || back != n {
-			t.Errorf("ParseBudget(FormatBudget(%d)) = %d, %v", n, back, err)
+		back, err := ParseBudgetSpec(b.Spec())
+		if err != nil || back != b {
+			t.Errorf("ParseBudgetSpec(BudgetOf(%d).Spec()) = %v, %v", n, back, err)
+		}
+		if again, err := ParseBudgetSize(b.String()); err != nil || again != b {
+			t.Errorf("ParseBudgetSize(%q) = %v, %v; want %v back", b.String(), again, err, b)
+		}
+		if got, ok := b.Bytes(); !ok || got != n || *b.Ptr() != n || b.IsAuto() {
+			t.Errorf("BudgetOf(%d): Bytes %d, %v; Ptr %d; IsAuto %v", n, got, ok, *b.Ptr(), b.IsAuto())
 		}
 	}
 	for _, n := range []int64{-1, math.MinInt64} {
-		if b, err := FormatBudget(n); err == nil {
-			t.Errorf("FormatBudget(%d) = %q, want error", n, b)
+		if b, err := BudgetOf(n); err == nil {
+			t.Errorf("BudgetOf(%d) = %v, want error", n, b)
+		}
+	}
+	auto, err := ParseBudgetSize("auto")
+	if err != nil || auto != AutoBudget || !auto.IsAuto() || auto.Spec() != nil || auto.Ptr() != nil || auto.String() != "auto" {
+		t.Errorf("ParseBudgetSize(\"auto\") = %#v, %v; Spec %q, String %q", auto, err, auto.Spec(), auto.String())
+	}
+	if _, err := ParseBudgetSize("8G"); err == nil {
+		t.Error("ParseBudgetSize(\"8G\") accepted an ambiguous unit")
+	}
+}
+
+func TestBudgetTotal(t *testing.T) {
+	gib, _ := BudgetOf(1 << 30)
+	zero, _ := BudgetOf(0)
+	huge, _ := BudgetOf(math.MaxInt64 / 2)
+	for _, tc := range []struct {
+		b       Budget
+		engines int
+		want    int64
+		ok      bool
+	}{
+		{gib, 3, 3 << 30, true},
+		{zero, 5, 0, true},
+		{gib, 0, 0, true},
+		{huge, 3, 0, false},
+		{AutoBudget, 2, 0, false},
+	} {
+		got, ok := tc.b.Total(tc.engines)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("%v.Total(%d) = %d, %v; want %d, %v", tc.b, tc.engines, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -207,10 +243,11 @@ func FuzzParseBudget(f *testing.F) {
 			}
 			return
 		}
-		canon, err := FormatBudget(got)
+		b, err := BudgetOf(got)
 		if err != nil {
 			t.Fatal(err)
 		}
+		canon := b.Spec()
 		if again, err := ParseBudget(canon); err != nil || again != got {
 			t.Fatalf("round trip of %d via %q: %d, %v", got, canon, again, err)
 		}

@@ -14,11 +14,14 @@
 // Two keys are well known:
 //
 //   - KeyWeightStreamingBudget ("weight_streaming_budget"): the per-engine GPU
-//     weight budget in bytes, as ASCII decimal. FormatBudget writes the
-//     canonical form; ParseBudget reads a value exactly as the deployed C++
-//     delegate does (std::from_chars over the whole value); ParseBudgetOption
-//     reads a load-time string option the way the delegate sees it after
-//     ExecuTorch stored it in a fixed char buffer.
+//     weight budget in bytes, as ASCII decimal. Budget is the one form every
+//     package carries it in: ParseBudgetSize reads it from a flag or a
+//     manifest ("4GiB", "auto"), SpecBudget and ParseBudgetSpec from compile
+//     specs exactly as the deployed C++ delegate does (std::from_chars over
+//     the whole value, see ParseBudget), Spec writes the canonical value,
+//     String and Describe show it, Total adds it up over engines.
+//     ParseBudgetOption reads a load-time string option the way the
+//     delegate sees it after ExecuTorch stored it in a fixed char buffer.
 //   - KeyTargetDevice ("target_device"): "cuda:N", read ahead of time by
 //     ExecuTorch's device propagation pass (ParseTargetDevice) and not at all
 //     by the runtime, which uses the blob's device_id; CheckTargetDevice

@@ -12,7 +12,7 @@ import (
 const (
 	// KeyWeightStreamingBudget is the key of the per-engine weight streaming
 	// budget read by the TensorRT delegate. Its value is an ASCII decimal
-	// byte count; see FormatBudget and ParseBudget.
+	// byte count; see Budget.Spec and ParseBudget.
 	KeyWeightStreamingBudget = "weight_streaming_budget"
 	// KeyTargetDevice is the key of the device pin ("cuda:N") read by
 	// ExecuTorch's device propagation pass; see ParseTargetDevice.
@@ -65,19 +65,6 @@ func Get(specs []*pte.CompileSpec, key string) (value []byte, ok bool, err error
 	default:
 		return specs[idx[0]].Value, true, &DuplicateKeyError{Key: key, Indices: idx}
 	}
-}
-
-// Budget returns the weight_streaming_budget of a delegate's spec list as
-// the TensorRT delegate reads it: ok is false when there is none; err is a
-// *DuplicateKeyError when the key occurs more than once (the delegate
-// refuses that) or a *BudgetError when the value is malformed.
-func Budget(specs []*pte.CompileSpec) (n int64, ok bool, err error) {
-	v, ok, err := Get(specs, KeyWeightStreamingBudget)
-	if !ok || err != nil {
-		return 0, ok, err
-	}
-	n, err = ParseBudget(v)
-	return n, true, err
 }
 
 // Set returns a copy of specs in which key (compared as by Find) has the

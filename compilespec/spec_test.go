@@ -102,9 +102,13 @@ func TestBudget(t *testing.T) {
 		{specs(KeyWeightStreamingBudget, "1", KeyWeightStreamingBudget+"\x00", "2"), 0, true, new(*DuplicateKeyError)},
 		{specs(KeyWeightStreamingBudget, "1x"), 0, true, new(*BudgetError)},
 	} {
-		n, ok, err := Budget(tc.specs)
+		b, err := SpecBudget(tc.specs)
+		n, ok := b.Bytes()
+		if err != nil {
+			ok = true // present but refused
+		}
 		if n != tc.n || ok != tc.ok || (tc.err == nil) != (err == nil) || (tc.err != nil && !errors.As(err, tc.err)) {
-			t.Errorf("Budget(%v) = %d, %v, %v", tc.specs, n, ok, err)
+			t.Errorf("SpecBudget(%v) = %v, %v", tc.specs, b, err)
 		}
 	}
 }

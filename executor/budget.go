@@ -105,7 +105,7 @@ const (
 //     malformed one fails); an empty string is noted and ignored; an int
 //     >= 0 is taken as is; a bool or a negative int fails.
 //  2. Otherwise the compile specs: two with the key (compared as C strings)
-//     fail; one is parsed with compilespec.ParseBudget (malformed fails).
+//     fail; one is read with compilespec.SpecBudget (malformed fails).
 //     When step 1 produced a value the compile specs are not examined at
 //     all, so a broken spec is then harmless.
 //  3. Otherwise the budget is automatic.
@@ -141,12 +141,9 @@ func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution,
 				Msg: fmt.Sprintf("%s (got the %s %s)", msgBadOptionType, v.Kind(), v)}
 		}
 	}
-	n, ok, err := compilespec.Budget(specs)
+	b, err := compilespec.SpecBudget(specs)
 	var dup *compilespec.DuplicateKeyError
 	switch {
-	case !ok:
-		res.Source = SourceAutomatic
-		return res, nil
 	case errors.As(err, &dup):
 		res.Source = SourceCompileSpec
 		return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
@@ -155,8 +152,12 @@ func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution,
 		res.Source = SourceCompileSpec
 		return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
 			Msg: fmt.Sprintf("%s (compile_specs[%d])", msgMalformedSpec, compilespec.Find(specs, compilespec.KeyWeightStreamingBudget)[0]), Err: err}
+	case b.IsAuto():
+		res.Source = SourceAutomatic
+		return res, nil
 	}
-	res.Source, res.Explicit, res.Bytes = SourceCompileSpec, true, n
+	res.Source, res.Explicit = SourceCompileSpec, true
+	res.Bytes, _ = b.Bytes()
 	return res, nil
 }
 

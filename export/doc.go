@@ -75,7 +75,8 @@
 //
 // The Result of a write describes the file as written: each delegate's
 // budget and target_device (MethodSummary.Engines) and the values common to
-// all of them. Output files are written through internal/atomicfile:
+// all of them; Result.Summary is its JSON document (docs/json.md), which
+// pteexport --json prints. Output files are written through internal/atomicfile:
 // complete or absent, never partial, and nothing left behind when a write
 // fails or its context is cancelled (on Linux even when the process is
 // killed). NoOverwrite refuses, in the same step that puts the file in

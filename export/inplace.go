@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/internal/inplace"
 	"github.com/ptekit/ptekit/internal/undorecord"
 	"github.com/ptekit/ptekit/pte"
@@ -39,7 +40,7 @@ func noteUndo(n *undorecord.Notice, in string, res *Result, err error) (*Result,
 // over the old one, under a write lease and with an undo record, when it
 // fits before the segment base; otherwise the file is re-baked whole
 // (atomically, as without InPlace) with a WarnInPlace warning.
-func rebakeInPlace(ctx context.Context, in, out string, opts *RebakeOptions, budget []byte) (*Result, error) {
+func rebakeInPlace(ctx context.Context, in, out string, opts *RebakeOptions, budget *compilespec.Budget) (*Result, error) {
 	if out != "" && out != in {
 		return nil, newError("", "", fmt.Sprintf("an in-place re-bake rewrites %s itself; the output cannot be another file (%s)", in, out), nil)
 	}

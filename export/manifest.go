@@ -743,12 +743,9 @@ func (r *manifestReader) budget(v *jval, path string) (*int64, error) {
 	default:
 		return nil, r.fail(v, path, "bad budget: want a byte count or a size string such as \"4GiB\" or \"auto\", found %s", v.Kind)
 	}
-	n, auto, err := compilespec.ParseSize(s)
+	b, err := compilespec.ParseBudgetSize(s)
 	if err != nil {
 		return nil, &ManifestError{Field: path, Msg: "bad budget", Err: err, Line: r.line(v), Col: r.col(v)}
 	}
-	if auto {
-		return nil, nil
-	}
-	return &n, nil
+	return b.Ptr(), nil
 }

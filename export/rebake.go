@@ -167,7 +167,7 @@ func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *Rebake
 
 // rebakeOpen is the re-bake of an open program f into dst, which the caller
 // aborts unless this commits it.
-func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.File, out string, opts *RebakeOptions, budget []byte, wrap func([]*io.SectionReader) []*io.SectionReader) (*Result, error) {
+func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.File, out string, opts *RebakeOptions, budget *compilespec.Budget, wrap func([]*io.SectionReader) []*io.SectionReader) (*Result, error) {
 	res, prog, err := rebakeProgram(f, in, opts, budget)
 	if err != nil {
 		return nil, err
@@ -211,9 +211,10 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 }
 
 // rebakeProgram verifies f (read from in) and returns the program re-baked
-// as opts says (budget is the encoded budget value, nil for none), with
+// as opts says (budget is the one to write, AutoBudget to clear it, nil to
+// keep each delegate's), with
 // a Result holding its warnings and summary.
-func rebakeProgram(f *pte.File, in string, opts *RebakeOptions, budget []byte) (*Result, *pte.Program, error) {
+func rebakeProgram(f *pte.File, in string, opts *RebakeOptions, budget *compilespec.Budget) (*Result, *pte.Program, error) {
 	res := &Result{}
 	if err := verifyInput(f, in, res); err != nil {
 		return nil, nil, err
@@ -232,10 +233,11 @@ func rebakeProgram(f *pte.File, in string, opts *RebakeOptions, budget []byte) (
 			n++
 			specs := d.CompileSpecs
 			switch {
-			case budget != nil:
-				specs = compilespec.Set(specs, compilespec.KeyWeightStreamingBudget, budget)
-			case opts.ClearBudget:
+			case budget == nil:
+			case budget.IsAuto():
 				specs, _ = compilespec.Delete(specs, compilespec.KeyWeightStreamingBudget)
+			default:
+				specs = compilespec.Set(specs, compilespec.KeyWeightStreamingBudget, budget.Spec())
 			}
 			if opts.TargetDevice != "" {
 				specs = compilespec.Set(specs, compilespec.KeyTargetDevice, []byte(opts.TargetDevice))
@@ -243,7 +245,9 @@ func rebakeProgram(f *pte.File, in string, opts *RebakeOptions, budget []byte) (
 			}
 			d.CompileSpecs = specs
 		}
-		res.Warnings = append(res.Warnings, engineCountWarnings(ep.Name, n, budget, false)...)
+		if budget != nil {
+			res.Warnings = append(res.Warnings, engineCountWarnings(ep.Name, n, *budget, false)...)
+		}
 	}
 	res.Warnings = append(res.Warnings, summarize(prog, res)...)
 	if res.Delegates == 0 {
@@ -253,19 +257,22 @@ func rebakeProgram(f *pte.File, in string, opts *RebakeOptions, budget []byte) (
 }
 
 // checkRebakeOptions refuses options that ask for nothing or for
-// something invalid, and returns the budget value to write (nil when none).
-func checkRebakeOptions(opts *RebakeOptions) ([]byte, error) {
-	var budget []byte
+// something invalid, and returns the budget to write (AutoBudget to clear
+// it, nil to keep each delegate's).
+func checkRebakeOptions(opts *RebakeOptions) (*compilespec.Budget, error) {
+	var budget *compilespec.Budget
 	switch {
 	case opts.WeightStreamingBudget != nil && opts.ClearBudget:
 		return nil, newError("", "", "set the budget or clear it, not both", nil)
 	case opts.WeightStreamingBudget != nil:
-		v, err := compilespec.FormatBudget(*opts.WeightStreamingBudget)
+		b, err := compilespec.BudgetOf(*opts.WeightStreamingBudget)
 		if err != nil {
 			return nil, newError("", "", "bad weight streaming budget", err)
 		}
-		budget = v
-	case !opts.ClearBudget && opts.TargetDevice == "":
+		budget = &b
+	case opts.ClearBudget:
+		budget = new(compilespec.Budget) // AutoBudget
+	case opts.TargetDevice == "":
 		return nil, newError("", "", "nothing to change: give a budget, clear it, or give a target device", nil)
 	}
 	if opts.TargetDevice != "" {

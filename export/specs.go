@@ -11,8 +11,8 @@ import (
 
 // specPlan holds what the options say about compile specs.
 type specPlan struct {
-	budget []byte // canonical budget value, nil for none
-	pinned []byte // Options.TargetDevice, nil when not given
+	budget compilespec.Budget // Options.WeightStreamingBudget
+	pinned []byte             // Options.TargetDevice, nil when not given
 	// top are the checked Options.CompileSpecs; topPin is the target_device
 	// among them, nil when there is none.
 	top    []*pte.CompileSpec
@@ -22,11 +22,11 @@ type specPlan struct {
 func newSpecPlan(opts *Options) (*specPlan, error) {
 	sp := &specPlan{}
 	if opts.WeightStreamingBudget != nil {
-		v, err := compilespec.FormatBudget(*opts.WeightStreamingBudget)
+		b, err := compilespec.BudgetOf(*opts.WeightStreamingBudget)
 		if err != nil {
 			return nil, newError("", "", "bad weight streaming budget", err)
 		}
-		sp.budget = v
+		sp.budget = b
 	}
 	if opts.TargetDevice != "" {
 		if err := checkTargetDevice([]byte(opts.TargetDevice)); err != nil {
@@ -133,8 +133,8 @@ func delegateSpecs(extra []*pte.CompileSpec, sp *specPlan, deviceID int64) ([]*p
 		specs = append(specs, &pte.CompileSpec{Key: s.Key, Value: slices.Clone(s.Value)})
 		pinnedInSpecs = pinnedInSpecs || isDeviceKey(s.Key)
 	}
-	if sp.budget != nil {
-		specs = append(specs, &pte.CompileSpec{Key: compilespec.KeyWeightStreamingBudget, Value: slices.Clone(sp.budget)})
+	if v := sp.budget.Spec(); v != nil {
+		specs = append(specs, &pte.CompileSpec{Key: compilespec.KeyWeightStreamingBudget, Value: v})
 	}
 	switch {
 	case sp.pinned != nil:
@@ -198,7 +198,7 @@ func usedByCall(md *methodDef, t *tensorDef) bool {
 // re-bake builds no engine calls, the boundaries are already there), and a
 // non-zero budget applies to each engine separately (a budget of 0 adds up
 // to nothing).
-func engineCountWarnings(method string, n int, budget []byte, building bool) []Warning {
+func engineCountWarnings(method string, n int, budget compilespec.Budget, building bool) []Warning {
 	if n <= 1 {
 		return nil
 	}
@@ -207,13 +207,10 @@ func engineCountWarnings(method string, n int, budget []byte, building bool) []W
 		ws = append(ws, Warning{Kind: WarnMultipleEngines, Method: method, Msg: fmt.Sprintf(
 			"%d TensorRT engine calls; each becomes its own delegate, so the delegate boundary overhead is paid %d times", n, n)})
 	}
-	if b, err := compilespec.ParseBudget(budget); budget != nil && (err != nil || b > 0) {
-		reach := fmt.Sprintf("%d times %q", n, budget)
-		if err == nil {
-			reach = fmt.Sprintf("%d × %s", n, compilespec.FormatSize(b))
-			if total := b * int64(n); total/int64(n) == b {
-				reach = fmt.Sprintf("%s (%s)", compilespec.FormatSize(total), reach)
-			}
+	if b, ok := budget.Bytes(); ok && b > 0 {
+		reach := fmt.Sprintf("%d × %s", n, budget)
+		if total, ok := budget.Total(n); ok {
+			reach = fmt.Sprintf("%s (%s)", compilespec.FormatSize(total), reach)
 		}
 		ws = append(ws, Warning{Kind: WarnBudgetPerEngine, Method: method, Msg: fmt.Sprintf(
 			"the weight streaming budget applies to each of the %d engines separately, not as a total: resident weights can reach %s",

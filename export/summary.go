@@ -3,10 +3,11 @@ package export
 import (
 	"errors"
 	"fmt"
-	"github.com/ptekit/ptekit/delegate"
-	"github.com/ptekit/ptekit/internal/quote"
+	"slices"
 
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/quote"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -17,7 +18,7 @@ import (
 func summarize(p *pte.Program, res *Result) []Warning {
 	var ws []Warning
 	res.Methods, res.Delegates = nil, 0
-	var budgets []*int64
+	var budgets []compilespec.Budget
 	var devices []string
 	for _, ep := range p.ExecutionPlan {
 		if ep == nil {
@@ -28,12 +29,12 @@ func summarize(p *pte.Program, res *Result) []Warning {
 			if d == nil || !delegate.IsTensorRT(d.ID) {
 				continue
 			}
-			es, w := engineSummary(d.CompileSpecs)
+			es, b, w := engineSummary(d.CompileSpecs)
 			if w != "" {
 				ws = append(ws, Warning{Kind: WarnBadBudgetSpec, Method: ep.Name, Msg: fmt.Sprintf("delegates[%d]: %s", i, w)})
 			}
 			ms.Engines = append(ms.Engines, es)
-			budgets = append(budgets, es.Budget)
+			budgets = append(budgets, b)
 			devices = append(devices, es.TargetDevice)
 		}
 		ms.Delegates = len(ms.Engines)
@@ -41,46 +42,109 @@ func summarize(p *pte.Program, res *Result) []Warning {
 		res.Methods = append(res.Methods, ms)
 	}
 	res.Budget, res.MixedBudgets, res.TargetDevice = nil, false, ""
-	for i, b := range budgets {
-		if i == 0 {
-			res.Budget = b
-			continue
-		}
-		if (b == nil) != (res.Budget == nil) || (b != nil && *b != *res.Budget) {
-			res.Budget, res.MixedBudgets = nil, true
-			break
+	if len(budgets) > 0 {
+		res.MixedBudgets = slices.ContainsFunc(budgets, func(b compilespec.Budget) bool { return b != budgets[0] })
+		if !res.MixedBudgets {
+			res.Budget = budgets[0].Ptr()
 		}
 	}
-	for i, d := range devices {
-		if i == 0 {
-			res.TargetDevice = d
-		} else if d != res.TargetDevice {
-			res.TargetDevice = ""
-			break
-		}
+	if len(devices) > 0 && !slices.ContainsFunc(devices, func(d string) bool { return d != devices[0] }) {
+		res.TargetDevice = devices[0]
 	}
 	return ws
 }
 
 // engineSummary reads the budget and target device of one delegate's
 // compile specs, and explains a budget spec the TensorRT delegate would
-// refuse.
-func engineSummary(specs []*pte.CompileSpec) (EngineSummary, string) {
+// refuse (whose budget is then shown as none).
+func engineSummary(specs []*pte.CompileSpec) (EngineSummary, compilespec.Budget, string) {
 	var es EngineSummary
 	if v, ok, _ := compilespec.Get(specs, compilespec.KeyTargetDevice); ok {
 		es.TargetDevice = string(v)
 	}
-	n, ok, err := compilespec.Budget(specs)
+	b, err := compilespec.SpecBudget(specs)
 	var dup *compilespec.DuplicateKeyError
+	var bad *compilespec.BudgetError
 	switch {
-	case !ok:
-		return es, ""
 	case errors.As(err, &dup):
-		return es, fmt.Sprintf("%s is given %d times; the TensorRT delegate refuses to load it", compilespec.KeyWeightStreamingBudget, len(dup.Indices))
-	case err != nil:
-		v, _, _ := compilespec.Get(specs, compilespec.KeyWeightStreamingBudget)
-		return es, fmt.Sprintf("the TensorRT delegate refuses its %s %s: %v", compilespec.KeyWeightStreamingBudget, quote.Bytes(v), err)
+		return es, b, fmt.Sprintf("%s is given %d times; the TensorRT delegate refuses to load it", compilespec.KeyWeightStreamingBudget, len(dup.Indices))
+	case errors.As(err, &bad):
+		return es, b, fmt.Sprintf("the TensorRT delegate refuses its %s %s: %v", compilespec.KeyWeightStreamingBudget, quote.Bytes(bad.Value), err)
 	}
-	es.Budget = &n
-	return es, ""
+	es.Budget = b.Ptr()
+	return es, b, ""
+}
+
+// Summary is the JSON document of a Result, as pteexport --json prints it
+// (docs/json.md, "pteexport --json"): every value describes the file as
+// written.
+type Summary struct {
+	Output    string          `json:"output"`
+	Size      int64           `json:"size"`
+	Methods   []SummaryMethod `json:"methods"`
+	Delegates int             `json:"delegates"`
+	Blobs     int             `json:"blobs"`
+	// Budget is the weight_streaming_budget every delegate holds: null
+	// when none holds one or when they differ (BudgetsDiffer).
+	Budget        *int64 `json:"weight_streaming_budget"`
+	BudgetsDiffer bool   `json:"weight_streaming_budgets_differ"`
+	// TargetDevice is the target_device every delegate holds, null when
+	// they differ.
+	TargetDevice *string          `json:"target_device"`
+	Warnings     []SummaryWarning `json:"warnings"`
+	// InPlace and Rewritten say that an in-place re-bake rewrote
+	// Rewritten bytes of the file where it is; absent otherwise.
+	InPlace   bool   `json:"in_place,omitempty"`
+	Rewritten *int64 `json:"rewritten,omitempty"`
+}
+
+// SummaryMethod is one method of a Summary.
+type SummaryMethod struct {
+	Name         string          `json:"name"`
+	Delegates    int             `json:"delegates"`
+	PlannedBytes int64           `json:"planned_bytes"`
+	Engines      []SummaryEngine `json:"engines"`
+}
+
+// SummaryEngine is one TensorRTBackend delegate's specs as written: its
+// budget (null: none, TensorRT chooses) and target_device.
+type SummaryEngine struct {
+	Budget       *int64  `json:"weight_streaming_budget"`
+	TargetDevice *string `json:"target_device"`
+}
+
+// SummaryWarning is one Warning of a Summary.
+type SummaryWarning struct {
+	Kind    string `json:"kind"`
+	Method  string `json:"method,omitempty"`
+	Message string `json:"message"`
+}
+
+// Summary returns the JSON document of r.
+func (r *Result) Summary() *Summary {
+	s := &Summary{Output: r.Path, Size: r.Size, Delegates: r.Delegates, Blobs: r.Blobs,
+		Budget: r.Budget, BudgetsDiffer: r.MixedBudgets, TargetDevice: optString(r.TargetDevice),
+		Methods: []SummaryMethod{}, Warnings: []SummaryWarning{}}
+	if r.InPlace {
+		n := r.Rewritten
+		s.InPlace, s.Rewritten = true, &n
+	}
+	for _, m := range r.Methods {
+		ms := SummaryMethod{Name: m.Name, Delegates: m.Delegates, PlannedBytes: m.PlannedBytes, Engines: []SummaryEngine{}}
+		for _, e := range m.Engines {
+			ms.Engines = append(ms.Engines, SummaryEngine{Budget: e.Budget, TargetDevice: optString(e.TargetDevice)})
+		}
+		s.Methods = append(s.Methods, ms)
+	}
+	for _, x := range r.Warnings {
+		s.Warnings = append(s.Warnings, SummaryWarning{Kind: string(x.Kind), Method: x.Method, Message: x.Msg})
+	}
+	return s
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -187,15 +187,15 @@ func programFromVector(t *testing.T, in *vecInput) (*Program, *Options, string) 
 				keys = append(keys, cs.Key)
 				switch cs.Key {
 				case "weight_streaming_budget":
-					n, err := compilespec.ParseBudget([]byte(cs.Value.UTF8))
+					b, err := compilespec.ParseBudgetSpec([]byte(cs.Value.UTF8))
 					if err != nil {
 						return nil, nil, fmt.Sprintf("budget %q: %v", cs.Value.UTF8, err)
 					}
-					if v, _ := compilespec.FormatBudget(n); string(v) != cs.Value.UTF8 {
+					if string(b.Spec()) != cs.Value.UTF8 {
 						return nil, nil, fmt.Sprintf("budget %q is not written canonically", cs.Value.UTF8)
 					}
 					if opts.WeightStreamingBudget == nil {
-						opts.WeightStreamingBudget = &n
+						opts.WeightStreamingBudget = b.Ptr()
 					}
 				case "target_device":
 					if cs.Value.UTF8 != fmt.Sprintf("cuda:%d", blob.Metadata.DeviceID) {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ptekit/ptekit/check"
+	"github.com/ptekit/ptekit/internal/jsonerr"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -160,11 +161,11 @@ type Options struct {
 
 // ErrNoMethod is returned (wrapped) by Build when Options.Method names no
 // method of the program.
-var ErrNoMethod = errors.New("no such method")
+var ErrNoMethod = jsonerr.NotFound("no such method")
 
 // ErrNoBackend is returned (wrapped) by Build when Options.Backend names no
 // backend of the program's delegates (of Options.Method, when set).
-var ErrNoBackend = errors.New("no delegate of backend")
+var ErrNoBackend = jsonerr.NotFound("no delegate of backend")
 
 // Build returns the JSON form of f. It reads the first bytes of each
 // delegate payload (and the header and metadata of TensorRT blobs), and with

@@ -97,11 +97,11 @@ func eachSpecRow(method string, ds []*pte.BackendDelegate, backend string, yield
 func DecodeSpec(key string, value []byte) string {
 	switch key {
 	case compilespec.KeyWeightStreamingBudget:
-		n, err := compilespec.ParseBudget(value)
+		b, err := compilespec.ParseBudgetSpec(value)
 		if err != nil {
 			return fmt.Sprintf("%s: INVALID, the delegate refuses to load (%v)", SpecValueText(value), err)
 		}
-		return compilespec.DescribeSize(n)
+		return b.Describe()
 	case compilespec.KeyTargetDevice:
 		typ, idx, err := compilespec.ParseTargetDevice(value)
 		if err != nil {

@@ -439,11 +439,12 @@ func delegateBudget(d *Delegate) (string, int64) {
 		return "", -1
 	}
 	v := specValue(cs)
-	n, err := compilespec.ParseBudget(v)
+	b, err := compilespec.ParseBudgetSpec(v)
 	if err != nil {
 		return "invalid " + quote.String(string(v)), -1
 	}
-	return compilespec.FormatSize(n), n
+	n, _ := b.Bytes()
+	return b.String(), n
 }
 
 // delegateDevice returns where a delegate runs, as the summary shows it.

@@ -21,19 +21,19 @@ func Example_budget() {
 	}
 	defer f.Close()
 
-	budget, err := compilespec.FormatBudget(512 << 20)
+	budget, err := compilespec.BudgetOf(512 << 20)
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, plan := range f.Program.ExecutionPlan {
 		for i, d := range plan.Delegates {
-			n, _, err := compilespec.Budget(d.CompileSpecs)
+			b, err := compilespec.SpecBudget(d.CompileSpecs)
 			if err != nil {
 				log.Fatal(err)
 			}
 			dev, _, _ := compilespec.Get(d.CompileSpecs, compilespec.KeyTargetDevice)
-			fmt.Printf("%s delegate %d on %s: budget %s\n", plan.Name, i, dev, compilespec.FormatSize(n))
-			d.CompileSpecs = compilespec.Set(d.CompileSpecs, compilespec.KeyWeightStreamingBudget, budget)
+			fmt.Printf("%s delegate %d on %s: budget %s\n", plan.Name, i, dev, b)
+			d.CompileSpecs = compilespec.Set(d.CompileSpecs, compilespec.KeyWeightStreamingBudget, budget.Spec())
 		}
 	}
 
@@ -53,8 +53,8 @@ func Example_budget() {
 	}
 	defer g.Close()
 	for _, plan := range g.Program.ExecutionPlan {
-		n, _, _ := compilespec.Budget(plan.Delegates[0].CompileSpecs)
-		fmt.Printf("written: %s budget %s\n", plan.Name, compilespec.FormatSize(n))
+		b, _ := compilespec.SpecBudget(plan.Delegates[0].CompileSpecs)
+		fmt.Printf("written: %s budget %s\n", plan.Name, b)
 	}
 	// Output:
 	// prefill delegate 0 on cuda:0: budget 1 MiB

@@ -49,10 +49,10 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/export"
-	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
+	"github.com/ptekit/ptekit/internal/jsonerr"
 	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/spf13/pflag"
@@ -83,12 +83,14 @@ type config struct {
 	manifest, from, output string
 	budgetText             string
 	budgetSet              bool
+	budget                 compilespec.Budget // budgetText, read once by checkValues
 	targetDevice           string
 	inline                 bool
 	alignment              uint64
 	alignmentSet           bool
 	headRoomText           string
 	headRoomSet            bool
+	headRoom               int64 // headRoomText, read once by checkValues
 	jsonOut, force, help   bool
 	in                     input.Flags
 	quiet, version         bool
@@ -203,13 +205,14 @@ func checkValues(c *config) error {
 	if _, err := c.in.Opener(nil, nil); err != nil {
 		return &usageError{err.Error()}
 	}
+	var err error
 	if c.budgetSet {
-		if _, _, err := compilespec.ParseSize(c.budgetText); err != nil {
+		if c.budget, err = compilespec.ParseBudgetSize(c.budgetText); err != nil {
 			return &usageError{fmt.Sprintf("--weight-streaming-budget-per-engine: %v", err)}
 		}
 	}
 	if c.headRoomSet {
-		if _, err := headRoomOption(c.headRoomText); err != nil {
+		if c.headRoom, err = headRoomOption(c.headRoomText); err != nil {
 			return &usageError{fmt.Sprintf("--head-room: %v", err)}
 		}
 	}
@@ -245,7 +248,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	c, fs, err := parseArgs(args)
 	if err != nil {
 		if wantsJSON(args) {
-			writeFailure(stdout, &inspect.UsageError{Msg: cli.Plain(err.Error())})
+			writeFailure(stdout, &jsonerr.UsageError{Msg: cli.Plain(err.Error())})
 		}
 		fmt.Fprintf(stderr, "pteexport: %s (see pteexport --help)\n", cli.Plain(err.Error()))
 		return 2
@@ -366,14 +369,6 @@ func printResult(stdout io.Writer, res *export.Result) {
 		cli.Count(res.Delegates, "TensorRT delegate"), cli.Count(res.Blobs, "blob"), budget)
 }
 
-func budgetOption(c *config) (budget *int64, auto bool) {
-	n, auto, _ := compilespec.ParseSize(c.budgetText) // validated by parseArgs
-	if auto {
-		return nil, true
-	}
-	return &n, false
-}
-
 func build(ctx context.Context, c *config, progress func(int64, int64)) (*export.Result, error) {
 	m, err := export.ReadManifest(c.manifest)
 	if err != nil {
@@ -381,7 +376,7 @@ func build(ctx context.Context, c *config, progress func(int64, int64)) (*export
 	}
 	opts := m.Options
 	if c.budgetSet {
-		opts.WeightStreamingBudget, _ = budgetOption(c)
+		opts.WeightStreamingBudget = c.budget.Ptr()
 	}
 	if c.targetDevice != "" {
 		opts.TargetDevice = c.targetDevice
@@ -393,7 +388,7 @@ func build(ctx context.Context, c *config, progress func(int64, int64)) (*export
 		opts.SegmentAlignment = c.alignment
 	}
 	if c.headRoomSet {
-		opts.HeadRoom, _ = headRoomOption(c.headRoomText) // validated by parseArgs
+		opts.HeadRoom = c.headRoom
 	}
 	opts.Progress = progress
 	opts.NoOverwrite = !c.force
@@ -404,7 +399,7 @@ func build(ctx context.Context, c *config, progress func(int64, int64)) (*export
 func rebake(ctx context.Context, c *config, progress func(int64, int64)) (*export.Result, error) {
 	opts := &export.RebakeOptions{TargetDevice: c.targetDevice, Progress: progress, NoOverwrite: !c.force && !c.inPlace, InPlace: c.inPlace}
 	if c.budgetSet {
-		opts.WeightStreamingBudget, opts.ClearBudget = budgetOption(c)
+		opts.WeightStreamingBudget, opts.ClearBudget = c.budget.Ptr(), c.budget.IsAuto()
 	}
 	if c.alignmentSet {
 		opts.SegmentAlignment = c.alignment
@@ -454,80 +449,15 @@ func (f *failure) Unwrap() error { return f.err }
 // writeFailure prints the failure object of docs/json.md,
 // {"error": {"kind", "message", "offset", "path"}}, as pteinspect --json does.
 func writeFailure(w io.Writer, err error) {
-	f := inspect.NewFailure(err)
+	f := jsonerr.New(err)
 	f.Message = cli.Message(err) // the message standard error shows
-	inspect.Encode(w, struct {
-		Error *inspect.Failure `json:"error"`
-	}{f})
-}
-
-// summary is the --json output.
-type summary struct {
-	Output    string          `json:"output"`
-	Size      int64           `json:"size"`
-	Methods   []methodSummary `json:"methods"`
-	Delegates int             `json:"delegates"`
-	Blobs     int             `json:"blobs"`
-	// Budget is the weight_streaming_budget every delegate holds: null
-	// when none holds one or when they differ (BudgetsDiffer).
-	Budget        *int64 `json:"weight_streaming_budget"`
-	BudgetsDiffer bool   `json:"weight_streaming_budgets_differ"`
-	// TargetDevice is the target_device every delegate holds, null when
-	// they differ.
-	TargetDevice *string   `json:"target_device"`
-	Warnings     []warning `json:"warnings"`
-	// InPlace and Rewritten say that --in-place rewrote Rewritten bytes of
-	// the file where it is; absent otherwise.
-	InPlace   bool   `json:"in_place,omitempty"`
-	Rewritten *int64 `json:"rewritten,omitempty"`
-}
-
-type methodSummary struct {
-	Name         string          `json:"name"`
-	Delegates    int             `json:"delegates"`
-	PlannedBytes int64           `json:"planned_bytes"`
-	Engines      []engineSummary `json:"engines"`
-}
-
-// engineSummary is one TensorRTBackend delegate's specs as written.
-type engineSummary struct {
-	Budget       *int64  `json:"weight_streaming_budget"`
-	TargetDevice *string `json:"target_device"`
-}
-
-type warning struct {
-	Kind    string `json:"kind"`
-	Method  string `json:"method,omitempty"`
-	Message string `json:"message"`
-}
-
-func optString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
+	jsonerr.Write(w, f)
 }
 
 func writeSummary(w io.Writer, res *export.Result) error {
-	s := summary{Output: res.Path, Size: res.Size, Delegates: res.Delegates, Blobs: res.Blobs,
-		Budget: res.Budget, BudgetsDiffer: res.MixedBudgets, TargetDevice: optString(res.TargetDevice),
-		Methods: []methodSummary{}, Warnings: []warning{}}
-	if res.InPlace {
-		s.InPlace, s.Rewritten = true, &res.Rewritten
-	}
-	for _, m := range res.Methods {
-		ms := methodSummary{Name: m.Name, Delegates: m.Delegates, PlannedBytes: m.PlannedBytes, Engines: []engineSummary{}}
-		for _, e := range m.Engines {
-			ms.Engines = append(ms.Engines, engineSummary{Budget: e.Budget, TargetDevice: optString(e.TargetDevice)})
-		}
-		s.Methods = append(s.Methods, ms)
-	}
-	for _, x := range res.Warnings {
-		s.Warnings = append(s.Warnings, warning{Kind: string(x.Kind), Method: x.Method, Message: x.Msg})
-	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(s)
+	return enc.Encode(res.Summary())
 }
 
 // oneLine joins a multi-line error (errors.Join) into one line.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/stretchr/testify/assert"
@@ -82,9 +83,9 @@ func specsOf(f *pte.File) [][]string {
 	return out
 }
 
-func decodeSummary(t *testing.T, s string) summary {
+func decodeSummary(t *testing.T, s string) export.Summary {
 	t.Helper()
-	var sum summary
+	var sum export.Summary
 	require.NoError(t, json.Unmarshal([]byte(s), &sum), s)
 	return sum
 }
@@ -102,10 +103,10 @@ func TestExampleManifest(t *testing.T) {
 	require.Len(t, f.Program.ExecutionPlan, 2)
 	assert.Equal(t, []int64{0, 1024 + 131072 + 8192}, f.Program.ExecutionPlan[0].NonConstBufferSizes)
 	cuda0 := "cuda:0"
-	engine := []engineSummary{{Budget: nil, TargetDevice: &cuda0}}
-	assert.Equal(t, []methodSummary{
-		{"prefill", 1, 1024 + 131072 + 8192, engine},
-		{"decode", 1, plannedBytes(f.Program.ExecutionPlan[1]), engine},
+	engine := []export.SummaryEngine{{Budget: nil, TargetDevice: &cuda0}}
+	assert.Equal(t, []export.SummaryMethod{
+		{Name: "prefill", Delegates: 1, PlannedBytes: 1024 + 131072 + 8192, Engines: engine},
+		{Name: "decode", Delegates: 1, PlannedBytes: plannedBytes(f.Program.ExecutionPlan[1]), Engines: engine},
 	}, sum.Methods)
 	assert.Equal(t, 2, sum.Delegates)
 	assert.Nil(t, sum.Budget)

@@ -141,7 +141,7 @@ func checkBudgetProblem(t *testing.T, problems []inspect.Problem, pi, di int, d 
 			found = &problems[i]
 		}
 	}
-	_, _, err := compilespec.Budget(d.CompileSpecs)
+	_, err := compilespec.SpecBudget(d.CompileSpecs)
 	switch {
 	case err == nil && found != nil:
 		t.Errorf("%s: --json reports %q; compilespec.Budget accepts the specs", path, found.Message)
@@ -171,10 +171,11 @@ func checkPlanBudget(t *testing.T, plan *executor.ProgramPlan, method string, di
 	if bp == nil {
 		return // the plan stopped before this delegate (an earlier load error)
 	}
-	n, ok, err := compilespec.Budget(d.CompileSpecs)
+	b, err := compilespec.SpecBudget(d.CompileSpecs)
+	n, _ := b.Bytes()
 	var de *compilespec.DuplicateKeyError
 	switch {
-	case !ok:
+	case err == nil && b.IsAuto():
 		if bp.Source != executor.SourceAutomatic {
 			t.Errorf("%s delegate %d: plan source %q; compilespec.Budget finds no budget", method, di, bp.Source)
 		}

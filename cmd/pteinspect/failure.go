@@ -5,6 +5,7 @@ import (
 
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/cli"
+	"github.com/ptekit/ptekit/internal/jsonerr"
 )
 
 // writeFailure prints the JSON object of a --json run that failed before
@@ -19,9 +20,7 @@ func writeFailure(w io.Writer, err error, plan bool) {
 		inspect.Encode(w, doc)
 		return
 	}
-	f := inspect.NewFailure(err)
+	f := jsonerr.New(err)
 	f.Message = cli.Message(err)
-	inspect.Encode(w, struct {
-		Error *inspect.Failure `json:"error"`
-	}{f})
+	jsonerr.Write(w, f)
 }

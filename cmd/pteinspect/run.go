@@ -17,6 +17,7 @@ import (
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
+	"github.com/ptekit/ptekit/internal/jsonerr"
 	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
@@ -123,7 +124,7 @@ func printUsage(w io.Writer, fs *pflag.FlagSet) {
 func usageErr(stderr io.Writer, format string, args ...any) int {
 	msg := cli.Plain(fmt.Sprintf(format, args...))
 	if j, ok := stderr.(*jsonStderr); ok {
-		writeFailure(j.stdout, &inspect.UsageError{Msg: msg}, j.plan)
+		writeFailure(j.stdout, &jsonerr.UsageError{Msg: msg}, j.plan)
 	}
 	fmt.Fprintf(stderr, "pteinspect: %s (see pteinspect --help)\n", msg)
 	return exitUsage

@@ -104,3 +104,22 @@ func TestViewersCannotApplyUndoRecords(t *testing.T) {
 		})
 	}
 }
+
+// TestExporterNeedsNoViews (issue 22 item 7): pteexport prints its --json
+// document (export.Summary) and the failure object (internal/jsonerr)
+// without reaching inspect, the package of pteinspect's views, through any
+// import; pteinspect does reach it, so the check is not vacuous.
+func TestExporterNeedsNoViews(t *testing.T) {
+	const views = module + "/inspect"
+	const failure = module + "/internal/jsonerr"
+	exporter := deps(t, "cmd/pteexport")
+	if slices.Contains(exporter, views) {
+		t.Errorf("cmd/pteexport imports %s (directly or not): the exporter formats library values, it needs no view", views)
+	}
+	if !slices.Contains(exporter, failure) {
+		t.Errorf("cmd/pteexport does not import %s: where does its --json failure object come from?", failure)
+	}
+	if !slices.Contains(deps(t, "cmd/pteinspect"), views) {
+		t.Errorf("cmd/pteinspect does not reach %s: the check above means nothing", views)
+	}
+}
