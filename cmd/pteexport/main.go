@@ -337,11 +337,26 @@ func failed(ctx context.Context, c *config, err error, fail func(string, error))
 		fail(fmt.Sprintf("%s already exists; use --force to overwrite it", c.output), err)
 		return 1
 	}
-	fail(cli.Message(err)+input.Hint(err), err)
+	fail(cli.Message(err)+failHint(c, err), err)
 	if code, ok := input.ExitCode(err); ok {
 		return code // a --from URL: 3 when worth retrying
 	}
 	return 1
+}
+
+// failHint is the hint that ends the message of a failed build or re-bake:
+// a URL input's, or for a file that does not exist where to look.
+func failHint(c *config, err error) string {
+	if h := input.Hint(err); h != "" {
+		return h
+	}
+	if errors.Is(err, iofs.ErrNotExist) {
+		if c.from == "" {
+			return " (hint: check the path; paths in a manifest are relative to its directory)"
+		}
+		return " (hint: check the path)"
+	}
+	return ""
 }
 
 // printResult prints the one "wrote" (or "re-baked ... in place") line.
