@@ -145,7 +145,7 @@ func newFlagSet(c *config) *pflag.FlagSet {
 	fs.StringVar(&c.targetDevice, "target-device", "", `pin target_device (e.g. "cuda:0") on every delegate instead of deriving it from each engine's device`)
 	fs.BoolVar(&c.inline, "inline-delegate-data", false, "store delegate blobs inside the flatbuffer instead of segments (at most 256 MiB in total; built in memory)")
 	fs.Uint64Var(&c.alignment, "segment-alignment", 0, "segment alignment in bytes, at most 1 MiB (default 128; re-bake keeps the input's)")
-	fs.StringVar(&c.headRoomText, "head-room", "auto", `padding kept before the segment data so that a later --in-place re-bake that adds a budget fits: "auto" (1 KiB + 64 bytes per delegate), 0 for none, or a size of at least 1KiB (re-bake keeps the input's)`)
+	fs.StringVar(&c.headRoomText, "head-room", "auto", `padding kept before the segment data so that a later --in-place re-bake that adds a budget fits: "auto" (1 KiB + 64 bytes per delegate), 0 for none, or a size from 1KiB to 1GiB (re-bake keeps the input's)`)
 	fs.BoolVar(&c.jsonOut, "json", false, "print a machine-readable summary on stdout")
 	fs.BoolVar(&c.force, "force", false, "overwrite an existing output file")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "print only errors: no progress, warnings or \"wrote\" line")
