@@ -109,6 +109,14 @@ var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 		s, doc, err := inspect.Summarize(f, nil)
 		return answer([]any{s, doc}, err)
 	},
+	"inspect.Size": func(_ *testing.T, f *pte.File) string {
+		r, err := inspect.Size(f, nil)
+		return answer(r, err)
+	},
+	"inspect.SummarizeDiff": func(_ *testing.T, f *pte.File) string {
+		s, err := inspect.SummarizeDiff(f, f, nil)
+		return answer(s, err)
+	},
 	"inspect.FileCompileSpecs": func(_ *testing.T, f *pte.File) string {
 		return answer(slices.Collect(inspect.FileCompileSpecs(f, "", "")), nil)
 	},
