@@ -71,6 +71,10 @@ const usage = `Usage:
   pteexport --recover in.pte                               undo an interrupted --in-place re-bake
   pteexport help                                           show this help
 
+The manifest format is in docs/manifest.md. Exit status: 0 success, 1 failure
+(one line on standard error), 2 usage error, 3 a --from URL failed in a way
+worth retrying, 130/143 interrupted by SIGINT/SIGTERM.
+
 Options:
 `
 

@@ -46,6 +46,11 @@ Shows what is inside an ExecuTorch program (.pte) or external data file
 input; an http:// or https:// URL is read with range requests, without
 downloading it.
 
+Exit status: 0, or 1 when a check finds an error, a method fails to load
+(--plan) or the input cannot be read; 2 usage error; 3 reading a URL failed
+in a way worth retrying; 130/143 interrupted. diff has its own (pteinspect
+help diff).
+
 Flags:
 `
 
