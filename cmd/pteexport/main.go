@@ -71,6 +71,10 @@ const usage = `Usage:
   pteexport --recover in.pte                               undo an interrupted --in-place re-bake
   pteexport help                                           show this help
 
+The manifest format is in docs/manifest.md. Exit status: 0 success, 1 failure
+(one line on standard error), 2 usage error, 3 a --from URL failed in a way
+worth retrying, 130/143 interrupted by SIGINT/SIGTERM.
+
 Options:
 `
 
@@ -147,7 +151,7 @@ func newFlagSet(c *config) *pflag.FlagSet {
 	fs.StringVar(&c.targetDevice, "target-device", "", `pin target_device (e.g. "cuda:0") on every delegate instead of deriving it from each engine's device`)
 	fs.BoolVar(&c.inline, "inline-delegate-data", false, "store delegate blobs inside the flatbuffer instead of segments (at most 256 MiB in total; built in memory)")
 	fs.Uint64Var(&c.alignment, "segment-alignment", 0, "segment alignment in bytes, at most 1 MiB (default 128; re-bake keeps the input's)")
-	fs.StringVar(&c.headRoomText, "head-room", "auto", `padding kept before the segment data so that a later --in-place re-bake that adds a budget fits: "auto" (1 KiB + 64 bytes per delegate), 0 for none, or a size of at least 1KiB (re-bake keeps the input's)`)
+	fs.StringVar(&c.headRoomText, "head-room", "auto", `padding kept before the segment data so that a later --in-place re-bake that adds a budget fits: "auto" (1 KiB + 64 bytes per delegate), 0 for none, or a size from 1KiB to 1GiB (re-bake keeps the input's)`)
 	fs.BoolVar(&c.jsonOut, "json", false, "print a machine-readable summary on stdout")
 	fs.BoolVar(&c.force, "force", false, "overwrite an existing output file")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "print only errors: no progress, warnings or \"wrote\" line")
@@ -340,11 +344,26 @@ func failed(ctx context.Context, c *config, err error, fail func(string, error))
 		fail(fmt.Sprintf("%s already exists; use --force to overwrite it", c.output), err)
 		return 1
 	}
-	fail(cli.Message(err)+input.Hint(err), err)
+	fail(cli.Message(err)+failHint(c, err), err)
 	if code, ok := input.ExitCode(err); ok {
 		return code // a --from URL: 3 when worth retrying
 	}
 	return 1
+}
+
+// failHint is the hint that ends the message of a failed build or re-bake:
+// a URL input's, or for a file that does not exist where to look.
+func failHint(c *config, err error) string {
+	if h := input.Hint(err); h != "" {
+		return h
+	}
+	if errors.Is(err, iofs.ErrNotExist) {
+		if c.from == "" {
+			return " (hint: check the path; paths in a manifest are relative to its directory)"
+		}
+		return " (hint: check the path)"
+	}
+	return ""
 }
 
 // printResult prints the one "wrote" (or "re-baked ... in place") line.

@@ -38,9 +38,10 @@ to it (docs/json.md). Where things are in the file (file size, header
 offsets, segment offsets) is left out unless --layout is given (listed
 after the summary). Two .ptd data files compare by key, printing the
 --paths lines: layout, size and content (SHA-256); --layout adds the
-header, segment table and each key's segment and offset. Exit status 0 when equal, 1 when
-different, 2 on error, 3 when reading a URL failed in a way worth retrying,
-130/143 when interrupted.
+header, segment table and each key's segment and offset.
+
+Exit status 0 when equal, 1 when different, 2 on error, 3 when reading a
+URL failed in a way worth retrying, 130/143 when interrupted.
 
 Flags:
 `
@@ -60,23 +61,23 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			io.WriteString(stdout, cli.FlagUsages(fs))
 			return exitOK
 		}
-		return usageErr(stderr, "diff: %v", err)
+		return diffUsageErr(stderr, "%v", err)
 	}
 	if fs.NArg() != 2 {
-		return usageErr(stderr, "diff: expected two files, got %d arguments", fs.NArg())
+		return diffUsageErr(stderr, "expected two files, got %d arguments", fs.NArg())
 	}
 	if d.paths && d.asJSON {
-		return usageErr(stderr, "diff: --paths and --json are two outputs; give one")
+		return diffUsageErr(stderr, "--paths and --json are two outputs; give one")
 	}
 	if d.summary && !d.asJSON {
-		return usageErr(stderr, "diff: --summary goes with --json (the summary is the default human view)")
+		return diffUsageErr(stderr, "--summary goes with --json (the summary is the default human view)")
 	}
 	if fs.Arg(0) == "-" && fs.Arg(1) == "-" {
-		return usageErr(stderr, "diff: only one side can be standard input")
+		return diffUsageErr(stderr, "only one side can be standard input")
 	}
 	opener, err := d.in.Opener(stdin, nil)
 	if err != nil {
-		return usageErr(stderr, "diff: %v", err)
+		return diffUsageErr(stderr, "%v", err)
 	}
 	if tuneHTTP != nil {
 		tuneHTTP(&opener.HTTP)
@@ -89,10 +90,10 @@ func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	d.names = [2]string{fs.Arg(0), fs.Arg(1)}
 	if ptdA, ptdB := isPTD(ctx, opener, fs.Arg(0)), isPTD(ctx, opener, fs.Arg(1)); ptdA || ptdB {
 		if !ptdA || !ptdB {
-			return usageErr(stderr, "diff: compare a .ptd data file with another .ptd file, a program with a program")
+			return diffUsageErr(stderr, "compare a .ptd data file with another .ptd file, a program with a program")
 		}
 		if d.summary {
-			return usageErr(stderr, "diff: --summary compares programs, not .ptd data files")
+			return diffUsageErr(stderr, "--summary compares programs, not .ptd data files")
 		}
 		return runPTDDiff(ctx, opener, fs.Args(), d.asJSON, d.layout, stdout, stderr, d.fail)
 	}

@@ -80,7 +80,7 @@ func openData(ctx context.Context, opener *input.Opener, names []string) (srcs [
 func runPTD(ctx context.Context, opener *input.Opener, name string, stdout, stderr io.Writer, o *options) int {
 	switch {
 	case o.plan || o.compileSpecs || o.extract != "" || o.method != "" || o.backend != "" || len(o.data) > 0:
-		return usageErr(stderr, "%s is a .ptd data file: only --json, --hash and --verify apply (inspect a program with --data %s)", esc(name), esc(name))
+		return usageErr(stderr, "%s is a .ptd data file: only --json, --hash, --verify, --long and --size apply (inspect a program with --data %s)", esc(name), esc(name))
 	}
 	f, c, err := openPTD(ctx, opener, name)
 	if err != nil {

@@ -383,6 +383,21 @@ func TestPTDDiff(t *testing.T) {
 	assert.Equal(t, runArgs(nil, "diff", a, content), runArgs(nil, "diff", "--paths", a, content))
 }
 
+// TestPTDViewFlags: a program-only flag on a .ptd is a usage error whose
+// message lists every flag that does apply, each of which works.
+func TestPTDViewFlags(t *testing.T) {
+	a := writePTD(t, "a.ptd", 1, "x", "y")
+	r := runArgs(nil, "--plan", a)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	const applies = "only --json, --hash, --verify, --long and --size apply"
+	assert.Contains(t, r.stderr, applies)
+	for _, flag := range []string{"--json", "--hash", "--verify", "--long", "--size"} {
+		assert.Contains(t, applies, flag)
+		got := runArgs(nil, flag, a)
+		assert.Equal(t, exitOK, got.code, "%s: %s", flag, got.stderr)
+	}
+}
+
 // TestVerifyDataPairsOverHTTP: the same runs with the program and every
 // data file served over HTTP (--data takes URLs through the one input
 // opener) give the same verdicts as the local files.

@@ -4,7 +4,7 @@
 // Usage:
 //
 //	pteinspect [flags] FILE.pte|URL
-//	pteinspect diff [--json] [--layout] [--quiet] A.pte|URL B.pte|URL
+//	pteinspect diff [--paths | --json [--summary]] [--layout] [--quiet] A.pte|URL B.pte|URL
 //	pteinspect help [diff]
 //
 // By default it prints a summary that fits a screen (inspect.Summary): the

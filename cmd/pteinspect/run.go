@@ -38,7 +38,7 @@ const (
 const usageText = `usage: pteinspect [flags] FILE.pte|URL [--data FILE.ptd|URL ...]
        pteinspect [--json] [--hash] [--verify] FILE.ptd|URL
        pteinspect --size [--long|--json|--html FILE] FILE.pte|FILE.ptd|URL
-       pteinspect diff [--json] [--layout] A.pte|URL B.pte|URL
+       pteinspect diff [--paths | --json [--summary]] [--layout] A.pte|URL B.pte|URL
        pteinspect diff [--json] [--layout] A.ptd|URL B.ptd|URL
        pteinspect help [diff]
 
@@ -46,6 +46,11 @@ Shows what is inside an ExecuTorch program (.pte) or external data file
 (.ptd, recognised by its content). FILE "-" reads a program from standard
 input; an http:// or https:// URL is read with range requests, without
 downloading it.
+
+Exit status: 0, or 1 when a check finds an error, a method fails to load
+(--plan) or the input cannot be read; 2 usage error; 3 reading a URL failed
+in a way worth retrying; 130/143 interrupted. diff has its own (pteinspect
+help diff).
 
 Flags:
 `
@@ -122,11 +127,21 @@ func printUsage(w io.Writer, fs *pflag.FlagSet) {
 // line asks for JSON (stderr is a *jsonStderr), as the failure object on
 // standard output, so that a pipeline gets JSON whatever happens.
 func usageErr(stderr io.Writer, format string, args ...any) int {
+	return usageErrSee(stderr, "pteinspect --help", format, args...)
+}
+
+// diffUsageErr is usageErr for the diff subcommand: the message starts
+// with "diff: " and the hint names diff's own help, which lists its flags.
+func diffUsageErr(stderr io.Writer, format string, args ...any) int {
+	return usageErrSee(stderr, "pteinspect help diff", "diff: "+format, args...)
+}
+
+func usageErrSee(stderr io.Writer, help, format string, args ...any) int {
 	msg := cli.Plain(fmt.Sprintf(format, args...))
 	if j, ok := stderr.(*jsonStderr); ok {
 		writeFailure(j.stdout, &jsonerr.UsageError{Msg: msg}, j.plan)
 	}
-	fmt.Fprintf(stderr, "pteinspect: %s (see pteinspect --help)\n", msg)
+	fmt.Fprintf(stderr, "pteinspect: %s (see %s)\n", msg, help)
 	return exitUsage
 }
 

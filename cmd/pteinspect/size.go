@@ -41,6 +41,9 @@ func runSize(ctx context.Context, opener *input.Opener, name string, stdout, std
 			return failure(stdout, stderr, name, o, err)
 		}
 	} else {
+		// A viewer never applies an undo record; --size lists no
+		// problems, so it reports one on standard error.
+		warnUndo(stderr, input.UndoNotice(name), o.quiet)
 		srcs, closeData := openData(ctx, opener, o.data)
 		defer closeData()
 		f, err := opener.Program(ctx, name)
