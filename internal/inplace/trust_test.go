@@ -53,6 +53,13 @@ func TestRecoverRefusesUntrustedRecord(t *testing.T) {
 		{"fifo", func(t *testing.T, undo string) {
 			require.NoError(t, syscall.Mkfifo(undo, 0o600))
 		}, "not a regular file"},
+		{"hard link to a file elsewhere", func(t *testing.T, undo string) {
+			// Where hard links are not protected, anyone who can write the
+			// directory can give another user's file this name.
+			other := filepath.Join(t.TempDir(), "rec")
+			require.NoError(t, os.WriteFile(other, rec, 0o600))
+			require.NoError(t, os.Link(other, undo))
+		}, "hard link"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := newFile(t, []byte(content))

@@ -165,7 +165,7 @@ func open(path string) (*os.File, iofs.FileInfo, error) {
 
 // trust checks that the record (st) may be applied to the file (file): a
 // regular file, owned by the file's owner, by root or by the user running
-// this process, and writable by nobody else.
+// this process, writable by nobody else, with one name (not a hard link).
 func trust(path string, st, file iofs.FileInfo) error {
 	if !st.Mode().IsRegular() {
 		return &Error{Path: path, Off: -1, Msg: fmt.Sprintf("not a regular file (%v)", st.Mode().Type())}
@@ -183,13 +183,19 @@ func trust(path string, st, file iofs.FileInfo) error {
 	if perm := st.Mode().Perm(); perm&0o022 != 0 {
 		return &Error{Path: path, Off: -1, Msg: fmt.Sprintf("writable by group or others (mode %04o)", perm)}
 	}
+	// ptekit writes a record under one name; a second name is a hard link
+	// someone made, to a file that may be another's (where the kernel does
+	// not protect hard links, anyone who can write the directory can).
+	if n, ok := links(st); ok && n != 1 {
+		return &Error{Path: path, Off: -1, Msg: fmt.Sprintf("it has %d names (a hard link), not a record ptekit wrote", n)}
+	}
 	return nil
 }
 
 // Read reads and checks the undo record at path for the file whose
 // FileInfo is file, in this order: that the record is a regular file, not
 // a symbolic link, owned by the file's owner, by root or by the user
-// running this, not writable by group or others; its header (magic, the file's size, the
+// running this, not writable by group or others, not a hard link; its header (magic, the file's size, the
 // range inside the file, no more than MaxRun, the record's size); its
 // checksum. It returns nil, nil when there is no record, and an *Error
 // for a record that fails a check. It never reads more than the header
