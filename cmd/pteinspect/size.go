@@ -43,6 +43,9 @@ func runSize(ctx context.Context, opener *input.Opener, name string, stdout, std
 	} else {
 		srcs, closeData := openData(ctx, opener, o.data)
 		defer closeData()
+		// A viewer never applies an undo record; it reports it, and the
+		// sizes are those of the file as it is.
+		warnUndo(stderr, input.UndoNotice(name), o.quiet)
 		f, err := opener.Program(ctx, name)
 		if err != nil {
 			return failure(stdout, stderr, name, o, err)
