@@ -332,16 +332,11 @@ func (e *Edit) recover() (bool, error) {
 	if r == nil || err != nil {
 		return false, err
 	}
-	cur := make([]byte, len(r.Old))
-	if _, err := f.ReadAt(cur, r.Off); err != nil {
+	isOld, err := r.Matches(f, real, undo)
+	if err != nil {
 		return false, err
 	}
-	for i := range cur {
-		if cur[i] != r.Old[i] && cur[i] != r.New[i] {
-			return false, &undorecord.Error{Path: undo, Off: r.Off + int64(i), Msg: fmt.Sprintf("%s holds a byte that is neither the old nor the new one (changed since?)", real)}
-		}
-	}
-	if !bytes.Equal(cur, r.Old) {
+	if !isOld {
 		if err := e.guard(); err != nil {
 			return false, fmt.Errorf("%s: %w; the undo record %s stays", real, err, undo)
 		}

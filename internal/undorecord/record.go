@@ -212,6 +212,32 @@ func Read(path string, file iofs.FileInfo) (*Record, error) {
 	return decode(path, f, st.Size(), file.Size())
 }
 
+// Matches checks that every byte of r's range in the file f (at path) is
+// r's old byte or its new one, as a write cut off anywhere leaves it; a
+// file replaced since fails, with an *Error naming the first byte that is
+// neither (undo is the record's path). It returns whether the range holds
+// the old bytes already.
+func (r *Record) Matches(f io.ReaderAt, path, undo string) (bool, error) {
+	cur := make([]byte, len(r.Old))
+	if _, err := f.ReadAt(cur, r.Off); err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range cur {
+		if cur[i] != r.Old[i] && cur[i] != r.New[i] {
+			return false, &Error{Path: undo, Off: r.Off + int64(i), Msg: fmt.Sprintf("%s holds a byte that is neither the old nor the new one (changed since?)", path)}
+		}
+	}
+	return bytes.Equal(cur, r.Old), nil
+}
+
+// ProbeWhole bounds the records Probe checks whole (checksum, and the
+// file's bytes against the record): an in-place edit's record holds the
+// program's head twice, a few KiB to a few MiB. A larger record, which
+// only someone other than ptekit could have written this big, gets the
+// look's other checks only, so that a planted record costs a viewer no
+// more than this.
+const ProbeWhole = 16 << 20
+
 // Notice is what Probe found beside a file: an undo record, and whether
 // pteexport --recover would take it.
 type Notice struct {
@@ -236,7 +262,9 @@ func (n *Notice) Message(name string) string {
 // Probe looks for the undo record of the file path, without writing
 // anything: nil when there is none (or path cannot be resolved), else a
 // Notice. It costs an lstat when there is no record; when there is one, an
-// open, an fstat and a read of the fixed header.
+// open, an fstat and a read of the fixed header, and, for a record of up
+// to ProbeWhole bytes whose header is sound, a read of the record and of
+// its range of the file (opened read-only) to check them as Recover does.
 func Probe(path string) *Notice {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
@@ -275,8 +303,30 @@ func Probe(path string) *Notice {
 	}
 	if _, err := checkHeader(undo, hdr[:], st.Size(), file.Size()); err != nil {
 		n.Refused = reason(err)
+		return n
+	}
+	if st.Size() <= ProbeWhole {
+		// What --recover checks next: the checksum, and the file's bytes.
+		r, err := decode(undo, f, st.Size(), file.Size())
+		if err == nil {
+			err = matchesFile(r, real, undo)
+		}
+		if err != nil {
+			n.Refused = reason(err)
+		}
 	}
 	return n
+}
+
+// matchesFile is r.Matches on the file at path, opened read-only.
+func matchesFile(r *Record, path, undo string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = r.Matches(f, path, undo)
+	return err
 }
 
 // reason is the message of err without the record's name and advice,
