@@ -386,6 +386,9 @@ func resolve(path string) (string, fs.FileInfo, error) {
 	lst, err := os.Lstat(path)
 	switch {
 	case err == nil && lst.Mode()&fs.ModeSymlink != 0:
+		if err := plantedLink(path, lst); err != nil {
+			return "", nil, err
+		}
 		target, err := filepath.EvalSymlinks(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			link, _ := os.Readlink(path)
