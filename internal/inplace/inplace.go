@@ -62,6 +62,9 @@ type Edit struct {
 // openLeased opens path (through symbolic links) for writing and takes the
 // write lease.
 func openLeased(path string) (*Edit, error) {
+	if err := atomicfile.CheckLink(path); err != nil {
+		return nil, err
+	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, err
@@ -302,6 +305,9 @@ func writeRecord(path string, size, off int64, old, new []byte) error {
 // removes the record. It reports whether there was one. Without a record
 // it only looks for it (one stat); a path that does not exist is an error.
 func Recover(path string) (bool, error) {
+	if err := atomicfile.CheckLink(path); err != nil {
+		return false, err
+	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return false, fmt.Errorf("nothing to recover: %w", err)
