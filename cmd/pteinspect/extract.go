@@ -27,7 +27,7 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 	var out *atomicfile.File
 	if o.output != "-" {
 		if out, err = createOutput(ctx, name, o.output, o.force); err != nil {
-			if code, ok := outputUsageErr(stderr, o.output, err); ok {
+			if code, ok := outputUsageErr(stderr, "-o", "payload", o.output, err); ok {
 				return code
 			}
 			return failErr(stderr, name, err)
@@ -112,12 +112,13 @@ func createOutput(ctx context.Context, in, output string, force bool) (*atomicfi
 }
 
 // outputUsageErr reports an output refused for what the command line asks
-// (the input, or an existing file without --force) as a usage error.
-func outputUsageErr(stderr io.Writer, output string, err error) (int, bool) {
+// (the input, or an existing file without --force) as a usage error; flag
+// names the option that named it (-o, --html) and what the output holds.
+func outputUsageErr(stderr io.Writer, flag, what, output string, err error) (int, bool) {
 	var ie *atomicfile.InputError
 	switch {
 	case errors.As(err, &ie):
-		return usageErr(stderr, "-o %s; write the payload elsewhere", esc(ie.Error())), true
+		return usageErr(stderr, "%s %s; write the %s elsewhere", flag, esc(ie.Error()), what), true
 	case errors.Is(err, fs.ErrExist):
 		return usageErr(stderr, "-o %s exists; pass --force to replace it", esc(output)), true
 	}

@@ -85,7 +85,7 @@ func writeSizeHTML(ctx context.Context, name string, r *inspect.SizeReport, stdo
 	}
 	out, err := atomicfile.CreateContext(ctx, o.html, opts)
 	if err != nil {
-		if code, ok := outputUsageErr(stderr, o.html, err); ok {
+		if code, ok := outputUsageErr(stderr, "--html", "page", o.html, err); ok {
 			return code
 		}
 		return failErr(stderr, name, err)

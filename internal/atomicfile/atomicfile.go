@@ -79,8 +79,10 @@ var testForceFallback bool
 // Create starts writing the file at path. It fails at once, without
 // creating anything, when the directory does not exist, when path is a
 // directory or another non-regular file or a symbolic link to nothing,
-// when it exists and opts.NoOverwrite is set, and when it is one of
-// opts.Inputs. A nil opts means the zero Options.
+// when it is a symbolic link owned by another user in a sticky directory
+// writable by others (which the kernel's fs.protected_symlinks would not
+// follow), when it exists and opts.NoOverwrite is set, and when it is one
+// of opts.Inputs. A nil opts means the zero Options.
 func Create(path string, opts *Options) (*File, error) {
 	return CreateContext(context.Background(), path, opts)
 }
@@ -379,6 +381,19 @@ func (f *File) abortLocked() error {
 	return nil
 }
 
+// CheckLink refuses path when it is a symbolic link that another user
+// planted in a sticky shared directory (see Create): for the commands
+// that write a file where it is (an in-place edit), which must not follow
+// such a link either. Any other path, or one that cannot be looked at, is
+// no error here.
+func CheckLink(path string) error {
+	lst, err := os.Lstat(path)
+	if err != nil || lst.Mode()&fs.ModeSymlink == 0 {
+		return nil
+	}
+	return plantedLink(path, lst)
+}
+
 // resolve checks the destination and returns the file to replace (path
 // with symbolic links resolved) and its FileInfo, nil when it does not
 // exist yet.
@@ -386,6 +401,9 @@ func resolve(path string) (string, fs.FileInfo, error) {
 	lst, err := os.Lstat(path)
 	switch {
 	case err == nil && lst.Mode()&fs.ModeSymlink != 0:
+		if err := plantedLink(path, lst); err != nil {
+			return "", nil, err
+		}
 		target, err := filepath.EvalSymlinks(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			link, _ := os.Readlink(path)

@@ -152,3 +152,40 @@ func unnamedSupported(t *testing.T, dir string) bool {
 	f.Close()
 	return true
 }
+
+// TestRefusesPlantedSymlink: an output named by a symbolic link that
+// another user left in a shared sticky directory (/tmp) is not followed,
+// as the kernel's fs.protected_symlinks would not follow it: the link
+// could point at any file of the user writing (root's /etc/passwd). A
+// link of the user's own, or of the directory's owner, is followed.
+func TestRefusesPlantedSymlink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a link of another user needs root")
+	}
+	const nobody = 65534
+	shared := filepath.Join(t.TempDir(), "shared")
+	require.NoError(t, os.Mkdir(shared, 0o755))
+	require.NoError(t, os.Chmod(shared, fs.ModeSticky|0o777))
+	target := filepath.Join(t.TempDir(), "precious")
+	require.NoError(t, os.WriteFile(target, []byte("precious"), 0o644))
+	link := filepath.Join(shared, "out.html")
+	require.NoError(t, os.Symlink(target, link))
+	require.NoError(t, os.Lchown(link, nobody, nobody))
+
+	_, err := Create(link, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "symbolic link")
+	assert.Contains(t, err.Error(), "uid 65534")
+	got, _ := os.ReadFile(target)
+	assert.Equal(t, "precious", string(got))
+
+	// The user's own link is followed.
+	require.NoError(t, os.Lchown(link, 0, 0))
+	f, err := Create(link, nil)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("new"))
+	require.NoError(t, err)
+	require.NoError(t, f.Commit())
+	got, _ = os.ReadFile(target)
+	assert.Equal(t, "new", string(got))
+}

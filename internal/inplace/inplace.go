@@ -62,6 +62,9 @@ type Edit struct {
 // openLeased opens path (through symbolic links) for writing and takes the
 // write lease.
 func openLeased(path string) (*Edit, error) {
+	if err := atomicfile.CheckLink(path); err != nil {
+		return nil, err
+	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, err
@@ -302,6 +305,9 @@ func writeRecord(path string, size, off int64, old, new []byte) error {
 // removes the record. It reports whether there was one. Without a record
 // it only looks for it (one stat); a path that does not exist is an error.
 func Recover(path string) (bool, error) {
+	if err := atomicfile.CheckLink(path); err != nil {
+		return false, err
+	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return false, fmt.Errorf("nothing to recover: %w", err)
@@ -332,16 +338,11 @@ func (e *Edit) recover() (bool, error) {
 	if r == nil || err != nil {
 		return false, err
 	}
-	cur := make([]byte, len(r.Old))
-	if _, err := f.ReadAt(cur, r.Off); err != nil {
+	isOld, err := r.Matches(f, real, undo)
+	if err != nil {
 		return false, err
 	}
-	for i := range cur {
-		if cur[i] != r.Old[i] && cur[i] != r.New[i] {
-			return false, &undorecord.Error{Path: undo, Off: r.Off + int64(i), Msg: fmt.Sprintf("%s holds a byte that is neither the old nor the new one (changed since?)", real)}
-		}
-	}
-	if !bytes.Equal(cur, r.Old) {
+	if !isOld {
 		if err := e.guard(); err != nil {
 			return false, fmt.Errorf("%s: %w; the undo record %s stays", real, err, undo)
 		}

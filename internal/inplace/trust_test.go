@@ -53,6 +53,13 @@ func TestRecoverRefusesUntrustedRecord(t *testing.T) {
 		{"fifo", func(t *testing.T, undo string) {
 			require.NoError(t, syscall.Mkfifo(undo, 0o600))
 		}, "not a regular file"},
+		{"hard link to a file elsewhere", func(t *testing.T, undo string) {
+			// Where hard links are not protected, anyone who can write the
+			// directory can give another user's file this name.
+			other := filepath.Join(t.TempDir(), "rec")
+			require.NoError(t, os.WriteFile(other, rec, 0o600))
+			require.NoError(t, os.Link(other, undo))
+		}, "hard link"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := newFile(t, []byte(content))
@@ -103,4 +110,31 @@ func TestRecoverAppliesRecordOfOwner(t *testing.T) {
 		got, _ := os.ReadFile(path)
 		assert.Equal(t, "0123456789", string(got))
 	}
+}
+
+// TestRefusesPlantedProgramLink: a program named by a symbolic link that
+// another user left in a sticky shared directory is neither edited nor
+// recovered through the link (it could point at any file of the user
+// running the command); the file it points to stays as it is.
+func TestRefusesPlantedProgramLink(t *testing.T) {
+	skipWithoutLeases(t)
+	if os.Geteuid() != 0 {
+		t.Skip("a link of another user needs root")
+	}
+	target := newFile(t, []byte("EVIL456789"))
+	require.NoError(t, os.WriteFile(undorecord.Path(target), undorecord.Encode(10, 0, []byte("0123"), []byte("EVIL")), 0o600))
+	shared := filepath.Join(t.TempDir(), "shared")
+	require.NoError(t, os.Mkdir(shared, 0o755))
+	require.NoError(t, os.Chmod(shared, os.ModeSticky|0o777))
+	link := filepath.Join(shared, "model.pte")
+	require.NoError(t, os.Symlink(target, link))
+	require.NoError(t, os.Lchown(link, nobody, nobody))
+
+	_, err := Recover(link)
+	assert.ErrorContains(t, err, "symbolic link owned by uid 65534")
+	_, err = Open(link)
+	assert.ErrorContains(t, err, "symbolic link owned by uid 65534")
+	got, _ := os.ReadFile(target)
+	assert.Equal(t, "EVIL456789", string(got))
+	assert.FileExists(t, undorecord.Path(target))
 }

@@ -25,3 +25,12 @@ func owner(fi iofs.FileInfo) (uint32, bool) {
 	}
 	return st.Uid, true
 }
+
+// links is the number of names (hard links) of the file of fi.
+func links(fi iofs.FileInfo) (uint64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return uint64(st.Nlink), true
+}

@@ -165,7 +165,7 @@ func open(path string) (*os.File, iofs.FileInfo, error) {
 
 // trust checks that the record (st) may be applied to the file (file): a
 // regular file, owned by the file's owner, by root or by the user running
-// this process, and writable by nobody else.
+// this process, writable by nobody else, with one name (not a hard link).
 func trust(path string, st, file iofs.FileInfo) error {
 	if !st.Mode().IsRegular() {
 		return &Error{Path: path, Off: -1, Msg: fmt.Sprintf("not a regular file (%v)", st.Mode().Type())}
@@ -183,13 +183,19 @@ func trust(path string, st, file iofs.FileInfo) error {
 	if perm := st.Mode().Perm(); perm&0o022 != 0 {
 		return &Error{Path: path, Off: -1, Msg: fmt.Sprintf("writable by group or others (mode %04o)", perm)}
 	}
+	// ptekit writes a record under one name; a second name is a hard link
+	// someone made, to a file that may be another's (where the kernel does
+	// not protect hard links, anyone who can write the directory can).
+	if n, ok := links(st); ok && n != 1 {
+		return &Error{Path: path, Off: -1, Msg: fmt.Sprintf("it has %d names (a hard link), not a record ptekit wrote", n)}
+	}
 	return nil
 }
 
 // Read reads and checks the undo record at path for the file whose
 // FileInfo is file, in this order: that the record is a regular file, not
 // a symbolic link, owned by the file's owner, by root or by the user
-// running this, not writable by group or others; its header (magic, the file's size, the
+// running this, not writable by group or others, not a hard link; its header (magic, the file's size, the
 // range inside the file, no more than MaxRun, the record's size); its
 // checksum. It returns nil, nil when there is no record, and an *Error
 // for a record that fails a check. It never reads more than the header
@@ -205,6 +211,32 @@ func Read(path string, file iofs.FileInfo) (*Record, error) {
 	}
 	return decode(path, f, st.Size(), file.Size())
 }
+
+// Matches checks that every byte of r's range in the file f (at path) is
+// r's old byte or its new one, as a write cut off anywhere leaves it; a
+// file replaced since fails, with an *Error naming the first byte that is
+// neither (undo is the record's path). It returns whether the range holds
+// the old bytes already.
+func (r *Record) Matches(f io.ReaderAt, path, undo string) (bool, error) {
+	cur := make([]byte, len(r.Old))
+	if _, err := f.ReadAt(cur, r.Off); err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range cur {
+		if cur[i] != r.Old[i] && cur[i] != r.New[i] {
+			return false, &Error{Path: undo, Off: r.Off + int64(i), Msg: fmt.Sprintf("%s holds a byte that is neither the old nor the new one (changed since?)", path)}
+		}
+	}
+	return bytes.Equal(cur, r.Old), nil
+}
+
+// ProbeWhole bounds the records Probe checks whole (checksum, and the
+// file's bytes against the record): an in-place edit's record holds the
+// program's head twice, a few KiB to a few MiB. A larger record, which
+// only someone other than ptekit could have written this big, gets the
+// look's other checks only, so that a planted record costs a viewer no
+// more than this.
+const ProbeWhole = 16 << 20
 
 // Notice is what Probe found beside a file: an undo record, and whether
 // pteexport --recover would take it.
@@ -230,7 +262,9 @@ func (n *Notice) Message(name string) string {
 // Probe looks for the undo record of the file path, without writing
 // anything: nil when there is none (or path cannot be resolved), else a
 // Notice. It costs an lstat when there is no record; when there is one, an
-// open, an fstat and a read of the fixed header.
+// open, an fstat and a read of the fixed header, and, for a record of up
+// to ProbeWhole bytes whose header is sound, a read of the record and of
+// its range of the file (opened read-only) to check them as Recover does.
 func Probe(path string) *Notice {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
@@ -269,8 +303,30 @@ func Probe(path string) *Notice {
 	}
 	if _, err := checkHeader(undo, hdr[:], st.Size(), file.Size()); err != nil {
 		n.Refused = reason(err)
+		return n
+	}
+	if st.Size() <= ProbeWhole {
+		// What --recover checks next: the checksum, and the file's bytes.
+		r, err := decode(undo, f, st.Size(), file.Size())
+		if err == nil {
+			err = matchesFile(r, real, undo)
+		}
+		if err != nil {
+			n.Refused = reason(err)
+		}
 	}
 	return n
+}
+
+// matchesFile is r.Matches on the file at path, opened read-only.
+func matchesFile(r *Record, path, undo string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = r.Matches(f, path, undo)
+	return err
 }
 
 // reason is the message of err without the record's name and advice,

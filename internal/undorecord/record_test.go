@@ -126,6 +126,20 @@ func TestProbe(t *testing.T) {
 	assert.Empty(t, n.Refused)
 	assert.Contains(t, n.Message("p.pte"), "pteexport --recover p.pte")
 
+	// A record --recover would refuse for its checksum or for bytes of the
+	// file that are neither its old nor its new ones is not reported as
+	// one it would apply.
+	rec := Encode(10, 2, []byte("234"), []byte("ppp"))
+	rec[len(rec)-1] ^= 1
+	require.NoError(t, os.WriteFile(undo, rec, 0o600))
+	n = Probe(path)
+	require.NotNil(t, n)
+	assert.Contains(t, n.Refused, "checksum mismatch")
+	require.NoError(t, os.WriteFile(undo, Encode(10, 2, []byte("234"), []byte("qqq")), 0o600))
+	n = Probe(path)
+	require.NotNil(t, n)
+	assert.Contains(t, n.Refused, "neither the old nor the new one")
+
 	require.NoError(t, os.Chmod(undo, 0o666))
 	n = Probe(path)
 	require.NotNil(t, n)
