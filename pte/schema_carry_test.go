@@ -27,7 +27,8 @@ import (
 //     CamelCase, or goNames) of a matching kind and size, and no field the
 //     schema does not have (but Absent);
 //   - roundtrip: a program with every field set to a non-default value
-//     (each union member used once) encodes and decodes to the same value;
+//     (a vector of tables with a union field has one element per union
+//     member) encodes and decodes to the same value;
 //   - json: inspect's JSON form of that program has a member of the
 //     field's schema name with a non-default value, and no other member.
 func TestSchemaFieldsCarried(t *testing.T) {
