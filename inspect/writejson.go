@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/ptekit/ptekit/pte"
 )
@@ -62,36 +61,31 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	progJSON = bytes.Clone(progJSON) // jw's buffer is reused below
-	progHead := []byte(`{"version":` + strconv.FormatUint(uint64(prog.Version), 10) + `,"execution_plan":[`)
-	if !bytes.HasPrefix(progJSON, progHead) {
-		return nil, fmt.Errorf("inspect: internal error: the program's JSON does not start with its version and plans (%.40q)", progJSON)
+	progHead, progTail, err := cutMember(progJSON, `"execution_plan":[]`)
+	if err != nil {
+		return nil, err
+	}
+	// The document's other members, encoded once in the Document's own
+	// member order; the delegates and the program go between them.
+	head := *doc
+	head.Delegates, head.Program = nil, nil
+	headJSON, err := jw.compact(&head)
+	if err != nil {
+		return nil, err
+	}
+	docHead, docTail, err := cutMember(headJSON, `"delegates":null,"program":null`)
+	if err != nil {
+		return nil, err
 	}
 
 	ind := &indenter{w: bufio.NewWriterSize(w, 64<<10)}
 	put := func(b []byte) { ind.Write(b) }
-	member := func(key string, v any) error {
-		b, err := jw.compact(v)
-		if err != nil {
-			return err
-		}
-		put([]byte(key))
-		put(b)
-		return nil
-	}
-	if err := member(`{"file":`, doc.File); err != nil {
-		return doc, err
-	}
-	if err := member(`,"extended_header":`, doc.ExtendedHeader); err != nil {
-		return doc, err
-	}
-	if err := member(`,"segments":`, doc.Segments); err != nil {
-		return doc, err
-	}
-	put([]byte(`,"delegates":[`))
+	put(docHead)
+	put([]byte(`"delegates":[`))
 	put(dels.Bytes())
 	put([]byte(`],"program":`))
 	put(progHead)
+	put([]byte(`"execution_plan":[`))
 	method := st.b.opts.Method
 	first := true
 	for i := range f.NumPlans() {
@@ -112,16 +106,10 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 		first = false
 		put(b)
 	}
-	put(progJSON[len(progHead):])
-	if err := member(`,"problems":`, doc.Problems); err != nil {
-		return doc, err
-	}
-	if doc.ExternalData != nil {
-		if err := member(`,"external_data":`, doc.ExternalData); err != nil {
-			return doc, err
-		}
-	}
-	put([]byte("}\n"))
+	put([]byte(`]`))
+	put(progTail)
+	put(docTail)
+	put([]byte("\n"))
 	if err := ind.w.Flush(); err != nil {
 		return doc, err
 	}
@@ -150,4 +138,16 @@ func (jw *jsonWriter) compact(v any) ([]byte, error) {
 	}
 	b := jw.buf.Bytes()
 	return b[:len(b)-1], nil // Encode ends the value with a newline
+}
+
+// cutMember returns copies of the compact JSON b before and after member,
+// the text of a member left empty for the caller to write in its place.
+// The member's first occurrence is the one meant: quotes inside strings
+// are escaped, so its text can only be a member.
+func cutMember(b []byte, member string) (before, after []byte, err error) {
+	before, after, ok := bytes.Cut(b, []byte(member))
+	if !ok {
+		return nil, nil, fmt.Errorf("inspect: internal error: no %s in the JSON %.40q", member, b)
+	}
+	return bytes.Clone(before), bytes.Clone(after), nil
 }
