@@ -163,14 +163,21 @@ const BatchGCPercent = 400
 // then the program's model, then its encoding): with the default GOGC of
 // 100 the collector marks the growing heap again each time it doubles,
 // 11-14% of an export's wall time at 8192 to 65536 engines, for garbage
-// the exit would free anyway. BatchGCPercent collects a quarter as often,
-// for about a sixth more peak memory. A GOGC in the environment (lookup
-// is os.LookupEnv) is the user's choice and is kept: TuneBatchGC then
+// the exit would free anyway. BatchGCPercent collects a quarter as often
+// while the heap is small; once the live heap passes 16 MiB, each
+// collection sets GOGC so that the heap grows by at most 64 MiB
+// (batchGCHeadroom) or half the live heap, whichever is more (see
+// batchGCPercent): at 65,536 engines, five times the live heap was most
+// of an export's peak memory. A GOGC in the environment (lookup is
+// os.LookupEnv) is the user's choice and is kept: TuneBatchGC then
 // changes nothing and returns false.
 func TuneBatchGC(lookup func(string) (string, bool)) bool {
 	if _, ok := lookup("GOGC"); ok {
 		return false
 	}
 	debug.SetGCPercent(BatchGCPercent)
+	if !batchGCOn.Swap(true) {
+		followLiveHeap()
+	}
 	return true
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
@@ -60,6 +62,7 @@ func TestTuneBatchGC(t *testing.T) {
 	if got := debug.SetGCPercent(100); got != BatchGCPercent {
 		t.Fatalf("GC percent %d after TuneBatchGC, want %d", got, BatchGCPercent)
 	}
+	batchGCOn.Store(false) // the percent below is this test's, not the live heap's
 	debug.SetGCPercent(70)
 	set := func(k string) (string, bool) { return "70", k == "GOGC" }
 	if TuneBatchGC(set) {
@@ -68,4 +71,50 @@ func TestTuneBatchGC(t *testing.T) {
 	if got := debug.SetGCPercent(100); got != 70 {
 		t.Fatalf("GC percent %d after TuneBatchGC with GOGC=70, want 70 kept", got)
 	}
+}
+
+// TestBatchGCPercent: the collector may let a small heap grow fivefold,
+// a large one by batchGCHeadroom, and never by less than half.
+func TestBatchGCPercent(t *testing.T) {
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, BatchGCPercent},
+		{1 << 20, BatchGCPercent},
+		{16 << 20, BatchGCPercent},
+		{32 << 20, 200},
+		{64 << 20, 100},
+		{100 << 20, 64},
+		{128 << 20, minBatchGCPercent},
+		{1 << 40, minBatchGCPercent},
+	} {
+		assert.Equal(t, c.want, batchGCPercent(c.live), "live heap %d", c.live)
+	}
+}
+
+// TestBatchGCFollowsLiveHeap: after a collection, TuneBatchGC's setting is
+// batchGCPercent of the live heap, whatever the percent was, and it stops
+// following once turned off.
+func TestBatchGCFollowsLiveHeap(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	defer batchGCOn.Store(false)
+	// A live heap of 128 MiB of pointer-free memory (cheap to mark).
+	live := make([]byte, 128<<20)
+	TuneBatchGC(func(string) (string, bool) { return "", false })
+	debug.SetGCPercent(300)
+	got := 300
+	for deadline := time.Now().Add(2 * time.Second); got != minBatchGCPercent && time.Now().Before(deadline); {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+		got = debug.SetGCPercent(300)
+	}
+	runtime.KeepAlive(live)
+	assert.Equal(t, minBatchGCPercent, got, "GC percent after a collection with 128 MiB live")
+	batchGCOn.Store(false)
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond)
+	assert.Equal(t, 300, debug.SetGCPercent(100), "GC percent after the following stopped")
 }
