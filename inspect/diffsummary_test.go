@@ -215,10 +215,10 @@ func TestSummarizeDiffBuilt(t *testing.T) {
 	assert.Equal(t, NamedDataDiff{OnlyInA: []string{"x"}, OnlyInB: []string{"y"}, Changed: []string{"k"}}, s.NamedData)
 }
 
-// TestSummarizeDiffReadsOnce: BuildPair's pass and the summary together
-// read each byte of two large programs at most once (and the head of the
-// file again, at open), whether they differ in an engine byte or not:
-// constant data is read again only where the constant segments differ.
+// TestSummarizeDiffReadsOnce: BuildDiffPair's pass and the summary
+// together read each byte of two large programs at most once (and the
+// heads of delegate payloads again), whether they differ in an engine byte
+// or not (TestDiffPassReadsEachByteOnce: or in constant data).
 func TestSummarizeDiffReadsOnce(t *testing.T) {
 	progs := genPrograms(t)
 	dir := t.TempDir()
@@ -234,9 +234,9 @@ func TestSummarizeDiffReadsOnce(t *testing.T) {
 		fa, ca := openCounting(t, paths[0])
 		fb, cb := openCounting(t, paths[1])
 		a0, b0 := ca.Bytes(), cb.Bytes()
-		da, db, err := BuildPair(fa, fb, &Options{Hash: true})
+		da, db, cc, err := BuildDiffPair(fa, fb, nil)
 		require.NoError(t, err)
-		s, err := SummarizeDiff(fa, fb, &DiffSummaryOptions{Docs: [2]*Document{da, db}})
+		s, err := SummarizeDiff(fa, fb, &DiffSummaryOptions{Docs: [2]*Document{da, db}, Constants: cc})
 		require.NoError(t, err)
 		assert.Less(t, ca.Bytes()-a0, fa.Size+2*4096, "first file read once")
 		assert.Less(t, cb.Bytes()-b0, fb.Size+2*4096, "second file read once")
