@@ -49,27 +49,16 @@ type spanState struct {
 // hashPass hashes spans of every reader of rs in one pass, calling
 // progress (when not nil) with the bytes read after each chunk.
 func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64)) (digests, digests, error) {
-	p, err := newPass(rs, spans, progress)
+	var end int64
+	for _, sp := range spans {
+		end = max(end, sp.off+sp.n)
+	}
+	c, err := newCursor(rs, end, spans, progress)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Between two neighbouring bounds the set of spans covering the bytes
-	// (the active set) is constant.
-	for i := 0; i+1 < len(p.bounds); i++ {
-		lo, hi := p.bounds[i], p.bounds[i+1]
-		if !p.activate(lo) {
-			continue
-		}
-		for pos := lo; pos < hi; {
-			n := min(hi-pos, hashChunk)
-			if err := p.feedChunk(pos, n); err != nil {
-				return nil, nil, err
-			}
-			pos += n
-		}
-	}
-	out := p.sums()
-	return out[0], out[1], nil
+	out, err := c.finish()
+	return out[0], out[1], err
 }
 
 // pass is the state of hashPass: the spans by start, the offsets where a
@@ -264,10 +253,23 @@ func (c *cursor) read(n int64) ([][]byte, error) {
 	return c.out, nil
 }
 
-// skipTo reads (and hashes) the bytes up to offset to.
+// skipTo reads (and hashes) the bytes up to offset to; bytes no span
+// covers are not read.
 func (c *cursor) skipTo(to int64) error {
 	for c.pos < to {
-		if _, err := c.read(to - c.pos); err != nil {
+		m := c.avail(to - c.pos)
+		if m <= 0 {
+			return fmt.Errorf("inspect: hashing: no bytes to read at %d", c.pos)
+		}
+		if !c.activated {
+			c.p.activate(c.p.bounds[c.bi])
+			c.activated = true
+		}
+		if len(c.p.active) == 0 {
+			c.pos += m
+			continue
+		}
+		if _, err := c.read(m); err != nil {
 			return err
 		}
 	}
