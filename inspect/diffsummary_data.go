@@ -254,7 +254,12 @@ func (d *dataCmp) feed(ba, bb []byte) {
 	ba, bb = ba[:take], bb[:take]
 	start := d.pos
 	d.pos += take
-	if bytes.Equal(ba, bb) && len(d.carry[0]) == 0 {
+	if len(d.carry[0]) == 0 && bytes.Equal(ba, bb) {
+		// Keep the start of an element the piece cuts (the same bytes
+		// on both sides) for the next piece.
+		tail := ba[take-d.pos%d.es:]
+		d.carry[0] = append(d.carry[0], tail...)
+		d.carry[1] = append(d.carry[1], tail...)
 		return
 	}
 	if !bytes.Equal(ba, bb) {

@@ -318,3 +318,32 @@ func TestSummarizeDiffSharedBuffer(t *testing.T) {
 		assert.Equal(t, int64(24), m.Tensors[i].ByteSizeA)
 	}
 }
+
+// TestDataCmpPieces: a comparison fed in pieces that cut elements (as a
+// pass reading up to span bounds may) gives what one piece gives, equal
+// pieces included.
+func TestDataCmpPieces(t *testing.T) {
+	le := binary.LittleEndian
+	var fa, fb []byte
+	for i := range 64 {
+		fa = le.AppendUint32(fa, math.Float32bits(float32(i)))
+		v := float32(i)
+		if i%9 == 4 {
+			v += 0.25 * float32(i)
+		}
+		fb = le.AppendUint32(fb, math.Float32bits(v))
+	}
+	whole := newDataCmp(int64(len(fa)), int64(len(fb)), pte.ScalarTypeFLOAT, 64, true, []int32{8, 8})
+	whole.feed(fa, fb)
+	want := whole.result()
+	require.True(t, want.differ)
+	require.Equal(t, int64(7), want.data.Differing)
+	for _, piece := range []int{1, 3, 5, 7, 13} {
+		d := newDataCmp(int64(len(fa)), int64(len(fb)), pte.ScalarTypeFLOAT, 64, true, []int32{8, 8})
+		for p := 0; p < len(fa); p += piece {
+			e := min(p+piece, len(fa))
+			d.feed(fa[p:e], fb[p:e])
+		}
+		assert.Equal(t, want, d.result(), "pieces of %d bytes", piece)
+	}
+}
