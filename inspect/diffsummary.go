@@ -211,14 +211,21 @@ type DiffSummaryOptions struct {
 	Docs [2]*Document
 	// Differences is DiffDocuments of Docs; nil: SummarizeDiff computes it.
 	Differences []Difference
+	// Constants is the constant data compared by the pass that built Docs
+	// (BuildDiffPair); nil with Docs: the constant bytes are read again
+	// where they may differ.
+	Constants *ConstantComparison
 }
 
 // SummarizeDiff compares two programs and returns the change summary.
 // Plans are read one method at a time from each file. Payload digests come
-// from the documents (one hashing pass over each file, in BuildPair); the
-// constant bytes of a tensor are read again, both sides side by side in
-// chunks, only when they may differ: when the constant segments' digests
-// or the tensor's byte ranges differ.
+// from the documents and the constant data comparisons from the pass that
+// built them (BuildDiffPair, one pass over each file; without Docs
+// SummarizeDiff makes it). A comparison that pass could not make, or all
+// of them when Docs come without Constants, reads the tensor's constant
+// bytes again, both sides side by side in chunks, only when they may
+// differ: when the constant segments' digests or the tensor's byte ranges
+// differ.
 func SummarizeDiff(a, b *pte.File, opts *DiffSummaryOptions) (*DiffSummary, error) {
 	if a == nil || b == nil || a.Program == nil || b.Program == nil {
 		return nil, errors.New("inspect: diff summary: both files need a program")
@@ -228,12 +235,12 @@ func SummarizeDiff(a, b *pte.File, opts *DiffSummaryOptions) (*DiffSummary, erro
 		o = *opts
 	}
 	if o.Docs[0] == nil || o.Docs[1] == nil {
-		da, db, err := BuildPair(a, b, &Options{Hash: true})
+		da, db, cc, err := BuildDiffPair(a, b, nil)
 		if err != nil {
 			return nil, err
 		}
 		o.Docs = [2]*Document{da, db}
-		o.Differences = nil
+		o.Differences, o.Constants = nil, cc
 	}
 	if o.Differences == nil {
 		d, err := DiffDocuments(o.Docs[0], o.Docs[1], nil)
@@ -253,7 +260,7 @@ func SummarizeDiff(a, b *pte.File, opts *DiffSummaryOptions) (*DiffSummary, erro
 	if s.BitwiseEqual {
 		return s, nil // the same bytes: nothing differs
 	}
-	cmp := newConstComparer(a, b, da, db)
+	cmp := newConstComparer(a, b, da, db, o.Constants)
 	na, nb := a.NumPlans(), b.NumPlans()
 	for i := range max(na, nb) {
 		switch {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 
@@ -29,8 +30,9 @@ type constComparer struct {
 type constSource struct {
 	r      io.ReaderAt
 	off, n int64
-	// inline says r is the inline buffer's storage, not the file.
+	// inline says r is the inline buffer's storage, mem, not the file.
 	inline bool
+	mem    []byte
 }
 
 // dataKey is a comparison: both buffer indices and how to decode them
@@ -46,8 +48,11 @@ type dataResult struct {
 	data   *DataDiff
 }
 
-func newConstComparer(a, b *pte.File, da, db *Document) *constComparer {
+func newConstComparer(a, b *pte.File, da, db *Document, pre *ConstantComparison) *constComparer {
 	c := &constComparer{f: [2]*pte.File{a, b}, done: map[dataKey]*dataResult{}}
+	if pre != nil {
+		maps.Copy(c.done, pre.results)
+	}
 	sa, oka := constSegment(a, da)
 	sb, okb := constSegment(b, db)
 	c.same = oka && okb && sa.FileOffset == sb.FileOffset && sa.Size == sb.Size && sa.SHA256.Hex != "" && sa.SHA256 == sb.SHA256
@@ -97,7 +102,7 @@ func constantSource(f *pte.File, idx uint32) (constSource, error) {
 		return constSource{}, nil
 	}
 	s := p.ConstantBuffer[idx].Storage
-	return constSource{r: bytes.NewReader(s), n: int64(len(s)), inline: true}, nil
+	return constSource{r: bytes.NewReader(s), n: int64(len(s)), inline: true, mem: s}, nil
 }
 
 // tensor compares two tensors at value index k; nil when they agree.
@@ -176,36 +181,21 @@ func numElements(sizes []int32) (int64, bool) {
 const compareChunk = 1 << 16
 
 // compare reads two constant buffers side by side and compares their bytes
-// and, when they differ, their first elements as type st.
+// and, when they differ, their first elements as type st. The diff pass
+// (BuildDiffPair) compares file ranges as it reads them instead; this
+// reads them, for what that pass could not schedule.
 func (c *constComparer) compare(a, b constSource, st pte.ScalarType, numel int64, hasNum bool, sizes []int32) (*dataResult, error) {
-	res := &dataResult{differ: a.n != b.n}
-	if !res.differ && (a.n == 0 || (c.same && !a.inline && !b.inline && a.off == b.off)) {
-		return res, nil
+	d := newDataCmp(a.n, b.n, st, numel, hasNum, sizes)
+	if !d.res.differ && (a.n == 0 || (c.same && !a.inline && !b.inline && a.off == b.off)) {
+		return d.res, nil
 	}
-	dec, es, isFloat := elementDecoder(st)
-	data := &DataDiff{Decoded: dec != nil, Samples: []ElementDiff{}}
-	var n int64 // elements to compare
-	if dec != nil && hasNum {
-		n = min(numel, a.n/es, b.n/es)
-	}
-	// Bytes past the compared elements only matter to bytes_differ, and
-	// only when the lengths agree.
-	limit := min(a.n, b.n)
-	if res.differ {
-		limit = n * es
-	}
-	var sum float64
 	for i := range c.bufs {
 		if c.bufs[i] == nil {
 			c.bufs[i] = make([]byte, compareChunk)
 		}
 	}
-	chunk := compareChunk
-	if es > 1 {
-		chunk -= chunk % int(es)
-	}
-	for pos := int64(0); pos < limit; pos += int64(chunk) {
-		m := min(int64(chunk), limit-pos)
+	for pos := int64(0); pos < d.limit; pos += compareChunk {
+		m := min(int64(compareChunk), d.limit-pos)
 		ba, bb := c.bufs[0][:m], c.bufs[1][:m]
 		if _, err := io.ReadFull(io.NewSectionReader(a.r, a.off+pos, m), ba); err != nil {
 			return nil, fmt.Errorf("reading A's bytes %d..%d: %w", a.off+pos, a.off+pos+m, err)
@@ -213,44 +203,126 @@ func (c *constComparer) compare(a, b constSource, st pte.ScalarType, numel int64
 		if _, err := io.ReadFull(io.NewSectionReader(b.r, b.off+pos, m), bb); err != nil {
 			return nil, fmt.Errorf("reading B's bytes %d..%d: %w", b.off+pos, b.off+pos+m, err)
 		}
-		if bytes.Equal(ba, bb) {
-			continue
+		d.feed(ba, bb)
+	}
+	return d.result(), nil
+}
+
+// dataCmp compares two constant buffers fed to it in pieces of equal
+// length, side by side from their first bytes: their bytes and, when they
+// differ, their first elements, which may straddle pieces.
+type dataCmp struct {
+	dec     func([]byte) float64
+	es      int64
+	isFloat bool
+	sizes   []int32
+	// n is the number of elements compared; limit the bytes compared
+	// (past the compared elements bytes only matter to bytes_differ, and
+	// only when the lengths agree).
+	n, limit int64
+	// pos counts the bytes fed; carry holds each side's bytes of an
+	// element cut by the end of a piece.
+	pos   int64
+	carry [2][]byte
+	sum   float64
+	res   *dataResult
+	data  *DataDiff
+}
+
+func newDataCmp(na, nb int64, st pte.ScalarType, numel int64, hasNum bool, sizes []int32) *dataCmp {
+	dec, es, isFloat := elementDecoder(st)
+	d := &dataCmp{dec: dec, es: es, isFloat: isFloat, sizes: sizes,
+		res:  &dataResult{differ: na != nb},
+		data: &DataDiff{Decoded: dec != nil, Samples: []ElementDiff{}}}
+	if dec != nil && hasNum {
+		d.n = min(numel, na/es, nb/es)
+	}
+	d.limit = min(na, nb)
+	if d.res.differ {
+		d.limit = d.n * es
+	}
+	return d
+}
+
+// feed compares the next bytes of both buffers (ba and bb of the same
+// length); bytes past limit are ignored.
+func (d *dataCmp) feed(ba, bb []byte) {
+	take := min(int64(len(ba)), d.limit-d.pos)
+	if take <= 0 {
+		return
+	}
+	ba, bb = ba[:take], bb[:take]
+	start := d.pos
+	d.pos += take
+	if len(d.carry[0]) == 0 && bytes.Equal(ba, bb) {
+		// Keep the start of an element the piece cuts (the same bytes
+		// on both sides) for the next piece.
+		tail := ba[take-d.pos%d.es:]
+		d.carry[0] = append(d.carry[0], tail...)
+		d.carry[1] = append(d.carry[1], tail...)
+		return
+	}
+	if !bytes.Equal(ba, bb) {
+		d.res.differ = true
+	}
+	if d.dec == nil {
+		return
+	}
+	// Complete an element the last piece cut.
+	if k := int64(len(d.carry[0])); k > 0 {
+		need := min(d.es-k, take)
+		d.carry[0] = append(d.carry[0], ba[:need]...)
+		d.carry[1] = append(d.carry[1], bb[:need]...)
+		ba, bb, start = ba[need:], bb[need:], start+need
+		if int64(len(d.carry[0])) < d.es {
+			return
 		}
-		res.differ = true
-		if dec == nil {
-			continue
-		}
-		first := pos / es
-		for e := first; e < n && (e-first+1)*es <= m; e++ {
-			o := (e - first) * es
-			ea, eb := ba[o:o+es], bb[o:o+es]
-			if bytes.Equal(ea, eb) {
-				continue
-			}
-			x, y := dec(ea), dec(eb)
-			if isFloat && x == y {
-				continue // -0 and +0
-			}
-			diff := math.Abs(x - y)
-			data.Differing++
-			sum += diff
-			if diff > float64(data.MaxAbs) || math.IsNaN(diff) && !math.IsNaN(float64(data.MaxAbs)) {
-				data.MaxAbs = Float(diff)
-			}
-			if len(data.Samples) < MaxDiffSamples {
-				data.Samples = append(data.Samples, ElementDiff{Flat: e, Index: unravel(e, sizes), A: Float(x), B: Float(y)})
-			}
+		d.element((start-d.es)/d.es, d.carry[0], d.carry[1])
+		d.carry[0], d.carry[1] = d.carry[0][:0], d.carry[1][:0]
+	}
+	whole := int64(len(ba)) / d.es * d.es
+	if !bytes.Equal(ba[:whole], bb[:whole]) {
+		first := start / d.es
+		for o := int64(0); o < whole; o += d.es {
+			d.element(first+o/d.es, ba[o:o+d.es], bb[o:o+d.es])
 		}
 	}
-	if !res.differ {
-		return res, nil
+	d.carry[0] = append(d.carry[0], ba[whole:]...)
+	d.carry[1] = append(d.carry[1], bb[whole:]...)
+}
+
+// element compares element e, ea in A and eb in B.
+func (d *dataCmp) element(e int64, ea, eb []byte) {
+	if e >= d.n || bytes.Equal(ea, eb) {
+		return
 	}
-	data.Elements = n
-	if data.Differing > 0 {
-		data.MeanAbs = Float(sum / float64(data.Differing))
+	x, y := d.dec(ea), d.dec(eb)
+	if d.isFloat && x == y {
+		return // -0 and +0
 	}
-	res.data = data
-	return res, nil
+	diff := math.Abs(x - y)
+	data := d.data
+	data.Differing++
+	d.sum += diff
+	if diff > float64(data.MaxAbs) || math.IsNaN(diff) && !math.IsNaN(float64(data.MaxAbs)) {
+		data.MaxAbs = Float(diff)
+	}
+	if len(data.Samples) < MaxDiffSamples {
+		data.Samples = append(data.Samples, ElementDiff{Flat: e, Index: unravel(e, d.sizes), A: Float(x), B: Float(y)})
+	}
+}
+
+// result returns the comparison of the bytes fed.
+func (d *dataCmp) result() *dataResult {
+	if !d.res.differ {
+		return d.res
+	}
+	d.data.Elements = d.n
+	if d.data.Differing > 0 {
+		d.data.MeanAbs = Float(d.sum / float64(d.data.Differing))
+	}
+	d.res.data = d.data
+	return d.res
 }
 
 // unravel returns the index in shape sizes of flat element e (row-major,

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/ptekit/ptekit/pte"
@@ -35,7 +36,26 @@ func FuzzSummarizeDiff(f *testing.F) {
 		}
 		po := open(other)
 		defer po.Close()
-		_, _ = SummarizeDiff(pf, po, nil)
-		_, _ = SummarizeDiff(po, pf, nil)
+		for _, pair := range [][2]*pte.File{{pf, po}, {po, pf}} {
+			got, err := SummarizeDiff(pair[0], pair[1], nil)
+			if err != nil {
+				continue
+			}
+			// The constants compared in the pass are those read again.
+			da, db, err := BuildPair(pair[0], pair[1], &Options{Hash: true})
+			if err != nil {
+				t.Fatalf("BuildPair fails where BuildDiffPair does not: %v", err)
+			}
+			want, err := SummarizeDiff(pair[0], pair[1], &DiffSummaryOptions{Docs: [2]*Document{da, db}})
+			if err != nil {
+				continue
+			}
+			// By their JSON forms, where a NaN equals itself.
+			jg, errG := json.Marshal(got)
+			jw, errW := json.Marshal(want)
+			if errG != nil || errW != nil || !bytes.Equal(jg, jw) {
+				t.Fatalf("the pass's comparison differs from reading again:\n%s\n%s", jg, jw)
+			}
+		}
 	})
 }

@@ -215,10 +215,10 @@ func TestSummarizeDiffBuilt(t *testing.T) {
 	assert.Equal(t, NamedDataDiff{OnlyInA: []string{"x"}, OnlyInB: []string{"y"}, Changed: []string{"k"}}, s.NamedData)
 }
 
-// TestSummarizeDiffReadsOnce: BuildPair's pass and the summary together
-// read each byte of two large programs at most once (and the head of the
-// file again, at open), whether they differ in an engine byte or not:
-// constant data is read again only where the constant segments differ.
+// TestSummarizeDiffReadsOnce: BuildDiffPair's pass and the summary
+// together read each byte of two large programs at most once (and the
+// heads of delegate payloads again), whether they differ in an engine byte
+// or not (TestDiffPassReadsEachByteOnce: or in constant data).
 func TestSummarizeDiffReadsOnce(t *testing.T) {
 	progs := genPrograms(t)
 	dir := t.TempDir()
@@ -234,9 +234,9 @@ func TestSummarizeDiffReadsOnce(t *testing.T) {
 		fa, ca := openCounting(t, paths[0])
 		fb, cb := openCounting(t, paths[1])
 		a0, b0 := ca.Bytes(), cb.Bytes()
-		da, db, err := BuildPair(fa, fb, &Options{Hash: true})
+		da, db, cc, err := BuildDiffPair(fa, fb, nil)
 		require.NoError(t, err)
-		s, err := SummarizeDiff(fa, fb, &DiffSummaryOptions{Docs: [2]*Document{da, db}})
+		s, err := SummarizeDiff(fa, fb, &DiffSummaryOptions{Docs: [2]*Document{da, db}, Constants: cc})
 		require.NoError(t, err)
 		assert.Less(t, ca.Bytes()-a0, fa.Size+2*4096, "first file read once")
 		assert.Less(t, cb.Bytes()-b0, fb.Size+2*4096, "second file read once")
@@ -316,5 +316,34 @@ func TestSummarizeDiffSharedBuffer(t *testing.T) {
 		assert.Equal(t, []ElementDiff{{Flat: 4, Index: want, A: 4, B: 14}}, d.Samples, "tensor %d", i)
 		assert.Equal(t, Float(10), d.MaxAbs)
 		assert.Equal(t, int64(24), m.Tensors[i].ByteSizeA)
+	}
+}
+
+// TestDataCmpPieces: a comparison fed in pieces that cut elements (as a
+// pass reading up to span bounds may) gives what one piece gives, equal
+// pieces included.
+func TestDataCmpPieces(t *testing.T) {
+	le := binary.LittleEndian
+	var fa, fb []byte
+	for i := range 64 {
+		fa = le.AppendUint32(fa, math.Float32bits(float32(i)))
+		v := float32(i)
+		if i%9 == 4 {
+			v += 0.25 * float32(i)
+		}
+		fb = le.AppendUint32(fb, math.Float32bits(v))
+	}
+	whole := newDataCmp(int64(len(fa)), int64(len(fb)), pte.ScalarTypeFLOAT, 64, true, []int32{8, 8})
+	whole.feed(fa, fb)
+	want := whole.result()
+	require.True(t, want.differ)
+	require.Equal(t, int64(7), want.data.Differing)
+	for _, piece := range []int{1, 3, 5, 7, 13} {
+		d := newDataCmp(int64(len(fa)), int64(len(fb)), pte.ScalarTypeFLOAT, 64, true, []int32{8, 8})
+		for p := 0; p < len(fa); p += piece {
+			e := min(p+piece, len(fa))
+			d.feed(fa[p:e], fb[p:e])
+		}
+		assert.Equal(t, want, d.result(), "pieces of %d bytes", piece)
 	}
 }

@@ -49,27 +49,16 @@ type spanState struct {
 // hashPass hashes spans of every reader of rs in one pass, calling
 // progress (when not nil) with the bytes read after each chunk.
 func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64)) (digests, digests, error) {
-	p, err := newPass(rs, spans, progress)
+	var end int64
+	for _, sp := range spans {
+		end = max(end, sp.off+sp.n)
+	}
+	c, err := newCursor(rs, end, spans, progress)
 	if err != nil {
 		return nil, nil, err
 	}
-	// Between two neighbouring bounds the set of spans covering the bytes
-	// (the active set) is constant.
-	for i := 0; i+1 < len(p.bounds); i++ {
-		lo, hi := p.bounds[i], p.bounds[i+1]
-		if !p.activate(lo) {
-			continue
-		}
-		for pos := lo; pos < hi; {
-			n := min(hi-pos, hashChunk)
-			if err := p.feedChunk(pos, n); err != nil {
-				return nil, nil, err
-			}
-			pos += n
-		}
-	}
-	out := p.sums()
-	return out[0], out[1], nil
+	out, err := c.finish()
+	return out[0], out[1], err
 }
 
 // pass is the state of hashPass: the spans by start, the offsets where a
@@ -201,4 +190,96 @@ func (st *spanState) feed(bufs [][]byte, n int64, same bool, files int) error {
 		st.h[k].Write(bufs[k][:n])
 	}
 	return nil
+}
+
+// cursor is a hashing pass over one file, or two files with the same
+// spans read in lockstep (as hashSpanPair), read from the front at the
+// caller's pace: each read returns the next bytes of each file, already
+// fed to the digests of the spans covering them, so that the caller can
+// use them too (the diff summary compares constant data with them)
+// without reading them again.
+type cursor struct {
+	p    *pass
+	size int64
+	pos  int64
+	// bi is the interval of p.bounds holding pos; activated says the
+	// active set is that interval's.
+	bi        int
+	activated bool
+	out       [][]byte
+}
+
+// newCursor prepares a pass over the spans of each reader of rs (one or
+// two), files of size bytes (spans() always holds the whole file, so
+// every byte is covered).
+func newCursor(rs []io.ReaderAt, size int64, spans []span, progress func(n int64)) (*cursor, error) {
+	p, err := newPass(rs, spans, progress)
+	if err != nil {
+		return nil, err
+	}
+	return &cursor{p: p, size: size, out: make([][]byte, len(rs))}, nil
+}
+
+// avail returns how many bytes the next read of at most n bytes returns:
+// reads stop at a chunk's size and at span bounds.
+func (c *cursor) avail(n int64) int64 {
+	for c.bi+1 < len(c.p.bounds) && c.p.bounds[c.bi+1] <= c.pos {
+		c.bi, c.activated = c.bi+1, false
+	}
+	if c.bi+1 >= len(c.p.bounds) {
+		return 0 // past every span
+	}
+	return min(n, hashChunk, c.p.bounds[c.bi+1]-c.pos)
+}
+
+// read reads the next bytes (avail(n) of them) of each file, hashes them
+// and returns them, one slice per file, valid until the next read.
+func (c *cursor) read(n int64) ([][]byte, error) {
+	m := c.avail(n)
+	if m <= 0 {
+		return nil, fmt.Errorf("inspect: hashing: no bytes to read at %d", c.pos)
+	}
+	if !c.activated {
+		c.p.activate(c.p.bounds[c.bi])
+		c.activated = true
+	}
+	if err := c.p.feedChunk(c.pos, m); err != nil {
+		return nil, err
+	}
+	c.pos += m
+	for k := range c.out {
+		c.out[k] = c.p.bufs[k][:m]
+	}
+	return c.out, nil
+}
+
+// skipTo reads (and hashes) the bytes up to offset to; bytes no span
+// covers are not read.
+func (c *cursor) skipTo(to int64) error {
+	for c.pos < to {
+		m := c.avail(to - c.pos)
+		if m <= 0 {
+			return fmt.Errorf("inspect: hashing: no bytes to read at %d", c.pos)
+		}
+		if !c.activated {
+			c.p.activate(c.p.bounds[c.bi])
+			c.activated = true
+		}
+		if len(c.p.active) == 0 {
+			c.pos += m
+			continue
+		}
+		if _, err := c.read(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish reads the rest of the files and returns their digests.
+func (c *cursor) finish() ([2]digests, error) {
+	if err := c.skipTo(c.size); err != nil {
+		return [2]digests{}, err
+	}
+	return c.p.sums(), nil
 }

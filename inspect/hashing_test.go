@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -113,4 +114,29 @@ func TestBuildPairMatchesBuild(t *testing.T) {
 		assert.Equal(t, wa, da)
 		assert.Equal(t, wb, db)
 	}
+}
+
+// TestCursor: a cursor returns each byte it hashes, at the caller's pace,
+// reading each once; bytes no span covers are skipped, not read.
+func TestCursor(t *testing.T) {
+	data := randomBytes(2*hashChunk+77, 3)
+	size := int64(len(data))
+	spans := []span{{0, 1000}, {3000, size - 3000}, {3000, 10}}
+	r := &countReads{b: data}
+	c, err := newCursor([]io.ReaderAt{r}, size, spans, nil)
+	require.NoError(t, err)
+	require.NoError(t, c.skipTo(5000))
+	var got []byte
+	for c.pos < 5000+hashChunk+10 {
+		b, err := c.read(5000 + hashChunk + 10 - c.pos)
+		require.NoError(t, err)
+		got = append(got, b[0]...)
+	}
+	assert.Equal(t, data[5000:5000+hashChunk+10], got)
+	sums, err := c.finish()
+	require.NoError(t, err)
+	for _, sp := range spans {
+		assert.Equal(t, sumOf(data[sp.off:sp.off+sp.n]), sums[0][sp], "span %v", sp)
+	}
+	assert.Equal(t, size-2000, r.n.Load(), "the gap 1000..3000 is not read, the rest once")
 }

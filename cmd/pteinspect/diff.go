@@ -150,8 +150,11 @@ func (d *diffRun) programs(ctx context.Context, opener *input.Opener) int {
 	}
 	var docs [2]*inspect.Document
 	meter := newMeter(d.stderr, d.quiet, "pteinspect: reading "+esc(input.Display(d.names[0]))+" and "+esc(input.Display(d.names[1])))
+	// One pass over each file gives the digests and compares the constant
+	// data the summary reports.
+	var consts *inspect.ConstantComparison
 	var err error
-	docs[0], docs[1], err = inspect.BuildPair(files[0], files[1], &inspect.Options{Hash: true, Progress: meter.Report})
+	docs[0], docs[1], consts, err = inspect.BuildDiffPair(files[0], files[1], &inspect.Options{Hash: true, Progress: meter.Report})
 	meter.Done()
 	if err != nil {
 		// Say which side fails (on this error path only, each is built
@@ -180,7 +183,7 @@ func (d *diffRun) programs(ctx context.Context, opener *input.Opener) int {
 			return diffFail(d.stdout, d.stderr, err, d.asJSON)
 		}
 	}
-	sum, err := inspect.SummarizeDiff(files[0], files[1], &inspect.DiffSummaryOptions{Docs: docs, Differences: plain})
+	sum, err := inspect.SummarizeDiff(files[0], files[1], &inspect.DiffSummaryOptions{Docs: docs, Differences: plain, Constants: consts})
 	if err != nil {
 		return diffFail(d.stdout, d.stderr, err, d.asJSON)
 	}

@@ -89,6 +89,10 @@ var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 		a, b, err := inspect.BuildPair(f, f, &inspect.Options{Hash: true})
 		return answer([]*inspect.Document{a, b}, err)
 	},
+	"inspect.BuildDiffPair": func(_ *testing.T, f *pte.File) string {
+		a, b, _, err := inspect.BuildDiffPair(f, f, nil)
+		return answer([]*inspect.Document{a, b}, err)
+	},
 	"inspect.WriteJSON": func(_ *testing.T, f *pte.File) string {
 		var buf bytes.Buffer
 		if _, err := inspect.WriteJSON(&buf, f, nil); err != nil {
