@@ -49,18 +49,8 @@ var writeFlags = []string{"O_WRONLY", "O_RDWR", "O_CREATE", "O_CREAT", "O_TRUNC"
 // internal/input) calls nothing that writes, and opens files only for
 // reading.
 func TestViewersCannotApplyUndoRecords(t *testing.T) {
-	const inplace = module + "/internal/inplace"
-	const probe = module + "/internal/undorecord"
-	viewer := deps(t, "cmd/pteinspect")
-	if slices.Contains(viewer, inplace) {
-		t.Errorf("cmd/pteinspect imports %s (directly or not): a viewer must not reach the code that applies undo records", inplace)
-	}
-	if !slices.Contains(viewer, probe) {
-		t.Errorf("cmd/pteinspect does not import %s: where does it find undo records?", probe)
-	}
-	if !slices.Contains(deps(t, "cmd/pteexport"), inplace) {
-		t.Errorf("cmd/pteexport does not reach %s: the check above means nothing", inplace)
-	}
+	separated(t, "cmd/pteinspect", "internal/inplace", "internal/undorecord", "cmd/pteexport",
+		"a viewer must not reach the code that applies undo records")
 
 	fset := token.NewFileSet()
 	files, err := filepath.Glob(filepath.Join("..", "undorecord", "*.go"))
@@ -110,16 +100,25 @@ func TestViewersCannotApplyUndoRecords(t *testing.T) {
 // without reaching inspect, the package of pteinspect's views, through any
 // import; pteinspect does reach it, so the check is not vacuous.
 func TestExporterNeedsNoViews(t *testing.T) {
-	const views = module + "/inspect"
-	const failure = module + "/internal/jsonerr"
-	exporter := deps(t, "cmd/pteexport")
-	if slices.Contains(exporter, views) {
-		t.Errorf("cmd/pteexport imports %s (directly or not): the exporter formats library values, it needs no view", views)
+	separated(t, "cmd/pteexport", "inspect", "internal/jsonerr", "cmd/pteinspect",
+		"the exporter formats library values, it needs no view")
+}
+
+// separated checks that cmd reaches none of forbidden's code through any
+// import, but does reach instead (what it uses in its place), and that
+// contrast does reach forbidden, so that the first check is not vacuous.
+// Package paths are relative to the module.
+func separated(t *testing.T, cmd, forbidden, instead, contrast, why string) {
+	t.Helper()
+	forbidden, instead = module+"/"+forbidden, module+"/"+instead
+	reached := deps(t, cmd)
+	if slices.Contains(reached, forbidden) {
+		t.Errorf("%s imports %s (directly or not): %s", cmd, forbidden, why)
 	}
-	if !slices.Contains(exporter, failure) {
-		t.Errorf("cmd/pteexport does not import %s: where does its --json failure object come from?", failure)
+	if !slices.Contains(reached, instead) {
+		t.Errorf("%s does not import %s, which it should use instead", cmd, instead)
 	}
-	if !slices.Contains(deps(t, "cmd/pteinspect"), views) {
-		t.Errorf("cmd/pteinspect does not reach %s: the check above means nothing", views)
+	if !slices.Contains(deps(t, contrast), forbidden) {
+		t.Errorf("%s does not reach %s: the check above means nothing", contrast, forbidden)
 	}
 }
