@@ -104,7 +104,9 @@ func Glob(t testing.TB, dir, pattern string) []string {
 // followed) of at most maxSize bytes (0: any size), as the tree holds them
 // when the test runs, in lexical order. When the tree is absent it returns
 // none, and fails the test if the CI environment variable is non-empty:
-// callers also have programs of their own to check.
+// callers also have programs of their own to check. A tree that is there
+// but holds no .pte file fails the test, as Glob does for a pattern that
+// matches nothing.
 func SharedPrograms(t testing.TB, maxSize int64) []string {
 	t.Helper()
 	root, err := SharedPath()
@@ -118,10 +120,12 @@ func SharedPrograms(t testing.TB, maxSize int64) []string {
 		return nil
 	}
 	var out []string
+	seen := 0
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".pte") {
 			return err
 		}
+		seen++
 		if st, err := d.Info(); err == nil && (maxSize == 0 || st.Size() <= maxSize) {
 			out = append(out, p)
 		}
@@ -129,6 +133,11 @@ func SharedPrograms(t testing.TB, maxSize int64) []string {
 	})
 	if err != nil {
 		t.Fatalf("walking %s: %v", root, err)
+	}
+	if seen == 0 {
+		// A tree that is there but holds no program would let every
+		// caller pass by checking nothing of it.
+		t.Fatalf("no .pte file in the shared tree %s", root)
 	}
 	return out
 }

@@ -241,3 +241,31 @@ func TestSharedPathOverride(t *testing.T) {
 		t.Fatalf("SharedPath with PTEKIT_SHARED=%s: got %s, want %s", dir, got, want)
 	}
 }
+
+// TestSharedProgramsEmptyTree: a shared tree that is there but holds no
+// program fails the test (callers would otherwise pass by checking none),
+// in CI or not; an absent tree fails only in CI, and programs over the
+// size limit are left out without failing.
+func TestSharedProgramsEmptyTree(t *testing.T) {
+	tree := t.TempDir()
+	t.Setenv("PTEKIT_SHARED", tree)
+	t.Setenv("CI", "")
+	if how, msg := outcome(t, func(tb testing.TB) { SharedPrograms(tb, 0) }); how != "fatal" || !strings.Contains(msg, "no .pte file") {
+		t.Errorf("empty tree: %q %q, want a fatal naming the missing programs", how, msg)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "big.pte"), make([]byte, 64), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if how, msg := outcome(t, func(tb testing.TB) { got = SharedPrograms(tb, 16) }); how != "" || len(got) != 0 {
+		t.Errorf("tree of one 64-byte program, limit 16: %q %q %v, want none and no failure", how, msg, got)
+	}
+	t.Setenv("PTEKIT_SHARED", filepath.Join(tree, "absent"))
+	if how, _ := outcome(t, func(tb testing.TB) { got = SharedPrograms(tb, 0) }); how != "" || got != nil {
+		t.Errorf("absent tree outside CI: %q %v, want none and no failure", how, got)
+	}
+	t.Setenv("CI", "true")
+	if how, _ := outcome(t, func(tb testing.TB) { SharedPrograms(tb, 0) }); how != "fatal" {
+		t.Errorf("absent tree in CI: %q, want fatal", how)
+	}
+}
