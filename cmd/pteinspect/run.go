@@ -234,6 +234,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opener.ProgramOptions.LazyPlans = o.extract == ""
 	ctx, stop := o.in.Context(context.Background(), name)
 	defer stop()
+	// A viewer never applies an undo record; it reports it (every view of
+	// a program, from this one look).
+	o.undo = input.UndoNotice(name)
 	if o.size {
 		return runSize(ctx, opener, name, stdout, stderr, &o)
 	}
@@ -242,9 +245,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	srcs, closeData := openData(ctx, opener, o.data)
 	defer closeData()
-
-	// A viewer never applies an undo record; it reports it.
-	o.undo = input.UndoNotice(name)
 	if o.verify {
 		return runVerify(ctx, opener, name, stdout, stderr, &o, srcs)
 	}

@@ -43,7 +43,7 @@ func runSize(ctx context.Context, opener *input.Opener, name string, stdout, std
 	} else {
 		// A viewer never applies an undo record; --size lists no
 		// problems, so it reports one on standard error.
-		warnUndo(stderr, input.UndoNotice(name), o.quiet)
+		warnUndo(stderr, o.undo, o.quiet)
 		srcs, closeData := openData(ctx, opener, o.data)
 		defer closeData()
 		f, err := opener.Program(ctx, name)
