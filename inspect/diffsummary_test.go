@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -226,13 +224,7 @@ func TestSummarizeDiffReadsOnce(t *testing.T) {
 	edited := bytes.Clone(big)
 	edited[len(edited)-100] ^= 0xff // a byte of the engine
 	for _, pair := range [][2][]byte{{big, big}, {big, edited}} {
-		var paths [2]string
-		for i, b := range pair {
-			paths[i] = filepath.Join(dir, "p"+string(rune('0'+i))+".pte")
-			require.NoError(t, os.WriteFile(paths[i], b, 0o644))
-		}
-		fa, ca := openCounting(t, paths[0])
-		fb, cb := openCounting(t, paths[1])
+		fa, ca, fb, cb := openCountingPair(t, dir, pair)
 		a0, b0 := ca.Bytes(), cb.Bytes()
 		da, db, cc, err := BuildDiffPair(fa, fb, nil)
 		require.NoError(t, err)

@@ -31,6 +31,20 @@ func openCounting(t testing.TB, path string) (*pte.File, *testkit.CountingReader
 	return f, cr
 }
 
+// openCountingPair writes the two programs of pair into dir and opens each
+// with a counter of the bytes read from it.
+func openCountingPair(t testing.TB, dir string, pair [2][]byte) (fa *pte.File, ca *testkit.CountingReaderAt, fb *pte.File, cb *testkit.CountingReaderAt) {
+	t.Helper()
+	var paths [2]string
+	for i, b := range pair {
+		paths[i] = filepath.Join(dir, "p"+string(rune('0'+i))+".pte")
+		require.NoError(t, os.WriteFile(paths[i], b, 0o644))
+	}
+	fa, ca = openCounting(t, paths[0])
+	fb, cb = openCounting(t, paths[1])
+	return fa, ca, fb, cb
+}
+
 // openShared opens ../shared/<sub>; the test skips or fails (in CI) when
 // sub's directory is missing, and fails when the file is.
 func openShared(t testing.TB, sub string) *pte.File {

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
@@ -95,13 +93,7 @@ func TestBuildPairMatchesBuild(t *testing.T) {
 	edited := bytes.Clone(big)
 	edited[len(edited)-100] ^= 0xff // a byte of the engine
 	for _, pair := range [][2][]byte{{big, big}, {big, edited}, {big, progs["two_methods"]}} {
-		var paths [2]string
-		for i, b := range pair {
-			paths[i] = filepath.Join(dir, "p"+string(rune('0'+i))+".pte")
-			require.NoError(t, os.WriteFile(paths[i], b, 0o644))
-		}
-		fa, ca := openCounting(t, paths[0])
-		fb, cb := openCounting(t, paths[1])
+		fa, ca, fb, cb := openCountingPair(t, dir, pair)
 		a0, b0 := ca.Bytes(), cb.Bytes()
 		da, db, err := BuildPair(fa, fb, &Options{Hash: true})
 		require.NoError(t, err)
