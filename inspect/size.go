@@ -414,6 +414,7 @@ func splitAt(start, from, to int64, offs []uint64, ownerOf func(k int) int) (ord
 		lo, hi := max(eStart, cursor), min(eEnd, to)
 		if lo > cursor {
 			credit(-1, lo-cursor) // before the first entry
+			cursor = lo
 		}
 		if hi > lo {
 			credit(owner, hi-lo)

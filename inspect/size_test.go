@@ -200,4 +200,17 @@ func TestSplitAt(t *testing.T) {
 	order, got = splitAt(0, 0, 50, []uint64{20, 90}, func(k int) int { return k })
 	require.Equal(t, []int{-1, 0}, order)
 	require.Equal(t, map[int]int64{-1: 20, 0: 30}, got)
+	// Several entries at or past the end, after a gap: the gap is
+	// credited once, whatever follows it (a fuzzed file counted it once
+	// per entry and the breakdown outgrew the file).
+	_, got = splitAt(100, 100, 132, []uint64{32, 1 << 60, 1 << 60, 1 << 61}, func(k int) int { return -1 })
+	require.Equal(t, map[int]int64{-1: 32}, got)
+	for _, offs := range [][]uint64{{0, 1 << 62}, {31, 32, 33}, {5, 5, 100, 7}, {1 << 63, 0}} {
+		_, got = splitAt(100, 110, 132, offs, func(k int) int { return k % 2 })
+		var sum int64
+		for _, n := range got {
+			sum += n
+		}
+		require.Equal(t, int64(22), sum, "offsets %v", offs)
+	}
 }
