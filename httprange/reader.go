@@ -26,9 +26,10 @@ import (
 type Reader struct {
 	opts     Options
 	client   *http.Client
-	target   *url.URL    // where range requests go: the URL after the first request's redirects
-	origHost string      // host of the URL given to Open; Options.Header goes only there
-	header   http.Header // headers for target; nil when it is on another host
+	own      *http.Transport // the transport Open made, whose connections Close closes; nil with a caller's
+	target   *url.URL        // where range requests go: the URL after the first request's redirects
+	origHost string          // host of the URL given to Open; Options.Header goes only there
+	header   http.Header     // headers for target; nil when it is on another host
 	redacted string
 	size     int64
 	etag     string // strong ETag pinned by the first response, or ""
@@ -109,7 +110,8 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
 	}
 	base := c.Transport
 	if base == nil {
-		base = newTransport(&o)
+		r.own = newTransport(&o)
+		base = r.own
 	}
 	c.Transport = countingTransport{base, &r.requests}
 	c.CheckRedirect = r.checkRedirect
@@ -118,6 +120,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
 	n := int64(o.BlockSize)
 	if err := r.withRetries(r.ctx, func() error { return r.openOnce(r.ctx, n) }); err != nil {
 		r.cancel()
+		r.closeConns()
 		return nil, err
 	}
 	return r, nil
@@ -125,7 +128,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
 
 // newTransport returns a transport like http.DefaultTransport with the
 // connect and TLS handshake limits of o.
-func newTransport(o *Options) http.RoundTripper {
+func newTransport(o *Options) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	d := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
 	t.DialContext = d.DialContext
@@ -156,16 +159,31 @@ func (r *Reader) Stats() Stats {
 	return Stats{Requests: r.requests.Load(), Bytes: r.bodyBytes.Load(), Retries: r.retries.Load()}
 }
 
-// Close cancels the reads in progress, drops the cache and makes later
-// reads fail with ErrClosed. It always returns nil.
+// Close cancels the reads in progress, drops the cache, closes the
+// connections of the transport Open made (not those of a caller's
+// Options.Client.Transport) and makes later reads fail with ErrClosed. It
+// always returns nil.
 func (r *Reader) Close() error {
 	r.closed.Store(true)
 	r.cancel()
+	r.closeConns()
 	r.mu.Lock()
 	r.blocks, r.win, r.extents = map[int64]*list.Element{}, nil, nil
 	r.lru.Init()
 	r.mu.Unlock()
 	return nil
+}
+
+// closeConns closes the kept-alive connections of the transport Open
+// made, which nothing else uses: left in its pool, each would hold a file
+// descriptor (and one on the server) for the pool's idle timeout after
+// the Reader is gone. A request still finishing closes its connection
+// instead of pooling it, since the transport pools nothing once told to
+// close its idle connections.
+func (r *Reader) closeConns() {
+	if r.own != nil {
+		r.own.CloseIdleConnections()
+	}
 }
 
 // ReadAt reads len(p) bytes at off, as io.ReaderAt says, under the context
