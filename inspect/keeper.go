@@ -1,0 +1,184 @@
+package inspect
+
+import (
+	"cmp"
+	"container/heap"
+	"io"
+	"slices"
+
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte"
+)
+
+// keeper holds bytes of a file that a hashing pass reads and something after
+// the pass needs again: the heads of delegate payloads (a TensorRT blob's
+// header, last byte and metadata, which the document reads) and constant
+// buffers the diff compares after the pass. Each range is asked for before
+// the pass reaches it (want), filled as the pass goes by, and then read
+// from memory (reader): the file is not read again. A range asked for after
+// its first bytes went by is not kept, and reading it reads the file.
+type keeper struct {
+	waiting keptHeap // asked for, not begun, by offset
+	open    []*kept  // begun, not complete
+	done    []*kept  // complete; sorted says by offset
+	sorted  bool
+	asked   map[span]bool
+}
+
+// kept is one range: its bytes so far, and what to do when it is whole.
+type kept struct {
+	off, n int64
+	data   []byte
+	then   func(k *keeper, data []byte)
+}
+
+func newKeep() *keeper { return &keeper{asked: map[span]bool{}} }
+
+// want asks for the n bytes at off; then (may be nil) is called with them
+// once the pass has read them all, and may ask for more.
+func (k *keeper) want(off, n int64, then func(k *keeper, data []byte)) {
+	if k == nil || n <= 0 || off < 0 || k.asked[span{off, n}] {
+		return
+	}
+	k.asked[span{off, n}] = true
+	heap.Push(&k.waiting, &kept{off: off, n: n, then: then})
+}
+
+// feed takes the bytes b the pass read at pos: every range begun holds its
+// part of them.
+func (k *keeper) feed(pos int64, b []byte) {
+	if k == nil {
+		return
+	}
+	end := pos + int64(len(b))
+	for {
+		for len(k.waiting) > 0 && k.waiting[0].off < end {
+			x := heap.Pop(&k.waiting).(*kept)
+			if x.off < pos {
+				continue // its first bytes went by before it was asked for
+			}
+			x.data = make([]byte, 0, x.n)
+			k.open = append(k.open, x)
+		}
+		var whole []*kept
+		k.open = slices.DeleteFunc(k.open, func(x *kept) bool {
+			from := x.off + int64(len(x.data))
+			to := min(x.off+x.n, end)
+			if from < pos {
+				return true // bytes of it went unread: it cannot be whole
+			}
+			if from >= to {
+				return false
+			}
+			x.data = append(x.data, b[from-pos:to-pos]...)
+			if int64(len(x.data)) < x.n {
+				return false
+			}
+			whole = append(whole, x)
+			return true
+		})
+		for _, x := range whole {
+			k.done, k.sorted = append(k.done, x), false
+			if x.then != nil {
+				x.then(k, x.data)
+			}
+		}
+		// A range asked for by then may begin in these bytes too.
+		if len(whole) == 0 || len(k.waiting) == 0 || k.waiting[0].off >= end {
+			return
+		}
+	}
+}
+
+// at returns the n bytes at off when a complete range holds them.
+func (k *keeper) at(off, n int64) ([]byte, bool) {
+	if k == nil || len(k.done) == 0 {
+		return nil, false
+	}
+	if !k.sorted {
+		slices.SortFunc(k.done, func(x, y *kept) int { return cmp.Or(cmp.Compare(x.off, y.off), cmp.Compare(y.n, x.n)) })
+		k.sorted = true
+	}
+	i, _ := slices.BinarySearchFunc(k.done, off+1, func(x *kept, t int64) int { return cmp.Compare(x.off, t) })
+	// The ranges starting at or before off, nearest first: a few at most
+	// hold the same bytes (a payload's head and its metadata).
+	for j := i - 1; j >= 0 && j >= i-8; j-- {
+		if x := k.done[j]; x.off+x.n >= off+n {
+			return x.data[off-x.off : off-x.off+n], true
+		}
+	}
+	return nil, false
+}
+
+// reader returns r reading what k holds from memory.
+func (k *keeper) reader(r io.ReaderAt) io.ReaderAt {
+	if k == nil {
+		return r
+	}
+	return keptReader{r: r, k: k}
+}
+
+// keptReader reads from k's ranges when one holds the bytes asked for,
+// else from r.
+type keptReader struct {
+	r io.ReaderAt
+	k *keeper
+}
+
+func (kr keptReader) ReadAt(p []byte, off int64) (int, error) {
+	if b, ok := kr.k.at(off, int64(len(p))); ok {
+		return copy(p, b), nil
+	}
+	return kr.r.ReadAt(p, off)
+}
+
+// keptHeap orders ranges by offset.
+type keptHeap []*kept
+
+func (h keptHeap) Len() int           { return len(h) }
+func (h keptHeap) Less(i, j int) bool { return h[i].off < h[j].off }
+func (h keptHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *keptHeap) Push(x any)        { *h = append(*h, x.(*kept)) }
+func (h *keptHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// wantHeads asks k for what the document reads of f's delegate payloads in
+// the file (an inline payload is in memory): the first bytes of each (its
+// magic, a TensorRT blob's header) and of each TensorRT blob its last byte
+// and, once the header is known, its metadata: what delegate.Check reads.
+func wantHeads(f *pte.File, k *keeper) {
+	b := &builder{f: f, r: f.ReaderAt()}
+	for pi := range f.NumPlans() {
+		for _, d := range f.PlanDelegates(pi) {
+			if d == nil || d.Processed == nil || d.Processed.Location != pte.DataLocationSEGMENT {
+				continue
+			}
+			pl, ok := b.locate(d.Processed)
+			if !ok || pl.size == 0 {
+				continue
+			}
+			off, size := pl.off, pl.size
+			if !delegate.IsTensorRT(d.ID) {
+				k.want(off, min(size, delegate.HeaderSize), nil)
+				continue
+			}
+			k.want(off, min(size, delegate.HeaderSize), func(k *keeper, hdr []byte) {
+				if len(hdr) < delegate.HeaderSize {
+					return
+				}
+				h, _ := delegate.ParseHeader(hdr)
+				mo, mn := int64(h.MetadataOffset), int64(h.MetadataSize)
+				if mn > 0 && mn <= delegate.MaxMetadataSize && mo+mn <= size {
+					k.want(off+mo, mn, nil)
+				}
+			})
+			if size > delegate.HeaderSize {
+				k.want(off+size-1, 1, nil)
+			}
+		}
+	}
+}
