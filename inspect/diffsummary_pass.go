@@ -97,7 +97,7 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*
 		if err != nil {
 			return [2]*passed{}, err
 		}
-		c.p.keeps = keeps[:]
+		c.p.keeps, c.p.mem = keeps[:], [][]byte{a.Region(), b.Region()}
 		for _, t := range order {
 			if err := t.run([2]*cursor{c, c}, [2]int{0, 1}); err != nil {
 				return [2]*passed{}, err
@@ -113,12 +113,12 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*
 		if err != nil {
 			return [2]*passed{}, err
 		}
-		ca.p.keeps = keeps[:1]
+		ca.p.keeps, ca.p.mem = keeps[:1], [][]byte{a.Region()}
 		cb, err := newCursor([]io.ReaderAt{b.ReaderAt()}, b.Size, rb, meter)
 		if err != nil {
 			return [2]*passed{}, err
 		}
-		cb.p.keeps = keeps[1:]
+		cb.p.keeps, cb.p.mem = keeps[1:], [][]byte{b.Region()}
 		for _, t := range order {
 			if err := t.run([2]*cursor{ca, cb}, [2]int{0, 0}); err != nil {
 				return [2]*passed{}, err

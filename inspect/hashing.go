@@ -37,7 +37,7 @@ type passed struct {
 func passFile(f *pte.File, spans []span, progress func(n int64)) (*passed, error) {
 	k := newKeep()
 	wantHeads(f, k)
-	sums, _, err := hashPass([]io.ReaderAt{f.ReaderAt()}, spans, progress, []*keeper{k})
+	sums, _, err := hashPass([]io.ReaderAt{f.ReaderAt()}, spans, progress, []*keeper{k}, [][]byte{f.Region()})
 	if err != nil {
 		return nil, err
 	}
@@ -58,8 +58,10 @@ type spanState struct {
 // reading each byte at most once: the spans (which may overlap, as the
 // whole file overlaps each segment) are hashed together in one pass from
 // the front. It calls progress (when not nil) with the bytes read after
-// each chunk, and gives the bytes read to keeps (nil, or one per reader).
-func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64), keeps []*keeper) (digests, digests, error) {
+// each chunk, and gives the bytes read to keeps (nil, or one per reader);
+// each reader's first bytes are taken from mem (nil, or one per reader)
+// instead.
+func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64), keeps []*keeper, mem [][]byte) (digests, digests, error) {
 	var end int64
 	for _, sp := range spans {
 		end = max(end, sp.off+sp.n)
@@ -68,7 +70,7 @@ func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64), keeps []*k
 	if err != nil {
 		return nil, nil, err
 	}
-	c.p.keeps = keeps
+	c.p.keeps, c.p.mem = keeps, mem
 	out, err := c.finish()
 	return out[0], out[1], err
 }
@@ -88,6 +90,9 @@ type pass struct {
 	// keeps (nil, or one per reader, each maybe nil) hold bytes read that
 	// are needed after the pass.
 	keeps []*keeper
+	// mem (nil, or one per reader) is each file's first bytes, already in
+	// memory: they are taken from there, not read.
+	mem [][]byte
 }
 
 // newPass checks the spans and prepares one state per distinct span; an
@@ -140,7 +145,18 @@ func (p *pass) feedChunk(pos, n int64) error {
 		if p.bufs[k] == nil {
 			p.bufs[k] = make([]byte, hashChunk)
 		}
-		got, err := r.ReadAt(p.bufs[k][:n], pos)
+		// Bytes already in memory (the region read at open) are not
+		// read again.
+		var got int
+		if k < len(p.mem) && pos < int64(len(p.mem[k])) {
+			got = copy(p.bufs[k][:n], p.mem[k][pos:])
+		}
+		var err error
+		if int64(got) < n {
+			var m int
+			m, err = r.ReadAt(p.bufs[k][got:n], pos+int64(got))
+			got += m
+		}
 		if int64(got) < n {
 			if err == nil || errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF

@@ -44,14 +44,14 @@ func TestHashSpansOnePass(t *testing.T) {
 	size := int64(len(data))
 	spans := []span{{0, size}, {100, 5000}, {100, 5000}, {4000, 2 * hashChunk}, {size - 7, 7}, {50, 0}, {3 * hashChunk, 12345}}
 	r := &countReads{b: data}
-	got, _, err := hashPass([]io.ReaderAt{r}, spans, nil, nil)
+	got, _, err := hashPass([]io.ReaderAt{r}, spans, nil, nil, nil)
 	require.NoError(t, err)
 	for _, sp := range spans {
 		assert.Equal(t, sumOf(data[sp.off:sp.off+sp.n]), got[sp], "span %v", sp)
 	}
 	assert.Equal(t, size, r.n.Load(), "every byte read exactly once")
 
-	_, _, err = hashPass([]io.ReaderAt{r}, []span{{size - 10, 20}}, nil, nil)
+	_, _, err = hashPass([]io.ReaderAt{r}, []span{{size - 10, 20}}, nil, nil, nil)
 	assert.ErrorContains(t, err, "hashing bytes")
 }
 
@@ -72,7 +72,7 @@ func TestHashSpanPair(t *testing.T) {
 			b := bytes.Clone(a)
 			tc.edit(b)
 			ra, rb := &countReads{b: a}, &countReads{b: b}
-			da, db, err := hashPass([]io.ReaderAt{ra, rb}, spans, nil, nil)
+			da, db, err := hashPass([]io.ReaderAt{ra, rb}, spans, nil, nil, nil)
 			require.NoError(t, err)
 			for _, sp := range spans {
 				assert.Equal(t, sumOf(a[sp.off:sp.off+sp.n]), da[sp], "a %v", sp)

@@ -2,14 +2,18 @@ package inspect
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/internal/testprog"
@@ -33,15 +37,14 @@ func TestBuildReadsEachBlobOnce(t *testing.T) {
 }
 
 // openRecording opens the program data (with LazyPlans, as pteinspect
-// does) through a recorder of the ranges read, the reads of opening it
-// forgotten.
+// does) through a recorder of the ranges read, opening included: what a
+// test checks is what the whole command reads.
 func openRecording(t testing.TB, data []byte) (*pte.File, *testkit.RangeReaderAt) {
 	t.Helper()
 	r := testkit.NewRangeReaderAt(bytes.NewReader(data))
 	f, err := pte.NewFileWith(r, int64(len(data)), &pte.OpenOptions{LazyPlans: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
-	r.Reset()
 	return f, r
 }
 
@@ -102,6 +105,124 @@ func TestDiffReadsEachByteOnce(t *testing.T) {
 				}
 			})
 			assert.Equal(t, bytes.Equal(pair[0], pair[1]), got.BitwiseEqual)
+		})
+	}
+}
+
+// metadataRanges returns what a view must read of the program raw (read
+// here without recording): the head and flatbuffer region, and of each
+// delegate payload in a segment its first bytes (a TensorRT blob's header)
+// and of a TensorRT blob its last byte and metadata; merged, by offset.
+func metadataRanges(t testing.TB, f *pte.File, raw io.ReaderAt) []testkit.Range {
+	t.Helper()
+	out := []testkit.Range{{Off: 0, End: int64(len(f.Region()))}}
+	for pi := range f.NumPlans() {
+		for di, d := range f.PlanDelegates(pi) {
+			pl, err := f.DelegateData(pi, di)
+			if d == nil || err != nil || pl.FileOffset < 0 {
+				continue
+			}
+			off, size := pl.FileOffset, pl.Size()
+			out = append(out, testkit.Range{Off: off, End: off + min(size, delegate.HeaderSize)})
+			if !delegate.IsTensorRT(d.ID) || size < delegate.HeaderSize {
+				continue
+			}
+			out = append(out, testkit.Range{Off: off + size - 1, End: off + size})
+			hdr := make([]byte, delegate.HeaderSize)
+			_, err = raw.ReadAt(hdr, off)
+			require.NoError(t, err)
+			h, _ := delegate.ParseHeader(hdr)
+			mo, mn := int64(h.MetadataOffset), int64(h.MetadataSize)
+			out = append(out, testkit.Range{Off: off + mo, End: off + mo + mn})
+		}
+	}
+	slices.SortFunc(out, func(x, y testkit.Range) int { return cmp.Compare(x.Off, y.Off) })
+	merged := out[:1]
+	for _, r := range out[1:] {
+		if last := &merged[len(merged)-1]; r.Off <= last.End {
+			last.End = max(last.End, r.End)
+		} else {
+			merged = append(merged, r)
+		}
+	}
+	return merged
+}
+
+// within says whether r lies in one of the merged ranges allowed.
+func within(r testkit.Range, allowed []testkit.Range) bool {
+	i, _ := slices.BinarySearchFunc(allowed, r.Off+1, func(a testkit.Range, off int64) int { return cmp.Compare(a.Off, off) })
+	return i > 0 && allowed[i-1].Off <= r.Off && r.End <= allowed[i-1].End
+}
+
+// TestViewsReadOnlyMetadata: --size (Size) reads nothing after opening, so
+// no segment byte at all; the summary view (Summarize) reads, besides the
+// region opening reads, only what it shows of each delegate payload (a
+// TensorRT blob's header, last byte and metadata), never an engine byte;
+// neither reads a byte twice, opening included. On built programs (64
+// engines; constants; an inline blob) and, without -short, a program of 2
+// GiB of engines.
+func TestViewsReadOnlyMetadata(t *testing.T) {
+	progs := testprog.Programs(t)
+	sources := map[string]func(t *testing.T) io.ReaderAt{}
+	for _, name := range []string{"engines_64", "two_methods", "inline", "chain"} {
+		sources[name] = func(*testing.T) io.ReaderAt { return bytes.NewReader(progs[name]) }
+	}
+	sources["constants"] = func(t *testing.T) io.ReaderAt {
+		return bytes.NewReader(withConstantSegment(t, progs["segment"], ramp(1000, nil), ramp(10, nil)))
+	}
+	if !testing.Short() {
+		sources["2 GiB"] = func(t *testing.T) io.ReaderAt {
+			path := filepath.Join(t.TempDir(), "2GiB.pte")
+			testprog.WriteEngines(t, path, 64, 32<<20)
+			fh, err := os.Open(path)
+			require.NoError(t, err)
+			t.Cleanup(func() { fh.Close() })
+			return fh
+		}
+	}
+	for name, source := range sources {
+		t.Run(name, func(t *testing.T) {
+			raw := source(t)
+			size := int64(0)
+			switch r := raw.(type) {
+			case *bytes.Reader:
+				size = r.Size()
+			case *os.File:
+				fi, err := r.Stat()
+				require.NoError(t, err)
+				size = fi.Size()
+			}
+			open := func() (*pte.File, *testkit.RangeReaderAt) {
+				rr := testkit.NewRangeReaderAt(raw)
+				f, err := pte.NewFileWith(rr, size, &pte.OpenOptions{LazyPlans: true})
+				require.NoError(t, err)
+				t.Cleanup(func() { f.Close() })
+				return f, rr
+			}
+
+			f, rr := open()
+			opened := len(rr.Ranges())
+			rep, err := Size(f, nil)
+			require.NoError(t, err)
+			requireSizeSums(t, rep, size)
+			require.Equal(t, opened, len(rr.Ranges()), "Size read %v after opening", rr.Ranges()[opened:])
+			for _, r := range rr.Ranges() {
+				require.LessOrEqual(t, r.End, int64(len(f.Region())), "read %v past the region", r)
+			}
+			assertReadOnce(t, "--size", rr, int64(len(f.Region())))
+
+			f, rr = open()
+			_, _, err = Summarize(f, nil)
+			require.NoError(t, err)
+			allowed := metadataRanges(t, f, raw)
+			var must int64
+			for _, r := range allowed {
+				must += r.End - r.Off
+			}
+			for _, r := range rr.Ranges() {
+				require.True(t, within(r, allowed), "summary read %v, not metadata", r)
+			}
+			assertReadOnce(t, "summary", rr, must)
 		})
 	}
 }

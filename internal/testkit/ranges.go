@@ -59,6 +59,13 @@ func (c *RangeReaderAt) Bytes() int64 {
 	return n
 }
 
+// Ranges returns the ranges read since the last Reset, in the order read.
+func (c *RangeReaderAt) Ranges() []Range {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.ranges)
+}
+
 // Reread returns how many bytes were read more than once since the last
 // Reset (a byte read three times counts once), and the first range of
 // them.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -282,6 +283,9 @@ func TestRangeReaderAt(t *testing.T) {
 	read(50, 60) // short: 50 bytes
 	if n, first := c.Reread(); n != 0 || c.Bytes() != 70 {
 		t.Fatalf("disjoint reads: Reread = %d %v, Bytes = %d", n, first, c.Bytes())
+	}
+	if got := c.Ranges(); !slices.Equal(got, []Range{{0, 10}, {10, 20}, {50, 100}}) {
+		t.Errorf("Ranges = %v", got)
 	}
 	read(5, 10)  // 5..15 again
 	read(0, 20)  // 0..20 again: 5..15 a third time, counted once
