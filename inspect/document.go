@@ -294,7 +294,11 @@ func newStream(f *pte.File, opts *Options, pass *passed, segments bool) (*Stream
 	if err := checkSelection(f, opts); err != nil {
 		return nil, err
 	}
-	check.Prefetch(f)
+	if pass == nil {
+		// After a pass the heads are in memory: fetching them ahead
+		// would fetch them again.
+		check.Prefetch(f)
+	}
 	doc, err := b.head()
 	if err != nil {
 		return nil, err
