@@ -23,6 +23,10 @@ type constTask struct {
 	a, b  constSource
 	limit int64
 	cmps  []*dataCmp
+	// fed counts the bytes of a task made as the pass reads one side
+	// (flow), err what failed there.
+	fed int64
+	err error
 }
 
 // inFile says the source is a range of the file (not in memory).
@@ -85,14 +89,16 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*
 	wantHeads(a, keeps[0])
 	wantHeads(b, keeps[1])
 	var sums [2]digests
-	var held []*constTask
+	var held, flowing []*constTask
 	if slices.Equal(ra, rb) && !slices.ContainsFunc(tasks, func(t *constTask) bool {
 		return t.a.inFile() && t.b.inFile() && t.a.off != t.b.off
 	}) {
 		// The same layout, and every pairing at the same offset in both:
 		// both files in lockstep, the bytes they share hashed once.
 		order, left := scheduleLockstep(tasks)
-		held = holdTasks(left, keeps, cmps)
+		// Both files are read at the same offsets, at the same time.
+		at := func(x int64) int64 { return x }
+		held, flowing = holdTasks(left, keeps, cmps, [2]func(int64) int64{at, at})
 		c, err := newCursor([]io.ReaderAt{a.ReaderAt(), b.ReaderAt()}, a.Size, ra, meter)
 		if err != nil {
 			return [2]*passed{}, err
@@ -108,7 +114,7 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*
 		}
 	} else {
 		order, left := scheduleConstants(tasks)
-		held = holdTasks(left, keeps, cmps)
+		held, flowing = holdTasks(left, keeps, cmps, stepsOf(order))
 		ca, err := newCursor([]io.ReaderAt{a.ReaderAt()}, a.Size, ra, meter)
 		if err != nil {
 			return [2]*passed{}, err
@@ -132,6 +138,14 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*
 			sums[i] = d[0]
 		}
 	}
+	for _, t := range flowing {
+		if t.err == nil && t.fed != t.limit {
+			t.err = fmt.Errorf("inspect: diff: %d of the %d constant bytes compared were read", t.fed, t.limit)
+		}
+		if t.err != nil {
+			return [2]*passed{}, t.err
+		}
+	}
 	for _, t := range held {
 		if err := t.runHeld(keeps); err != nil {
 			return [2]*passed{}, err
@@ -153,17 +167,36 @@ func buildPair(a, b *pte.File, o *Options, ps [2]*passed) (*Document, *Document,
 	return da, db, nil
 }
 
-// holdTasks asks keeps for the file bytes of the tasks the pass cannot
-// make as it reads, in their order, as long as heldBudget allows; it
-// returns those it holds, and drops the comparisons of the others from
-// cmps, for SummarizeDiff to make by reading.
-func holdTasks(tasks []*constTask, keeps [2]*keeper, cmps map[dataKey]*dataCmp) []*constTask {
+// holdTasks arranges the tasks the pass cannot make as it reads one
+// range of each file beside the other: one with a side in memory, or
+// whose side in one file the pass reads wholly before it begins the other
+// (when says at which point of the pass each byte of each file is read),
+// is made as the pass reads that other side (flowing), the first side held
+// until then; the others are held whole, both sides, and made after the
+// pass (held). Holding stops at heldBudget bytes: the comparisons of the
+// tasks beyond it are dropped from cmps, for SummarizeDiff to make by
+// reading.
+func holdTasks(tasks []*constTask, keeps [2]*keeper, cmps map[dataKey]*dataCmp, when [2]func(int64) int64) (held, flowing []*constTask) {
 	budget := heldBudget
-	var held, dropped []*constTask
+	var dropped []*constTask
 	for _, t := range tasks {
+		srcs := [2]constSource{t.a, t.b}
+		// flow is the side the task is made on as it is read, -1 for
+		// none: both are held.
+		flow := -1
+		switch {
+		case !t.a.inFile():
+			flow = 1
+		case !t.b.inFile():
+			flow = 0
+		case when[0](t.a.off+t.limit-1) < when[1](t.b.off):
+			flow = 1
+		case when[1](t.b.off+t.limit-1) < when[0](t.a.off):
+			flow = 0
+		}
 		var need int64
-		for _, s := range []constSource{t.a, t.b} {
-			if s.inFile() {
+		for i, s := range srcs {
+			if s.inFile() && i != flow {
 				need += t.limit
 			}
 		}
@@ -172,16 +205,83 @@ func holdTasks(tasks []*constTask, keeps [2]*keeper, cmps map[dataKey]*dataCmp) 
 			continue
 		}
 		budget -= need
-		held = append(held, t)
-		if t.a.inFile() {
-			keeps[0].want(t.a.off, t.limit, nil)
+		for i, s := range srcs {
+			if s.inFile() && i != flow {
+				keeps[i].want(s.off, t.limit, nil)
+			}
 		}
-		if t.b.inFile() {
-			keeps[1].want(t.b.off, t.limit, nil)
+		if flow < 0 {
+			held = append(held, t)
+			continue
 		}
+		flowing = append(flowing, t)
+		t.flow(keeps, flow)
 	}
 	dropComparisons(dropped, cmps)
-	return held
+	return held, flowing
+}
+
+// flow makes the task as the pass reads its side side, the other taken
+// from memory or from what keeps held of it.
+func (t *constTask) flow(keeps [2]*keeper, side int) {
+	srcs := [2]constSource{t.a, t.b}
+	s, o := srcs[side], srcs[1-side]
+	other := o.mem
+	keeps[side].pass(s.off, t.limit, func(off int64, b []byte) {
+		if t.err != nil {
+			return
+		}
+		if other == nil {
+			var ok bool
+			if other, ok = keeps[1-side].at(o.off, t.limit); !ok {
+				t.err = fmt.Errorf("inspect: diff: constant bytes %d..%d of %s were not read before %s's", o.off, o.off+t.limit, "AB"[1-side:2-side], "AB"[side:side+1])
+				return
+			}
+		}
+		p := off - s.off
+		ob := other[p : p+int64(len(b))]
+		for _, d := range t.cmps {
+			if side == 0 {
+				d.feed(b, ob)
+			} else {
+				d.feed(ob, b)
+			}
+		}
+		t.fed += int64(len(b))
+	})
+}
+
+// stepsOf returns, for a pass over two files by two cursors that make the
+// tasks of order in turn (each moving its cursors to its ranges and reading
+// them) and then read the rest of A and then the rest of B, at which step
+// each byte of each file is read: the index in order of the task whose
+// reading reaches it, len(order) for the rest of A, len(order)+1 for B's.
+// Within a step both cursors move, so only a smaller step is surely
+// earlier.
+func stepsOf(order []*constTask) [2]func(int64) int64 {
+	var ends [2][]int64
+	var steps [2][]int64
+	for i, t := range order {
+		for side, s := range [2]constSource{t.a, t.b} {
+			if s.inFile() {
+				ends[side] = append(ends[side], s.off+t.limit)
+				steps[side] = append(steps[side], int64(i))
+			}
+		}
+	}
+	var out [2]func(int64) int64
+	for side := range out {
+		e, st, rest := ends[side], steps[side], int64(len(order)+side)
+		out[side] = func(x int64) int64 {
+			// The first task whose range ends past x reads it (its
+			// cursor moves there in that step).
+			if i, _ := slices.BinarySearch(e, x+1); i < len(e) {
+				return st[i]
+			}
+			return rest
+		}
+	}
+	return out
 }
 
 // runHeld makes a task from the bytes keeps held of it (and memory).

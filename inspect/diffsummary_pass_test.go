@@ -150,10 +150,10 @@ func TestDiffPassReadsEachByteOnce(t *testing.T) {
 
 // TestDiffPassCrossing: pairings one forward pass cannot make as it reads
 // (A's first buffer against B's second and A's second against B's first)
-// are made from the bytes the pass kept: the summary is the one reading
-// every comparison gives, and no byte is read twice. Beyond heldBudget
-// they are left to SummarizeDiff, which reads them again, and only those
-// bytes are read twice.
+// are made from the bytes the pass kept of one side as it reads the
+// other: the summary is the one reading every comparison gives, and no
+// byte is read twice. Beyond heldBudget they are left to SummarizeDiff,
+// which reads them again, and only those bytes are read twice.
 func TestDiffPassCrossing(t *testing.T) {
 	progs := genPrograms(t)
 	const n = 1 << 18
@@ -175,9 +175,20 @@ func TestDiffPassCrossing(t *testing.T) {
 			}
 		}))
 	})
+	t.Run("one buffer held", func(t *testing.T) {
+		// B's first buffer is read before A's second, which is compared
+		// with it as it is read: only B's is held.
+		defer func(b int64) { heldBudget = b }(heldBudget)
+		heldBudget = 4 * n
+		check(t, summarizeCounting(t, [2][]byte{a, b}, func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, _ [2]*Document) {
+			for i, f := range files {
+				assertReadOnce(t, fmt.Sprintf("file %d", i), reads[i], f.Size)
+			}
+		}))
+	})
 	t.Run("over budget", func(t *testing.T) {
 		defer func(b int64) { heldBudget = b }(heldBudget)
-		heldBudget = 4*n + 4*n - 1 // not both of one pairing's buffers
+		heldBudget = 4*n - 1 // not one of the pairing's buffers
 		check(t, summarizeCounting(t, [2][]byte{a, b}, func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, docs [2]*Document) {
 			seg, ok := constSegment(files[0], docs[0])
 			require.True(t, ok)

@@ -167,6 +167,9 @@ func (p *pass) feedChunk(pos, n int64) error {
 	for k, kp := range p.keeps {
 		kp.feed(pos, p.bufs[k][:n])
 	}
+	for k, kp := range p.keeps {
+		kp.flowTo(pos, p.bufs[k][:n])
+	}
 	same := len(p.rs) == 1 || bytes.Equal(p.bufs[0][:n], p.bufs[1][:n])
 	for _, st := range p.active {
 		if err := st.feed(p.bufs, n, same, len(p.rs)); err != nil {

@@ -18,18 +18,28 @@ import (
 // from memory (reader): the file is not read again. A range asked for after
 // its first bytes went by is not kept, and reading it reads the file.
 type keeper struct {
-	waiting keptHeap // asked for, not begun, by offset
-	open    []*kept  // begun, not complete
-	done    []*kept  // complete; sorted says by offset
-	sorted  bool
-	asked   map[span]bool
+	store  lane    // ranges held
+	flow   lane    // ranges handed on (pass)
+	done   []*kept // complete ranges held; sorted says by offset
+	sorted bool
+	asked  map[span]bool
 }
 
-// kept is one range: its bytes so far, and what to do when it is whole.
+// lane is ranges a pass fills or hands on: those not begun, by offset, and
+// those begun.
+type lane struct {
+	waiting keptHeap
+	open    []*kept
+}
+
+// kept is one range: its bytes so far (got of them), and what to do when
+// it is whole; or, with sink, a range whose bytes are handed to sink as
+// they go by instead of being held.
 type kept struct {
-	off, n int64
-	data   []byte
-	then   func(k *keeper, data []byte)
+	off, n, got int64
+	data        []byte
+	then        func(k *keeper, data []byte)
+	sink        func(off int64, b []byte)
 }
 
 func newKeep() *keeper { return &keeper{asked: map[span]bool{}} }
@@ -41,42 +51,29 @@ func (k *keeper) want(off, n int64, then func(k *keeper, data []byte)) {
 		return
 	}
 	k.asked[span{off, n}] = true
-	heap.Push(&k.waiting, &kept{off: off, n: n, then: then})
+	heap.Push(&k.store.waiting, &kept{off: off, n: n, then: then})
 }
 
-// feed takes the bytes b the pass read at pos: every range begun holds its
-// part of them.
+// pass asks for the n bytes at off to be handed to sink, piece by piece,
+// in order, as the pass reads them (off: where the piece starts), held by
+// nobody. The pass hands them on after every keeper has held its bytes of
+// the same read (flow after feed), so that sink may use bytes held from
+// the other file.
+func (k *keeper) pass(off, n int64, sink func(off int64, b []byte)) {
+	if n > 0 && off >= 0 {
+		heap.Push(&k.flow.waiting, &kept{off: off, n: n, sink: sink})
+	}
+}
+
+// feed takes the bytes b the pass read at pos: every range held that has
+// begun takes its part of them.
 func (k *keeper) feed(pos int64, b []byte) {
 	if k == nil {
 		return
 	}
 	end := pos + int64(len(b))
 	for {
-		for len(k.waiting) > 0 && k.waiting[0].off < end {
-			x := heap.Pop(&k.waiting).(*kept)
-			if x.off < pos {
-				continue // its first bytes went by before it was asked for
-			}
-			x.data = make([]byte, 0, x.n)
-			k.open = append(k.open, x)
-		}
-		var whole []*kept
-		k.open = slices.DeleteFunc(k.open, func(x *kept) bool {
-			from := x.off + int64(len(x.data))
-			to := min(x.off+x.n, end)
-			if from < pos {
-				return true // bytes of it went unread: it cannot be whole
-			}
-			if from >= to {
-				return false
-			}
-			x.data = append(x.data, b[from-pos:to-pos]...)
-			if int64(len(x.data)) < x.n {
-				return false
-			}
-			whole = append(whole, x)
-			return true
-		})
+		whole := k.store.advance(pos, b)
 		for _, x := range whole {
 			k.done, k.sorted = append(k.done, x), false
 			if x.then != nil {
@@ -84,10 +81,58 @@ func (k *keeper) feed(pos int64, b []byte) {
 			}
 		}
 		// A range asked for by then may begin in these bytes too.
-		if len(whole) == 0 || len(k.waiting) == 0 || k.waiting[0].off >= end {
+		if len(whole) == 0 || len(k.store.waiting) == 0 || k.store.waiting[0].off >= end {
 			return
 		}
 	}
+}
+
+// flowTo hands the bytes b the pass read at pos to the sinks of the ranges
+// they hold bytes of.
+func (k *keeper) flowTo(pos int64, b []byte) {
+	if k != nil {
+		k.flow.advance(pos, b)
+	}
+}
+
+// advance gives the bytes b read at pos to the ranges of l they hold bytes
+// of (beginning those that start in them) and returns the ranges held that
+// they complete.
+func (l *lane) advance(pos int64, b []byte) (whole []*kept) {
+	end := pos + int64(len(b))
+	for len(l.waiting) > 0 && l.waiting[0].off < end {
+		x := heap.Pop(&l.waiting).(*kept)
+		if x.off < pos {
+			continue // its first bytes went by before it was asked for
+		}
+		if x.sink == nil {
+			x.data = make([]byte, 0, x.n)
+		}
+		l.open = append(l.open, x)
+	}
+	l.open = slices.DeleteFunc(l.open, func(x *kept) bool {
+		from := x.off + x.got
+		to := min(x.off+x.n, end)
+		if from < pos {
+			return true // bytes of it went unread: it cannot be whole
+		}
+		if from >= to {
+			return false
+		}
+		if x.sink != nil {
+			x.sink(from, b[from-pos:to-pos])
+		} else {
+			x.data = append(x.data, b[from-pos:to-pos]...)
+		}
+		if x.got += to - from; x.got < x.n {
+			return false
+		}
+		if x.sink == nil {
+			whole = append(whole, x)
+		}
+		return true
+	})
+	return whole
 }
 
 // at returns the n bytes at off when a complete range holds them.
