@@ -40,9 +40,10 @@ func (s constSource) inFile() bool { return !s.inline && s.n > 0 }
 // and have different sizes). Comparisons that cannot be made in one
 // forward pass over both files (pairings that cross, such as A's first
 // buffer against B's second and A's second against B's first, or two
-// pairings sharing some bytes with different partners) are made after the
-// pass from bytes it kept in memory, up to heldBudget bytes of them; the
-// rest are left to SummarizeDiff, which reads them again. The heads of
+// pairings sharing some bytes with different partners) keep the side the
+// pass reads first in memory and are made as it reads the other (holdTasks),
+// up to heldBudget bytes kept; the rest are left to SummarizeDiff, which
+// reads them again. The heads of
 // delegate payloads the documents show are kept from the pass too: with
 // no comparison left over, every byte of each file is read at most once.
 func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *ConstantComparison, error) {
@@ -80,8 +81,9 @@ var heldBudget int64 = 256 << 20
 // passPair reads both files once, hashing their spans (with the same
 // layout in lockstep, the bytes they share hashed once), making the
 // constant comparison tasks it can as it goes and keeping what the others
-// and the documents need; it then makes the held comparisons. The
-// comparisons of tasks it could not make are dropped from cmps.
+// (holdTasks) and the documents need; it then makes the comparisons whose
+// both sides it held. The comparisons of tasks it could not make are
+// dropped from cmps.
 func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*dataCmp) ([2]*passed, error) {
 	meter := meterOf(o.Progress, a.Size+b.Size)
 	ra, rb := (&builder{f: a}).spans(), (&builder{f: b}).spans()
