@@ -19,7 +19,7 @@ import (
 // withConstantSegment returns base with one more segment holding buffers
 // (a constant segment; offsets[0] is the placeholder, empty buffer) and
 // one float tensor per buffer appended to method 0's values.
-func withConstantSegment(t *testing.T, base []byte, bufs ...[]float32) []byte {
+func withConstantSegment(t testing.TB, base []byte, bufs ...[]float32) []byte {
 	t.Helper()
 	f, err := pte.NewFile(bytes.NewReader(base), int64(len(base)))
 	require.NoError(t, err)
@@ -50,7 +50,7 @@ func withConstantSegment(t *testing.T, base []byte, bufs ...[]float32) []byte {
 
 // withInlineConstants is withConstantSegment with the buffers inline, in
 // Program.constant_buffer.
-func withInlineConstants(t *testing.T, base []byte, bufs ...[]float32) []byte {
+func withInlineConstants(t testing.TB, base []byte, bufs ...[]float32) []byte {
 	t.Helper()
 	return testprog.Rewrite(t, base, func(p *pte.Program) {
 		p.ConstantSegment = nil
