@@ -75,7 +75,10 @@ func (k *keeper) feed(pos int64, b []byte) {
 	for {
 		whole := k.store.advance(pos, b)
 		for _, x := range whole {
-			k.done, k.sorted = append(k.done, x), false
+			// Ranges end in the order the pass reads them, mostly that of
+			// their offsets: the place is nearly always the end.
+			i, _ := slices.BinarySearchFunc(k.done, x, byOffset)
+			k.done = slices.Insert(k.done, i, x)
 			if x.then != nil {
 				x.then(k, x.data)
 			}
@@ -140,10 +143,6 @@ func (k *keeper) at(off, n int64) ([]byte, bool) {
 	if k == nil || len(k.done) == 0 {
 		return nil, false
 	}
-	if !k.sorted {
-		slices.SortFunc(k.done, func(x, y *kept) int { return cmp.Or(cmp.Compare(x.off, y.off), cmp.Compare(y.n, x.n)) })
-		k.sorted = true
-	}
 	i, _ := slices.BinarySearchFunc(k.done, off+1, func(x *kept, t int64) int { return cmp.Compare(x.off, t) })
 	// The ranges starting at or before off, nearest first: a few at most
 	// hold the same bytes (a payload's head and its metadata).
@@ -176,6 +175,9 @@ func (kr keptReader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return kr.r.ReadAt(p, off)
 }
+
+// byOffset orders ranges by offset, the longest first at one offset.
+func byOffset(x, y *kept) int { return cmp.Or(cmp.Compare(x.off, y.off), cmp.Compare(y.n, x.n)) }
 
 // keptHeap orders ranges by offset.
 type keptHeap []*kept
