@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -56,6 +57,54 @@ func FuzzSummarizeDiff(f *testing.F) {
 			if errG != nil || errW != nil || !bytes.Equal(jg, jw) {
 				t.Fatalf("the pass's comparison differs from reading again:\n%s\n%s", jg, jw)
 			}
+		}
+	})
+}
+
+// FuzzDiffPass diffs two programs whatever the reader accepts (seeded with
+// programs whose constant buffers pair in crossing order, in a segment or
+// inline): the comparisons the pass makes (held, handed on as it reads)
+// are those reading again gives, and when nothing fails no byte of either
+// file is read twice, opening included.
+func FuzzDiffPass(f *testing.F) {
+	progs := genPrograms(f)
+	a := withConstantSegment(f, progs["segment"], ramp(40, nil), ramp(30, nil), ramp(50, func(int) float32 { return 1 }))
+	f.Add(a, swapLastTensors(f, a))
+	f.Add(swapLastTensors(f, a), withInlineConstants(f, progs["segment"], ramp(40, nil), ramp(50, nil), ramp(30, nil)))
+	f.Add(a, withConstantSegment(f, progs["chain"], ramp(41, nil), ramp(50, nil), ramp(30, nil)))
+	f.Fuzz(func(t *testing.T, da, db []byte) {
+		var files [2]*pte.File
+		var reads [2]*testkit.RangeReaderAt
+		for i, data := range [2][]byte{da, db} {
+			reads[i] = testkit.NewRangeReaderAt(bytes.NewReader(data))
+			pf, err := pte.NewFileWith(reads[i], int64(len(data)), &pte.OpenOptions{LazyPlans: true})
+			if err != nil {
+				return
+			}
+			defer pf.Close()
+			files[i] = pf
+		}
+		got, err := SummarizeDiff(files[0], files[1], nil)
+		if err != nil {
+			return // a payload outside the file, found by the hashing pass
+		}
+		for i, r := range reads {
+			if n, first := r.Reread(); n != 0 {
+				t.Fatalf("file %d: %d bytes read twice, the first %v", i, n, first)
+			}
+		}
+		pa, pb, err := BuildPair(files[0], files[1], &Options{Hash: true})
+		if err != nil {
+			t.Fatalf("BuildPair fails where BuildDiffPair does not: %v", err)
+		}
+		want, err := SummarizeDiff(files[0], files[1], &DiffSummaryOptions{Docs: [2]*Document{pa, pb}})
+		if err != nil {
+			return
+		}
+		jg, errG := json.Marshal(got)
+		jw, errW := json.Marshal(want)
+		if errG != nil || errW != nil || !bytes.Equal(jg, jw) {
+			t.Fatalf("the pass's comparison differs from reading again:\n%s\n%s", jg, jw)
 		}
 	})
 }

@@ -23,6 +23,10 @@ type constTask struct {
 	a, b  constSource
 	limit int64
 	cmps  []*dataCmp
+	// fed counts the bytes of a task made as the pass reads one side
+	// (flow), err what failed there.
+	fed int64
+	err error
 }
 
 // inFile says the source is a range of the file (not in memory).
@@ -36,8 +40,12 @@ func (s constSource) inFile() bool { return !s.inline && s.n > 0 }
 // and have different sizes). Comparisons that cannot be made in one
 // forward pass over both files (pairings that cross, such as A's first
 // buffer against B's second and A's second against B's first, or two
-// pairings sharing some bytes with different partners) are left to
-// SummarizeDiff, which reads them again; every other byte is read once.
+// pairings sharing some bytes with different partners) keep the side the
+// pass reads first in memory and are made as it reads the other (holdTasks),
+// up to heldBudget bytes kept; the rest are left to SummarizeDiff, which
+// reads them again. The heads of
+// delegate payloads the documents show are kept from the pass too: with
+// no comparison left over, every byte of each file is read at most once.
 func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *ConstantComparison, error) {
 	o := Options{}
 	if opts != nil {
@@ -52,65 +60,251 @@ func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *Consta
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if len(tasks) == 0 {
-		da, db, err := BuildPair(a, b, &o)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return da, db, constantResults(cmps), nil
+	ps, err := passPair(a, b, &o, tasks, cmps)
+	if err != nil {
+		return nil, nil, nil, err
 	}
+	da, db, err := buildPair(a, b, &o, ps)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return da, db, constantResults(cmps), nil
+}
+
+// heldBudget bounds the constant bytes BuildDiffPair keeps in memory for
+// the comparisons its forward pass cannot make as it reads (crossing
+// pairings): those beyond it are left to SummarizeDiff, which reads them
+// again. Exact element statistics of two buffers need both at once, so a
+// crossing pairing is either held or read twice.
+var heldBudget int64 = 256 << 20
+
+// passPair reads both files once, hashing their spans (with the same
+// layout in lockstep, the bytes they share hashed once), making the
+// constant comparison tasks it can as it goes and keeping what the others
+// (holdTasks) and the documents need; it then makes the comparisons whose
+// both sides it held. The comparisons of tasks it could not make are
+// dropped from cmps.
+func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*dataCmp) ([2]*passed, error) {
 	meter := meterOf(o.Progress, a.Size+b.Size)
 	ra, rb := (&builder{f: a}).spans(), (&builder{f: b}).spans()
+	keeps := [2]*keeper{newKeep(), newKeep()}
+	wantHeads(a, keeps[0])
+	wantHeads(b, keeps[1])
 	var sums [2]digests
+	var held, flowing []*constTask
 	if slices.Equal(ra, rb) && !slices.ContainsFunc(tasks, func(t *constTask) bool {
 		return t.a.inFile() && t.b.inFile() && t.a.off != t.b.off
 	}) {
 		// The same layout, and every pairing at the same offset in both:
 		// both files in lockstep, the bytes they share hashed once.
+		order, left := scheduleLockstep(tasks)
+		// Both files are read at the same offsets, at the same time.
+		at := func(x int64) int64 { return x }
+		held, flowing = holdTasks(left, keeps, cmps, [2]func(int64) int64{at, at})
 		c, err := newCursor([]io.ReaderAt{a.ReaderAt(), b.ReaderAt()}, a.Size, ra, meter)
 		if err != nil {
-			return nil, nil, nil, err
+			return [2]*passed{}, err
 		}
-		for _, t := range scheduleLockstep(tasks, cmps) {
+		c.p.keeps, c.p.mem = keeps[:], [][]byte{a.Region(), b.Region()}
+		for _, t := range order {
 			if err := t.run([2]*cursor{c, c}, [2]int{0, 1}); err != nil {
-				return nil, nil, nil, err
+				return [2]*passed{}, err
 			}
 		}
 		if sums, err = c.finish(); err != nil {
-			return nil, nil, nil, err
+			return [2]*passed{}, err
 		}
 	} else {
+		order, left := scheduleConstants(tasks)
+		held, flowing = holdTasks(left, keeps, cmps, stepsOf(order))
 		ca, err := newCursor([]io.ReaderAt{a.ReaderAt()}, a.Size, ra, meter)
 		if err != nil {
-			return nil, nil, nil, err
+			return [2]*passed{}, err
 		}
+		ca.p.keeps, ca.p.mem = keeps[:1], [][]byte{a.Region()}
 		cb, err := newCursor([]io.ReaderAt{b.ReaderAt()}, b.Size, rb, meter)
 		if err != nil {
-			return nil, nil, nil, err
+			return [2]*passed{}, err
 		}
-		for _, t := range scheduleConstants(tasks, cmps) {
+		cb.p.keeps, cb.p.mem = keeps[1:], [][]byte{b.Region()}
+		for _, t := range order {
 			if err := t.run([2]*cursor{ca, cb}, [2]int{0, 0}); err != nil {
-				return nil, nil, nil, err
+				return [2]*passed{}, err
 			}
 		}
 		for i, c := range []*cursor{ca, cb} {
 			d, err := c.finish()
 			if err != nil {
-				return nil, nil, nil, err
+				return [2]*passed{}, err
 			}
 			sums[i] = d[0]
 		}
 	}
-	sa, sb := sums[0], sums[1]
-	da, err := build(a, &o, sa)
-	if err != nil {
-		return nil, nil, nil, err
+	for _, t := range flowing {
+		if t.err == nil && t.fed != t.limit {
+			t.err = fmt.Errorf("inspect: diff: %d of the %d constant bytes compared were read", t.fed, t.limit)
+		}
+		if t.err != nil {
+			return [2]*passed{}, t.err
+		}
 	}
-	db, err := build(b, &o, sb)
-	if err != nil {
-		return nil, nil, nil, err
+	for _, t := range held {
+		if err := t.runHeld(keeps); err != nil {
+			return [2]*passed{}, err
+		}
 	}
-	return da, db, constantResults(cmps), nil
+	return [2]*passed{{sums: sums[0], keep: keeps[0]}, {sums: sums[1], keep: keeps[1]}}, nil
+}
+
+// buildPair builds both documents after a pass.
+func buildPair(a, b *pte.File, o *Options, ps [2]*passed) (*Document, *Document, error) {
+	da, err := build(a, o, ps[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := build(b, o, ps[1])
+	if err != nil {
+		return nil, nil, err
+	}
+	return da, db, nil
+}
+
+// holdTasks arranges the tasks the pass cannot make as it reads one
+// range of each file beside the other: one with a side in memory, or
+// whose side in one file the pass reads wholly before it begins the other
+// (when says at which point of the pass each byte of each file is read),
+// is made as the pass reads that other side (flowing), the first side held
+// until then; the others are held whole, both sides, and made after the
+// pass (held). Holding stops at heldBudget bytes: the comparisons of the
+// tasks beyond it are dropped from cmps, for SummarizeDiff to make by
+// reading.
+func holdTasks(tasks []*constTask, keeps [2]*keeper, cmps map[dataKey]*dataCmp, when [2]func(int64) int64) (held, flowing []*constTask) {
+	budget := heldBudget
+	var dropped []*constTask
+	for _, t := range tasks {
+		srcs := [2]constSource{t.a, t.b}
+		// flow is the side the task is made on as it is read, -1 for
+		// none: both are held.
+		flow := -1
+		switch {
+		case !t.a.inFile():
+			flow = 1
+		case !t.b.inFile():
+			flow = 0
+		case when[0](t.a.off+t.limit-1) < when[1](t.b.off):
+			flow = 1
+		case when[1](t.b.off+t.limit-1) < when[0](t.a.off):
+			flow = 0
+		}
+		var need int64
+		for i, s := range srcs {
+			if s.inFile() && i != flow {
+				need += t.limit
+			}
+		}
+		if need > budget {
+			dropped = append(dropped, t)
+			continue
+		}
+		budget -= need
+		for i, s := range srcs {
+			if s.inFile() && i != flow {
+				keeps[i].want(s.off, t.limit, nil)
+			}
+		}
+		if flow < 0 {
+			held = append(held, t)
+			continue
+		}
+		flowing = append(flowing, t)
+		t.flow(keeps, flow)
+	}
+	dropComparisons(dropped, cmps)
+	return held, flowing
+}
+
+// flow makes the task as the pass reads its side side, the other taken
+// from memory or from what keeps held of it.
+func (t *constTask) flow(keeps [2]*keeper, side int) {
+	srcs := [2]constSource{t.a, t.b}
+	s, o := srcs[side], srcs[1-side]
+	other := o.mem
+	keeps[side].pass(s.off, t.limit, func(off int64, b []byte) {
+		if t.err != nil {
+			return
+		}
+		if other == nil {
+			var ok bool
+			if other, ok = keeps[1-side].at(o.off, t.limit); !ok {
+				t.err = fmt.Errorf("inspect: diff: constant bytes %d..%d of %s were not read before %s's", o.off, o.off+t.limit, "AB"[1-side:2-side], "AB"[side:side+1])
+				return
+			}
+		}
+		p := off - s.off
+		ob := other[p : p+int64(len(b))]
+		for _, d := range t.cmps {
+			if side == 0 {
+				d.feed(b, ob)
+			} else {
+				d.feed(ob, b)
+			}
+		}
+		t.fed += int64(len(b))
+	})
+}
+
+// stepsOf returns, for a pass over two files by two cursors that make the
+// tasks of order in turn (each moving its cursors to its ranges and reading
+// them) and then read the rest of A and then the rest of B, at which step
+// each byte of each file is read: the index in order of the task whose
+// reading reaches it, len(order) for the rest of A, len(order)+1 for B's.
+// Within a step both cursors move, so only a smaller step is surely
+// earlier.
+func stepsOf(order []*constTask) [2]func(int64) int64 {
+	var ends [2][]int64
+	var steps [2][]int64
+	for i, t := range order {
+		for side, s := range [2]constSource{t.a, t.b} {
+			if s.inFile() {
+				ends[side] = append(ends[side], s.off+t.limit)
+				steps[side] = append(steps[side], int64(i))
+			}
+		}
+	}
+	var out [2]func(int64) int64
+	for side := range out {
+		e, st, rest := ends[side], steps[side], int64(len(order)+side)
+		out[side] = func(x int64) int64 {
+			// The first task whose range ends past x reads it (its
+			// cursor moves there in that step).
+			if i, _ := slices.BinarySearch(e, x+1); i < len(e) {
+				return st[i]
+			}
+			return rest
+		}
+	}
+	return out
+}
+
+// runHeld makes a task from the bytes keeps held of it (and memory).
+func (t *constTask) runHeld(keeps [2]*keeper) error {
+	var bufs [2][]byte
+	for i, s := range [2]constSource{t.a, t.b} {
+		if !s.inFile() {
+			bufs[i] = s.mem[:t.limit]
+			continue
+		}
+		b, ok := keeps[i].at(s.off, t.limit)
+		if !ok {
+			return fmt.Errorf("inspect: diff: constant bytes %d..%d of %s were not read (past the end of the file?)",
+				s.off, s.off+t.limit, "AB"[i:i+1])
+		}
+		bufs[i] = b
+	}
+	for _, d := range t.cmps {
+		d.feed(bufs[0], bufs[1])
+	}
+	return nil
 }
 
 // constantResults returns the comparisons made.
@@ -192,11 +386,10 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 }
 
 // scheduleConstants returns the tasks one forward pass over both files
-// can make, in the order to make them: on each file their ranges must not
+// can make, in the order to make them (on each file their ranges must not
 // overlap, and tasks reading both files must come in the same order in
-// both. The comparisons of the others are dropped from cmps, for
-// SummarizeDiff to make by reading.
-func scheduleConstants(tasks []*constTask, cmps map[dataKey]*dataCmp) []*constTask {
+// both), and the others.
+func scheduleConstants(tasks []*constTask) (order, left []*constTask) {
 	var both, onlyA, onlyB []*constTask
 	for _, t := range tasks {
 		switch {
@@ -247,10 +440,8 @@ func scheduleConstants(tasks []*constTask, cmps map[dataKey]*dataCmp) []*constTa
 	sideA := func(t *constTask) constSource { return t.a }
 	sideB := func(t *constTask) constSource { return t.b }
 	onlyA, onlyB = fit(onlyA, sideA), fit(onlyB, sideB)
-	dropComparisons(dropped, cmps)
 	// The one-file tasks go before the first two-file task that starts
 	// after them on their file.
-	var order []*constTask
 	for _, t := range append(kept, nil) {
 		for len(onlyA) > 0 && (t == nil || onlyA[0].a.off < t.a.off) {
 			order, onlyA = append(order, onlyA[0]), onlyA[1:]
@@ -262,14 +453,14 @@ func scheduleConstants(tasks []*constTask, cmps map[dataKey]*dataCmp) []*constTa
 			order = append(order, t)
 		}
 	}
-	return order
+	return order, dropped
 }
 
 // scheduleLockstep is scheduleConstants for a pass reading both files at
 // the same offsets, where every task reading both files reads them at the
 // same offset: the tasks in the order of their offset, kept while they do
-// not overlap.
-func scheduleLockstep(tasks []*constTask, cmps map[dataKey]*dataCmp) []*constTask {
+// not overlap, and the others.
+func scheduleLockstep(tasks []*constTask) (kept, left []*constTask) {
 	at := func(t *constTask) int64 {
 		if t.a.inFile() {
 			return t.a.off
@@ -277,18 +468,16 @@ func scheduleLockstep(tasks []*constTask, cmps map[dataKey]*dataCmp) []*constTas
 		return t.b.off
 	}
 	slices.SortStableFunc(tasks, func(x, y *constTask) int { return cmp.Compare(at(x), at(y)) })
-	var kept, dropped []*constTask
 	var end int64
 	for _, t := range tasks {
 		if at(t) < end {
-			dropped = append(dropped, t)
+			left = append(left, t)
 			continue
 		}
 		kept = append(kept, t)
 		end = at(t) + t.limit
 	}
-	dropComparisons(dropped, cmps)
-	return kept
+	return kept, left
 }
 
 // dropComparisons removes the comparisons of tasks from cmps, for

@@ -3,58 +3,23 @@ package inspect
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math"
-	"slices"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/pte"
 )
 
-// rangeReads is a program held in memory that counts, per byte, how many
-// times it is read.
-type rangeReads struct {
-	mu    sync.Mutex
-	b     []byte
-	times []uint8
-}
-
-func (r *rangeReads) ReadAt(p []byte, off int64) (int, error) {
-	n, err := bytes.NewReader(r.b).ReadAt(p, off)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := range n {
-		if r.times[off+int64(i)] < 255 {
-			r.times[off+int64(i)]++
-		}
-	}
-	return n, err
-}
-
-// reset forgets the reads so far (those of opening the file).
-func (r *rangeReads) reset() { clear(r.times) }
-
-// readTwice counts the bytes from off to off+n read more than once, and
-// all the bytes read.
-func (r *rangeReads) readTwice(off, n int64) (twice, total int64) {
-	for i, k := range r.times {
-		total += int64(k)
-		if int64(i) >= off && int64(i) < off+n && k > 1 {
-			twice++
-		}
-	}
-	return twice, total
-}
-
 // withConstantSegment returns base with one more segment holding buffers
 // (a constant segment; offsets[0] is the placeholder, empty buffer) and
 // one float tensor per buffer appended to method 0's values.
-func withConstantSegment(t *testing.T, base []byte, bufs ...[]float32) []byte {
+func withConstantSegment(t testing.TB, base []byte, bufs ...[]float32) []byte {
 	t.Helper()
 	f, err := pte.NewFile(bytes.NewReader(base), int64(len(base)))
 	require.NoError(t, err)
@@ -85,7 +50,7 @@ func withConstantSegment(t *testing.T, base []byte, bufs ...[]float32) []byte {
 
 // withInlineConstants is withConstantSegment with the buffers inline, in
 // Program.constant_buffer.
-func withInlineConstants(t *testing.T, base []byte, bufs ...[]float32) []byte {
+func withInlineConstants(t testing.TB, base []byte, bufs ...[]float32) []byte {
 	t.Helper()
 	return testprog.Rewrite(t, base, func(p *pte.Program) {
 		p.ConstantSegment = nil
@@ -104,38 +69,29 @@ func withInlineConstants(t *testing.T, base []byte, bufs ...[]float32) []byte {
 	})
 }
 
-// summarizeCounting opens both programs through byte counters (reset
-// after opening), summarizes them with BuildDiffPair's pass and checks
-// that the summary is the one reading every comparison again gives
-// (BuildPair, then SummarizeDiff without Constants), which it reads after
-// the counts the caller checks.
-func summarizeCounting(t *testing.T, pair [2][]byte) ([2]*pte.File, [2]*rangeReads, [2]*Document, *DiffSummary) {
+// summarizeCounting opens both programs through range recorders (the
+// reads of opening forgotten), summarizes them with BuildDiffPair's pass,
+// calls counted with the recorders and then checks that the summary is
+// the one reading every comparison again gives (BuildPair, then
+// SummarizeDiff without Constants).
+func summarizeCounting(t *testing.T, pair [2][]byte, counted func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, docs [2]*Document)) *DiffSummary {
 	t.Helper()
 	var files [2]*pte.File
-	var reads [2]*rangeReads
+	var reads [2]*testkit.RangeReaderAt
 	for i, data := range pair {
-		reads[i] = &rangeReads{b: data, times: make([]uint8, len(data))}
-		f, err := pte.NewFileWith(reads[i], int64(len(data)), &pte.OpenOptions{LazyPlans: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { f.Close() })
-		files[i] = f
-		reads[i].reset()
+		files[i], reads[i] = openRecording(t, data)
 	}
 	da, db, cc, err := BuildDiffPair(files[0], files[1], nil)
 	require.NoError(t, err)
 	got, err := SummarizeDiff(files[0], files[1], &DiffSummaryOptions{Docs: [2]*Document{da, db}, Constants: cc})
 	require.NoError(t, err)
-	// What the caller checks is counted now; reading again is the check.
-	counted := [2]*rangeReads{}
-	for i, r := range reads {
-		counted[i] = &rangeReads{b: r.b, times: slices.Clone(r.times)}
-	}
+	counted(files, reads, [2]*Document{da, db})
 	pa, pb, err := BuildPair(files[0], files[1], &Options{Hash: true})
 	require.NoError(t, err)
 	want, err := SummarizeDiff(files[0], files[1], &DiffSummaryOptions{Docs: [2]*Document{pa, pb}})
 	require.NoError(t, err)
 	assert.Equal(t, want, got, "the pass's comparisons are those reading again gives")
-	return files, counted, [2]*Document{da, db}, got
+	return got
 }
 
 func ramp(n int, edit func(i int) float32) []float32 {
@@ -170,17 +126,11 @@ func TestDiffPassReadsEachByteOnce(t *testing.T) {
 	inline := withInlineConstants(t, progs["segment"], ramp(n, edit), ramp(4096, nil), ramp(10, func(int) float32 { return 1 }))
 	for name, pair := range map[string][2][]byte{"moved": {a, b}, "same layout": {a, b2}, "inline in B": {a, inline}} {
 		t.Run(name, func(t *testing.T) {
-			files, reads, docs, got := summarizeCounting(t, pair)
-			for i, f := range files {
-				var off, size int64
-				if seg, ok := constSegment(f, docs[i]); ok {
-					off, size = int64(seg.FileOffset), int64(seg.Size)
+			got := summarizeCounting(t, pair, func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, _ [2]*Document) {
+				for i, f := range files {
+					assertReadOnce(t, fmt.Sprintf("file %d", i), reads[i], f.Size)
 				}
-				twice, total := reads[i].readTwice(off, size)
-				assert.Zero(t, twice, "file %d: constant bytes read twice", i)
-				// Every byte once, and the heads of delegate payloads again.
-				assert.Less(t, total, f.Size+2*4096, "file %d: %d bytes read of %d", i, total, f.Size)
-			}
+			})
 
 			require.Len(t, got.Methods, 1)
 			differing := map[int64]int64{}
@@ -198,29 +148,54 @@ func TestDiffPassReadsEachByteOnce(t *testing.T) {
 	}
 }
 
-// TestDiffPassCrossing: pairings one forward pass cannot make (A's first
-// buffer against B's second and A's second against B's first) are left to
-// SummarizeDiff, which reads them again: the summary is still the one
-// reading every comparison gives, and only those bytes are read twice.
+// TestDiffPassCrossing: pairings one forward pass cannot make as it reads
+// (A's first buffer against B's second and A's second against B's first)
+// are made from the bytes the pass kept of one side as it reads the
+// other: the summary is the one reading every comparison gives, and no
+// byte is read twice. Beyond heldBudget they are left to SummarizeDiff,
+// which reads them again, and only those bytes are read twice.
 func TestDiffPassCrossing(t *testing.T) {
 	progs := genPrograms(t)
 	const n = 1 << 18
 	a := withConstantSegment(t, progs["segment"], ramp(n, nil), ramp(n, func(int) float32 { return 3 }))
 	b := withConstantSegment(t, progs["segment"], ramp(n, nil), ramp(n, func(i int) float32 { return float32(i % 2) }))
-	b = testprog.Rewrite(t, b, func(p *pte.Program) {
-		vals := p.ExecutionPlan[0].Values
-		t1, t2 := vals[len(vals)-2].Val.(*pte.Tensor), vals[len(vals)-1].Val.(*pte.Tensor)
-		t1.DataBufferIdx, t2.DataBufferIdx = t2.DataBufferIdx, t1.DataBufferIdx
-	})
-	files, reads, docs, got := summarizeCounting(t, [2][]byte{a, b})
-	seg, ok := constSegment(files[0], docs[0])
-	require.True(t, ok)
-	twice, _ := reads[0].readTwice(int64(seg.FileOffset), int64(seg.Size))
-	assert.Equal(t, int64(4*n), twice, "one buffer of A read again")
-	require.Len(t, got.Methods, 1)
-	require.Len(t, got.Methods[0].Tensors, 2)
-	for _, td := range got.Methods[0].Tensors {
-		require.NotNil(t, td.Data)
-		assert.Equal(t, int64(n), td.Data.Elements)
+	b = swapLastTensors(t, b)
+	check := func(t *testing.T, got *DiffSummary) {
+		require.Len(t, got.Methods, 1)
+		require.Len(t, got.Methods[0].Tensors, 2)
+		for _, td := range got.Methods[0].Tensors {
+			require.NotNil(t, td.Data)
+			assert.Equal(t, int64(n), td.Data.Elements)
+		}
 	}
+	t.Run("held", func(t *testing.T) {
+		check(t, summarizeCounting(t, [2][]byte{a, b}, func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, _ [2]*Document) {
+			for i, f := range files {
+				assertReadOnce(t, fmt.Sprintf("file %d", i), reads[i], f.Size)
+			}
+		}))
+	})
+	t.Run("one buffer held", func(t *testing.T) {
+		// B's first buffer is read before A's second, which is compared
+		// with it as it is read: only B's is held.
+		defer func(b int64) { heldBudget = b }(heldBudget)
+		heldBudget = 4 * n
+		check(t, summarizeCounting(t, [2][]byte{a, b}, func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, _ [2]*Document) {
+			for i, f := range files {
+				assertReadOnce(t, fmt.Sprintf("file %d", i), reads[i], f.Size)
+			}
+		}))
+	})
+	t.Run("over budget", func(t *testing.T) {
+		defer func(b int64) { heldBudget = b }(heldBudget)
+		heldBudget = 4*n - 1 // not one of the pairing's buffers
+		check(t, summarizeCounting(t, [2][]byte{a, b}, func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, docs [2]*Document) {
+			seg, ok := constSegment(files[0], docs[0])
+			require.True(t, ok)
+			twice, _ := reads[0].Reread()
+			inSeg, _ := reads[0].RereadIn(testkit.Range{Off: int64(seg.FileOffset), End: int64(seg.FileOffset + seg.Size)})
+			assert.Equal(t, int64(4*n), inSeg, "one buffer of A read again")
+			assert.Equal(t, inSeg, twice, "nothing else read again")
+		}))
+	})
 }

@@ -179,25 +179,18 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 // layout (the same segment ranges and size) they are read together, and
 // the bytes they share are hashed once.
 func BuildPair(a, b *pte.File, opts *Options) (*Document, *Document, error) {
-	var sa, sb digests
 	if opts != nil && opts.Hash && a.Program != nil && b.Program != nil {
-		meter := meterOf(opts.Progress, a.Size+b.Size)
-		ra, rb := (&builder{f: a}).spans(), (&builder{f: b}).spans()
-		var err error
-		if slices.Equal(ra, rb) {
-			sa, sb, err = hashSpanPair(a.ReaderAt(), b.ReaderAt(), ra, meter)
-		} else if sa, err = hashSpans(a.ReaderAt(), ra, meter); err == nil {
-			sb, err = hashSpans(b.ReaderAt(), rb, meter)
-		}
+		ps, err := passPair(a, b, opts, nil, nil)
 		if err != nil {
 			return nil, nil, err
 		}
+		return buildPair(a, b, opts, ps)
 	}
-	da, err := build(a, opts, sa)
+	da, err := build(a, opts, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := build(b, opts, sb)
+	db, err := build(b, opts, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -217,10 +210,10 @@ func meterOf(progress func(done, total int64), total int64) func(n int64) {
 	}
 }
 
-// build is Build with the digests of the file's spans when already known
-// (nil: hashed here, in one pass, when Options.Hash asks for them).
-func build(f *pte.File, opts *Options, sums digests) (*Document, error) {
-	st, err := newStream(f, opts, sums, true)
+// build is Build after a pass over the file (nil: the file is hashed
+// here, in one pass, when Options.Hash asks for it).
+func build(f *pte.File, opts *Options, pass *passed) (*Document, error) {
+	st, err := newStream(f, opts, pass, true)
 	if err != nil {
 		return nil, err
 	}
@@ -277,10 +270,9 @@ func NewStream(f *pte.File, opts *Options) (*Stream, error) {
 	return newStream(f, opts, nil, true)
 }
 
-// newStream is NewStream with the digests of the file's spans when already
-// known (see build); segments false leaves Document().Segments nil, for a
-// view that does not show them.
-func newStream(f *pte.File, opts *Options, sums digests, segments bool) (*Stream, error) {
+// newStream is NewStream after a pass over the file (see build); segments
+// false leaves Document().Segments nil, for a view that does not show them.
+func newStream(f *pte.File, opts *Options, pass *passed, segments bool) (*Stream, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -288,17 +280,25 @@ func newStream(f *pte.File, opts *Options, sums digests, segments bool) (*Stream
 	if p == nil {
 		return nil, errors.New("inspect: file has no decoded program")
 	}
-	b := &builder{f: f, r: f.ReaderAt(), opts: opts, sums: sums, reports: &blobReports{}}
-	if opts.Hash && b.sums == nil {
+	b := &builder{f: f, r: f.ReaderAt(), opts: opts, reports: &blobReports{}}
+	if opts.Hash && pass == nil {
 		var err error
-		if b.sums, err = hashSpans(b.r, b.spans(), meterOf(opts.Progress, f.Size)); err != nil {
+		if pass, err = passFile(f, b.spans(), meterOf(opts.Progress, f.Size)); err != nil {
 			return nil, err
 		}
+	}
+	if pass != nil {
+		// What the pass read is read from memory, not the file again.
+		b.sums, b.r = pass.sums, pass.keep.reader(b.r)
 	}
 	if err := checkSelection(f, opts); err != nil {
 		return nil, err
 	}
-	check.Prefetch(f)
+	if pass == nil {
+		// After a pass the heads are in memory: fetching them ahead
+		// would fetch them again.
+		check.Prefetch(f)
+	}
 	doc, err := b.head()
 	if err != nil {
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"hash"
 	"io"
 	"slices"
+
+	"github.com/ptekit/ptekit/pte"
 )
 
 // span is a byte range of a file: a segment, or the whole file.
@@ -23,19 +25,23 @@ type digests map[span]Digest
 // per file.
 const hashChunk = 1 << 20
 
-// hashSpans returns the SHA-256 of every span of r, reading each byte of
-// r at most once: the spans (which may overlap, as the whole file overlaps
-// each segment) are hashed together in one pass from the front.
-func hashSpans(r io.ReaderAt, spans []span, progress func(n int64)) (digests, error) {
-	out, _, err := hashPass([]io.ReaderAt{r}, spans, progress)
-	return out, err
+// passed is what a pass over a file gives the document built after it:
+// the SHA-256 of each span (of builder.spans) and the bytes it kept.
+type passed struct {
+	sums digests
+	keep *keeper
 }
 
-// hashSpanPair is hashSpans on two files with the same spans (two programs
-// with the same layout), read in lockstep: as long as a span's bytes are
-// the same in both files they are hashed once, for both.
-func hashSpanPair(a, b io.ReaderAt, spans []span, progress func(n int64)) (digests, digests, error) {
-	return hashPass([]io.ReaderAt{a, b}, spans, progress)
+// passFile hashes spans of f in one pass, keeping the heads of its
+// delegate payloads (wantHeads) for the document.
+func passFile(f *pte.File, spans []span, progress func(n int64)) (*passed, error) {
+	k := newKeep()
+	wantHeads(f, k)
+	sums, _, err := hashPass([]io.ReaderAt{f.ReaderAt()}, spans, progress, []*keeper{k}, [][]byte{f.Region()})
+	if err != nil {
+		return nil, err
+	}
+	return &passed{sums: sums, keep: k}, nil
 }
 
 // spanState is the hashing of one span in one or two files: shared while
@@ -46,9 +52,16 @@ type spanState struct {
 	shared bool
 }
 
-// hashPass hashes spans of every reader of rs in one pass, calling
-// progress (when not nil) with the bytes read after each chunk.
-func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64)) (digests, digests, error) {
+// hashPass returns the SHA-256 of every span of each reader of rs (one, or
+// two files with the same spans, read in lockstep: as long as a span's
+// bytes are the same in both files they are hashed once, for both),
+// reading each byte at most once: the spans (which may overlap, as the
+// whole file overlaps each segment) are hashed together in one pass from
+// the front. It calls progress (when not nil) with the bytes read after
+// each chunk, and gives the bytes read to keeps (nil, or one per reader);
+// each reader's first bytes are taken from mem (nil, or one per reader)
+// instead.
+func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64), keeps []*keeper, mem [][]byte) (digests, digests, error) {
 	var end int64
 	for _, sp := range spans {
 		end = max(end, sp.off+sp.n)
@@ -57,6 +70,7 @@ func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64)) (digests, 
 	if err != nil {
 		return nil, nil, err
 	}
+	c.p.keeps, c.p.mem = keeps, mem
 	out, err := c.finish()
 	return out[0], out[1], err
 }
@@ -73,6 +87,12 @@ type pass struct {
 	active   []*spanState
 	next     int
 	bufs     [][]byte
+	// keeps (nil, or one per reader, each maybe nil) hold bytes read that
+	// are needed after the pass.
+	keeps []*keeper
+	// mem (nil, or one per reader) is each file's first bytes, already in
+	// memory: they are taken from there, not read.
+	mem [][]byte
 }
 
 // newPass checks the spans and prepares one state per distinct span; an
@@ -125,13 +145,30 @@ func (p *pass) feedChunk(pos, n int64) error {
 		if p.bufs[k] == nil {
 			p.bufs[k] = make([]byte, hashChunk)
 		}
-		got, err := r.ReadAt(p.bufs[k][:n], pos)
+		// Bytes already in memory (the region read at open) are not
+		// read again.
+		var got int
+		if k < len(p.mem) && pos < int64(len(p.mem[k])) {
+			got = copy(p.bufs[k][:n], p.mem[k][pos:])
+		}
+		var err error
+		if int64(got) < n {
+			var m int
+			m, err = r.ReadAt(p.bufs[k][got:n], pos+int64(got))
+			got += m
+		}
 		if int64(got) < n {
 			if err == nil || errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
 			return fmt.Errorf("inspect: hashing bytes %d..%d: %w", pos, pos+n, err)
 		}
+	}
+	for k, kp := range p.keeps {
+		kp.feed(pos, p.bufs[k][:n])
+	}
+	for k, kp := range p.keeps {
+		kp.flowTo(pos, p.bufs[k][:n])
 	}
 	same := len(p.rs) == 1 || bytes.Equal(p.bufs[0][:n], p.bufs[1][:n])
 	for _, st := range p.active {

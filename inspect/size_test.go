@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"bytes"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/ptd"
-	"github.com/ptekit/ptekit/pte"
 )
 
 // sharedFiles returns every file under the shared corpus and vectors
@@ -122,37 +120,6 @@ func TestSizeBuilt(t *testing.T) {
 		require.Greater(t, it.Size, int64(32))
 		for _, p := range []string{PartPrefix, PartInstructions, PartValues, PartDelegateTables} {
 			require.NotNil(t, find(r, p), "%s: no %s", name, p)
-		}
-	}
-}
-
-// rangeReader records the byte ranges read through it.
-type rangeReader struct {
-	r      *bytes.Reader
-	ranges [][2]int64
-}
-
-func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
-	n, err := r.r.ReadAt(p, off)
-	r.ranges = append(r.ranges, [2]int64{off, off + int64(n)})
-	return n, err
-}
-
-// TestSizeReadsNoPayload: Size reads nothing after opening a file, which
-// reads only the head and the region, never a segment byte.
-func TestSizeReadsNoPayload(t *testing.T) {
-	for _, name := range []string{"engines_64", "two_methods", "inline"} {
-		data := testprog.Programs(t)[name]
-		rr := &rangeReader{r: bytes.NewReader(data)}
-		f, err := pte.NewFileWith(rr, int64(len(data)), &pte.OpenOptions{LazyPlans: true})
-		require.NoError(t, err)
-		opened := len(rr.ranges)
-		r, err := Size(f, nil)
-		require.NoError(t, err)
-		requireSizeSums(t, r, int64(len(data)))
-		require.Len(t, rr.ranges, opened, "%s: Size read %v after opening", name, rr.ranges[opened:])
-		for _, rg := range rr.ranges {
-			require.LessOrEqual(t, rg[1], max(f.RegionLayout().Size, 64), "%s: read %v past the region", name, rg)
 		}
 	}
 }

@@ -174,6 +174,13 @@ func (f *File) Close() error {
 // through untouched.
 func (f *File) ReaderAt() io.ReaderAt { return f.r }
 
+// Region returns the file's first bytes as read when it was opened: the
+// flatbuffer region (with the prefix and extended header), which the File
+// holds for its life. A reader that needs these bytes again, such as a
+// pass hashing the whole file, takes them from here rather than reading
+// them twice. The slice is the File's own: do not modify it.
+func (f *File) Region() []byte { return f.region }
+
 // NewFile reads a program from r, which holds size bytes. It reads the
 // 8-byte prefix, the optional extended header and the flatbuffer region,
 // verifies the region with a FlatBuffers verifier before decoding it, and
@@ -242,9 +249,13 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 	if err := checkRegionSize(programSize, f.Header != nil, opts); err != nil {
 		return nil, err
 	}
+	// The region starts with the head already read: each byte is read
+	// once.
 	f.region = make([]byte, programSize)
-	if err := readFullAt(r, f.region, 0); err != nil {
-		return nil, fmt.Errorf("pte: reading %d-byte flatbuffer region: %w", programSize, err)
+	if n := copy(f.region, head); n < len(f.region) {
+		if err := readFullAt(r, f.region[n:], int64(n)); err != nil {
+			return nil, fmt.Errorf("pte: reading %d-byte flatbuffer region: %w", programSize, err)
+		}
 	}
 	v, err := verifyProgramBuffer(f.region)
 	if err != nil {

@@ -233,3 +233,22 @@ func BenchmarkRemoteJSON(b *testing.B) {
 		})
 	}
 }
+
+// TestRemoteDiffFetchesOnce: diff of two programs over HTTP fetches each
+// byte of each at most once in all (the server sends no more than both
+// files' sizes), however many engines they have.
+func TestRemoteDiffFetchesOnce(t *testing.T) {
+	dir := t.TempDir()
+	sizes := map[string]int64{}
+	for name, n := range map[string]int{"a.pte": 64, "b.pte": 65} {
+		path := filepath.Join(dir, name)
+		testprog.WriteEngines(t, path, n, 256<<10)
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		sizes[name] = fi.Size()
+	}
+	srv, cnt := serveDir(t, dir)
+	r := runArgs(nil, "diff", srv.URL+"/a.pte", srv.URL+"/b.pte")
+	require.Equal(t, exitFail, r.code, r.stderr)
+	require.LessOrEqual(t, cnt.bytes.Load(), sizes["a.pte"]+sizes["b.pte"], "bytes served for %d requests", cnt.requests.Load())
+}

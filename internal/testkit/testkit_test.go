@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -267,5 +268,36 @@ func TestSharedProgramsEmptyTree(t *testing.T) {
 	t.Setenv("CI", "true")
 	if how, _ := outcome(t, func(tb testing.TB) { SharedPrograms(tb, 0) }); how != "fatal" {
 		t.Errorf("absent tree in CI: %q, want fatal", how)
+	}
+}
+
+func TestRangeReaderAt(t *testing.T) {
+	c := NewRangeReaderAt(bytes.NewReader(make([]byte, 100)))
+	read := func(off, n int64) {
+		if _, err := c.ReadAt(make([]byte, n), off); err != nil && !errors.Is(err, io.EOF) {
+			t.Fatal(err)
+		}
+	}
+	read(0, 10)
+	read(10, 10)
+	read(50, 60) // short: 50 bytes
+	if n, first := c.Reread(); n != 0 || c.Bytes() != 70 {
+		t.Fatalf("disjoint reads: Reread = %d %v, Bytes = %d", n, first, c.Bytes())
+	}
+	if got := c.Ranges(); !slices.Equal(got, []Range{{0, 10}, {10, 20}, {50, 100}}) {
+		t.Errorf("Ranges = %v", got)
+	}
+	read(5, 10)  // 5..15 again
+	read(0, 20)  // 0..20 again: 5..15 a third time, counted once
+	read(95, 10) // 95..100 again
+	if n, first := c.Reread(); n != 25 || first != (Range{0, 10}) {
+		t.Errorf("Reread = %d %v, want 25 {0 10}", n, first)
+	}
+	if n, _ := c.RereadIn(Range{12, 97}); n != 10 {
+		t.Errorf("RereadIn(12..97) = %d, want 10", n)
+	}
+	c.Reset()
+	if n, _ := c.Reread(); n != 0 || c.Bytes() != 0 {
+		t.Errorf("after Reset: Reread %d, Bytes %d", n, c.Bytes())
 	}
 }
