@@ -8,9 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/ptekit/ptekit/pte"
@@ -19,15 +17,15 @@ import (
 // The JSON form of the Program table is written by one walker over the pte
 // model (modelWriter), not by a mirror of the schema's types: a table is an
 // object of its Go fields in order (the model keeps the schema's field
-// order), named by the schema name, which is the Go name in snake_case but
-// for the few in schemaNames. Beyond JSON's own kinds the walker knows:
+// order), named by their schema names (pte.SchemaField). Beyond JSON's own
+// kinds the walker knows:
 //
 //   - an enum (a type with Known and String, package pte's enums) is its
 //     member name, or its number when the schema has no name for it;
 //   - a float64 is a Float;
 //   - a byte vector is summarised as {"size", "sha256"} (sha256 with
-//     hashing on), but for the ones in numberVectors, which list their
-//     numbers;
+//     hashing on), but for a list of numbers (pte.SchemaField), which is
+//     written as such;
 //   - a string listed in its table's Absent field (and empty) is null;
 //     Absent itself is not written;
 //   - a union (an interface field NAME) is two members, "NAME_type" (the
@@ -37,19 +35,7 @@ import (
 //
 // Slices keep the absent (null) / empty ([]) distinction of package pte.
 // A field added to the schema and to the model is carried with no change
-// here, unless its name or form is one of the exceptions.
-
-// schemaNames are the model fields whose schema name is not their Go name
-// in snake_case, keyed by "Type.Field".
-var schemaNames = map[string]string{
-	"Instruction.Args": "instr_args",
-}
-
-// numberVectors are the byte vectors written as lists of numbers rather
-// than summarised, keyed by "Type.Field".
-var numberVectors = map[string]bool{
-	"Tensor.DimOrder": true,
-}
+// here.
 
 // unknownMembers are the union member types that stand for a tag the
 // schema does not know; their Tag field holds it.
@@ -352,7 +338,7 @@ type tableField struct {
 	key     string // `"name":`
 	typeKey string // `"name_type":` for a union
 	union   bool
-	numbers bool // a byte vector in numberVectors
+	numbers bool // a byte vector of numbers
 	plans   bool // Program.ExecutionPlan, which modelWriter.plans can give
 }
 
@@ -370,46 +356,24 @@ func tableFields(t reflect.Type) *tableLayout {
 	}
 	l := &tableLayout{absent: -1}
 	for i := range t.NumField() {
-		sf := t.Field(i)
-		if sf.Name == "Absent" {
+		name, numbers, ok := pte.SchemaField(t, i)
+		if !ok {
 			l.absent = i
 			continue
 		}
-		name := schemaName(t.Name(), sf.Name)
+		sf := t.Field(i)
 		l.list = append(l.list, &tableField{
 			index:   i,
 			name:    name,
 			key:     strconv.Quote(name) + ":",
 			typeKey: strconv.Quote(name+"_type") + ":",
 			union:   sf.Type.Kind() == reflect.Interface,
-			numbers: numberVectors[t.Name()+"."+sf.Name],
+			numbers: numbers,
 			plans:   t == reflect.TypeFor[pte.Program]() && sf.Name == "ExecutionPlan",
 		})
 	}
 	layouts.Store(t, l)
 	return l
-}
-
-// schemaName is the schema name of field goField of the pte model type
-// typ: the Go name in snake_case ("ExecutionPlan": "execution_plan",
-// "MemoryID": "memory_id"), but for the exceptions of schemaNames.
-func schemaName(typ, goField string) string {
-	if n, ok := schemaNames[typ+"."+goField]; ok {
-		return n
-	}
-	var b strings.Builder
-	rs := []rune(goField)
-	for i, r := range rs {
-		if unicode.IsUpper(r) {
-			if i > 0 && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) ||
-				i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
-				b.WriteByte('_')
-			}
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // appendString appends s quoted as encoding/json writes it without HTML

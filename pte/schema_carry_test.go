@@ -24,8 +24,8 @@ import (
 //
 //   - verifier: the verifier's description (pte/verify_flatbuffer.go) has
 //     the field's slot, in schema order, with the right kind and size;
-//   - model: the pte model type has the Go field (schema name in
-//     CamelCase, or goNames) of a matching kind and size, and no field the
+//   - model: the pte model type has the Go field (whose pte.SchemaField
+//     is the schema name) of a matching kind and size, and no field the
 //     schema does not have (but Absent);
 //   - roundtrip: a program with every field set to a non-default value
 //     (a vector of tables with a union field has one element per union
@@ -76,32 +76,24 @@ var modelTypes = []any{
 	pte.SubsegmentOffsets{}, pte.NamedData{},
 }
 
-// goNames are the model fields whose Go name is not the schema name in
-// CamelCase, keyed by "Table.field".
-var goNames = map[string]string{
-	// Go spells initialisms in one case (MemoryID, not MemoryId).
-	"AllocationDetails.memory_id": "MemoryID",
-	"BackendDelegate.id":          "ID",
-	// The union's value is the call's arguments; InstrArgs would repeat
-	// the "Instr" of the type that holds it (Instruction.Args).
-	"Instruction.instr_args": "Args",
-}
-
 // absentField is the one model field the schema does not have: the
 // tables with string fields list their absent strings in it.
 const absentField = "Absent"
 
+// goName is the Go name of the field of model table table whose schema
+// name (pte.SchemaField: the Go name in snake_case, or its fbs tag) is
+// field; "" when none has it.
 func goName(table, field string) string {
-	if n, ok := goNames[table+"."+field]; ok {
-		return n
+	rt, ok := modelType(table)
+	if !ok {
+		return ""
 	}
-	var b strings.Builder
-	for _, part := range strings.Split(field, "_") {
-		if part != "" {
-			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	for i := range rt.NumField() {
+		if name, _, ok := pte.SchemaField(rt, i); ok && name == field {
+			return rt.Field(i).Name
 		}
 	}
-	return b.String()
+	return ""
 }
 
 func modelType(name string) (reflect.Type, bool) {
@@ -474,8 +466,8 @@ func checkModel(t *testing.T, s *fbsSchema) {
 			mapped[name] = true
 			hasString = hasString || f.typ == "string"
 			sf, ok := rt.FieldByName(name)
-			if !ok {
-				t.Errorf("%s.%s: pte.%s has no field %s (%s)", d.name, f.name, d.name, name, where)
+			if name == "" || !ok {
+				t.Errorf("%s.%s: pte.%s has no field of this schema name (the Go name in snake_case, or an fbs tag: pte.SchemaField) (%s)", d.name, f.name, d.name, where)
 				continue
 			}
 			if msg := goFieldMismatch(s, f, sf.Type); msg != "" {
@@ -490,7 +482,8 @@ func checkModel(t *testing.T, s *fbsSchema) {
 			if sf.Name == absentField && hasString && sf.Type == reflect.TypeFor[[]string]() {
 				continue
 			}
-			t.Errorf("pte.%s.%s matches no field of schema table %s (name mapping: goNames)", d.name, sf.Name, d.name)
+			name, _, _ := pte.SchemaField(rt, i)
+			t.Errorf("pte.%s.%s (schema name %q: pte.SchemaField) matches no field of schema table %s", d.name, sf.Name, name, d.name)
 		}
 	}
 }
@@ -671,7 +664,7 @@ func compareTables(t *testing.T, s *fbsSchema, d *fbsDecl, want, got reflect.Val
 // non-default member per schema field, in schema order, and no other
 // member.
 func checkJSON(t *testing.T, s *fbsSchema, d *fbsDecl, raw json.RawMessage, path string) {
-	where := "inspect/program.go, modelWriter: schemaNames"
+	where := "inspect/program.go, modelWriter"
 	obj, keys, err := jsonObject(raw)
 	if err != nil {
 		t.Errorf("%s: inspect's JSON is not an object: %v (%s)", path, err, where)
