@@ -46,8 +46,8 @@ var unknownMembers = map[reflect.Type]bool{
 
 // Program is the JSON form of a pte.Program: its MarshalJSON writes the
 // program with modelWriter. Build's document holds the methods it
-// selected in ExecutionPlan (sharing the File's decoded plans); the other
-// fields are the File's.
+// selected in ExecutionPlan and the File's other fields; the tables are
+// the File's own (decoded plans included), not copies: change a copy.
 type Program struct {
 	*pte.Program
 	// Hash adds the SHA-256 of each byte vector to its summary.
@@ -61,8 +61,8 @@ func NewProgram(p *pte.Program, hash bool) *Program {
 }
 
 // MarshalJSON writes the program's JSON form.
-func (p *Program) MarshalJSON() ([]byte, error) {
-	if p == nil || p.Program == nil {
+func (p Program) MarshalJSON() ([]byte, error) {
+	if p.Program == nil {
 		return []byte("null"), nil
 	}
 	w := &modelWriter{hash: p.Hash}
