@@ -121,7 +121,7 @@ func BenchmarkRebake2GiB(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		c.Iter(b, i, func() error {
-			_, err := Rebake(in, out, &RebakeOptions{WeightStreamingBudget: &budget})
+			_, err := Rebake(in, out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 			return err
 		}, out, filepath.Join(dir, "cp.pte"), in)
 	}

@@ -76,7 +76,7 @@ func TestExportPageCongruent(t *testing.T) {
 	assert.Equal(t, upstreamNext(segs[1]), segs[2].Offset, "the 1000-byte engine's segment follows ExecuTorch's rule")
 
 	budget := int64(1 << 30)
-	in, again, res := rebakeFile(t, out, &RebakeOptions{WeightStreamingBudget: &budget, TargetDevice: "cuda:0"})
+	in, again, res := rebakeFile(t, out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), TargetDevice: "cuda:0"})
 	for _, w := range res.Warnings {
 		assert.NotEqual(t, WarnLayout, w.Kind, "%v", w)
 	}

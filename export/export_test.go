@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/stretchr/testify/assert"
@@ -313,7 +314,7 @@ func TestSegmentAlignmentCapped(t *testing.T) {
 	require.NoError(t, err)
 	f := verifyClean(t, buf.Bytes())
 	assert.Zero(t, f.Header.SegmentBaseOffset%MaxSegmentAlignment)
-	_, err = Rebake("unused.pte", filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{ClearBudget: true, SegmentAlignment: 1 << 30})
+	_, err = Rebake("unused.pte", filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{WeightStreamingBudget: &compilespec.AutoBudget, SegmentAlignment: 1 << 30})
 	assert.ErrorContains(t, err, "exceeds 1048576")
 }
 

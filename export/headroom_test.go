@@ -60,7 +60,7 @@ func TestExportHeadRoomInPlace(t *testing.T) {
 			}
 			old := readFile(t, path)
 
-			res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: &budget, InPlace: true})
+			res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), InPlace: true})
 			require.NoError(t, err)
 			assert.True(t, res.InPlace, "%v", res.Warnings)
 			assert.LessOrEqual(t, res.Rewritten, int64(base))
@@ -81,7 +81,7 @@ func TestExportHeadRoomInPlace(t *testing.T) {
 	ps, base, room := openHead(t, path)
 	assert.Less(t, base-ps, uint64(4096), "no head room: the padding is the layout's")
 	assert.Zero(t, room)
-	res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: &budget, InPlace: true})
+	res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), InPlace: true})
 	require.NoError(t, err)
 	assert.False(t, res.InPlace, "64 budgets fit without head room")
 }
@@ -110,7 +110,7 @@ func TestExportHeadRoomLayout(t *testing.T) {
 	assert.Equal(t, int64(0), enginePageOffsets(t, f)[0], "64 KiB engine on a page")
 
 	budget := int64(1 << 30)
-	in, out, res := rebakeFile(t, path, &RebakeOptions{WeightStreamingBudget: &budget})
+	in, out, res := rebakeFile(t, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 	for _, w := range res.Warnings {
 		assert.NotEqual(t, WarnLayout, w.Kind, w.Msg)
 	}

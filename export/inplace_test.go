@@ -52,7 +52,7 @@ func TestInPlaceChild(t *testing.T) {
 		}
 	}
 	budget := int64(7 << 20)
-	res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: &budget, InPlace: true})
+	res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), InPlace: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
@@ -114,7 +114,7 @@ func TestRebakeInPlace(t *testing.T) {
 	path := inPlaceProgram(t)
 	old := readFile(t, path)
 	budget := int64(7 << 20)
-	res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: &budget, InPlace: true})
+	res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), InPlace: true})
 	require.NoError(t, err)
 	assert.True(t, res.InPlace)
 	assert.Positive(t, res.Rewritten)
@@ -145,14 +145,14 @@ func TestRebakeInPlace(t *testing.T) {
 	// differ only in layout (a whole re-bake may move the base).
 	whole := filepath.Join(t.TempDir(), "whole.pte")
 	copyBytes(t, old, whole)
-	_, err = Rebake(whole, whole, &RebakeOptions{WeightStreamingBudget: &budget})
+	_, err = Rebake(whole, whole, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 	require.NoError(t, err)
 	gotDoc, _ := withoutBudgets(t, documentOf(t, path))
 	wantDoc, _ := withoutBudgets(t, documentOf(t, whole))
 	assert.Empty(t, diffExcept(t, gotDoc, wantDoc, layoutPaths...))
 
 	// Again with the same budget: nothing to write.
-	res, err = Rebake(path, "", &RebakeOptions{WeightStreamingBudget: &budget, InPlace: true})
+	res, err = Rebake(path, "", &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), InPlace: true})
 	require.NoError(t, err)
 	assert.True(t, res.InPlace)
 	assert.Zero(t, res.Rewritten)
@@ -169,7 +169,7 @@ func TestRebakeInPlaceFallsBackWhenTheHeadGrows(t *testing.T) {
 	// A budget and a target device on both delegates take more than the
 	// padding that 128-byte alignment leaves.
 	budget := int64(1 << 40)
-	res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: &budget, TargetDevice: "cuda:1", InPlace: true})
+	res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), TargetDevice: "cuda:1", InPlace: true})
 	require.NoError(t, err)
 	if res.InPlace {
 		t.Skipf("the re-baked head fit into %d bytes of room; nothing to fall back from", room)
@@ -187,9 +187,9 @@ func TestRebakeInPlaceFallsBackWhenTheHeadGrows(t *testing.T) {
 func TestRebakeInPlaceOptions(t *testing.T) {
 	path := inPlaceProgram(t)
 	budget := int64(1)
-	_, err := Rebake(path, path+".other", &RebakeOptions{WeightStreamingBudget: &budget, InPlace: true})
+	_, err := Rebake(path, path+".other", &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), InPlace: true})
 	assert.ErrorContains(t, err, "cannot be another file")
-	_, err = Rebake(path, path, &RebakeOptions{WeightStreamingBudget: &budget, InPlace: true, SegmentAlignment: 64})
+	_, err = Rebake(path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), InPlace: true, SegmentAlignment: 64})
 	assert.ErrorContains(t, err, "segment alignment")
 }
 
@@ -244,7 +244,7 @@ func TestRebakeInPlaceKilledAtEveryStep(t *testing.T) {
 					// The next in-place re-bake recovers first, then
 					// re-bakes: the result is the new program.
 					budget := int64(7 << 20)
-					_, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: &budget, InPlace: true})
+					_, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), InPlace: true})
 					require.NoError(t, err)
 					assert.Equal(t, want, readFile(t, path))
 				}
@@ -275,14 +275,14 @@ func TestRebakeInPlaceRefusedWhileOpen(t *testing.T) {
 			require.Equal(t, "ready\n", line)
 
 			budget := int64(7 << 20)
-			_, err = Rebake(path, path, &RebakeOptions{WeightStreamingBudget: &budget, InPlace: true})
+			_, err = Rebake(path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), InPlace: true})
 			require.ErrorIs(t, err, inplace.ErrBusy)
 			assert.ErrorContains(t, err, "open or mapped by another process")
 			assert.Equal(t, old, readFile(t, path))
 
 			stdin.Close()
 			require.NoError(t, cmd.Wait())
-			res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: &budget, InPlace: true})
+			res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), InPlace: true})
 			require.NoError(t, err)
 			assert.True(t, res.InPlace)
 		})
@@ -326,7 +326,7 @@ func TestRebakeReportsUndoRecord(t *testing.T) {
 	require.NoError(t, os.WriteFile(undo, rec, 0o600))
 	budget := int64(7 << 20)
 	out := filepath.Join(t.TempDir(), "out.pte")
-	res, err := Rebake(path, out, &RebakeOptions{WeightStreamingBudget: &budget})
+	res, err := Rebake(path, out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 	require.NoError(t, err)
 	var kinds []WarningKind
 	for _, w := range res.Warnings {
@@ -341,6 +341,6 @@ func TestRebakeReportsUndoRecord(t *testing.T) {
 
 	// A re-bake that fails says what lies beside its input.
 	require.NoError(t, os.WriteFile(path, old[:len(old)/2], 0o644))
-	_, err = Rebake(path, filepath.Join(t.TempDir(), "out2.pte"), &RebakeOptions{WeightStreamingBudget: &budget})
+	_, err = Rebake(path, filepath.Join(t.TempDir(), "out2.pte"), &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 	assert.ErrorContains(t, err, "undo record")
 }

@@ -729,23 +729,23 @@ func (r *manifestReader) specs(o jobj, k string) ([]*pte.CompileSpec, error) {
 }
 
 // budget reads a budget given as a JSON integer (bytes) or as a size
-// string ("4GiB", "auto"). "auto" yields nil.
-func (r *manifestReader) budget(v *jval, path string) (*int64, error) {
+// string ("4GiB", "auto"). "auto" yields compilespec.AutoBudget.
+func (r *manifestReader) budget(v *jval, path string) (compilespec.Budget, error) {
 	var s string
 	switch v.Kind {
 	case jsontree.String:
 		s = v.Text
 	case jsontree.Number:
 		if _, err := strconv.ParseInt(v.Text, 10, 64); err != nil {
-			return nil, r.fail(v, path, "bad budget: %s is not a whole number of bytes below 2^63", v.Text)
+			return compilespec.AutoBudget, r.fail(v, path, "bad budget: %s is not a whole number of bytes below 2^63", v.Text)
 		}
 		s = v.Text
 	default:
-		return nil, r.fail(v, path, "bad budget: want a byte count or a size string such as \"4GiB\" or \"auto\", found %s", v.Kind)
+		return compilespec.AutoBudget, r.fail(v, path, "bad budget: want a byte count or a size string such as \"4GiB\" or \"auto\", found %s", v.Kind)
 	}
 	b, err := compilespec.ParseBudgetSize(s)
 	if err != nil {
-		return nil, &ManifestError{Field: path, Msg: "bad budget", Err: err, Line: r.line(v), Col: r.col(v)}
+		return compilespec.AutoBudget, &ManifestError{Field: path, Msg: "bad budget", Err: err, Line: r.line(v), Col: r.col(v)}
 	}
-	return b.Ptr(), nil
+	return b, nil
 }

@@ -18,7 +18,7 @@ func TestReadExampleManifest(t *testing.T) {
 	m, err := ReadManifest(path)
 	require.NoError(t, err)
 	require.Len(t, m.Program.Methods, 2)
-	assert.Nil(t, m.Options.WeightStreamingBudget, `"auto" means no budget`)
+	assert.True(t, m.Options.WeightStreamingBudget.IsAuto(), `"auto" means no budget`)
 	dec := m.Program.Methods[1]
 	assert.Equal(t, "decode", dec.Name)
 	require.Len(t, dec.Calls, 1)
@@ -42,8 +42,7 @@ func TestParseManifestForms(t *testing.T) {
 		"compile_specs": [{"key": "a", "value": "v"}, {"key": "b", "value_hex": "0001"}],
 		"segment_alignment": 4096, "inline_delegate_data": true, "target_device": "cuda:2"}`), "/base")
 	require.NoError(t, err)
-	require.NotNil(t, m.Options.WeightStreamingBudget)
-	assert.Equal(t, int64(8<<30), *m.Options.WeightStreamingBudget)
+	assert.Equal(t, budgetOf(8<<30), m.Options.WeightStreamingBudget)
 	assert.Equal(t, []byte{0, 1}, m.Options.CompileSpecs[1].Value)
 	assert.Equal(t, uint64(4096), m.Options.SegmentAlignment)
 	assert.True(t, m.Options.InlineDelegateData)
@@ -55,7 +54,7 @@ func TestParseManifestForms(t *testing.T) {
 
 	m, err = ParseManifest([]byte(`{"methods": [{"name": "f"}], "weight_streaming_budget_per_engine": "512MiB"}`), "")
 	require.NoError(t, err)
-	assert.Equal(t, int64(512<<20), *m.Options.WeightStreamingBudget)
+	assert.Equal(t, budgetOf(512<<20), m.Options.WeightStreamingBudget)
 }
 
 func TestParseManifestErrors(t *testing.T) {

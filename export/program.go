@@ -3,6 +3,7 @@ package export
 import (
 	"io"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -161,11 +162,11 @@ func DefaultHeadRoom(n int) uint64 { return 1024 + 64*uint64(max(n, 0)) }
 
 // Options controls how a Program is written.
 type Options struct {
-	// WeightStreamingBudget is the per-engine weight streaming budget in
-	// bytes, written as the weight_streaming_budget compile spec on every
-	// TensorRT delegate of every method. nil writes no key, which leaves
-	// TensorRT's automatic budget in force.
-	WeightStreamingBudget *int64
+	// WeightStreamingBudget is the per-engine weight streaming budget,
+	// written as the weight_streaming_budget compile spec on every TensorRT
+	// delegate of every method. compilespec.AutoBudget (the zero value)
+	// writes no key, which leaves TensorRT's automatic budget in force.
+	WeightStreamingBudget compilespec.Budget
 	// TargetDevice, when non-empty, is written verbatim as the target_device
 	// compile spec of every delegate instead of "cuda:<device id>".
 	TargetDevice string

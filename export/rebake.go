@@ -20,11 +20,10 @@ import (
 // RebakeOptions says what Rebake changes. At least one change is needed.
 type RebakeOptions struct {
 	// WeightStreamingBudget, when non-nil, is written as the
-	// weight_streaming_budget of every TensorRTBackend delegate.
-	WeightStreamingBudget *int64
-	// ClearBudget removes the weight_streaming_budget key from every
-	// TensorRTBackend delegate, restoring TensorRT's automatic budget.
-	ClearBudget bool
+	// weight_streaming_budget of every TensorRTBackend delegate; a pointer
+	// to compilespec.AutoBudget removes the key from every one, restoring
+	// TensorRT's automatic budget. nil keeps each delegate's.
+	WeightStreamingBudget *compilespec.Budget
 	// TargetDevice, when non-empty, is written verbatim as the
 	// target_device of every TensorRTBackend delegate.
 	TargetDevice string
@@ -260,19 +259,8 @@ func rebakeProgram(f *pte.File, in string, opts *RebakeOptions, budget *compiles
 // something invalid, and returns the budget to write (AutoBudget to clear
 // it, nil to keep each delegate's).
 func checkRebakeOptions(opts *RebakeOptions) (*compilespec.Budget, error) {
-	var budget *compilespec.Budget
-	switch {
-	case opts.WeightStreamingBudget != nil && opts.ClearBudget:
-		return nil, newError("", "", "set the budget or clear it, not both", nil)
-	case opts.WeightStreamingBudget != nil:
-		b, err := compilespec.BudgetOf(*opts.WeightStreamingBudget)
-		if err != nil {
-			return nil, newError("", "", "bad weight streaming budget", err)
-		}
-		budget = &b
-	case opts.ClearBudget:
-		budget = new(compilespec.Budget) // AutoBudget
-	case opts.TargetDevice == "":
+	budget := opts.WeightStreamingBudget
+	if budget == nil && opts.TargetDevice == "" {
 		return nil, newError("", "", "nothing to change: give a budget, clear it, or give a target device", nil)
 	}
 	if opts.TargetDevice != "" {

@@ -111,13 +111,13 @@ func TestRebakeKeepsSegmentLayout(t *testing.T) {
 			}
 			inPath := filepath.Join(dir, name+".pte")
 			outPath := filepath.Join(t.TempDir(), "o.pte")
-			if _, err := Rebake(inPath, outPath, &RebakeOptions{WeightStreamingBudget: &budget}); refusedByRecord(t, dir, name, outPath, err) {
+			if _, err := Rebake(inPath, outPath, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)}); refusedByRecord(t, dir, name, outPath, err) {
 				return
 			}
 			if _, bad := verdict(t, inPath); bad {
 				return // --verify fails it: not re-baked (TestRebakeIffVerifyPasses)
 			}
-			in, out, res := rebakeFile(t, inPath, &RebakeOptions{WeightStreamingBudget: &budget})
+			in, out, res := rebakeFile(t, inPath, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 			assertLayoutKept(t, in, out, written)
 			for _, w := range res.Warnings {
 				assert.NotEqual(t, WarnLayout, w.Kind, w.Msg)
@@ -171,7 +171,7 @@ func TestRebakeKeepsAnyAlignment(t *testing.T) {
 	for _, align := range []uint64{12, 256, 1024, 4096, 65536} {
 		t.Run(fmt.Sprint(align), func(t *testing.T) {
 			path := twoEngineProgram(t, align)
-			in, out, res := rebakeFile(t, path, &RebakeOptions{WeightStreamingBudget: &budget, TargetDevice: "cuda:0"})
+			in, out, res := rebakeFile(t, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), TargetDevice: "cuda:0"})
 			require.NotEqual(t, in.Header.ProgramSize, out.Header.ProgramSize, "the re-bake changes the program's size")
 			a, _ := in.SegmentAlignment()
 			assert.NotEqual(t, uint64(pte.DefaultSegmentAlignment), a, "the test input is not 128-reproducible")
@@ -188,7 +188,7 @@ func TestRebakeKeepsAnyAlignment(t *testing.T) {
 func TestRebakeSegmentAlignmentOverrides(t *testing.T) {
 	budget := int64(1)
 	for _, c := range []struct{ written, align uint64 }{{4096, 256}, {128, 4096}, {1024, 12}} {
-		_, out, _ := rebakeFile(t, twoEngineProgram(t, c.written), &RebakeOptions{WeightStreamingBudget: &budget, SegmentAlignment: c.align})
+		_, out, _ := rebakeFile(t, twoEngineProgram(t, c.written), &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), SegmentAlignment: c.align})
 		require.NotNil(t, out.Header)
 		assert.Equal(t, roundUp(out.Header.ProgramSize, c.align), out.Header.SegmentBaseOffset, "%d over %d", c.align, c.written)
 		for i, s := range out.Program.Segments {

@@ -25,7 +25,7 @@ func TestRebakeFileLazyPlans(t *testing.T) {
 		require.NoError(t, err)
 		defer f.Close()
 		out := filepath.Join(t.TempDir(), "out.pte")
-		res, err := RebakeFile(context.Background(), f, in, out, &RebakeOptions{WeightStreamingBudget: &budget})
+		res, err := RebakeFile(context.Background(), f, in, out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 		require.NoError(t, err)
 		assert.Equal(t, 2, res.Delegates)
 		data, err := os.ReadFile(out)

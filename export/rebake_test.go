@@ -103,7 +103,7 @@ func TestRebakeUpstreamPrograms(t *testing.T) {
 			}
 			out := filepath.Join(t.TempDir(), "out.pte")
 			budget := int64(4 << 30)
-			res, err := Rebake(filepath.Join(dir, name+".pte"), out, &RebakeOptions{WeightStreamingBudget: &budget})
+			res, err := Rebake(filepath.Join(dir, name+".pte"), out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 			if refusedByRecord(t, dir, name, out, err) {
 				return
 			}
@@ -136,7 +136,7 @@ func TestRebakeUpstreamPrograms(t *testing.T) {
 			// Clearing ("auto") removes every budget key of TensorRT
 			// delegates and nothing else.
 			out2 := filepath.Join(t.TempDir(), "auto.pte")
-			res, err = Rebake(out, out2, &RebakeOptions{ClearBudget: true})
+			res, err = Rebake(out, out2, &RebakeOptions{WeightStreamingBudget: &compilespec.AutoBudget})
 			require.NoError(t, err)
 			assert.Nil(t, res.Budget)
 			assert.False(t, res.MixedBudgets)
@@ -218,7 +218,7 @@ func TestRebakeStripComparisonCatchesOtherSpecs(t *testing.T) {
 func TestRebakeInPlaceAndTargetDevice(t *testing.T) {
 	path := twoEngineProgram(t, 128)
 	budget := int64(1 << 30)
-	res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: &budget, TargetDevice: "cuda:1"})
+	res, err := Rebake(path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), TargetDevice: "cuda:1"})
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.Delegates)
 	kinds := map[WarningKind]bool{}
@@ -276,7 +276,7 @@ func TestRebakeInterruptedKeepsInput(t *testing.T) {
 		}
 		return out
 	}
-	_, err := rebake(context.Background(), path, path, &RebakeOptions{WeightStreamingBudget: &budget}, wrap)
+	_, err := rebake(context.Background(), path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)}, wrap)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, errInjected)
 	assert.Equal(t, before, fileSum(t, path), "input changed")
@@ -284,7 +284,7 @@ func TestRebakeInterruptedKeepsInput(t *testing.T) {
 
 	// The same to a new output: it must not appear.
 	out := filepath.Join(tmp, "new.pte")
-	_, err = rebake(context.Background(), path, out, &RebakeOptions{WeightStreamingBudget: &budget}, wrap)
+	_, err = rebake(context.Background(), path, out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)}, wrap)
 	require.Error(t, err)
 	_, statErr := os.Stat(out)
 	assert.True(t, os.IsNotExist(statErr))
@@ -294,21 +294,17 @@ func TestRebakeErrors(t *testing.T) {
 	in := twoEngineProgram(t, 128)
 	dir := t.TempDir()
 	out := filepath.Join(t.TempDir(), "o.pte")
-	b := int64(1)
-	neg := int64(-1)
 	for _, c := range []struct {
 		opts *RebakeOptions
 		msg  string
 	}{
 		{&RebakeOptions{}, "nothing to change"},
-		{&RebakeOptions{WeightStreamingBudget: &b, ClearBudget: true}, "not both"},
-		{&RebakeOptions{WeightStreamingBudget: &neg}, "budget"},
 		{&RebakeOptions{TargetDevice: "tpu:0"}, "target device"},
 	} {
 		_, err := Rebake(in, out, c.opts)
 		assert.ErrorContains(t, err, c.msg)
 	}
-	_, err := Rebake(filepath.Join(dir, "missing.pte"), out, &RebakeOptions{ClearBudget: true})
+	_, err := Rebake(filepath.Join(dir, "missing.pte"), out, &RebakeOptions{WeightStreamingBudget: &compilespec.AutoBudget})
 	assert.Error(t, err)
 	// A non-TensorRT program has nothing to re-bake.
 	other := twoEngineProgramEdited(t, 128, func(p *pte.Program) {
@@ -316,7 +312,7 @@ func TestRebakeErrors(t *testing.T) {
 			d.ID = "XnnpackBackend"
 		}
 	})
-	_, err = Rebake(other, out, &RebakeOptions{ClearBudget: true})
+	_, err = Rebake(other, out, &RebakeOptions{WeightStreamingBudget: &compilespec.AutoBudget})
 	assert.ErrorContains(t, err, "no TensorRTBackend delegate")
 	_, statErr := os.Stat(out)
 	assert.True(t, os.IsNotExist(statErr), fmt.Sprint(statErr))
@@ -399,7 +395,7 @@ func TestRebakeRefusesBrokenPrograms(t *testing.T) {
 		}
 		checked++
 		out := filepath.Join(t.TempDir(), "o.pte")
-		_, err = Rebake(path, out, &RebakeOptions{WeightStreamingBudget: &budget})
+		_, err = Rebake(path, out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 		assertRefused(t, err, first, out)
 	}
 	assert.NotZero(t, checked, "no vector the verifier refuses")
@@ -414,7 +410,7 @@ func TestRebakeThroughSymlink(t *testing.T) {
 	link := filepath.Join(tmp, "link.pte")
 	require.NoError(t, os.Symlink("real.pte", link))
 	budget := int64(4096)
-	_, err := Rebake(link, link, &RebakeOptions{WeightStreamingBudget: &budget})
+	_, err := Rebake(link, link, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 	require.NoError(t, err)
 	st, err := os.Lstat(link)
 	require.NoError(t, err)
@@ -432,7 +428,7 @@ func TestRebakeNoOverwrite(t *testing.T) {
 	out := filepath.Join(tmp, "o.pte")
 	require.NoError(t, os.WriteFile(out, []byte("keep"), 0o644))
 	budget := int64(4096)
-	opts := &RebakeOptions{WeightStreamingBudget: &budget, NoOverwrite: true}
+	opts := &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), NoOverwrite: true}
 	_, err := Rebake(in, out, opts)
 	assert.ErrorIs(t, err, fs.ErrExist)
 	require.NoError(t, os.Remove(out))
@@ -463,7 +459,7 @@ func TestRebakeCancelled(t *testing.T) {
 	defer cancel()
 	midWrite := false
 	budget := int64(4096)
-	_, err := RebakeContext(ctx, path, path, &RebakeOptions{WeightStreamingBudget: &budget,
+	_, err := RebakeContext(ctx, path, path, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget),
 		Progress: func(written, total int64) {
 			midWrite = written < total
 			cancel()
@@ -481,7 +477,7 @@ func TestRebakeFIFORefused(t *testing.T) {
 		t.Skipf("mkfifo: %v", err)
 	}
 	err := noBlock(t, fifo, func() error {
-		_, err := Rebake(fifo, filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{ClearBudget: true})
+		_, err := Rebake(fifo, filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{WeightStreamingBudget: &compilespec.AutoBudget})
 		return err
 	})
 	assert.ErrorContains(t, err, "not a regular file")
@@ -529,7 +525,7 @@ func TestRebakeMatchesBackendIDAsCString(t *testing.T) {
 		}
 	})
 	budget := int64(1 << 20)
-	_, out, res := rebakeFile(t, in, &RebakeOptions{WeightStreamingBudget: &budget, TargetDevice: "cuda:0"})
+	_, out, res := rebakeFile(t, in, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), TargetDevice: "cuda:0"})
 	assert.Equal(t, 2, res.Delegates)
 	for _, d := range out.Program.ExecutionPlan[0].Delegates {
 		var keys []string
@@ -578,7 +574,7 @@ func TestRebakeRefusesEngineThatCannotInit(t *testing.T) {
 			}
 			f.Close()
 			out := filepath.Join(t.TempDir(), "o.pte")
-			_, err = Rebake(in, out, &RebakeOptions{WeightStreamingBudget: &budget})
+			_, err = Rebake(in, out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 			require.Error(t, err)
 			var ee *Error
 			require.ErrorAs(t, err, &ee)
@@ -590,7 +586,7 @@ func TestRebakeRefusesEngineThatCannotInit(t *testing.T) {
 		})
 	}
 	in := twoEngineProgram(t, 128)
-	_, err := Rebake(in, filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{WeightStreamingBudget: &budget})
+	_, err := Rebake(in, filepath.Join(t.TempDir(), "o.pte"), &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 	require.NoError(t, err)
 }
 
@@ -614,7 +610,7 @@ func TestRebakeFileRefusesUnpinned(t *testing.T) {
 		f, err := pte.NewFile(pinnedReaderAt{bytes.NewReader(data), pinned}, int64(len(data)))
 		require.NoError(t, err)
 		out := filepath.Join(t.TempDir(), "o.pte")
-		_, err = RebakeFile(context.Background(), f, "http://h/p.pte", out, &RebakeOptions{WeightStreamingBudget: &budget})
+		_, err = RebakeFile(context.Background(), f, "http://h/p.pte", out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 		if pinned {
 			require.NoError(t, err)
 			require.FileExists(t, out)
@@ -623,4 +619,19 @@ func TestRebakeFileRefusesUnpinned(t *testing.T) {
 			require.NoFileExists(t, out)
 		}
 	}
+}
+
+// budgetOf is the explicit budget of n bytes (n >= 0).
+func budgetOf(n int64) compilespec.Budget {
+	b, err := compilespec.BudgetOf(n)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// budgetPtr is a pointer to budgetOf(n), for RebakeOptions.
+func budgetPtr(n int64) *compilespec.Budget {
+	b := budgetOf(n)
+	return &b
 }

@@ -20,14 +20,7 @@ type specPlan struct {
 }
 
 func newSpecPlan(opts *Options) (*specPlan, error) {
-	sp := &specPlan{}
-	if opts.WeightStreamingBudget != nil {
-		b, err := compilespec.BudgetOf(*opts.WeightStreamingBudget)
-		if err != nil {
-			return nil, newError("", "", "bad weight streaming budget", err)
-		}
-		sp.budget = b
-	}
+	sp := &specPlan{budget: opts.WeightStreamingBudget}
 	if opts.TargetDevice != "" {
 		if err := checkTargetDevice([]byte(opts.TargetDevice)); err != nil {
 			return nil, newError("", "", "bad target device", err)

@@ -194,8 +194,8 @@ func programFromVector(t *testing.T, in *vecInput) (*Program, *Options, string) 
 					if string(b.Spec()) != cs.Value.UTF8 {
 						return nil, nil, fmt.Sprintf("budget %q is not written canonically", cs.Value.UTF8)
 					}
-					if opts.WeightStreamingBudget == nil {
-						opts.WeightStreamingBudget = b.Ptr()
+					if opts.WeightStreamingBudget.IsAuto() {
+						opts.WeightStreamingBudget = b
 					}
 				case "target_device":
 					if cs.Value.UTF8 != fmt.Sprintf("cuda:%d", blob.Metadata.DeviceID) {

@@ -136,7 +136,7 @@ func TestRebakeRefusesWhatVerifyRejects(t *testing.T) {
 			require.True(t, bad, "the built input fails --verify")
 			assert.Contains(t, first.Path, "delegates[")
 			out := filepath.Join(t.TempDir(), "out.pte")
-			_, err := Rebake(path, out, &RebakeOptions{WeightStreamingBudget: &budget})
+			_, err := Rebake(path, out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 			assertRefused(t, err, first, out)
 			assert.Contains(t, err.Error(), `method "forward"`)
 		})
@@ -165,7 +165,7 @@ func TestRebakeIffVerifyPasses(t *testing.T) {
 		f, err := pte.Open(path)
 		if err != nil {
 			unopened++
-			_, rerr := Rebake(path, out, &RebakeOptions{WeightStreamingBudget: &budget})
+			_, rerr := Rebake(path, out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 			assert.Error(t, rerr, "%s does not open, yet re-bakes", name)
 			return
 		}
@@ -173,7 +173,7 @@ func TestRebakeIffVerifyPasses(t *testing.T) {
 		f.Close()
 		require.NoError(t, err, name)
 		first, _, bad := check.FirstError(probs)
-		_, err = Rebake(path, out, &RebakeOptions{WeightStreamingBudget: &budget})
+		_, err = Rebake(path, out, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget)})
 		switch {
 		case bad:
 			refused++

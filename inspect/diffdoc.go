@@ -2,10 +2,15 @@ package inspect
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
+
+	"github.com/ptekit/ptekit/pte"
 )
 
 // DiffOptions control DiffDocuments. The zero value (or nil) compares what
@@ -146,6 +151,14 @@ func jsonNode(v any) (*node, error) {
 	return parseValid(data)
 }
 
+// modelNode returns the JSON form of a part of the program (modelWriter's)
+// as a node.
+func (v *viewer) modelNode(part any) (*node, error) {
+	w := &modelWriter{hash: v.doc.Program.Hash}
+	w.value(reflect.ValueOf(part), false)
+	return parseValid(w.buf)
+}
+
 // buildMethods gives each method its key and a lazy node that builds its
 // view when the walk (or matchRenames) needs it.
 func (v *viewer) buildMethods() error {
@@ -174,7 +187,7 @@ func (v *viewer) buildMethods() error {
 type methodRef struct {
 	v         *viewer
 	pi        int
-	ep        *ExecutionPlan
+	ep        *pte.ExecutionPlan
 	summaries map[[2]int]*Delegate
 }
 
@@ -183,11 +196,9 @@ type methodRef struct {
 func (m *methodRef) planJSON() ([]byte, error) {
 	plan := *m.ep
 	plan.Delegates = nil
-	data, err := json.Marshal(plan)
-	if err != nil {
-		return nil, fmt.Errorf("inspect: diff: %w", err)
-	}
-	return data, nil
+	w := &modelWriter{hash: m.v.doc.Program.Hash}
+	w.value(reflect.ValueOf(&plan), false)
+	return w.buf, nil
 }
 
 // view is the method's view from its planJSON: unions named by their
@@ -288,13 +299,13 @@ func unions(list *node, typeKey, valKey string) *node {
 // delegate is the view of one delegate: the program's reference and
 // compile specs with the payload facts of its summary s (nil when the
 // document has none).
-func (v *viewer) delegate(d *BackendDelegate, s *Delegate) (*node, error) {
+func (v *viewer) delegate(d *pte.BackendDelegate, s *Delegate) (*node, error) {
 	if d == nil {
 		return &node{kind: 'z'}, nil
 	}
 	n := newObject().set("id", newString(d.ID))
 	if r := d.Processed; r != nil {
-		n.set("location", newString(r.Location.String()))
+		n.set("location", newString(location(r.Location).String()))
 		n.set("index", newNumber(int64(r.Index)))
 	} else {
 		n.set("location", nil)
@@ -329,7 +340,7 @@ func (v *viewer) delegate(d *BackendDelegate, s *Delegate) (*node, error) {
 			if cs == nil {
 				continue
 			}
-			val, err := jsonNode(cs.Value)
+			val, err := v.modelNode(cs.Value)
 			if err != nil {
 				return nil, err
 			}
@@ -442,7 +453,7 @@ func (v *viewer) root() (*node, error) {
 
 	segUsers, inlineUsers := v.users()
 	root.set("segments", v.segments(segUsers))
-	cb, err := jsonNode(p.ConstantBuffer)
+	cb, err := v.modelNode(p.ConstantBuffer)
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +463,7 @@ func (v *viewer) root() (*node, error) {
 		key string
 		v   any
 	}{{"constant_segment", p.ConstantSegment}, {"mutable_data_segments", p.MutableDataSegments}} {
-		n, err := jsonNode(m.v)
+		n, err := v.modelNode(m.v)
 		if err != nil {
 			return nil, err
 		}
@@ -520,14 +531,19 @@ func (v *viewer) inlineData(users map[int][]string) *node {
 		case d.Data == nil:
 			inline.arr = append(inline.arr, newObject().set("data", nil))
 		default:
-			inline.arr = append(inline.arr, storage(users[i], newNumber(int64(d.Data.Size)), Digest{Hex: d.Data.SHA256}))
+			var sha Digest
+			if p.Hash {
+				sum := sha256.Sum256(d.Data)
+				sha.Hex = hex.EncodeToString(sum[:])
+			}
+			inline.arr = append(inline.arr, storage(users[i], newNumber(int64(len(d.Data))), sha))
 		}
 	}
 	return inline
 }
 
 // namedData is the named_data object keyed by key (nil when absent).
-func namedData(list []*NamedData) *node {
+func namedData(list []*pte.NamedData) *node {
 	if list == nil {
 		return nil
 	}
@@ -572,10 +588,10 @@ func (v *viewer) users() (seg, inline map[int][]string) {
 			}
 			path := "methods[" + formatKey(v.keys[pi]) + "].delegates[" + strconv.Itoa(di) + "]"
 			idx := int(d.Processed.Index)
-			switch d.Processed.Location.Name {
-			case "SEGMENT":
+			switch d.Processed.Location {
+			case pte.DataLocationSEGMENT:
 				seg[idx] = append(seg[idx], path)
-			case "INLINE":
+			case pte.DataLocationINLINE:
 				inline[idx] = append(inline[idx], path)
 			}
 		}

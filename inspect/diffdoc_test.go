@@ -239,8 +239,8 @@ func TestDiffDocumentsValuesAndOperators(t *testing.T) {
 	a := buildShared(t, sub)
 	// The first tensor gets a dimension more; the last value, after it,
 	// becomes a string.
-	tensor := slices.IndexFunc(a.Program.ExecutionPlan[0].Values, func(v *EValue) bool {
-		_, ok := v.Val.(*Tensor)
+	tensor := slices.IndexFunc(a.Program.ExecutionPlan[0].Values, func(v *pte.EValue) bool {
+		_, ok := v.Val.(*pte.Tensor)
 		return ok
 	})
 	other := len(a.Program.ExecutionPlan[0].Values) - 1
@@ -340,7 +340,10 @@ func FuzzDiffDocuments(f *testing.F) {
 			t.Fatalf("Build: %v", err)
 		}
 		if len(b.Program.ExecutionPlan) > 0 && b.Program.ExecutionPlan[0] != nil {
-			b.Program.ExecutionPlan[0].Name += "'"
+			// A copy: the document shares the File's plans with a.
+			ep := *b.Program.ExecutionPlan[0]
+			ep.Name += "'"
+			b.Program.ExecutionPlan[0] = &ep
 		}
 		diffs, err := DiffDocuments(a, b, &DiffOptions{Layout: true})
 		if err != nil {

@@ -668,9 +668,7 @@ func diffValue(k int, va, vb pte.Value, ua, ub map[int32][]Usage) *ValueDiff {
 		// A tag without its table, or a table of a tag this reader does
 		// not know, on one side at least: the values compare as their
 		// JSON forms, which say what is known.
-		var c converter
-		ja, jb := c.evalue(&pte.EValue{Val: va}).Val, c.evalue(&pte.EValue{Val: vb}).Val
-		field("val", ja, jb, isNil(va) && isNil(vb))
+		field("val", unionMember(va), unionMember(vb), isNil(va) && isNil(vb))
 	} else {
 		diffFields(va, vb, field)
 	}

@@ -221,11 +221,10 @@ func build(f *pte.File, opts *Options, pass *passed) (*Document, error) {
 	// The plans are the stream's, read through the File, however it was
 	// opened (an opened program always has the vector, so it is present,
 	// maybe empty).
-	c := converter{hash: st.b.opts.Hash}
-	plans := []*ExecutionPlan{}
+	plans := []*pte.ExecutionPlan{}
 	if err := st.Each(func(m *MethodView) error {
 		dels = append(dels, m.Delegates...)
-		plans = append(plans, c.plan(m.Plan))
+		plans = append(plans, m.Plan)
 		return nil
 	}); err != nil {
 		return nil, err
@@ -236,9 +235,8 @@ func build(f *pte.File, opts *Options, pass *passed) (*Document, error) {
 		doc.Delegates = []*Delegate{}
 	}
 	rest := *f.Program
-	rest.ExecutionPlan = nil
-	doc.Program = c.program(&rest)
-	doc.Program.ExecutionPlan = plans
+	rest.ExecutionPlan = plans
+	doc.Program = NewProgram(&rest, st.b.opts.Hash)
 	return doc, nil
 }
 
@@ -775,6 +773,11 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 		}
 	}
 	return del, nil
+}
+
+// location is the JSON form of a delegate payload's location.
+func location(l pte.DataLocation) Enum {
+	return enum(l, int64(l))
 }
 
 // latin1 maps each byte to the code point of the same value.

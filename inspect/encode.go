@@ -177,8 +177,12 @@ func Marshal(v any) ([]byte, error) {
 // Encode writes the JSON form of v to w, as Marshal does. The value is
 // encoded compact and indented on its way to w, so that the indented text
 // (twice the size of the compact one for a program of many methods) is
-// never held in memory.
+// never held in memory; a *Document is written as WriteJSON writes it,
+// plan by plan, so that its compact text is not held either.
 func Encode(w io.Writer, v any) error {
+	if doc, ok := v.(*Document); ok && doc != nil {
+		return writeDocument(w, doc, nil, nil)
+	}
 	ind := &indenter{w: bufio.NewWriterSize(w, 64<<10)}
 	enc := json.NewEncoder(ind)
 	enc.SetEscapeHTML(false)

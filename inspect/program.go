@@ -1,701 +1,443 @@
 package inspect
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+	"io"
+	"iter"
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/ptekit/ptekit/pte"
 )
 
-// The types below are the JSON form of the Program table. Their fields are
-// in schema field order, and the JSON names are the schema's field names.
-// Slices keep the absent (nil, null) / empty ([]) distinction of package pte,
-// and so do strings: the types with string fields have an Absent field (not
-// itself written) naming the string fields that were absent in the file,
-// which are written as null and read back from null.
+// The JSON form of the Program table is written by one walker over the pte
+// model (modelWriter), not by a mirror of the schema's types: a table is an
+// object of its Go fields in order (the model keeps the schema's field
+// order), named by their schema names (pte.SchemaField). Beyond JSON's own
+// kinds the walker knows:
+//
+//   - an enum (a type with Known and String, package pte's enums) is its
+//     member name, or its number when the schema has no name for it;
+//   - a float64 is a Float;
+//   - a byte vector is summarised as {"size", "sha256"} (sha256 with
+//     hashing on), but for a list of numbers (pte.SchemaField), which is
+//     written as such;
+//   - a string listed in its table's Absent field (and empty) is null;
+//     Absent itself is not written;
+//   - a union (an interface field NAME) is two members, "NAME_type" (the
+//     tag, "NONE" for none) and NAME (the member table, null for NONE,
+//     for a tag without its table and for a tag the schema does not know,
+//     whose tag is then written as a number).
+//
+// Slices keep the absent (null) / empty ([]) distinction of package pte.
+// A field added to the schema and to the model is carried with no change
+// here.
 
-// Program is the JSON form of pte.Program.
+// unknownMembers are the union member types that stand for a tag the
+// schema does not know; their Tag field holds it.
+var unknownMembers = map[reflect.Type]bool{
+	reflect.TypeFor[pte.UnknownValue]():       true,
+	reflect.TypeFor[pte.UnknownInstruction](): true,
+}
+
+// Program is the JSON form of a pte.Program: its MarshalJSON writes the
+// program with modelWriter. Build's document holds the methods it
+// selected in ExecutionPlan and the File's other fields; the tables are
+// the File's own (decoded plans included), not copies: change a copy.
 type Program struct {
-	Version             uint32                       `json:"version"`
-	ExecutionPlan       []*ExecutionPlan             `json:"execution_plan"`
-	ConstantBuffer      []*Buffer                    `json:"constant_buffer"`
-	BackendDelegateData []*BackendDelegateInlineData `json:"backend_delegate_data"`
-	Segments            []*DataSegment               `json:"segments"`
-	ConstantSegment     *SubsegmentOffsets           `json:"constant_segment"`
-	MutableDataSegments []*SubsegmentOffsets         `json:"mutable_data_segments"`
-	NamedData           []*NamedData                 `json:"named_data"`
-}
-
-// ExecutionPlan is the JSON form of pte.ExecutionPlan.
-type ExecutionPlan struct {
-	Name                 string                  `json:"name"`
-	ContainerMetaType    *ContainerMetadata      `json:"container_meta_type"`
-	Values               []*EValue               `json:"values"`
-	Inputs               []int32                 `json:"inputs"`
-	Outputs              []int32                 `json:"outputs"`
-	Chains               []*Chain                `json:"chains"`
-	Operators            []*Operator             `json:"operators"`
-	Delegates            []*BackendDelegate      `json:"delegates"`
-	NonConstBufferSizes  []int64                 `json:"non_const_buffer_sizes"`
-	NonConstBufferDevice []*NonConstBufferDevice `json:"non_const_buffer_device"`
-	Absent               []string                `json:"-"` // absent string fields, by JSON name: written null
-}
-
-// ContainerMetadata is the JSON form of pte.ContainerMetadata.
-type ContainerMetadata struct {
-	EncodedInpStr string   `json:"encoded_inp_str"`
-	EncodedOutStr string   `json:"encoded_out_str"`
-	Absent        []string `json:"-"` // absent string fields, by JSON name: written null
-}
-
-// EValue is the JSON form of pte.EValue: the union tag and its member. Val
-// is one of the *XxxVal types of this package, or nil (null) for NONE and
-// for tags the schema does not know.
-type EValue struct {
-	ValType Enum `json:"val_type"`
-	Val     any  `json:"val"`
-}
-
-// NullVal is the member table of a Null value; it has no fields ({}).
-type NullVal struct{}
-
-// IntVal is the member table of an Int value.
-type IntVal struct {
-	IntVal int64 `json:"int_val"`
-}
-
-// BoolVal is the member table of a Bool value.
-type BoolVal struct {
-	BoolVal bool `json:"bool_val"`
-}
-
-// DoubleVal is the member table of a Double value.
-type DoubleVal struct {
-	DoubleVal Float `json:"double_val"`
-}
-
-// StringVal is the member table of a String value.
-type StringVal struct {
-	StringVal string   `json:"string_val"`
-	Absent    []string `json:"-"` // absent string fields, by JSON name: written null
-}
-
-// IntListVal is the member table of an IntList value.
-type IntListVal struct {
-	Items []int64 `json:"items"`
-}
-
-// DoubleListVal is the member table of a DoubleList value.
-type DoubleListVal struct {
-	Items []Float `json:"items"`
-}
-
-// BoolListVal is the member table of a BoolList value.
-type BoolListVal struct {
-	Items []bool `json:"items"`
-}
-
-// TensorListVal is the member table of a TensorList or OptionalTensorList
-// value (the two have the same fields).
-type TensorListVal struct {
-	Items []int32 `json:"items"`
-}
-
-// Tensor is the member table of a Tensor value.
-type Tensor struct {
-	ScalarType      Enum               `json:"scalar_type"`
-	StorageOffset   int32              `json:"storage_offset"`
-	Sizes           []int32            `json:"sizes"`
-	DimOrder        []int              `json:"dim_order"`
-	RequiresGrad    bool               `json:"requires_grad"`
-	DataBufferIdx   uint32             `json:"data_buffer_idx"`
-	AllocationInfo  *AllocationDetails `json:"allocation_info"`
-	Layout          int8               `json:"layout"`
-	ShapeDynamism   Enum               `json:"shape_dynamism"`
-	ExtraTensorInfo *ExtraTensorInfo   `json:"extra_tensor_info"`
-}
-
-// AllocationDetails is the JSON form of pte.AllocationDetails.
-type AllocationDetails struct {
-	MemoryID         uint32 `json:"memory_id"`
-	MemoryOffsetLow  uint32 `json:"memory_offset_low"`
-	MemoryOffsetHigh uint32 `json:"memory_offset_high"`
-}
-
-// ExtraTensorInfo is the JSON form of pte.ExtraTensorInfo.
-type ExtraTensorInfo struct {
-	MutableDataSegmentsIdx uint64   `json:"mutable_data_segments_idx"`
-	FullyQualifiedName     string   `json:"fully_qualified_name"`
-	Location               Enum     `json:"location"`
-	DeviceType             Enum     `json:"device_type"`
-	DeviceIndex            int8     `json:"device_index"`
-	Absent                 []string `json:"-"` // absent string fields, by JSON name: written null
-}
-
-// Operator is the JSON form of pte.Operator.
-type Operator struct {
-	Name     string   `json:"name"`
-	Overload string   `json:"overload"`
-	Absent   []string `json:"-"` // absent string fields, by JSON name: written null
-}
-
-// Chain is the JSON form of pte.Chain.
-type Chain struct {
-	Inputs       []int32        `json:"inputs"`
-	Outputs      []int32        `json:"outputs"`
-	Instructions []*Instruction `json:"instructions"`
-	Stacktrace   []*FrameList   `json:"stacktrace"`
-}
-
-// Instruction is the JSON form of pte.Instruction: the union tag and its
-// member. InstrArgs is one of *KernelCall, *DelegateCall, *MoveCall,
-// *JumpFalseCall, *FreeCall, or nil (null) for NONE and unknown tags.
-type Instruction struct {
-	InstrArgsType Enum `json:"instr_args_type"`
-	InstrArgs     any  `json:"instr_args"`
-}
-
-// KernelCall is the JSON form of pte.KernelCall.
-type KernelCall struct {
-	OpIndex int32   `json:"op_index"`
-	Args    []int32 `json:"args"`
-}
-
-// DelegateCall is the JSON form of pte.DelegateCall.
-type DelegateCall struct {
-	DelegateIndex int32   `json:"delegate_index"`
-	Args          []int32 `json:"args"`
-}
-
-// MoveCall is the JSON form of pte.MoveCall.
-type MoveCall struct {
-	MoveFrom int32 `json:"move_from"`
-	MoveTo   int32 `json:"move_to"`
-}
-
-// JumpFalseCall is the JSON form of pte.JumpFalseCall.
-type JumpFalseCall struct {
-	CondValueIndex         int32 `json:"cond_value_index"`
-	DestinationInstruction int32 `json:"destination_instruction"`
-}
-
-// FreeCall is the JSON form of pte.FreeCall.
-type FreeCall struct {
-	ValueIndex int32 `json:"value_index"`
-}
-
-// FrameList is the JSON form of pte.FrameList.
-type FrameList struct {
-	Items []*Frame `json:"items"`
-}
-
-// Frame is the JSON form of pte.Frame.
-type Frame struct {
-	Filename string   `json:"filename"`
-	Lineno   int32    `json:"lineno"`
-	Name     string   `json:"name"`
-	Context  string   `json:"context"`
-	Absent   []string `json:"-"` // absent string fields, by JSON name: written null
-}
-
-// BackendDelegate is the JSON form of pte.BackendDelegate.
-type BackendDelegate struct {
-	ID           string                        `json:"id"`
-	Processed    *BackendDelegateDataReference `json:"processed"`
-	CompileSpecs []*CompileSpec                `json:"compile_specs"`
-	Absent       []string                      `json:"-"` // absent string fields, by JSON name: written null
-}
-
-// BackendDelegateDataReference is the JSON form of
-// pte.BackendDelegateDataReference.
-type BackendDelegateDataReference struct {
-	Location Enum   `json:"location"`
-	Index    uint32 `json:"index"`
-}
-
-// CompileSpec is the JSON form of pte.CompileSpec. The value bytes are
-// summarised; the delegates member of a Document shows them in full.
-type CompileSpec struct {
-	Key    string   `json:"key"`
-	Value  *Bytes   `json:"value"`
-	Absent []string `json:"-"` // absent string fields, by JSON name: written null
-}
-
-// NonConstBufferDevice is the JSON form of pte.NonConstBufferDevice.
-type NonConstBufferDevice struct {
-	BufferIdx   int32 `json:"buffer_idx"`
-	DeviceType  Enum  `json:"device_type"`
-	DeviceIndex int8  `json:"device_index"`
-}
-
-// Buffer is the JSON form of pte.Buffer.
-type Buffer struct {
-	Storage *Bytes `json:"storage"`
-}
-
-// BackendDelegateInlineData is the JSON form of pte.BackendDelegateInlineData.
-type BackendDelegateInlineData struct {
-	Data *Bytes `json:"data"`
-}
-
-// DataSegment is the JSON form of pte.DataSegment.
-type DataSegment struct {
-	Offset uint64 `json:"offset"`
-	Size   uint64 `json:"size"`
-}
-
-// SubsegmentOffsets is the JSON form of pte.SubsegmentOffsets.
-type SubsegmentOffsets struct {
-	SegmentIndex uint32   `json:"segment_index"`
-	Offsets      []uint64 `json:"offsets"`
-}
-
-// NamedData is the JSON form of pte.NamedData.
-type NamedData struct {
-	Key          string   `json:"key"`
-	SegmentIndex uint32   `json:"segment_index"`
-	Absent       []string `json:"-"` // absent string fields, by JSON name: written null
-}
-
-// Bytes summarises a byte vector: its length and, when hashing is on, the
-// lowercase hex SHA-256 of its bytes.
-type Bytes struct {
-	Size   int    `json:"size"`
-	SHA256 string `json:"sha256,omitempty"`
+	*pte.Program
+	// Hash adds the SHA-256 of each byte vector to its summary.
+	Hash bool
 }
 
 // NewProgram returns the JSON form of p. With hash set, byte vectors carry
 // their SHA-256. p must not be nil.
 func NewProgram(p *pte.Program, hash bool) *Program {
-	c := converter{hash: hash}
-	return c.program(p)
+	return &Program{Program: p, Hash: hash}
 }
 
-type converter struct{ hash bool }
-
-// mapSlice converts each element of a slice, keeping nil apart from empty.
-func mapSlice[S, D any](src []S, f func(S) D) []D {
-	if src == nil {
-		return nil
+// MarshalJSON writes the program's JSON form.
+func (p Program) MarshalJSON() ([]byte, error) {
+	if p.Program == nil {
+		return []byte("null"), nil
 	}
-	dst := make([]D, len(src))
-	for i, s := range src {
-		dst[i] = f(s)
-	}
-	return dst
+	w := &modelWriter{hash: p.Hash}
+	w.value(reflect.ValueOf(p.Program), false)
+	return w.buf, nil
 }
 
-// ptr converts a pointer, keeping nil.
-func ptr[S, D any](src *S, f func(*S) *D) *D {
-	if src == nil {
-		return nil
+// modelJSON is a model value (a table, a vector of them, a scalar) whose
+// JSON form is modelWriter's, for the views that show a part of a program.
+type modelJSON struct{ v any }
+
+// MarshalJSON implements json.Marshaler.
+func (m modelJSON) MarshalJSON() ([]byte, error) {
+	if m.v == nil {
+		return []byte("null"), nil
 	}
-	return f(src)
+	w := &modelWriter{}
+	w.value(reflect.ValueOf(m.v), false)
+	return w.buf, nil
 }
 
-func (c *converter) bytes(b []byte) *Bytes {
-	if b == nil {
-		return nil
+// unionMember is the JSON form of a union's member as the program shows
+// it: null for none, a tag without its table and a tag the schema does not
+// know.
+func unionMember(member any) modelJSON {
+	v := reflect.ValueOf(member)
+	if isNil(member) || unknownMembers[v.Type().Elem()] {
+		return modelJSON{}
 	}
-	out := &Bytes{Size: len(b)}
-	if c.hash {
-		sum := sha256.Sum256(b)
-		out.SHA256 = hex.EncodeToString(sum[:])
-	}
-	return out
+	return modelJSON{member}
 }
 
-func (c *converter) program(p *pte.Program) *Program {
-	return &Program{
-		Version:       p.Version,
-		ExecutionPlan: mapSlice(p.ExecutionPlan, c.plan),
-		ConstantBuffer: mapSlice(p.ConstantBuffer, func(b *pte.Buffer) *Buffer {
-			return ptr(b, func(b *pte.Buffer) *Buffer { return &Buffer{Storage: c.bytes(b.Storage)} })
-		}),
-		BackendDelegateData: mapSlice(p.BackendDelegateData, func(d *pte.BackendDelegateInlineData) *BackendDelegateInlineData {
-			return ptr(d, func(d *pte.BackendDelegateInlineData) *BackendDelegateInlineData {
-				return &BackendDelegateInlineData{Data: c.bytes(d.Data)}
-			})
-		}),
-		Segments: mapSlice(p.Segments, func(s *pte.DataSegment) *DataSegment {
-			return ptr(s, func(s *pte.DataSegment) *DataSegment { return &DataSegment{Offset: s.Offset, Size: s.Size} })
-		}),
-		ConstantSegment:     ptr(p.ConstantSegment, subsegments),
-		MutableDataSegments: mapSlice(p.MutableDataSegments, func(s *pte.SubsegmentOffsets) *SubsegmentOffsets { return ptr(s, subsegments) }),
-		NamedData: mapSlice(p.NamedData, func(n *pte.NamedData) *NamedData {
-			return ptr(n, func(n *pte.NamedData) *NamedData {
-				return &NamedData{Key: n.Key, SegmentIndex: n.SegmentIndex, Absent: absent(n.Absent, "key", n.Key)}
-			})
-		}),
-	}
+// tensorJSON is a Tensor's members in their JSON form, for the diff's
+// list of the members that differ (tensorFields).
+type tensorJSON struct {
+	ScalarType, ShapeDynamism       Enum
+	StorageOffset                   int32
+	Sizes                           []int32
+	DimOrder                        []int
+	RequiresGrad                    bool
+	DataBufferIdx                   uint32
+	AllocationInfo, ExtraTensorInfo modelJSON
+	Layout                          int8
 }
 
-func subsegments(s *pte.SubsegmentOffsets) *SubsegmentOffsets {
-	return &SubsegmentOffsets{SegmentIndex: s.SegmentIndex, Offsets: s.Offsets}
+func tensor(t *pte.Tensor) *tensorJSON {
+	j := &tensorJSON{
+		ScalarType: enum(t.ScalarType, int64(t.ScalarType)), ShapeDynamism: enum(t.ShapeDynamism, int64(t.ShapeDynamism)),
+		StorageOffset: t.StorageOffset, Sizes: t.Sizes, RequiresGrad: t.RequiresGrad, DataBufferIdx: t.DataBufferIdx,
+		Layout: t.Layout,
+	}
+	if t.DimOrder != nil {
+		j.DimOrder = make([]int, len(t.DimOrder))
+		for i, d := range t.DimOrder {
+			j.DimOrder[i] = int(d)
+		}
+	}
+	if t.AllocationInfo != nil {
+		j.AllocationInfo.v = t.AllocationInfo
+	}
+	if t.ExtraTensorInfo != nil {
+		j.ExtraTensorInfo.v = t.ExtraTensorInfo
+	}
+	return j
 }
 
-func (c *converter) plan(ep *pte.ExecutionPlan) *ExecutionPlan {
-	if ep == nil {
-		return nil
-	}
-	return &ExecutionPlan{
-		Name: ep.Name,
-		ContainerMetaType: ptr(ep.ContainerMetaType, func(m *pte.ContainerMetadata) *ContainerMetadata {
-			return &ContainerMetadata{EncodedInpStr: m.EncodedInpStr, EncodedOutStr: m.EncodedOutStr,
-				Absent: absent(m.Absent, "encoded_inp_str", m.EncodedInpStr, "encoded_out_str", m.EncodedOutStr)}
-		}),
-		Values:              mapSlice(ep.Values, c.evalue),
-		Inputs:              ep.Inputs,
-		Outputs:             ep.Outputs,
-		Chains:              mapSlice(ep.Chains, chain),
-		Operators:           mapSlice(ep.Operators, func(o *pte.Operator) *Operator { return ptr(o, operator) }),
-		Delegates:           mapSlice(ep.Delegates, c.delegate),
-		NonConstBufferSizes: ep.NonConstBufferSizes,
-		NonConstBufferDevice: mapSlice(ep.NonConstBufferDevice, func(d *pte.NonConstBufferDevice) *NonConstBufferDevice {
-			return ptr(d, func(d *pte.NonConstBufferDevice) *NonConstBufferDevice {
-				return &NonConstBufferDevice{
-					BufferIdx:   d.BufferIdx,
-					DeviceType:  enum(d.DeviceType, int64(d.DeviceType)),
-					DeviceIndex: d.DeviceIndex,
-				}
-			})
-		}),
-		Absent: absent(ep.Absent, "name", ep.Name),
-	}
+// modelWriter appends the compact JSON form of model values to buf,
+// handing it to out (when set) whenever it grows past flushAt, so that a
+// program of any size is written in pieces of that size.
+type modelWriter struct {
+	buf  []byte
+	out  io.Writer
+	err  error // out's first error
+	hash bool
+	// plans, when set, gives the plans of the Program written, in place
+	// of its ExecutionPlan field (a document written plan by plan).
+	plans iter.Seq[*pte.ExecutionPlan]
 }
 
-func operator(o *pte.Operator) *Operator {
-	return &Operator{Name: o.Name, Overload: o.Overload, Absent: absent(o.Absent, "name", o.Name, "overload", o.Overload)}
+const flushAt = 32 << 10
+
+// flush hands buf to out, if any, and returns out's first error.
+func (w *modelWriter) flush() error {
+	if w.out != nil && len(w.buf) > 0 && w.err == nil {
+		_, w.err = w.out.Write(w.buf)
+		w.buf = w.buf[:0]
+	}
+	return w.err
 }
 
-func (c *converter) delegate(d *pte.BackendDelegate) *BackendDelegate {
-	if d == nil {
-		return nil
+// raw appends b, JSON text, handing a long one to out as it is rather
+// than copying it into buf.
+func (w *modelWriter) raw(b []byte) {
+	if w.out == nil || len(b) < flushAt {
+		w.buf = append(w.buf, b...)
+		return
 	}
-	return &BackendDelegate{
-		ID: d.ID,
-		Processed: ptr(d.Processed, func(r *pte.BackendDelegateDataReference) *BackendDelegateDataReference {
-			return &BackendDelegateDataReference{Location: location(r.Location), Index: r.Index}
-		}),
-		CompileSpecs: mapSlice(d.CompileSpecs, func(s *pte.CompileSpec) *CompileSpec {
-			return ptr(s, func(s *pte.CompileSpec) *CompileSpec {
-				return &CompileSpec{Key: s.Key, Value: c.bytes(s.Value), Absent: absent(s.Absent, "key", s.Key)}
-			})
-		}),
-		Absent: absent(d.Absent, "id", d.ID),
+	if w.flush() == nil {
+		_, w.err = w.out.Write(b)
 	}
 }
 
-func location(l pte.DataLocation) Enum {
-	return enum(l, int64(l))
+// maybeFlush flushes once buf holds flushAt bytes.
+func (w *modelWriter) maybeFlush() {
+	if len(w.buf) >= flushAt {
+		w.flush() //nolint:errcheck // kept in err
+	}
 }
 
-func (c *converter) evalue(v *pte.EValue) *EValue {
-	if v == nil {
-		return nil
-	}
-	if isNil(v.Val) {
-		return nilEValue(v.Val) // NONE, or a tag without its table (union.go)
-	}
-	tag := v.Val.KernelType()
-	out := &EValue{ValType: enum(tag, int64(tag))}
-	switch x := v.Val.(type) {
-	case *pte.Null:
-		out.Val = &NullVal{}
-	case *pte.Int:
-		out.Val = &IntVal{IntVal: x.IntVal}
-	case *pte.Bool:
-		out.Val = &BoolVal{BoolVal: x.BoolVal}
-	case *pte.Double:
-		out.Val = &DoubleVal{DoubleVal: Float(x.DoubleVal)}
-	case *pte.String:
-		out.Val = &StringVal{StringVal: x.StringVal, Absent: absent(x.Absent, "string_val", x.StringVal)}
-	case *pte.IntList:
-		out.Val = &IntListVal{Items: x.Items}
-	case *pte.DoubleList:
-		out.Val = &DoubleListVal{Items: mapSlice(x.Items, func(f float64) Float { return Float(f) })}
-	case *pte.BoolList:
-		out.Val = &BoolListVal{Items: x.Items}
-	case *pte.TensorList:
-		out.Val = &TensorListVal{Items: x.Items}
-	case *pte.OptionalTensorList:
-		out.Val = &TensorListVal{Items: x.Items}
-	case *pte.Tensor:
-		out.Val = tensor(x)
-	default:
-		// *pte.UnknownValue: the tag is reported, the table cannot be.
-		out.ValType = Enum{Value: int64(tag)}
-	}
-	return out
-}
+var enumType = reflect.TypeFor[schemaEnum]()
 
-func tensor(t *pte.Tensor) *Tensor {
-	return &Tensor{
-		ScalarType:    enum(t.ScalarType, int64(t.ScalarType)),
-		StorageOffset: t.StorageOffset,
-		Sizes:         t.Sizes,
-		DimOrder:      mapSlice(t.DimOrder, func(u uint8) int { return int(u) }),
-		RequiresGrad:  t.RequiresGrad,
-		DataBufferIdx: t.DataBufferIdx,
-		AllocationInfo: ptr(t.AllocationInfo, func(a *pte.AllocationDetails) *AllocationDetails {
-			return &AllocationDetails{MemoryID: a.MemoryID, MemoryOffsetLow: a.MemoryOffsetLow, MemoryOffsetHigh: a.MemoryOffsetHigh}
-		}),
-		Layout:        t.Layout,
-		ShapeDynamism: enum(t.ShapeDynamism, int64(t.ShapeDynamism)),
-		ExtraTensorInfo: ptr(t.ExtraTensorInfo, func(e *pte.ExtraTensorInfo) *ExtraTensorInfo {
-			return &ExtraTensorInfo{
-				MutableDataSegmentsIdx: e.MutableDataSegmentsIdx,
-				FullyQualifiedName:     e.FullyQualifiedName,
-				Location:               enum(e.Location, int64(e.Location)),
-				DeviceType:             enum(e.DeviceType, int64(e.DeviceType)),
-				DeviceIndex:            e.DeviceIndex,
-				Absent:                 absent(e.Absent, "fully_qualified_name", e.FullyQualifiedName),
+// value appends v; numbers says that a byte vector lists its numbers.
+func (w *modelWriter) value(v reflect.Value, numbers bool) {
+	t := v.Type()
+	if t.Implements(enumType) {
+		w.enum(v)
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			w.buf = append(w.buf, "null"...)
+			return
+		}
+		w.value(v.Elem(), numbers)
+	case reflect.Struct:
+		w.object(v)
+	case reflect.Slice:
+		if v.IsNil() {
+			w.buf = append(w.buf, "null"...)
+			return
+		}
+		if t.Elem().Kind() == reflect.Uint8 && !numbers {
+			w.bytes(v.Bytes())
+			return
+		}
+		w.buf = append(w.buf, '[')
+		for i := range v.Len() {
+			if i > 0 {
+				w.buf = append(w.buf, ',')
 			}
-		}),
-	}
-}
-
-func chain(ch *pte.Chain) *Chain {
-	if ch == nil {
-		return nil
-	}
-	return &Chain{
-		Inputs:       ch.Inputs,
-		Outputs:      ch.Outputs,
-		Instructions: mapSlice(ch.Instructions, instruction),
-		Stacktrace: mapSlice(ch.Stacktrace, func(fl *pte.FrameList) *FrameList {
-			return ptr(fl, func(fl *pte.FrameList) *FrameList {
-				return &FrameList{Items: mapSlice(fl.Items, func(f *pte.Frame) *Frame {
-					return ptr(f, func(f *pte.Frame) *Frame {
-						return &Frame{Filename: f.Filename, Lineno: f.Lineno, Name: f.Name, Context: f.Context,
-							Absent: absent(f.Absent, "filename", f.Filename, "name", f.Name, "context", f.Context)}
-					})
-				})}
-			})
-		}),
-	}
-}
-
-func instruction(in *pte.Instruction) *Instruction {
-	if in == nil {
-		return nil
-	}
-	if isNil(in.Args) {
-		return nilInstruction(in.Args) // NONE, or a tag without its table (union.go)
-	}
-	tag := in.Args.InstructionType()
-	out := &Instruction{InstrArgsType: enum(tag, int64(tag))}
-	switch x := in.Args.(type) {
-	case *pte.KernelCall:
-		out.InstrArgs = &KernelCall{OpIndex: x.OpIndex, Args: x.Args}
-	case *pte.DelegateCall:
-		out.InstrArgs = &DelegateCall{DelegateIndex: x.DelegateIndex, Args: x.Args}
-	case *pte.MoveCall:
-		out.InstrArgs = &MoveCall{MoveFrom: x.MoveFrom, MoveTo: x.MoveTo}
-	case *pte.JumpFalseCall:
-		out.InstrArgs = &JumpFalseCall{CondValueIndex: x.CondValueIndex, DestinationInstruction: x.DestinationInstruction}
-	case *pte.FreeCall:
-		out.InstrArgs = &FreeCall{ValueIndex: x.ValueIndex}
+			w.value(v.Index(i), numbers)
+			w.maybeFlush()
+		}
+		w.buf = append(w.buf, ']')
+	case reflect.String:
+		w.buf = appendString(w.buf, v.String())
+	case reflect.Bool:
+		w.buf = strconv.AppendBool(w.buf, v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		w.buf = strconv.AppendInt(w.buf, v.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		w.buf = strconv.AppendUint(w.buf, v.Uint(), 10)
+	case reflect.Float32, reflect.Float64:
+		w.buf = appendFloat(w.buf, v.Float())
 	default:
-		out.InstrArgsType = Enum{Value: int64(tag)}
+		panic("inspect: the model has a " + t.String() + ", which the JSON form does not know")
 	}
-	return out
 }
 
-// absent returns the names of the (name, value) pairs that list keeps
-// absent: listed and still empty. It returns nil when there are none.
-func absent(list []string, pairs ...string) []string {
-	if len(list) == 0 {
-		return nil
+// enum appends an enum value: its name, or its number when unknown.
+func (w *modelWriter) enum(v reflect.Value) {
+	if e := v.Interface().(schemaEnum); e.Known() {
+		w.buf = appendString(w.buf, e.String())
+		return
 	}
-	var out []string
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if pairs[i+1] == "" && slices.Contains(list, pairs[i]) {
-			out = append(out, pairs[i])
+	w.number(v)
+}
+
+// number appends an integer value in decimal.
+func (w *modelWriter) number(v reflect.Value) {
+	if v.CanInt() {
+		w.buf = strconv.AppendInt(w.buf, v.Int(), 10)
+	} else {
+		w.buf = strconv.AppendUint(w.buf, v.Uint(), 10)
+	}
+}
+
+// bytes appends the summary of a byte vector.
+func (w *modelWriter) bytes(b []byte) {
+	w.buf = append(w.buf, `{"size":`...)
+	w.buf = strconv.AppendInt(w.buf, int64(len(b)), 10)
+	if w.hash {
+		sum := sha256.Sum256(b)
+		w.buf = append(w.buf, `,"sha256":"`...)
+		w.buf = hex.AppendEncode(w.buf, sum[:])
+		w.buf = append(w.buf, '"')
+	}
+	w.buf = append(w.buf, '}')
+}
+
+// object appends a table.
+func (w *modelWriter) object(v reflect.Value) {
+	fields := tableFields(v.Type())
+	var absent []string
+	if fields.absent >= 0 {
+		absent = v.Field(fields.absent).Interface().([]string)
+	}
+	w.buf = append(w.buf, '{')
+	for i, f := range fields.list {
+		if i > 0 {
+			w.buf = append(w.buf, ',')
 		}
-	}
-	return out
-}
-
-// encodeJSON encodes v without a trailing newline and without escaping <,
-// > and &, as Marshal promises.
-func encodeJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// marshalAbsent encodes the struct v (a method-less copy of one of this
-// file's types) member by member, writing null for the string members
-// listed in absent.
-func marshalAbsent(v any, absent []string) ([]byte, error) {
-	if len(absent) == 0 {
-		return encodeJSON(v)
-	}
-	rv := reflect.ValueOf(v)
-	b := []byte{'{'}
-	for i := 0; i < rv.NumField(); i++ {
-		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
-		if name == "-" {
+		fv := v.Field(f.index)
+		if f.union {
+			w.union(f, fv)
 			continue
 		}
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendQuote(b, name)
-		b = append(b, ':')
-		f := rv.Field(i)
-		if f.Kind() == reflect.String && f.String() == "" && slices.Contains(absent, name) {
-			b = append(b, "null"...)
+		if f.plans && w.plans != nil {
+			w.buf = append(w.buf, f.key...)
+			w.planList()
 			continue
 		}
-		m, err := encodeJSON(f.Interface())
-		if err != nil {
-			return nil, err
+		w.buf = append(w.buf, f.key...)
+		if fv.Kind() == reflect.String && fv.Len() == 0 && slices.Contains(absent, f.name) {
+			w.buf = append(w.buf, "null"...)
+			continue
 		}
-		b = append(b, m...)
+		w.value(fv, f.numbers)
 	}
-	return append(b, '}'), nil
+	w.buf = append(w.buf, '}')
 }
 
-// unmarshalAbsent decodes b into dst (a method-less view of one of this
-// file's types) and sets *absent to the string members that are null.
-func unmarshalAbsent(b []byte, dst any, absent *[]string) error {
-	if err := json.Unmarshal(b, dst); err != nil {
-		return err
-	}
-	*absent = nil
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		return nil
-	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(b, &members); err != nil {
-		return err
-	}
-	t := reflect.TypeOf(dst).Elem()
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if t.Field(i).Type.Kind() == reflect.String && string(members[name]) == "null" {
-			*absent = append(*absent, name)
+// planList appends the plans w.plans gives, as a list that is present,
+// maybe empty, handing each to out as it is written.
+func (w *modelWriter) planList() {
+	w.buf = append(w.buf, '[')
+	n := 0
+	for ep := range w.plans {
+		if n > 0 {
+			w.buf = append(w.buf, ',')
 		}
+		n++
+		w.value(reflect.ValueOf(ep), false)
+		w.flush() //nolint:errcheck // kept in err
 	}
-	return nil
+	w.buf = append(w.buf, ']')
 }
 
-// MarshalJSON writes the plan, with null for absent strings.
-func (x ExecutionPlan) MarshalJSON() ([]byte, error) {
-	type plain ExecutionPlan
-	return marshalAbsent(plain(x), x.Absent)
+// union appends the two members of union field f, whose value is v.
+func (w *modelWriter) union(f *tableField, v reflect.Value) {
+	w.buf = append(w.buf, f.typeKey...)
+	if v.IsNil() {
+		w.buf = append(w.buf, `"NONE",`...)
+		w.buf = append(w.buf, f.key...)
+		w.buf = append(w.buf, "null"...)
+		return
+	}
+	m := v.Elem() // a pointer to a member type
+	switch {
+	case unknownMembers[m.Type().Elem()] && m.IsNil():
+		w.buf = append(w.buf, `"NONE"`...) // a nil unknown member has lost its tag
+	case unknownMembers[m.Type().Elem()]:
+		w.number(m.Elem().FieldByName("Tag"))
+		m = reflect.Value{}
+	default:
+		// The member types' tag methods do not read their receiver.
+		w.enum(v.Method(0).Call(nil)[0])
+	}
+	w.buf = append(w.buf, ',')
+	w.buf = append(w.buf, f.key...)
+	if !m.IsValid() || m.IsNil() {
+		w.buf = append(w.buf, "null"...)
+		return
+	}
+	w.object(m.Elem())
 }
 
-// UnmarshalJSON reads the plan; null strings are recorded in Absent.
-func (x *ExecutionPlan) UnmarshalJSON(b []byte) error {
-	type plain ExecutionPlan
-	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
+// tableField is one written field of a model table.
+type tableField struct {
+	index   int
+	name    string // schema name
+	key     string // `"name":`
+	typeKey string // `"name_type":` for a union
+	union   bool
+	numbers bool // a byte vector of numbers
+	plans   bool // Program.ExecutionPlan, which modelWriter.plans can give
 }
 
-// MarshalJSON writes the metadata, with null for absent strings.
-func (x ContainerMetadata) MarshalJSON() ([]byte, error) {
-	type plain ContainerMetadata
-	return marshalAbsent(plain(x), x.Absent)
+type tableLayout struct {
+	list   []*tableField
+	absent int // index of the Absent field, -1 when none
 }
 
-// UnmarshalJSON reads the metadata; null strings are recorded in Absent.
-func (x *ContainerMetadata) UnmarshalJSON(b []byte) error {
-	type plain ContainerMetadata
-	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
+var layouts sync.Map // reflect.Type -> *tableLayout
+
+// tableFields returns how the model struct type t is written.
+func tableFields(t reflect.Type) *tableLayout {
+	if l, ok := layouts.Load(t); ok {
+		return l.(*tableLayout)
+	}
+	l := &tableLayout{absent: -1}
+	for i := range t.NumField() {
+		name, numbers, ok := pte.SchemaField(t, i)
+		if !ok {
+			l.absent = i
+			continue
+		}
+		sf := t.Field(i)
+		l.list = append(l.list, &tableField{
+			index:   i,
+			name:    name,
+			key:     strconv.Quote(name) + ":",
+			typeKey: strconv.Quote(name+"_type") + ":",
+			union:   sf.Type.Kind() == reflect.Interface,
+			numbers: numbers,
+			plans:   t == reflect.TypeFor[pte.Program]() && sf.Name == "ExecutionPlan",
+		})
+	}
+	layouts.Store(t, l)
+	return l
 }
 
-// MarshalJSON writes the value, with null for an absent string.
-func (x StringVal) MarshalJSON() ([]byte, error) {
-	type plain StringVal
-	return marshalAbsent(plain(x), x.Absent)
+// appendString appends s quoted as encoding/json writes it without HTML
+// escaping: invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
+func appendString(dst []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
-// UnmarshalJSON reads the value; a null string is recorded in Absent.
-func (x *StringVal) UnmarshalJSON(b []byte) error {
-	type plain StringVal
-	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
-}
-
-// MarshalJSON writes the info, with null for an absent name.
-func (x ExtraTensorInfo) MarshalJSON() ([]byte, error) {
-	type plain ExtraTensorInfo
-	return marshalAbsent(plain(x), x.Absent)
-}
-
-// UnmarshalJSON reads the info; a null name is recorded in Absent.
-func (x *ExtraTensorInfo) UnmarshalJSON(b []byte) error {
-	type plain ExtraTensorInfo
-	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
-}
-
-// MarshalJSON writes the operator, with null for absent strings.
-func (x Operator) MarshalJSON() ([]byte, error) {
-	type plain Operator
-	return marshalAbsent(plain(x), x.Absent)
-}
-
-// UnmarshalJSON reads the operator; null strings are recorded in Absent.
-func (x *Operator) UnmarshalJSON(b []byte) error {
-	type plain Operator
-	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
-}
-
-// MarshalJSON writes the frame, with null for absent strings.
-func (x Frame) MarshalJSON() ([]byte, error) {
-	type plain Frame
-	return marshalAbsent(plain(x), x.Absent)
-}
-
-// UnmarshalJSON reads the frame; null strings are recorded in Absent.
-func (x *Frame) UnmarshalJSON(b []byte) error {
-	type plain Frame
-	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
-}
-
-// MarshalJSON writes the delegate, with null for an absent id.
-func (x BackendDelegate) MarshalJSON() ([]byte, error) {
-	type plain BackendDelegate
-	return marshalAbsent(plain(x), x.Absent)
-}
-
-// UnmarshalJSON reads the delegate; a null id is recorded in Absent.
-func (x *BackendDelegate) UnmarshalJSON(b []byte) error {
-	type plain BackendDelegate
-	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
-}
-
-// MarshalJSON writes the compile spec, with null for an absent key.
-func (x CompileSpec) MarshalJSON() ([]byte, error) {
-	type plain CompileSpec
-	return marshalAbsent(plain(x), x.Absent)
-}
-
-// UnmarshalJSON reads the compile spec; a null key is recorded in Absent.
-func (x *CompileSpec) UnmarshalJSON(b []byte) error {
-	type plain CompileSpec
-	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
-}
-
-// MarshalJSON writes the entry, with null for an absent key.
-func (x NamedData) MarshalJSON() ([]byte, error) {
-	type plain NamedData
-	return marshalAbsent(plain(x), x.Absent)
-}
-
-// UnmarshalJSON reads the entry; a null key is recorded in Absent.
-func (x *NamedData) UnmarshalJSON(b []byte) error {
-	type plain NamedData
-	return unmarshalAbsent(b, (*plain)(x), &x.Absent)
+// isNil reports whether a union member is absent: a nil interface or a nil
+// pointer of a member type. (A damaged file can set a union tag and leave
+// the member table out; package pte then holds a nil pointer of the
+// member's type.)
+func isNil(member any) bool {
+	if member == nil {
+		return true
+	}
+	v := reflect.ValueOf(member)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }

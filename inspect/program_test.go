@@ -1,8 +1,10 @@
 package inspect
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -163,4 +165,21 @@ func TestNewProgramKeyOrderIsSchemaOrder(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `{"version":0,"execution_plan":null,"constant_buffer":null,"backend_delegate_data":null,`+
 		`"segments":null,"constant_segment":null,"mutable_data_segments":null,"named_data":null}`, string(b))
+}
+
+// FuzzAppendString: the walker quotes strings exactly as encoding/json
+// does without HTML escaping (the form the rest of the document has):
+// control bytes, quotes, invalid UTF-8, U+2028 and U+2029.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "<a&b>", "q\"b\\s", "\x00\x01\x1f\x7f\b\f\n\r\t", "\xff\xfe", "\u2028\u2029",
+		"é\xc3", "日本語", "\xed\xa0\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		require.NoError(t, enc.Encode(s))
+		assert.Equal(t, strings.TrimSuffix(want.String(), "\n"), string(appendString(nil, s)))
+	})
 }

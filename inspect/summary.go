@@ -211,7 +211,7 @@ func (s *Summary) addMethods(p *Program) *summaryMethods {
 		if ep == nil {
 			continue
 		}
-		m := methodSummary(ep)
+		m := planSummary(ep)
 		m.Index = i
 		s.Methods = append(s.Methods, m)
 		s.MethodCount++
@@ -344,7 +344,8 @@ func (s *Summary) addDelegate(d *Delegate, m *MethodSummary, t *summaryTotals) {
 	}
 }
 
-func methodSummary(ep *ExecutionPlan) *MethodSummary {
+// planSummary is the summary of a decoded plan.
+func planSummary(ep *pte.ExecutionPlan) *MethodSummary {
 	m := &MethodSummary{Name: ep.Name, Inputs: len(ep.Inputs), Outputs: len(ep.Outputs)}
 	for _, c := range ep.Chains {
 		if c != nil {
@@ -362,40 +363,22 @@ func methodSummary(ep *ExecutionPlan) *MethodSummary {
 	return m
 }
 
-// planSummary is methodSummary of a decoded plan, converting only the
-// values the method returns.
-func planSummary(ep *pte.ExecutionPlan) *MethodSummary {
-	m := &MethodSummary{Name: ep.Name, Inputs: len(ep.Inputs), Outputs: len(ep.Outputs)}
-	for _, c := range ep.Chains {
-		if c != nil {
-			m.Instructions += len(c.Instructions)
-		}
-	}
-	var conv converter
-	for _, i := range ep.Outputs {
-		if i < 0 || int(i) >= len(ep.Values) || ep.Values[i] == nil {
-			continue
-		}
-		if c, ok := constant(conv.evalue(ep.Values[i]).Val); ok {
-			m.Returns = append(m.Returns, c)
-		}
-	}
-	return m
-}
-
 // constant returns the text of a constant value, false for anything else
 // (tensors, lists).
-func constant(v any) (Constant, bool) {
+func constant(v pte.Value) (Constant, bool) {
+	if isNil(v) {
+		return Constant{}, false // a tag without its table
+	}
 	switch x := v.(type) {
-	case *IntVal:
+	case *pte.Int:
 		return Constant{"Int", strconv.FormatInt(x.IntVal, 10)}, true
-	case *BoolVal:
+	case *pte.Bool:
 		return Constant{"Bool", strconv.FormatBool(x.BoolVal)}, true
-	case *DoubleVal:
+	case *pte.Double:
 		return Constant{"Double", strconv.FormatFloat(float64(x.DoubleVal), 'g', -1, 64)}, true
-	case *StringVal:
+	case *pte.String:
 		return Constant{"String", quote.String(x.StringVal)}, true
-	case *NullVal:
+	case *pte.Null:
 		return Constant{"Null", "None"}, true
 	}
 	return Constant{}, false

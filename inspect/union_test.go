@@ -34,25 +34,26 @@ func TestNewProgramNilUnionMembers(t *testing.T) {
 	for _, a := range args {
 		ep.Chains[0].Instructions = append(ep.Chains[0].Instructions, &pte.Instruction{Args: a})
 	}
-	var got *Program
-	require.NotPanics(t, func() { got = NewProgram(&pte.Program{ExecutionPlan: []*pte.ExecutionPlan{ep}}, true) })
-	plan := got.ExecutionPlan[0]
-	for i, want := range wantValues {
-		assert.Equal(t, want, plan.Values[i].ValType.String(), "values[%d]", i)
-		assert.Nil(t, plan.Values[i].Val, "values[%d]", i)
-	}
-	for i, want := range wantArgs {
-		in := plan.Chains[0].Instructions[i]
-		assert.Equal(t, want, in.InstrArgsType.String(), "instructions[%d]", i)
-		assert.Nil(t, in.InstrArgs, "instructions[%d]", i)
-	}
-	b, err := Marshal(got)
-	require.NoError(t, err)
+	var b []byte
+	require.NotPanics(t, func() {
+		var err error
+		b, err = Marshal(NewProgram(&pte.Program{ExecutionPlan: []*pte.ExecutionPlan{ep}}, true))
+		require.NoError(t, err)
+	})
 	var decoded struct {
 		ExecutionPlan []struct {
 			Values []map[string]any `json:"values"`
+			Chains []struct {
+				Instructions []map[string]any `json:"instructions"`
+			} `json:"chains"`
 		} `json:"execution_plan"`
 	}
 	require.NoError(t, json.Unmarshal(b, &decoded))
-	assert.Equal(t, map[string]any{"val_type": "Double", "val": nil}, decoded.ExecutionPlan[0].Values[3])
+	plan := decoded.ExecutionPlan[0]
+	for i, want := range wantValues {
+		assert.Equal(t, map[string]any{"val_type": want, "val": nil}, plan.Values[i], "values[%d]", i)
+	}
+	for i, want := range wantArgs {
+		assert.Equal(t, map[string]any{"instr_args_type": want, "instr_args": nil}, plan.Chains[0].Instructions[i], "instructions[%d]", i)
+	}
 }

@@ -4,20 +4,24 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
+	"iter"
+	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/ptekit/ptekit/pte"
 )
 
 // WriteJSON writes the document Build makes of f to w, byte for byte as
 // Encode writes it, without holding the document: the program's plans are
-// converted and written one at a time, so that a program opened with
+// fetched and written one at a time, so that a program opened with
 // pte.OpenOptions.LazyPlans costs its region, its delegates and one
-// method, not a converted program many times the region. (The delegates
-// come before the program in the document and are read, with their
-// problems, before anything is written: an error reading them leaves w
-// untouched, as Build's does.)
+// method, not the program's whole JSON. (The delegates come before the
+// program in the document and are read, with their problems, before
+// anything is written: an error reading them leaves w untouched, as
+// Build's does.) It is Encode's writer, writeDocument, given the plans as
+// the File has them.
 //
 // It returns the document without its delegates and program: the head,
 // the problems and the external data, for the caller to judge. An error
@@ -33,87 +37,101 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 	// each, where their values are several times that.
 	jw := newJSONWriter()
 	var dels bytes.Buffer
-	n := 0
 	if err := st.EachDelegate(func(*MethodView) error { return nil }, func(_ *MethodView, d *Delegate) error {
 		b, err := jw.compact(d)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
+		if dels.Len() > 0 {
 			dels.WriteByte(',')
 		}
 		dels.Write(b)
-		n++
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	doc := st.Document()
-	c := converter{hash: st.b.opts.Hash}
-	// The program member, its plans left out (not converted, for an eager
-	// File either): they are written between its "execution_plan"
-	// brackets as they are converted.
 	rest := *f.Program
-	rest.ExecutionPlan = nil
-	prog := c.program(&rest)
-	prog.ExecutionPlan = []*ExecutionPlan{}
-	progJSON, err := jw.compact(prog)
-	if err != nil {
-		return nil, err
-	}
-	progHead, progTail, err := cutMember(progJSON, `"execution_plan":[]`)
-	if err != nil {
-		return nil, err
-	}
-	// The document's other members, encoded once in the Document's own
-	// member order; the delegates and the program go between them.
-	head := *doc
-	head.Delegates, head.Program = nil, nil
-	headJSON, err := jw.compact(&head)
-	if err != nil {
-		return nil, err
-	}
-	docHead, docTail, err := cutMember(headJSON, `"delegates":null,"program":null`)
-	if err != nil {
-		return nil, err
-	}
-
-	ind := &indenter{w: bufio.NewWriterSize(w, 64<<10)}
-	put := func(b []byte) { ind.Write(b) }
-	put(docHead)
-	put([]byte(`"delegates":[`))
-	put(dels.Bytes())
-	put([]byte(`],"program":`))
-	put(progHead)
-	put([]byte(`"execution_plan":[`))
+	rest.ExecutionPlan = nil // not read: the plans come from the File
+	doc.Program = NewProgram(&rest, st.b.opts.Hash)
 	method := st.b.opts.Method
-	first := true
-	for i := range f.NumPlans() {
-		if method != "" && f.PlanName(i) != method {
-			continue // not decoded
+	plans := func(yield func(*pte.ExecutionPlan) bool) {
+		for i := range f.NumPlans() {
+			if method != "" && f.PlanName(i) != method {
+				continue // not decoded
+			}
+			// As Build's, whether the File decoded it at open or now.
+			if ep := f.Plan(i); ep != nil && !yield(ep) {
+				return
+			}
 		}
-		ep := f.Plan(i) // as Build's, whether the File decoded it at open or now
-		if ep == nil {
+	}
+	list := dels.Bytes()
+	if list == nil {
+		list = []byte{} // no delegates: [], not doc.Delegates' null
+	}
+	err = writeDocument(w, doc, list, plans)
+	doc.Program = nil
+	return doc, err
+}
+
+// writeDocument writes doc to w as Encode does: its members in the order
+// of Document's fields, each encoded by encoding/json but for two. The
+// delegates are dels, their compact JSON without the brackets, when dels
+// is not nil (doc.Delegates otherwise). The program (null when nil) is
+// written by modelWriter, its plans those plans gives (doc.Program's
+// ExecutionPlan when nil), each handed to w once written.
+func writeDocument(w io.Writer, doc *Document, dels []byte, plans iter.Seq[*pte.ExecutionPlan]) error {
+	ind := &indenter{w: bufio.NewWriterSize(w, 64<<10)}
+	jw := newJSONWriter()
+	mw := &modelWriter{out: ind, plans: plans}
+	if doc.Program != nil {
+		mw.hash = doc.Program.Hash
+		if plans == nil && doc.Program.Program != nil {
+			mw.plans = slices.Values(doc.Program.ExecutionPlan)
+		}
+	}
+	rv := reflect.ValueOf(doc).Elem()
+	rt := rv.Type()
+	mw.buf = append(mw.buf, '{')
+	n := 0
+	for i := range rt.NumField() {
+		name, opts, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		fv := rv.Field(i)
+		if (opts == "omitempty" || opts == "omitzero") && fv.IsZero() { // Document's are pointers
 			continue
 		}
-		b, err := jw.compact(c.plan(ep))
-		if err != nil {
-			return doc, err
+		if n > 0 {
+			mw.buf = append(mw.buf, ',')
 		}
-		if !first {
-			put([]byte{','})
+		n++
+		mw.buf = appendString(mw.buf, name)
+		mw.buf = append(mw.buf, ':')
+		switch {
+		case name == "delegates" && dels != nil:
+			mw.buf = append(mw.buf, '[')
+			mw.raw(dels)
+			mw.buf = append(mw.buf, ']')
+		case name == "program":
+			if doc.Program == nil || doc.Program.Program == nil {
+				mw.buf = append(mw.buf, "null"...)
+			} else {
+				mw.value(reflect.ValueOf(doc.Program.Program), false)
+			}
+		default:
+			b, err := jw.compact(fv.Interface())
+			if err != nil {
+				return err
+			}
+			mw.raw(b)
 		}
-		first = false
-		put(b)
+		mw.maybeFlush()
 	}
-	put([]byte(`]`))
-	put(progTail)
-	put(docTail)
-	put([]byte("\n"))
-	if err := ind.w.Flush(); err != nil {
-		return doc, err
+	mw.buf = append(mw.buf, "}\n"...)
+	if err := mw.flush(); err != nil {
+		return err
 	}
-	return doc, nil
+	return ind.w.Flush()
 }
 
 // jsonWriter encodes values compact as Encode does (no HTML escaping),
@@ -138,16 +156,4 @@ func (jw *jsonWriter) compact(v any) ([]byte, error) {
 	}
 	b := jw.buf.Bytes()
 	return b[:len(b)-1], nil // Encode ends the value with a newline
-}
-
-// cutMember returns copies of the compact JSON b before and after member,
-// the text of a member left empty for the caller to write in its place.
-// The member's first occurrence is the one meant: quotes inside strings
-// are escaped, so its text can only be a member.
-func cutMember(b []byte, member string) (before, after []byte, err error) {
-	before, after, ok := bytes.Cut(b, []byte(member))
-	if !ok {
-		return nil, nil, fmt.Errorf("inspect: internal error: no %s in the JSON %.40q", member, b)
-	}
-	return bytes.Clone(before), bytes.Clone(after), nil
 }

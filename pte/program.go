@@ -4,8 +4,10 @@ import (
 	"slices"
 )
 
-// The model below mirrors schema/program.fbs field for field, so that a
-// Program decoded from a file and written back loses nothing.
+// The model below mirrors schema/program.fbs field for field, in schema
+// order, so that a Program decoded from a file and written back loses
+// nothing; a field's schema name is its Go name in snake_case, or its fbs
+// tag's (see SchemaField).
 //
 // Presence conventions (they matter to ExecuTorch's loader, see the package
 // documentation):
@@ -240,7 +242,7 @@ type Tensor struct {
 	Sizes []int32
 	// DimOrder is the memory order of the dimensions, outermost first, as
 	// indices into Sizes: [0 1 2 3] is contiguous, [0 2 3 1] channels-last.
-	DimOrder []uint8
+	DimOrder []uint8 `fbs:",numbers"`
 	// RequiresGrad is recorded for training programs; the runtime does not read
 	// it.
 	RequiresGrad bool
@@ -330,8 +332,9 @@ type Chain struct {
 // Instruction is one step of a chain. Args is nil when the union tag is NONE;
 // an unknown tag is kept as *UnknownInstruction.
 type Instruction struct {
-	// Args is the payload; nil for the NONE tag.
-	Args InstructionArgs
+	// Args is the payload; nil for the NONE tag. (The schema's instr_args:
+	// InstrArgs would repeat the "Instr" of the type that holds it.)
+	Args InstructionArgs `fbs:"instr_args"`
 }
 
 // InstructionArgs is the payload of an Instruction: one of *KernelCall,

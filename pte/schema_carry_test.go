@@ -1,6 +1,7 @@
 package pte_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -23,14 +24,15 @@ import (
 //
 //   - verifier: the verifier's description (pte/verify_flatbuffer.go) has
 //     the field's slot, in schema order, with the right kind and size;
-//   - model: the pte model type has the Go field (schema name in
-//     CamelCase, or goNames) of a matching kind and size, and no field the
+//   - model: the pte model type has the Go field (whose pte.SchemaField
+//     is the schema name) of a matching kind and size, and no field the
 //     schema does not have (but Absent);
 //   - roundtrip: a program with every field set to a non-default value
 //     (a vector of tables with a union field has one element per union
 //     member) encodes and decodes to the same value;
-//   - json: inspect's JSON form of that program has a member of the
-//     field's schema name with a non-default value, and no other member.
+//   - json: inspect's JSON form of that program (its one walker over the
+//     model) has a member of the field's schema name with a non-default
+//     value, in schema order, and no other member.
 func TestSchemaFieldsCarried(t *testing.T) {
 	s := parseFBS(t, filepath.Join("..", "schema", "program.fbs"))
 	root := s.decls[s.root]
@@ -57,11 +59,7 @@ func TestSchemaFieldsCarried(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var doc map[string]any
-		if err := json.Unmarshal(b, &doc); err != nil {
-			t.Fatal(err)
-		}
-		checkJSON(t, s, root, doc, root.name)
+		checkJSON(t, s, root, b, root.name)
 	})
 }
 
@@ -78,32 +76,24 @@ var modelTypes = []any{
 	pte.SubsegmentOffsets{}, pte.NamedData{},
 }
 
-// goNames are the model fields whose Go name is not the schema name in
-// CamelCase, keyed by "Table.field".
-var goNames = map[string]string{
-	// Go spells initialisms in one case (MemoryID, not MemoryId).
-	"AllocationDetails.memory_id": "MemoryID",
-	"BackendDelegate.id":          "ID",
-	// The union's value is the call's arguments; InstrArgs would repeat
-	// the "Instr" of the type that holds it (Instruction.Args).
-	"Instruction.instr_args": "Args",
-}
-
 // absentField is the one model field the schema does not have: the
 // tables with string fields list their absent strings in it.
 const absentField = "Absent"
 
+// goName is the Go name of the field of model table table whose schema
+// name (pte.SchemaField: the Go name in snake_case, or its fbs tag) is
+// field; "" when none has it.
 func goName(table, field string) string {
-	if n, ok := goNames[table+"."+field]; ok {
-		return n
+	rt, ok := modelType(table)
+	if !ok {
+		return ""
 	}
-	var b strings.Builder
-	for _, part := range strings.Split(field, "_") {
-		if part != "" {
-			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	for i := range rt.NumField() {
+		if name, _, ok := pte.SchemaField(rt, i); ok && name == field {
+			return rt.Field(i).Name
 		}
 	}
-	return b.String()
+	return ""
 }
 
 func modelType(name string) (reflect.Type, bool) {
@@ -476,8 +466,8 @@ func checkModel(t *testing.T, s *fbsSchema) {
 			mapped[name] = true
 			hasString = hasString || f.typ == "string"
 			sf, ok := rt.FieldByName(name)
-			if !ok {
-				t.Errorf("%s.%s: pte.%s has no field %s (%s)", d.name, f.name, d.name, name, where)
+			if name == "" || !ok {
+				t.Errorf("%s.%s: pte.%s has no field of this schema name (the Go name in snake_case, or an fbs tag: pte.SchemaField) (%s)", d.name, f.name, d.name, where)
 				continue
 			}
 			if msg := goFieldMismatch(s, f, sf.Type); msg != "" {
@@ -492,7 +482,8 @@ func checkModel(t *testing.T, s *fbsSchema) {
 			if sf.Name == absentField && hasString && sf.Type == reflect.TypeFor[[]string]() {
 				continue
 			}
-			t.Errorf("pte.%s.%s matches no field of schema table %s (name mapping: goNames)", d.name, sf.Name, d.name)
+			name, _, _ := pte.SchemaField(rt, i)
+			t.Errorf("pte.%s.%s (schema name %q: pte.SchemaField) matches no field of schema table %s", d.name, sf.Name, name, d.name)
 		}
 	}
 }
@@ -669,10 +660,16 @@ func compareTables(t *testing.T, s *fbsSchema, d *fbsDecl, want, got reflect.Val
 	}
 }
 
-// checkJSON checks that obj, the JSON form of a filled table d, has a
-// non-default member per schema field and no other member.
-func checkJSON(t *testing.T, s *fbsSchema, d *fbsDecl, obj map[string]any, path string) {
-	where := "inspect/program.go"
+// checkJSON checks that raw, the JSON form of a filled table d, has a
+// non-default member per schema field, in schema order, and no other
+// member.
+func checkJSON(t *testing.T, s *fbsSchema, d *fbsDecl, raw json.RawMessage, path string) {
+	where := "inspect/program.go, modelWriter"
+	obj, keys, err := jsonObject(raw)
+	if err != nil {
+		t.Errorf("%s: inspect's JSON is not an object: %v (%s)", path, err, where)
+		return
+	}
 	var names []string
 	for _, fd := range d.fields {
 		p := path + "." + fd.name
@@ -681,41 +678,69 @@ func checkJSON(t *testing.T, s *fbsSchema, d *fbsDecl, obj map[string]any, path 
 			names = append(names, fd.name+"_type")
 		}
 		names = append(names, fd.name)
-		v, ok := obj[fd.name]
+		rv, ok := obj[fd.name]
 		if !ok {
 			t.Errorf("%s: inspect's JSON has no member %q (%s)", p, fd.name, where)
 			continue
 		}
-		if isDefaultJSON(v) {
-			t.Errorf("%s: inspect's JSON has %v for a non-default value (%s)", p, v, where)
+		var v any
+		if err := json.Unmarshal(rv, &v); err != nil || isDefaultJSON(v) {
+			t.Errorf("%s: inspect's JSON has %s for a non-default value (%s)", p, rv, where)
 			continue
 		}
 		switch kind {
 		case "table":
-			sub, _ := v.(map[string]any)
-			checkJSON(t, s, s.decls[fd.typ], sub, p)
+			checkJSON(t, s, s.decls[fd.typ], rv, p)
 		case "union":
-			tag, _ := obj[fd.name+"_type"].(string)
+			var tag string
+			_ = json.Unmarshal(obj[fd.name+"_type"], &tag)
 			m := s.decls[tag]
 			if m == nil || !slices.Contains(s.decls[fd.typ].members, tag) {
-				t.Errorf("%s_type: %v names no member of %s (%s)", p, obj[fd.name+"_type"], fd.typ, where)
+				t.Errorf("%s_type: %s names no member of %s (%s)", p, obj[fd.name+"_type"], fd.typ, where)
 				continue
 			}
-			sub, _ := v.(map[string]any)
-			checkJSON(t, s, m, sub, p+"("+tag+")")
+			checkJSON(t, s, m, rv, p+"("+tag+")")
 		case "[table]":
-			items, _ := v.([]any)
+			var items []json.RawMessage
+			_ = json.Unmarshal(rv, &items)
 			for i, item := range items {
-				sub, _ := item.(map[string]any)
-				checkJSON(t, s, s.decls[fd.typ], sub, fmt.Sprintf("%s[%d]", p, i))
+				checkJSON(t, s, s.decls[fd.typ], item, fmt.Sprintf("%s[%d]", p, i))
 			}
 		}
 	}
-	for member := range obj {
+	for _, member := range keys {
 		if !slices.Contains(names, member) {
 			t.Errorf("%s: inspect's JSON has member %q, which schema table %s does not have (%s)", path, member, d.name, where)
 		}
 	}
+	if !slices.Equal(keys, names) && len(keys) == len(names) {
+		t.Errorf("%s: inspect's JSON has the members in the order %v, the schema %v (pte/program.go: the model's fields go in schema order)", path, keys, names)
+	}
+}
+
+// jsonObject splits a JSON object into its members and their order.
+func jsonObject(raw json.RawMessage) (map[string]json.RawMessage, []string, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var keys []string
+	if _, err := dec.Token(); err != nil { // {
+		return nil, nil, err
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, nil, err
+		}
+	}
+	return obj, keys, nil
 }
 
 // isDefaultJSON reports whether v is how JSON writes a default or absent

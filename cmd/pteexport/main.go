@@ -395,7 +395,7 @@ func build(ctx context.Context, c *config, progress func(int64, int64)) (*export
 	}
 	opts := m.Options
 	if c.budgetSet {
-		opts.WeightStreamingBudget = c.budget.Ptr()
+		opts.WeightStreamingBudget = c.budget
 	}
 	if c.targetDevice != "" {
 		opts.TargetDevice = c.targetDevice
@@ -418,7 +418,7 @@ func build(ctx context.Context, c *config, progress func(int64, int64)) (*export
 func rebake(ctx context.Context, c *config, progress func(int64, int64)) (*export.Result, error) {
 	opts := &export.RebakeOptions{TargetDevice: c.targetDevice, Progress: progress, NoOverwrite: !c.force && !c.inPlace, InPlace: c.inPlace}
 	if c.budgetSet {
-		opts.WeightStreamingBudget, opts.ClearBudget = c.budget.Ptr(), c.budget.IsAuto()
+		opts.WeightStreamingBudget = &c.budget
 	}
 	if c.alignmentSet {
 		opts.SegmentAlignment = c.alignment

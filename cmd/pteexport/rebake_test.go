@@ -20,6 +20,7 @@ import (
 	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -143,7 +144,7 @@ func TestRebakeCLIMatchesReference(t *testing.T) {
 // for another device.
 func TestRebakeCLIReportsKeptBudget(t *testing.T) {
 	budget := int64(1 << 20)
-	in := carrier(t, &export.Options{WeightStreamingBudget: &budget}, 300)
+	in := carrier(t, &export.Options{WeightStreamingBudget: testprog.Budget(budget)}, 300)
 	out := filepath.Join(t.TempDir(), "r1.pte")
 	r := runCmd("--from", in, "-o", out, "--target-device", "cuda:1")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -161,7 +162,7 @@ func TestRebakeCLIReportsKeptBudget(t *testing.T) {
 	assert.Equal(t, "device-mismatch", sum.Warnings[0].Kind)
 
 	// Budgets that differ per delegate are kept and said to differ.
-	mixed := carrier(t, &export.Options{WeightStreamingBudget: &budget}, 300, 333)
+	mixed := carrier(t, &export.Options{WeightStreamingBudget: testprog.Budget(budget)}, 300, 333)
 	f, err := pte.Open(mixed)
 	require.NoError(t, err)
 	segs, err := f.SegmentReaders()

@@ -19,6 +19,7 @@ import (
 	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -29,7 +30,7 @@ func rebake(t *testing.T, name string) string {
 	in := trtPath(t, name)
 	out := filepath.Join(t.TempDir(), name+".pte")
 	budget := int64(4 << 30)
-	_, err := export.Rebake(in, out, &export.RebakeOptions{WeightStreamingBudget: &budget})
+	_, err := export.Rebake(in, out, &export.RebakeOptions{WeightStreamingBudget: testprog.BudgetPtr(budget)})
 	require.NoError(t, err)
 	return out
 }

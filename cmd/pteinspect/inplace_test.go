@@ -32,7 +32,7 @@ func TestInspectReportsInterruptedInPlace(t *testing.T) {
 	}
 	budget := int64(3 << 30)
 	assert.Panics(t, func() {
-		export.Rebake(path, path, &export.RebakeOptions{WeightStreamingBudget: &budget, InPlace: true})
+		export.Rebake(path, path, &export.RebakeOptions{WeightStreamingBudget: testprog.BudgetPtr(budget), InPlace: true})
 	})
 	inplace.Hook = nil
 	torn, err := os.ReadFile(path)

@@ -90,7 +90,7 @@ func TestRemoteListReadsLittle(t *testing.T) {
 	budget := int64(1 << 30)
 	_, err := export.WriteFile(filepath.Join(dir, "files.pte"), &export.Program{Methods: []*export.Method{{Name: "forward",
 		Inputs:  []*export.Tensor{{Name: "t0", DType: export.Float32, Shape: []int64{4}}},
-		Outputs: []*export.Tensor{{Name: "t64"}}, Calls: calls}}}, &export.Options{WeightStreamingBudget: &budget})
+		Outputs: []*export.Tensor{{Name: "t64"}}, Calls: calls}}}, &export.Options{WeightStreamingBudget: testprog.Budget(budget)})
 	require.NoError(t, err)
 	sizes["files.pte"] = 32 << 20
 	srv, cnt := serveDir(t, dir)

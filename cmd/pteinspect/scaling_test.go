@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/internal/testprog"
 )
 
 // scalingProgram writes a TensorRT program of n engines, in methods of
@@ -51,7 +52,7 @@ func scalingProgram(tb testing.TB, dir string, n int) string {
 	}
 	path := filepath.Join(dir, fmt.Sprintf("n%d.pte", n))
 	budget := int64(1 << 20)
-	_, err := export.WriteFile(path, p, &export.Options{WeightStreamingBudget: &budget})
+	_, err := export.WriteFile(path, p, &export.Options{WeightStreamingBudget: testprog.Budget(budget)})
 	require.NoError(tb, err)
 	return path
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/internal/testprog"
 )
 
 // maxSeedSize bounds the fuzz seeds: small inputs keep the fuzzer's
@@ -78,7 +79,7 @@ func seedPrograms(t testing.TB) map[string][]byte {
 		"two_methods": {&export.Program{Methods: []*export.Method{single("prefill", 8), single("decode", 12)}},
 			&export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0"}},
 		"chain_budget": {&export.Program{Methods: []*export.Method{chain}},
-			&export.Options{SegmentAlignment: 16, WeightStreamingBudget: &budget}},
+			&export.Options{SegmentAlignment: 16, WeightStreamingBudget: testprog.Budget(budget)}},
 	}
 	out := map[string][]byte{}
 	for name, c := range programs {

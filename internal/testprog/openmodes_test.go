@@ -53,7 +53,7 @@ var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 	"export.RebakeFile": func(t *testing.T, f *pte.File) string {
 		out := filepath.Join(t.TempDir(), "out.pte")
 		budget := int64(5 << 20)
-		res, err := export.RebakeFile(context.Background(), f, "in.pte", out, &export.RebakeOptions{WeightStreamingBudget: &budget})
+		res, err := export.RebakeFile(context.Background(), f, "in.pte", out, &export.RebakeOptions{WeightStreamingBudget: BudgetPtr(budget)})
 		if err != nil {
 			return "error: " + err.Error()
 		}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -93,15 +94,15 @@ type exportCase struct {
 func exportCases() map[string]exportCase {
 	mib := int64(1 << 20)
 	return map[string]exportCase{
-		"segment":      {[]*export.Method{singleMethod("forward", 32)}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
-		"inline":       {[]*export.Method{singleMethod("forward", 32)}, export.Options{InlineDelegateData: true, WeightStreamingBudget: &mib}},
+		"segment":      {[]*export.Method{singleMethod("forward", 32)}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: Budget(mib)}},
+		"inline":       {[]*export.Method{singleMethod("forward", 32)}, export.Options{InlineDelegateData: true, WeightStreamingBudget: Budget(mib)}},
 		"aliased":      {[]*export.Method{aliasedMethod()}, export.Options{SegmentAlignment: 16}},
-		"two_methods":  {[]*export.Method{singleMethod("prefill", 8), singleMethod("decode", 12)}, export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: &mib}},
-		"chain":        {[]*export.Method{chainMethod()}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: &mib}},
+		"two_methods":  {[]*export.Method{singleMethod("prefill", 8), singleMethod("decode", 12)}, export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: Budget(mib)}},
+		"chain":        {[]*export.Method{chainMethod()}, export.Options{SegmentAlignment: 16, WeightStreamingBudget: Budget(mib)}},
 		"no_budget":    {[]*export.Method{singleMethod("forward", 32)}, export.Options{SegmentAlignment: 16}},
-		"aligned_4096": {[]*export.Method{singleMethod("forward", 32)}, export.Options{SegmentAlignment: 4096, WeightStreamingBudget: &mib}},
+		"aligned_4096": {[]*export.Method{singleMethod("forward", 32)}, export.Options{SegmentAlignment: 4096, WeightStreamingBudget: Budget(mib)}},
 		"large_engine": {[]*export.Method{singleMethod("forward", 1<<20)}, export.Options{SegmentAlignment: 16}},
-		"engines_64":   {[]*export.Method{Engines(64, 4096)}, export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: &mib512}},
+		"engines_64":   {[]*export.Method{Engines(64, 4096)}, export.Options{SegmentAlignment: 16, TargetDevice: "cuda:0", WeightStreamingBudget: Budget(mib512)}},
 	}
 }
 
@@ -357,10 +358,26 @@ func WriteEngines(tb testing.TB, path string, n int, engineSize int64) {
 	}
 	defer out.Close()
 	sw := &SparseWriter{F: out}
-	if _, err := export.Write(sw, &export.Program{Methods: []*export.Method{m}}, &export.Options{WeightStreamingBudget: &budget}); err != nil {
+	if _, err := export.Write(sw, &export.Program{Methods: []*export.Method{m}}, &export.Options{WeightStreamingBudget: Budget(budget)}); err != nil {
 		tb.Fatalf("testprog: %v", err)
 	}
 	if err := out.Truncate(sw.Off); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// Budget is the explicit weight streaming budget of n bytes, for the
+// options of a program written for a test; n must not be negative.
+func Budget(n int64) compilespec.Budget {
+	b, err := compilespec.BudgetOf(n)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// BudgetPtr is a pointer to Budget(n), for export.RebakeOptions.
+func BudgetPtr(n int64) *compilespec.Budget {
+	b := Budget(n)
+	return &b
 }
