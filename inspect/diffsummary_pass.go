@@ -43,9 +43,10 @@ func (s constSource) inFile() bool { return !s.inline && s.n > 0 }
 // pairings sharing some bytes with different partners) keep the side the
 // pass reads first in memory and are made as it reads the other (holdTasks),
 // up to heldBudget bytes kept; the rest are left to SummarizeDiff, which
-// reads them again. The heads of
-// delegate payloads the documents show are kept from the pass too: with
-// no comparison left over, every byte of each file is read at most once.
+// reads them again. The region read at open is taken from the File, and
+// the heads of delegate payloads the documents show are kept from the
+// pass: with no comparison left over, every byte of each file is read at
+// most once, opening included.
 func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *ConstantComparison, error) {
 	o := Options{}
 	if opts != nil {

@@ -169,7 +169,8 @@ var ErrNoBackend = jsonerr.NotFound("no delegate of backend")
 
 // Build returns the JSON form of f. It reads the first bytes of each
 // delegate payload (and the header and metadata of TensorRT blobs), and with
-// Options.Hash every segment, payload and the file itself.
+// Options.Hash every segment, payload and the file itself, in one pass
+// that keeps those first bytes: each byte is then read once.
 func Build(f *pte.File, opts *Options) (*Document, error) {
 	return build(f, opts, nil)
 }

@@ -230,7 +230,7 @@ func (st *spanState) feed(bufs [][]byte, n int64, same bool, files int) error {
 }
 
 // cursor is a hashing pass over one file, or two files with the same
-// spans read in lockstep (as hashSpanPair), read from the front at the
+// spans read in lockstep (as hashPass), read from the front at the
 // caller's pace: each read returns the next bytes of each file, already
 // fed to the digests of the spans covering them, so that the caller can
 // use them too (the diff summary compares constant data with them)

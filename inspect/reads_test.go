@@ -226,3 +226,42 @@ func TestViewsReadOnlyMetadata(t *testing.T) {
 		})
 	}
 }
+
+// TestDiff2GiBReadsEachByteOnce: the acceptance case of issue 25, diff of
+// two 2 GiB programs (64 engines of 32 MiB, one engine byte apart, so the
+// files are read in lockstep until they differ): the whole diff, opening
+// included, reads every byte of each file once, and none twice.
+func TestDiff2GiBReadsEachByteOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads two 2 GiB sparse files")
+	}
+	dir := t.TempDir()
+	var files [2]*pte.File
+	var reads [2]*testkit.RangeReaderAt
+	for i, name := range []string{"a.pte", "b.pte"} {
+		path := filepath.Join(dir, name)
+		testprog.WriteEngines(t, path, 64, 32<<20)
+		fh, err := os.OpenFile(path, os.O_RDWR, 0)
+		require.NoError(t, err)
+		t.Cleanup(func() { fh.Close() })
+		fi, err := fh.Stat()
+		require.NoError(t, err)
+		if i == 1 {
+			// A byte of the last engine.
+			_, err = fh.WriteAt([]byte{1}, fi.Size()-1000)
+			require.NoError(t, err)
+		}
+		reads[i] = testkit.NewRangeReaderAt(fh)
+		files[i], err = pte.NewFileWith(reads[i], fi.Size(), &pte.OpenOptions{LazyPlans: true})
+		require.NoError(t, err)
+		require.Greater(t, files[i].Size, int64(2<<30))
+	}
+	s, err := SummarizeDiff(files[0], files[1], nil)
+	require.NoError(t, err)
+	require.False(t, s.BitwiseEqual)
+	require.Len(t, s.TensorRT, 1, "the one engine that differs")
+	for i, f := range files {
+		assert.Equal(t, f.Size, reads[i].Bytes(), "file %d read whole", i)
+		assertReadOnce(t, fmt.Sprintf("file %d", i), reads[i], f.Size)
+	}
+}
