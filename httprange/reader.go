@@ -1,6 +1,7 @@
 package httprange
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"crypto/tls"
@@ -100,7 +101,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
 		target:   u,
 		origHost: u.Host,
 		header:   o.Header.Clone(),
-		redacted: redactURL(u),
+		redacted: cmp.Or(o.Name, redactURL(u)),
 		blocks:   map[int64]*list.Element{},
 	}
 	c := http.Client{}
@@ -144,6 +145,12 @@ func newTransport(o *Options) http.RoundTripper {
 func (r *Reader) Pinned() bool {
 	return r.etag != "" || r.lastMod != "" || r.whole != nil || r.size == 0
 }
+
+// ETag returns the strong ETag the Reader's reads are pinned to, or ""
+// when the first response gave none (see Pinned). A caller that has the
+// store copy the object (S3's x-amz-copy-source-if-match) pins that copy
+// to the same version with it.
+func (r *Reader) ETag() string { return r.etag }
 
 // Size returns the object's size in bytes.
 func (r *Reader) Size() int64 { return r.size }

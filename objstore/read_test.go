@@ -1,0 +1,162 @@
+package objstore_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/httprange"
+	"github.com/ptekit/ptekit/internal/s3test"
+	"github.com/ptekit/ptekit/objstore"
+)
+
+// object writes n random bytes to a file and returns its path and bytes.
+func object(t *testing.T, n int, seed uint64) (string, []byte) {
+	data := make([]byte, n)
+	r := rand.New(rand.NewPCG(seed, 1))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	p := filepath.Join(t.TempDir(), "obj")
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	return p, data
+}
+
+// TestReadSigned: an object read through httprange with signed requests
+// comes back whole and exact, in a few requests, named by its s3://
+// location, with a key that needs escaping.
+func TestReadSigned(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	srv.Bucket(t, "programs")
+	path, data := object(t, 3<<20+17, 1)
+	loc := srv.Put(t, "programs", "dir/a b+c.pte", path)
+
+	srv.Reset()
+	r, err := objstore.Open(context.Background(), loc, &httprange.Options{BlockSize: 16 << 10})
+	require.NoError(t, err)
+	defer r.Close()
+	require.Equal(t, int64(len(data)), r.Size())
+	require.True(t, r.Pinned(), "S3 gives a strong ETag")
+	require.Equal(t, loc, r.String())
+	got := make([]byte, len(data))
+	_, err = r.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+	n, moved := srv.Moved()
+	require.LessOrEqual(t, moved, int64(len(data))+16<<10, "bytes moved")
+	reqs := srv.Requests()
+	require.Greater(t, len(reqs), 1)
+	for i, req := range reqs {
+		require.Equal(t, "GET", req.Method)
+		require.Contains(t, req.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential="+srv.AccessKey+"/")
+		if i > 0 {
+			require.NotEmpty(t, req.Header.Get("If-Match"), "every read after the first is pinned by ETag")
+		}
+	}
+	t.Logf("%d requests, %d bytes", n, moved)
+
+	// A Prefetch of scattered ranges (a multi-range request over HTTP)
+	// reaches the store as single ranges only.
+	srv.Reset()
+	r2, err := objstore.Open(context.Background(), loc, &httprange.Options{BlockSize: 4 << 10})
+	require.NoError(t, err)
+	defer r2.Close()
+	require.NoError(t, r2.Prefetch(context.Background(), []httprange.Range{{Off: 100 << 10, Len: 10}, {Off: 2 << 20, Len: 10}}))
+	for _, req := range srv.Requests() {
+		require.NotContains(t, req.Header.Get("Range"), ",")
+		require.Less(t, req.Out, int64(64<<10))
+	}
+}
+
+// TestReadPinned: an object replaced while it is read fails the next read
+// with KindChanged instead of mixing versions.
+func TestReadPinned(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	srv.Bucket(t, "programs")
+	path, data := object(t, 1<<20, 2)
+	loc := srv.Put(t, "programs", "p.pte", path)
+	r, err := objstore.Open(context.Background(), loc, &httprange.Options{BlockSize: 4 << 10, ReadAhead: -1})
+	require.NoError(t, err)
+	defer r.Close()
+	other, _ := object(t, 1<<20, 3)
+	srv.Put(t, "programs", "p.pte", other)
+	_, err = r.ReadAt(make([]byte, 10), int64(len(data))-10)
+	var he *httprange.Error
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, httprange.KindChanged, he.Kind, "%v", err)
+}
+
+// TestReadNoCredentialLeaks: a wrong secret, a missing object and a
+// missing bucket fail with errors that name the location and never the
+// secret, the session token or a signature.
+func TestReadNoCredentialLeaks(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	srv.Bucket(t, "programs")
+	path, _ := object(t, 1000, 4)
+	loc := srv.Put(t, "programs", "p.pte", path)
+	opts := &httprange.Options{MaxRetries: -1}
+
+	_, err := objstore.Open(context.Background(), "s3://programs/missing.pte", opts)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "s3://programs/missing.pte")
+	var he *httprange.Error
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, httprange.KindNotFound, he.Kind, "%v", err)
+
+	token := "ptekit-session-token-" + strings.Repeat("x", 20)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-"+srv.SecretKey)
+	t.Setenv("AWS_SESSION_TOKEN", token)
+	srv.Reset()
+	_, err = objstore.Open(context.Background(), loc, opts)
+	require.Error(t, err)
+	msg := err.Error()
+	require.Contains(t, msg, loc)
+	require.NotContains(t, msg, srv.SecretKey)
+	require.NotContains(t, msg, token)
+	for _, req := range srv.Requests() {
+		sig := req.Header.Get("Authorization")
+		i := strings.Index(sig, "Signature=")
+		require.Positive(t, i, sig)
+		require.NotContains(t, msg, sig[i+len("Signature="):])
+	}
+	t.Log(msg)
+}
+
+// TestVersionPinned: in a versioned bucket, the version id of the first
+// answer is asked for in every later request, so a replaced object is
+// still read as the version that was opened.
+func TestVersionPinned(t *testing.T) {
+	srv := s3test.Start(t, s3test.Versioned())
+	srv.Setenv(t)
+	srv.Bucket(t, "programs")
+	_, err := srv.Client().PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{
+		Bucket: aws.String("programs"), VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}})
+	require.NoError(t, err)
+	path, data := object(t, 1<<20, 5)
+	loc := srv.Put(t, "programs", "p.pte", path)
+	r, err := objstore.Open(context.Background(), loc, &httprange.Options{BlockSize: 4 << 10, ReadAhead: -1})
+	require.NoError(t, err)
+	defer r.Close()
+	other, _ := object(t, 1<<20, 6)
+	srv.Put(t, "programs", "p.pte", other)
+	srv.Reset()
+	got := make([]byte, 4096)
+	_, err = r.ReadAt(got, 512<<10)
+	require.NoError(t, err)
+	require.Equal(t, data[512<<10:512<<10+4096], got)
+	reqs := srv.Requests()
+	require.NotEmpty(t, reqs)
+	require.Contains(t, reqs[0].Query, "versionId=")
+}
+
