@@ -285,7 +285,26 @@ func (t *signingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{}, Body: http.NoBody, Request: req,
 		}, nil
 	}
-	r := req.Clone(req.Context())
+	resp, err := t.send(req.Clone(req.Context()))
+	if err == nil && resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && resp.Header.Get("Content-Range") == "" && req.Method == http.MethodGet {
+		// S3 refuses any range of an empty object without saying its
+		// size (httprange needs "bytes */0" to read it as empty): a HEAD
+		// says it.
+		head := req.Clone(req.Context())
+		head.Method = http.MethodHead
+		head.Header.Del("Range")
+		if hr, herr := t.send(head); herr == nil {
+			hr.Body.Close()
+			if hr.StatusCode == http.StatusOK && hr.ContentLength == 0 {
+				resp.Header.Set("Content-Range", "bytes */0")
+			}
+		}
+	}
+	return resp, err
+}
+
+// send signs r (a request of the caller's own) and sends it.
+func (t *signingTransport) send(r *http.Request) (*http.Response, error) {
 	if v := t.version.Load(); v != nil {
 		q := r.URL.Query()
 		q.Set("versionId", *v)
