@@ -159,4 +159,3 @@ func TestVersionPinned(t *testing.T) {
 	require.NotEmpty(t, reqs)
 	require.Contains(t, reqs[0].Query, "versionId=")
 }
-

@@ -403,4 +403,3 @@ func (c *countingWriter) Flush() {
 		f.Flush()
 	}
 }
-
