@@ -173,14 +173,41 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 		return nil, err
 	}
 
-	segs, err := f.SegmentReaders()
+	segs, wopts, err := rebakeLayout(f, in, opts, prog, res)
 	if err != nil {
-		return nil, fmt.Errorf("export: rebake: %w", err)
+		return nil, err
 	}
-	res.Blobs = countBlobs(prog)
 	if wrap != nil {
 		segs = wrap(segs)
 	}
+	size, err := writeOutput(ctx, dst, f.Size, opts.Progress, func(w *os.File) (int64, error) {
+		// Not Strict: the input was verified above and refused on an
+		// Error, and only its compile specs change.
+		info, err := pte.Write(w, prog, segs, wopts)
+		if err != nil {
+			return 0, err
+		}
+		return info.Size, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("export: rebake: writing %s: %w", out, err)
+	}
+	res.Path = out
+	res.Size = size
+	return res, nil
+}
+
+// rebakeLayout returns the segment sources of f and how a re-bake writes
+// prog (the re-baked program of f) with them: the input's alignment and
+// head room (with a warning in res when no alignment reproduces its
+// layout) unless opts give an alignment, page-congruently. Every re-bake
+// that writes a new object, a file or a store's, lays it out here.
+func rebakeLayout(f *pte.File, in string, opts *RebakeOptions, prog *pte.Program, res *Result) ([]*io.SectionReader, *pte.WriteOptions, error) {
+	segs, err := f.SegmentReaders()
+	if err != nil {
+		return nil, nil, fmt.Errorf("export: rebake: %w", err)
+	}
+	res.Blobs = countBlobs(prog)
 	align, room := opts.SegmentAlignment, uint64(0)
 	if align == 0 {
 		var ok bool
@@ -193,21 +220,7 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 				in, MaxSegmentAlignment, align)})
 		}
 	}
-	size, err := writeOutput(ctx, dst, f.Size, opts.Progress, func(w *os.File) (int64, error) {
-		// Not Strict: the input was verified above and refused on an
-		// Error, and only its compile specs change.
-		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align, HeadRoom: room, PageCongruent: true, CongruentAnyReader: true, EarlyWriteback: true})
-		if err != nil {
-			return 0, err
-		}
-		return info.Size, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("export: rebake: writing %s: %w", out, err)
-	}
-	res.Path = out
-	res.Size = size
-	return res, nil
+	return segs, &pte.WriteOptions{SegmentAlignment: align, HeadRoom: room, PageCongruent: true, CongruentAnyReader: true, EarlyWriteback: true}, nil
 }
 
 // rebakeProgram verifies f (read from in) and returns the program re-baked

@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"check":                {"pte", "compilespec", "delegate", "internal/quote"},
 	"internal/jsonerr":     {"pte", "ptd", "executor"},
 	"inspect":              {"pte", "ptd", "compilespec", "delegate", "executor", "check", "internal/jsonerr", "internal/jsontree", "internal/quote"},
-	"export":               {"pte", "compilespec", "delegate", "check", "internal/atomicfile", "internal/inplace", "internal/undorecord", "internal/jsontree", "internal/quote"},
+	"export":               {"pte", "compilespec", "delegate", "check", "objstore", "internal/atomicfile", "internal/inplace", "internal/undorecord", "internal/jsontree", "internal/quote"},
 	"internal/input":       {"pte", "ptd", "compilespec", "httprange", "objstore", "internal/atomicfile", "internal/undorecord"},
 	"internal/cli":         {},
 	"internal/progress":    {"internal/size"},

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -152,7 +153,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host // the signature covers the host the client named
 		},
-		ErrorLog: nil,
+		ErrorLog: log.New(io.Discard, "", 0), // a client that hung up (an interrupted test) is no news
 	}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone()}
