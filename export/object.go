@@ -273,4 +273,3 @@ func (r *recorder) bytes(off, n int64) []byte {
 	}
 	return out
 }
-
