@@ -114,6 +114,11 @@ type Options struct {
 	// through a signing Client is named as the user gave it. It must hold
 	// no credential.
 	Name string
+	// AuthHint, when set, replaces what the message of a 401 or 403 tells
+	// the user to do (by default: set EnvBearerToken or an Authorization
+	// header, or renew a presigned URL), for a Client that brings its own
+	// credentials.
+	AuthHint string
 }
 
 // withDefaults returns a copy of o with zero fields set to their defaults

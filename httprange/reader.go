@@ -755,8 +755,8 @@ func (r *Reader) statusError(resp *http.Response, off, n int64) error {
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		e.Kind = KindAuth
-		e.Msg = "the server refused the credentials sent; set " + EnvBearerToken + " or pass an Authorization header (" +
-			EnvHeaders + ", --header), or renew an expired presigned URL"
+		e.Msg = cmp.Or(r.opts.AuthHint, "the server refused the credentials sent; set "+EnvBearerToken+" or pass an Authorization header ("+
+			EnvHeaders+", --header), or renew an expired presigned URL")
 	case code == http.StatusNotFound || code == http.StatusGone:
 		e.Kind = KindNotFound
 	case code == http.StatusPreconditionFailed:

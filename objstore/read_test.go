@@ -122,6 +122,7 @@ func TestReadNoCredentialLeaks(t *testing.T) {
 	require.Error(t, err)
 	msg := err.Error()
 	require.Contains(t, msg, loc)
+	require.Contains(t, msg, "AWS_PROFILE", "the hint names the AWS credentials, not a bearer token")
 	require.NotContains(t, msg, srv.SecretKey)
 	require.NotContains(t, msg, token)
 	for _, req := range srv.Requests() {
@@ -158,4 +159,43 @@ func TestVersionPinned(t *testing.T) {
 	reqs := srv.Requests()
 	require.NotEmpty(t, reqs)
 	require.Contains(t, reqs[0].Query, "versionId=")
+}
+
+// TestProfileAndConfigFile: credentials from a shared credentials file's
+// profile (AWS_PROFILE), and the endpoint and region from the shared
+// config file's profile, as the AWS CLI reads them.
+func TestProfileAndConfigFile(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	srv.Bucket(t, "programs")
+	path, data := object(t, 5000, 7)
+	loc := srv.Put(t, "programs", "p.pte", path)
+	dir := t.TempDir()
+	creds := filepath.Join(dir, "credentials")
+	require.NoError(t, os.WriteFile(creds, []byte("[default]\naws_access_key_id = nobody\naws_secret_access_key = nothing\n\n[ptekit]\naws_access_key_id = "+
+		srv.AccessKey+"\naws_secret_access_key = "+srv.SecretKey+"\n"), 0o600))
+	cfg := filepath.Join(dir, "config")
+	require.NoError(t, os.WriteFile(cfg, []byte("[default]\nregion = "+s3test.Region+"\nendpoint_url = "+srv.Endpoint+"\n\n"+
+		"[profile ptekit]\nregion = "+s3test.Region+"\nendpoint_url = "+srv.Endpoint+"\n"), 0o600))
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_ENDPOINT_URL_S3"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", creds)
+	t.Setenv("AWS_CONFIG_FILE", cfg)
+	t.Setenv("AWS_PROFILE", "ptekit")
+	r, err := objstore.Open(context.Background(), loc, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	got := make([]byte, len(data))
+	_, err = r.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+
+	t.Setenv("AWS_PROFILE", "default")
+	_, err = objstore.Open(context.Background(), loc, &httprange.Options{MaxRetries: -1})
+	require.Error(t, err, "the default profile's made-up keys are refused")
+	var he *httprange.Error
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, httprange.KindAuth, he.Kind, "%v", err)
 }

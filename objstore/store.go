@@ -1,9 +1,12 @@
 package objstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -228,8 +231,13 @@ func (s *Store) ReaderOptions(ctx context.Context, loc Location, base *httprange
 	c.Transport = &signingTransport{base: inner, creds: s.cfg.Credentials, region: region, host: u.Host}
 	o.Client = &c
 	o.Name = loc.String()
+	o.AuthHint = authHint
 	return u.String(), &o
 }
+
+// authHint is what a refused read tells the user to check.
+const authHint = "the store refused the request: check the AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, " +
+	"an expired AWS_SESSION_TOKEN), the permissions on the bucket, and its region (AWS_REGION)"
 
 // Open opens loc for reading with httprange (see ReaderOptions). base may
 // be nil for httprange's defaults.
@@ -326,6 +334,9 @@ func (t *signingTransport) send(r *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.base.RoundTrip(r)
+	if err == nil && resp.StatusCode >= 400 && resp.StatusCode != http.StatusRequestedRangeNotSatisfiable {
+		authStatus(resp)
+	}
 	if err == nil && resp.StatusCode/100 == 2 {
 		if v := resp.Header.Get("X-Amz-Version-Id"); v != "" && v != "null" && len(v) <= 1024 {
 			t.version.CompareAndSwap(nil, &v)
@@ -359,4 +370,34 @@ func (s *Store) Client(ctx context.Context, bucket string) *s3.Client {
 	})
 	s.clients[key] = c
 	return c
+}
+
+// authCodes are the S3 error codes that mean the request's credentials
+// were refused, whatever status the store gave them (S3 answers an expired
+// session token with 400, some stores an unknown key with 404).
+var authCodes = map[string]bool{
+	"AccessDenied": true, "InvalidAccessKeyId": true, "SignatureDoesNotMatch": true, "ExpiredToken": true,
+	"InvalidToken": true, "TokenRefreshRequired": true, "AuthorizationHeaderMalformed": true,
+	"InvalidSecurity": true, "RequestTimeTooSkewed": true, "AccountProblem": true,
+	"XAdminUserNotFound": true, // versitygw's unknown access key (404)
+}
+
+// maxErrorBody is the most of an error answer read for its code.
+const maxErrorBody = 8 << 10
+
+// authStatus reads the S3 error code of a failed answer and, when it says
+// the credentials were refused, makes the status 403 (httprange's
+// KindAuth, with its hint). Only the code is looked at: the rest of the
+// body (some stores echo the string to sign) is never shown. The body
+// is given back as read.
+func authStatus(resp *http.Response) {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var doc struct {
+		Code string `xml:"Code"`
+	}
+	if xml.Unmarshal(body, &doc) == nil && authCodes[doc.Code] {
+		resp.StatusCode, resp.Status = http.StatusForbidden, "403 "+doc.Code
+	}
 }
