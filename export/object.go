@@ -33,19 +33,9 @@ import (
 // as a WarnOrphanUpload warning (objstore.Store.AbortOrphans, which
 // pteexport --recover runs, removes it).
 func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.Store, src *objstore.Source, dst objstore.Location, opts *RebakeOptions) (*Result, error) {
-	if opts == nil {
-		opts = &RebakeOptions{}
-	}
-	budget, err := checkRebakeOptions(opts)
+	opts, budget, err := checkOpenRebake(f, name, opts)
 	if err != nil {
 		return nil, err
-	}
-	if opts.InPlace {
-		return nil, newError("", "", fmt.Sprintf("%s is in an object store; an in-place re-bake needs a local file", dst), nil)
-	}
-	if p, ok := f.ReaderAt().(interface{ Pinned() bool }); ok && !p.Pinned() {
-		return nil, newError("", "", fmt.Sprintf("%s is not pinned to one version (the server gives no strong validator): "+
-			"a re-bake from it could mix two versions; download it first", name), nil)
 	}
 	res, prog, err := rebakeProgram(f, name, opts, budget)
 	if err != nil {

@@ -141,21 +141,9 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 // strong validator, whose Pinned is false) is refused before anything is
 // written: its reads could come from two versions.
 func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *RebakeOptions) (*Result, error) {
-	if opts == nil {
-		opts = &RebakeOptions{}
-	}
-	budget, err := checkRebakeOptions(opts)
+	opts, budget, err := checkOpenRebake(f, name, opts)
 	if err != nil {
 		return nil, err
-	}
-	if opts.InPlace {
-		return nil, newError("", "", fmt.Sprintf("%s is not a local file; an in-place re-bake needs one", name), nil)
-	}
-	// The output is assembled from many reads of f: over HTTP each is a
-	// request, and only a pinned reader makes them all one version.
-	if p, ok := f.ReaderAt().(interface{ Pinned() bool }); ok && !p.Pinned() {
-		return nil, newError("", "", fmt.Sprintf("%s is not pinned to one version (the server gives no strong validator): "+
-			"a re-bake from it could mix two versions; open it with httprange.Options.RequirePinned, or download it first", name), nil)
 	}
 	dst, err := createOutput(ctx, out, &atomicfile.Options{NoOverwrite: opts.NoOverwrite})
 	if err != nil {
@@ -163,6 +151,31 @@ func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *Rebake
 	}
 	defer dst.Abort()
 	return rebakeOpen(ctx, f, name, dst, out, opts, budget, nil)
+}
+
+// checkOpenRebake checks the options of a re-bake of an open program f
+// (named name) that is written to a new output (RebakeFile,
+// RebakeObject) and returns them (the defaults for nil) with the budget
+// to write. Such a re-bake cannot be in place, and is refused from a
+// reader that is not pinned to one version: the output is assembled from
+// many reads of f, over HTTP each a request, and only a pinned reader
+// makes them all one version.
+func checkOpenRebake(f *pte.File, name string, opts *RebakeOptions) (*RebakeOptions, *compilespec.Budget, error) {
+	if opts == nil {
+		opts = &RebakeOptions{}
+	}
+	budget, err := checkRebakeOptions(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.InPlace {
+		return nil, nil, newError("", "", fmt.Sprintf("%s is not a local file; an in-place re-bake needs one", name), nil)
+	}
+	if p, ok := f.ReaderAt().(interface{ Pinned() bool }); ok && !p.Pinned() {
+		return nil, nil, newError("", "", fmt.Sprintf("%s is not pinned to one version (the server gives no strong validator): "+
+			"a re-bake from it could mix two versions; open it with httprange.Options.RequirePinned, or download it first", name), nil)
+	}
+	return opts, budget, nil
 }
 
 // rebakeOpen is the re-bake of an open program f into dst, which the caller

@@ -260,6 +260,16 @@ func Open(ctx context.Context, location string, base *httprange.Options) (*httpr
 	return s.Open(ctx, loc, base)
 }
 
+// OpenURL opens rawURL for reading: an s3:// location as Open does, an
+// http:// or https:// URL with httprange.Open. It is the one way ptekit
+// opens a remote input (pte.OpenURL and the commands' inputs call it).
+func OpenURL(ctx context.Context, rawURL string, opts *httprange.Options) (*httprange.Reader, error) {
+	if IsS3(rawURL) {
+		return Open(ctx, rawURL, opts)
+	}
+	return httprange.Open(ctx, rawURL, opts)
+}
+
 // signingTransport signs each request to host with SigV4 and pins the
 // object version the first successful response names.
 type signingTransport struct {

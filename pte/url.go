@@ -42,13 +42,7 @@ func OpenURL(ctx context.Context, rawURL string, opts *OpenURLOptions) (*File, e
 	if opts != nil {
 		o = *opts
 	}
-	var r *httprange.Reader
-	var err error
-	if objstore.IsS3(rawURL) {
-		r, err = objstore.Open(ctx, rawURL, &o.HTTP)
-	} else {
-		r, err = httprange.Open(ctx, rawURL, &o.HTTP)
-	}
+	r, err := objstore.OpenURL(ctx, rawURL, &o.HTTP)
 	if err != nil {
 		return nil, err
 	}

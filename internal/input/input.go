@@ -270,13 +270,7 @@ func (s *Source) Close() error {
 func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
 	switch {
 	case IsURL(name):
-		var r *httprange.Reader
-		var err error
-		if objstore.IsS3(name) {
-			r, err = objstore.Open(ctx, name, &o.HTTP)
-		} else {
-			r, err = httprange.Open(ctx, name, &o.HTTP)
-		}
+		r, err := objstore.OpenURL(ctx, name, &o.HTTP)
 		if err != nil {
 			return nil, err
 		}
