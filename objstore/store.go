@@ -196,14 +196,7 @@ func escapeSegment(s string) string {
 func (s *Store) ObjectURL(loc Location, region string) *url.URL {
 	u := s.bucketURL(loc.Bucket, region)
 	u.Path += loc.Key
-	var b strings.Builder
-	for i, seg := range strings.Split(u.Path, "/") {
-		if i > 0 {
-			b.WriteByte('/')
-		}
-		b.WriteString(escapeSegment(seg))
-	}
-	u.RawPath = b.String()
+	u.RawPath = escapeKey(u.Path)
 	return u
 }
 

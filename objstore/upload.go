@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -364,10 +365,8 @@ func (u *Upload) copyRange(src *Source, off, n int64) error {
 			CopySourceRange: aws.String("bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+k-1, 10))})
 		if err != nil {
 			se := storeError("UploadPartCopy", u.loc, err).(*StoreError)
-			if len(u.parts) == 0 || se.Code == "NotImplemented" || se.Status == http.StatusNotImplemented || se.Code == "MethodNotAllowed" {
-				if se.Code == "NotImplemented" || se.Status == http.StatusNotImplemented || se.Code == "MethodNotAllowed" {
-					return &CopyRefusedError{Err: se}
-				}
+			if se.Code == "NotImplemented" || se.Status == http.StatusNotImplemented || se.Code == "MethodNotAllowed" {
+				return &CopyRefusedError{Err: se}
 			}
 			if se.Status == http.StatusPreconditionFailed {
 				return fmt.Errorf("objstore: %s changed while it was re-baked (its ETag no longer matches): %w", src.Location,
@@ -384,10 +383,14 @@ func (u *Upload) copyRange(src *Source, off, n int64) error {
 	return nil
 }
 
-// escapeKey escapes a key for x-amz-copy-source (a URL path).
+// escapeKey escapes a key for x-amz-copy-source (a URL path), as
+// ObjectURL escapes it.
 func escapeKey(k string) string {
-	u := (&Store{endpoint: nil}).ObjectURL(Location{Bucket: "b.b", Key: k}, "r")
-	return u.EscapedPath()[len("/b.b/"):]
+	segs := strings.Split(k, "/")
+	for i, seg := range segs {
+		segs[i] = escapeSegment(seg)
+	}
+	return strings.Join(segs, "/")
 }
 
 // Commit sends the last part and completes the upload: the object
