@@ -79,8 +79,10 @@ func main() {
 const usage = `Usage:
   pteexport --manifest model.json -o model.pte [options]   build a program from a manifest
   pteexport --from in.pte|URL -o out.pte [options]         re-bake an existing program
+  pteexport --from s3://b/in.pte -o s3://b/out.pte [opts]  re-bake inside an object store
   pteexport --from in.pte --in-place [options]             re-bake it where it is (head only)
   pteexport --recover in.pte                               undo an interrupted --in-place re-bake
+  pteexport --recover s3://b/out.pte                       abort a killed re-bake's upload
   pteexport help                                           show this help
 
 The manifest format is in docs/manifest.md. Exit status: 0 success, 1 failure
