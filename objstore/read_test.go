@@ -2,6 +2,7 @@ package objstore_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -198,4 +199,22 @@ func TestProfileAndConfigFile(t *testing.T) {
 	var he *httprange.Error
 	require.ErrorAs(t, err, &he)
 	require.Equal(t, httprange.KindAuth, he.Kind, "%v", err)
+}
+
+// TestNoCredentials: with no credentials anywhere (no variables, no
+// files, no instance metadata) opening fails at once, saying what to set,
+// and not as a transport failure worth retrying.
+func TestNoCredentials(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	_, err := objstore.Open(context.Background(), "s3://programs/p.pte", nil)
+	require.ErrorContains(t, err, "no AWS credentials found")
+	require.ErrorContains(t, err, "s3://programs/p.pte")
+	var he *httprange.Error
+	require.False(t, errors.As(err, &he), "reported as a transport failure: %v", err)
+	require.Empty(t, srv.Requests(), "a request was sent without credentials")
 }

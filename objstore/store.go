@@ -235,6 +235,9 @@ const authHint = "the store refused the request: check the AWS credentials (AWS_
 // Open opens loc for reading with httprange (see ReaderOptions). base may
 // be nil for httprange's defaults.
 func (s *Store) Open(ctx context.Context, loc Location, base *httprange.Options) (*httprange.Reader, error) {
+	if err := s.checkCredentials(ctx, loc); err != nil {
+		return nil, err
+	}
 	u, o := s.ReaderOptions(ctx, loc, base)
 	return httprange.Open(ctx, u, o)
 }
@@ -272,6 +275,23 @@ type signingTransport struct {
 	host   string
 
 	version atomic.Pointer[string] // x-amz-version-id of the first answer, when versioned
+}
+
+// checkCredentials fails, at once and for good, when the credential chain
+// finds none: every request would fail alike, and retrying cannot help.
+// The SDK caches what it finds, so the requests that follow do not look
+// again.
+func (s *Store) checkCredentials(ctx context.Context, loc Location) error {
+	if s.cfg.Credentials == nil {
+		return fmt.Errorf("objstore: %s: %w", loc, errNoCredentials)
+	}
+	if _, err := s.cfg.Credentials.Retrieve(ctx); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return fmt.Errorf("objstore: %s: %w", loc, errNoCredentials)
+	}
+	return nil
 }
 
 // errNoCredentials is returned when the chain finds none.

@@ -145,6 +145,9 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 	if opts != nil {
 		o = *opts
 	}
+	if err := s.checkCredentials(ctx, loc); err != nil {
+		return nil, err
+	}
 	c := s.Client(ctx, loc.Bucket)
 	if o.NoOverwrite {
 		_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &loc.Bucket, Key: &loc.Key})
