@@ -3,11 +3,16 @@ package objstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -217,4 +222,36 @@ func TestNoCredentials(t *testing.T) {
 	var he *httprange.Error
 	require.False(t, errors.As(err, &he), "reported as a transport failure: %v", err)
 	require.Empty(t, srv.Requests(), "a request was sent without credentials")
+}
+
+// TestContainerCredentials: credentials from a container credentials
+// endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI, what ECS and EKS Pod
+// Identity give), fetched once by the SDK's chain and used to sign.
+func TestContainerCredentials(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	srv.Bucket(t, "programs")
+	path, data := object(t, 5000, 11)
+	loc := srv.Put(t, "programs", "p.pte", path)
+	var asked atomic.Int64
+	creds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"AccessKeyId": %q, "SecretAccessKey": %q, "Expiration": %q}`,
+			srv.AccessKey, srv.SecretKey, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	}))
+	defer creds.Close()
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", creds.URL+"/creds")
+	r, err := objstore.Open(context.Background(), loc, &httprange.Options{BlockSize: 1024, ReadAhead: -1})
+	require.NoError(t, err)
+	defer r.Close()
+	got := make([]byte, len(data))
+	_, err = r.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+	require.Equal(t, int64(1), asked.Load(), "the credentials are fetched once")
 }
