@@ -213,6 +213,18 @@ func TestS3RebakeFailures(t *testing.T) {
 	require.NotContains(t, r.stderr, srv.SecretKey)
 	noObject(t, srv, "fail.pte")
 
+	// The completion itself fails: the upload is aborted, nothing shows.
+	srv.FailWith(func(r *http.Request) int {
+		if r.Method == http.MethodPost && r.URL.Query().Get("uploadId") != "" {
+			return http.StatusInternalServerError
+		}
+		return 0
+	})
+	r = runCmd(args("complete.pte")...)
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "CompleteMultipartUpload")
+	noObject(t, srv, "complete.pte")
+
 	// A store without server-side copy: the bytes are streamed instead.
 	srv.FailWith(func(r *http.Request) int {
 		if r.Header.Get("X-Amz-Copy-Source") != "" {
