@@ -90,6 +90,12 @@ const (
 	// WarnInPlace: an in-place re-bake rewrote the whole file instead,
 	// because the re-baked program does not fit before the segment base.
 	WarnInPlace WarningKind = "in-place"
+	// WarnCopyRefused: the object store refused a server-side copy, so an
+	// in-store re-bake sent the input's bytes through ptekit instead.
+	WarnCopyRefused WarningKind = "copy-refused"
+	// WarnOrphanUpload: a multipart upload to the output key, left by a
+	// writer that did not finish, is still in the store.
+	WarnOrphanUpload WarningKind = "orphan-upload"
 	// WarnUndoRecord: an interrupted in-place re-bake left its undo record
 	// beside the input, which a re-bake that is not in place does not
 	// apply: the input was read as it is (RecoverInPlace applies it).

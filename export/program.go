@@ -241,6 +241,12 @@ type Result struct {
 	// the size of the file.
 	InPlace   bool
 	Rewritten int64
+	// Object is true when the output is an object in a store
+	// (RebakeObject); Uploaded is then the number of bytes sent to the
+	// store and Copied the number the store copied from the input on its
+	// side (an in-store re-bake).
+	Object           bool
+	Uploaded, Copied int64
 }
 
 // MethodSummary describes one method of a written program.

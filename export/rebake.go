@@ -140,21 +140,9 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 // strong validator, whose Pinned is false) is refused before anything is
 // written: its reads could come from two versions.
 func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *RebakeOptions) (*Result, error) {
-	if opts == nil {
-		opts = &RebakeOptions{}
-	}
-	budget, err := checkRebakeOptions(opts)
+	opts, budget, err := checkOpenRebake(f, name, opts)
 	if err != nil {
 		return nil, err
-	}
-	if opts.InPlace {
-		return nil, newError("", "", fmt.Sprintf("%s is not a local file; an in-place re-bake needs one", name), nil)
-	}
-	// The output is assembled from many reads of f: over HTTP each is a
-	// request, and only a pinned reader makes them all one version.
-	if p, ok := f.ReaderAt().(interface{ Pinned() bool }); ok && !p.Pinned() {
-		return nil, newError("", "", fmt.Sprintf("%s is not pinned to one version (the server gives no strong validator): "+
-			"a re-bake from it could mix two versions; open it with httprange.Options.RequirePinned, or download it first", name), nil)
 	}
 	dst, err := createOutput(ctx, out, &atomicfile.Options{NoOverwrite: opts.NoOverwrite})
 	if err != nil {
@@ -162,6 +150,31 @@ func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *Rebake
 	}
 	defer dst.Abort()
 	return rebakeOpen(ctx, f, name, dst, out, opts, budget, nil)
+}
+
+// checkOpenRebake checks the options of a re-bake of an open program f
+// (named name) that is written to a new output (RebakeFile,
+// RebakeObject) and returns them (the defaults for nil) with the budget
+// to write. Such a re-bake cannot be in place, and is refused from a
+// reader that is not pinned to one version: the output is assembled from
+// many reads of f, over HTTP each a request, and only a pinned reader
+// makes them all one version.
+func checkOpenRebake(f *pte.File, name string, opts *RebakeOptions) (*RebakeOptions, *compilespec.Budget, error) {
+	if opts == nil {
+		opts = &RebakeOptions{}
+	}
+	budget, err := checkRebakeOptions(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.InPlace {
+		return nil, nil, newError("", "", fmt.Sprintf("%s is not a local file; an in-place re-bake needs one", name), nil)
+	}
+	if p, ok := f.ReaderAt().(interface{ Pinned() bool }); ok && !p.Pinned() {
+		return nil, nil, newError("", "", fmt.Sprintf("%s is not pinned to one version (the server gives no strong validator): "+
+			"a re-bake from it could mix two versions; open it with httprange.Options.RequirePinned, or download it first", name), nil)
+	}
+	return opts, budget, nil
 }
 
 // rebakeOpen is the re-bake of an open program f into dst, which the caller
@@ -172,14 +185,41 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 		return nil, err
 	}
 
-	segs, err := f.SegmentReaders()
+	segs, wopts, err := rebakeLayout(f, in, opts, prog, res)
 	if err != nil {
-		return nil, fmt.Errorf("export: rebake: %w", err)
+		return nil, err
 	}
-	res.Blobs = countBlobs(prog)
 	if wrap != nil {
 		segs = wrap(segs)
 	}
+	size, err := writeOutput(ctx, dst, f.Size, opts.Progress, func(w *os.File) (int64, error) {
+		// Not Strict: the input was verified above and refused on an
+		// Error, and only its compile specs change.
+		info, err := pte.Write(w, prog, segs, wopts)
+		if err != nil {
+			return 0, err
+		}
+		return info.Size, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("export: rebake: writing %s: %w", out, err)
+	}
+	res.Path = out
+	res.Size = size
+	return res, nil
+}
+
+// rebakeLayout returns the segment sources of f and how a re-bake writes
+// prog (the re-baked program of f) with them: the input's alignment and
+// head room (with a warning in res when no alignment reproduces its
+// layout) unless opts give an alignment, page-congruently. Every re-bake
+// that writes a new object, a file or a store's, lays it out here.
+func rebakeLayout(f *pte.File, in string, opts *RebakeOptions, prog *pte.Program, res *Result) ([]*io.SectionReader, *pte.WriteOptions, error) {
+	segs, err := f.SegmentReaders()
+	if err != nil {
+		return nil, nil, fmt.Errorf("export: rebake: %w", err)
+	}
+	res.Blobs = countBlobs(prog)
 	align, room := opts.SegmentAlignment, uint64(0)
 	if align == 0 {
 		var ok bool
@@ -192,21 +232,7 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 				in, MaxSegmentAlignment, align)})
 		}
 	}
-	size, err := writeOutput(ctx, dst, f.Size, opts.Progress, func(w *os.File) (int64, error) {
-		// Not Strict: the input was verified above and refused on an
-		// Error, and only its compile specs change.
-		info, err := pte.Write(w, prog, segs, &pte.WriteOptions{SegmentAlignment: align, HeadRoom: room, PageCongruent: true, CongruentAnyReader: true, EarlyWriteback: true})
-		if err != nil {
-			return 0, err
-		}
-		return info.Size, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("export: rebake: writing %s: %w", out, err)
-	}
-	res.Path = out
-	res.Size = size
-	return res, nil
+	return segs, &pte.WriteOptions{SegmentAlignment: align, HeadRoom: room, PageCongruent: true, CongruentAnyReader: true, EarlyWriteback: true}, nil
 }
 
 // rebakeProgram verifies f (read from in) and returns the program re-baked

@@ -96,6 +96,11 @@ type Summary struct {
 	// Rewritten bytes of the file where it is; absent otherwise.
 	InPlace   bool   `json:"in_place,omitempty"`
 	Rewritten *int64 `json:"rewritten,omitempty"`
+	// Uploaded and CopiedInStore say, for an output in an object store,
+	// how many bytes were sent to it and how many it copied from the
+	// input on its side; absent for a file.
+	Uploaded      *int64 `json:"uploaded,omitempty"`
+	CopiedInStore *int64 `json:"copied_in_store,omitempty"`
 }
 
 // SummaryMethod is one method of a Summary.
@@ -128,6 +133,10 @@ func (r *Result) Summary() *Summary {
 	if r.InPlace {
 		n := r.Rewritten
 		s.InPlace, s.Rewritten = true, &n
+	}
+	if r.Object {
+		up, cp := r.Uploaded, r.Copied
+		s.Uploaded, s.CopiedInStore = &up, &cp
 	}
 	for _, m := range r.Methods {
 		ms := SummaryMethod{Name: m.Name, Delegates: m.Delegates, PlannedBytes: m.PlannedBytes, Engines: []SummaryEngine{}}

@@ -109,6 +109,16 @@ type Options struct {
 	// whose changes are then detected only as far as a weak validator or
 	// the size shows them.
 	RequirePinned bool
+	// Name, when set, is how String and every error name the object in
+	// place of the redacted URL: an object store location (s3://b/k) read
+	// through a signing Client is named as the user gave it. It must hold
+	// no credential.
+	Name string
+	// AuthHint, when set, replaces what the message of a 401 or 403 tells
+	// the user to do (by default: set EnvBearerToken or an Authorization
+	// header, or renew a presigned URL), for a Client that brings its own
+	// credentials.
+	AuthHint string
 }
 
 // withDefaults returns a copy of o with zero fields set to their defaults

@@ -1,6 +1,7 @@
 package httprange
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"crypto/tls"
@@ -101,7 +102,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
 		target:   u,
 		origHost: u.Host,
 		header:   o.Header.Clone(),
-		redacted: redactURL(u),
+		redacted: cmp.Or(o.Name, redactURL(u)),
 		blocks:   map[int64]*list.Element{},
 	}
 	c := http.Client{}
@@ -147,6 +148,12 @@ func newTransport(o *Options) *http.Transport {
 func (r *Reader) Pinned() bool {
 	return r.etag != "" || r.lastMod != "" || r.whole != nil || r.size == 0
 }
+
+// ETag returns the strong ETag the Reader's reads are pinned to, or ""
+// when the first response gave none (see Pinned). A caller that has the
+// store copy the object (S3's x-amz-copy-source-if-match) pins that copy
+// to the same version with it.
+func (r *Reader) ETag() string { return r.etag }
 
 // Size returns the object's size in bytes.
 func (r *Reader) Size() int64 { return r.size }
@@ -766,8 +773,8 @@ func (r *Reader) statusError(resp *http.Response, off, n int64) error {
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		e.Kind = KindAuth
-		e.Msg = "the server refused the credentials sent; set " + EnvBearerToken + " or pass an Authorization header (" +
-			EnvHeaders + ", --header), or renew an expired presigned URL"
+		e.Msg = cmp.Or(r.opts.AuthHint, "the server refused the credentials sent; set "+EnvBearerToken+" or pass an Authorization header ("+
+			EnvHeaders+", --header), or renew an expired presigned URL")
 	case code == http.StatusNotFound || code == http.StatusGone:
 		e.Kind = KindNotFound
 	case code == http.StatusPreconditionFailed:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ptekit/ptekit/httprange"
+	"github.com/ptekit/ptekit/objstore"
 )
 
 // OpenURLOptions tunes OpenURL. A nil *OpenURLOptions, like the zero
@@ -18,7 +19,9 @@ type OpenURLOptions struct {
 	HTTP httprange.Options
 }
 
-// OpenURL opens the program at an http:// or https:// URL and reads it as
+// OpenURL opens the program at an http:// or https:// URL, or at an
+// s3://bucket/key location (package objstore: the AWS SDK's credential
+// chain, region and endpoint, every request signed), and reads it as
 // Open reads a file, with range requests (see package httprange): opening
 // and listing a program of any size takes a few requests and a few KiB,
 // and payloads are fetched only when read. ctx governs the File's whole
@@ -39,7 +42,7 @@ func OpenURL(ctx context.Context, rawURL string, opts *OpenURLOptions) (*File, e
 	if opts != nil {
 		o = *opts
 	}
-	r, err := httprange.Open(ctx, rawURL, &o.HTTP)
+	r, err := objstore.OpenURL(ctx, rawURL, &o.HTTP)
 	if err != nil {
 		return nil, err
 	}

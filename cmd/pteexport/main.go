@@ -10,7 +10,8 @@
 //	pteexport --from in.pte|URL -o out.pte --weight-streaming-budget-per-engine SIZE|auto [--target-device cuda:N]
 //	          [--header 'Name: value'] [--timeout DURATION]
 //	pteexport --from in.pte --in-place --weight-streaming-budget-per-engine SIZE|auto [--target-device cuda:N]
-//	pteexport --recover in.pte
+//	pteexport --from s3://bucket/in.pte -o s3://bucket/out.pte --weight-streaming-budget-per-engine SIZE|auto
+//	pteexport --recover in.pte|s3://bucket/out.pte
 //
 // --in-place rewrites only the head of in.pte where it is when the re-baked
 // program fits before its segment base (else the whole file is re-baked
@@ -27,6 +28,15 @@
 // --from takes an http:// or https:// URL too: the program is read with
 // range requests and its segments are streamed from the server to the
 // output once (credentials: --header, $PTEKIT_HTTP_BEARER_TOKEN).
+//
+// --from and -o take s3://bucket/key locations (credentials, region and
+// endpoint from the AWS SDK's chain: AWS_PROFILE, AWS_ENDPOINT_URL_S3, ...).
+// An s3:// output is one multipart upload, completed only when the whole
+// program is in place and aborted on failure or interrupt; from an s3://
+// input in the same store it is assembled there: the new head is sent and
+// the segment bytes are copied by the store (UploadPartCopy), so that a
+// re-bake of any size moves a few MiB. --recover s3://bucket/key aborts the
+// unfinished uploads to that key that a killed pteexport left.
 // The manifest schema is documented in package export and docs/manifest.md.
 // The output is never one of the inputs (the manifest, an engine or blob it
 // names; --from's input only for the in-place re-bake -o equal to --from).
@@ -49,11 +59,13 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/httprange"
 	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/internal/jsonerr"
 	"github.com/ptekit/ptekit/internal/progress"
+	"github.com/ptekit/ptekit/objstore"
 	"github.com/ptekit/ptekit/pte"
 	"github.com/spf13/pflag"
 )
@@ -67,8 +79,10 @@ func main() {
 const usage = `Usage:
   pteexport --manifest model.json -o model.pte [options]   build a program from a manifest
   pteexport --from in.pte|URL -o out.pte [options]         re-bake an existing program
+  pteexport --from s3://b/in.pte -o s3://b/out.pte [opts]  re-bake inside an object store
   pteexport --from in.pte --in-place [options]             re-bake it where it is (head only)
   pteexport --recover in.pte                               undo an interrupted --in-place re-bake
+  pteexport --recover s3://b/out.pte                       abort a killed re-bake's upload
   pteexport help                                           show this help
 
 The manifest format is in docs/manifest.md. Exit status: 0 success, 1 failure
@@ -145,8 +159,8 @@ func newFlagSet(c *config) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("pteexport", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.manifest, "manifest", "", "JSON manifest describing the program (see docs/manifest.md)")
-	fs.StringVar(&c.from, "from", "", "existing .pte to re-bake: a file or an http(s) URL")
-	fs.StringVarP(&c.output, "output", "o", "", "output .pte file")
+	fs.StringVar(&c.from, "from", "", "existing .pte to re-bake: a file, an http(s) URL or s3://bucket/key")
+	fs.StringVarP(&c.output, "output", "o", "", "output .pte file, or s3://bucket/key (from an s3:// input, re-baked inside the store)")
 	fs.StringVar(&c.budgetText, "weight-streaming-budget-per-engine", "", `per-engine weight streaming budget: bytes or a size such as "4GiB", "512MiB", "8GB"; "auto" writes no budget (TensorRT's automatic budget)`)
 	fs.StringVar(&c.targetDevice, "target-device", "", `pin target_device (e.g. "cuda:0") on every delegate instead of deriving it from each engine's device`)
 	fs.BoolVar(&c.inline, "inline-delegate-data", false, "store delegate blobs inside the flatbuffer instead of segments (at most 256 MiB in total; built in memory)")
@@ -157,7 +171,7 @@ func newFlagSet(c *config) *pflag.FlagSet {
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "print only errors: no progress, warnings or \"wrote\" line")
 	fs.BoolVar(&c.version, "version", false, "print the version and VCS revision, and exit")
 	fs.BoolVar(&c.inPlace, "in-place", false, "with --from: rewrite only the program's head where it is, when it fits before the segment data (refused while another process has the file open or mapped)")
-	fs.StringVar(&c.recover, "recover", "", "undo an in-place re-bake of this file that a crash interrupted, and exit")
+	fs.StringVar(&c.recover, "recover", "", "undo an in-place re-bake of this file that a crash interrupted, or abort the unfinished uploads to this s3:// key, and exit")
 	fs.BoolVarP(&c.help, "help", "h", false, "show this help")
 	c.in.AddFlags(fs)
 	return fs
@@ -181,6 +195,8 @@ func checkModes(c *config) error {
 		return &usageError{"--manifest and --from cannot be combined"}
 	case c.output == "":
 		return &usageError{"-o/--output is required"}
+	case c.from == "" && objstore.IsS3(c.output):
+		return &usageError{"-o s3://... is for re-bakes (--from); build to a file, then re-bake or upload it"}
 	case c.alignmentSet && c.alignment == 0:
 		return &usageError{"--segment-alignment must be at least 1"}
 	case c.from != "" && c.inline:
@@ -273,6 +289,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case c.version:
 		cli.PrintVersion(stdout, "pteexport")
 		return 0
+	case c.recover != "" && objstore.IsS3(c.recover):
+		return recoverObject(ctx, c.recover, stdout, fail)
 	case c.recover != "":
 		return runRecover(c.recover, stdout, fail)
 	}
@@ -427,6 +445,9 @@ func rebake(ctx context.Context, c *config, progress func(int64, int64)) (*expor
 	if err != nil {
 		return nil, &usageError{err.Error()}
 	}
+	if objstore.IsS3(c.output) {
+		return rebakeObject(ctx, c, opener, opts)
+	}
 	if !input.IsURL(c.from) {
 		opts.Open = &opener.ProgramOptions
 		res, err := export.RebakeContext(ctx, c.from, c.output, opts)
@@ -441,6 +462,58 @@ func rebake(ctx context.Context, c *config, progress func(int64, int64)) (*expor
 	}
 	defer f.Close()
 	return export.RebakeFile(ctx, f, input.Display(c.from), c.output, opts)
+}
+
+// rebakeObject is a re-bake whose output is an s3:// object: assembled in
+// the store when the input is an object too, else streamed to it.
+func rebakeObject(ctx context.Context, c *config, opener *input.Opener, opts *export.RebakeOptions) (*export.Result, error) {
+	dst, err := objstore.Parse(c.output)
+	if err != nil {
+		return nil, &usageError{"-o: " + err.Error()}
+	}
+	st, err := objstore.New(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	opener.HTTP.RequirePinned = true
+	f, err := opener.Program(ctx, c.from)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var src *objstore.Source
+	if objstore.IsS3(c.from) {
+		loc, err := objstore.Parse(c.from)
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := f.ReaderAt().(*httprange.Reader); ok {
+			src = &objstore.Source{Location: loc, Reader: r}
+		}
+	}
+	return export.RebakeObject(ctx, f, input.Display(c.from), st, src, dst, opts)
+}
+
+// recoverObject is --recover s3://bucket/key: abort the multipart uploads
+// to that key that a killed pteexport left.
+func recoverObject(ctx context.Context, name string, stdout io.Writer, fail func(string, error)) int {
+	loc, err := objstore.Parse(name)
+	if err == nil {
+		var st *objstore.Store
+		if st, err = objstore.New(ctx, nil); err == nil {
+			var n int
+			if n, err = st.AbortOrphans(ctx, loc); err == nil {
+				if n == 0 {
+					fmt.Fprintf(stdout, "%s: no unfinished upload to abort\n", loc)
+				} else {
+					fmt.Fprintf(stdout, "recovered %s: aborted %s\n", loc, cli.Count(n, "unfinished multipart upload"))
+				}
+				return 0
+			}
+		}
+	}
+	fail(cli.Message(err), err)
+	return 1
 }
 
 // wantsJSON reports whether args ask for --json, before they are parsed.

@@ -27,12 +27,13 @@ var allowed = map[string][]string{
 	"internal/fbs/":        {},
 	"internal/fbverify":    {},
 	"httprange":            {},
+	"objstore":             {"httprange", "internal/quote"},
 	"internal/atomicfile":  {},
 	"internal/undorecord":  {},
 	"internal/inplace":     {"internal/atomicfile", "internal/undorecord"},
 	"internal/quote":       {},
 	"internal/jsontree":    {},
-	"pte":                  {"internal/fbs/", "internal/fbverify", "httprange", "internal/atomicfile", "internal/quote"},
+	"pte":                  {"internal/fbs/", "internal/fbverify", "httprange", "objstore", "internal/atomicfile", "internal/quote"},
 	"ptd":                  {"pte", "internal/fbs/", "internal/fbverify", "internal/atomicfile", "internal/quote"},
 	"compilespec":          {"pte", "internal/quote", "internal/size"},
 	"delegate":             {"internal/jsontree", "internal/quote"},
@@ -40,8 +41,8 @@ var allowed = map[string][]string{
 	"check":                {"pte", "compilespec", "delegate", "internal/quote"},
 	"internal/jsonerr":     {"pte", "ptd", "executor"},
 	"inspect":              {"pte", "ptd", "compilespec", "delegate", "executor", "check", "internal/jsonerr", "internal/jsontree", "internal/quote"},
-	"export":               {"pte", "compilespec", "delegate", "check", "internal/atomicfile", "internal/inplace", "internal/undorecord", "internal/jsontree", "internal/quote"},
-	"internal/input":       {"pte", "ptd", "compilespec", "httprange", "internal/atomicfile", "internal/undorecord"},
+	"export":               {"pte", "compilespec", "delegate", "check", "objstore", "internal/atomicfile", "internal/inplace", "internal/undorecord", "internal/jsontree", "internal/quote"},
+	"internal/input":       {"pte", "ptd", "compilespec", "httprange", "objstore", "internal/atomicfile", "internal/undorecord"},
 	"internal/cli":         {},
 	"internal/progress":    {"internal/size"},
 	"internal/size":        {"internal/quote"},
@@ -50,6 +51,7 @@ var allowed = map[string][]string{
 	"cmd/":                 {anything},
 	"internal/testkit":     {anything},
 	"internal/testprog":    {anything},
+	"internal/s3test":      {anything},
 	"internal/conformtree": {anything},
 	"internal/archtest":    {},
 }
@@ -60,7 +62,7 @@ var allowed = map[string][]string{
 var fbsUsers = []string{"pte", "ptd", "internal/fbs/"}
 
 // testOnly are imported by tests only.
-var testOnly = []string{"internal/testkit", "internal/testprog", "internal/conformtree"}
+var testOnly = []string{"internal/testkit", "internal/testprog", "internal/conformtree", "internal/s3test"}
 
 // match reports whether package rel is named by pattern (a name, or a
 // prefix ending in "/").

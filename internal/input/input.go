@@ -23,6 +23,7 @@ import (
 	"github.com/ptekit/ptekit/httprange"
 	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/internal/undorecord"
+	"github.com/ptekit/ptekit/objstore"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -187,14 +188,17 @@ func (e *TimeoutError) Error() string { return fmt.Sprintf("--timeout %s passed"
 // Is makes a TimeoutError match context.DeadlineExceeded.
 func (e *TimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
-// IsURL reports whether name is an http:// or https:// URL rather than a
-// path.
-func IsURL(name string) bool { return httprange.IsURL(name) }
+// IsURL reports whether name is an http:// or https:// URL or an
+// s3://bucket/key location rather than a path.
+func IsURL(name string) bool { return httprange.IsURL(name) || objstore.IsS3(name) }
 
 // Display returns name as messages and documents may show it: a URL
 // without user information, query and fragment (presigned URLs carry
 // credentials there), anything else as it is.
 func Display(name string) string {
+	if objstore.IsS3(name) {
+		return name // no credential goes in an s3:// location
+	}
 	if IsURL(name) {
 		return httprange.Redact(name)
 	}
@@ -266,7 +270,7 @@ func (s *Source) Close() error {
 func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
 	switch {
 	case IsURL(name):
-		r, err := httprange.Open(ctx, name, &o.HTTP)
+		r, err := objstore.OpenURL(ctx, name, &o.HTTP)
 		if err != nil {
 			return nil, err
 		}

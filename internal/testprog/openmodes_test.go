@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,7 +23,9 @@ import (
 	"github.com/ptekit/ptekit/executor"
 	"github.com/ptekit/ptekit/export"
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/s3test"
 	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/objstore"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -46,6 +49,13 @@ var openModes = []struct {
 	}},
 }
 
+// objectServer is the store export.RebakeObject writes to, and
+// objectKeys numbers its outputs.
+var (
+	objectServer *s3test.Server
+	objectKeys   atomic.Int64
+)
+
 // fileFunctions are the public functions of the library that take a
 // *pte.File, each as "package.Name" with what it answers, as text: an
 // error's message, else its result in JSON (a re-bake: the bytes written).
@@ -60,6 +70,22 @@ var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 		data, err := os.ReadFile(out)
 		require.NoError(t, err)
 		res.Path = "" // a temporary name
+		return answer(res, nil) + fmt.Sprintf("%x", data)
+	},
+	"export.RebakeObject": func(t *testing.T, f *pte.File) string {
+		// Streamed to the test store that TestEveryWayOfOpeningAnswersAlike
+		// starts (RebakeObject assembles in the store only from an object).
+		st, err := objstore.New(context.Background(), nil)
+		require.NoError(t, err)
+		key := fmt.Sprintf("out/%d.pte", objectKeys.Add(1))
+		res, err := export.RebakeObject(context.Background(), f, "in.pte", st, nil, objstore.Location{Bucket: "rebaked", Key: key},
+			&export.RebakeOptions{WeightStreamingBudget: BudgetPtr(5 << 20)})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		data, err := objectServer.Get("rebaked", key)
+		require.NoError(t, err)
+		res.Path, res.Object, res.Uploaded = "", false, 0 // as RebakeFile's
 		return answer(res, nil) + fmt.Sprintf("%x", data)
 	},
 	"check.Program": func(_ *testing.T, f *pte.File) string { return answer(check.Program(f)) },
@@ -170,6 +196,9 @@ func answer(v any, err error) string {
 // read Program.ExecutionPlan, which LazyPlans leaves nil, and refused a
 // lazily opened program as having no TensorRT delegate.
 func TestEveryWayOfOpeningAnswersAlike(t *testing.T) {
+	objectServer = s3test.Start(t)
+	objectServer.Setenv(t)
+	objectServer.Bucket(t, "rebaked")
 	tmp := t.TempDir()
 	paths := map[string]string{}
 	built, err := Build()

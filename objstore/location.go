@@ -1,0 +1,83 @@
+package objstore
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ptekit/ptekit/internal/quote"
+)
+
+// Scheme is the prefix of an object store location.
+const Scheme = "s3://"
+
+// Location is an object in a bucket.
+type Location struct {
+	// Bucket is the bucket's name.
+	Bucket string
+	// Key is the object's key: everything after the bucket and its slash,
+	// as given (no escaping or cleaning).
+	Key string
+}
+
+// IsS3 reports whether s is an s3:// location rather than a path or an
+// http(s) URL (the scheme is matched without regard to case).
+func IsS3(s string) bool {
+	return len(s) >= len(Scheme) && strings.EqualFold(s[:len(Scheme)], Scheme)
+}
+
+// LocationError reports an s3:// location that cannot name an object.
+type LocationError struct {
+	// Location is the location as given, quoted.
+	Location string
+	// Msg says what is wrong.
+	Msg string
+}
+
+// Error says which location is wrong and how.
+func (e *LocationError) Error() string {
+	return fmt.Sprintf("objstore: %s: %s", e.Location, e.Msg)
+}
+
+// Parse reads s3://bucket/key. The bucket must be a DNS-style name of 3 to
+// 63 characters (lower-case letters, digits, dots and hyphens, as S3 and
+// its compatible stores accept); the key must not be empty, may hold any
+// byte but NUL and control characters, and is at most 1024 bytes (S3's
+// limit).
+func Parse(s string) (Location, error) {
+	if !IsS3(s) {
+		return Location{}, &LocationError{quote.String(s), "not an s3://bucket/key location"}
+	}
+	bucket, key, ok := strings.Cut(s[len(Scheme):], "/")
+	if !ok || key == "" {
+		return Location{}, &LocationError{quote.String(s), "no object key after the bucket (want s3://bucket/key)"}
+	}
+	if err := checkBucket(bucket); err != "" {
+		return Location{}, &LocationError{quote.String(s), err}
+	}
+	if len(key) > 1024 {
+		return Location{}, &LocationError{quote.String(s), fmt.Sprintf("the key is %d bytes, more than S3's 1024", len(key))}
+	}
+	for _, c := range []byte(key) {
+		if c < 0x20 || c == 0x7f {
+			return Location{}, &LocationError{quote.String(s), "the key holds a control character"}
+		}
+	}
+	return Location{Bucket: bucket, Key: key}, nil
+}
+
+// checkBucket returns what is wrong with a bucket name, or "".
+func checkBucket(b string) string {
+	if len(b) < 3 || len(b) > 63 {
+		return fmt.Sprintf("the bucket name is %d characters; S3 wants 3 to 63", len(b))
+	}
+	for i, c := range []byte(b) {
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || (c == '.' || c == '-') && i > 0 && i < len(b)-1
+		if !ok {
+			return "the bucket name may hold only lower-case letters, digits, and inner dots and hyphens"
+		}
+	}
+	return ""
+}
+
+// String returns the location as s3://bucket/key.
+func (l Location) String() string { return Scheme + l.Bucket + "/" + l.Key }

@@ -1,0 +1,503 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/ptekit/ptekit/httprange"
+)
+
+// S3's limits on multipart uploads.
+const (
+	// MinPartSize is the smallest part but the last.
+	MinPartSize = 5 << 20
+	// MaxPartSize is the largest part, uploaded or copied.
+	MaxPartSize = 5 << 30
+	// MaxParts is the most parts of one upload.
+	MaxParts = 10000
+)
+
+// DefaultPartSize is the size of the parts Upload sends while it streams.
+const DefaultPartSize = 8 << 20
+
+// abortTimeout bounds an abort made after the caller's context is done.
+const abortTimeout = 30 * time.Second
+
+// UploadOptions tunes Create.
+type UploadOptions struct {
+	// NoOverwrite refuses a key that holds an object: before the upload
+	// starts (the error wraps fs.ErrExist), and again when it completes
+	// (If-None-Match), so that a writer racing this one is not replaced.
+	NoOverwrite bool
+	// SizeHint is the expected size of the object, which sizes the parts
+	// so that they stay under MaxParts; 0 means DefaultPartSize parts
+	// (up to 80 GB).
+	SizeHint int64
+}
+
+// Upload is an object being written at a key as a multipart upload: the
+// key shows nothing until Commit completes the upload, and Abort (or a
+// failed Commit) discards the parts. After a crash, Orphans finds the
+// upload and AbortOrphans removes it.
+type Upload struct {
+	client   *s3.Client
+	loc      Location
+	id       string
+	ctx      context.Context
+	noOver   bool
+	partSize int
+
+	buf   []byte
+	parts []types.CompletedPart
+	size  int64
+	done  bool
+
+	// sent counts the body bytes sent (parts uploaded), copied the bytes
+	// the store copied on its side.
+	sent, copied atomic.Int64
+}
+
+// StoreError is a failed request to the store, with the operation, the
+// location and the store's error code; it holds no credential.
+type StoreError struct {
+	// Op is the S3 operation, such as "UploadPartCopy".
+	Op string
+	// Location is the object the request was about.
+	Location string
+	// Status is the HTTP status (0 when no answer came).
+	Status int
+	// Code is the store's error code ("AccessDenied", "NotImplemented"),
+	// or "".
+	Code string
+	// Err is the underlying error.
+	Err error
+}
+
+// Error says which operation on which object failed, and how.
+func (e *StoreError) Error() string {
+	what := e.Code
+	if what == "" && e.Status != 0 {
+		what = fmt.Sprintf("HTTP %d", e.Status)
+	}
+	if what == "" {
+		what = e.Err.Error()
+	} else if e.Status != 0 && e.Code != "" {
+		what = fmt.Sprintf("%s (HTTP %d)", e.Code, e.Status)
+	}
+	return fmt.Sprintf("objstore: %s %s: %s", e.Op, e.Location, what)
+}
+
+// Unwrap returns the underlying error.
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// storeError turns an SDK error into a *StoreError. The SDK's own text
+// names the operation, status, request id and the store's message; only
+// the code and status are kept, so that nothing a store echoes (some
+// echo the string to sign of a refused signature) reaches a message.
+func storeError(op string, loc Location, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := &StoreError{Op: op, Location: loc.String(), Err: err}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		e.Code = api.ErrorCode()
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		e.Status = re.HTTPStatusCode()
+	}
+	if e.Code == "" && e.Status == 0 {
+		// No answer: a network error or the context. Keep the cause (a
+		// context's, or the connection's), not the SDK's wrapping.
+		var cause error = err
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			cause = context.Canceled
+			if errors.Is(err, context.DeadlineExceeded) {
+				cause = context.DeadlineExceeded
+			}
+		}
+		e.Err = cause
+	} else {
+		e.Err = errors.New(e.Code)
+	}
+	return e
+}
+
+// Create starts a multipart upload of loc. ctx governs every request of
+// the Upload but Abort's.
+func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (*Upload, error) {
+	var o UploadOptions
+	if opts != nil {
+		o = *opts
+	}
+	if err := s.checkCredentials(ctx, loc); err != nil {
+		return nil, err
+	}
+	c := s.Client(ctx, loc.Bucket)
+	if o.NoOverwrite {
+		_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &loc.Bucket, Key: &loc.Key})
+		if err == nil {
+			return nil, fmt.Errorf("objstore: %s: %w (use --force to replace it)", loc, fs.ErrExist)
+		}
+		var re *smithyhttp.ResponseError
+		if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusNotFound {
+			return nil, storeError("HeadObject", loc, err)
+		}
+	}
+	out, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key,
+		ContentType: aws.String("application/octet-stream")})
+	if err != nil {
+		return nil, storeError("CreateMultipartUpload", loc, err)
+	}
+	ps := DefaultPartSize
+	if o.SizeHint > 0 {
+		ps = max(ps, int((o.SizeHint+MaxParts/2-1)/(MaxParts/2)))
+	}
+	return &Upload{client: c, loc: loc, id: aws.ToString(out.UploadId), ctx: ctx, noOver: o.NoOverwrite, partSize: ps}, nil
+}
+
+// Location returns where the Upload writes.
+func (u *Upload) Location() Location { return u.loc }
+
+// Moved returns the bytes sent to the store so far and the bytes it
+// copied on its side.
+func (u *Upload) Moved() (sent, copied int64) { return u.sent.Load(), u.copied.Load() }
+
+// Write buffers p and sends each full part.
+func (u *Upload) Write(p []byte) (int, error) {
+	if u.done {
+		return 0, fmt.Errorf("objstore: %s: write after the upload ended", u.loc)
+	}
+	n := len(p)
+	for len(p) > 0 {
+		k := min(len(p), u.partSize-len(u.buf))
+		u.buf = append(u.buf, p[:k]...)
+		p = p[k:]
+		if len(u.buf) == u.partSize {
+			if err := u.flush(); err != nil {
+				return n - len(p) - k, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// flush sends the buffered bytes as a part.
+func (u *Upload) flush() error {
+	if len(u.buf) == 0 {
+		return nil
+	}
+	if len(u.parts) >= MaxParts {
+		return fmt.Errorf("objstore: %s: more than %d parts", u.loc, MaxParts)
+	}
+	num := int32(len(u.parts) + 1)
+	out, err := u.client.UploadPart(u.ctx, &s3.UploadPartInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key, UploadId: &u.id,
+		PartNumber: aws.Int32(num), Body: &sliceReader{b: u.buf}, ContentLength: aws.Int64(int64(len(u.buf)))})
+	if err != nil {
+		return storeError("UploadPart", u.loc, err)
+	}
+	u.sent.Add(int64(len(u.buf)))
+	u.size += int64(len(u.buf))
+	u.parts = append(u.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
+	u.buf = u.buf[:0]
+	return nil
+}
+
+// sliceReader is a seekable reader over a part's bytes (the SDK rewinds a
+// body to retry it).
+type sliceReader struct {
+	b   []byte
+	off int
+}
+
+func (r *sliceReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (r *sliceReader) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		off += int64(r.off)
+	case io.SeekEnd:
+		off += int64(len(r.b))
+	}
+	if off < 0 || off > int64(len(r.b)) {
+		return 0, errors.New("objstore: seek out of range")
+	}
+	r.off = int(off)
+	return off, nil
+}
+
+// Source is an object the store copies ranges of (UploadPartCopy): its
+// location, its reader (for the bytes a part must hold that cannot be
+// copied) and the ETag that pins both.
+type Source struct {
+	Location Location
+	Reader   *httprange.Reader
+}
+
+// Piece is a run of bytes of an object being assembled: Data, or when
+// Data is nil the Len bytes of the source at Off.
+type Piece struct {
+	Data     []byte
+	Off, Len int64
+}
+
+// CopyRefusedError reports a store that refused to copy a range on its
+// side; Assemble then sends the bytes itself.
+type CopyRefusedError struct{ Err error }
+
+// Error says what was refused.
+func (e *CopyRefusedError) Error() string {
+	return fmt.Sprintf("the store refused a server-side copy (%v); sending the bytes instead", e.Err)
+}
+
+// Unwrap returns the store's error.
+func (e *CopyRefusedError) Unwrap() error { return e.Err }
+
+// Assemble writes pieces, in order, as the whole object: literal bytes
+// are sent, source ranges copied by the store (UploadPartCopy with
+// x-amz-copy-source-range and x-amz-copy-source-if-match, so that a
+// source replaced meanwhile fails the copy), except where S3's minimum
+// part size needs bytes of a range to fill a part that holds literal
+// bytes: those are read from src. What crosses the network is the
+// literal bytes plus at most MinPartSize per literal run. When the store
+// refuses a copy (NotImplemented, or an error that says copies are not
+// allowed), the rest is streamed through src, and refused (when non-nil)
+// is told once. Nothing is visible at the key until Commit.
+func (u *Upload) Assemble(src *Source, pieces []Piece, refused func(error)) error {
+	if src.Reader.ETag() == "" {
+		return fmt.Errorf("objstore: %s has no strong ETag to pin a copy to", src.Location)
+	}
+	stream := false
+	for i, p := range pieces {
+		if p.Data != nil {
+			if _, err := u.Write(p.Data); err != nil {
+				return err
+			}
+			continue
+		}
+		off, n := p.Off, p.Len
+		last := i == len(pieces)-1
+		if len(u.buf) > 0 && len(u.buf) < MinPartSize {
+			take := min(n, int64(MinPartSize-len(u.buf)))
+			if err := u.readFrom(src, off, take); err != nil {
+				return err
+			}
+			off, n = off+take, n-take
+		}
+		if n == 0 {
+			continue
+		}
+		if stream || (n < MinPartSize && !last) {
+			if err := u.readFrom(src, off, n); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := u.flush(); err != nil {
+			return err
+		}
+		err := u.copyRange(src, off, n)
+		var cr *CopyRefusedError
+		if errors.As(err, &cr) {
+			if refused != nil {
+				refused(err)
+			}
+			stream = true
+			err = u.readFrom(src, off, n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFrom writes n bytes of src at off through the part buffer.
+func (u *Upload) readFrom(src *Source, off, n int64) error {
+	chunk := make([]byte, min(n, int64(u.partSize)))
+	for n > 0 {
+		k := min(n, int64(len(chunk)))
+		if _, err := src.Reader.ReadAtContext(u.ctx, chunk[:k], off); err != nil {
+			return err
+		}
+		if _, err := u.Write(chunk[:k]); err != nil {
+			return err
+		}
+		off, n = off+k, n-k
+	}
+	return nil
+}
+
+// copyRange has the store copy n bytes of src at off as parts of at most
+// MaxPartSize (and at least MinPartSize, but for a short last one).
+func (u *Upload) copyRange(src *Source, off, n int64) error {
+	count := (n + MaxPartSize - 1) / MaxPartSize
+	size := (n + count - 1) / count
+	if len(u.parts)+int(count) > MaxParts {
+		return fmt.Errorf("objstore: %s: more than %d parts", u.loc, MaxParts)
+	}
+	source := src.Location.Bucket + "/" + escapeKey(src.Location.Key)
+	for n > 0 {
+		k := min(n, size)
+		num := int32(len(u.parts) + 1)
+		out, err := u.client.UploadPartCopy(u.ctx, &s3.UploadPartCopyInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key, UploadId: &u.id,
+			PartNumber: aws.Int32(num), CopySource: aws.String(source), CopySourceIfMatch: aws.String(src.Reader.ETag()),
+			CopySourceRange: aws.String("bytes=" + strconv.FormatInt(off, 10) + "-" + strconv.FormatInt(off+k-1, 10))})
+		if err != nil {
+			se := storeError("UploadPartCopy", u.loc, err).(*StoreError)
+			if se.Code == "NotImplemented" || se.Status == http.StatusNotImplemented || se.Code == "MethodNotAllowed" {
+				return &CopyRefusedError{Err: se}
+			}
+			if se.Status == http.StatusPreconditionFailed {
+				return fmt.Errorf("objstore: %s changed while it was re-baked (its ETag no longer matches): %w", src.Location,
+					&httprange.Error{Kind: httprange.KindChanged, URL: src.Location.String(), Err: se})
+			}
+			return se
+		}
+		etag := out.CopyPartResult.ETag
+		u.parts = append(u.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(num)})
+		u.copied.Add(k)
+		u.size += k
+		off, n = off+k, n-k
+	}
+	return nil
+}
+
+// escapeKey escapes a key for x-amz-copy-source (a URL path), as
+// ObjectURL escapes it.
+func escapeKey(k string) string {
+	segs := strings.Split(k, "/")
+	for i, seg := range segs {
+		segs[i] = escapeSegment(seg)
+	}
+	return strings.Join(segs, "/")
+}
+
+// Commit sends the last part and completes the upload: the object
+// appears at the key, whole. On failure the upload is aborted.
+func (u *Upload) Commit() error {
+	if u.done {
+		return fmt.Errorf("objstore: %s: the upload already ended", u.loc)
+	}
+	if len(u.parts) == 0 && len(u.buf) == 0 {
+		// An empty object: S3 wants at least one part.
+		if err := u.flushEmpty(); err != nil {
+			u.Abort()
+			return err
+		}
+	}
+	if err := u.flush(); err != nil {
+		u.Abort()
+		return err
+	}
+	in := &s3.CompleteMultipartUploadInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key, UploadId: &u.id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: u.parts}}
+	if u.noOver {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if _, err := u.client.CompleteMultipartUpload(u.ctx, in); err != nil {
+		u.Abort()
+		se := storeError("CompleteMultipartUpload", u.loc, err).(*StoreError)
+		if se.Status == http.StatusPreconditionFailed {
+			return fmt.Errorf("objstore: %s: %w (another writer created it meanwhile)", u.loc, fs.ErrExist)
+		}
+		return se
+	}
+	u.done = true
+	return nil
+}
+
+func (u *Upload) flushEmpty() error {
+	out, err := u.client.UploadPart(u.ctx, &s3.UploadPartInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key, UploadId: &u.id,
+		PartNumber: aws.Int32(1), Body: &sliceReader{}, ContentLength: aws.Int64(0)})
+	if err != nil {
+		return storeError("UploadPart", u.loc, err)
+	}
+	u.parts = append(u.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(1)})
+	return nil
+}
+
+// Abort discards the upload and its parts; after Commit, or a second
+// time, it does nothing. It runs under its own time limit, not the
+// Upload's context, so that an interrupted write still cleans up.
+func (u *Upload) Abort() error {
+	if u.done {
+		return nil
+	}
+	u.done = true
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), abortTimeout)
+	defer cancel()
+	_, err := u.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key, UploadId: &u.id})
+	return storeError("AbortMultipartUpload", u.loc, err)
+}
+
+// Orphan is a multipart upload in progress.
+type Orphan struct {
+	// ID is the upload's id.
+	ID string
+	// Initiated is when it started.
+	Initiated time.Time
+}
+
+// Orphans lists the multipart uploads in progress for exactly loc's key:
+// what a killed writer leaves (storage is billed for its parts).
+func (s *Store) Orphans(ctx context.Context, loc Location) ([]Orphan, error) {
+	c := s.Client(ctx, loc.Bucket)
+	var found []Orphan
+	in := &s3.ListMultipartUploadsInput{Bucket: &loc.Bucket, Prefix: &loc.Key}
+	for range 1000 {
+		out, err := c.ListMultipartUploads(ctx, in)
+		if err != nil {
+			return nil, storeError("ListMultipartUploads", loc, err)
+		}
+		for _, up := range out.Uploads {
+			if aws.ToString(up.Key) == loc.Key {
+				found = append(found, Orphan{ID: aws.ToString(up.UploadId), Initiated: aws.ToTime(up.Initiated)})
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+	return found, nil
+}
+
+// AbortOrphans aborts every multipart upload in progress for loc's key
+// and returns how many there were.
+func (s *Store) AbortOrphans(ctx context.Context, loc Location) (int, error) {
+	list, err := s.Orphans(ctx, loc)
+	if err != nil {
+		return 0, err
+	}
+	c := s.Client(ctx, loc.Bucket)
+	for _, o := range list {
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key, UploadId: aws.String(o.ID)}); err != nil {
+			return 0, storeError("AbortMultipartUpload", loc, err)
+		}
+	}
+	return len(list), nil
+}
