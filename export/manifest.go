@@ -101,17 +101,117 @@ func ParseManifest(data []byte, baseDir string) (*Manifest, error) {
 	if len(data) > maxManifestSize {
 		return nil, &ManifestError{Msg: fmt.Sprintf("manifest is larger than %d bytes", maxManifestSize)}
 	}
-	root, err := parseJSON(data)
+	t, err := parseJSON(data)
 	if err != nil {
 		return nil, err
 	}
-	c := &manifestReader{data: data, baseDir: baseDir}
-	return c.manifest(root)
+	c := &manifestReader{data: data, baseDir: baseDir, t: t}
+	return c.manifest(t.root())
 }
 
-// jval is a parsed JSON value (internal/jsontree): its kind, the offset
-// of its first byte, object members in order with their offsets.
+// jval is a JSON value parsed by the decoder-based parser (jsonParser),
+// which reports the errors of text the scanner gives up on.
 type jval = jsontree.Value
+
+// mtree is a parsed manifest: every JSON value in one slice (children
+// before their container, as jsontree.Build makes them), the elements and
+// members of every container in another, and member names interned, so
+// that a manifest of many engines takes about 44 bytes per JSON value where
+// a tree of jsontree.Values takes about 120. It is dropped once the
+// manifest is converted.
+type mtree struct {
+	nodes []mval
+	mems  []mmember
+	names []string          // member names by id
+	ids   map[string]uint32 // the id of each member name
+}
+
+// mval is one JSON value of an mtree.
+type mval struct {
+	// Text is a number's literal text or a string's decoded value.
+	Text string
+	// Off is the offset of the value's first byte in the manifest (at
+	// most maxManifestSize).
+	Off int32
+	// first and n are the value's elements or members: mems[first:first+n].
+	first, n uint32
+	Kind     jsontree.Kind
+	Bool     bool
+}
+
+// mmember is an element of an array (name noName) or a member of an
+// object: its name's id, the offset of the name and the value's index.
+type mmember struct {
+	name, off, val uint32
+}
+
+// noName is the name id of an array's elements.
+const noName = ^uint32(0)
+
+// newTree returns an empty tree with room for the values and member names
+// data holds if it is JSON (jsontree.Bounds).
+func newTree(data []byte) *mtree {
+	values, _ := jsontree.Bounds(data)
+	values = min(values, len(data)/2+1) // a value and its separator take two bytes
+	return &mtree{nodes: make([]mval, 0, values), mems: make([]mmember, 0, max(values-1, 0)), ids: map[string]uint32{}}
+}
+
+// Scalar, Array and Object make t's values as jsontree.Build reads them
+// (t is a jsontree.Builder): a value is its index in t.nodes.
+func (t *mtree) Scalar(kind jsontree.Kind, off int, text string, b bool) uint32 {
+	t.nodes = append(t.nodes, mval{Kind: kind, Off: int32(off), Text: text, Bool: b})
+	return uint32(len(t.nodes) - 1)
+}
+
+func (t *mtree) Array(off int, elems []uint32) uint32 {
+	first := len(t.mems)
+	for _, e := range elems {
+		t.mems = append(t.mems, mmember{name: noName, val: e})
+	}
+	t.nodes = append(t.nodes, mval{Kind: jsontree.Array, Off: int32(off), first: uint32(first), n: uint32(len(elems))})
+	return uint32(len(t.nodes) - 1)
+}
+
+func (t *mtree) Object(off int, keys []string, keyOffs []int, elems []uint32) uint32 {
+	first := len(t.mems)
+	for i, e := range elems {
+		id, ok := t.ids[keys[i]]
+		if !ok {
+			id = uint32(len(t.names))
+			t.names = append(t.names, keys[i])
+			t.ids[keys[i]] = id
+		}
+		t.mems = append(t.mems, mmember{name: id, off: uint32(keyOffs[i]), val: e})
+	}
+	t.nodes = append(t.nodes, mval{Kind: jsontree.Object, Off: int32(off), first: uint32(first), n: uint32(len(elems))})
+	return uint32(len(t.nodes) - 1)
+}
+
+// add adds v and everything in it to t, in the order jsontree.Build
+// would, and returns its index.
+func (t *mtree) add(v *jval) uint32 {
+	switch v.Kind {
+	case jsontree.Array, jsontree.Object:
+		elems := make([]uint32, len(v.Elems))
+		for i, e := range v.Elems {
+			elems[i] = t.add(e)
+		}
+		if v.Kind == jsontree.Array {
+			return t.Array(v.Off, elems)
+		}
+		return t.Object(v.Off, v.Keys, v.KeyOffs, elems)
+	}
+	return t.Scalar(v.Kind, v.Off, v.Text, v.Bool)
+}
+
+// root is the tree's outermost value, made last.
+func (t *mtree) root() *mval { return &t.nodes[len(t.nodes)-1] }
+
+// items returns the elements or members of container v.
+func (t *mtree) items(v *mval) []mmember { return t.mems[v.first : v.first+v.n] }
+
+// at returns value i.
+func (t *mtree) at(i uint32) *mval { return &t.nodes[i] }
 
 // jsonParser builds jvals from the tokens of a json.Decoder, recording
 // where each value starts.
@@ -120,9 +220,9 @@ type jsonParser struct {
 	d    *json.Decoder
 }
 
-func parseJSON(data []byte) (*jval, error) {
-	if v, ok := scanJSON(data); ok {
-		return v, nil
+func parseJSON(data []byte) (*mtree, error) {
+	if t, ok := scanJSON(data); ok {
+		return t, nil
 	}
 	p := &jsonParser{data: data, d: json.NewDecoder(bytes.NewReader(data))}
 	p.d.UseNumber()
@@ -137,7 +237,9 @@ func parseJSON(data []byte) (*jval, error) {
 		line, col := lineCol(data, p.next())
 		return nil, &ManifestError{Line: line, Col: col, Msg: "unexpected data after the JSON object"}
 	}
-	return v, nil
+	t := newTree(data)
+	t.add(v)
+	return t, nil
 }
 
 // next returns the offset of the next token: the decoder's offset past
@@ -238,6 +340,7 @@ func lineCol(data []byte, off int64) (int, int) {
 type manifestReader struct {
 	data    []byte
 	baseDir string
+	t       *mtree
 }
 
 // jobj is an object whose member names were checked, with its path.
@@ -245,10 +348,11 @@ type manifestReader struct {
 // more than the rest of reading a manifest of many engines.
 type jobj struct {
 	path string
-	v    *jval
+	v    *mval
+	t    *mtree
 }
 
-func (r *manifestReader) fail(v *jval, path, format string, args ...any) *ManifestError {
+func (r *manifestReader) fail(v *mval, path, format string, args ...any) *ManifestError {
 	e := &ManifestError{Field: path, Msg: fmt.Sprintf(format, args...)}
 	if v != nil {
 		e.Line, e.Col = lineCol(r.data, int64(v.Off))
@@ -256,23 +360,23 @@ func (r *manifestReader) fail(v *jval, path, format string, args ...any) *Manife
 	return e
 }
 
-func (r *manifestReader) wrongType(v *jval, path, want string) *ManifestError {
+func (r *manifestReader) wrongType(v *mval, path, want string) *ManifestError {
 	return r.fail(v, path, "wrong JSON type: want %s, found %s", want, v.Kind)
 }
 
 // object checks that v is an object whose members are all in allowed.
-func (r *manifestReader) object(v *jval, path string, allowed ...string) (jobj, error) {
+func (r *manifestReader) object(v *mval, path string, allowed ...string) (jobj, error) {
 	if v.Kind != jsontree.Object {
 		return jobj{}, r.wrongType(v, path, "an object")
 	}
-	for i, k := range v.Keys {
-		if !slices.Contains(allowed, k) {
-			line, col := lineCol(r.data, int64(v.KeyOffs[i]))
+	for _, m := range r.t.items(v) {
+		if k := r.t.names[m.name]; !slices.Contains(allowed, k) {
+			line, col := lineCol(r.data, int64(m.off))
 			return jobj{}, &ManifestError{Field: join(path, k), Line: line, Col: col,
 				Msg: fmt.Sprintf("unknown member %s (known: %s)", quote.String(k), strings.Join(allowed, ", "))}
 		}
 	}
-	return jobj{path: path, v: v}, nil
+	return jobj{path: path, v: v, t: r.t}, nil
 }
 
 func join(path, key string) string {
@@ -283,10 +387,10 @@ func join(path, key string) string {
 }
 
 // get returns member k, nil when it is absent or null.
-func (o jobj) get(k string) *jval {
-	for i, key := range o.v.Keys {
-		if key == k {
-			if v := o.v.Elems[i]; v.Kind != jsontree.Null {
+func (o jobj) get(k string) *mval {
+	for _, m := range o.t.items(o.v) {
+		if o.t.names[m.name] == k {
+			if v := o.t.at(m.val); v.Kind != jsontree.Null {
 				return v
 			}
 			return nil
@@ -323,7 +427,7 @@ func (r *manifestReader) boolean(o jobj, k string) (bool, error) {
 }
 
 // integer reads v as a whole number in [lo, hi].
-func (r *manifestReader) integer(v *jval, path string, lo, hi int64) (int64, error) {
+func (r *manifestReader) integer(v *mval, path string, lo, hi int64) (int64, error) {
 	if v.Kind != jsontree.Number {
 		return 0, r.wrongType(v, path, "an integer")
 	}
@@ -334,8 +438,9 @@ func (r *manifestReader) integer(v *jval, path string, lo, hi int64) (int64, err
 	return n, nil
 }
 
-// array returns the items of member k (nil when absent or null).
-func (r *manifestReader) array(o jobj, k string) ([]*jval, error) {
+// array returns the items of member k (nil when absent or null); item
+// i is r.t.at(items[i].val).
+func (r *manifestReader) array(o jobj, k string) ([]mmember, error) {
 	v := o.get(k)
 	if v == nil {
 		return nil, nil
@@ -343,10 +448,10 @@ func (r *manifestReader) array(o jobj, k string) ([]*jval, error) {
 	if v.Kind != jsontree.Array {
 		return nil, r.wrongType(v, join(o.path, k), "an array")
 	}
-	if v.Elems == nil {
-		return []*jval{}, nil
+	if items := r.t.items(v); items != nil {
+		return items, nil
 	}
-	return v.Elems, nil
+	return []mmember{}, nil // present, so not nil
 }
 
 func (r *manifestReader) dims(o jobj, k string) ([]int64, error) {
@@ -355,7 +460,8 @@ func (r *manifestReader) dims(o jobj, k string) ([]int64, error) {
 		return nil, err
 	}
 	out := make([]int64, len(items))
-	for i, it := range items {
+	for i, item := range items {
+		it := r.t.at(item.val)
 		if it.Kind == jsontree.Number {
 			// The common case, without building the element's path.
 			if n, err := strconv.ParseInt(it.Text, 10, 64); err == nil {
@@ -383,10 +489,10 @@ func (r *manifestReader) dtype(o jobj) (DType, error) {
 	return dt, nil
 }
 
-func (r *manifestReader) line(v *jval) int { l, _ := lineCol(r.data, int64(v.Off)); return l }
-func (r *manifestReader) col(v *jval) int  { _, c := lineCol(r.data, int64(v.Off)); return c }
+func (r *manifestReader) line(v *mval) int { l, _ := lineCol(r.data, int64(v.Off)); return l }
+func (r *manifestReader) col(v *mval) int  { _, c := lineCol(r.data, int64(v.Off)); return c }
 
-func (r *manifestReader) manifest(root *jval) (*Manifest, error) {
+func (r *manifestReader) manifest(root *mval) (*Manifest, error) {
 	o, err := r.object(root, "", "methods", "compile_specs", "weight_streaming_budget_per_engine",
 		"target_device", "inline_delegate_data", "segment_alignment")
 	if err != nil {
@@ -427,7 +533,8 @@ func (r *manifestReader) manifest(root *jval) (*Manifest, error) {
 		}
 		m.Options.SegmentAlignment = uint64(n)
 	}
-	for i, mv := range methods {
+	for i, item := range methods {
+		mv := r.t.at(item.val)
 		meth, err := r.method(mv, elemPath("methods", i))
 		if err != nil {
 			return nil, err
@@ -437,7 +544,7 @@ func (r *manifestReader) manifest(root *jval) (*Manifest, error) {
 	return m, nil
 }
 
-func (r *manifestReader) method(v *jval, path string) (*Method, error) {
+func (r *manifestReader) method(v *mval, path string) (*Method, error) {
 	o, err := r.object(v, path, "name", "inputs", "outputs", "engines", "compile_specs")
 	if err != nil {
 		return nil, err
@@ -456,7 +563,8 @@ func (r *manifestReader) method(v *jval, path string) (*Method, error) {
 	if err != nil {
 		return nil, err
 	}
-	for j, iv := range inputs {
+	for j, item := range inputs {
+		iv := r.t.at(item.val)
 		t, err := r.tensor(iv, elemPath(path+".inputs", j))
 		if err != nil {
 			return nil, err
@@ -470,7 +578,8 @@ func (r *manifestReader) method(v *jval, path string) (*Method, error) {
 	if err != nil {
 		return nil, err
 	}
-	for j, ov := range outputs {
+	for j, item := range outputs {
+		ov := r.t.at(item.val)
 		t, err := r.tensor(ov, elemPath(path+".outputs", j))
 		if err != nil {
 			return nil, err
@@ -481,7 +590,8 @@ func (r *manifestReader) method(v *jval, path string) (*Method, error) {
 	if err != nil {
 		return nil, err
 	}
-	for j, ev := range engines {
+	for j, item := range engines {
+		ev := r.t.at(item.val)
 		call, err := r.engine(ev, elemPath(path+".engines", j))
 		if err != nil {
 			return nil, err
@@ -492,7 +602,7 @@ func (r *manifestReader) method(v *jval, path string) (*Method, error) {
 }
 
 // tensor reads a tensor object or a bare tensor name.
-func (r *manifestReader) tensor(v *jval, path string) (*Tensor, error) {
+func (r *manifestReader) tensor(v *mval, path string) (*Tensor, error) {
 	if v.Kind == jsontree.String {
 		if v.Text == "" {
 			return nil, r.fail(v, path, "tensor name is empty")
@@ -527,7 +637,7 @@ func (r *manifestReader) tensor(v *jval, path string) (*Tensor, error) {
 
 // binding reads a binding object or a bare name (binding and tensor named
 // alike).
-func (r *manifestReader) binding(v *jval, path string) (*Binding, error) {
+func (r *manifestReader) binding(v *mval, path string) (*Binding, error) {
 	if v.Kind == jsontree.String {
 		return &Binding{Name: v.Text}, nil
 	}
@@ -557,7 +667,7 @@ func (r *manifestReader) binding(v *jval, path string) (*Binding, error) {
 	return b, nil
 }
 
-func (r *manifestReader) engine(v *jval, path string) (*EngineCall, error) {
+func (r *manifestReader) engine(v *mval, path string) (*EngineCall, error) {
 	o, err := r.object(v, path, "name", "engine", "blob", "device_id", "hardware_compatible",
 		"inputs", "outputs", "aliased_io", "serialized_metadata", "target_platform")
 	if err != nil {
@@ -604,7 +714,7 @@ func (r *manifestReader) engine(v *jval, path string) (*EngineCall, error) {
 
 // engineSource sets c.Engine from the call's "engine" or "blob" path
 // (relative to the manifest's directory), and its default name.
-func (r *manifestReader) engineSource(v *jval, path string, c *EngineCall, engine, blob string) error {
+func (r *manifestReader) engineSource(v *mval, path string, c *EngineCall, engine, blob string) error {
 	resolvePath := func(p string) string {
 		if filepath.IsAbs(p) || r.baseDir == "" {
 			return p
@@ -637,7 +747,8 @@ func (r *manifestReader) bindings(o jobj, path, kind string) ([]*Binding, error)
 		return nil, err
 	}
 	var out []*Binding
-	for k, it := range items {
+	for k, item := range items {
+		it := r.t.at(item.val)
 		b, err := r.binding(it, elemPath(path+"."+kind, k))
 		if err != nil {
 			return nil, err
@@ -655,7 +766,8 @@ func (r *manifestReader) aliasedIO(o jobj, path string) ([]AliasedIO, error) {
 		return nil, err
 	}
 	var out []AliasedIO
-	for k, av := range aliases {
+	for k, item := range aliases {
+		av := r.t.at(item.val)
 		ap := elemPath(path+".aliased_io", k)
 		ao, err := r.object(av, ap, "output", "input", "kind")
 		if err != nil {
@@ -684,7 +796,8 @@ func (r *manifestReader) specs(o jobj, k string) ([]*pte.CompileSpec, error) {
 		return nil, err
 	}
 	var out []*pte.CompileSpec
-	for i, sv := range items {
+	for i, item := range items {
+		sv := r.t.at(item.val)
 		path := elemPath(join(o.path, k), i)
 		so, err := r.object(sv, path, "key", "value", "value_hex")
 		if err != nil {
@@ -730,7 +843,7 @@ func (r *manifestReader) specs(o jobj, k string) ([]*pte.CompileSpec, error) {
 
 // budget reads a budget given as a JSON integer (bytes) or as a size
 // string ("4GiB", "auto"). "auto" yields compilespec.AutoBudget.
-func (r *manifestReader) budget(v *jval, path string) (compilespec.Budget, error) {
+func (r *manifestReader) budget(v *mval, path string) (compilespec.Budget, error) {
 	var s string
 	switch v.Kind {
 	case jsontree.String:

@@ -10,8 +10,9 @@ import (
 	"testing"
 )
 
-// decoderJSON parses with the json.Decoder-based parser only.
-func decoderJSON(data []byte) (*jval, error) {
+// decoderJSON parses with the json.Decoder-based parser only, into the
+// tree scanJSON makes.
+func decoderJSON(data []byte) (*mtree, error) {
 	p := &jsonParser{data: data, d: json.NewDecoder(bytes.NewReader(data))}
 	p.d.UseNumber()
 	v, err := p.value(0)
@@ -21,7 +22,9 @@ func decoderJSON(data []byte) (*jval, error) {
 	if _, err := p.d.Token(); err == nil {
 		return nil, &ManifestError{Msg: "trailing data"}
 	}
-	return v, nil
+	t := newTree(data)
+	t.add(v)
+	return t, nil
 }
 
 // checkScan fails when scanJSON accepts data that the decoder refuses or
@@ -36,7 +39,7 @@ func checkScan(t *testing.T, data []byte) {
 	if err != nil {
 		t.Fatalf("scanJSON accepts %q, the decoder refuses it: %v", data, err)
 	}
-	if !reflect.DeepEqual(got, want) {
+	if !reflect.DeepEqual(got.nodes, want.nodes) || !reflect.DeepEqual(got.mems, want.mems) || !reflect.DeepEqual(got.names, want.names) {
 		t.Fatalf("scanJSON reads %q differently from the decoder", data)
 	}
 }
