@@ -210,8 +210,16 @@ func (e *BlobHazardError) Error() string {
 type blobEntry struct {
 	sr  *io.SectionReader
 	del *pte.BackendDelegate // the delegate whose data it is
-	// fail reports an error reading the blob as this call's.
-	fail func(msg string, err error) error
+	// method, call and callName name the call in an error reading the
+	// blob (fail): names, not the call's methodDef, which the build lets
+	// go of once the method is planned.
+	method, callName string
+	call             int
+}
+
+// fail reports an error reading the blob as its call's.
+func (e *blobEntry) fail(msg string, err error) error {
+	return &Error{Method: e.method, CallIndex: e.call, Call: e.callName, Msg: msg, Err: err}
 }
 
 func build(p *Program, opts *Options) (_ *built, err error) {
@@ -348,7 +356,12 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 		BackendDelegateData: []*pte.BackendDelegateInlineData{},
 		ConstantSegment:     &pte.SubsegmentOffsets{SegmentIndex: 0, Offsets: []uint64{0}},
 	}
-	for _, md := range mds {
+	for mi, md := range mds {
+		// What is left of the method once it is planned is in prog and
+		// the entries: the build lets go of its methodDef and of its
+		// calls' sources in eng, so that the methods planned so far and
+		// the plans made so far are not all live at once.
+		mds[mi] = nil
 		if err := planMemory(md); err != nil {
 			return nil, nil, nil, err
 		}
@@ -360,6 +373,8 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 		dels := []*pte.BackendDelegate{} // present even when empty: the runtime requires it
 		for _, cd := range md.calls {
 			e, err := b.blobFor(md, cd, eng.srcs[cd.call], eng.decoded[cd.call])
+			delete(eng.srcs, cd.call)
+			delete(eng.decoded, cd.call)
 			if err != nil {
 				return nil, nil, nil, err
 			}
@@ -372,7 +387,7 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 				Processed:    &pte.BackendDelegateDataReference{},
 				CompileSpecs: specs,
 			}
-			e.fail = func(msg string, err error) error { return cd.err(md.m, "", msg, err) }
+			e.method, e.call, e.callName = md.m.Name, cd.index, cd.call.Name
 			entries = append(entries, e)
 			dels = append(dels, e.del)
 		}

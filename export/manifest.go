@@ -67,12 +67,17 @@ func (e *ManifestError) Unwrap() error { return e.Err }
 // ReadManifest reads a manifest file. Engine and blob paths in it are
 // relative to the manifest's directory.
 func ReadManifest(path string) (*Manifest, error) {
-	f, _, err := openRegular(path)
+	f, st, err := openRegular(path)
 	if err != nil {
 		return nil, &ManifestError{File: path, Msg: "cannot read", Err: err}
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
+	// Read into a buffer of the file's size (and room for the read that
+	// finds its end), not one grown by doubling: the bytes of a large
+	// manifest are live while it is parsed.
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(st.Size(), 0), maxManifestSize+1)+bytes.MinRead))
+	_, err = buf.ReadFrom(io.LimitReader(f, maxManifestSize+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, &ManifestError{File: path, Msg: "cannot read", Err: err}
 	}

@@ -18,18 +18,31 @@ import (
 func summarize(p *pte.Program, res *Result) []Warning {
 	var ws []Warning
 	res.Methods, res.Delegates = nil, 0
-	var budgets []compilespec.Budget
-	var devices []string
+	// Sized once: appending to them at 65,536 engines left more garbage
+	// than they hold.
+	n, plans := 0, 0
+	for _, ep := range p.ExecutionPlan {
+		if ep != nil {
+			n, plans = n+len(ep.Delegates), plans+1
+		}
+	}
+	budgets, devices := make([]compilespec.Budget, 0, n), make([]string, 0, n)
+	if plans > 0 {
+		res.Methods = make([]MethodSummary, 0, plans) // nil when there are none, as before
+	}
 	for _, ep := range p.ExecutionPlan {
 		if ep == nil {
 			continue
 		}
-		ms := MethodSummary{Name: ep.Name, PlannedBytes: plannedBytes(ep), Engines: []EngineSummary{}}
+		ms := MethodSummary{Name: ep.Name, PlannedBytes: plannedBytes(ep), Engines: make([]EngineSummary, 0, len(ep.Delegates))}
 		for i, d := range ep.Delegates {
 			if d == nil || !delegate.IsTensorRT(d.ID) {
 				continue
 			}
 			es, b, w := engineSummary(d.CompileSpecs)
+			if k := len(devices); k > 0 && es.TargetDevice == devices[k-1] {
+				es.TargetDevice = devices[k-1] // one string for a run of delegates on one device
+			}
 			if w != "" {
 				ws = append(ws, Warning{Kind: WarnBadBudgetSpec, Method: ep.Name, Msg: fmt.Sprintf("delegates[%d]: %s", i, w)})
 			}
