@@ -370,11 +370,18 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 			return nil, nil, nil, err
 		}
 		res.Warnings = append(res.Warnings, methodWarnings(md, pin, sp)...)
+		// From here on the plan needs the method's name alone, and each
+		// call until its blob is made: the program read from a manifest
+		// is let go of call by call (a method of 65,536 calls holds
+		// 40 MB of them).
+		md.m = &Method{Name: md.m.Name}
 		dels := []*pte.BackendDelegate{} // present even when empty: the runtime requires it
 		for _, cd := range md.calls {
 			e, err := b.blobFor(md, cd, eng.srcs[cd.call], eng.decoded[cd.call])
 			delete(eng.srcs, cd.call)
 			delete(eng.decoded, cd.call)
+			delete(eng.blobs, cd.call)
+			cd.call = nil
 			if err != nil {
 				return nil, nil, nil, err
 			}
@@ -387,7 +394,7 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 				Processed:    &pte.BackendDelegateDataReference{},
 				CompileSpecs: specs,
 			}
-			e.method, e.call, e.callName = md.m.Name, cd.index, cd.call.Name
+			e.method, e.call, e.callName = md.m.Name, cd.index, cd.name
 			entries = append(entries, e)
 			dels = append(dels, e.del)
 		}

@@ -156,7 +156,7 @@ func methodWarnings(md *methodDef, pin []byte, sp *specPlan) []Warning {
 	}
 	if pin != nil {
 		for _, c := range md.calls {
-			ws = append(ws, deviceWarnings(name, callLabel(c.index, c.call.Name), pin, c.deviceID)...)
+			ws = append(ws, deviceWarnings(name, callLabel(c.index, c.name), pin, c.deviceID)...)
 		}
 	}
 	for _, t := range md.inputs {

@@ -34,8 +34,11 @@ type tensorDef struct {
 
 // callDef is a resolved engine call.
 type callDef struct {
-	index    int
+	index int
+	// call is the engine call, nil once its blob is made (planMethods);
+	// name is its Name, for errors.
 	call     *EngineCall
+	name     string
 	inNames  []string // binding names, blob order
 	outNames []string
 	inputs   []*tensorDef
@@ -47,11 +50,46 @@ type callDef struct {
 type methodDef struct {
 	m       *Method
 	tensors []*tensorDef // value order
+	// byName indexes tensors by name once the method has more than
+	// scanTensors of them (see tensor); a map per method was most of
+	// the resolved state of a program of many one-engine methods.
 	byName  map[string]*tensorDef
 	inputs  []*tensorDef
 	outputs []*tensorDef
 	calls   []*callDef
 	arena   int64
+}
+
+// scanTensors is the number of tensors up to which a method's tensors
+// are looked up by a scan of their names, not a map.
+const scanTensors = 8
+
+// tensor returns the tensor named name.
+func (md *methodDef) tensor(name string) (*tensorDef, bool) {
+	if md.byName != nil {
+		t, ok := md.byName[name]
+		return t, ok
+	}
+	for _, t := range md.tensors {
+		if t.name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// add appends t to the method's tensors and indexes it.
+func (md *methodDef) add(t *tensorDef) {
+	md.tensors = append(md.tensors, t)
+	switch {
+	case md.byName != nil:
+		md.byName[t.name] = t
+	case len(md.tensors) > scanTensors:
+		md.byName = make(map[string]*tensorDef, 2*len(md.tensors))
+		for _, u := range md.tensors {
+			md.byName[u.name] = u
+		}
+	}
 }
 
 // blobMeta is what an existing blob says about its bindings.
@@ -73,9 +111,10 @@ func callError(m *Method, ci int, tensor, msg string, err error) *Error {
 	return e
 }
 
-// err returns an Error about this call.
+// err returns an Error about this call of method m, as callError does,
+// without looking in m's calls (planMethods keeps only m's name).
 func (cd *callDef) err(m *Method, tensor, msg string, err error) *Error {
-	return callError(m, cd.index, tensor, msg, err)
+	return &Error{Method: m.Name, CallIndex: cd.index, Call: cd.name, Tensor: tensor, Msg: msg, Err: err}
 }
 
 // resolve validates p and returns its resolved methods. blobs gives the
@@ -117,7 +156,7 @@ func checkName(s string) error {
 }
 
 func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, error) {
-	r := &methodResolver{m: m, md: &methodDef{m: m, byName: map[string]*tensorDef{}}, producedBy: firstProducers(m)}
+	r := &methodResolver{m: m, md: &methodDef{m: m}}
 	for i, in := range m.Inputs {
 		if in == nil {
 			return nil, r.fail(-1, "", "inputs[%d] is nil", i)
@@ -149,9 +188,6 @@ func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, erro
 type methodResolver struct {
 	m  *Method
 	md *methodDef
-	// producedBy maps each tensor an engine call produces to the first
-	// call producing it, to tell "consumed before produced" from "unknown".
-	producedBy map[string]int
 }
 
 func (r *methodResolver) fail(call int, tensor, format string, args ...any) error {
@@ -188,7 +224,7 @@ func (r *methodResolver) declare(call int, name string, dt DType, shape, maxShap
 	if err := checkName(name); err != nil {
 		return nil, r.fail(call, name, "tensor name %v", err)
 	}
-	if prev, ok := md.byName[name]; ok {
+	if prev, ok := md.tensor(name); ok {
 		if prev.produced < 0 {
 			return nil, r.fail(call, name, "tensor is declared twice (it is already a method input)")
 		}
@@ -218,8 +254,7 @@ func (r *methodResolver) declare(call int, name string, dt DType, shape, maxShap
 	t := &tensorDef{name: name, dtype: dt, scalar: scalar, shape: slices.Clone(shape),
 		maxShape: slices.Clone(maxShape), sizes: sizes, nbytes: nbytes,
 		value: int32(len(md.tensors)), produced: call, lastUse: call}
-	md.tensors = append(md.tensors, t)
-	md.byName[name] = t
+	md.add(t)
 	return t, nil
 }
 
@@ -230,7 +265,7 @@ func (r *methodResolver) resolveCall(i int, c *EngineCall, meta *blobMeta) error
 	if c == nil {
 		return r.fail(i, "", "engine call is nil")
 	}
-	cd := &callDef{index: i, call: c, deviceID: int64(c.DeviceID)}
+	cd := &callDef{index: i, call: c, name: c.Name, deviceID: int64(c.DeviceID)}
 	r.md.calls = append(r.md.calls, cd)
 	if err := r.checkDevice(cd, meta); err != nil {
 		return err
@@ -337,9 +372,11 @@ func (r *methodResolver) bindInput(cd *callDef, meta *blobMeta, seen map[string]
 		return err
 	}
 	tname := cmp.Or(b.Tensor, bname)
-	t, ok := r.md.byName[tname]
+	t, ok := r.md.tensor(tname)
 	if !ok {
-		if p, later := r.producedBy[tname]; later && p >= i {
+		// Made only for the error: which call produces it, to tell
+		// "consumed before produced" from "unknown".
+		if p, later := firstProducers(m)[tname]; later && p >= i {
 			return r.fail(i, tname, "input binding %s consumes the tensor before it is produced (by %s)", quote.String(bname), callLabel(p, m.Calls[p].Name))
 		}
 		return r.fail(i, tname, "input binding %s names an unknown tensor", quote.String(bname))
@@ -385,7 +422,7 @@ func (r *methodResolver) resolveOutputs() error {
 		if o == nil {
 			return r.fail(-1, "", "outputs[%d] is nil", i)
 		}
-		t, ok := r.md.byName[o.Name]
+		t, ok := r.md.tensor(o.Name)
 		if !ok {
 			return r.fail(-1, o.Name, "method output is not produced by any engine call or method input")
 		}

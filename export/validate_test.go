@@ -80,7 +80,10 @@ func TestPlanSharesDisjointIntermediates(t *testing.T) {
 	// t3 reuses t1's space and y (from call 3 on) reuses t2's; the method
 	// input is alive throughout and shares with nothing.
 	md := resolveOne(t, chainMethod("forward", 4))
-	by := md.byName
+	by := map[string]*tensorDef{}
+	for _, tt := range md.tensors {
+		by[tt.name] = tt
+	}
 	assert.Equal(t, by["t1"].offset, by["t3"].offset)
 	assert.Equal(t, by["t2"].offset, by["y"].offset)
 	assert.NotEqual(t, by["t1"].offset, by["t2"].offset)
@@ -108,7 +111,7 @@ func TestPlanAlignsAndDynamicBound(t *testing.T) {
 		Outputs: []*Tensor{{Name: "y", DType: Bool}},
 	}
 	md := resolveOne(t, m)
-	assert.Equal(t, []int64{0, 32, 48}, []int64{md.byName["ids"].offset, md.byName["h"].offset, md.byName["y"].offset})
+	assert.Equal(t, []int64{0, 32, 48}, []int64{md.tensors[0].offset, md.tensors[1].offset, md.tensors[2].offset})
 	assert.Equal(t, int64(64), md.arena)
 	ep := executionPlan(md, []*pte.BackendDelegate{{}})
 	ids := ep.Values[0].Val.(*pte.Tensor)
