@@ -81,12 +81,12 @@ func allocated(f func()) uint64 {
 // program read from it, the resolved methods and the plan's tables. Engine
 // bytes are not counted (each call reads a 64-byte engine of its own from
 // memory). The bounds are about 15% above what was allocated when they
-// were set (4,505 to 6,553 bytes per call); before (`ffcc59f`: a tree of
+// were set (4,505 to 6,377 bytes per call); before (`ffcc59f`: a tree of
 // jsontree.Values, the methods planned so far all held) it was 5,996 to
 // 9,550, past every bound.
 func TestExportMemoryPerEngine(t *testing.T) {
 	const n = 10000
-	bounds := map[string]uint64{"methods": 7500, "chain": 5200, "fanout": 5200, "outputs": 5600, "shared": 6400}
+	bounds := map[string]uint64{"methods": 7300, "chain": 5200, "fanout": 5200, "outputs": 5600, "shared": 6300}
 	for shape, bound := range bounds {
 		t.Run(shape, func(t *testing.T) {
 			data := scaleManifest(shape, n)

@@ -356,13 +356,15 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 		BackendDelegateData: []*pte.BackendDelegateInlineData{},
 		ConstantSegment:     &pte.SubsegmentOffsets{SegmentIndex: 0, Offsets: []uint64{0}},
 	}
+	var arena planArena // one for every method, reset for each
 	for mi, md := range mds {
 		// What is left of the method once it is planned is in prog and
 		// the entries: the build lets go of its methodDef and of its
 		// calls' sources in eng, so that the methods planned so far and
 		// the plans made so far are not all live at once.
 		mds[mi] = nil
-		if err := planMemory(md); err != nil {
+		arena.reset()
+		if err := arena.plan(md); err != nil {
 			return nil, nil, nil, err
 		}
 		extra, pin, err := methodSpecs(md.m, sp)

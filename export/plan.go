@@ -146,9 +146,12 @@ func buildInputSpec(n int) string {
 	return "[1, " + pytreeTuple([]string{args, kwargs}) + "]"
 }
 
+// outputSpec1 is outputSpec(1), built once like inputSpec1.
+var outputSpec1 = "[1, " + pytreeLeaf + "]"
+
 func outputSpec(n int) string {
 	if n == 1 {
-		return "[1, " + pytreeLeaf + "]"
+		return outputSpec1
 	}
 	return "[1, " + pytreeTuple(leaves(n)) + "]"
 }

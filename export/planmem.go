@@ -32,11 +32,21 @@ func planMemory(md *methodDef) error {
 	return a.plan(md)
 }
 
+// reset empties a for the next method, keeping its memory: a program of
+// many small methods then allocates one arena, not one per method. The
+// placements do not depend on what a held before.
+func (a *planArena) reset() {
+	a.nodes, a.free, a.root, a.rng, a.byDeath = a.nodes[:min(len(a.nodes), 1)], a.free[:0], 0, 0, a.byDeath[:0]
+}
+
 // plan is planMemory, with a's step counter left for the tests.
 func (a *planArena) plan(md *methodDef) error {
 	// byDeath lists the tensors taking space by their last use: the sweep
 	// drops them from the arena in this order.
-	byDeath := make([]int32, 0, len(md.tensors))
+	if cap(a.byDeath) < len(md.tensors) {
+		a.byDeath = make([]int32, 0, len(md.tensors))
+	}
+	byDeath := a.byDeath[:0]
 	for i, t := range md.tensors {
 		switch {
 		case t.nbytes < 0:
@@ -50,8 +60,9 @@ func (a *planArena) plan(md *methodDef) error {
 			byDeath = append(byDeath, int32(i))
 		}
 	}
+	a.byDeath = byDeath
 	slices.SortFunc(byDeath, func(x, y int32) int { return cmp.Compare(md.tensors[x].lastUse, md.tensors[y].lastUse) })
-	if a.nodes == nil {
+	if cap(a.nodes) < len(byDeath)+1 {
 		// At most every tensor taking space is alive at once; nodes[0]
 		// is the empty subtree.
 		a.nodes = make([]arenaNode, 1, len(byDeath)+1)
@@ -111,6 +122,8 @@ type planArena struct {
 	// steps counts the nodes the operations visit: the tests bound the
 	// planner's work with it.
 	steps int
+	// byDeath is plan's list of the tensors by last use, kept for reuse.
+	byDeath []int32
 }
 
 type arenaNode struct {
