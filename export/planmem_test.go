@@ -297,3 +297,25 @@ func TestPlanMemoryWork(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, refSteps, bound(len(mds[0].tensors)), "the reference scans every live tensor")
 }
+
+// TestPlanMemoryArenaReused: one arena reset between the methods of a
+// program, as planMethods uses it, places every tensor where the reference
+// does, whatever the methods planned before (a large one, then small ones).
+func TestPlanMemoryArenaReused(t *testing.T) {
+	var a planArena
+	for _, name := range []string{"dag", "methods", "shared", "outputs", "chain"} {
+		mds, err := resolve(planShapes[name](64, rand.New(rand.NewPCG(3, 3))), nil)
+		require.NoError(t, err)
+		for _, md := range mds {
+			ref := clonePlan(md)
+			_, refErr := planMemoryRef(ref)
+			require.NoError(t, refErr)
+			a.reset()
+			require.NoError(t, a.plan(md))
+			require.Equal(t, ref.arena, md.arena, "%s %s arena", name, md.m.Name)
+			for i, tt := range md.tensors {
+				require.Equal(t, ref.tensors[i].offset, tt.offset, "%s %s tensor %d", name, md.m.Name, i)
+			}
+		}
+	}
+}
