@@ -3,9 +3,10 @@ package export
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // scaleManifest is a manifest of n engine calls in one of the shapes of
@@ -64,15 +65,6 @@ func scaleManifest(shape string, n int) []byte {
 	return []byte(b.String())
 }
 
-// allocated returns the bytes f allocates (runtime.MemStats.TotalAlloc).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // TestExportMemoryPerEngine bounds the bytes allocated per engine call to
 // read a manifest of 10,000 calls and build its program (everything but
 // encoding and writing it), in each shape of the scale rows. The bytes
@@ -92,7 +84,7 @@ func TestExportMemoryPerEngine(t *testing.T) {
 			data := scaleManifest(shape, n)
 			var m *Manifest
 			var err error
-			parse := allocated(func() { m, err = ParseManifest(data, "") })
+			parse := testkit.Allocated(func() { m, err = ParseManifest(data, "") })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +101,7 @@ func TestExportMemoryPerEngine(t *testing.T) {
 				}
 			}
 			var b *built
-			buildBytes := allocated(func() { b, err = build(m.Program, &m.Options) })
+			buildBytes := testkit.Allocated(func() { b, err = build(m.Program, &m.Options) })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,10 +5,10 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"testing"
 
+	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,15 +21,6 @@ func program(t *testing.T, size int) (string, os.FileInfo) {
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	return path, st
-}
-
-// allocated returns the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // TestReadHugeRecordBounded (issue 21, defect 2): a 3 GiB sparse record
@@ -57,11 +48,11 @@ func TestReadHugeRecordBounded(t *testing.T) {
 			require.NoError(t, f.Truncate(huge)) // sparse: no disk
 			require.NoError(t, f.Close())
 			var rerr error
-			n := allocated(func() { _, rerr = Read(undo, st) })
+			n := testkit.Allocated(func() { _, rerr = Read(undo, st) })
 			assert.ErrorContains(t, rerr, tc.want)
 			assert.Less(t, n, uint64(1<<20), "Read allocated %d bytes for a %d-byte record", n, huge)
 			var notice *Notice
-			n = allocated(func() { notice = Probe(path) })
+			n = testkit.Allocated(func() { notice = Probe(path) })
 			require.NotNil(t, notice)
 			assert.Contains(t, notice.Refused, tc.want)
 			assert.Less(t, n, uint64(1<<20), "Probe allocated %d bytes", n)
@@ -180,7 +171,7 @@ func FuzzUndoRecord(f *testing.F) {
 		}
 		var r *Record
 		var err error
-		n := allocated(func() { r, err = decode("rec", bytes.NewReader(data), int64(len(data)), fileSize) })
+		n := testkit.Allocated(func() { r, err = decode("rec", bytes.NewReader(data), int64(len(data)), fileSize) })
 		if n > uint64(len(data))+1<<20 { // the header never sizes an allocation
 			t.Fatalf("decoding a %d-byte record allocated %d bytes", len(data), n)
 		}
@@ -212,7 +203,7 @@ func TestReadRefusesRunPastCap(t *testing.T) {
 	require.NoError(t, os.WriteFile(Path(path), rawHeader(5<<30, 0, MaxRun+1), 0o600))
 	require.NoError(t, os.Truncate(Path(path), Fixed+2*(MaxRun+1)))
 	var rerr error
-	n := allocated(func() { _, rerr = Read(Path(path), st) })
+	n := testkit.Allocated(func() { _, rerr = Read(Path(path), st) })
 	assert.ErrorContains(t, rerr, "more than an in-place edit writes")
 	assert.Less(t, n, uint64(1<<20))
 }
