@@ -385,7 +385,12 @@ func (s *Store) Client(ctx context.Context, bucket string) *s3.Client {
 		if s.endpoint != nil {
 			o.BaseEndpoint = aws.String(s.endpoint.String())
 		}
-		o.HTTPClient = &http.Client{Transport: s.transport}
+		// The SDK signs a request and the client sends it: a redirect
+		// followed by net/http would carry the headers along, the
+		// session token to any host and the signature to the same host
+		// at another port. S3 redirects only to say a bucket is in
+		// another region, an error the SDK reports as such.
+		o.HTTPClient = &http.Client{Transport: s.transport, CheckRedirect: noRedirects}
 		// Checksums only where an operation needs them: S3-compatible
 		// stores differ in the trailing checksums they accept.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
@@ -394,6 +399,9 @@ func (s *Store) Client(ctx context.Context, bucket string) *s3.Client {
 	s.clients[key] = c
 	return c
 }
+
+// noRedirects makes an http.Client return a redirect as the answer.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // authCodes are the S3 error codes that mean the request's credentials
 // were refused, whatever status the store gave them (S3 answers an expired

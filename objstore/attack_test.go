@@ -1,0 +1,99 @@
+package objstore_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/httprange"
+	"github.com/ptekit/ptekit/objstore"
+)
+
+// fakeEnv points the SDK at endpoint with made-up credentials and a
+// session token, and at nothing of the machine's own.
+func fakeEnv(t *testing.T, endpoint, token string) {
+	for _, k := range []string{"AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_WEB_IDENTITY_TOKEN_FILE",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDATTACK")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "attack-secret")
+	t.Setenv("AWS_SESSION_TOKEN", token)
+	t.Setenv("AWS_ENDPOINT_URL_S3", endpoint)
+}
+
+// TestRedirectOffStoreSendsNoCredential: a store that redirects every
+// request (307, 301, 302, 308) to another server, on another host name or
+// on the same host at another port, must not hand that server the
+// session token, the Authorization header or a signed query, on reads
+// (httprange through the signing transport) or on writes (the SDK's
+// client).
+func TestRedirectOffStoreSendsNoCredential(t *testing.T) {
+	token := "ptekit-attack-session-token-" + strings.Repeat("t", 16)
+	var mu sync.Mutex
+	var leaks []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		for k, v := range r.Header {
+			for _, s := range v {
+				if strings.Contains(s, token) || strings.Contains(s, "AKIDATTACK") || strings.EqualFold(k, "Authorization") ||
+					strings.EqualFold(k, "X-Amz-Security-Token") {
+					leaks = append(leaks, r.Method+" "+r.URL.String()+": "+k+": "+s)
+				}
+			}
+		}
+		if strings.Contains(r.URL.RawQuery, "X-Amz-") || strings.Contains(r.URL.RawQuery, token) {
+			leaks = append(leaks, r.Method+" "+r.URL.String())
+		}
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	defer other.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(other.URL, "http://"))
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusMovedPermanently, http.StatusFound, http.StatusPermanentRedirect} {
+		for _, host := range []string{"localhost:" + port, "127.0.0.1:" + port} {
+			store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				u := url.URL{Scheme: "http", Host: host, Path: r.URL.Path, RawQuery: r.URL.RawQuery}
+				http.Redirect(w, r, u.String(), code)
+			}))
+			fakeEnv(t, store.URL, token)
+			ctx := context.Background()
+			st, err := objstore.New(ctx, nil)
+			require.NoError(t, err)
+			loc := objstore.Location{Bucket: "bucket", Key: "dir/key.pte"}
+			r, err := st.Open(ctx, loc, &httprange.Options{MaxRetries: -1})
+			if err == nil {
+				r.Close()
+			} else {
+				require.NotContains(t, err.Error(), token)
+			}
+			up, err := st.Create(ctx, loc, &objstore.UploadOptions{NoOverwrite: true})
+			if err == nil {
+				up.Abort()
+			} else {
+				require.NotContains(t, err.Error(), token)
+			}
+			_, err = st.AbortOrphans(ctx, loc)
+			if err != nil {
+				require.NotContains(t, err.Error(), token)
+			}
+			store.Close()
+			mu.Lock()
+			require.Empty(t, leaks, "redirect %d to %s", code, host)
+			mu.Unlock()
+		}
+	}
+}
