@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/httprange"
+	"github.com/ptekit/ptekit/internal/s3test"
 	"github.com/ptekit/ptekit/objstore"
 )
 
@@ -96,4 +97,47 @@ func TestRedirectOffStoreSendsNoCredential(t *testing.T) {
 			mu.Unlock()
 		}
 	}
+}
+
+// TestDotSegmentKeys: a key with an empty, . or .. segment is refused
+// before any request: versitygw (as other S3-compatible stores and
+// proxies) cleans the path, so that programs/a/../b.pte read and
+// replaced programs/b.pte, which on AWS S3 is another key.
+func TestDotSegmentKeys(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	srv.Bucket(t, "programs")
+	srv.Bucket(t, "other")
+	p1, d1 := object(t, 1000, 21)
+	srv.Put(t, "programs", "b.pte", p1)
+	p2, d2 := object(t, 1000, 22)
+	srv.Put(t, "other", "secret.pte", p2)
+	ctx := context.Background()
+	st, err := objstore.New(ctx, nil)
+	require.NoError(t, err)
+	srv.Reset()
+	for _, key := range []string{"a/../b.pte", "../other/secret.pte", "./b.pte", "a/./b.pte", "a//b.pte", "/b.pte", "x/y/../../b.pte"} {
+		loc := objstore.Location{Bucket: "programs", Key: key}
+		_, err := objstore.Parse(loc.String())
+		var le *objstore.LocationError
+		require.ErrorAs(t, err, &le, key)
+		r, err := st.Open(ctx, loc, &httprange.Options{MaxRetries: -1})
+		if err == nil {
+			got := make([]byte, r.Size())
+			_, err = r.ReadAt(got, 0)
+			r.Close()
+			require.NotEqual(t, d1, got, "%q read programs/b.pte", key)
+			require.NotEqual(t, d2, got, "%q read other/secret.pte", key)
+		}
+		require.ErrorAs(t, err, &le, key)
+		_, err = st.Create(ctx, loc, nil)
+		require.ErrorAs(t, err, &le, key)
+		_, err = st.AbortOrphans(ctx, loc)
+		require.ErrorAs(t, err, &le, key)
+	}
+	require.Empty(t, srv.Requests(), "a refused key makes no request")
+	got, _ := srv.Get("programs", "b.pte")
+	require.Equal(t, d1, got)
+	got, _ = srv.Get("other", "secret.pte")
+	require.Equal(t, d2, got)
 }

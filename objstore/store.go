@@ -235,6 +235,9 @@ const authHint = "the store refused the request: check the AWS credentials (AWS_
 // Open opens loc for reading with httprange (see ReaderOptions). base may
 // be nil for httprange's defaults.
 func (s *Store) Open(ctx context.Context, loc Location, base *httprange.Options) (*httprange.Reader, error) {
+	if err := loc.Check(); err != nil {
+		return nil, err
+	}
 	if err := s.checkCredentials(ctx, loc); err != nil {
 		return nil, err
 	}

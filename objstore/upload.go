@@ -145,6 +145,9 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 	if opts != nil {
 		o = *opts
 	}
+	if err := loc.Check(); err != nil {
+		return nil, err
+	}
 	if err := s.checkCredentials(ctx, loc); err != nil {
 		return nil, err
 	}
@@ -465,6 +468,9 @@ type Orphan struct {
 // Orphans lists the multipart uploads in progress for exactly loc's key:
 // what a killed writer leaves (storage is billed for its parts).
 func (s *Store) Orphans(ctx context.Context, loc Location) ([]Orphan, error) {
+	if err := loc.Check(); err != nil {
+		return nil, err
+	}
 	c := s.Client(ctx, loc.Bucket)
 	var found []Orphan
 	in := &s3.ListMultipartUploadsInput{Bucket: &loc.Bucket, Prefix: &loc.Key}
