@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -168,4 +169,39 @@ func TestLyingStoreErrorCode(t *testing.T) {
 		require.ErrorAs(t, err, &se)
 		require.Empty(t, se.Code)
 	}
+}
+
+// TestStallingStoreFailsWrites: a store that accepts requests and never
+// answers fails each request of a write (HeadObject, ListMultipartUploads,
+// CreateMultipartUpload) once the answer is overdue, with an error that
+// says so (not an interruption), instead of holding the writer forever.
+func TestStallingStoreFailsWrites(t *testing.T) {
+	defer objstore.SetAnswerWait(500 * time.Millisecond)()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	fakeEnv(t, srv.URL, "")
+	st, err := objstore.New(context.Background(), nil)
+	require.NoError(t, err)
+	loc := objstore.Location{Bucket: "bucket", Key: "k.pte"}
+	for _, opts := range []*objstore.UploadOptions{{NoOverwrite: true}, nil} {
+		start := time.Now()
+		_, err = st.Create(context.Background(), loc, opts)
+		require.Error(t, err)
+		require.Less(t, time.Since(start), 10*time.Second, "%v", err)
+		require.NotErrorIs(t, err, context.Canceled)
+		require.Contains(t, err.Error(), "no answer", err.Error())
+		t.Log(err)
+	}
+	start := time.Now()
+	_, err = st.Orphans(context.Background(), loc)
+	require.Error(t, err)
+	require.Less(t, time.Since(start), 10*time.Second, "%v", err)
+	require.Contains(t, err.Error(), "no answer")
 }

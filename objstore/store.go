@@ -393,7 +393,7 @@ func (s *Store) Client(ctx context.Context, bucket string) *s3.Client {
 		// session token to any host and the signature to the same host
 		// at another port. S3 redirects only to say a bucket is in
 		// another region, an error the SDK reports as such.
-		o.HTTPClient = &http.Client{Transport: s.transport, CheckRedirect: noRedirects}
+		o.HTTPClient = &http.Client{Transport: &answerLimit{base: s.transport}, CheckRedirect: noRedirects}
 		// Checksums only where an operation needs them: S3-compatible
 		// stores differ in the trailing checksums they accept.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired

@@ -125,7 +125,9 @@ func storeError(op string, loc Location, err error) error {
 		// No answer: a network error or the context. Keep the cause (a
 		// context's, or the connection's), not the SDK's wrapping.
 		var cause error = err
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, errNoAnswer) {
+			cause = errNoAnswer
+		} else if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			cause = context.Canceled
 			if errors.Is(err, context.DeadlineExceeded) {
 				cause = context.DeadlineExceeded
