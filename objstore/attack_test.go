@@ -205,3 +205,46 @@ func TestStallingStoreFailsWrites(t *testing.T) {
 	require.Less(t, time.Since(start), 10*time.Second, "%v", err)
 	require.Contains(t, err.Error(), "no answer")
 }
+
+// TestEchoingStoreLeaksNothing: a store that answers every request with
+// an error whose body, status line and headers echo the request's
+// Authorization header and session token (as some stores echo the string
+// to sign) gets neither into any error, for reads and writes, whatever
+// the status.
+func TestEchoingStoreLeaksNothing(t *testing.T) {
+	token := "ptekit-echo-session-token-" + strings.Repeat("e", 16)
+	for _, code := range []int{400, 403, 404, 409, 412, 500, 501, 503} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			echo := r.Header.Get("Authorization") + " " + r.Header.Get("X-Amz-Security-Token")
+			w.Header().Set("X-Echo", echo)
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(code)
+			if r.Method != http.MethodHead {
+				fmt.Fprintf(w, "<Error><Code>SignatureDoesNotMatch</Code><Message>%s</Message><StringToSign>%s</StringToSign><SignatureProvided>%s</SignatureProvided><RequestId>%s</RequestId></Error>", echo, echo, echo, echo)
+			}
+		}))
+		fakeEnv(t, srv.URL, token)
+		ctx := context.Background()
+		st, err := objstore.New(ctx, nil)
+		require.NoError(t, err)
+		loc := objstore.Location{Bucket: "bucket", Key: "k.pte"}
+		var errs []error
+		_, err = st.Open(ctx, loc, &httprange.Options{MaxRetries: -1})
+		errs = append(errs, err)
+		_, err = st.Create(ctx, loc, &objstore.UploadOptions{NoOverwrite: true})
+		errs = append(errs, err)
+		_, err = st.Create(ctx, loc, nil)
+		errs = append(errs, err)
+		_, err = st.AbortOrphans(ctx, loc)
+		errs = append(errs, err)
+		srv.Close()
+		for i, err := range errs {
+			require.Error(t, err, "%d: op %d", code, i)
+			msg := fmt.Sprintf("%v %+v %#v", err, err, err)
+			require.NotContains(t, msg, token, "%d: op %d", code, i)
+			require.NotContains(t, msg, "attack-secret", "%d: op %d", code, i)
+			require.NotContains(t, msg, "Signature=", "%d: op %d", code, i)
+		}
+		t.Logf("%d: %v", code, errs)
+	}
+}
