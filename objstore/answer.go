@@ -32,7 +32,11 @@ type answerLimit struct {
 
 func (t *answerLimit) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Header.Get("X-Amz-Copy-Source") != "" || req.Method == http.MethodPost && req.URL.Query().Has("uploadId") {
-		return t.base.RoundTrip(req)
+		resp, err := t.base.RoundTrip(req)
+		if err == nil {
+			resp.Body = &limitBody{ReadCloser: resp.Body, left: maxAnswer}
+		}
+		return resp, err
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
 	var mu sync.Mutex
@@ -59,8 +63,35 @@ func (t *answerLimit) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	resp.Body = &cancelBody{ReadCloser: &limitBody{ReadCloser: resp.Body, left: maxAnswer}, cancel: cancel}
 	return resp, nil
+}
+
+// maxAnswer bounds the body of an answer to the SDK's client, none of
+// whose requests reads an object's bytes: a listing of 1,000 uploads is
+// under 1 MiB, and a store that sends more (a web server's page, or no
+// end) is not an S3 store.
+const maxAnswer = 16 << 20
+
+// errAnswerTooLong is an answer longer than maxAnswer.
+var errAnswerTooLong = errors.New("the store's answer is longer than any S3 answer (is the endpoint an S3-compatible store?)")
+
+// limitBody fails a body that goes on past left bytes.
+type limitBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitBody) Read(p []byte) (int, error) {
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	k, err := b.ReadCloser.Read(p)
+	b.left -= int64(k)
+	if b.left < 0 {
+		return 0, errAnswerTooLong
+	}
+	return k, err
 }
 
 // cancelBody ends a request's context when its body is closed.

@@ -3,6 +3,7 @@ package objstore_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,4 +249,59 @@ func TestEchoingStoreLeaksNothing(t *testing.T) {
 		}
 		t.Logf("%d: %v", code, errs)
 	}
+}
+
+// TestNonS3EndpointFailsWrites: an endpoint that is a web server answering
+// every request with 200 and a page (of 100 MB, or a short one) fails an
+// upload at its start, saying the endpoint may not be an S3 store, and is
+// not read to its end; before, the upload "succeeded" and pteexport
+// reported an object that was nowhere.
+func TestNonS3EndpointFailsWrites(t *testing.T) {
+	for _, page := range []string{"<html>hello</html>", strings.Repeat("<html>hello world</html>\n", 4<<20)} {
+		var sent atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			n, _ := w.Write([]byte(page))
+			sent.Add(int64(n))
+		}))
+		fakeEnv(t, srv.URL, "")
+		st, err := objstore.New(context.Background(), nil)
+		require.NoError(t, err)
+		loc := objstore.Location{Bucket: "bucket", Key: "k.pte"}
+		up, err := st.Create(context.Background(), loc, nil)
+		if err == nil {
+			_, err = up.Write([]byte("program"))
+			if err == nil {
+				err = up.Commit()
+			}
+		}
+		srv.Close()
+		require.Error(t, err, "an upload to a web server succeeded")
+		require.Contains(t, err.Error(), "S3", err.Error())
+		require.Less(t, sent.Load(), int64(3*(16<<20+1<<20)), "the answers were read past any S3 answer's size")
+		t.Log(err)
+	}
+}
+
+// TestSDKLogsNothing: the SDK writes no log line of its own to standard
+// error (it warned there of an answer it could not discard).
+func TestSDKLogsNothing(t *testing.T) {
+	page := strings.Repeat("<html>hello world</html>\n", 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(page)) }))
+	defer srv.Close()
+	fakeEnv(t, srv.URL, "")
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	stderr := os.Stderr
+	os.Stderr = pw
+	done := make(chan []byte)
+	go func() { b, _ := io.ReadAll(pr); done <- b }()
+	st, err := objstore.New(context.Background(), nil)
+	if err == nil {
+		_, err = st.Create(context.Background(), objstore.Location{Bucket: "bucket", Key: "k.pte"}, nil)
+	}
+	os.Stderr = stderr
+	pw.Close()
+	require.Error(t, err)
+	require.Empty(t, string(<-done))
 }

@@ -19,6 +19,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/ptekit/ptekit/httprange"
 )
@@ -77,6 +78,9 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objstore: loading the AWS configuration: %w", err)
 	}
+	// The SDK logs warnings to standard error on its own; the commands'
+	// standard error holds their one-line messages only.
+	cfg.Logger = logging.Nop{}
 	s := &Store{cfg: cfg, transport: o.Transport, regions: map[string]string{}, clients: map[string]*s3.Client{}}
 	ep := o.Getenv(EnvEndpointS3)
 	if ep == "" {
