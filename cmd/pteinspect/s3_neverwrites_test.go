@@ -12,7 +12,8 @@ import (
 // TestS3NeverWrites: no pteinspect view, check, diff or extract of an
 // s3:// location sends the store anything but GET and HEAD requests (no
 // PUT, POST, DELETE, no multipart upload), whatever it is asked; an
-// --extract whose -o is an s3:// location writes no object either.
+// --extract whose -o is an s3:// location is a usage error, and writes no
+// object either.
 func TestS3NeverWrites(t *testing.T) {
 	srv := s3Server(t)
 	dir := t.TempDir()
@@ -42,6 +43,18 @@ func TestS3NeverWrites(t *testing.T) {
 	for _, req := range srv.Requests() {
 		require.Contains(t, []string{"GET", "HEAD"}, req.Method, "%s %s?%s", req.Method, req.Path, req.Query)
 		require.NotContains(t, req.Query, "uploads", req.Path)
+	}
+	// -o and --html name local files: an s3:// location is a usage
+	// error, not a path under a directory "s3:" that may exist.
+	for _, args := range [][]string{
+		{"--extract", "0:0", "-o", "s3://programs/extracted.bin", loc},
+		{"--extract", "0:0", "-o", "S3://programs/extracted.bin", loc},
+		{"--extract", "0:0", "-o", "https://example.com/x", loc},
+		{"--size", "--html", "s3://programs/page.html", loc},
+	} {
+		r := runArgs(nil, args...)
+		require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "local file", args)
 	}
 	_, err := srv.Get("programs", "extracted.bin")
 	require.Error(t, err, "--extract -o s3://... wrote an object")
