@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/internal/testkit"
 )
 
 // TestS3RebakeOntoItself: -o naming the --from object is refused without
@@ -43,4 +46,36 @@ func TestS3RebakeOntoItself(t *testing.T) {
 		old, _ := os.ReadFile(in)
 		require.False(t, bytes.Equal(want, old), "the re-bake changed nothing")
 	}
+}
+
+// TestS3RebakeSharedPrograms: for every program of the shared tree, the
+// in-store re-bake (s3:// to s3://) ends as the local re-bake does (the
+// same exit status) and, when it succeeds, the object holds the local
+// output byte for byte, for a budget change and an alignment change.
+func TestS3RebakeSharedPrograms(t *testing.T) {
+	files := testkit.SharedPrograms(t, 64<<20)
+	srv := s3Store(t)
+	dir := t.TempDir()
+	ok := 0
+	for i, path := range files {
+		key := fmt.Sprintf("in%d.pte", i)
+		srv.Put(t, "bkt", key, path)
+		for _, change := range [][]string{
+			{"--weight-streaming-budget-per-engine", "3MiB"},
+			{"--weight-streaming-budget-per-engine", "8GiB", "--segment-alignment", "4096"},
+		} {
+			local := filepath.Join(dir, "local.pte")
+			os.Remove(local)
+			l := runCmd(append([]string{"--from", path, "-o", local, "--force"}, change...)...)
+			r := runCmd(append([]string{"--from", "s3://bkt/" + key, "-o", "s3://bkt/out.pte", "--force"}, change...)...)
+			require.Equal(t, l.code, r.code, "%s %v: local %s; s3 %s", path, change, l.stderr, r.stderr)
+			if l.code == 0 {
+				sameObject(t, srv, "out.pte", local)
+				ok++
+			}
+			require.Empty(t, srv.Uploads(t, "bkt"))
+		}
+	}
+	require.Positive(t, ok, "no shared program re-baked")
+	t.Logf("%d programs, %d re-bakes compared", len(files), ok)
 }
