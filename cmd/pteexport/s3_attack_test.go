@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,4 +80,32 @@ func TestS3RebakeSharedPrograms(t *testing.T) {
 	}
 	require.Positive(t, ok, "no shared program re-baked")
 	t.Logf("%d programs, %d re-bakes compared", len(files), ok)
+}
+
+// TestS3RebakeSourceReplacedMidway: the input object replaced by another
+// program after pteexport opened it, when the store is asked for the first
+// server-side copy, fails the re-bake with exit 3, worth running again (the copies are pinned to the ETag
+// read at open), with nothing at the output key and no upload left; the
+// output never mixes the two versions.
+func TestS3RebakeSourceReplacedMidway(t *testing.T) {
+	srv := s3Store(t)
+	dir := t.TempDir()
+	in, other := filepath.Join(dir, "in.pte"), filepath.Join(dir, "other.pte")
+	writeProgram(t, in, 3, 6<<20)
+	writeProgram(t, other, 4, 6<<20)
+	srv.Put(t, "bkt", "in.pte", in)
+	var once sync.Once
+	srv.FailWith(func(r *http.Request) int {
+		if r.Header.Get("X-Amz-Copy-Source") != "" {
+			once.Do(func() { srv.Put(t, "bkt", "in.pte", other) })
+		}
+		return 0
+	})
+	r := runCmd("--from", "s3://bkt/in.pte", "-o", "s3://bkt/out.pte", "--weight-streaming-budget-per-engine", "2GiB")
+	srv.FailWith(nil)
+	require.Equal(t, 3, r.code, "worth running again: %s", r.stderr)
+	require.Contains(t, r.stderr, "changed", r.stderr)
+	noObject(t, srv, "out.pte")
+	require.Empty(t, srv.Uploads(t, "bkt"))
+	t.Log(r.stderr)
 }
