@@ -305,3 +305,17 @@ func TestSDKLogsNothing(t *testing.T) {
 	require.Error(t, err)
 	require.Empty(t, string(<-done))
 }
+
+// TestEndpointWithSecretsRefused: an endpoint URL that carries a user and
+// password, a signed query or a fragment is refused with a message that shows
+// neither.
+func TestEndpointWithSecretsRefused(t *testing.T) {
+	for _, ep := range []string{"http://AKID:supersecret@127.0.0.1:9", "http://127.0.0.1:9/?X-Amz-Signature=supersecret&X-Amz-Security-Token=supersecret",
+		"ftp://supersecret@host", "http://127.0.0.1:9/#supersecret", "http://[::1:9/supersecret"} {
+		fakeEnv(t, ep, "")
+		_, err := objstore.New(context.Background(), nil)
+		require.Error(t, err, ep)
+		require.NotContains(t, err.Error(), "supersecret", ep)
+		t.Log(err)
+	}
+}

@@ -91,7 +91,7 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 	}
 	if ep != "" {
 		u, err := url.Parse(ep)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 			return nil, fmt.Errorf("objstore: the S3 endpoint %s is not an http(s)://host[:port] URL", httprange.Redact(ep))
 		}
 		u.Path = strings.TrimSuffix(u.Path, "/")
