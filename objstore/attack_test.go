@@ -319,3 +319,43 @@ func TestEndpointWithSecretsRefused(t *testing.T) {
 		t.Log(err)
 	}
 }
+
+// TestStallingStoreFailsReads: reads through the signing transport keep
+// httprange's limits on every wait: a store that never answers, or that
+// stops in the middle of a body, fails the read in about those limits.
+func TestStallingStoreFailsReads(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/body.pte") {
+			w.Header().Set("ETag", `"abc"`)
+			var a, b int
+			fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &a, &b)
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/1000000", a, b))
+			w.Header().Set("Content-Length", fmt.Sprint(b-a+1))
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write([]byte("0123456789"))
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	fakeEnv(t, srv.URL, "")
+	st, err := objstore.New(context.Background(), nil)
+	require.NoError(t, err)
+	for _, key := range []string{"header.pte", "body.pte"} {
+		start := time.Now()
+		_, err := st.Open(context.Background(), objstore.Location{Bucket: "bucket", Key: key},
+			&httprange.Options{ResponseHeaderTimeout: 300 * time.Millisecond, IdleTimeout: 300 * time.Millisecond, MaxRetries: -1})
+		require.Error(t, err, key)
+		require.Less(t, time.Since(start), 10*time.Second, "%s: %v", key, err)
+		t.Logf("%s after %v: %v", key, time.Since(start), err)
+	}
+}
