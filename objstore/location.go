@@ -41,8 +41,8 @@ func (e *LocationError) Error() string {
 // Parse reads s3://bucket/key. The bucket must be a DNS-style name of 3 to
 // 63 characters (lower-case letters, digits, dots and hyphens, as S3 and
 // its compatible stores accept); the key must not be empty, may hold any
-// byte but NUL and control characters, and is at most 1024 bytes (S3's
-// limit).
+// byte but NUL and control characters, is at most 1024 bytes (S3's
+// limit), and has no empty (but a last one), "." or ".." segment.
 func Parse(s string) (Location, error) {
 	if !IsS3(s) {
 		return Location{}, &LocationError{quote.String(s), "not an s3://bucket/key location"}
