@@ -1,6 +1,7 @@
 package objstore_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -358,4 +359,87 @@ func TestStallingStoreFailsReads(t *testing.T) {
 		require.Less(t, time.Since(start), 10*time.Second, "%s: %v", key, err)
 		t.Logf("%s after %v: %v", key, time.Since(start), err)
 	}
+}
+
+// TestAssembleAtPartLimits: objects assembled from literal runs and
+// ranges of sizes at S3's 5 MiB part minimum (one byte under, exactly,
+// one over), in every order, hold exactly the bytes asked for, and the
+// store accepts every part.
+func TestAssembleAtPartLimits(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	srv.Bucket(t, "programs")
+	path, data := object(t, 16<<20, 31)
+	srcLoc := srv.Put(t, "programs", "src.bin", path)
+	ctx := context.Background()
+	st, err := objstore.New(ctx, nil)
+	require.NoError(t, err)
+	loc, err := objstore.Parse(srcLoc)
+	require.NoError(t, err)
+	r, err := st.Open(ctx, loc, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	const m = objstore.MinPartSize
+	lit := func(n int) objstore.Piece { return objstore.Piece{Data: bytes.Repeat([]byte{0xA5}, n)} }
+	rng := func(off, n int64) objstore.Piece { return objstore.Piece{Off: off, Len: n} }
+	for i, pieces := range [][]objstore.Piece{
+		{lit(m), rng(0, m)},
+		{lit(m - 1), rng(0, m+1)},
+		{lit(m + 1), rng(1, m-1), lit(1)},
+		{lit(1), rng(0, 1), lit(1)},
+		{rng(0, m), rng(m, m), rng(3, m-1), lit(m)},
+		{lit(m - 1), rng(0, 1), rng(1, m), lit(3)},
+		{rng(0, 1)},
+		{rng(0, 16<<20)},
+		{lit(8 << 20), rng(0, m-1), rng(7, m+1)},
+	} {
+		var want []byte
+		for _, p := range pieces {
+			if p.Data != nil {
+				want = append(want, p.Data...)
+			} else {
+				want = append(want, data[p.Off:p.Off+p.Len]...)
+			}
+		}
+		dst := objstore.Location{Bucket: "programs", Key: fmt.Sprintf("out%d.bin", i)}
+		srv.Reset()
+		up, err := st.Create(ctx, dst, nil)
+		require.NoError(t, err)
+		require.NoError(t, up.Assemble(&objstore.Source{Location: loc, Reader: r}, pieces, nil), "case %d", i)
+		require.NoError(t, up.Commit(), "case %d", i)
+		got, err := srv.Get("programs", dst.Key)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(want, got), "case %d: assembled object differs", i)
+		sent, copied := up.Moved()
+		require.Equal(t, int64(len(want)), sent+copied, "case %d", i)
+		// Every part but the last is at least MinPartSize (the store may
+		// not check: AWS S3 refuses the completion).
+		sizes := map[int]int64{}
+		for _, req := range srv.Requests() {
+			var num int
+			if req.Method != http.MethodPut || !strings.Contains(req.Query, "partNumber=") {
+				continue
+			}
+			q, _ := url.ParseQuery(req.Query)
+			fmt.Sscan(q.Get("partNumber"), &num)
+			size := req.In
+			if cr := req.Header.Get("X-Amz-Copy-Source-Range"); cr != "" {
+				var a, b int64
+				fmt.Sscanf(cr, "bytes=%d-%d", &a, &b)
+				size = b - a + 1
+			}
+			sizes[num] = size
+		}
+		var total int64
+		for n := 1; n <= len(sizes); n++ {
+			size, ok := sizes[n]
+			require.True(t, ok, "case %d: part %d missing of %v", i, n, sizes)
+			total += size
+			if n < len(sizes) {
+				require.GreaterOrEqual(t, size, int64(m), "case %d: part %d of %d is %d bytes", i, n, len(sizes), size)
+			}
+		}
+		require.Equal(t, int64(len(want)), total, "case %d", i)
+	}
+	require.Empty(t, srv.Uploads(t, "programs"))
 }
