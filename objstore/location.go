@@ -41,8 +41,8 @@ func (e *LocationError) Error() string {
 // Parse reads s3://bucket/key. The bucket must be a DNS-style name of 3 to
 // 63 characters (lower-case letters, digits, dots and hyphens, as S3 and
 // its compatible stores accept); the key must not be empty, may hold any
-// byte but NUL and control characters, and is at most 1024 bytes (S3's
-// limit).
+// byte but NUL and control characters, is at most 1024 bytes (S3's
+// limit), and has no empty (but a last one), "." or ".." segment.
 func Parse(s string) (Location, error) {
 	if !IsS3(s) {
 		return Location{}, &LocationError{quote.String(s), "not an s3://bucket/key location"}
@@ -51,18 +51,56 @@ func Parse(s string) (Location, error) {
 	if !ok || key == "" {
 		return Location{}, &LocationError{quote.String(s), "no object key after the bucket (want s3://bucket/key)"}
 	}
-	if err := checkBucket(bucket); err != "" {
+	loc := Location{Bucket: bucket, Key: key}
+	if err := loc.check(); err != "" {
 		return Location{}, &LocationError{quote.String(s), err}
 	}
+	return loc, nil
+}
+
+// check returns what is wrong with l, or "".
+func (l Location) check() string {
+	if err := checkBucket(l.Bucket); err != "" {
+		return err
+	}
+	return checkKey(l.Key)
+}
+
+// checkKey returns what is wrong with a key, or "". Besides S3's limits,
+// a key may not hold a "." or ".." segment, nor an empty one but the
+// last ("dir/"): AWS S3 reads such a key as it is, but S3-compatible
+// stores and proxies clean the path they are sent in, so that
+// s3://b/a/../x.pte would read or replace s3://b/x.pte there, and
+// s3://b/../c/x.pte an object of another bucket.
+func checkKey(key string) string {
+	if key == "" {
+		return "no object key after the bucket (want s3://bucket/key)"
+	}
 	if len(key) > 1024 {
-		return Location{}, &LocationError{quote.String(s), fmt.Sprintf("the key is %d bytes, more than S3's 1024", len(key))}
+		return fmt.Sprintf("the key is %d bytes, more than S3's 1024", len(key))
 	}
 	for _, c := range []byte(key) {
 		if c < 0x20 || c == 0x7f {
-			return Location{}, &LocationError{quote.String(s), "the key holds a control character"}
+			return "the key holds a control character"
 		}
 	}
-	return Location{Bucket: bucket, Key: key}, nil
+	segs := strings.Split(key, "/")
+	for i, seg := range segs {
+		if seg == "." || seg == ".." || seg == "" && i < len(segs)-1 {
+			return "the key has an empty, \".\" or \"..\" path segment, which S3-compatible stores resolve to another key"
+		}
+	}
+	return ""
+}
+
+// Check reports whether l can name an object, as Parse checks a location
+// (a Location made by hand is checked by every Store method that takes
+// one).
+func (l Location) Check() error {
+	if err := l.check(); err != "" {
+		return &LocationError{quote.String(l.String()), err}
+	}
+	return nil
 }
 
 // checkBucket returns what is wrong with a bucket name, or "".

@@ -22,6 +22,13 @@ func TestParse(t *testing.T) {
 		{in: "s3://bucket/a\x00b", err: "control character"},
 		{in: "s3://bucket/" + strings.Repeat("k", 1025), err: "1025 bytes"},
 		{in: "https://bucket/key", err: "not an s3://"},
+		{in: "s3://bucket/a/../b.pte", err: `".." path segment`},
+		{in: "s3://bucket/../other/b.pte", err: `".." path segment`},
+		{in: "s3://bucket/./b.pte", err: `".." path segment`},
+		{in: "s3://bucket/a/..", err: `".." path segment`},
+		{in: "s3://bucket//b.pte", err: "empty"},
+		{in: "s3://bucket/a//b.pte", err: "empty"},
+		{in: "s3://bucket/a/.../b..pte/.x", bucket: "bucket", key: "a/.../b..pte/.x"},
 		{in: "bucket/key", err: "not an s3://"},
 	} {
 		loc, err := Parse(c.in)

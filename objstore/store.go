@@ -19,6 +19,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/ptekit/ptekit/httprange"
 )
@@ -77,6 +78,9 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objstore: loading the AWS configuration: %w", err)
 	}
+	// The SDK logs warnings to standard error on its own; the commands'
+	// standard error holds their one-line messages only.
+	cfg.Logger = logging.Nop{}
 	s := &Store{cfg: cfg, transport: o.Transport, regions: map[string]string{}, clients: map[string]*s3.Client{}}
 	ep := o.Getenv(EnvEndpointS3)
 	if ep == "" {
@@ -87,7 +91,7 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 	}
 	if ep != "" {
 		u, err := url.Parse(ep)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 			return nil, fmt.Errorf("objstore: the S3 endpoint %s is not an http(s)://host[:port] URL", httprange.Redact(ep))
 		}
 		u.Path = strings.TrimSuffix(u.Path, "/")
@@ -235,6 +239,9 @@ const authHint = "the store refused the request: check the AWS credentials (AWS_
 // Open opens loc for reading with httprange (see ReaderOptions). base may
 // be nil for httprange's defaults.
 func (s *Store) Open(ctx context.Context, loc Location, base *httprange.Options) (*httprange.Reader, error) {
+	if err := loc.Check(); err != nil {
+		return nil, err
+	}
 	if err := s.checkCredentials(ctx, loc); err != nil {
 		return nil, err
 	}
@@ -385,7 +392,12 @@ func (s *Store) Client(ctx context.Context, bucket string) *s3.Client {
 		if s.endpoint != nil {
 			o.BaseEndpoint = aws.String(s.endpoint.String())
 		}
-		o.HTTPClient = &http.Client{Transport: s.transport}
+		// The SDK signs a request and the client sends it: a redirect
+		// followed by net/http would carry the headers along, the
+		// session token to any host and the signature to the same host
+		// at another port. S3 redirects only to say a bucket is in
+		// another region, an error the SDK reports as such.
+		o.HTTPClient = &http.Client{Transport: &answerLimit{base: s.transport}, CheckRedirect: noRedirects}
 		// Checksums only where an operation needs them: S3-compatible
 		// stores differ in the trailing checksums they accept.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
@@ -394,6 +406,9 @@ func (s *Store) Client(ctx context.Context, bucket string) *s3.Client {
 	s.clients[key] = c
 	return c
 }
+
+// noRedirects makes an http.Client return a redirect as the answer.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // authCodes are the S3 error codes that mean the request's credentials
 // were refused, whatever status the store gave them (S3 answers an expired

@@ -114,7 +114,7 @@ func storeError(op string, loc Location, err error) error {
 	}
 	e := &StoreError{Op: op, Location: loc.String(), Err: err}
 	var api smithy.APIError
-	if errors.As(err, &api) {
+	if errors.As(err, &api) && validCode(api.ErrorCode()) {
 		e.Code = api.ErrorCode()
 	}
 	var re *smithyhttp.ResponseError
@@ -125,7 +125,9 @@ func storeError(op string, loc Location, err error) error {
 		// No answer: a network error or the context. Keep the cause (a
 		// context's, or the connection's), not the SDK's wrapping.
 		var cause error = err
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, errNoAnswer) {
+			cause = errNoAnswer
+		} else if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			cause = context.Canceled
 			if errors.Is(err, context.DeadlineExceeded) {
 				cause = context.DeadlineExceeded
@@ -138,12 +140,42 @@ func storeError(op string, loc Location, err error) error {
 	return e
 }
 
+// validCode reports whether c looks like an S3 error code (an identifier
+// such as "AccessDenied" or versitygw's "XAdminUserNotFound"): the code
+// comes from the store's answer, and a store could fill it with anything
+// for a message to show.
+func validCode(c string) bool {
+	if c == "" || len(c) > 64 {
+		return false
+	}
+	for _, r := range []byte(c) {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// errNotS3 is a successful answer that lacks what every S3 store sends:
+// the endpoint is not an S3 store (a web server that answers anything
+// with 200), and taking its word would report an object written that is
+// not there.
+var errNotS3 = errors.New("is the endpoint (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL) an S3-compatible store?")
+
+// notS3 reports op's successful answer that lacks what.
+func notS3(op string, loc Location, what string) error {
+	return &StoreError{Op: op, Location: loc.String(), Err: fmt.Errorf("the store's answer holds no %s: %w", what, errNotS3)}
+}
+
 // Create starts a multipart upload of loc. ctx governs every request of
 // the Upload but Abort's.
 func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (*Upload, error) {
 	var o UploadOptions
 	if opts != nil {
 		o = *opts
+	}
+	if err := loc.Check(); err != nil {
+		return nil, err
 	}
 	if err := s.checkCredentials(ctx, loc); err != nil {
 		return nil, err
@@ -163,6 +195,9 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 		ContentType: aws.String("application/octet-stream")})
 	if err != nil {
 		return nil, storeError("CreateMultipartUpload", loc, err)
+	}
+	if aws.ToString(out.UploadId) == "" {
+		return nil, notS3("CreateMultipartUpload", loc, "upload id")
 	}
 	ps := DefaultPartSize
 	if o.SizeHint > 0 {
@@ -210,6 +245,9 @@ func (u *Upload) flush() error {
 		PartNumber: aws.Int32(num), Body: &sliceReader{b: u.buf}, ContentLength: aws.Int64(int64(len(u.buf)))})
 	if err != nil {
 		return storeError("UploadPart", u.loc, err)
+	}
+	if aws.ToString(out.ETag) == "" {
+		return notS3("UploadPart", u.loc, "part ETag")
 	}
 	u.sent.Add(int64(len(u.buf)))
 	u.size += int64(len(u.buf))
@@ -377,6 +415,9 @@ func (u *Upload) copyRange(src *Source, off, n int64) error {
 			}
 			return se
 		}
+		if out.CopyPartResult == nil || aws.ToString(out.CopyPartResult.ETag) == "" {
+			return notS3("UploadPartCopy", u.loc, "part ETag")
+		}
 		etag := out.CopyPartResult.ETag
 		u.parts = append(u.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(num)})
 		u.copied.Add(k)
@@ -418,13 +459,18 @@ func (u *Upload) Commit() error {
 	if u.noOver {
 		in.IfNoneMatch = aws.String("*")
 	}
-	if _, err := u.client.CompleteMultipartUpload(u.ctx, in); err != nil {
+	out, err := u.client.CompleteMultipartUpload(u.ctx, in)
+	if err != nil {
 		u.Abort()
 		se := storeError("CompleteMultipartUpload", u.loc, err).(*StoreError)
 		if se.Status == http.StatusPreconditionFailed {
 			return fmt.Errorf("objstore: %s: %w (another writer created it meanwhile)", u.loc, fs.ErrExist)
 		}
 		return se
+	}
+	if aws.ToString(out.ETag) == "" {
+		u.Abort()
+		return notS3("CompleteMultipartUpload", u.loc, "object ETag")
 	}
 	u.done = true
 	return nil
@@ -435,6 +481,9 @@ func (u *Upload) flushEmpty() error {
 		PartNumber: aws.Int32(1), Body: &sliceReader{}, ContentLength: aws.Int64(0)})
 	if err != nil {
 		return storeError("UploadPart", u.loc, err)
+	}
+	if aws.ToString(out.ETag) == "" {
+		return notS3("UploadPart", u.loc, "part ETag")
 	}
 	u.parts = append(u.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(1)})
 	return nil
@@ -465,6 +514,9 @@ type Orphan struct {
 // Orphans lists the multipart uploads in progress for exactly loc's key:
 // what a killed writer leaves (storage is billed for its parts).
 func (s *Store) Orphans(ctx context.Context, loc Location) ([]Orphan, error) {
+	if err := loc.Check(); err != nil {
+		return nil, err
+	}
 	c := s.Client(ctx, loc.Bucket)
 	var found []Orphan
 	in := &s3.ListMultipartUploadsInput{Bucket: &loc.Bucket, Prefix: &loc.Key}

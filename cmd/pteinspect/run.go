@@ -428,6 +428,10 @@ func (o *options) check(stderr io.Writer) int {
 		return usageErr(stderr, "%s cannot be combined", strings.Join(modes, " and "))
 	case o.extract != "" && o.output == "":
 		return usageErr(stderr, "--extract needs -o FILE")
+	case o.extract != "" && input.IsURL(o.output):
+		return usageErr(stderr, "--extract writes a local file; -o cannot be a URL or an s3:// location")
+	case o.html != "" && input.IsURL(o.html):
+		return usageErr(stderr, "--html writes a local file; it cannot be a URL or an s3:// location")
 	case o.extract == "" && (o.output != "" || o.engine || o.force):
 		return usageErr(stderr, "-o, --engine and --force go with --extract")
 	case o.extract != "" && (o.json || o.hash):
