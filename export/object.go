@@ -48,8 +48,8 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 	wopts.EarlyWriteback = false
 	if orphans, err := st.Orphans(ctx, dst); err == nil && len(orphans) > 0 {
 		res.Warnings = append(res.Warnings, Warning{Kind: WarnOrphanUpload, Msg: fmt.Sprintf(
-			"%d unfinished multipart upload(s) to %s remain from an earlier writer that did not finish (their parts are stored and billed): "+
-				"pteexport --recover %s aborts them", len(orphans), dst, dst)})
+			"%d unfinished multipart upload(s) to %s remain from a writer that was killed or is still running (their parts are stored and billed): "+
+				"pteexport --recover %s aborts those idle for %s", len(orphans), dst, dst, objstore.QuietPeriod)})
 	}
 	up, err := st.Create(ctx, dst, &objstore.UploadOptions{NoOverwrite: opts.NoOverwrite, SizeHint: f.Size})
 	if err != nil {

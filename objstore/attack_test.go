@@ -92,7 +92,7 @@ func TestRedirectOffStoreSendsNoCredential(t *testing.T) {
 			} else {
 				require.NotContains(t, err.Error(), token)
 			}
-			_, err = st.AbortOrphans(ctx, loc)
+			_, _, err = st.AbortOrphans(ctx, loc, 0)
 			if err != nil {
 				require.NotContains(t, err.Error(), token)
 			}
@@ -137,7 +137,7 @@ func TestDotSegmentKeys(t *testing.T) {
 		require.ErrorAs(t, err, &le, key)
 		_, err = st.Create(ctx, loc, nil)
 		require.ErrorAs(t, err, &le, key)
-		_, err = st.AbortOrphans(ctx, loc)
+		_, _, err = st.AbortOrphans(ctx, loc, 0)
 		require.ErrorAs(t, err, &le, key)
 	}
 	require.Empty(t, srv.Requests(), "a refused key makes no request")
@@ -238,7 +238,7 @@ func TestEchoingStoreLeaksNothing(t *testing.T) {
 		errs = append(errs, err)
 		_, err = st.Create(ctx, loc, nil)
 		errs = append(errs, err)
-		_, err = st.AbortOrphans(ctx, loc)
+		_, _, err = st.AbortOrphans(ctx, loc, 0)
 		errs = append(errs, err)
 		srv.Close()
 		for i, err := range errs {

@@ -509,10 +509,22 @@ type Orphan struct {
 	ID string
 	// Initiated is when it started.
 	Initiated time.Time
+	// LastActive is when it last grew: the newest of Initiated and its
+	// parts' times (the store's clocks).
+	LastActive time.Time
 }
 
+// QuietPeriod is how long an upload in progress must have been idle
+// (Orphan.LastActive) before AbortOrphans takes it for a killed writer's
+// by default. The store does not say whose an upload is, and a writer that
+// is still running (in another process or on another machine) adds a part
+// every few seconds while it sends, or every minute or two while the store
+// copies a large part; an upload idle this long has no writer left.
+const QuietPeriod = 15 * time.Minute
+
 // Orphans lists the multipart uploads in progress for exactly loc's key:
-// what a killed writer leaves (storage is billed for its parts).
+// what a killed writer leaves (storage is billed for its parts), and what
+// a running writer is making: LastActive tells them apart.
 func (s *Store) Orphans(ctx context.Context, loc Location) ([]Orphan, error) {
 	if err := loc.Check(); err != nil {
 		return nil, err
@@ -527,7 +539,8 @@ func (s *Store) Orphans(ctx context.Context, loc Location) ([]Orphan, error) {
 		}
 		for _, up := range out.Uploads {
 			if aws.ToString(up.Key) == loc.Key {
-				found = append(found, Orphan{ID: aws.ToString(up.UploadId), Initiated: aws.ToTime(up.Initiated)})
+				at := aws.ToTime(up.Initiated)
+				found = append(found, Orphan{ID: aws.ToString(up.UploadId), Initiated: at, LastActive: at})
 			}
 		}
 		if !aws.ToBool(out.IsTruncated) {
@@ -535,21 +548,66 @@ func (s *Store) Orphans(ctx context.Context, loc Location) ([]Orphan, error) {
 		}
 		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 	}
+	for i := range found {
+		last, err := lastPart(ctx, c, loc, found[i].ID)
+		if err != nil {
+			return nil, err
+		}
+		if last.After(found[i].LastActive) {
+			found[i].LastActive = last
+		}
+	}
 	return found, nil
 }
 
-// AbortOrphans aborts every multipart upload in progress for loc's key
-// and returns how many there were.
-func (s *Store) AbortOrphans(ctx context.Context, loc Location) (int, error) {
+// lastPart returns the time of the newest part of upload id (zero when it
+// has none, or when it ended while listed).
+func lastPart(ctx context.Context, c *s3.Client, loc Location, id string) (time.Time, error) {
+	var last time.Time
+	in := &s3.ListPartsInput{Bucket: &loc.Bucket, Key: &loc.Key, UploadId: &id}
+	for range 100 { // at most 10,000 parts, 1,000 a page
+		out, err := c.ListParts(ctx, in)
+		if err != nil {
+			if api, ok := errors.AsType[smithy.APIError](err); ok && api.ErrorCode() == "NoSuchUpload" {
+				return last, nil // finished or aborted since it was listed
+			}
+			return last, storeError("ListParts", loc, err)
+		}
+		for _, p := range out.Parts {
+			if t := aws.ToTime(p.LastModified); t.After(last) {
+				last = t
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) || out.NextPartNumberMarker == nil {
+			break
+		}
+		in.PartNumberMarker = out.NextPartNumberMarker
+	}
+	return last, nil
+}
+
+// AbortOrphans aborts the multipart uploads in progress for loc's key
+// that have been idle for at least quiet (QuietPeriod is the safe
+// choice; 0 aborts every one, a running writer's too, whose next part or
+// completion then fails). It returns how many it aborted and the uploads
+// it left because they were active more recently (by the local clock
+// against the store's times).
+func (s *Store) AbortOrphans(ctx context.Context, loc Location, quiet time.Duration) (aborted int, spared []Orphan, err error) {
 	list, err := s.Orphans(ctx, loc)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	c := s.Client(ctx, loc.Bucket)
+	now := time.Now()
 	for _, o := range list {
-		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key, UploadId: aws.String(o.ID)}); err != nil {
-			return 0, storeError("AbortMultipartUpload", loc, err)
+		if quiet > 0 && now.Sub(o.LastActive) < quiet {
+			spared = append(spared, o)
+			continue
 		}
+		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key, UploadId: aws.String(o.ID)}); err != nil {
+			return aborted, spared, storeError("AbortMultipartUpload", loc, err)
+		}
+		aborted++
 	}
-	return len(list), nil
+	return aborted, spared, nil
 }

@@ -56,6 +56,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/export"
@@ -82,7 +83,7 @@ const usage = `Usage:
   pteexport --from s3://b/in.pte -o s3://b/out.pte [opts]  re-bake inside an object store
   pteexport --from in.pte --in-place [options]             re-bake it where it is (head only)
   pteexport --recover in.pte                               undo an interrupted --in-place re-bake
-  pteexport --recover s3://b/out.pte                       abort a killed re-bake's upload
+  pteexport --recover s3://b/out.pte [--force]             abort a killed re-bake's upload
   pteexport help                                           show this help
 
 The manifest format is in docs/manifest.md. Exit status: 0 success, 1 failure
@@ -134,8 +135,11 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	c.alignmentSet = fs.Changed("segment-alignment")
 	c.headRoomSet = fs.Changed("head-room")
 	if c.recover != "" {
-		if fs.NArg() > 0 || fs.NFlag() > 1 {
-			return nil, fs, &usageError{"--recover takes a file and no other option"}
+		// --force goes with --recover s3://: abort uploads active in the
+		// last objstore.QuietPeriod too.
+		forced := c.force && objstore.IsS3(c.recover)
+		if fs.NArg() > 0 || (fs.NFlag() > 1 && !(forced && fs.NFlag() == 2)) {
+			return nil, fs, &usageError{"--recover takes a file (and, for an s3:// location, --force) and no other option"}
 		}
 		return c, fs, nil
 	}
@@ -167,7 +171,7 @@ func newFlagSet(c *config) *pflag.FlagSet {
 	fs.Uint64Var(&c.alignment, "segment-alignment", 0, "segment alignment in bytes, at most 1 MiB (default 128; re-bake keeps the input's)")
 	fs.StringVar(&c.headRoomText, "head-room", "auto", `padding kept before the segment data so that a later --in-place re-bake that adds a budget fits: "auto" (1 KiB + 64 bytes per delegate), 0 for none, or a size from 1KiB to 1GiB (re-bake keeps the input's)`)
 	fs.BoolVar(&c.jsonOut, "json", false, "print a machine-readable summary on stdout")
-	fs.BoolVar(&c.force, "force", false, "overwrite an existing output file")
+	fs.BoolVar(&c.force, "force", false, "overwrite an existing output file; with --recover s3://..., also abort uploads active in the last 15 minutes")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "print only errors: no progress, warnings or \"wrote\" line")
 	fs.BoolVar(&c.version, "version", false, "print the version and VCS revision, and exit")
 	fs.BoolVar(&c.inPlace, "in-place", false, "with --from: rewrite only the program's head where it is, when it fits before the segment data (refused while another process has the file open or mapped)")
@@ -290,7 +294,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		cli.PrintVersion(stdout, "pteexport")
 		return 0
 	case c.recover != "" && objstore.IsS3(c.recover):
-		return recoverObject(ctx, c.recover, stdout, fail)
+		return recoverObject(ctx, c.recover, c.force, stdout, fail)
 	case c.recover != "":
 		return runRecover(c.recover, stdout, fail)
 	}
@@ -495,20 +499,41 @@ func rebakeObject(ctx context.Context, c *config, opener *input.Opener, opts *ex
 }
 
 // recoverObject is --recover s3://bucket/key: abort the multipart uploads
-// to that key that a killed pteexport left.
-func recoverObject(ctx context.Context, name string, stdout io.Writer, fail func(string, error)) int {
+// to that key that a killed pteexport left. An upload active in the last
+// objstore.QuietPeriod may be a running writer's (the store does not say
+// whose it is): it is left, and named, unless force.
+func recoverObject(ctx context.Context, name string, force bool, stdout io.Writer, fail func(string, error)) int {
 	loc, err := objstore.Parse(name)
 	if err == nil {
 		var st *objstore.Store
 		if st, err = objstore.New(ctx, nil); err == nil {
+			quiet := objstore.QuietPeriod
+			if force {
+				quiet = 0
+			}
 			var n int
-			if n, err = st.AbortOrphans(ctx, loc); err == nil {
-				if n == 0 {
-					fmt.Fprintf(stdout, "%s: no unfinished upload to abort\n", loc)
-				} else {
+			var spared []objstore.Orphan
+			if n, spared, err = st.AbortOrphans(ctx, loc, quiet); err == nil {
+				switch {
+				case n > 0:
 					fmt.Fprintf(stdout, "recovered %s: aborted %s\n", loc, cli.Count(n, "unfinished multipart upload"))
+				case len(spared) == 0:
+					fmt.Fprintf(stdout, "%s: no unfinished upload to abort\n", loc)
 				}
-				return 0
+				if len(spared) == 0 {
+					return 0
+				}
+				o := spared[0]
+				for _, x := range spared[1:] {
+					if x.LastActive.After(o.LastActive) {
+						o = x
+					}
+				}
+				err = fmt.Errorf("%s: left %s, the newest active %s ago (started %s): it may be a running pteexport's",
+					loc, cli.Count(len(spared), "unfinished multipart upload"), time.Since(o.LastActive).Round(time.Second),
+					o.Initiated.UTC().Format(time.RFC3339))
+				fail(fmt.Sprintf("%v; wait until it has been idle %s, or pass --force to abort it now", err, objstore.QuietPeriod), err)
+				return 1
 			}
 		}
 	}

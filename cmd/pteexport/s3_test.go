@@ -310,7 +310,14 @@ func TestS3RebakeKilled(t *testing.T) {
 	}
 	require.Contains(t, kinds, string(export.WarnOrphanUpload))
 
+	// Just killed, the upload looks like a running writer's: left, and
+	// said so, unless --force.
 	r = runCmd("--recover", "s3://bkt/out.pte")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "may be a running pteexport's")
+	require.Contains(t, r.stderr, "--force")
+	require.Equal(t, []string{"out.pte"}, srv.Uploads(t, "bkt"), "a recent upload is left without --force")
+	r = runCmd("--recover", "s3://bkt/out.pte", "--force")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "aborted 1 unfinished multipart upload")
 	require.Empty(t, srv.Uploads(t, "bkt"))
