@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -72,6 +73,12 @@ func FuzzDiffPass(f *testing.F) {
 	f.Add(a, swapLastTensors(f, a))
 	f.Add(swapLastTensors(f, a), withInlineConstants(f, progs["segment"], ramp(40, nil), ramp(50, nil), ramp(30, nil)))
 	f.Add(a, withConstantSegment(f, progs["chain"], ramp(41, nil), ramp(50, nil), ramp(30, nil)))
+	// A TensorRT blob whose segment a delegate of another backend names
+	// first.
+	f.Add(testprog.Rewrite(f, progs["chain"], func(p *pte.Program) {
+		d := p.ExecutionPlan[0].Delegates
+		d[0].ID, d[0].Processed.Index = "XnnpackBackend", d[1].Processed.Index
+	}), progs["chain"])
 	f.Fuzz(func(t *testing.T, da, db []byte) {
 		var files [2]*pte.File
 		var reads [2]*testkit.RangeReaderAt

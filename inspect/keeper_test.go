@@ -14,7 +14,9 @@ import (
 
 // TestKeeper: ranges asked for before a pass reaches them are held whole
 // however the reads cut them, ranges asked for by a then as the pass goes
-// are held too when it has not passed them, handed-on ranges reach their
+// are held too when it has not passed them or ranges held have the bytes it
+// passed, a then given with a range asked for already is called, the
+// longest of many ranges at one offset is found, handed-on ranges reach their
 // sink in order after the held bytes of the same read, and a reader over
 // the keeper answers held bytes from memory and the others from the file.
 func TestKeeper(t *testing.T) {
@@ -26,6 +28,16 @@ func TestKeeper(t *testing.T) {
 	})
 	k.want(100, 50, nil) // asked twice: held once
 	k.want(9_990, 10, nil)
+	// Asked first without a then and again with one (a payload that a
+	// delegate of another backend names first): the then is called.
+	k.want(300, 32, nil)
+	k.want(300, 32, func(k *keeper, b []byte) {
+		k.want(310, 40, nil) // begins in bytes held: held
+	})
+	// Ten ranges at one offset: the longest is found.
+	for n := range int64(10) {
+		k.want(5_000, 40-n, nil)
+	}
 	var flowed []byte
 	k.pass(150, 30, func(off int64, b []byte) {
 		held, ok := k.at(100, 50)
@@ -40,7 +52,7 @@ func TestKeeper(t *testing.T) {
 		k.flowTo(int64(pos), data[pos:end])
 	}
 	assert.Equal(t, data[150:180], flowed)
-	for _, r := range [][2]int64{{100, 50}, {110, 20}, {160, 10}, {9_990, 10}} {
+	for _, r := range [][2]int64{{100, 50}, {110, 20}, {160, 10}, {9_990, 10}, {310, 40}, {5_000, 40}} {
 		got, ok := k.at(r[0], r[1])
 		require.True(t, ok, "%v held", r)
 		assert.Equal(t, data[r[0]:r[0]+r[1]], got)
