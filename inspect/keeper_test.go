@@ -77,8 +77,8 @@ func TestKeeper(t *testing.T) {
 // TestHoldTasks: a pairing whose side in one file is read wholly before
 // the other's begins is made as the other is read, only the first held; a
 // pairing with a side in memory holds nothing; one whose sides are read at
-// the same step holds both; beyond heldBudget, none is held and its
-// comparison is left to SummarizeDiff.
+// the same step holds both; beyond heldBudget, none is held and both
+// sides are hashed as they are read.
 func TestHoldTasks(t *testing.T) {
 	file := func(off int64) constSource { return constSource{off: off, n: 100} }
 	mem := constSource{inline: true, n: 100, mem: make([]byte, 100)}
@@ -94,15 +94,11 @@ func TestHoldTasks(t *testing.T) {
 	over := task(file(6000), file(6500))   // beyond the budget
 	defer func(b int64) { heldBudget = b }(heldBudget)
 	heldBudget = 500
-	cmps := map[dataKey]*dataCmp{}
-	for i, tk := range []*constTask{aFirst, bFirst, inMem, same, over} {
-		cmps[dataKey{a: uint32(i)}] = tk.cmps[0]
-	}
 	keeps := [2]*keeper{newKeep(), newKeep()}
-	held, flowing := holdTasks([]*constTask{aFirst, bFirst, inMem, same, over}, keeps, cmps, [2]func(int64) int64{step, step})
+	held, flowing, hashed := holdTasks([]*constTask{aFirst, bFirst, inMem, same, over}, keeps, [2]func(int64) int64{step, step})
 	assert.Equal(t, []*constTask{same}, held)
 	assert.Equal(t, []*constTask{aFirst, bFirst, inMem}, flowing)
-	assert.Len(t, cmps, 4, "the comparison over the budget dropped")
+	assert.Equal(t, []*constTask{over}, hashed)
 	assert.Equal(t, [2]int{2, 2}, [2]int{len(keeps[0].store.waiting), len(keeps[1].store.waiting)}, "A holds aFirst's and same's, B bFirst's and same's")
-	assert.Equal(t, [2]int{1, 2}, [2]int{len(keeps[0].flow.waiting), len(keeps[1].flow.waiting)})
+	assert.Equal(t, [2]int{2, 3}, [2]int{len(keeps[0].flow.waiting), len(keeps[1].flow.waiting)}, "over hashed on both sides")
 }
