@@ -88,7 +88,7 @@ func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *Consta
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ps, err := passPair(a, b, &o, tasks, cmps)
+	ps, err := passPair(a, b, &o, tasks)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -117,7 +117,7 @@ var notCompared = fmt.Sprintf("the buffers come in another order in B than in A 
 // constant comparison tasks it can as it goes and keeping what the others
 // (holdTasks) and the documents need; it then makes the comparisons whose
 // both sides it held or hashed.
-func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*dataCmp) ([2]*passed, error) {
+func passPair(a, b *pte.File, o *Options, tasks []*constTask) ([2]*passed, error) {
 	meter := meterOf(o.Progress, a.Size+b.Size)
 	ra, rb := (&builder{f: a}).spans(), (&builder{f: b}).spans()
 	keeps := [2]*keeper{newKeep(), newKeep()}

@@ -181,7 +181,7 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 // the bytes they share are hashed once.
 func BuildPair(a, b *pte.File, opts *Options) (*Document, *Document, error) {
 	if opts != nil && opts.Hash && a.Program != nil && b.Program != nil {
-		ps, err := passPair(a, b, opts, nil, nil)
+		ps, err := passPair(a, b, opts, nil)
 		if err != nil {
 			return nil, nil, err
 		}
