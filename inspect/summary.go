@@ -102,9 +102,6 @@ type DelegateGroup struct {
 	stored *storageSet // payloads counted in Payloads
 }
 
-// maxQuote bounds how much of an untrusted value a summary quotes.
-const maxQuote = 64
-
 // Summarize summarises the document Build(f, opts) makes, without
 // building that document: it reads the delegates one at a time
 // (Stream.EachDelegate) and keeps only the summary, so that its memory does
