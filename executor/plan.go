@@ -243,8 +243,8 @@ func planRegistry(f *pte.File, opts PlanOptions, factory EngineFactory) (*Regist
 		reg.RegisterBackend(TensorRTBackendID, trt)
 	}
 	stubbed := map[string]bool{}
-	for i := range f.NumPlans() {
-		for _, d := range f.PlanDelegates(i) {
+	for i := range f.Program.NumPlans() {
+		for _, d := range f.Program.PlanDelegates(i) {
 			if d == nil {
 				continue
 			}

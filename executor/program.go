@@ -130,9 +130,9 @@ func (p *Program) File() *pte.File { return p.file }
 
 // MethodNames returns the names of the program's methods, in file order.
 func (p *Program) MethodNames() []string {
-	names := make([]string, p.file.NumPlans())
+	names := make([]string, p.file.Program.NumPlans())
 	for i := range names {
-		names[i] = p.file.PlanName(i)
+		names[i] = p.file.Program.PlanName(i)
 	}
 	return names
 }
@@ -204,7 +204,7 @@ func (p *Program) loadMethod(name string, opts *LoadOptions) (*Method, *Error) {
 		return nil, &Error{Code: CodeInvalidArgument, Method: name, Delegate: -1, Instruction: -1,
 			Msg: fmt.Sprintf("no such method (methods: %q)", p.MethodNames())}
 	}
-	ep := p.file.Plan(idx)
+	ep := p.file.Program.Plan(idx)
 	m := &Method{prog: p, name: name, planIndex: idx, plan: ep,
 		log: p.log.With(slog.String("method", name))}
 	data := &p.data.Methods[idx]

@@ -29,7 +29,7 @@ func withConstantSegment(t testing.TB, base []byte, bufs ...[]float32) []byte {
 	p := f.Program
 	var data []byte
 	offsets := []uint64{0}
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	for i, vals := range bufs {
 		offsets = append(offsets, uint64(len(data)))
 		for _, v := range vals {
@@ -55,7 +55,7 @@ func withInlineConstants(t testing.TB, base []byte, bufs ...[]float32) []byte {
 	return testprog.Rewrite(t, base, func(p *pte.Program) {
 		p.ConstantSegment = nil
 		p.ConstantBuffer = []*pte.Buffer{{}}
-		ep := p.ExecutionPlan[0]
+		ep := p.Plan(0)
 		for i, vals := range bufs {
 			var storage []byte
 			for _, v := range vals {

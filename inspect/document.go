@@ -236,7 +236,7 @@ func build(f *pte.File, opts *Options, pass *passed) (*Document, error) {
 		doc.Delegates = []*Delegate{}
 	}
 	rest := *f.Program
-	rest.ExecutionPlan = plans
+	rest.SetPlans(plans)
 	doc.Program = NewProgram(&rest, st.b.opts.Hash)
 	return doc, nil
 }
@@ -372,12 +372,12 @@ func (s *Stream) EachDelegate(method func(*MethodView) error, delegate func(*Met
 // delegates; nil after the last one, when it also completes the problems.
 func (s *Stream) nextMethod() *MethodView {
 	b := s.b
-	for n := b.f.NumPlans(); s.next < n; s.next++ {
+	for n := b.f.Program.NumPlans(); s.next < n; s.next++ {
 		pi := s.next
-		if b.opts.Method != "" && b.f.PlanName(pi) != b.opts.Method {
+		if b.opts.Method != "" && b.f.Program.PlanName(pi) != b.opts.Method {
 			continue
 		}
-		ep := b.f.Plan(pi)
+		ep := b.f.Program.Plan(pi)
 		if ep == nil {
 			continue
 		}
@@ -497,11 +497,11 @@ func (b *builder) head() (*Document, error) {
 }
 
 // MethodNames returns the names of f's methods in order, without decoding
-// them (pte.File.PlanName). The result is never nil.
+// them (pte.Program.PlanName). The result is never nil.
 func MethodNames(f *pte.File) []string {
-	names := make([]string, f.NumPlans())
+	names := make([]string, f.Program.NumPlans())
 	for i := range names {
-		names[i] = f.PlanName(i)
+		names[i] = f.Program.PlanName(i)
 	}
 	return names
 }
@@ -510,8 +510,8 @@ func MethodNames(f *pte.File) []string {
 // order of first use; only those of the method named method when it is not
 // empty. The result is never nil.
 func BackendIDs(p *pte.Program, method string) []string {
-	return backendIDs(len(p.ExecutionPlan), func(i int) (string, []*pte.BackendDelegate) {
-		if ep := p.ExecutionPlan[i]; ep != nil {
+	return backendIDs(p.NumPlans(), func(i int) (string, []*pte.BackendDelegate) {
+		if ep := p.Plan(i); ep != nil {
 			return ep.Name, ep.Delegates
 		}
 		return "", nil
@@ -519,14 +519,14 @@ func BackendIDs(p *pte.Program, method string) []string {
 }
 
 // FileBackendIDs is BackendIDs of the program of f, read one plan at a
-// time (pte.File.Plans), for a File opened with pte.OpenOptions.LazyPlans.
+// time, for a File opened with pte.OpenOptions.LazyPlans.
 func FileBackendIDs(f *pte.File, method string) []string {
-	return backendIDs(f.NumPlans(), func(i int) (string, []*pte.BackendDelegate) {
-		name := f.PlanName(i)
+	return backendIDs(f.Program.NumPlans(), func(i int) (string, []*pte.BackendDelegate) {
+		name := f.Program.PlanName(i)
 		if method != "" && name != method {
 			return "", nil // not decoded
 		}
-		return name, f.PlanDelegates(i)
+		return name, f.Program.PlanDelegates(i)
 	}, method)
 }
 
@@ -647,8 +647,8 @@ func (b *builder) segments() ([]*Segment, error) {
 			use(uint64(nd.SegmentIndex), "named_data:"+nd.Key)
 		}
 	}
-	for pi := range b.f.NumPlans() {
-		for di, d := range b.f.PlanDelegates(pi) {
+	for pi := range b.f.Program.NumPlans() {
+		for di, d := range b.f.Program.PlanDelegates(pi) {
 			if d != nil && d.Processed != nil && d.Processed.Location == pte.DataLocationSEGMENT {
 				use(uint64(d.Processed.Index), fmt.Sprintf("delegate:%d:%d:%s", pi, di, d.ID))
 			}

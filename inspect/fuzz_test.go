@@ -35,7 +35,7 @@ func FuzzBuild(f *testing.F) {
 		}
 		// The default view's value: no panic, every method.
 		n := 0
-		for _, ep := range doc.Program.ExecutionPlan {
+		for _, ep := range doc.Program.Plans() {
 			if ep != nil {
 				n++
 			}

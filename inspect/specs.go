@@ -36,7 +36,7 @@ type CompileSpecRow struct {
 // they are not empty. The result is never nil.
 func CompileSpecRows(p *pte.Program, method, backend string) []CompileSpecRow {
 	rows := []CompileSpecRow{}
-	for _, ep := range p.ExecutionPlan {
+	for _, ep := range p.Plans() {
 		if ep == nil || (method != "" && ep.Name != method) {
 			continue
 		}
@@ -50,16 +50,16 @@ func CompileSpecRows(p *pte.Program, method, backend string) []CompileSpecRow {
 
 // FileCompileSpecs yields the rows CompileSpecRows lists for f's program,
 // in the same order, reading only the delegates of one method at a time
-// (pte.File.PlanDelegates): a program opened with pte.OpenOptions.LazyPlans
+// (pte.Program.PlanDelegates): a program opened with pte.OpenOptions.LazyPlans
 // is never decoded whole, and the rows need not be held.
 func FileCompileSpecs(f *pte.File, method, backend string) iter.Seq[CompileSpecRow] {
 	return func(yield func(CompileSpecRow) bool) {
-		for i := range f.NumPlans() {
-			name := f.PlanName(i)
+		for i := range f.Program.NumPlans() {
+			name := f.Program.PlanName(i)
 			if method != "" && name != method {
 				continue // not decoded
 			}
-			if !eachSpecRow(name, f.PlanDelegates(i), backend, yield) {
+			if !eachSpecRow(name, f.Program.PlanDelegates(i), backend, yield) {
 				return
 			}
 		}

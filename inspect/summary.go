@@ -207,7 +207,7 @@ func (s *Summary) addMethods(p *Program) *summaryMethods {
 	if p == nil {
 		return ms
 	}
-	for i, ep := range p.ExecutionPlan {
+	for i, ep := range p.Plans() {
 		if ep == nil {
 			continue
 		}

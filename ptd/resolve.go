@@ -192,12 +192,12 @@ type Resolution struct {
 // A method's Status is the first failure in that order; every tensor row
 // carries its own status. Keys compare as C strings.
 func Resolve(p *pte.Program, srcs []Source) *Resolution {
-	return resolve(p, slices.All(p.ExecutionPlan), srcs, nil)
+	return resolve(p, p.Plans(), srcs, nil)
 }
 
 // ResolveFile is Resolve of the program of f, reading its plans one at a
-// time (pte.File.Plans), so that a File opened with
-// pte.OpenOptions.LazyPlans is never decoded whole.
+// time, so that a File opened with pte.OpenOptions.LazyPlans is never
+// decoded whole.
 func ResolveFile(f *pte.File, srcs []Source) *Resolution {
 	return resolve(f.Program, resolvedPlans(f), srcs, nil)
 }
@@ -210,10 +210,10 @@ func ResolveFile(f *pte.File, srcs []Source) *Resolution {
 // tensor at all).
 func resolvedPlans(f *pte.File) iter.Seq2[int, *pte.ExecutionPlan] {
 	return func(yield func(int, *pte.ExecutionPlan) bool) {
-		for i := range f.NumPlans() {
-			ep := &pte.ExecutionPlan{Name: f.PlanName(i)}
-			if f.PlanHasExternalData(i) { // else no value makes a row
-				ep.Values = f.PlanValues(i)
+		for i := range f.Program.NumPlans() {
+			ep := &pte.ExecutionPlan{Name: f.Program.PlanName(i)}
+			if f.Program.PlanHasExternalData(i) { // else no value makes a row
+				ep.Values = f.Program.PlanValues(i)
 			}
 			if !yield(i, ep) {
 				return

@@ -30,9 +30,12 @@ type Program struct {
 	// Version is the schema version the writer recorded; the runtime does not
 	// read it (0 in every known file).
 	Version uint32
-	// ExecutionPlan lists the methods, e.g. "forward"; ExecuTorch looks them up
-	// by Name.
-	ExecutionPlan []*ExecutionPlan
+	// executionPlan lists the methods, e.g. "forward"; ExecuTorch looks them
+	// up by Name. They are read through NumPlans, Plan and Plans (and
+	// PlanName, PlanDelegates, PlanValues), and set with SetPlans: a
+	// Program read by a File opened with OpenOptions.LazyPlans decodes them
+	// from file when asked, and every Program answers alike.
+	executionPlan []*ExecutionPlan
 	// ConstantBuffer is the deprecated inline constant data, indexed by
 	// Tensor.DataBufferIdx when ConstantSegment has at most one offset. Entry 0
 	// is an empty placeholder.
@@ -55,6 +58,10 @@ type Program struct {
 	// NamedData maps keys to segments, for backends that look their data up by
 	// name.
 	NamedData []*NamedData
+
+	// file is the File whose region holds the undecoded plans, nil when
+	// executionPlan holds them (see plans.go).
+	file *File `fbs:"-"`
 }
 
 // ExecutionPlan is one method of a program.

@@ -92,8 +92,8 @@ var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 	"check.Reader":  func(_ *testing.T, f *pte.File) string { return answer(check.Reader(f, ""), nil) },
 	"check.Delegate": func(_ *testing.T, f *pte.File) string {
 		var all []check.Problem
-		for i := range f.NumPlans() {
-			for j, d := range f.PlanDelegates(i) {
+		for i := range f.Program.NumPlans() {
+			for j, d := range f.Program.PlanDelegates(i) {
 				ps, err := check.Delegate(f, i, j, d, nil)
 				if err != nil {
 					return "error: " + err.Error()
