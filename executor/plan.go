@@ -274,7 +274,7 @@ func loadForPlan(f *pte.File, opts PlanOptions, reg *Registry, out *ProgramPlan)
 	}
 	out.Data = prog.Data()
 	if out.DataError != nil {
-		out.Data = ptd.ResolveFile(f, opts.DataFiles)
+		out.Data = ptd.Resolve(f.Program, opts.DataFiles)
 	}
 	return prog, nil
 }

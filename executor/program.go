@@ -90,7 +90,7 @@ func Load(f *pte.File, cfg Config) (*Program, error) {
 	// Module::load loads every data file and merges them before
 	// Program::load looks at the program: a data file that fails answers
 	// first, even for a program the runtime would refuse.
-	p.data = ptd.ResolveFile(f, cfg.DataFiles)
+	p.data = ptd.Resolve(f.Program, cfg.DataFiles)
 	if len(cfg.DataFiles) > 0 && !p.data.Module.OK() {
 		return nil, dataError(p.data)
 	}

@@ -462,7 +462,7 @@ func checkSelection(f *pte.File, opts *Options) error {
 		return fmt.Errorf("inspect: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(MethodNames(f), ", "))
 	}
 	if opts.Backend != "" {
-		ids := FileBackendIDs(f, opts.Method)
+		ids := BackendIDs(f.Program, opts.Method)
 		if !slices.Contains(ids, opts.Backend) {
 			return fmt.Errorf("inspect: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
 		}
@@ -508,38 +508,15 @@ func MethodNames(f *pte.File) []string {
 
 // BackendIDs returns the distinct backend ids of the delegates of p, in
 // order of first use; only those of the method named method when it is not
-// empty. The result is never nil.
+// empty. It reads only the plans' delegates (pte.Program.PlanDelegates).
+// The result is never nil.
 func BackendIDs(p *pte.Program, method string) []string {
-	return backendIDs(p.NumPlans(), func(i int) (string, []*pte.BackendDelegate) {
-		if ep := p.Plan(i); ep != nil {
-			return ep.Name, ep.Delegates
-		}
-		return "", nil
-	}, method)
-}
-
-// FileBackendIDs is BackendIDs of the program of f, read one plan at a
-// time, for a File opened with pte.OpenOptions.LazyPlans.
-func FileBackendIDs(f *pte.File, method string) []string {
-	return backendIDs(f.Program.NumPlans(), func(i int) (string, []*pte.BackendDelegate) {
-		name := f.Program.PlanName(i)
-		if method != "" && name != method {
-			return "", nil // not decoded
-		}
-		return name, f.Program.PlanDelegates(i)
-	}, method)
-}
-
-// backendIDs is BackendIDs over n plans, plan giving the name and the
-// delegates of each.
-func backendIDs(n int, plan func(i int) (string, []*pte.BackendDelegate), method string) []string {
 	ids := []string{}
-	for i := range n {
-		name, ds := plan(i)
-		if method != "" && name != method {
-			continue
+	for i := range p.NumPlans() {
+		if method != "" && p.PlanName(i) != method {
+			continue // not decoded
 		}
-		for _, d := range ds {
+		for _, d := range p.PlanDelegates(i) {
 			if d != nil && !slices.Contains(ids, d.ID) {
 				ids = append(ids, d.ID)
 			}

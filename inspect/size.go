@@ -111,7 +111,7 @@ type SizeExternal struct {
 // SizeOptions tunes Size. Nil is the zero value.
 type SizeOptions struct {
 	// Data, when set, is the program's external data resolution
-	// (ptd.ResolveFile): Size then lists what each method needs from it.
+	// (ptd.Resolve): Size then lists what each method needs from it.
 	Data *ptd.Resolution
 }
 
