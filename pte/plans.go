@@ -88,12 +88,9 @@ func (p *Program) decoded() *Program {
 		return p
 	}
 	cp := *p
-	cp.SetPlans(nil)
-	if p.HasPlans() {
-		cp.executionPlan = make([]*ExecutionPlan, 0, p.NumPlans())
-		for _, ep := range p.Plans() {
-			cp.executionPlan = append(cp.executionPlan, ep)
-		}
+	cp.SetPlans(make([]*ExecutionPlan, 0, p.NumPlans())) // Open refuses a program without the vector
+	for _, ep := range p.Plans() {
+		cp.executionPlan = append(cp.executionPlan, ep)
 	}
 	return &cp
 }
@@ -224,10 +221,7 @@ func (f *File) decoder(positions bool) *fbDecoder {
 // findings, and recording them costs a map entry per table.
 func (f *File) planAt(i int, positions bool) (*ExecutionPlan, *fbDecoder) {
 	if !f.lazy {
-		if i < 0 || i >= len(f.Program.executionPlan) {
-			return nil, nil
-		}
-		return f.Program.executionPlan[i], f.dec
+		return f.Program.Plan(i), f.dec
 	}
 	t, ok := rootTab(f.region).tableAt(slotProgramPlans, i)
 	if !ok {

@@ -90,6 +90,19 @@ func checkLazySame(t *testing.T, data []byte) *File {
 	if ef, lf := eager.Verify(), lazy.Verify(); !testkit.DeepEqual(ef, lf) {
 		t.Fatalf("Verify differs with LazyPlans:\n%v\n%v", lf, ef)
 	}
+	// Written back (the Program as it is, plans included), the same bytes
+	// or the same refusal.
+	written := func(f *File) string {
+		var b bytes.Buffer
+		segs, err := f.SegmentReaders()
+		if err == nil {
+			_, err = Write(&b, f.Program, segs, nil)
+		}
+		return fmt.Sprintf("%x %v", b.Bytes(), err)
+	}
+	if w, lw := written(eager), written(lazy); w != lw {
+		t.Fatalf("Write of the Program differs with LazyPlans:\n%.200s\n%.200s", lw, w)
+	}
 	return eager
 }
 

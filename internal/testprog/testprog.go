@@ -260,9 +260,6 @@ func Getter(name string, v int64) *pte.ExecutionPlan {
 // (p.SetPlans(append(Plans(p), ep))).
 func Plans(p *pte.Program) []*pte.ExecutionPlan {
 	var eps []*pte.ExecutionPlan
-	if p.HasPlans() {
-		eps = make([]*pte.ExecutionPlan, 0, p.NumPlans())
-	}
 	for _, ep := range p.Plans() {
 		eps = append(eps, ep)
 	}
