@@ -25,16 +25,15 @@ import (
 //     fully_qualified_name); Verify reports the absent ones;
 //   - absent scalars read as their schema default (always 0).
 
-// Program is the root table of a .pte file.
+// Program is the root table of a .pte file. Its execution plans (methods)
+// are read through NumPlans, Plan and Plans, and set with SetPlans.
 type Program struct {
 	// Version is the schema version the writer recorded; the runtime does not
 	// read it (0 in every known file).
 	Version uint32
 	// executionPlan lists the methods, e.g. "forward"; ExecuTorch looks them
-	// up by Name. They are read through NumPlans, Plan and Plans (and
-	// PlanName, PlanDelegates, PlanValues), and set with SetPlans: a
-	// Program read by a File opened with OpenOptions.LazyPlans decodes them
-	// from file when asked, and every Program answers alike.
+	// up by Name. Unexported so that every Program answers alike: one read
+	// with OpenOptions.LazyPlans decodes them from file when asked.
 	executionPlan []*ExecutionPlan
 	// ConstantBuffer is the deprecated inline constant data, indexed by
 	// Tensor.DataBufferIdx when ConstantSegment has at most one offset. Entry 0
