@@ -111,8 +111,8 @@ func FormatProblem(sev pte.Severity, method string, fe *pte.FormatError) Problem
 func Program(f *pte.File) ([]Problem, error) {
 	Prefetch(f)
 	out := Reader(f, "")
-	for pi, n := 0, f.NumPlans(); pi < n; pi++ {
-		for di, d := range f.PlanDelegates(pi) {
+	for pi, n := 0, f.Program.NumPlans(); pi < n; pi++ {
+		for di, d := range f.Program.PlanDelegates(pi) {
 			ps, err := Delegate(f, pi, di, d, nil)
 			if err != nil {
 				return nil, err
@@ -157,7 +157,7 @@ func Delegate(f *pte.File, pi, di int, d *pte.BackendDelegate, report BlobReport
 			return delegate.Check(r, size)
 		}
 	}
-	method := f.PlanName(pi)
+	method := f.Program.PlanName(pi)
 	var out []Problem
 	out = append(out, cStringProblems(method, pi, di, d)...)
 	if p, bad := budgetProblem(method, pi, di, d); bad {

@@ -27,8 +27,8 @@ func Prefetch(f *pte.File) {
 	}
 	var heads []pte.Range
 	var blobs []blob
-	for i := range f.NumPlans() {
-		for j, d := range f.PlanDelegates(i) {
+	for i := range f.Program.NumPlans() {
+		for j, d := range f.Program.PlanDelegates(i) {
 			if d == nil {
 				continue
 			}

@@ -31,7 +31,7 @@ func loadTRT(t *testing.T, shape []testMethod, specs []*pte.CompileSpec, opts *L
 	t.Helper()
 	f := buildProgram(t, shape...)
 	if specs != nil {
-		for _, d := range f.Program.ExecutionPlan[0].Delegates {
+		for _, d := range f.Program.Plan(0).Delegates {
 			d.CompileSpecs = specs
 		}
 	}

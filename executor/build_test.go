@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -125,7 +126,7 @@ func buildProgram(t testing.TB, methods ...testMethod) *pte.File {
 		chain.Outputs = []int32{cur}
 		ep.Chains = []*pte.Chain{chain}
 		ep.NonConstBufferSizes = []int64{0, int64(offset)}
-		p.ExecutionPlan = append(p.ExecutionPlan, ep)
+		p.SetPlans(append(testprog.Plans(p), ep))
 	}
 	offsets, payload, err := pte.ConstantSegment(constants, 0)
 	if err != nil {

@@ -172,27 +172,27 @@ func TestDataLoadMethod(t *testing.T) {
 		load, first string // Load's code, LoadMethod's code
 		errSub      string
 	}{
-		{"planned without data", func(p *pte.Program) { externalTensor(p.ExecutionPlan[0], "w", true) }, nil, "Ok", "InvalidExternalData", `"w"`},
-		{"constant without data", func(p *pte.Program) { externalTensor(p.ExecutionPlan[0], "w", false) }, nil, "Ok", "InvalidState", `tensor "w" is an external constant`},
+		{"planned without data", func(p *pte.Program) { externalTensor(p.Plan(0), "w", true) }, nil, "Ok", "InvalidExternalData", `"w"`},
+		{"constant without data", func(p *pte.Program) { externalTensor(p.Plan(0), "w", false) }, nil, "Ok", "InvalidState", `tensor "w" is an external constant`},
 		{"constants before planned", func(p *pte.Program) {
-			externalTensor(p.ExecutionPlan[0], "p", true)
-			externalTensor(p.ExecutionPlan[0], "c", false)
+			externalTensor(p.Plan(0), "p", true)
+			externalTensor(p.Plan(0), "c", false)
 		}, nil, "Ok", "InvalidState", `"c"`},
 		{"both found", func(p *pte.Program) {
-			externalTensor(p.ExecutionPlan[0], "p", true)
-			externalTensor(p.ExecutionPlan[0], "c", false)
+			externalTensor(p.Plan(0), "p", true)
+			externalTensor(p.Plan(0), "c", false)
 		}, [][]byte{dataFile(t, "p"), dataFile(t, "c")}, "Ok", "Ok", ""},
-		{"key missing", func(p *pte.Program) { externalTensor(p.ExecutionPlan[0], "w", false) }, [][]byte{dataFile(t, "x")}, "Ok", "NotFound", `"w"`},
-		{"planned key missing", func(p *pte.Program) { externalTensor(p.ExecutionPlan[0], "w", true) }, [][]byte{dataFile(t, "x")}, "Ok", "NotFound", `"w"`},
-		{"duplicate key across files", func(p *pte.Program) { externalTensor(p.ExecutionPlan[0], "w", false) },
+		{"key missing", func(p *pte.Program) { externalTensor(p.Plan(0), "w", false) }, [][]byte{dataFile(t, "x")}, "Ok", "NotFound", `"w"`},
+		{"planned key missing", func(p *pte.Program) { externalTensor(p.Plan(0), "w", true) }, [][]byte{dataFile(t, "x")}, "Ok", "NotFound", `"w"`},
+		{"duplicate key across files", func(p *pte.Program) { externalTensor(p.Plan(0), "w", false) },
 			[][]byte{dataFile(t, "w"), dataFile(t, "w")}, "InvalidArgument", "", "duplicate key"},
 		{"not a data file", func(p *pte.Program) {}, [][]byte{[]byte(strings.Repeat("x", 100))}, "InvalidExternalData", "", "data file"},
 		{"program named data shared with a data file", func(p *pte.Program) {
 			p.NamedData = append(p.NamedData, &pte.NamedData{Key: "k"})
 		}, [][]byte{dataFile(t, "k")}, "Ok", "InvalidArgument", `"k"`},
 		{"structural check of the tensor first", func(p *pte.Program) {
-			externalTensor(p.ExecutionPlan[0], "w", true)
-			ep := p.ExecutionPlan[0]
+			externalTensor(p.Plan(0), "w", true)
+			ep := p.Plan(0)
 			ep.Values[len(ep.Values)-1].Val.(*pte.Tensor).DimOrder = []uint8{0}
 		}, nil, "Ok", "InvalidProgram", "dim_order"},
 	}

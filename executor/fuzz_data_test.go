@@ -22,8 +22,8 @@ func dataSeeds(t testing.TB) map[string][2][]byte {
 		return writeProgram(t, p, seedMetadata())
 	}
 	both := prog(func(p *pte.Program) {
-		externalTensor(p.ExecutionPlan[0], "c", false)
-		externalTensor(p.ExecutionPlan[0], "p", true)
+		externalTensor(p.Plan(0), "c", false)
+		externalTensor(p.Plan(0), "p", true)
 	})
 	return map[string][2][]byte{
 		"resolves":    {both, dataFile(t, "c", "p")},
@@ -74,7 +74,7 @@ func FuzzLoadWithData(f *testing.F) {
 					}
 				} else {
 					m.Close()
-					for pi, ep := range file.Program.ExecutionPlan {
+					for pi, ep := range file.Program.Plans() {
 						if ep != nil && ep.Name == name && !prog.Data().Methods[pi].Status.OK() {
 							t.Fatalf("method %q loads although its external data does not resolve: %v", name, prog.Data().Methods[pi].Status)
 						}

@@ -54,7 +54,7 @@ func FuzzLoad(f *testing.F) {
 		}
 		reg := &Registry{}
 		reg.RegisterBackend(TensorRTBackendID, NewTensorRTBackend(StandIn{Streamable: i64(gib), Scratch: i64(mib)}))
-		for _, ep := range file.Program.ExecutionPlan {
+		for _, ep := range file.Program.Plans() {
 			for _, d := range ep.Delegates {
 				if d != nil {
 					reg.RegisterBackend(d.ID, acceptingBackend{})

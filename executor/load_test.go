@@ -28,7 +28,7 @@ func loadSeed(t *testing.T, mutate func(ep *pte.ExecutionPlan)) (*Method, error)
 	t.Helper()
 	f := openBytes(t, writeProgram(t, seedProgram(t, seedMetadata()), seedMetadata()))
 	if mutate != nil {
-		mutate(f.Program.ExecutionPlan[0])
+		mutate(f.Program.Plan(0))
 	}
 	reg := &Registry{}
 	reg.RegisterBackend(TensorRTBackendID, acceptingBackend{})
@@ -126,7 +126,7 @@ func TestLoadMethodChecks(t *testing.T) {
 // after the delegates were initialized destroys their handles.
 func TestLoadMethodDestroysOnChainFailure(t *testing.T) {
 	f := openBytes(t, writeProgram(t, seedProgram(t, seedMetadata()), seedMetadata()))
-	f.Program.ExecutionPlan[0].Chains[0].Instructions[2].Args = (*pte.MoveCall)(nil)
+	f.Program.Plan(0).Chains[0].Instructions[2].Args = (*pte.MoveCall)(nil)
 	cb := &countingBackend{Backend: acceptingBackend{}}
 	reg := &Registry{}
 	reg.RegisterBackend(TensorRTBackendID, cb)
@@ -150,7 +150,7 @@ func TestLoadMethodDestroysOnChainFailure(t *testing.T) {
 func TestTypedNilFromFile(t *testing.T) {
 	const marker = 0x1eadbeef // FreeCall value index, to find its table
 	p := seedProgram(t, seedMetadata())
-	p.ExecutionPlan[0].Chains[0].Instructions[4].Args = &pte.FreeCall{ValueIndex: marker}
+	p.Plan(0).Chains[0].Instructions[4].Args = &pte.FreeCall{ValueIndex: marker}
 	data := writeProgram(t, p, seedMetadata())
 	le := binary.LittleEndian
 	u16 := func(at int) int { return int(le.Uint16(data[at:])) }
@@ -196,7 +196,7 @@ func TestTypedNilFromFile(t *testing.T) {
 	le.PutUint32(data[instr:], uint32(int32(instr-freeCall)))
 
 	f := openBytes(t, data)
-	args := f.Program.ExecutionPlan[0].Chains[0].Instructions[4].Args
+	args := f.Program.Plan(0).Chains[0].Instructions[4].Args
 	require.IsType(t, (*pte.FreeCall)(nil), args)
 	require.Nil(t, args.(*pte.FreeCall), "the decoded FreeCall is not a typed nil")
 	pp, err := PlanProgram(f, PlanOptions{})

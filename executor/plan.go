@@ -243,8 +243,8 @@ func planRegistry(f *pte.File, opts PlanOptions, factory EngineFactory) (*Regist
 		reg.RegisterBackend(TensorRTBackendID, trt)
 	}
 	stubbed := map[string]bool{}
-	for i := range f.NumPlans() {
-		for _, d := range f.PlanDelegates(i) {
+	for i := range f.Program.NumPlans() {
+		for _, d := range f.Program.PlanDelegates(i) {
 			if d == nil {
 				continue
 			}
@@ -274,7 +274,7 @@ func loadForPlan(f *pte.File, opts PlanOptions, reg *Registry, out *ProgramPlan)
 	}
 	out.Data = prog.Data()
 	if out.DataError != nil {
-		out.Data = ptd.ResolveFile(f, opts.DataFiles)
+		out.Data = ptd.Resolve(f.Program, opts.DataFiles)
 	}
 	return prog, nil
 }

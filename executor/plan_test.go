@@ -223,7 +223,7 @@ func ptrBool(b bool) *bool { return &b }
 // still planned; LoadMethod itself stays strict.
 func TestPlanProgramOtherBackends(t *testing.T) {
 	f := buildProgram(t, progTwoEngines...)
-	f.Program.ExecutionPlan[0].Delegates[0].ID = "XnnpackBackend"
+	f.Program.Plan(0).Delegates[0].ID = "XnnpackBackend"
 	pp, err := PlanProgram(f, PlanOptions{Streamable: i64(gib), Scratch: i64(10)})
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func TestPlanProgramOtherBackends(t *testing.T) {
 			continue // pte's and the conformance tests' business
 		}
 		xnn := false
-		for _, ep := range cf.Program.ExecutionPlan {
+		for _, ep := range cf.Program.Plans() {
 			for _, d := range ep.Delegates {
 				xnn = xnn || (d != nil && d.ID == "XnnpackBackend")
 			}

@@ -90,7 +90,7 @@ func Load(f *pte.File, cfg Config) (*Program, error) {
 	// Module::load loads every data file and merges them before
 	// Program::load looks at the program: a data file that fails answers
 	// first, even for a program the runtime would refuse.
-	p.data = ptd.ResolveFile(f, cfg.DataFiles)
+	p.data = ptd.Resolve(f.Program, cfg.DataFiles)
 	if len(cfg.DataFiles) > 0 && !p.data.Module.OK() {
 		return nil, dataError(p.data)
 	}
@@ -127,9 +127,9 @@ func (p *Program) Data() *ptd.Resolution { return p.data }
 
 // MethodNames returns the names of the program's methods, in file order.
 func (p *Program) MethodNames() []string {
-	names := make([]string, p.file.NumPlans())
+	names := make([]string, p.file.Program.NumPlans())
 	for i := range names {
-		names[i] = p.file.PlanName(i)
+		names[i] = p.file.Program.PlanName(i)
 	}
 	return names
 }
@@ -201,7 +201,7 @@ func (p *Program) loadMethod(name string, opts *LoadOptions) (*Method, *Error) {
 		return nil, &Error{Code: CodeInvalidArgument, Method: name, Delegate: -1, Instruction: -1,
 			Msg: fmt.Sprintf("no such method (methods: %q)", p.MethodNames())}
 	}
-	ep := p.file.Plan(idx)
+	ep := p.file.Program.Plan(idx)
 	m := &Method{prog: p, name: name, planIndex: idx, plan: ep,
 		log: p.log.With(slog.String("method", name))}
 	data := &p.data.Methods[idx]

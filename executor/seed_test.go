@@ -19,7 +19,7 @@ func seedProgram(t testing.TB, meta *delegate.Metadata) *pte.Program {
 	tensor := func() *pte.EValue {
 		return &pte.EValue{Val: &pte.Tensor{ScalarType: pte.ScalarTypeFLOAT, Sizes: []int32{2}, DimOrder: []uint8{0}}}
 	}
-	return &pte.Program{ExecutionPlan: []*pte.ExecutionPlan{{
+	return programOf([]*pte.ExecutionPlan{{
 		Name: "forward",
 		Values: []*pte.EValue{
 			tensor(), tensor(), // 0 x, 1 y
@@ -47,7 +47,7 @@ func seedProgram(t testing.TB, meta *delegate.Metadata) *pte.Program {
 			CompileSpecs: []*pte.CompileSpec{budgetSpec("4096")},
 		}},
 		NonConstBufferSizes: []int64{0, 64},
-	}}}
+	}})
 }
 
 // seedMetadata is the blob metadata of seedProgram's delegate: inputs x
@@ -79,4 +79,11 @@ func writeProgram(t testing.TB, p *pte.Program, meta *delegate.Metadata) []byte 
 func TestWriteFuzzSeeds(t *testing.T) {
 	data := writeProgram(t, seedProgram(t, seedMetadata()), seedMetadata())
 	testkit.Golden(t, filepath.Join("testdata", "fuzz", "FuzzLoad", "seed-program"), testkit.FuzzCorpusFile(data))
+}
+
+// programOf returns a program with just these plans.
+func programOf(plans []*pte.ExecutionPlan) *pte.Program {
+	p := &pte.Program{}
+	p.SetPlans(plans)
+	return p
 }

@@ -356,7 +356,7 @@ func TestVectorsTensorRTOutcome(t *testing.T) {
 func methodAliases(t *testing.T, f *pte.File, name string) [][]delegate.AliasedIO {
 	t.Helper()
 	var out [][]delegate.AliasedIO
-	for pi, ep := range f.Program.ExecutionPlan {
+	for pi, ep := range f.Program.Plans() {
 		if ep.Name != name {
 			continue
 		}

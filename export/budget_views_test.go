@@ -30,7 +30,7 @@ func TestSummaryBudgetsAskCompilespec(t *testing.T) {
 		ws := summarize(f.Program, res)
 		refused := 0
 		mi := 0
-		for _, ep := range f.Program.ExecutionPlan {
+		for _, ep := range f.Program.Plans() {
 			if ep == nil {
 				continue
 			}

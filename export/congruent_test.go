@@ -36,7 +36,7 @@ func writeEngineFiles(t *testing.T, dir string, sizes ...int) []string {
 func enginePageOffsets(t *testing.T, f *pte.File) []int64 {
 	t.Helper()
 	var out []int64
-	for j := range f.Program.ExecutionPlan[0].Delegates {
+	for j := range f.Program.Plan(0).Delegates {
 		p, err := f.DelegateData(0, j)
 		require.NoError(t, err)
 		rep, err := delegate.Check(p, p.Size())

@@ -356,6 +356,7 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 		BackendDelegateData: []*pte.BackendDelegateInlineData{},
 		ConstantSegment:     &pte.SubsegmentOffsets{SegmentIndex: 0, Offsets: []uint64{0}},
 	}
+	var plans []*pte.ExecutionPlan
 	var arena planArena // one for every method, reset for each
 	for mi, md := range mds {
 		// What is left of the method once it is planned is in prog and
@@ -400,8 +401,9 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 			entries = append(entries, e)
 			dels = append(dels, e.del)
 		}
-		prog.ExecutionPlan = append(prog.ExecutionPlan, executionPlan(md, dels))
+		plans = append(plans, executionPlan(md, dels))
 	}
+	prog.SetPlans(plans)
 	return prog, res, entries, nil
 }
 
@@ -438,7 +440,7 @@ func (b *built) place(prog *pte.Program, entries []*blobEntry, opts *Options) er
 	for _, s := range b.segments {
 		b.total += s.Size() + align
 	}
-	for _, ep := range prog.ExecutionPlan {
+	for _, ep := range prog.Plans() {
 		for _, d := range ep.Delegates {
 			if opts.InlineDelegateData {
 				d.Processed.Location = pte.DataLocationINLINE

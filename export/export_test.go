@@ -42,7 +42,7 @@ func TestMethodWithoutEngines(t *testing.T) {
 		require.NoError(t, err, m.Name)
 		assert.Equal(t, 0, res.Methods[0].Delegates)
 		f := verifyClean(t, buf.Bytes())
-		ep := f.Program.ExecutionPlan[0]
+		ep := f.Program.Plan(0)
 		assert.NotNil(t, ep.Delegates, m.Name)
 		assert.Empty(t, ep.Delegates, m.Name)
 		require.Len(t, ep.Chains, 1)
@@ -114,7 +114,7 @@ func TestTargetDeviceSpecs(t *testing.T) {
 
 	f, res, err := write(spec("target_device\x00", "cuda:0"), nil, nil)
 	require.NoError(t, err)
-	specs := f.Program.ExecutionPlan[0].Delegates[0].CompileSpecs
+	specs := f.Program.Plan(0).Delegates[0].CompileSpecs
 	require.Len(t, specs, 1, "a C-string target_device key pins the device: no derived entry")
 	assert.Equal(t, "target_device\x00", specs[0].Key)
 	require.Len(t, res.Warnings, 1, "cuda:0 pinned for an engine of device 1")
@@ -222,7 +222,7 @@ func TestBuiltProgramWrittenStrictly(t *testing.T) {
 	b, err := build(&Program{Methods: []*Method{chainMethod("forward", 1)}}, nil)
 	require.NoError(t, err)
 	defer b.close()
-	ep := b.prog.ExecutionPlan[0]
+	ep := b.prog.Plan(0)
 	ep.Values = append(ep.Values, &pte.EValue{}) // no value: ExecuTorch fails to load it
 	var buf bytes.Buffer
 	_, err = b.writeTo(&buf, false)

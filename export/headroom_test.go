@@ -69,7 +69,7 @@ func TestExportHeadRoomInPlace(t *testing.T) {
 			assert.True(t, bytes.Equal(old[base:], got[base:]), "segment data untouched")
 			f, err := pte.Open(path)
 			require.NoError(t, err)
-			for _, d := range f.Program.ExecutionPlan[0].Delegates {
+			for _, d := range f.Program.Plan(0).Delegates {
 				v, ok := specValue(d, "weight_streaming_budget")
 				assert.True(t, ok)
 				assert.Equal(t, fmt.Sprint(budget), string(v))

@@ -127,7 +127,7 @@ func TestRebakeInPlace(t *testing.T) {
 	base := f.Header.SegmentBaseOffset
 	assert.Equal(t, old[base:], got[base:], "segment data untouched")
 	assert.LessOrEqual(t, res.Rewritten, int64(base))
-	for _, d := range f.Program.ExecutionPlan[0].Delegates {
+	for _, d := range f.Program.Plan(0).Delegates {
 		var v []byte
 		for _, s := range d.CompileSpecs {
 			if s.Key == "weight_streaming_budget" {

@@ -246,7 +246,7 @@ func rebakeProgram(f *pte.File, in string, opts *RebakeOptions, budget *compiles
 	}
 
 	prog := cloneForRebake(f)
-	for i, ep := range prog.ExecutionPlan {
+	for i, ep := range prog.Plans() {
 		if ep == nil {
 			continue
 		}
@@ -337,7 +337,7 @@ func problemText(p check.Problem) string {
 // rebakeDeviceWarnings warns when the target device pinned by a re-bake
 // disagrees with the device_id in delegate j's blob of plan i.
 func rebakeDeviceWarnings(f *pte.File, i, j int, pin string) []Warning {
-	name := f.PlanName(i)
+	name := f.Program.PlanName(i)
 	label := fmt.Sprintf("delegates[%d]", j)
 	p, err := f.DelegateData(i, j)
 	if err == nil {
@@ -350,16 +350,15 @@ func rebakeDeviceWarnings(f *pte.File, i, j int, pin string) []Warning {
 		"engine %s: cannot read the blob's device_id to compare it with target_device %s: %v", label, quote.String(pin), err)}}
 }
 
-// cloneForRebake returns f's program with its plans, read through the
-// File (so a File opened with pte.OpenOptions.LazyPlans re-bakes like one
-// read whole), copying the parts Rebake changes: the plans' delegate lists
-// and their compile spec lists. Everything else is shared with f.
+// cloneForRebake returns f's program with its plans, copying the parts
+// Rebake changes: the plans' delegate lists and their compile spec lists.
+// Everything else is shared with f.
 func cloneForRebake(f *pte.File) *pte.Program {
 	cp := *f.Program
-	cp.ExecutionPlan = make([]*pte.ExecutionPlan, 0, f.NumPlans())
-	for _, ep := range f.Plans() {
+	plans := make([]*pte.ExecutionPlan, 0, f.Program.NumPlans())
+	for _, ep := range f.Program.Plans() {
 		if ep == nil {
-			cp.ExecutionPlan = append(cp.ExecutionPlan, nil)
+			plans = append(plans, nil)
 			continue
 		}
 		e := *ep
@@ -372,8 +371,9 @@ func cloneForRebake(f *pte.File) *pte.Program {
 			dd.CompileSpecs = slices.Clone(d.CompileSpecs)
 			e.Delegates[j] = &dd
 		}
-		cp.ExecutionPlan = append(cp.ExecutionPlan, &e)
+		plans = append(plans, &e)
 	}
+	cp.SetPlans(plans)
 	return &cp
 }
 
@@ -388,7 +388,7 @@ func countBlobs(p *pte.Program) int {
 		idx uint32
 	}
 	seen := map[ref]bool{}
-	for _, ep := range p.ExecutionPlan {
+	for _, ep := range p.Plans() {
 		for _, d := range ep.Delegates {
 			if d != nil && delegate.IsTensorRT(d.ID) && d.Processed != nil {
 				seen[ref{d.Processed.Location, d.Processed.Index}] = true

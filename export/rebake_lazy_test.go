@@ -14,9 +14,9 @@ import (
 )
 
 // TestRebakeFileLazyPlans is issue 22's acceptance: a two-delegate program
-// opened with pte.OpenOptions.LazyPlans (whose Program.ExecutionPlan is
-// nil) re-bakes through RebakeFile exactly as the program read whole does,
-// byte for byte. It was refused as having no TensorRTBackend delegate.
+// opened with pte.OpenOptions.LazyPlans re-bakes through RebakeFile exactly
+// as the program read whole does, byte for byte. It was refused as having
+// no TensorRTBackend delegate when the plans were a field, nil for it.
 func TestRebakeFileLazyPlans(t *testing.T) {
 	in := twoEngineProgram(t, 128)
 	budget := int64(2 << 30)

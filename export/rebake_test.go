@@ -308,7 +308,7 @@ func TestRebakeErrors(t *testing.T) {
 	assert.Error(t, err)
 	// A non-TensorRT program has nothing to re-bake.
 	other := twoEngineProgramEdited(t, 128, func(p *pte.Program) {
-		for _, d := range p.ExecutionPlan[0].Delegates {
+		for _, d := range p.Plan(0).Delegates {
 			d.ID = "XnnpackBackend"
 		}
 	})
@@ -325,7 +325,7 @@ func TestRebakeErrors(t *testing.T) {
 func TestRebakeReportsWhatIsWritten(t *testing.T) {
 	withSpecs := func(specs ...[]*pte.CompileSpec) string {
 		return twoEngineProgramEdited(t, 128, func(p *pte.Program) {
-			ds := p.ExecutionPlan[0].Delegates
+			ds := p.Plan(0).Delegates
 			for i, d := range ds {
 				d.CompileSpecs = specs[min(i, len(specs)-1)]
 			}
@@ -515,7 +515,7 @@ func noBlock(t *testing.T, fifo string, f func() error) error {
 // string, is replaced in place rather than followed by a second one.
 func TestRebakeMatchesBackendIDAsCString(t *testing.T) {
 	in := twoEngineProgramEdited(t, 128, func(p *pte.Program) {
-		for _, d := range p.ExecutionPlan[0].Delegates {
+		for _, d := range p.Plan(0).Delegates {
 			d.ID = delegate.BackendID + "\x00x"
 			for _, s := range d.CompileSpecs {
 				if s.Key == compilespec.KeyTargetDevice {
@@ -527,7 +527,7 @@ func TestRebakeMatchesBackendIDAsCString(t *testing.T) {
 	budget := int64(1 << 20)
 	_, out, res := rebakeFile(t, in, &RebakeOptions{WeightStreamingBudget: budgetPtr(budget), TargetDevice: "cuda:0"})
 	assert.Equal(t, 2, res.Delegates)
-	for _, d := range out.Program.ExecutionPlan[0].Delegates {
+	for _, d := range out.Program.Plan(0).Delegates {
 		var keys []string
 		for _, s := range d.CompileSpecs {
 			keys = append(keys, s.Key)
@@ -564,7 +564,7 @@ func TestRebakeRefusesEngineThatCannotInit(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := twoEngineProgramEdited(t, 128, func(p *pte.Program) {
 				p.BackendDelegateData = append(p.BackendDelegateData, &pte.BackendDelegateInlineData{Data: blob})
-				p.ExecutionPlan[0].Delegates[1].Processed = &pte.BackendDelegateDataReference{
+				p.Plan(0).Delegates[1].Processed = &pte.BackendDelegateDataReference{
 					Location: pte.DataLocationINLINE, Index: uint32(len(p.BackendDelegateData) - 1)}
 			})
 			f, err := pte.Open(in)

@@ -21,7 +21,7 @@ func summarize(p *pte.Program, res *Result) []Warning {
 	// Sized once: appending to them at 65,536 engines left more garbage
 	// than they hold.
 	n, plans := 0, 0
-	for _, ep := range p.ExecutionPlan {
+	for _, ep := range p.Plans() {
 		if ep != nil {
 			n, plans = n+len(ep.Delegates), plans+1
 		}
@@ -30,7 +30,7 @@ func summarize(p *pte.Program, res *Result) []Warning {
 	if plans > 0 {
 		res.Methods = make([]MethodSummary, 0, plans) // nil when there are none, as before
 	}
-	for _, ep := range p.ExecutionPlan {
+	for _, ep := range p.Plans() {
 		if ep == nil {
 			continue
 		}

@@ -296,7 +296,7 @@ func TestDedupByContent(t *testing.T) {
 	assert.Equal(t, 3, res.Blobs)
 	f, err := pte.NewFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
 	require.NoError(t, err)
-	d := f.Program.ExecutionPlan[0].Delegates
+	d := f.Program.Plan(0).Delegates
 	assert.Equal(t, d[0].Processed.Index, d[1].Processed.Index)
 	assert.NotEqual(t, d[1].Processed.Index, d[2].Processed.Index)
 	assert.Len(t, f.Program.Segments, 4)

@@ -300,7 +300,7 @@ func checkPlan(t interface {
 	Helper()
 }, f *pte.File) {
 	t.Helper()
-	for _, ep := range f.Program.ExecutionPlan {
+	for _, ep := range f.Program.Plans() {
 		type span struct {
 			v, arena    int
 			lo, hi      uint64
@@ -534,7 +534,7 @@ func TestCheckPlanCatchesOverlap(t *testing.T) {
 	assert.Empty(t, r.errs)
 	for _, off := range []uint32{0, 8} {
 		f := open()
-		ep := f.Program.ExecutionPlan[0]
+		ep := f.Program.Plan(0)
 		in := ep.Values[ep.Inputs[0]].Val.(*pte.Tensor).AllocationInfo
 		out := ep.Values[ep.Outputs[0]].Val.(*pte.Tensor).AllocationInfo
 		out.MemoryOffsetLow = in.MemoryOffsetLow + off

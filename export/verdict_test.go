@@ -56,8 +56,8 @@ func hasTensorRT(path string) bool {
 		return false
 	}
 	defer f.Close()
-	for i := range f.NumPlans() {
-		if slices.ContainsFunc(f.PlanDelegates(i), func(d *pte.BackendDelegate) bool { return d != nil && delegate.IsTensorRT(d.ID) }) {
+	for i := range f.Program.NumPlans() {
+		if slices.ContainsFunc(f.Program.PlanDelegates(i), func(d *pte.BackendDelegate) bool { return d != nil && delegate.IsTensorRT(d.ID) }) {
 			return true
 		}
 	}
@@ -72,8 +72,8 @@ func blobMetadataRanges(data []byte) [][2]int64 {
 		return nil
 	}
 	var out [][2]int64
-	for i := range f.NumPlans() {
-		for j, d := range f.PlanDelegates(i) {
+	for i := range f.Program.NumPlans() {
+		for j, d := range f.Program.PlanDelegates(i) {
 			if d == nil || !delegate.IsTensorRT(d.ID) {
 				continue
 			}
@@ -126,7 +126,7 @@ func TestRebakeRefusesWhatVerifyRejects(t *testing.T) {
 	for name, path := range map[string]string{
 		"metadata not UTF-8": invalidUTF8Program(t),
 		"budget key twice": twoEngineProgramEdited(t, 128, func(p *pte.Program) {
-			d := p.ExecutionPlan[0].Delegates[1]
+			d := p.Plan(0).Delegates[1]
 			d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: "weight_streaming_budget", Value: []byte("1")},
 				&pte.CompileSpec{Key: "weight_streaming_budget", Value: []byte("2")})
 		}),

@@ -13,23 +13,24 @@ import (
 // absentProgram has one absent string in every table kind that has
 // strings, next to present empty and present non-empty strings.
 func absentProgram() *pte.Program {
-	return &pte.Program{
-		ExecutionPlan: []*pte.ExecutionPlan{{
-			Absent:            []string{"name"},
-			ContainerMetaType: &pte.ContainerMetadata{EncodedOutStr: "<$>", Absent: []string{"encoded_inp_str"}},
-			Values: []*pte.EValue{
-				{Val: &pte.String{Absent: []string{"string_val"}}},
-				{Val: &pte.Tensor{Sizes: []int32{}, ExtraTensorInfo: &pte.ExtraTensorInfo{
-					Location: pte.TensorDataLocationEXTERNAL, Absent: []string{"fully_qualified_name"}}}},
-			},
-			Chains: []*pte.Chain{{Stacktrace: []*pte.FrameList{{Items: []*pte.Frame{
-				{Name: "", Lineno: 1, Absent: []string{"filename", "context"}}}}}}},
-			Operators: []*pte.Operator{{Overload: "", Absent: []string{"name"}}},
-			Delegates: []*pte.BackendDelegate{{Absent: []string{"id"},
-				CompileSpecs: []*pte.CompileSpec{{Value: []byte{}, Absent: []string{"key"}}}}},
-		}},
+	p := &pte.Program{
 		NamedData: []*pte.NamedData{{SegmentIndex: 2, Absent: []string{"key"}}},
 	}
+	p.SetPlans([]*pte.ExecutionPlan{{
+		Absent:            []string{"name"},
+		ContainerMetaType: &pte.ContainerMetadata{EncodedOutStr: "<$>", Absent: []string{"encoded_inp_str"}},
+		Values: []*pte.EValue{
+			{Val: &pte.String{Absent: []string{"string_val"}}},
+			{Val: &pte.Tensor{Sizes: []int32{}, ExtraTensorInfo: &pte.ExtraTensorInfo{
+				Location: pte.TensorDataLocationEXTERNAL, Absent: []string{"fully_qualified_name"}}}},
+		},
+		Chains: []*pte.Chain{{Stacktrace: []*pte.FrameList{{Items: []*pte.Frame{
+			{Name: "", Lineno: 1, Absent: []string{"filename", "context"}}}}}}},
+		Operators: []*pte.Operator{{Overload: "", Absent: []string{"name"}}},
+		Delegates: []*pte.BackendDelegate{{Absent: []string{"id"},
+			CompileSpecs: []*pte.CompileSpec{{Value: []byte{}, Absent: []string{"key"}}}}},
+	}})
+	return p
 }
 
 // TestAbsentStringsJSON: absent strings are null, present empty ones are
@@ -51,7 +52,7 @@ func TestAbsentStringsJSON(t *testing.T) {
 
 	// A listed field with a value is present (the value wins).
 	p := absentProgram()
-	p.ExecutionPlan[0].Name = "forward"
+	p.Plan(0).Name = "forward"
 	out, err = Marshal(NewProgram(p, false))
 	require.NoError(t, err)
 	assert.Contains(t, string(out), `"name": "forward"`)

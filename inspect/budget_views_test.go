@@ -32,7 +32,7 @@ func TestBudgetViewsAskCompilespec(t *testing.T) {
 			continue
 		}
 		for _, m := range sum.Methods {
-			ep := f.Program.ExecutionPlan[m.Index]
+			ep := f.Program.Plan(m.Index)
 			var total int64
 			budgeted := 0
 			for _, d := range ep.Delegates {

@@ -162,15 +162,15 @@ func (v *viewer) modelNode(part any) (*node, error) {
 // buildMethods gives each method its key and a lazy node that builds its
 // view when the walk (or matchRenames) needs it.
 func (v *viewer) buildMethods() error {
-	plans := v.doc.Program.ExecutionPlan
+	p := v.doc.Program
 	summaries := map[[2]int]*Delegate{}
 	for _, d := range v.doc.Delegates {
-		if d != nil && d.PlanIndex < len(plans) && plans[d.PlanIndex] != nil && plans[d.PlanIndex].Name == d.Plan {
+		if d != nil && p.Plan(d.PlanIndex) != nil && p.Plan(d.PlanIndex).Name == d.Plan {
 			summaries[[2]int{d.PlanIndex, d.DelegateIndex}] = d
 		}
 	}
 	taken := newKeyed()
-	for pi, ep := range plans {
+	for pi, ep := range p.Plans() {
 		var n *node
 		name := ""
 		if ep != nil {
@@ -443,7 +443,7 @@ func (v *viewer) root() (*node, error) {
 	p := v.doc.Program
 	root := v.header()
 	var methods *node
-	if p.ExecutionPlan != nil {
+	if p.HasPlans() {
 		methods = newKeyed()
 		for i, k := range v.keys {
 			methods.set(k, v.methods[i])
@@ -578,7 +578,7 @@ func (v *viewer) users() (seg, inline map[int][]string) {
 			seg[int(nd.SegmentIndex)] = append(seg[int(nd.SegmentIndex)], "named_data["+formatKey(key)+"]")
 		}
 	}
-	for pi, ep := range p.ExecutionPlan {
+	for pi, ep := range p.Plans() {
 		if ep == nil {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -99,7 +100,7 @@ func TestDiffDocumentsBudgetByKey(t *testing.T) {
 	const sub = "two_methods"
 	a := buildShared(t, sub)
 	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-		for _, ep := range p.ExecutionPlan {
+		for _, ep := range p.Plans() {
 			d := ep.Delegates[0]
 			// Insert the budget first and move target_device after it.
 			specs := []*pte.CompileSpec{}
@@ -128,7 +129,7 @@ func TestDiffDocumentsDuplicateAndBinarySpecs(t *testing.T) {
 	const sub = "budget_twice"
 	a := buildShared(t, sub)
 	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-		d := p.ExecutionPlan[0].Delegates[0]
+		d := p.Plan(0).Delegates[0]
 		var specs []*pte.CompileSpec
 		seen := false
 		for _, cs := range d.CompileSpecs {
@@ -154,15 +155,15 @@ func TestDiffDocumentsMethods(t *testing.T) {
 	a := buildShared(t, sub)
 
 	renamed := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-		p.ExecutionPlan[1].Name = "generate"
+		p.Plan(1).Name = "generate"
 		return segs
 	})
 	assert.Equal(t, []string{`methods[decode].name: "decode" -> "generate"`}, diffLines(t, a, renamed, nil))
 
 	// A rename together with another change is a removal and an addition.
 	changed := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-		p.ExecutionPlan[1].Name = "generate"
-		p.ExecutionPlan[1].NonConstBufferSizes = append(p.ExecutionPlan[1].NonConstBufferSizes, 64)
+		p.Plan(1).Name = "generate"
+		p.Plan(1).NonConstBufferSizes = append(p.Plan(1).NonConstBufferSizes, 64)
 		return segs
 	})
 	diffs, err := DiffDocuments(a, changed, nil)
@@ -179,9 +180,9 @@ func TestDiffDocumentsMethods(t *testing.T) {
 
 	// Another method using the same delegate payload.
 	added := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-		ep := *p.ExecutionPlan[0]
+		ep := *p.Plan(0)
 		ep.Name = "prefill_long"
-		p.ExecutionPlan = append(p.ExecutionPlan, &ep)
+		p.SetPlans(append(testprog.Plans(p), &ep))
 		return segs
 	})
 	lines := diffLines(t, a, added, nil)
@@ -239,14 +240,14 @@ func TestDiffDocumentsValuesAndOperators(t *testing.T) {
 	a := buildShared(t, sub)
 	// The first tensor gets a dimension more; the last value, after it,
 	// becomes a string.
-	tensor := slices.IndexFunc(a.Program.ExecutionPlan[0].Values, func(v *pte.EValue) bool {
+	tensor := slices.IndexFunc(a.Program.Plan(0).Values, func(v *pte.EValue) bool {
 		_, ok := v.Val.(*pte.Tensor)
 		return ok
 	})
-	other := len(a.Program.ExecutionPlan[0].Values) - 1
+	other := len(a.Program.Plan(0).Values) - 1
 	require.True(t, tensor >= 0 && other > tensor, "the test program needs a tensor and a value after it")
 	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-		ep := p.ExecutionPlan[0]
+		ep := p.Plan(0)
 		tv := ep.Values[tensor].Val.(*pte.Tensor)
 		tv.Sizes = append(append([]int32{}, tv.Sizes...), 7)
 		ep.Values[other] = &pte.EValue{Val: &pte.String{StringVal: "x"}}
@@ -269,7 +270,7 @@ func TestDiffDocumentsInstructions(t *testing.T) {
 	const sub = "two_engines"
 	a := buildShared(t, sub)
 	b := variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-		ch := p.ExecutionPlan[0].Chains[0]
+		ch := p.Plan(0).Chains[0]
 		ch.Instructions = append(ch.Instructions, &pte.Instruction{Args: &pte.FreeCall{ValueIndex: 0}})
 		return segs
 	})
@@ -339,11 +340,13 @@ func FuzzDiffDocuments(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Build: %v", err)
 		}
-		if len(b.Program.ExecutionPlan) > 0 && b.Program.ExecutionPlan[0] != nil {
+		if b.Program.NumPlans() > 0 && b.Program.Plan(0) != nil {
 			// A copy: the document shares the File's plans with a.
-			ep := *b.Program.ExecutionPlan[0]
+			ep := *b.Program.Plan(0)
 			ep.Name += "'"
-			b.Program.ExecutionPlan[0] = &ep
+			plans := testprog.Plans(b.Program.Program)
+			plans[0] = &ep
+			b.Program.SetPlans(plans)
 		}
 		diffs, err := DiffDocuments(a, b, &DiffOptions{Layout: true})
 		if err != nil {
@@ -398,7 +401,7 @@ func mostMethods(b *testing.B) *pte.File {
 		}
 		st, err := os.Stat(path)
 		require.NoError(b, err)
-		key := [2]int64{int64(len(f.Program.ExecutionPlan)), st.Size()}
+		key := [2]int64{int64(f.Program.NumPlans()), st.Size()}
 		if best == nil || key[0] > bestKey[0] || key[0] == bestKey[0] && key[1] > bestKey[1] {
 			if best != nil {
 				best.Close()
@@ -446,7 +449,7 @@ func TestDiffDocumentsSamePlanShortcut(t *testing.T) {
 	const sub = "two_methods"
 	budget := func() *Document {
 		return variant(t, sub, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-			for _, ep := range p.ExecutionPlan {
+			for _, ep := range p.Plans() {
 				ep.Delegates[0].CompileSpecs = append(ep.Delegates[0].CompileSpecs, &pte.CompileSpec{Key: "x", Value: []byte("1")})
 			}
 			return segs
@@ -456,12 +459,12 @@ func TestDiffDocumentsSamePlanShortcut(t *testing.T) {
 		"compile specs": func() (*Document, *Document) { return buildShared(t, sub), budget() },
 		"delegates gone": func() (*Document, *Document) {
 			b := buildShared(t, sub)
-			b.Program.ExecutionPlan[0].Delegates = nil
+			b.Program.Plan(0).Delegates = nil
 			return buildShared(t, sub), b
 		},
 		"plan and delegates": func() (*Document, *Document) {
 			b := budget()
-			b.Program.ExecutionPlan[1].Inputs = append(b.Program.ExecutionPlan[1].Inputs, 0)
+			b.Program.Plan(1).Inputs = append(b.Program.Plan(1).Inputs, 0)
 			return buildShared(t, sub), b
 		},
 	}

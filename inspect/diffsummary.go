@@ -267,17 +267,17 @@ func SummarizeDiff(a, b *pte.File, opts *DiffSummaryOptions) (*DiffSummary, erro
 		return s, nil // the same bytes: nothing differs
 	}
 	cmp := newConstComparer(a, b, da, db, o.Constants)
-	na, nb := a.NumPlans(), b.NumPlans()
+	na, nb := a.Program.NumPlans(), b.Program.NumPlans()
 	for i := range max(na, nb) {
 		switch {
 		case i >= nb:
-			s.ExtraMethodsInA = append(s.ExtraMethodsInA, a.PlanName(i))
+			s.ExtraMethodsInA = append(s.ExtraMethodsInA, a.Program.PlanName(i))
 			continue
 		case i >= na:
-			s.ExtraMethodsInB = append(s.ExtraMethodsInB, b.PlanName(i))
+			s.ExtraMethodsInB = append(s.ExtraMethodsInB, b.Program.PlanName(i))
 			continue
 		}
-		pa, pb := a.Plan(i), b.Plan(i)
+		pa, pb := a.Program.Plan(i), b.Program.Plan(i)
 		if pa == nil || pb == nil {
 			return nil, fmt.Errorf("inspect: diff summary: method %d cannot be read", i)
 		}

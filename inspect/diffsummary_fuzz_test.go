@@ -91,7 +91,7 @@ func FuzzDiffPass(f *testing.F) {
 	// A TensorRT blob whose segment a delegate of another backend names
 	// first.
 	f.Add(testprog.Rewrite(f, progs["chain"], func(p *pte.Program) {
-		d := p.ExecutionPlan[0].Delegates
+		d := p.Plan(0).Delegates
 		d[0].ID, d[0].Processed.Index = "XnnpackBackend", d[1].Processed.Index
 	}), progs["chain"])
 	f.Fuzz(func(t *testing.T, da, db []byte) {

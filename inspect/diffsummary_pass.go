@@ -405,8 +405,8 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 	}
 	byPair := map[pair]*constTask{}
 	var tasks []*constTask
-	for i := range min(a.NumPlans(), b.NumPlans()) {
-		pa, pb := a.Plan(i), b.Plan(i)
+	for i := range min(a.Program.NumPlans(), b.Program.NumPlans()) {
+		pa, pb := a.Program.Plan(i), b.Program.Plan(i)
 		if pa == nil || pb == nil {
 			continue // SummarizeDiff reports it
 		}

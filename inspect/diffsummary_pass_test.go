@@ -31,7 +31,7 @@ func withConstantSegment(t testing.TB, base []byte, bufs ...[]float32) []byte {
 	p := f.Program
 	var data []byte
 	offsets := []uint64{0}
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	for i, vals := range bufs {
 		offsets = append(offsets, uint64(len(data)))
 		for _, v := range vals {
@@ -57,7 +57,7 @@ func withInlineConstants(t testing.TB, base []byte, bufs ...[]float32) []byte {
 	return testprog.Rewrite(t, base, func(p *pte.Program) {
 		p.ConstantSegment = nil
 		p.ConstantBuffer = []*pte.Buffer{{}}
-		ep := p.ExecutionPlan[0]
+		ep := p.Plan(0)
 		for i, vals := range bufs {
 			var storage []byte
 			for _, v := range vals {
@@ -302,7 +302,7 @@ func writeSparseConstants(t *testing.T, path string, base []byte, elems int64, c
 		idx = []uint32{2, 1}
 	}
 	for _, i := range idx {
-		p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values, &pte.EValue{Val: &pte.Tensor{
+		p.Plan(0).Values = append(p.Plan(0).Values, &pte.EValue{Val: &pte.Tensor{
 			ScalarType: pte.ScalarTypeFLOAT, Sizes: []int32{int32(elems)}, DimOrder: []uint8{0}, DataBufferIdx: i,
 		}})
 	}

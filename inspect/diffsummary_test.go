@@ -285,7 +285,7 @@ func TestSummarizeDiffSharedBuffer(t *testing.T) {
 			}
 			p.ConstantSegment = nil
 			p.ConstantBuffer = []*pte.Buffer{{}, {Storage: storage}}
-			ep := p.ExecutionPlan[0]
+			ep := p.Plan(0)
 			for _, sizes := range [][]int32{{2, 3}, {3, 2}} {
 				ep.Values = append(ep.Values, &pte.EValue{Val: &pte.Tensor{
 					ScalarType: pte.ScalarTypeFLOAT, Sizes: sizes, DimOrder: []uint8{0, 1}, DataBufferIdx: 1,

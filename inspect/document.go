@@ -236,7 +236,7 @@ func build(f *pte.File, opts *Options, pass *passed) (*Document, error) {
 		doc.Delegates = []*Delegate{}
 	}
 	rest := *f.Program
-	rest.ExecutionPlan = plans
+	rest.SetPlans(plans)
 	doc.Program = NewProgram(&rest, st.b.opts.Hash)
 	return doc, nil
 }
@@ -372,12 +372,12 @@ func (s *Stream) EachDelegate(method func(*MethodView) error, delegate func(*Met
 // delegates; nil after the last one, when it also completes the problems.
 func (s *Stream) nextMethod() *MethodView {
 	b := s.b
-	for n := b.f.NumPlans(); s.next < n; s.next++ {
+	for n := b.f.Program.NumPlans(); s.next < n; s.next++ {
 		pi := s.next
-		if b.opts.Method != "" && b.f.PlanName(pi) != b.opts.Method {
+		if b.opts.Method != "" && b.f.Program.PlanName(pi) != b.opts.Method {
 			continue
 		}
-		ep := b.f.Plan(pi)
+		ep := b.f.Program.Plan(pi)
 		if ep == nil {
 			continue
 		}
@@ -462,7 +462,7 @@ func checkSelection(f *pte.File, opts *Options) error {
 		return fmt.Errorf("inspect: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(MethodNames(f), ", "))
 	}
 	if opts.Backend != "" {
-		ids := FileBackendIDs(f, opts.Method)
+		ids := BackendIDs(f.Program, opts.Method)
 		if !slices.Contains(ids, opts.Backend) {
 			return fmt.Errorf("inspect: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
 		}
@@ -497,39 +497,26 @@ func (b *builder) head() (*Document, error) {
 }
 
 // MethodNames returns the names of f's methods in order, without decoding
-// them (pte.File.PlanName). The result is never nil.
+// them (pte.Program.PlanName). The result is never nil.
 func MethodNames(f *pte.File) []string {
-	names := make([]string, f.NumPlans())
+	names := make([]string, f.Program.NumPlans())
 	for i := range names {
-		names[i] = f.PlanName(i)
+		names[i] = f.Program.PlanName(i)
 	}
 	return names
 }
 
-// FileBackendIDs returns the distinct backend ids of the delegates of f's
-// program, in order of first use; only those of the method named method
-// when it is not empty. The result is never nil. It reads one plan at a
-// time, so it works on a File opened with pte.OpenOptions.LazyPlans.
-func FileBackendIDs(f *pte.File, method string) []string {
-	return backendIDs(f.NumPlans(), func(i int) (string, []*pte.BackendDelegate) {
-		name := f.PlanName(i)
-		if method != "" && name != method {
-			return "", nil // not decoded
-		}
-		return name, f.PlanDelegates(i)
-	}, method)
-}
-
-// backendIDs is FileBackendIDs over n plans, plan giving the name and the
-// delegates of each.
-func backendIDs(n int, plan func(i int) (string, []*pte.BackendDelegate), method string) []string {
+// BackendIDs returns the distinct backend ids of the delegates of p, in
+// order of first use; only those of the method named method when it is not
+// empty. It reads only the plans' delegates (pte.Program.PlanDelegates).
+// The result is never nil.
+func BackendIDs(p *pte.Program, method string) []string {
 	ids := []string{}
-	for i := range n {
-		name, ds := plan(i)
-		if method != "" && name != method {
-			continue
+	for i := range p.NumPlans() {
+		if method != "" && p.PlanName(i) != method {
+			continue // not decoded
 		}
-		for _, d := range ds {
+		for _, d := range p.PlanDelegates(i) {
 			if d != nil && !slices.Contains(ids, d.ID) {
 				ids = append(ids, d.ID)
 			}
@@ -637,8 +624,8 @@ func (b *builder) segments() ([]*Segment, error) {
 			use(uint64(nd.SegmentIndex), "named_data:"+nd.Key)
 		}
 	}
-	for pi := range b.f.NumPlans() {
-		for di, d := range b.f.PlanDelegates(pi) {
+	for pi := range b.f.Program.NumPlans() {
+		for di, d := range b.f.Program.PlanDelegates(pi) {
 			if d != nil && d.Processed != nil && d.Processed.Location == pte.DataLocationSEGMENT {
 				use(uint64(d.Processed.Index), fmt.Sprintf("delegate:%d:%d:%s", pi, di, d.ID))
 			}

@@ -211,8 +211,8 @@ func TestBuildFilters(t *testing.T) {
 	f := openSource(t, "two_methods")
 	doc, err := Build(f, &Options{Method: "decode"})
 	require.NoError(t, err)
-	require.Len(t, doc.Program.ExecutionPlan, 1)
-	assert.Equal(t, "decode", doc.Program.ExecutionPlan[0].Name)
+	require.Equal(t, 1, doc.Program.NumPlans())
+	assert.Equal(t, "decode", doc.Program.Plan(0).Name)
 	require.Len(t, doc.Delegates, 1)
 	assert.Equal(t, 1, doc.Delegates[0].PlanIndex, "plan_index counts every method")
 	assert.Len(t, doc.Segments, len(f.Program.Segments), "the segment table is not narrowed")
@@ -241,11 +241,11 @@ func TestBuildUnreachablePayload(t *testing.T) {
 	// by 4096, so that the segment runs past the end of the file.
 	const size = 0x12345
 	data := rewriteBytes(t, genPrograms(t)["segment"], func(p *pte.Program, segs []*io.SectionReader) {
-		segs[p.ExecutionPlan[0].Delegates[0].Processed.Index] = io.NewSectionReader(bytes.NewReader(make([]byte, size)), 0, size)
+		segs[p.Plan(0).Delegates[0].Processed.Index] = io.NewSectionReader(bytes.NewReader(make([]byte, size)), 0, size)
 	})
 	src, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
 	require.NoError(t, err)
-	seg := src.Program.Segments[src.Program.ExecutionPlan[0].Delegates[0].Processed.Index]
+	seg := src.Program.Segments[src.Program.Plan(0).Delegates[0].Processed.Index]
 	require.EqualValues(t, size, seg.Size)
 	// Search after the extended header (bytes 8..40), whose
 	// segment_data_size may hold the same value.

@@ -120,13 +120,12 @@ func NewExternalData(r *ptd.Resolution, method string) *ExternalData {
 	return out
 }
 
-// FileNeededKeys returns the keys of the EXTERNAL tensors (constants and
-// memory-planned) of f's program, without repeats, in first-use order: what
-// a program needs from data files. It reads one plan at a time (for a File
-// opened with pte.OpenOptions.LazyPlans).
-func FileNeededKeys(f *pte.File) []string {
+// NeededKeys returns the keys of p's EXTERNAL tensors (constants and
+// memory-planned), without repeats, in first-use order: what a program
+// needs from data files. It reads one plan at a time (ptd.ResolveEach).
+func NeededKeys(p *pte.Program) []string {
 	var nk neededKeys
-	ptd.ResolveFileEach(f, nil, func(_ int, m *ptd.MethodResult) { nk.add(m) })
+	ptd.ResolveEach(p, nil, func(_ int, m *ptd.MethodResult) { nk.add(m) })
 	return nk.keys
 }
 

@@ -244,8 +244,8 @@ func (h *keptHeap) Pop() any {
 // and, once the header is known, its metadata: what delegate.Check reads.
 func wantHeads(f *pte.File, k *keeper) {
 	b := &builder{f: f, r: f.ReaderAt()}
-	for pi := range f.NumPlans() {
-		for _, d := range f.PlanDelegates(pi) {
+	for pi := range f.Program.NumPlans() {
+		for _, d := range f.Program.PlanDelegates(pi) {
 			if d == nil || d.Processed == nil || d.Processed.Location != pte.DataLocationSEGMENT {
 				continue
 			}

@@ -78,7 +78,7 @@ func viewOptions(f *pte.File, more ...*Options) []*Options {
 	for _, m := range MethodNames(f) {
 		optss = append(optss, &Options{Method: m}, &Options{Method: m, Hash: true})
 	}
-	for _, id := range FileBackendIDs(f, "") {
+	for _, id := range BackendIDs(f.Program, "") {
 		optss = append(optss, &Options{Backend: id}, &Options{Backend: id, Hash: true})
 	}
 	return append(optss, more...)
@@ -102,8 +102,8 @@ func viewPrograms(t *testing.T) map[string][]byte {
 // opened without and with LazyPlans.
 func requireLazySame(t *testing.T, eager, lazy *pte.File) {
 	require.Equal(t, MethodNames(eager), MethodNames(lazy))
-	require.Equal(t, backendIDsOf(eager.Program, ""), FileBackendIDs(lazy, ""))
-	require.Equal(t, neededKeysOf(eager.Program), FileNeededKeys(lazy))
+	require.Equal(t, BackendIDs(eager.Program, ""), BackendIDs(lazy.Program, ""))
+	require.Equal(t, NeededKeys(eager.Program), NeededKeys(lazy.Program))
 	ep, eerr := Check(eager)
 	lp, lerr := Check(lazy)
 	require.Equal(t, eerr, lerr)
@@ -111,9 +111,9 @@ func requireLazySame(t *testing.T, eager, lazy *pte.File) {
 	optss := []*Options{nil, {Hash: true}}
 	for _, name := range MethodNames(eager) {
 		optss = append(optss, &Options{Method: name})
-		require.Equal(t, backendIDsOf(eager.Program, name), FileBackendIDs(lazy, name))
+		require.Equal(t, BackendIDs(eager.Program, name), BackendIDs(lazy.Program, name))
 	}
-	for _, id := range backendIDsOf(eager.Program, "") {
+	for _, id := range BackendIDs(eager.Program, "") {
 		optss = append(optss, &Options{Backend: id})
 	}
 	encode := func(doc *Document, err error) string {
@@ -134,15 +134,11 @@ func requireLazySame(t *testing.T, eager, lazy *pte.File) {
 	}
 	for _, fl := range filters {
 		method, backend := fl[0], fl[1]
-		want := CompileSpecRows(eager.Program, method, backend)
+		want := slices.Collect(CompileSpecRows(eager.Program, method, backend))
 		for _, f := range []*pte.File{eager, lazy} {
-			got := slices.Collect(FileCompileSpecs(f, method, backend))
-			if len(want) == 0 {
-				require.Empty(t, got, "FileCompileSpecs %q %q", method, backend)
-				continue
-			}
-			require.Equal(t, want, got, "FileCompileSpecs %q %q", method, backend)
-			for range FileCompileSpecs(f, method, backend) {
+			got := slices.Collect(CompileSpecRows(f.Program, method, backend))
+			require.Equal(t, want, got, "CompileSpecRows %q %q", method, backend)
+			for range CompileSpecRows(f.Program, method, backend) {
 				break // stopping early must not panic (a yield after false would)
 			}
 		}

@@ -16,7 +16,7 @@ import (
 // setSpec sets key to value in the first delegate's compile specs,
 // replacing an entry whose key equals key exactly.
 func setSpec(p *pte.Program, key, value string) {
-	d := p.ExecutionPlan[0].Delegates[0]
+	d := p.Plan(0).Delegates[0]
 	for _, s := range d.CompileSpecs {
 		if s != nil && s.Key == key {
 			s.Value = []byte(value)
@@ -67,7 +67,7 @@ func TestCheckTargetDeviceMismatch(t *testing.T) {
 // each NUL is a warning.
 func TestCheckCStringIDsAndKeys(t *testing.T) {
 	f := rewriteProgram(t, trtCarrier(t), func(p *pte.Program, _ []*io.SectionReader) {
-		p.ExecutionPlan[0].Delegates[0].ID = trtBackendID + "\x00x"
+		p.Plan(0).Delegates[0].ID = trtBackendID + "\x00x"
 		setSpec(p, compilespec.KeyWeightStreamingBudget+"\x00x", "lots")
 	})
 	doc, err := Build(f, nil)

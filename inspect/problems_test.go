@@ -19,7 +19,7 @@ import (
 func withTRTBlob(t *testing.T, blob []byte) *pte.File {
 	t.Helper()
 	return rewriteProgram(t, trtCarrier(t), func(p *pte.Program, segs []*io.SectionReader) {
-		segs[p.ExecutionPlan[0].Delegates[0].Processed.Index] = io.NewSectionReader(bytes.NewReader(blob), 0, int64(len(blob)))
+		segs[p.Plan(0).Delegates[0].Processed.Index] = io.NewSectionReader(bytes.NewReader(blob), 0, int64(len(blob)))
 	})
 }
 

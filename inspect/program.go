@@ -46,7 +46,7 @@ var unknownMembers = map[reflect.Type]bool{
 
 // Program is the JSON form of a pte.Program: its MarshalJSON writes the
 // program with modelWriter. Build's document holds the methods it
-// selected in ExecutionPlan and the File's other fields; the tables are
+// selected as its plans and the File's other fields; the tables are
 // the File's own (decoded plans included), not copies: change a copy.
 type Program struct {
 	*pte.Program
@@ -138,7 +138,7 @@ type modelWriter struct {
 	err  error // out's first error
 	hash bool
 	// plans, when set, gives the plans of the Program written, in place
-	// of its ExecutionPlan field (a document written plan by plan).
+	// of its own (a document written plan by plan, some left out).
 	plans iter.Seq[*pte.ExecutionPlan]
 }
 
@@ -271,9 +271,9 @@ func (w *modelWriter) object(v reflect.Value) {
 			w.union(f, fv)
 			continue
 		}
-		if f.plans && w.plans != nil {
+		if f.plans {
 			w.buf = append(w.buf, f.key...)
-			w.planList()
+			w.planList(v.Addr().Interface().(*pte.Program))
 			continue
 		}
 		w.buf = append(w.buf, f.key...)
@@ -286,12 +286,26 @@ func (w *modelWriter) object(v reflect.Value) {
 	w.buf = append(w.buf, '}')
 }
 
-// planList appends the plans w.plans gives, as a list that is present,
-// maybe empty, handing each to out as it is written.
-func (w *modelWriter) planList() {
+// planList appends the plans of p, or those w.plans gives (a list that is
+// present, maybe empty), handing each to out as it is written.
+func (w *modelWriter) planList(p *pte.Program) {
+	plans := w.plans
+	if plans == nil {
+		if !p.HasPlans() {
+			w.buf = append(w.buf, "null"...)
+			return
+		}
+		plans = func(yield func(*pte.ExecutionPlan) bool) {
+			for _, ep := range p.Plans() {
+				if !yield(ep) {
+					return
+				}
+			}
+		}
+	}
 	w.buf = append(w.buf, '[')
 	n := 0
-	for ep := range w.plans {
+	for ep := range plans {
 		if n > 0 {
 			w.buf = append(w.buf, ',')
 		}
@@ -339,7 +353,7 @@ type tableField struct {
 	typeKey string // `"name_type":` for a union
 	union   bool
 	numbers bool // a byte vector of numbers
-	plans   bool // Program.ExecutionPlan, which modelWriter.plans can give
+	plans   bool // the Program's plans, read through its methods (or modelWriter.plans)
 }
 
 type tableLayout struct {
@@ -358,7 +372,9 @@ func tableFields(t reflect.Type) *tableLayout {
 	for i := range t.NumField() {
 		name, numbers, ok := pte.SchemaField(t, i)
 		if !ok {
-			l.absent = i
+			if t.Field(i).Name == "Absent" {
+				l.absent = i
+			}
 			continue
 		}
 		sf := t.Field(i)
@@ -369,7 +385,7 @@ func tableFields(t reflect.Type) *tableLayout {
 			typeKey: strconv.Quote(name+"_type") + ":",
 			union:   sf.Type.Kind() == reflect.Interface,
 			numbers: numbers,
-			plans:   t == reflect.TypeFor[pte.Program]() && sf.Name == "ExecutionPlan",
+			plans:   t == reflect.TypeFor[pte.Program]() && name == "execution_plan",
 		})
 	}
 	layouts.Store(t, l)

@@ -16,60 +16,8 @@ import (
 // everyKind is a program that uses every table, union member and enum of
 // the schema, with absent and empty vectors side by side.
 func everyKind() *pte.Program {
-	return &pte.Program{
-		Version: 3,
-		ExecutionPlan: []*pte.ExecutionPlan{{
-			Name:              "forward",
-			ContainerMetaType: &pte.ContainerMetadata{EncodedInpStr: "T2#1#1($,$)", EncodedOutStr: "$"},
-			Values: []*pte.EValue{
-				{Val: &pte.Tensor{
-					ScalarType: pte.ScalarTypeFLOAT, StorageOffset: 1, Sizes: []int32{2, 3}, DimOrder: []uint8{1, 0},
-					RequiresGrad: true, DataBufferIdx: 4,
-					AllocationInfo: &pte.AllocationDetails{MemoryID: 1, MemoryOffsetLow: 16, MemoryOffsetHigh: 2},
-					Layout:         0, ShapeDynamism: pte.TensorShapeDynamismDYNAMIC_BOUND,
-					ExtraTensorInfo: &pte.ExtraTensorInfo{
-						MutableDataSegmentsIdx: 1, FullyQualifiedName: "w", Location: pte.TensorDataLocationEXTERNAL,
-						DeviceType: pte.DeviceTypeCUDA, DeviceIndex: 1,
-					},
-				}},
-				{Val: &pte.Tensor{ScalarType: 100, Sizes: []int32{}, DimOrder: nil}},
-				{Val: &pte.Null{}},
-				{Val: &pte.Int{IntVal: -7}},
-				{Val: &pte.Bool{BoolVal: true}},
-				{Val: &pte.Double{DoubleVal: math.Inf(-1)}},
-				{Val: &pte.String{StringVal: "<s>"}},
-				{Val: &pte.IntList{Items: []int64{3, 4}}},
-				{Val: &pte.DoubleList{Items: []float64{0.5, math.NaN()}}},
-				{Val: &pte.BoolList{Items: []bool{}}},
-				{Val: &pte.TensorList{Items: []int32{0}}},
-				{Val: &pte.OptionalTensorList{Items: []int32{-1, 0}}},
-				{Val: nil},
-				{Val: &pte.UnknownValue{Tag: 42}},
-			},
-			Inputs:  []int32{0},
-			Outputs: []int32{},
-			Chains: []*pte.Chain{{
-				Inputs: []int32{0}, Outputs: nil,
-				Instructions: []*pte.Instruction{
-					{Args: &pte.KernelCall{OpIndex: 0, Args: []int32{0, 1}}},
-					{Args: &pte.DelegateCall{DelegateIndex: 0, Args: []int32{1}}},
-					{Args: &pte.MoveCall{MoveFrom: 1, MoveTo: 2}},
-					{Args: &pte.JumpFalseCall{CondValueIndex: 4, DestinationInstruction: 0}},
-					{Args: &pte.FreeCall{ValueIndex: 1}},
-					{Args: nil},
-					{Args: &pte.UnknownInstruction{Tag: 9}},
-				},
-				Stacktrace: []*pte.FrameList{{Items: []*pte.Frame{{Filename: "m.py", Lineno: 3, Name: "f", Context: "x+1"}}}},
-			}},
-			Operators: []*pte.Operator{{Name: "aten::add", Overload: "out"}},
-			Delegates: []*pte.BackendDelegate{{
-				ID:           "TensorRTBackend",
-				Processed:    &pte.BackendDelegateDataReference{Location: pte.DataLocationINLINE, Index: 0},
-				CompileSpecs: []*pte.CompileSpec{{Key: "k", Value: []byte("v")}, {Key: "none", Value: nil}},
-			}},
-			NonConstBufferSizes:  []int64{0, 48},
-			NonConstBufferDevice: []*pte.NonConstBufferDevice{{BufferIdx: 1, DeviceType: pte.DeviceTypeCUDA, DeviceIndex: 0}},
-		}},
+	p := &pte.Program{
+		Version:             3,
 		ConstantBuffer:      []*pte.Buffer{{Storage: []byte{}}},
 		BackendDelegateData: []*pte.BackendDelegateInlineData{{Data: []byte("TR01")}},
 		Segments:            []*pte.DataSegment{{Offset: 0, Size: 0}, {Offset: 128, Size: 1 << 40}},
@@ -77,6 +25,59 @@ func everyKind() *pte.Program {
 		MutableDataSegments: nil,
 		NamedData:           []*pte.NamedData{{Key: "weights", SegmentIndex: 1}},
 	}
+	p.SetPlans([]*pte.ExecutionPlan{{
+		Name:              "forward",
+		ContainerMetaType: &pte.ContainerMetadata{EncodedInpStr: "T2#1#1($,$)", EncodedOutStr: "$"},
+		Values: []*pte.EValue{
+			{Val: &pte.Tensor{
+				ScalarType: pte.ScalarTypeFLOAT, StorageOffset: 1, Sizes: []int32{2, 3}, DimOrder: []uint8{1, 0},
+				RequiresGrad: true, DataBufferIdx: 4,
+				AllocationInfo: &pte.AllocationDetails{MemoryID: 1, MemoryOffsetLow: 16, MemoryOffsetHigh: 2},
+				Layout:         0, ShapeDynamism: pte.TensorShapeDynamismDYNAMIC_BOUND,
+				ExtraTensorInfo: &pte.ExtraTensorInfo{
+					MutableDataSegmentsIdx: 1, FullyQualifiedName: "w", Location: pte.TensorDataLocationEXTERNAL,
+					DeviceType: pte.DeviceTypeCUDA, DeviceIndex: 1,
+				},
+			}},
+			{Val: &pte.Tensor{ScalarType: 100, Sizes: []int32{}, DimOrder: nil}},
+			{Val: &pte.Null{}},
+			{Val: &pte.Int{IntVal: -7}},
+			{Val: &pte.Bool{BoolVal: true}},
+			{Val: &pte.Double{DoubleVal: math.Inf(-1)}},
+			{Val: &pte.String{StringVal: "<s>"}},
+			{Val: &pte.IntList{Items: []int64{3, 4}}},
+			{Val: &pte.DoubleList{Items: []float64{0.5, math.NaN()}}},
+			{Val: &pte.BoolList{Items: []bool{}}},
+			{Val: &pte.TensorList{Items: []int32{0}}},
+			{Val: &pte.OptionalTensorList{Items: []int32{-1, 0}}},
+			{Val: nil},
+			{Val: &pte.UnknownValue{Tag: 42}},
+		},
+		Inputs:  []int32{0},
+		Outputs: []int32{},
+		Chains: []*pte.Chain{{
+			Inputs: []int32{0}, Outputs: nil,
+			Instructions: []*pte.Instruction{
+				{Args: &pte.KernelCall{OpIndex: 0, Args: []int32{0, 1}}},
+				{Args: &pte.DelegateCall{DelegateIndex: 0, Args: []int32{1}}},
+				{Args: &pte.MoveCall{MoveFrom: 1, MoveTo: 2}},
+				{Args: &pte.JumpFalseCall{CondValueIndex: 4, DestinationInstruction: 0}},
+				{Args: &pte.FreeCall{ValueIndex: 1}},
+				{Args: nil},
+				{Args: &pte.UnknownInstruction{Tag: 9}},
+			},
+			Stacktrace: []*pte.FrameList{{Items: []*pte.Frame{{Filename: "m.py", Lineno: 3, Name: "f", Context: "x+1"}}}},
+		}},
+		Operators: []*pte.Operator{{Name: "aten::add", Overload: "out"}},
+		Delegates: []*pte.BackendDelegate{{
+			ID:           "TensorRTBackend",
+			Processed:    &pte.BackendDelegateDataReference{Location: pte.DataLocationINLINE, Index: 0},
+			CompileSpecs: []*pte.CompileSpec{{Key: "k", Value: []byte("v")}, {Key: "none", Value: nil}},
+		}},
+		NonConstBufferSizes:  []int64{0, 48},
+		NonConstBufferDevice: []*pte.NonConstBufferDevice{{BufferIdx: 1, DeviceType: pte.DeviceTypeCUDA, DeviceIndex: 0}},
+	}})
+	return p
 }
 
 const everyKindJSON = `{

@@ -62,7 +62,7 @@ func assertReadOnce(t testing.TB, what string, r *testkit.RangeReaderAt, size in
 func swapLastTensors(t testing.TB, data []byte) []byte {
 	t.Helper()
 	return testprog.Rewrite(t, data, func(p *pte.Program) {
-		vals := p.ExecutionPlan[0].Values
+		vals := p.Plan(0).Values
 		t1, t2 := vals[len(vals)-2].Val.(*pte.Tensor), vals[len(vals)-1].Val.(*pte.Tensor)
 		t1.DataBufferIdx, t2.DataBufferIdx = t2.DataBufferIdx, t1.DataBufferIdx
 	})
@@ -95,7 +95,7 @@ func TestDiffReadsEachByteOnce(t *testing.T) {
 	// A delegate of another backend names the second blob's segment
 	// before the blob's own delegate does.
 	shared := testprog.Rewrite(t, base, func(p *pte.Program) {
-		d := p.ExecutionPlan[0].Delegates
+		d := p.Plan(0).Delegates
 		d[0].ID, d[0].Processed.Index = "XnnpackBackend", d[1].Processed.Index
 	})
 	pairs := map[string][2][]byte{
@@ -108,7 +108,7 @@ func TestDiffReadsEachByteOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got := summarizeCounting(t, pair, func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, _ [2]*Document) {
 				for i, f := range files {
-					require.Equal(t, 200, len(f.PlanDelegates(0)))
+					require.Equal(t, 200, len(f.Program.PlanDelegates(0)))
 					assertReadOnce(t, fmt.Sprintf("file %d", i), reads[i], f.Size)
 				}
 			})
@@ -124,8 +124,8 @@ func TestDiffReadsEachByteOnce(t *testing.T) {
 func metadataRanges(t testing.TB, f *pte.File, raw io.ReaderAt) []testkit.Range {
 	t.Helper()
 	out := []testkit.Range{{Off: 0, End: int64(len(f.Region()))}}
-	for pi := range f.NumPlans() {
-		for di, d := range f.PlanDelegates(pi) {
+	for pi := range f.Program.NumPlans() {
+		for di, d := range f.Program.PlanDelegates(pi) {
 			pl, err := f.DelegateData(pi, di)
 			if d == nil || err != nil || pl.FileOffset < 0 {
 				continue

@@ -1,10 +1,5 @@
 package inspect
 
-import (
-	"github.com/ptekit/ptekit/ptd"
-	"github.com/ptekit/ptekit/pte"
-)
-
 // The whole-program forms of views the library gives only per File: the
 // references the tests hold the streaming and lazily decoded forms to.
 
@@ -45,7 +40,7 @@ func (s *Summary) addMethods(p *Program) *summaryMethods {
 	if p == nil {
 		return ms
 	}
-	for i, ep := range p.ExecutionPlan {
+	for i, ep := range p.Plans() {
 		if ep == nil {
 			continue
 		}
@@ -59,28 +54,4 @@ func (s *Summary) addMethods(p *Program) *summaryMethods {
 		}
 	}
 	return ms
-}
-
-// backendIDsOf returns the distinct backend ids of the delegates of p, in
-// order of first use; only those of the method named method when it is not
-// empty. The result is never nil.
-func backendIDsOf(p *pte.Program, method string) []string {
-	return backendIDs(len(p.ExecutionPlan), func(i int) (string, []*pte.BackendDelegate) {
-		if ep := p.ExecutionPlan[i]; ep != nil {
-			return ep.Name, ep.Delegates
-		}
-		return "", nil
-	}, method)
-}
-
-// neededKeysOf returns the keys of p's EXTERNAL tensors (constants and
-// memory-planned), without repeats, in first-use order: what a program
-// needs from data files.
-func neededKeysOf(p *pte.Program) []string {
-	var nk neededKeys
-	r := ptd.Resolve(p, nil)
-	for i := range r.Methods {
-		nk.add(&r.Methods[i])
-	}
-	return nk.keys
 }

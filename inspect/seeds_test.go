@@ -28,7 +28,7 @@ const maxSeedSize = 4 << 10
 func seedProgram(t testing.TB, nilMembers bool) []byte {
 	t.Helper()
 	p := everyKind()
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	ep.Values = ep.Values[:len(ep.Values)-1] // no unknown tags: they cannot be written
 	ep.Chains[0].Instructions = ep.Chains[0].Instructions[:len(ep.Chains[0].Instructions)-1]
 	ep.Values[1].Val.(*pte.Tensor).ScalarType = pte.ScalarTypeINT

@@ -119,7 +119,7 @@ func TestMetadataUnreadIsAWarning(t *testing.T) {
 	src := openSource(t, "aliased")
 	segs, err := src.SegmentReaders()
 	require.NoError(t, err)
-	segs[src.Program.ExecutionPlan[0].Delegates[0].Processed.Index] = blob
+	segs[src.Program.Plan(0).Delegates[0].Processed.Index] = blob
 	path := filepath.Join(t.TempDir(), "unread.pte")
 	out, err := os.Create(path)
 	require.NoError(t, err)

@@ -111,7 +111,7 @@ type SizeExternal struct {
 // SizeOptions tunes Size. Nil is the zero value.
 type SizeOptions struct {
 	// Data, when set, is the program's external data resolution
-	// (ptd.ResolveFile): Size then lists what each method needs from it.
+	// (ptd.Resolve): Size then lists what each method needs from it.
 	Data *ptd.Resolution
 }
 
@@ -136,16 +136,15 @@ type segUse struct {
 
 // Size accounts for every byte of the program f: the header, the
 // flatbuffer region by method and part (pte.File.RegionLayout), each
-// segment by what uses it, padding and trailing bytes. It reads plans
-// through f (so a File opened with pte.OpenOptions.LazyPlans works) and no
+// segment by what uses it, padding and trailing bytes. It reads no
 // payload.
 func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 	p := f.Program
 	r := &SizeReport{Kind: "pte", Size: f.Size}
-	nplans := f.NumPlans()
+	nplans := f.Program.NumPlans()
 	names := make([]string, nplans)
 	for i := range names {
-		names[i] = f.PlanName(i)
+		names[i] = f.Program.PlanName(i)
 	}
 	add := func(it SizeItem) {
 		if it.Size > 0 {
@@ -161,7 +160,7 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 	segUsers := make([][]segUse, len(p.Segments))
 	inlineUsers := make([][]segUse, len(p.BackendDelegateData))
 	for i := range nplans {
-		for d, bd := range f.PlanDelegates(i) {
+		for d, bd := range f.Program.PlanDelegates(i) {
 			if bd == nil || bd.Processed == nil {
 				continue
 			}
@@ -345,7 +344,7 @@ func constantItems(f *pte.File, names []string, seg int, start, from, to int64) 
 		owner[k] = -1
 	}
 	for i := range names {
-		for _, ev := range f.PlanValues(i) {
+		for _, ev := range f.Program.PlanValues(i) {
 			t, ok := ev.Val.(*pte.Tensor)
 			if !ok || t.AllocationInfo != nil || t.DataBufferIdx == 0 || int64(t.DataBufferIdx) >= int64(len(owner)) {
 				continue

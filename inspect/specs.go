@@ -31,35 +31,20 @@ type CompileSpecRow struct {
 	Decoded string `json:"decoded"`
 }
 
-// CompileSpecRows lists the compile specs of p's delegates in file order,
+// CompileSpecRows yields the compile specs of p's delegates in file order,
 // only those of the method named method and of backend id backend when
-// they are not empty. The result is never nil.
-func CompileSpecRows(p *pte.Program, method, backend string) []CompileSpecRow {
-	rows := []CompileSpecRow{}
-	for _, ep := range p.ExecutionPlan {
-		if ep == nil || (method != "" && ep.Name != method) {
-			continue
-		}
-		eachSpecRow(ep.Name, ep.Delegates, backend, func(r CompileSpecRow) bool {
-			rows = append(rows, r)
-			return true
-		})
-	}
-	return rows
-}
-
-// FileCompileSpecs yields the rows CompileSpecRows lists for f's program,
-// in the same order, reading only the delegates of one method at a time
-// (pte.File.PlanDelegates): a program opened with pte.OpenOptions.LazyPlans
-// is never decoded whole, and the rows need not be held.
-func FileCompileSpecs(f *pte.File, method, backend string) iter.Seq[CompileSpecRow] {
+// they are not empty, reading only the delegates of one method at a time
+// (pte.Program.PlanDelegates): a program opened with
+// pte.OpenOptions.LazyPlans is never decoded whole, and the rows need not
+// be held.
+func CompileSpecRows(p *pte.Program, method, backend string) iter.Seq[CompileSpecRow] {
 	return func(yield func(CompileSpecRow) bool) {
-		for i := range f.NumPlans() {
-			name := f.PlanName(i)
+		for i := range p.NumPlans() {
+			name := p.PlanName(i)
 			if method != "" && name != method {
 				continue // not decoded
 			}
-			if !eachSpecRow(name, f.PlanDelegates(i), backend, yield) {
+			if !eachSpecRow(name, p.PlanDelegates(i), backend, yield) {
 				return
 			}
 		}

@@ -65,12 +65,12 @@ func TestSummarizeEveryProgram(t *testing.T) {
 			continue
 		}
 		optss := []*Options{nil, {Hash: true}}
-		for _, ep := range f.Program.ExecutionPlan {
+		for _, ep := range f.Program.Plans() {
 			if ep != nil {
 				optss = append(optss, &Options{Method: ep.Name})
 			}
 		}
-		for _, id := range backendIDsOf(f.Program, "") {
+		for _, id := range BackendIDs(f.Program, "") {
 			optss = append(optss, &Options{Backend: id})
 		}
 		for _, opts := range optss {
@@ -137,7 +137,7 @@ func TestSummaryHostileValues(t *testing.T) {
 	assert.Equal(t, int64(math.MaxInt64), compilespec.AddSizes(math.MaxInt64-1, 5))
 
 	big := int64(math.MaxInt64 / 2)
-	doc := &Document{Program: NewProgram(&pte.Program{ExecutionPlan: []*pte.ExecutionPlan{{Name: "forward"}}}, false)}
+	doc := &Document{Program: NewProgram(programOf([]*pte.ExecutionPlan{{Name: "forward"}}), false)}
 	for i := range 3 {
 		doc.Delegates = append(doc.Delegates, &Delegate{Plan: "forward", DelegateIndex: i, ID: "X", Size: &big})
 	}

@@ -24,7 +24,7 @@ func ParseDelegateRef(p *pte.Program, s string) (method, delegate int, err error
 		return 0, 0, fmt.Errorf("delegate %q is not an index", ds)
 	}
 	method = -1
-	for pi, ep := range p.ExecutionPlan {
+	for pi, ep := range p.Plans() {
 		if ep != nil && ep.Name == ms {
 			method = pi
 			break
@@ -32,9 +32,9 @@ func ParseDelegateRef(p *pte.Program, s string) (method, delegate int, err error
 	}
 	if method < 0 {
 		n, err := strconv.Atoi(ms)
-		if err != nil || n < 0 || n >= len(p.ExecutionPlan) {
+		if err != nil || n < 0 || n >= p.NumPlans() {
 			var names []string
-			for i, ep := range p.ExecutionPlan {
+			for i, ep := range p.Plans() {
 				if ep != nil {
 					names = append(names, fmt.Sprintf("%d=%s", i, ep.Name))
 				}
@@ -43,7 +43,7 @@ func ParseDelegateRef(p *pte.Program, s string) (method, delegate int, err error
 		}
 		method = n
 	}
-	ep := p.ExecutionPlan[method]
+	ep := p.Plan(method)
 	if ep == nil {
 		return 0, 0, fmt.Errorf("method %d is absent", method)
 	}

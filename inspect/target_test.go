@@ -8,10 +8,10 @@ import (
 )
 
 func TestParseDelegateRef(t *testing.T) {
-	p := &pte.Program{ExecutionPlan: []*pte.ExecutionPlan{
+	p := programOf([]*pte.ExecutionPlan{
 		{Name: "forward", Delegates: []*pte.BackendDelegate{{ID: "A"}, {ID: "B"}}},
 		{Name: "1", Delegates: []*pte.BackendDelegate{{ID: "C"}}}, // a name that looks like an index
-	}}
+	})
 	for _, c := range []struct {
 		in           string
 		method, del  int
@@ -37,4 +37,11 @@ func TestParseDelegateRef(t *testing.T) {
 			t.Errorf("%q = %d, %d, %v; want %d, %d", c.in, m, d, err, c.method, c.del)
 		}
 	}
+}
+
+// programOf returns a program with just these plans.
+func programOf(plans []*pte.ExecutionPlan) *pte.Program {
+	p := &pte.Program{}
+	p.SetPlans(plans)
+	return p
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"iter"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/ptekit/ptekit/pte"
@@ -51,17 +50,14 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 		return nil, err
 	}
 	doc := st.Document()
-	rest := *f.Program
-	rest.ExecutionPlan = nil // not read: the plans come from the File
-	doc.Program = NewProgram(&rest, st.b.opts.Hash)
+	doc.Program = NewProgram(f.Program, st.b.opts.Hash)
 	method := st.b.opts.Method
 	plans := func(yield func(*pte.ExecutionPlan) bool) {
-		for i := range f.NumPlans() {
-			if method != "" && f.PlanName(i) != method {
+		for i := range f.Program.NumPlans() {
+			if method != "" && f.Program.PlanName(i) != method {
 				continue // not decoded
 			}
-			// As Build's, whether the File decoded it at open or now.
-			if ep := f.Plan(i); ep != nil && !yield(ep) {
+			if ep := f.Program.Plan(i); ep != nil && !yield(ep) {
 				return
 			}
 		}
@@ -79,17 +75,14 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 // of Document's fields, each encoded by encoding/json but for two. The
 // delegates are dels, their compact JSON without the brackets, when dels
 // is not nil (doc.Delegates otherwise). The program (null when nil) is
-// written by modelWriter, its plans those plans gives (doc.Program's
-// ExecutionPlan when nil), each handed to w once written.
+// written by modelWriter, its plans those plans gives (doc.Program's own
+// when nil), each handed to w once written.
 func writeDocument(w io.Writer, doc *Document, dels []byte, plans iter.Seq[*pte.ExecutionPlan]) error {
 	ind := &indenter{w: bufio.NewWriterSize(w, 64<<10)}
 	jw := newJSONWriter()
 	mw := &modelWriter{out: ind, plans: plans}
 	if doc.Program != nil {
 		mw.hash = doc.Program.Hash
-		if plans == nil && doc.Program.Program != nil {
-			mw.plans = slices.Values(doc.Program.ExecutionPlan)
-		}
 	}
 	rv := reflect.ValueOf(doc).Elem()
 	rt := rv.Type()

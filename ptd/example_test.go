@@ -28,9 +28,10 @@ func Example() {
 	}
 	fmt.Println("keys:", f.Keys())
 
-	prog := &pte.Program{ExecutionPlan: []*pte.ExecutionPlan{{Name: "forward", Values: []*pte.EValue{{Val: &pte.Tensor{
+	prog := &pte.Program{}
+	prog.SetPlans([]*pte.ExecutionPlan{{Name: "forward", Values: []*pte.EValue{{Val: &pte.Tensor{
 		ScalarType: pte.ScalarType(6), Sizes: []int32{2, 2}, DimOrder: []uint8{0, 1},
-		ExtraTensorInfo: &pte.ExtraTensorInfo{FullyQualifiedName: "weight", Location: 1}}}}}}}
+		ExtraTensorInfo: &pte.ExtraTensorInfo{FullyQualifiedName: "weight", Location: 1}}}}}})
 	for _, srcs := range [][]ptd.Source{nil, {{Name: "model.ptd", File: f}}} {
 		r := ptd.Resolve(prog, srcs)
 		m := r.Methods[0]

@@ -163,7 +163,7 @@ func checkEvents(t *testing.T, r *ptd.Resolution, rec *testkit.DataRecord) {
 	}
 }
 
-// checkLazySame fails unless ResolveFile and ResolveFileEach of the program
+// checkLazySame fails unless Resolve and ResolveEach of the program
 // at path, opened with pte.OpenOptions.LazyPlans, give want (Resolve of the
 // program decoded whole) with the sources srcs opens.
 func checkLazySame(t *testing.T, path string, want *ptd.Resolution, srcs func() []ptd.Source) {
@@ -173,23 +173,23 @@ func checkLazySame(t *testing.T, path string, want *ptd.Resolution, srcs func() 
 		t.Fatalf("program with LazyPlans: %v", err)
 	}
 	defer f.Close()
-	if got := ptd.ResolveFile(f, srcs()); !reflect.DeepEqual(got, want) {
-		t.Fatalf("ResolveFile with LazyPlans:\n%+v\nResolve:\n%+v", got, want)
+	if got := ptd.Resolve(f.Program, srcs()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Resolve with LazyPlans:\n%+v\nResolve:\n%+v", got, want)
 	}
 	// One method at a time: the same results, none kept.
 	var methods []ptd.MethodResult
-	got := ptd.ResolveFileEach(f, srcs(), func(plan int, m *ptd.MethodResult) {
+	got := ptd.ResolveEach(f.Program, srcs(), func(plan int, m *ptd.MethodResult) {
 		if plan != len(methods) {
-			t.Fatalf("ResolveFileEach gave plan %d after %d plans", plan, len(methods))
+			t.Fatalf("ResolveEach gave plan %d after %d plans", plan, len(methods))
 		}
 		methods = append(methods, *m)
 	})
 	if got.Methods != nil || !reflect.DeepEqual(methods, want.Methods) {
-		t.Fatalf("ResolveFileEach's methods differ from Resolve's (or were kept)")
+		t.Fatalf("ResolveEach's methods differ from Resolve's (or were kept)")
 	}
 	got.Methods = want.Methods
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("ResolveFileEach:\n%+v\nResolve:\n%+v", got, want)
+		t.Fatalf("ResolveEach:\n%+v\nResolve:\n%+v", got, want)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"iter"
 	"math/bits"
 	"slices"
 
@@ -190,49 +189,28 @@ type Resolution struct {
 //     delegates (a key in both is InvalidArgument).
 //
 // A method's Status is the first failure in that order; every tensor row
-// carries its own status. Keys compare as C strings.
-func Resolve(p *pte.Program, srcs []Source) *Resolution {
-	return resolve(p, slices.All(p.ExecutionPlan), srcs, nil)
-}
-
-// ResolveFile is Resolve of the program of f, reading its plans one at a
-// time (pte.File.Plans), so that a File opened with
-// pte.OpenOptions.LazyPlans is never decoded whole.
-func ResolveFile(f *pte.File, srcs []Source) *Resolution {
-	return resolve(f.Program, resolvedPlans(f), srcs, nil)
-}
-
-// resolvedPlans yields f's plans with what resolving them reads, through
-// the File however it was opened: each plan's name, and its values only
-// when it has an EXTERNAL tensor (with pte.OpenOptions.LazyPlans, decoding
-// its instructions and delegates too was most of the cost of gathering the
+// carries its own status. Keys compare as C strings. The plans are read one
+// at a time, each plan's name, and its values only when it has an EXTERNAL
+// tensor (pte.Program.PlanHasExternalData): a program read with
+// pte.OpenOptions.LazyPlans is never decoded whole (decoding its
+// instructions and delegates too was most of the cost of gathering the
 // keys a program needs, once per view; most programs have no EXTERNAL
 // tensor at all).
-func resolvedPlans(f *pte.File) iter.Seq2[int, *pte.ExecutionPlan] {
-	return func(yield func(int, *pte.ExecutionPlan) bool) {
-		for i := range f.NumPlans() {
-			ep := &pte.ExecutionPlan{Name: f.PlanName(i)}
-			if f.PlanHasExternalData(i) { // else no value makes a row
-				ep.Values = f.PlanValues(i)
-			}
-			if !yield(i, ep) {
-				return
-			}
-		}
-	}
+func Resolve(p *pte.Program, srcs []Source) *Resolution {
+	return resolve(p, srcs, nil)
 }
 
-// ResolveFileEach is ResolveFile for a caller that looks at one method at
-// a time: it calls fn with each method's result, in plan order, and the
-// Resolution it returns has no Methods, so that its memory does not grow
-// with the number of methods.
-func ResolveFileEach(f *pte.File, srcs []Source, fn func(plan int, m *MethodResult)) *Resolution {
-	return resolve(f.Program, resolvedPlans(f), srcs, fn)
+// ResolveEach is Resolve for a caller that looks at one method at a time:
+// it calls fn with each method's result, in plan order, and the Resolution
+// it returns has no Methods, so that its memory does not grow with the
+// number of methods.
+func ResolveEach(p *pte.Program, srcs []Source, fn func(plan int, m *MethodResult)) *Resolution {
+	return resolve(p, srcs, fn)
 }
 
-// resolve is Resolve with the plans of p given one at a time; with each
-// set, each method's result goes to it rather than to Methods.
-func resolve(p *pte.Program, plans iter.Seq2[int, *pte.ExecutionPlan], srcs []Source, each func(int, *MethodResult)) *Resolution {
+// resolve is Resolve; with each set, each method's result goes to it
+// rather than to Methods.
+func resolve(p *pte.Program, srcs []Source, each func(int, *MethodResult)) *Resolution {
 	r := &Resolution{}
 	var loaded []int
 	for i, s := range srcs {
@@ -280,13 +258,12 @@ func resolve(p *pte.Program, plans iter.Seq2[int, *pte.ExecutionPlan], srcs []So
 	if !r.HaveMap {
 		clear(keyFile)
 	}
-	for i, ep := range plans {
-		// A missing plan has nothing to resolve; its entry keeps Methods
-		// aligned with ExecutionPlan.
-		var m MethodResult
-		if ep != nil {
-			m = resolveMethod(p, ep, srcs, keyFile, r.HaveMap, r.Crashed)
+	for i := range p.NumPlans() {
+		ep := &pte.ExecutionPlan{Name: p.PlanName(i)}
+		if p.PlanHasExternalData(i) { // else no value makes a row
+			ep.Values = p.PlanValues(i)
 		}
+		m := resolveMethod(p, ep, srcs, keyFile, r.HaveMap, r.Crashed)
 		if each != nil {
 			each(i, &m)
 		} else {

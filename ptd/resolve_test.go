@@ -73,7 +73,7 @@ func tensor(key string, planned bool) *pte.EValue {
 }
 
 func program(values ...*pte.EValue) *pte.Program {
-	return &pte.Program{ExecutionPlan: []*pte.ExecutionPlan{{Name: "forward", Values: values}}}
+	return programOf([]*pte.ExecutionPlan{{Name: "forward", Values: values}})
 }
 
 var sixteen = bytes.Repeat([]byte{1}, 16)
@@ -396,4 +396,11 @@ func TestAbsentKeyCrashes(t *testing.T) {
 	if !r.Crashed || !r.Merge.Undefined || !r.Methods[0].Status.Undefined {
 		t.Errorf("merge %v crashed %v method %v", r.Merge, r.Crashed, r.Methods[0].Status)
 	}
+}
+
+// programOf returns a program with just these plans.
+func programOf(plans []*pte.ExecutionPlan) *pte.Program {
+	p := &pte.Program{}
+	p.SetPlans(plans)
+	return p
 }

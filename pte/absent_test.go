@@ -16,7 +16,7 @@ import (
 // operator, a stack frame, a delegate with a compile spec and named data.
 func abProgram() *Program {
 	p := wrProgram(1, 0)
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	ep.ContainerMetaType = &ContainerMetadata{EncodedInpStr: "in", EncodedOutStr: "out"}
 	ep.Values = append(ep.Values,
 		&EValue{Val: &String{StringVal: "s"}},
@@ -32,7 +32,7 @@ func abProgram() *Program {
 // abTables returns, for each table kind of abProgram, the model object that
 // has Absent and its decoded counterpart in f.
 func abTables(p *Program) map[string]any {
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	return map[string]any{
 		"ExecutionPlan":     ep,
 		"ContainerMetadata": ep.ContainerMetaType,
@@ -52,7 +52,7 @@ func abTables(p *Program) map[string]any {
 func abFileTables(t *testing.T, f *File) map[string]fbTab {
 	t.Helper()
 	p := f.Program
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	plan := vrTab(t, f, ep)
 	sub := func(parent fbTab, slot int) fbTab {
 		c, ok := parent.sub(slot)
@@ -193,7 +193,7 @@ func TestAbsentStringsDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := decodeProgram(buf, v)
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	for _, c := range []struct {
 		what      string
 		got, want []string
@@ -263,11 +263,11 @@ func TestAbsentStringsRoundTrip(t *testing.T) {
 
 	// Present empty strings, and listed fields given a value, are written.
 	p = abProgram()
-	op := p.ExecutionPlan[0].Operators[0]
+	op := p.Plan(0).Operators[0]
 	op.Overload = ""
 	op.Absent = []string{"name"} // but Name is set: the value wins
 	f = abWrite(t, p)
-	got := f.Program.ExecutionPlan[0].Operators[0]
+	got := f.Program.Plan(0).Operators[0]
 	if got.Absent != nil || got.Name != "aten::add" || got.Overload != "" {
 		t.Errorf("operator read back as %+v", got)
 	}
@@ -332,7 +332,7 @@ func TestAbsentStringsVerify(t *testing.T) {
 
 	t.Run("Operator overload", func(t *testing.T) {
 		p := abProgram()
-		abSetAbsent(t, p.ExecutionPlan[0].Operators[0], "overload")
+		abSetAbsent(t, p.Plan(0).Operators[0], "overload")
 		f := abWrite(t, p)
 		var warned bool
 		for _, fd := range f.Verify() {

@@ -30,8 +30,8 @@ func TestOpenAllocBound(t *testing.T) {
 	for i := range args {
 		args[i] = 1 << 30
 	}
-	bad.ExecutionPlan[0].Chains[0].Instructions = []*Instruction{{Args: &DelegateCall{Args: args}}}
-	bad.ExecutionPlan[0].Inputs = args
+	bad.Plan(0).Chains[0].Instructions = []*Instruction{{Args: &DelegateCall{Args: args}}}
+	bad.Plan(0).Inputs = args
 	inputs["40000 bad indices twice"] = shWrite(t, bad)
 	for _, n := range []int{2, 60} {
 		b, _ := shSharedSizes(t, n)
@@ -55,9 +55,9 @@ func TestOpenAllocBound(t *testing.T) {
 func TestVerifyElementFindingsLimit(t *testing.T) {
 	for _, n := range []int{3, maxElemFindings, 100} {
 		p := wrProgram(0)
-		p.ExecutionPlan[0].Inputs = make([]int32, n)
-		for i := range p.ExecutionPlan[0].Inputs {
-			p.ExecutionPlan[0].Inputs[i] = -1
+		p.Plan(0).Inputs = make([]int32, n)
+		for i := range p.Plan(0).Inputs {
+			p.Plan(0).Inputs[i] = -1
 		}
 		f := shOpen(t, shWrite(t, p))
 		var listed, summary int

@@ -110,7 +110,7 @@ func TestConstantSegmentCorpus(t *testing.T) {
 func csRebuild(t *testing.T, f *File) {
 	cs := f.Program.ConstantSegment
 	nbytes := map[int]int64{}
-	for _, ep := range f.Program.ExecutionPlan {
+	for _, ep := range f.Program.Plans() {
 		for _, ev := range ep.Values {
 			if x, ok := ev.Val.(*Tensor); ok && x.DataBufferIdx > 0 && x.AllocationInfo == nil {
 				_, n, ok := tensorBytes(x)
@@ -191,7 +191,7 @@ func TestConstantSegmentWrite(t *testing.T) {
 	}
 	p := wrProgram(1)
 	p.ConstantSegment = &SubsegmentOffsets{SegmentIndex: 0, Offsets: offsets}
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	for i, n := range []int32{6, 25} {
 		ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{n},
 			DimOrder: []uint8{0}, DataBufferIdx: uint32(i + 1)}})

@@ -259,8 +259,8 @@ func decodeProgram(b []byte, v *fbVerifier) (*Program, *fbDecoder) {
 // decodeProgramWith is decodeProgram; without positions, table positions
 // are not recorded (File.posOf says -1), which spares a map entry per
 // table when only a verdict is wanted (Write's read-back check). With
-// lazyPlans the execution plans are left undecoded (Program.ExecutionPlan
-// is nil): File.planAt decodes one at a time.
+// lazyPlans the execution plans are left undecoded, for the File to
+// decode one at a time (File.planAt).
 func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Program, *fbDecoder) {
 	d := newDecoder(v, nil, positions)
 	d.vec = map[any]uint32{}
@@ -268,9 +268,9 @@ func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Pro
 	p := &Program{Version: root.u32(0)}
 	d.at(p, root)
 	if ts, ok := root.tables(1); ok && !lazyPlans {
-		p.ExecutionPlan = make([]*ExecutionPlan, ts.n)
+		p.executionPlan = make([]*ExecutionPlan, ts.n)
 		for i, t := range ts.all() {
-			p.ExecutionPlan[i] = d.plan(t)
+			p.executionPlan[i] = d.plan(t)
 		}
 	}
 	if ts, ok := root.tables(2); ok {

@@ -1,7 +1,9 @@
 // Package pte reads and writes ExecuTorch program files (.pte).
 //
 // Start with Open (or NewFile for any io.ReaderAt): it returns a *File whose
-// Program field is the decoded, verified program model; Verify reports what
+// Program field is the decoded, verified program model, whose methods
+// (execution plans) are read through Program.Plan and Program.Plans and
+// set with Program.SetPlans; Verify reports what
 // ExecuTorch would refuse of the container and its methods, and
 // Write/WriteFile write a Program back out. Verify does not look inside
 // delegates: the whole verdict of `pteinspect --verify`, with the TensorRT
@@ -27,9 +29,9 @@
 // A reader that looks at one method at a time (a viewer of a program with
 // thousands of methods) opens with OpenOptions.LazyPlans: the region is
 // still verified whole and checked as ExecuTorch's Program::load checks it,
-// but the execution plans stay undecoded (Program.ExecutionPlan is nil)
-// until File.Plan, File.Plans or File.PlanName asks for one. Everything
-// else in the package (Verify, DelegateData) works the same either way.
+// but each execution plan is decoded only when Program.Plan (or Plans,
+// PlanName, ...) asks for it, and not kept. The hint changes no answer of
+// the package, only what is held in memory.
 //
 // Writing streams payloads from their sources and never holds them all in
 // memory; WriteFile puts its output in place atomically (internal/atomicfile:

@@ -194,8 +194,8 @@ var builderSize = initialBuilderSize
 
 func sizeBound(p *Program, refs *segmentRefs) int64 {
 	n := int64(64) + boundTable(8)
-	n += boundVec(len(p.ExecutionPlan), 4)
-	for _, ep := range p.ExecutionPlan {
+	n += boundVec(len(p.executionPlan), 4)
+	for _, ep := range p.executionPlan {
 		if ep != nil {
 			n += boundPlan(ep)
 		}
@@ -438,7 +438,7 @@ func (e *encoder) vectorTable(items flatbuffers.UOffsetT) flatbuffers.UOffsetT {
 
 func (e *encoder) program(p *Program) (flatbuffers.UOffsetT, error) {
 	b := e.b
-	plans, err := tables(e, "execution_plan", p.ExecutionPlan, e.plan)
+	plans, err := tables(e, "execution_plan", p.executionPlan, e.plan)
 	if err != nil {
 		return 0, err
 	}

@@ -14,11 +14,11 @@ import (
 func TestEncodeKeepsNegativeZeroDouble(t *testing.T) {
 	p := sampleProgram()
 	const idx = 5
-	if _, ok := p.ExecutionPlan[0].Values[idx].Val.(*Double); !ok {
+	if _, ok := p.Plan(0).Values[idx].Val.(*Double); !ok {
 		t.Fatalf("sampleProgram value %d is not a Double", idx)
 	}
 	for _, x := range []float64{math.Copysign(0, -1), 0, 0.5} {
-		p.ExecutionPlan[0].Values[idx] = &EValue{Val: &Double{DoubleVal: x}}
+		p.Plan(0).Values[idx] = &EValue{Val: &Double{DoubleVal: x}}
 		buf, err := encodeProgram(p, identityRefs(p), 0)
 		if err != nil {
 			t.Fatal(err)

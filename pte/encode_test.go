@@ -19,7 +19,7 @@ import (
 // schema, both union kinds and absent/empty vectors.
 func sampleProgram() *Program {
 	return &Program{
-		ExecutionPlan: []*ExecutionPlan{{
+		executionPlan: []*ExecutionPlan{{
 			Name:              "forward",
 			ContainerMetaType: &ContainerMetadata{EncodedInpStr: "T2#1#0(T1#1($),D0())", EncodedOutStr: "$"},
 			Values: []*EValue{
@@ -170,7 +170,7 @@ func TestEncodeRemapsSegmentReferences(t *testing.T) {
 		t.Error("INLINE index was remapped as a segment index")
 	}
 	// p itself is untouched.
-	if p.NamedData[0].SegmentIndex != 1 || p.ExecutionPlan[0].Delegates[0].Processed.Index != 1 || len(p.Segments) != 2 {
+	if p.NamedData[0].SegmentIndex != 1 || p.Plan(0).Delegates[0].Processed.Index != 1 || len(p.Segments) != 2 {
 		t.Error("encodeProgram modified its input")
 	}
 	// A reference beyond the given payloads cannot be remapped.
@@ -188,13 +188,13 @@ func TestEncodeRefusesUnwritable(t *testing.T) {
 		edit func(p *Program)
 		path string
 	}{
-		{"unknown value with a known tag", func(p *Program) { p.ExecutionPlan[0].Values[3].Val = &UnknownValue{Tag: KernelTypesInt} }, "execution_plan[0].values[3].val"},
+		{"unknown value with a known tag", func(p *Program) { p.Plan(0).Values[3].Val = &UnknownValue{Tag: KernelTypesInt} }, "execution_plan[0].values[3].val"},
 		{"unknown instruction with a known tag", func(p *Program) {
-			p.ExecutionPlan[0].Chains[0].Instructions[2].Args = &UnknownInstruction{Tag: InstructionArgumentsNONE}
+			p.Plan(0).Chains[0].Instructions[2].Args = &UnknownInstruction{Tag: InstructionArgumentsNONE}
 		}, "execution_plan[0].chains[0].instructions[2].instr_args"},
-		{"typed nil value", func(p *Program) { p.ExecutionPlan[0].Values[0].Val = (*Tensor)(nil) }, "execution_plan[0].values[0].val"},
-		{"nil table in vector", func(p *Program) { p.ExecutionPlan[0].Delegates[0].CompileSpecs[1] = nil }, "execution_plan[0].delegates[0].compile_specs[1]"},
-		{"nil frame", func(p *Program) { p.ExecutionPlan[0].Chains[0].Stacktrace[0].Items[0] = nil }, "execution_plan[0].chains[0].stacktrace[0].items[0]"},
+		{"typed nil value", func(p *Program) { p.Plan(0).Values[0].Val = (*Tensor)(nil) }, "execution_plan[0].values[0].val"},
+		{"nil table in vector", func(p *Program) { p.Plan(0).Delegates[0].CompileSpecs[1] = nil }, "execution_plan[0].delegates[0].compile_specs[1]"},
+		{"nil frame", func(p *Program) { p.Plan(0).Chains[0].Stacktrace[0].Items[0] = nil }, "execution_plan[0].chains[0].stacktrace[0].items[0]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -242,7 +242,7 @@ func TestEncodeTooLarge(t *testing.T) {
 // does), in a generated program and in every damaged vector that has one.
 func TestWriteUnknownUnionMembers(t *testing.T) {
 	p := wrProgram(0)
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	ep.Values = append(ep.Values, &EValue{Val: &UnknownValue{Tag: 99}})
 	ep.Chains[0].Instructions = append(ep.Chains[0].Instructions, &Instruction{Args: &UnknownInstruction{Tag: 42}})
 	var out bytes.Buffer
@@ -287,7 +287,7 @@ func TestWriteUnknownUnionMembers(t *testing.T) {
 // hasUnknownMember reports whether p holds an *UnknownValue or
 // *UnknownInstruction.
 func hasUnknownMember(p *Program) bool {
-	for _, ep := range p.ExecutionPlan {
+	for _, ep := range p.Plans() {
 		for _, ev := range ep.Values {
 			if _, ok := ev.Val.(*UnknownValue); ok {
 				return true

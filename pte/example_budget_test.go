@@ -25,7 +25,7 @@ func Example_budget() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, plan := range f.Program.ExecutionPlan {
+	for _, plan := range f.Program.Plans() {
 		for i, d := range plan.Delegates {
 			b, err := compilespec.SpecBudget(d.CompileSpecs)
 			if err != nil {
@@ -52,7 +52,7 @@ func Example_budget() {
 		log.Fatal(err)
 	}
 	defer g.Close()
-	for _, plan := range g.Program.ExecutionPlan {
+	for _, plan := range g.Program.Plans() {
 		b, _ := compilespec.SpecBudget(plan.Delegates[0].CompileSpecs)
 		fmt.Printf("written: %s budget %s\n", plan.Name, b)
 	}

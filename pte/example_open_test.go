@@ -20,7 +20,7 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 	defer f.Close()
-	for i, plan := range f.Program.ExecutionPlan {
+	for i, plan := range f.Program.Plans() {
 		for j, d := range plan.Delegates {
 			payload, err := f.DelegateData(i, j) // lazy: nothing is read yet
 			if err != nil {

@@ -30,7 +30,7 @@ func ExampleOpenURL() {
 		log.Fatal(err)
 	}
 	defer f.Close()
-	for i, plan := range f.Program.ExecutionPlan {
+	for i, plan := range f.Program.Plans() {
 		for j, d := range plan.Delegates {
 			payload, err := f.DelegateData(i, j) // lazy: nothing is fetched yet
 			if err != nil {

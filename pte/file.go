@@ -36,10 +36,8 @@ type File struct {
 	// Program is the decoded, verified program. Its byte vectors
 	// (Buffer.Storage, BackendDelegateInlineData.Data, CompileSpec.Value)
 	// share memory with the File's copy of the flatbuffer region: treat them
-	// as read-only. Read its plans through the File (NumPlans, Plan,
-	// Plans, PlanName, PlanDelegates, PlanValues), which answer the same
-	// however the File was opened: Program.ExecutionPlan is only the
-	// cache of the plans decoded at open, nil with OpenOptions.LazyPlans.
+	// as read-only. Its plans are read through its methods (Plan, Plans,
+	// ...), which answer the same however the File was opened.
 	Program *Program
 
 	r      io.ReaderAt
@@ -90,19 +88,14 @@ type OpenOptions struct {
 	// (also Verify's first finding), and a payload past the end fails when
 	// it is read. ExecuTorch refuses such a file; so does Open.
 	Truncated bool
-	// LazyPlans leaves the execution plans undecoded when the file is
-	// opened: Program.ExecutionPlan is nil, and NumPlans, PlanName and Plan
-	// read them from the verified region one at a time. Open still checks
-	// every plan the way ExecuTorch's Program::load does, and Verify and
-	// DelegateData work as without it. A viewer that looks at one method at
-	// a time then holds little more than the region: a decoded program takes
-	// several times the region's size. Every Plan call decodes anew, so keep
-	// what you need. Code that reads Program.ExecutionPlan itself (or is
-	// given the Program rather than the File) sees no methods: give such a
-	// File only to code that reads plans through it. In this module that is
-	// every function that takes the File (check, export.RebakeFile,
-	// inspect's views, executor, ptd.ResolveFile), each tested on Files
-	// opened every way.
+	// LazyPlans is a hint about memory that changes nothing callers see:
+	// the execution plans are left in the verified region when the file is
+	// opened, and the Program decodes each when asked (Plan, Plans,
+	// PlanName, ...) and keeps none, rather than holding them all decoded.
+	// Open still checks every plan the way ExecuTorch's Program::load
+	// does. A viewer that looks at one method at a time then holds little
+	// more than the region: a decoded program takes several times the
+	// region's size. Every Plan call decodes anew, so keep what you need.
 	LazyPlans bool
 	// noPositions skips recording where each table was decoded from, for
 	// Write's read-back check, which wants a verdict and reads the file
@@ -265,6 +258,9 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 	f.positions = opts == nil || !opts.noPositions
 	f.lazy = opts != nil && opts.LazyPlans
 	f.Program, f.dec = decodeProgramWith(f.region, v, f.positions, f.lazy)
+	if f.lazy {
+		f.Program.file = f
+	}
 	if err := f.checkLoad(); err != nil {
 		return nil, err
 	}
@@ -452,7 +448,7 @@ func (f *File) Segment(i int) (*Payload, error) {
 }
 
 // DelegateData returns the processed payload of delegate number delegate
-// of execution plan plan (File.Plan): a slice of
+// of execution plan plan (Program.Plan): a slice of
 // backend_delegate_data (INLINE) or a segment (SEGMENT). Errors are
 // *FormatError: an out-of-range plan or delegate index has Code
 // CodeInvalidArgument; the others carry the error class ExecuTorch reports

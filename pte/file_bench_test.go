@@ -198,7 +198,7 @@ func TestTestProgram(t *testing.T) {
 			t.Error(fd)
 		}
 	}
-	if got := len(f.Program.ExecutionPlan[0].Delegates); got != 3 {
+	if got := len(f.Program.Plan(0).Delegates); got != 3 {
 		t.Fatalf("%d delegates, want 3", got)
 	}
 	for j := range 3 {

@@ -31,10 +31,10 @@ func fcReadAll(f *File) string {
 		p, err := f.Segment(i)
 		add(fmt.Sprint("segment ", i), p, err)
 	}
-	for i, ep := range f.Plans() {
+	for i, ep := range f.Program.Plans() {
 		fmt.Fprintf(&b, "plan %d %q (first of its name: %d): %d values, %d chains, %d operators, %d delegates\n",
 			i, ep.Name, f.PlanIndex(ep.Name), len(ep.Values), len(ep.Chains), len(ep.Operators), len(ep.Delegates))
-		for j := range f.PlanDelegates(i) {
+		for j := range f.Program.PlanDelegates(i) {
 			p, err := f.DelegateData(i, j)
 			add(fmt.Sprint("delegate ", i, j), p, err)
 		}

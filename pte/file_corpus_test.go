@@ -84,7 +84,7 @@ func hasFinding(fs []Finding, method string, code string, errorsOnly bool) bool 
 // plannedExternal reports whether the named method of p has a
 // memory-planned tensor whose data is EXTERNAL.
 func plannedExternal(p *Program, method string) bool {
-	for _, ep := range p.ExecutionPlan {
+	for _, ep := range p.executionPlan {
 		if ep == nil || ep.Name != method {
 			continue
 		}
@@ -317,7 +317,7 @@ func TestCorpusFacts(t *testing.T) {
 				}
 			}
 			for _, rd := range ref.Delegates {
-				d := f.Program.ExecutionPlan[rd.PlanIndex].Delegates[rd.DelegateIndex]
+				d := f.Program.executionPlan[rd.PlanIndex].Delegates[rd.DelegateIndex]
 				if d.ID != rd.ID || d.Processed.Location.String() != rd.Location || d.Processed.Index != rd.Index {
 					t.Errorf("delegate %d:%d = %s %v %d, want %s %s %d", rd.PlanIndex, rd.DelegateIndex,
 						d.ID, d.Processed.Location, d.Processed.Index, rd.ID, rd.Location, rd.Index)
@@ -348,11 +348,11 @@ func TestCorpusFacts(t *testing.T) {
 					t.Errorf("delegate %d:%d payload %d bytes sha %s, want %d %s", rd.PlanIndex, rd.DelegateIndex, len(data), sha(data), *rd.Size, *rd.SHA256)
 				}
 			}
-			if len(f.Program.ExecutionPlan) != len(ref.RawProgram.ExecutionPlan) {
-				t.Fatalf("%d plans, want %d", len(f.Program.ExecutionPlan), len(ref.RawProgram.ExecutionPlan))
+			if len(f.Program.executionPlan) != len(ref.RawProgram.ExecutionPlan) {
+				t.Fatalf("%d plans, want %d", len(f.Program.executionPlan), len(ref.RawProgram.ExecutionPlan))
 			}
 			for i, rp := range ref.RawProgram.ExecutionPlan {
-				ep := f.Program.ExecutionPlan[i]
+				ep := f.Program.executionPlan[i]
 				if ep.Name != rp.Name || len(ep.Values) != len(rp.Values) || len(ep.Chains) != len(rp.Chains) {
 					t.Errorf("plan %d = %q %d values %d chains, want %q %d %d", i, ep.Name, len(ep.Values), len(ep.Chains), rp.Name, len(rp.Values), len(rp.Chains))
 					continue

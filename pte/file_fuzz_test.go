@@ -95,8 +95,8 @@ func fuzzOpenWith(t *testing.T, data []byte, opts *OpenOptions) (*File, error) {
 	for i := range pf.Program.Segments {
 		readAll(pf.Segment(i))
 	}
-	for i := range pf.NumPlans() {
-		for j := range pf.PlanDelegates(i) {
+	for i := range pf.Program.NumPlans() {
+		for j := range pf.Program.PlanDelegates(i) {
 			readAll(pf.DelegateData(i, j))
 		}
 	}

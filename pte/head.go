@@ -31,6 +31,7 @@ func (f *File) EncodeHead(p *Program) ([]byte, error) {
 	if h == nil || h.SegmentBaseOffset == 0 {
 		return nil, errors.New("pte: encode head: the file has no segment base (no extended header or no segment data), so its head cannot be rewritten alone")
 	}
+	p = p.decoded()
 	if err := checkReferences(p, len(f.Program.Segments)); err != nil {
 		return nil, err
 	}

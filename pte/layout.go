@@ -94,7 +94,7 @@ type layoutSpan struct {
 // decodes no plan; its cost is one walk over the region's objects.
 func (f *File) RegionLayout() *RegionLayout {
 	size := uint64(len(f.region))
-	nplans := f.NumPlans()
+	nplans := f.Program.NumPlans()
 	l := &RegionLayout{Size: int64(size), Plans: make([]PlanLayout, nplans),
 		InlineDelegateData: make([]int64, len(f.Program.BackendDelegateData))}
 	spans := []layoutSpan{{0, min(8, size), catPrefix}}

@@ -39,7 +39,7 @@ func TestRegionLayout(t *testing.T) {
 			require.Equal(t, region, l.Size, name)
 			require.Equal(t, l.Size, layoutSum(l), "%s: %+v", name, l)
 			require.EqualValues(t, 8, l.Prefix)
-			require.Len(t, l.Plans, f.NumPlans())
+			require.Len(t, l.Plans, f.Program.NumPlans())
 			for i, p := range l.Plans {
 				require.Positive(t, p.Instructions, "%s plan %d", name, i)
 				require.Positive(t, p.Values, "%s plan %d", name, i)

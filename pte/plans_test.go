@@ -25,16 +25,16 @@ func checkLazySame(t *testing.T, data []byte) *File {
 	if eerr != nil {
 		return nil
 	}
-	if lazy.Program.ExecutionPlan != nil {
-		t.Fatalf("LazyPlans decoded %d plans at open", len(lazy.Program.ExecutionPlan))
+	if lazy.Program.executionPlan != nil {
+		t.Fatalf("LazyPlans decoded %d plans at open", lazy.Program.NumPlans())
 	}
-	n := eager.NumPlans()
-	if got := lazy.NumPlans(); got != n || eager.hasPlans() != lazy.hasPlans() {
+	n := eager.Program.NumPlans()
+	if got := lazy.Program.NumPlans(); got != n || eager.Program.HasPlans() != lazy.Program.HasPlans() {
 		t.Fatalf("NumPlans %d with LazyPlans, %d without", got, n)
 	}
 	seen := 0
-	for i, lp := range lazy.Plans() {
-		if i != seen || !testkit.DeepEqual(lp, eager.Plan(i)) {
+	for i, lp := range lazy.Program.Plans() {
+		if i != seen || !testkit.DeepEqual(lp, eager.Program.Plan(i)) {
 			t.Fatalf("Plans yields plan %d as %d, or differently from Plan", seen, i)
 		}
 		seen++
@@ -43,20 +43,20 @@ func checkLazySame(t *testing.T, data []byte) *File {
 		t.Fatalf("Plans yielded %d of %d plans", seen, n)
 	}
 	for i := -1; i <= n; i++ {
-		ep, lp := eager.Plan(i), lazy.Plan(i)
+		ep, lp := eager.Program.Plan(i), lazy.Program.Plan(i)
 		if !testkit.DeepEqual(ep, lp) {
 			t.Fatalf("plan %d differs with LazyPlans:\n%+v\n%+v", i, lp, ep)
 		}
-		if !testkit.DeepEqual(eager.PlanDelegates(i), lazy.PlanDelegates(i)) {
+		if !testkit.DeepEqual(eager.Program.PlanDelegates(i), lazy.Program.PlanDelegates(i)) {
 			t.Fatalf("PlanDelegates(%d) differs with LazyPlans", i)
 		}
-		if ep != nil && !testkit.DeepEqual(lazy.PlanDelegates(i), ep.Delegates) {
+		if ep != nil && !testkit.DeepEqual(lazy.Program.PlanDelegates(i), ep.Delegates) {
 			t.Fatalf("PlanDelegates(%d) is not Plan(%d).Delegates", i, i)
 		}
-		if !testkit.DeepEqual(eager.PlanValues(i), lazy.PlanValues(i)) {
+		if !testkit.DeepEqual(eager.Program.PlanValues(i), lazy.Program.PlanValues(i)) {
 			t.Fatalf("PlanValues(%d) differs with LazyPlans", i)
 		}
-		if ep != nil && !testkit.DeepEqual(lazy.PlanValues(i), ep.Values) {
+		if ep != nil && !testkit.DeepEqual(lazy.Program.PlanValues(i), ep.Values) {
 			t.Fatalf("PlanValues(%d) is not Plan(%d).Values", i, i)
 		}
 		external := false // by definition, from the decoded plan
@@ -70,13 +70,13 @@ func checkLazySame(t *testing.T, data []byte) *File {
 				}
 			}
 		}
-		if eager.PlanHasExternalData(i) != external || lazy.PlanHasExternalData(i) != external {
-			t.Fatalf("PlanHasExternalData(%d) = %t, with LazyPlans %t; plan %d has EXTERNAL tensors: %t", i, eager.PlanHasExternalData(i), lazy.PlanHasExternalData(i), i, external)
+		if eager.Program.PlanHasExternalData(i) != external || lazy.Program.PlanHasExternalData(i) != external {
+			t.Fatalf("PlanHasExternalData(%d) = %t, with LazyPlans %t; plan %d has EXTERNAL tensors: %t", i, eager.Program.PlanHasExternalData(i), lazy.Program.PlanHasExternalData(i), i, external)
 		}
-		if eager.PlanName(i) != lazy.PlanName(i) {
-			t.Fatalf("PlanName(%d) = %q with LazyPlans, %q without", i, lazy.PlanName(i), eager.PlanName(i))
+		if eager.Program.PlanName(i) != lazy.Program.PlanName(i) {
+			t.Fatalf("PlanName(%d) = %q with LazyPlans, %q without", i, lazy.Program.PlanName(i), eager.Program.PlanName(i))
 		}
-		if name := eager.PlanName(i); eager.PlanIndex(name) != lazy.PlanIndex(name) {
+		if name := eager.Program.PlanName(i); eager.PlanIndex(name) != lazy.PlanIndex(name) {
 			t.Fatalf("PlanIndex(%q) = %d with LazyPlans, %d without", name, lazy.PlanIndex(name), eager.PlanIndex(name))
 		}
 		delegates := 0
@@ -89,6 +89,19 @@ func checkLazySame(t *testing.T, data []byte) *File {
 	}
 	if ef, lf := eager.Verify(), lazy.Verify(); !testkit.DeepEqual(ef, lf) {
 		t.Fatalf("Verify differs with LazyPlans:\n%v\n%v", lf, ef)
+	}
+	// Written back (the Program as it is, plans included), the same bytes
+	// or the same refusal.
+	written := func(f *File) string {
+		var b bytes.Buffer
+		segs, err := f.SegmentReaders()
+		if err == nil {
+			_, err = Write(&b, f.Program, segs, nil)
+		}
+		return fmt.Sprintf("%x %v", b.Bytes(), err)
+	}
+	if w, lw := written(eager), written(lazy); w != lw {
+		t.Fatalf("Write of the Program differs with LazyPlans:\n%.200s\n%.200s", lw, w)
 	}
 	return eager
 }
@@ -137,12 +150,12 @@ func TestLazyPlansSame(t *testing.T) {
 // File read whole and one read lazily.
 func TestPlanIndexIndexed(t *testing.T) {
 	p := wrProgram(0)
-	base := p.ExecutionPlan[0]
-	p.ExecutionPlan = nil
+	base := p.Plan(0)
+	p.executionPlan = nil
 	for i := range 3 * planIndexScans {
 		c := *base
 		c.Name = fmt.Sprintf("m%d", i%(2*planIndexScans)) // the last third repeats names
-		p.ExecutionPlan = append(p.ExecutionPlan, &c)
+		p.executionPlan = append(p.executionPlan, &c)
 	}
 	b := shWrite(t, p)
 	for _, lazy := range []bool{false, true} {
@@ -151,10 +164,10 @@ func TestPlanIndexIndexed(t *testing.T) {
 			t.Fatal(err)
 		}
 		for round := range 3 {
-			for i := range f.NumPlans() {
+			for i := range f.Program.NumPlans() {
 				want := i % (2 * planIndexScans)
-				if got := f.PlanIndex(f.PlanName(i)); got != want {
-					t.Fatalf("LazyPlans %v, round %d: PlanIndex(%q) = %d, want %d", lazy, round, f.PlanName(i), got, want)
+				if got := f.PlanIndex(f.Program.PlanName(i)); got != want {
+					t.Fatalf("LazyPlans %v, round %d: PlanIndex(%q) = %d, want %d", lazy, round, f.Program.PlanName(i), got, want)
 				}
 			}
 			if got := f.PlanIndex("absent"); got != -1 {

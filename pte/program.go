@@ -25,14 +25,16 @@ import (
 //     fully_qualified_name); Verify reports the absent ones;
 //   - absent scalars read as their schema default (always 0).
 
-// Program is the root table of a .pte file.
+// Program is the root table of a .pte file. Its execution plans (methods)
+// are read through NumPlans, Plan and Plans, and set with SetPlans.
 type Program struct {
 	// Version is the schema version the writer recorded; the runtime does not
 	// read it (0 in every known file).
 	Version uint32
-	// ExecutionPlan lists the methods, e.g. "forward"; ExecuTorch looks them up
-	// by Name.
-	ExecutionPlan []*ExecutionPlan
+	// executionPlan lists the methods, e.g. "forward"; ExecuTorch looks them
+	// up by Name. Unexported so that every Program answers alike: one read
+	// with OpenOptions.LazyPlans decodes them from file when asked.
+	executionPlan []*ExecutionPlan
 	// ConstantBuffer is the deprecated inline constant data, indexed by
 	// Tensor.DataBufferIdx when ConstantSegment has at most one offset. Entry 0
 	// is an empty placeholder.
@@ -55,6 +57,10 @@ type Program struct {
 	// NamedData maps keys to segments, for backends that look their data up by
 	// name.
 	NamedData []*NamedData
+
+	// file is the File whose region holds the undecoded plans, nil when
+	// executionPlan holds them (see plans.go).
+	file *File `fbs:"-"`
 }
 
 // ExecutionPlan is one method of a program.

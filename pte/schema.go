@@ -17,10 +17,11 @@ import (
 // SchemaField returns the schema name of field i of the model table type
 // t (a struct type of this package) and whether the field is a byte
 // vector of numbers (`fbs:",numbers"`). ok is false for a field the schema
-// does not have: Absent.
+// does not have: Absent, and Program's unexported source of its plans
+// (tagged `fbs:"-"`).
 func SchemaField(t reflect.Type, i int) (name string, numbers, ok bool) {
 	sf := t.Field(i)
-	if sf.Name == "Absent" {
+	if sf.Name == "Absent" || sf.Tag.Get("fbs") == "-" {
 		return "", false, false
 	}
 	name, opts, _ := strings.Cut(sf.Tag.Get("fbs"), ",")

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unsafe"
 
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/fbverify"
@@ -482,6 +483,9 @@ func checkModel(t *testing.T, s *fbsSchema) {
 			if sf.Name == absentField && hasString && sf.Type == reflect.TypeFor[[]string]() {
 				continue
 			}
+			if sf.Tag.Get("fbs") == "-" { // Program's source of its plans
+				continue
+			}
 			name, _, _ := pte.SchemaField(rt, i)
 			t.Errorf("pte.%s.%s (schema name %q: pte.SchemaField) matches no field of schema table %s", d.name, sf.Name, name, d.name)
 		}
@@ -546,7 +550,7 @@ type filler struct {
 // the table's union fields.
 func (f *filler) table(d *fbsDecl, v reflect.Value, member int) {
 	for _, fd := range d.fields {
-		fv := v.FieldByName(goName(d.name, fd.name))
+		fv := field(v, goName(d.name, fd.name))
 		switch f.s.kind(fd) {
 		case "scalar":
 			f.scalar(fd.typ, fv)
@@ -577,6 +581,13 @@ func (f *filler) table(d *fbsDecl, v reflect.Value, member int) {
 			fv.Set(s)
 		}
 	}
+}
+
+// field returns field name of the addressable model struct v, settable
+// even when unexported (Program's plans, which pte sets with SetPlans).
+func field(v reflect.Value, name string) reflect.Value {
+	fv := v.FieldByName(name)
+	return reflect.NewAt(fv.Type(), unsafe.Pointer(fv.UnsafeAddr())).Elem()
 }
 
 func (f *filler) newTable(name string, member int) reflect.Value {
@@ -629,7 +640,7 @@ func (f *filler) scalar(typ string, v reflect.Value) {
 func compareTables(t *testing.T, s *fbsSchema, d *fbsDecl, want, got reflect.Value, path string) {
 	for _, fd := range d.fields {
 		name := goName(d.name, fd.name)
-		w, g := want.FieldByName(name), got.FieldByName(name)
+		w, g := field(want, name), field(got, name)
 		p := path + "." + fd.name
 		switch s.kind(fd) {
 		case "table":

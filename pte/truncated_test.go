@@ -30,7 +30,7 @@ func TestOpenTruncated(t *testing.T) {
 	f, err := pte.NewFileWith(bytes.NewReader(cut), int64(len(cut)), &pte.OpenOptions{Truncated: true})
 	require.NoError(t, err)
 	require.NotNil(t, f.Truncated)
-	assert.Equal(t, "forward", f.Program.ExecutionPlan[0].Name)
+	assert.Equal(t, "forward", f.Program.Plan(0).Name)
 	findings := f.Verify()
 	require.NotEmpty(t, findings)
 	assert.Contains(t, findings[0].Err.Msg, "truncated")

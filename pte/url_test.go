@@ -40,7 +40,7 @@ func serveTestPrograms(tb testing.TB) (*httptest.Server, []string) {
 // does; it returns the number of compile specs.
 func listProgram(tb testing.TB, f *File) int {
 	specs := 0
-	for i, ep := range f.Program.ExecutionPlan {
+	for i, ep := range f.Program.Plans() {
 		for j, d := range ep.Delegates {
 			specs += len(d.CompileSpecs)
 			if _, err := f.DelegateData(i, j); err != nil {

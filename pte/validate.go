@@ -54,10 +54,10 @@ func tensorBytes(t *Tensor) (numel, nbytes uint64, ok bool) {
 // and the constant segment.
 func (f *File) checkLoad() error {
 	p := f.Program
-	if !f.hasPlans() {
+	if !f.Program.HasPlans() {
 		return &FormatError{Off: f.posOf(p), Path: "execution_plan", Msg: "program has no execution_plan", Code: CodeInvalidProgram}
 	}
-	for i, n := 0, f.NumPlans(); i < n; i++ {
+	for i, n := 0, f.Program.NumPlans(); i < n; i++ {
 		if err := f.checkPlanValuesAt(i); err != nil {
 			return err
 		}
@@ -114,7 +114,7 @@ func (f *File) checkPlanValuesAt(i int) error {
 		// PlanHasExternalData.
 		if hasExternalData(ep.Values) {
 			if f.external == nil {
-				f.external = make([]bool, f.NumPlans())
+				f.external = make([]bool, f.Program.NumPlans())
 			}
 			f.external[i] = true
 		}

@@ -42,7 +42,7 @@ func vlWantLoadError(t *testing.T, b []byte, path string, code Code, msg string)
 func vlConstProgram() (*Program, []byte) {
 	p := wrProgram(0)
 	p.ConstantSegment = &SubsegmentOffsets{SegmentIndex: 0, Offsets: []uint64{0, 16}}
-	p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values,
+	p.Plan(0).Values = append(p.Plan(0).Values,
 		&EValue{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0}, DataBufferIdx: 1}})
 	return p, bytes.Repeat([]byte{7}, 32)
 }
@@ -102,11 +102,11 @@ func TestLoadRules(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			// Write refuses bad items: write tensor items, then patch them.
 			p := wrProgram(0)
-			ep := p.ExecutionPlan[0]
+			ep := p.Plan(0)
 			ep.Values = append(ep.Values, &EValue{Val: &Int{IntVal: 3}}, &EValue{Val: &TensorList{Items: make([]int32, len(c.items))}})
 			b := vlWrite(t, p, nil)
 			f := shOpen(t, b)
-			list, _ := vrTab(t, f, f.Program.ExecutionPlan[0].Values[2]).sub(1)
+			list, _ := vrTab(t, f, f.Program.Plan(0).Values[2]).sub(1)
 			start, _, _ := list.vec(0)
 			for i, it := range c.items {
 				binary.LittleEndian.PutUint32(b[start+4*uint32(i):], uint32(it))
@@ -116,7 +116,7 @@ func TestLoadRules(t *testing.T) {
 	}
 	t.Run("TensorList of tensors", func(t *testing.T) {
 		p := wrProgram(0)
-		p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values, &EValue{Val: &TensorList{Items: []int32{0, 0}}})
+		p.Plan(0).Values = append(p.Plan(0).Values, &EValue{Val: &TensorList{Items: []int32{0, 0}}})
 		shOpen(t, vlWrite(t, p, nil))
 	})
 }
@@ -130,7 +130,7 @@ func TestVerifyDeprecatedConstantBuffer(t *testing.T) {
 		p.ConstantSegment = &SubsegmentOffsets{SegmentIndex: 0, Offsets: []uint64{}}
 		p.ConstantBuffer = []*Buffer{{Storage: []byte{}}, {Storage: make([]byte, storage)}}
 		// FLOAT [4]: 16 bytes.
-		p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values,
+		p.Plan(0).Values = append(p.Plan(0).Values,
 			&EValue{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0}, DataBufferIdx: 1}})
 		var buf bytes.Buffer
 		if _, err := Write(&buf, p, nil, nil); err != nil {
@@ -181,7 +181,7 @@ func TestConstantDataRanges(t *testing.T) {
 // and that valid ones get none.
 func TestVerifyWarnsInvalidUTF8(t *testing.T) {
 	p := wrProgram(1, 0)
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	ep.Name = "fwd\xff"
 	ep.Delegates[0].ID = "TensorRT\xc3"
 	ep.Delegates[0].CompileSpecs = []*CompileSpec{{Key: "bud\x80get", Value: []byte("1")}, {Key: "größe", Value: []byte("1")}}

@@ -82,7 +82,7 @@ func (f *File) Verify() []Finding {
 		v.add(SeverityWarning, CodeOk, w.Off, w.Path, "%s", w.Msg)
 	}
 	v.program()
-	for i, n := 0, f.NumPlans(); i < n; i++ {
+	for i, n := 0, f.Program.NumPlans(); i < n; i++ {
 		v.planMethod(i)
 	}
 	return v.findings

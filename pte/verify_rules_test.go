@@ -21,7 +21,7 @@ import (
 func vrBase(t *testing.T) ([]byte, *File) {
 	t.Helper()
 	p := wrProgram(1)
-	p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values, &EValue{Val: &Int{IntVal: 1 << 40}})
+	p.Plan(0).Values = append(p.Plan(0).Values, &EValue{Val: &Int{IntVal: 1 << 40}})
 	var buf bytes.Buffer
 	if _, err := Write(&buf, p, []*io.SectionReader{wrSection(nil), wrSection([]byte("engine"))}, nil); err != nil {
 		t.Fatal(err)
@@ -65,12 +65,12 @@ func TestVerifierRules(t *testing.T) {
 	}{
 		{"table not 4-byte aligned", "execution_plan[0].values[0]", "EValue table at byte",
 			func(t *testing.T, b []byte, f *File) {
-				start, _, _ := vrTab(t, f, f.Program.ExecutionPlan[0]).vec(2)
+				start, _, _ := vrTab(t, f, f.Program.Plan(0)).vec(2)
 				shPointAt(b, start, shTarget(b, start)+2)
 			}},
 		{"vtable not 2-byte aligned", "execution_plan[0].values[0]", "outside the flatbuffer or misaligned",
 			func(t *testing.T, b []byte, f *File) {
-				pos := vrTab(t, f, f.Program.ExecutionPlan[0].Values[0]).pos
+				pos := vrTab(t, f, f.Program.Plan(0).Values[0]).pos
 				binary.LittleEndian.PutUint32(b[pos:], binary.LittleEndian.Uint32(b[pos:])+1)
 			}},
 		// A 2-byte vtable passes the verifier (as in C++: every field reads
@@ -90,14 +90,14 @@ func TestVerifierRules(t *testing.T) {
 			func(t *testing.T, b []byte, f *File) {
 				// The Int table's vtable is its own (no other table has
 				// that shape), so moving its field breaks only the Int.
-				ev := vrTab(t, f, f.Program.ExecutionPlan[0].Values[1])
+				ev := vrTab(t, f, f.Program.Plan(0).Values[1])
 				intTab, _ := ev.sub(1)
 				vt := intTab.vt + 4
 				u16(b, vt, binary.LittleEndian.Uint16(b[vt:])+4)
 			}},
 		{"zero string offset", "execution_plan[0].name", "string offset is zero",
 			func(t *testing.T, b []byte, f *File) {
-				binary.LittleEndian.PutUint32(b[shFieldPos(t, f, f.Program.ExecutionPlan[0], 0):], 0)
+				binary.LittleEndian.PutUint32(b[shFieldPos(t, f, f.Program.Plan(0), 0):], 0)
 			}},
 		{"zero table offset", "constant_segment", "table offset is zero",
 			func(t *testing.T, b []byte, f *File) {
@@ -105,7 +105,7 @@ func TestVerifierRules(t *testing.T) {
 			}},
 		{"zero element offset", "execution_plan[0].delegates[0]", "element offset is zero",
 			func(t *testing.T, b []byte, f *File) {
-				start, _, _ := vrTab(t, f, f.Program.ExecutionPlan[0]).vec(7)
+				start, _, _ := vrTab(t, f, f.Program.Plan(0)).vec(7)
 				binary.LittleEndian.PutUint32(b[start:], 0)
 			}},
 	}
@@ -125,7 +125,7 @@ func TestVerifierWarnings(t *testing.T) {
 	b, f := vrBase(t)
 	// non_const_buffer_sizes holds [0, 16]: 4 bytes further on, the low
 	// half of element 0 reads as an empty vector whose data is 4-aligned.
-	at := shFieldPos(t, f, f.Program.ExecutionPlan[0], 8)
+	at := shFieldPos(t, f, f.Program.Plan(0), 8)
 	shPointAt(b, at, shTarget(b, at)+4)
 	g, err := NewFile(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
@@ -148,21 +148,21 @@ func TestVerifierWarnings(t *testing.T) {
 func TestVerifierTableVisitLimit(t *testing.T) {
 	build := func(t *testing.T, plans int) error {
 		p := wrProgram(0)
-		first := p.ExecutionPlan[0]
+		first := p.Plan(0)
 		for range 300 {
 			first.Values = append(first.Values, &EValue{Val: &Null{}})
 		}
 		for i := 1; i < plans; i++ {
-			q := *wrProgram(0).ExecutionPlan[0]
+			q := *wrProgram(0).executionPlan[0]
 			q.Name = "m" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-			p.ExecutionPlan = append(p.ExecutionPlan, &q)
+			p.executionPlan = append(p.executionPlan, &q)
 		}
 		b := shWrite(t, p)
 		f := shOpen(t, b)
 		// Plans are written in order, back to front: plan 0's values lie
 		// after the later plans, so their forward offsets can reach them.
-		shared := shTarget(b, shFieldPos(t, f, f.Program.ExecutionPlan[0], 2))
-		for _, ep := range f.Program.ExecutionPlan[1:] {
+		shared := shTarget(b, shFieldPos(t, f, f.Program.Plan(0), 2))
+		for _, ep := range f.Program.executionPlan[1:] {
 			shPointAt(b, shFieldPos(t, f, ep, 2), shared)
 		}
 		_, err := NewFile(bytes.NewReader(b), int64(len(b)))

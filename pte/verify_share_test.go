@@ -61,7 +61,7 @@ func TestVerifySharedStrings(t *testing.T) {
 
 	// 200 instructions whose stack traces repeat file, function and context.
 	p := wrProgram(0)
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	ep.ContainerMetaType = &ContainerMetadata{EncodedInpStr: long, EncodedOutStr: long}
 	ch := ep.Chains[0]
 	ch.Instructions, ch.Stacktrace = []*Instruction{}, []*FrameList{}
@@ -79,23 +79,23 @@ func TestVerifySharedStrings(t *testing.T) {
 	if errs := wrErrorFindings(f); len(errs) != 0 {
 		t.Errorf("stack trace program: Verify errors %v", errs)
 	}
-	st := f.Program.ExecutionPlan[0].Chains[0].Stacktrace
+	st := f.Program.Plan(0).Chains[0].Stacktrace
 	if unsafe.StringData(st[0].Items[0].Filename) != unsafe.StringData(st[199].Items[0].Filename) {
 		t.Error("a shared filename was decoded into separate copies")
 	}
-	cm := f.Program.ExecutionPlan[0].ContainerMetaType
+	cm := f.Program.Plan(0).ContainerMetaType
 	if unsafe.StringData(cm.EncodedInpStr) != unsafe.StringData(cm.EncodedOutStr) {
 		t.Error("a shared container spec was decoded into separate copies")
 	}
 
 	// 11 methods sharing one 4000-byte container spec.
 	p = wrProgram(0)
-	base := p.ExecutionPlan[0]
+	base := p.Plan(0)
 	base.ContainerMetaType = &ContainerMetadata{EncodedInpStr: long, EncodedOutStr: long}
 	for i := range 10 {
 		c := *base
 		c.Name = "m" + string(rune('a'+i))
-		p.ExecutionPlan = append(p.ExecutionPlan, &c)
+		p.executionPlan = append(p.executionPlan, &c)
 	}
 	b = shWrite(t, p)
 	if len(b) > 3*len(long) {
@@ -115,10 +115,10 @@ func TestVerifySharedStrings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs := make([]string, 2*lf.NumPlans())
+	specs := make([]string, 2*lf.Program.NumPlans())
 	var wg sync.WaitGroup
 	for i := range specs {
-		wg.Go(func() { specs[i] = lf.Plan(i / 2).ContainerMetaType.EncodedInpStr })
+		wg.Go(func() { specs[i] = lf.Program.Plan(i / 2).ContainerMetaType.EncodedInpStr })
 	}
 	wg.Wait()
 	for i, s := range specs {
@@ -134,10 +134,10 @@ func TestVerifySharedStrings(t *testing.T) {
 func TestLazyPlanNamesShared(t *testing.T) {
 	long := strings.Repeat("n", 4000)
 	p := wrProgram(0)
-	p.ExecutionPlan[0].Name = long
+	p.Plan(0).Name = long
 	for range 10 {
-		c := *p.ExecutionPlan[0]
-		p.ExecutionPlan = append(p.ExecutionPlan, &c)
+		c := *p.Plan(0)
+		p.executionPlan = append(p.executionPlan, &c)
 	}
 	b := shWrite(t, p)
 	if len(b) > 3*len(long) {
@@ -147,9 +147,9 @@ func TestLazyPlanNamesShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := f.PlanName(0)
-	for i := range f.NumPlans() {
-		if name := f.PlanName(i); name != long || unsafe.StringData(name) != unsafe.StringData(first) {
+	first := f.Program.PlanName(0)
+	for i := range f.Program.NumPlans() {
+		if name := f.Program.PlanName(i); name != long || unsafe.StringData(name) != unsafe.StringData(first) {
 			t.Fatalf("PlanName(%d) is its own copy of the shared name", i)
 		}
 	}
@@ -168,7 +168,7 @@ func TestLazyPlanNamesShared(t *testing.T) {
 // and their (forward) offsets can be pointed at it.
 func shTensorProgram(n int) *Program {
 	p := wrProgram(0)
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	big := make([]int32, 200)
 	for i := range big {
 		big[i] = 1
@@ -186,7 +186,7 @@ func shSharedSizes(t *testing.T, n int) ([]byte, error) {
 	t.Helper()
 	b := shWrite(t, shTensorProgram(n))
 	f := shOpen(t, b)
-	vals := f.Program.ExecutionPlan[0].Values
+	vals := f.Program.Plan(0).Values
 	bigField := shFieldPos(t, f, vals[1].Val, 2)
 	for _, v := range vals[2:] {
 		shPointAt(b, shFieldPos(t, f, v.Val, 2), shTarget(b, bigField))
@@ -205,7 +205,7 @@ func TestVerifySharedVectorLimit(t *testing.T) {
 		t.Fatalf("two tensors sharing a sizes vector: %v", err)
 	}
 	f := shOpen(t, b)
-	vals := f.Program.ExecutionPlan[0].Values
+	vals := f.Program.Plan(0).Values
 	s1, s2 := vals[2].Val.(*Tensor).Sizes, vals[3].Val.(*Tensor).Sizes
 	if len(s1) != 200 || len(s2) != 200 {
 		t.Fatalf("shared sizes decoded as %d and %d elements", len(s1), len(s2))
@@ -239,7 +239,7 @@ func TestVerifyOverlappingStrings(t *testing.T) {
 	}
 	build := func(t *testing.T, n int) ([]byte, error) {
 		p := wrProgram(0)
-		ep := p.ExecutionPlan[0]
+		ep := p.Plan(0)
 		ep.Values = append(ep.Values, &EValue{Val: &Tensor{ScalarType: ScalarTypeFLOAT, Sizes: []int32{1}, DimOrder: val}})
 		for j := range n {
 			ep.Operators = append(ep.Operators, &Operator{Name: "op" + string(rune('A'+j%26)) + string(rune('A'+j/26)), Overload: ""})
@@ -250,7 +250,7 @@ func TestVerifyOverlappingStrings(t *testing.T) {
 		if start%4 != 0 {
 			t.Fatalf("dim_order bytes at unaligned %d", start)
 		}
-		for j, op := range f.Program.ExecutionPlan[0].Operators {
+		for j, op := range f.Program.Plan(0).Operators {
 			shPointAt(b, shFieldPos(t, f, op, 0), start+4*uint32(j))
 		}
 		_, err := NewFile(bytes.NewReader(b), int64(len(b)))
@@ -261,7 +261,7 @@ func TestVerifyOverlappingStrings(t *testing.T) {
 	if err != nil {
 		t.Fatalf("3 overlapping names: %v", err)
 	}
-	if ops := shOpen(t, b).Program.ExecutionPlan[0].Operators; len(ops[0].Name) != 4*(k-1) || len(ops[2].Name) != 4*(k-3) {
+	if ops := shOpen(t, b).Program.Plan(0).Operators; len(ops[0].Name) != 4*(k-1) || len(ops[2].Name) != 4*(k-3) {
 		t.Errorf("overlapping names decoded with %d and %d bytes", len(ops[0].Name), len(ops[2].Name))
 	}
 	_, err = build(t, k)

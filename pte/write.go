@@ -190,6 +190,7 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 	if err := checkSources(segments); err != nil {
 		return nil, err
 	}
+	p = p.decoded()
 	if err := checkReferences(p, len(segments)); err != nil {
 		return nil, err
 	}
@@ -382,7 +383,7 @@ func refersToSegment(p *Program) bool {
 	if len(p.NamedData) > 0 || len(p.MutableDataSegments) > 0 {
 		return true
 	}
-	for _, ep := range p.ExecutionPlan {
+	for _, ep := range p.executionPlan {
 		if ep == nil {
 			continue
 		}

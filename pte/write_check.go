@@ -27,7 +27,7 @@ func checkReferences(p *Program, nPayloads int) error {
 			Msg:  fmt.Sprintf("segment index %d out of range (%d segment payloads given)", idx, nPayloads),
 			Code: CodeNotFound}
 	}
-	for i, ep := range p.ExecutionPlan {
+	for i, ep := range p.executionPlan {
 		if ep == nil {
 			continue // the encoder reports it
 		}

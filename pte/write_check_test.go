@@ -56,10 +56,10 @@ func TestWriteRefusesDanglingReferences(t *testing.T) {
 			p.ConstantSegment = &SubsegmentOffsets{SegmentIndex: 7, Offsets: []uint64{0, 16}}
 		}, "constant_segment.segment_index"},
 		{"delegate SEGMENT", func(p *Program) {
-			p.ExecutionPlan[0].Delegates[0].Processed.Index = 9
+			p.Plan(0).Delegates[0].Processed.Index = 9
 		}, "execution_plan[0].delegates[0].processed.index"},
 		{"delegate INLINE", func(p *Program) {
-			p.ExecutionPlan[0].Delegates[0].Processed = &BackendDelegateDataReference{Location: DataLocationINLINE, Index: 0}
+			p.Plan(0).Delegates[0].Processed = &BackendDelegateDataReference{Location: DataLocationINLINE, Index: 0}
 		}, "execution_plan[0].delegates[0].processed.index"},
 		{"named data", func(p *Program) {
 			p.NamedData = []*NamedData{{Key: "a", SegmentIndex: 1}, {Key: "b", SegmentIndex: 2}}
@@ -101,13 +101,13 @@ func TestWriteRefusesWhatNewFileRefuses(t *testing.T) {
 		path string
 	}{
 		{"TensorList item out of range", func(p *Program) {
-			ep := p.ExecutionPlan[0]
+			ep := p.Plan(0)
 			ep.Values = append(ep.Values, &EValue{Val: &TensorList{Items: []int32{0, 99}}})
 		}, "execution_plan[0].values[1].val.items[1]"},
 		{"tensor without sizes", func(p *Program) {
-			p.ExecutionPlan[0].Values[0].Val.(*Tensor).Sizes = nil
+			p.Plan(0).Values[0].Val.(*Tensor).Sizes = nil
 		}, "execution_plan[0].values[0].val.sizes"},
-		{"no execution plan", func(p *Program) { p.ExecutionPlan = nil }, "execution_plan"},
+		{"no execution plan", func(p *Program) { p.executionPlan = nil }, "execution_plan"},
 		{"constant_buffer and constant_segment", func(p *Program) {
 			p.ConstantSegment = &SubsegmentOffsets{SegmentIndex: 0, Offsets: []uint64{0, 16}}
 			p.ConstantBuffer = []*Buffer{{Storage: []byte{}}, {Storage: make([]byte, 16)}}
@@ -139,7 +139,7 @@ func TestWriteRefusesWhatNewFileRefuses(t *testing.T) {
 // Verify accepts.
 func TestWriteStrict(t *testing.T) {
 	p := wrProgram(1)
-	ep := p.ExecutionPlan[0]
+	ep := p.Plan(0)
 	ep.Values = append(ep.Values, &EValue{}) // union type NONE
 	ep.Chains = []*Chain{}
 	segs := func() []*io.SectionReader {

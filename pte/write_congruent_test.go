@@ -123,8 +123,8 @@ func TestPageCongruentHeadGrowth(t *testing.T) {
 	}
 	for _, grow := range []int{1, 100, 3000, 9000} {
 		p := *orig.Program
-		p.ExecutionPlan = []*ExecutionPlan{ptrClone(orig.Program.ExecutionPlan[0])}
-		p.ExecutionPlan[0].Name = string(bytes.Repeat([]byte("m"), grow))
+		p.executionPlan = []*ExecutionPlan{ptrClone(orig.Program.Plan(0))}
+		p.Plan(0).Name = string(bytes.Repeat([]byte("m"), grow))
 		rs, err := orig.SegmentReaders()
 		if err != nil {
 			t.Fatal(err)

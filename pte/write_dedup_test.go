@@ -51,7 +51,7 @@ func TestWriteDedupUncomparableSources(t *testing.T) {
 				t.Errorf("SegmentIndex = %v, want %v", info.SegmentIndex, tc.wantIndex)
 			}
 			f := wrOpenBytes(t, buf.Bytes())
-			for di := range p.ExecutionPlan[0].Delegates {
+			for di := range p.Plan(0).Delegates {
 				b := make([]byte, 500)
 				tc.srcs[di+1].ReadAt(b, 0)
 				if got, err := wrData(f.DelegateData(0, di)); err != nil || !bytes.Equal(got, b) {

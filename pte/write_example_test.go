@@ -15,23 +15,23 @@ import (
 func ExampleWrite() {
 	engine := strings.Repeat("E", 1000) // stands for a TensorRT blob
 	p := &pte.Program{
-		ExecutionPlan: []*pte.ExecutionPlan{{
-			Name:                "forward",
-			ContainerMetaType:   &pte.ContainerMetadata{},
-			Values:              []*pte.EValue{{Val: &pte.Tensor{ScalarType: pte.ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0}, AllocationInfo: &pte.AllocationDetails{MemoryID: 1}}}},
-			Inputs:              []int32{0},
-			Outputs:             []int32{0},
-			Chains:              []*pte.Chain{{Instructions: []*pte.Instruction{{Args: &pte.DelegateCall{Args: []int32{0, 0}}}}}},
-			Operators:           []*pte.Operator{},
-			NonConstBufferSizes: []int64{0, 16},
-			Delegates: []*pte.BackendDelegate{{
-				ID:        "TensorRTBackend",
-				Processed: &pte.BackendDelegateDataReference{Location: pte.DataLocationSEGMENT, Index: 1},
-			}},
-		}},
 		// Offsets[0] is the placeholder: no constants, segment 0 is empty.
 		ConstantSegment: &pte.SubsegmentOffsets{SegmentIndex: 0, Offsets: []uint64{0}},
 	}
+	p.SetPlans([]*pte.ExecutionPlan{{
+		Name:                "forward",
+		ContainerMetaType:   &pte.ContainerMetadata{},
+		Values:              []*pte.EValue{{Val: &pte.Tensor{ScalarType: pte.ScalarTypeFLOAT, Sizes: []int32{4}, DimOrder: []uint8{0}, AllocationInfo: &pte.AllocationDetails{MemoryID: 1}}}},
+		Inputs:              []int32{0},
+		Outputs:             []int32{0},
+		Chains:              []*pte.Chain{{Instructions: []*pte.Instruction{{Args: &pte.DelegateCall{Args: []int32{0, 0}}}}}},
+		Operators:           []*pte.Operator{},
+		NonConstBufferSizes: []int64{0, 16},
+		Delegates: []*pte.BackendDelegate{{
+			ID:        "TensorRTBackend",
+			Processed: &pte.BackendDelegateDataReference{Location: pte.DataLocationSEGMENT, Index: 1},
+		}},
+	}})
 	segments := []*io.SectionReader{
 		io.NewSectionReader(strings.NewReader(""), 0, 0),
 		io.NewSectionReader(strings.NewReader(engine), 0, int64(len(engine))),
@@ -62,7 +62,7 @@ func ExampleFile_SegmentReaders() {
 		log.Fatal(err)
 	}
 	defer f.Close()
-	for _, d := range f.Program.ExecutionPlan[0].Delegates {
+	for _, d := range f.Program.Plan(0).Delegates {
 		d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: "weight_streaming_budget", Value: []byte("1073741824")})
 	}
 	segments, err := f.SegmentReaders()

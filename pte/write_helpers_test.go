@@ -69,6 +69,12 @@ func diffValue(a, b reflect.Value, path string) string {
 		}
 		return ""
 	default:
+		if !a.CanInterface() { // reached through Program's plans
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				return fmt.Sprintf("%s: %v vs %v", path, a, b)
+			}
+			return ""
+		}
 		if !reflect.DeepEqual(a.Interface(), b.Interface()) {
 			return fmt.Sprintf("%s: %v vs %v", path, a.Interface(), b.Interface())
 		}
@@ -138,7 +144,7 @@ func wrComparePayloads(t *testing.T, want, got *File, segIndex []int) {
 			t.Errorf("segment %d: bytes differ (errors %v, %v)", i, werr, gerr)
 		}
 	}
-	for pi, ep := range want.Program.ExecutionPlan {
+	for pi, ep := range want.Program.Plans() {
 		for di := range ep.Delegates {
 			w, werr := wrData(want.DelegateData(pi, di))
 			g, gerr := wrData(got.DelegateData(pi, di))

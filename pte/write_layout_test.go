@@ -34,7 +34,7 @@ func wrProgram(nDelegates int, named ...uint32) *Program {
 			&Instruction{Args: &DelegateCall{DelegateIndex: int32(i), Args: []int32{0, 0}}})
 	}
 	p := &Program{
-		ExecutionPlan:       []*ExecutionPlan{ep},
+		executionPlan:       []*ExecutionPlan{ep},
 		ConstantBuffer:      []*Buffer{},
 		BackendDelegateData: []*BackendDelegateInlineData{},
 		ConstantSegment:     &SubsegmentOffsets{SegmentIndex: 0, Offsets: []uint64{0}},
@@ -67,9 +67,9 @@ func TestWriteDedup(t *testing.T) {
 	// 9 named "f": the very same section as payload 1, recognised unread.
 	srcs[9] = io.NewSectionReader(counters[1], 0, int64(len(x)))
 	p := wrProgram(3, 4, 5, 6, 7, 8, 9)
-	p.ExecutionPlan[0].Delegates[2].Processed.Index = 3
+	p.Plan(0).Delegates[2].Processed.Index = 3
 	before := wrProgram(3, 4, 5, 6, 7, 8, 9)
-	before.ExecutionPlan[0].Delegates[2].Processed.Index = 3
+	before.Plan(0).Delegates[2].Processed.Index = 3
 
 	var buf bytes.Buffer
 	info, err := Write(&buf, p, srcs, &WriteOptions{Dedup: true})
@@ -93,7 +93,7 @@ func TestWriteDedup(t *testing.T) {
 
 	f := wrOpenBytes(t, buf.Bytes())
 	wrCheckLayout(t, f, info, DefaultSegmentAlignment)
-	ep := f.Program.ExecutionPlan[0]
+	ep := f.Program.Plan(0)
 	for di, want := range []uint32{1, 2, 1} {
 		if got := ep.Delegates[di].Processed.Index; got != want {
 			t.Errorf("delegate %d index %d, want %d", di, got, want)
@@ -118,8 +118,8 @@ func TestWriteDedup(t *testing.T) {
 		t.Fatal(err)
 	}
 	f = wrOpenBytes(t, buf.Bytes())
-	if len(f.Program.Segments) != len(srcs) || f.Program.ExecutionPlan[0].Delegates[2].Processed.Index != 3 {
-		t.Errorf("without Dedup: %d segments, delegate 2 -> %d", len(f.Program.Segments), f.Program.ExecutionPlan[0].Delegates[2].Processed.Index)
+	if len(f.Program.Segments) != len(srcs) || f.Program.Plan(0).Delegates[2].Processed.Index != 3 {
+		t.Errorf("without Dedup: %d segments, delegate 2 -> %d", len(f.Program.Segments), f.Program.Plan(0).Delegates[2].Processed.Index)
 	}
 	wrCheckLayout(t, f, info, DefaultSegmentAlignment)
 }
@@ -284,7 +284,7 @@ func TestWriteSourceErrors(t *testing.T) {
 func TestWriteRefusesUnwritablePrograms(t *testing.T) {
 	p := wrProgram(1)
 	// A model value no file can hold: a Tensor member without its table.
-	p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values, &EValue{Val: (*Tensor)(nil)})
+	p.Plan(0).Values = append(p.Plan(0).Values, &EValue{Val: (*Tensor)(nil)})
 	_, err := Write(io.Discard, p, []*io.SectionReader{wrSection(nil), wrSection([]byte("x"))}, nil)
 	var fe *FormatError
 	if !errors.As(err, &fe) || fe.Path != "execution_plan[0].values[1].val" {

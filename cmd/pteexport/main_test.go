@@ -71,7 +71,7 @@ func openVerified(t *testing.T, path string) *pte.File {
 // specsOf returns key=value strings of every delegate's compile specs.
 func specsOf(f *pte.File) [][]string {
 	var out [][]string
-	for _, ep := range f.Program.ExecutionPlan {
+	for _, ep := range f.Program.Plans() {
 		for _, d := range ep.Delegates {
 			var s []string
 			for _, cs := range d.CompileSpecs {
@@ -100,13 +100,13 @@ func TestExampleManifest(t *testing.T) {
 	f := openVerified(t, out)
 	// Planned bytes as written in the file (prefill: tokens 1x128 int64,
 	// logits 1x128x256 float32, k_cache 1x2x128x16 float16).
-	require.Len(t, f.Program.ExecutionPlan, 2)
-	assert.Equal(t, []int64{0, 1024 + 131072 + 8192}, f.Program.ExecutionPlan[0].NonConstBufferSizes)
+	require.Equal(t, 2, f.Program.NumPlans())
+	assert.Equal(t, []int64{0, 1024 + 131072 + 8192}, f.Program.Plan(0).NonConstBufferSizes)
 	cuda0 := "cuda:0"
 	engine := []export.SummaryEngine{{Budget: nil, TargetDevice: &cuda0}}
 	assert.Equal(t, []export.SummaryMethod{
 		{Name: "prefill", Delegates: 1, PlannedBytes: 1024 + 131072 + 8192, Engines: engine},
-		{Name: "decode", Delegates: 1, PlannedBytes: plannedBytes(f.Program.ExecutionPlan[1]), Engines: engine},
+		{Name: "decode", Delegates: 1, PlannedBytes: plannedBytes(f.Program.Plan(1)), Engines: engine},
 	}, sum.Methods)
 	assert.Equal(t, 2, sum.Delegates)
 	assert.Nil(t, sum.Budget)
@@ -196,7 +196,7 @@ func TestTwoEnginesWarningsBudgetDevicesDedup(t *testing.T) {
 		{"weight_streaming_budget=4294967296", "target_device=cuda:0"},
 		{"weight_streaming_budget=4294967296", "target_device=cuda:1"},
 	}, specsOf(f))
-	fw, aux := f.Program.ExecutionPlan[0], f.Program.ExecutionPlan[1]
+	fw, aux := f.Program.Plan(0), f.Program.Plan(1)
 	assert.Equal(t, fw.Delegates[0].Processed.Index, aux.Delegates[0].Processed.Index)
 	assert.NotEqual(t, fw.Delegates[0].Processed.Index, fw.Delegates[1].Processed.Index)
 	assert.Len(t, f.Program.Segments, 3, "constant segment + 2 distinct blobs")

@@ -18,7 +18,7 @@ import (
 func TestRebakeZeroByteBlob(t *testing.T) {
 	data := testprog.Rewrite(t, testprog.Programs(t)["segment"], func(p *pte.Program) {
 		p.BackendDelegateData = append(p.BackendDelegateData, &pte.BackendDelegateInlineData{Data: []byte{}})
-		p.ExecutionPlan[0].Delegates[0].Processed = &pte.BackendDelegateDataReference{
+		p.Plan(0).Delegates[0].Processed = &pte.BackendDelegateDataReference{
 			Location: pte.DataLocationINLINE, Index: uint32(len(p.BackendDelegateData) - 1)}
 	})
 	dir := t.TempDir()

@@ -168,7 +168,7 @@ func TestRebakeCLIReportsKeptBudget(t *testing.T) {
 	segs, err := f.SegmentReaders()
 	require.NoError(t, err)
 	prog := f.Program
-	for _, s := range prog.ExecutionPlan[0].Delegates[1].CompileSpecs {
+	for _, s := range prog.Plan(0).Delegates[1].CompileSpecs {
 		if s.Key == compilespec.KeyWeightStreamingBudget {
 			s.Value = []byte("524288")
 		}
@@ -295,7 +295,7 @@ func TestJSONSummaryFromManifestPins(t *testing.T) {
 	assert.Equal(t, "nothing", sum.Methods[0].Name)
 	assert.Empty(t, sum.Methods[0].Engines)
 	f := openVerified(t, out)
-	assert.Empty(t, f.Program.ExecutionPlan[0].Delegates)
+	assert.Empty(t, f.Program.Plan(0).Delegates)
 	// b.engine was built for device 0: warned about.
 	require.NotEmpty(t, sum.Warnings)
 	kinds := map[string]bool{}

@@ -77,7 +77,7 @@ func writeBigProgram(src []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	segs[f.Program.ExecutionPlan[0].Delegates[0].Processed.Index], err = delegate.NewBlobReader(&blob.Metadata, testprog.Zeros{}, bigEngine)
+	segs[f.Program.Plan(0).Delegates[0].Processed.Index], err = delegate.NewBlobReader(&blob.Metadata, testprog.Zeros{}, bigEngine)
 	if err != nil {
 		return "", err
 	}

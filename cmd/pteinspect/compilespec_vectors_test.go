@@ -35,7 +35,7 @@ func TestCompileSpecAPIAgreesWithCLI(t *testing.T) {
 			rows := cliRows(t, path)
 			problems := cliProblems(t, path)
 			plan := cliPlan(t, path)
-			for pi, ep := range p.ExecutionPlan {
+			for pi, ep := range p.Plans() {
 				if ep == nil {
 					continue
 				}

@@ -23,14 +23,14 @@ func TestLongDelegateCount(t *testing.T) {
 	other := map[int]bool{1: true, 2: true, 5: true, 63: true}
 	data := testprog.Rewrite(t, testprog.Programs(t)["engines_64"], func(p *pte.Program) {
 		for i := range other {
-			p.ExecutionPlan[0].Delegates[i].ID = "OtherBackend"
+			p.Plan(0).Delegates[i].ID = "OtherBackend"
 		}
 	})
 	path := filepath.Join(t.TempDir(), "mixed.pte")
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	f, err := pte.NewFile(bytes.NewReader(data), int64(len(data)))
 	require.NoError(t, err)
-	total := len(f.Program.ExecutionPlan[0].Delegates)
+	total := len(f.Program.Plan(0).Delegates)
 	for _, id := range []string{"TensorRTBackend", "OtherBackend"} {
 		r := runArgs(nil, "--long", "--delegate", id, path)
 		require.Contains(t, []int{0, 1}, r.code, r.stderr)

@@ -57,7 +57,7 @@ func trtDelegates(t *testing.T, path string) int {
 	require.NoError(t, err)
 	defer f.Close()
 	n := 0
-	for _, ep := range f.Program.ExecutionPlan {
+	for _, ep := range f.Program.Plans() {
 		for _, d := range ep.Delegates {
 			if d.ID == delegate.BackendID {
 				n++
@@ -144,21 +144,21 @@ func TestDiffGolden(t *testing.T) {
 		}},
 		{"rename", func() []string {
 			return []string{vec(twoMethods), variant(t, twoMethods, func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-				p.ExecutionPlan[1].Name = "generate"
+				p.Plan(1).Name = "generate"
 				return segs
 			})}
 		}},
 		{"added_method", func() []string {
 			return []string{vec("segment"), variant(t, "segment", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-				ep := *p.ExecutionPlan[0]
+				ep := *p.Plan(0)
 				ep.Name = "forward_copy"
-				p.ExecutionPlan = append(p.ExecutionPlan, &ep)
+				p.SetPlans(append(testprog.Plans(p), &ep))
 				return segs
 			})}
 		}},
 		{"segment_payload", func() []string {
 			return []string{vec("segment"), variant(t, "segment", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-				i := p.ExecutionPlan[0].Delegates[0].Processed.Index
+				i := p.Plan(0).Delegates[0].Processed.Index
 				data, err := io.ReadAll(segs[i])
 				require.NoError(t, err)
 				data[len(data)-1] ^= 0xff // the last engine byte
@@ -317,13 +317,13 @@ func TestDiff(t *testing.T) {
 func TestDiffSummaryOtherSpecs(t *testing.T) {
 	other := func(precision, buffer bool) string {
 		return variant(t, "segment", func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
-			d := p.ExecutionPlan[0].Delegates[0]
+			d := p.Plan(0).Delegates[0]
 			d.ID = "OtherBackend"
 			if precision {
 				d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: "precision", Value: []byte("fp16")})
 			}
 			if buffer {
-				p.ExecutionPlan[0].NonConstBufferSizes = append(p.ExecutionPlan[0].NonConstBufferSizes, 64)
+				p.Plan(0).NonConstBufferSizes = append(p.Plan(0).NonConstBufferSizes, 64)
 			}
 			return segs
 		})

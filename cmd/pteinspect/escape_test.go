@@ -23,12 +23,12 @@ func TestHumanViewsEscapeNames(t *testing.T) {
 		op      = "aten::add\u2028"
 	)
 	data := testprog.Rewrite(t, seedPrograms(t)["two_methods"], func(p *pte.Program) {
-		p.ExecutionPlan[0].Name = method
-		p.ExecutionPlan[0].Delegates[0].CompileSpecs = append(p.ExecutionPlan[0].Delegates[0].CompileSpecs,
+		p.Plan(0).Name = method
+		p.Plan(0).Delegates[0].CompileSpecs = append(p.Plan(0).Delegates[0].CompileSpecs,
 			&pte.CompileSpec{Key: key, Value: []byte("v\n")},
 			&pte.CompileSpec{Key: "weight_streaming_budget", Value: []byte("1\x1b[2J")})
-		p.ExecutionPlan[0].Operators = append(p.ExecutionPlan[0].Operators, &pte.Operator{Name: op})
-		p.ExecutionPlan[1].Delegates[0].ID = backend
+		p.Plan(0).Operators = append(p.Plan(0).Operators, &pte.Operator{Name: op})
+		p.Plan(1).Delegates[0].ID = backend
 	})
 	for _, args := range [][]string{{"-"}, {"--long", "-"}, {"--compile-specs", "-"}, {"--plan", "-"}, {"--verify", "-"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

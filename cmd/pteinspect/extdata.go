@@ -217,7 +217,7 @@ func printVerify(stdout, stderr io.Writer, name string, file *inspect.File, prob
 // printNeededKeys prints the keys of .ptd files a program needs when none
 // is given; list formats them.
 func printNeededKeys(w io.Writer, f *pte.File, list func([]string) string) {
-	if keys := inspect.FileNeededKeys(f); len(keys) > 0 {
+	if keys := inspect.NeededKeys(f.Program); len(keys) > 0 {
 		fmt.Fprintf(w, "\nexternal data: needs %d key(s) from .ptd files, none given (pass --data FILE.ptd): %s\n",
 			len(keys), escText(list(keys)))
 	}

@@ -33,7 +33,7 @@ func TestExternalDataCodesAgree(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			data := testprog.Rewrite(t, trtPrograms(t)["segment"], func(p *pte.Program) {
-				ep := p.ExecutionPlan[0]
+				ep := p.Plan(0)
 				for i, planned := range c.planned {
 					tn := &pte.Tensor{ScalarType: pte.ScalarTypeFLOAT, Sizes: []int32{2, 2}, DimOrder: []uint8{0, 1},
 						ExtraTensorInfo: &pte.ExtraTensorInfo{FullyQualifiedName: "w" + string(rune('0'+i)), Location: pte.TensorDataLocationEXTERNAL}}

@@ -238,7 +238,7 @@ func checkVerifyRun(t *testing.T, program string, dataFiles []string, rec *testk
 func externalProgram(t *testing.T) string {
 	t.Helper()
 	data := testprog.Rewrite(t, trtPrograms(t)["segment"], func(p *pte.Program) {
-		ep := p.ExecutionPlan[0]
+		ep := p.Plan(0)
 		for _, x := range []struct {
 			key     string
 			planned bool

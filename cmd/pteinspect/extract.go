@@ -39,10 +39,10 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 		return failErr(stderr, name, err)
 	}
 	var src *io.SectionReader = pl.SectionReader
-	method := f.PlanName(plan)
+	method := f.Program.PlanName(plan)
 	what := fmt.Sprintf("payload of %s delegate %d", method, del)
 	if o.engine {
-		id := f.PlanDelegates(plan)[del].ID
+		id := f.Program.PlanDelegates(plan)[del].ID
 		if !delegate.IsTensorRT(id) {
 			return failErr(stderr, name, fmt.Errorf("--engine: delegate %s:%d is %s, not %s", esc(method), del, esc(id), delegate.BackendID))
 		}

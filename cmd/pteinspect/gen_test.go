@@ -73,7 +73,7 @@ func unreadableFiles(t *testing.T) map[string]string {
 func otherBackendPath(t *testing.T) string {
 	t.Helper()
 	data := testprog.Rewrite(t, trtPrograms(t)["segment"], func(p *pte.Program) {
-		p.ExecutionPlan[0].Delegates[0].ID = "XnnpackBackend"
+		p.Plan(0).Delegates[0].ID = "XnnpackBackend"
 	})
 	path := filepath.Join(t.TempDir(), "xnnpack.pte")
 	require.NoError(t, os.WriteFile(path, data, 0o644))

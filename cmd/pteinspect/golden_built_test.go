@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/internal/testkit"
+	"github.com/ptekit/ptekit/internal/testprog"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -74,7 +75,7 @@ func setBackend(p *pte.Program, id string, specs ...*pte.CompileSpec) {
 	if specs == nil {
 		specs = []*pte.CompileSpec{} // the table is required even when empty
 	}
-	for _, plan := range p.ExecutionPlan {
+	for _, plan := range p.Plans() {
 		for _, d := range plan.Delegates {
 			d.ID = id
 			d.CompileSpecs = specs
@@ -127,7 +128,7 @@ func builtPrograms(t *testing.T) map[string][]byte {
 	out := map[string][]byte{}
 	out["kernel_only"] = rebuild(t, base["inline"], func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
 		p.BackendDelegateData = nil
-		plan := p.ExecutionPlan[0]
+		plan := p.Plan(0)
 		plan.Delegates = []*pte.BackendDelegate{}
 		x := *plan.Values[0].Val.(*pte.Tensor)
 		alloc := *x.AllocationInfo
@@ -151,19 +152,19 @@ func builtPrograms(t *testing.T) map[string][]byte {
 			})
 			segs = append(segs, section(byte(2+i), n))
 		}
-		addKernels(p.ExecutionPlan[0], []int32{2, 2}, "aten::clamp.out", "aten::index_select.out")
+		addKernels(p.Plan(0), []int32{2, 2}, "aten::clamp.out", "aten::index_select.out")
 		return segs
 	})
 	out["methods_shared"] = rebuild(t, base["two_methods"], func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
 		setBackend(p, "QnnBackend", &pte.CompileSpec{Key: "qnn_compile_spec", Value: []byte{0x24, 0, 0, 0, 0x1e, 0, 0x22, 0, 8, 0, 0xff}})
 		// The decode delegate reads the prefill delegate's segment.
-		shared := p.ExecutionPlan[0].Delegates[0].Processed.Index
-		p.ExecutionPlan[1].Delegates[0].Processed.Index = shared
+		shared := p.Plan(0).Delegates[0].Processed.Index
+		p.Plan(1).Delegates[0].Processed.Index = shared
 		segs = segs[:shared+1]
-		p.ExecutionPlan = append(p.ExecutionPlan,
+		p.SetPlans(append(testprog.Plans(p),
 			constantMethod("get_vocab_size", &pte.Int{IntVal: 512}),
 			constantMethod("get_use_kv_cache", &pte.Bool{BoolVal: true}),
-			constantMethod("get_logits_scale", &pte.Double{DoubleVal: 0.125}))
+			constantMethod("get_logits_scale", &pte.Double{DoubleVal: 0.125})))
 		return segs
 	})
 	out["other_inline"] = rebuild(t, base["inline"], func(p *pte.Program, segs []*io.SectionReader) []*io.SectionReader {
@@ -177,10 +178,10 @@ func builtPrograms(t *testing.T) map[string][]byte {
 		setBackend(p, "XnnpackBackend")
 		p.MutableDataSegments = []*pte.SubsegmentOffsets{{SegmentIndex: uint32(len(segs)), Offsets: []uint64{0, 0, 8}}}
 		segs = append(segs, section(7, 40))
-		p.ExecutionPlan = append(p.ExecutionPlan,
+		p.SetPlans(append(testprog.Plans(p),
 			constantMethod("__et_training_gradients_index_forward", &pte.Int{IntVal: 2}),
 			constantMethod("__et_training_fqn_forward", &pte.String{StringVal: "net.linear.weight"}, &pte.String{StringVal: "net.linear.bias"}),
-			constantMethod("__et_training_parameters_index_forward", &pte.Int{IntVal: 4}))
+			constantMethod("__et_training_parameters_index_forward", &pte.Int{IntVal: 4})))
 		return segs
 	})
 	return out

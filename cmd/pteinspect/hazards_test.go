@@ -40,7 +40,7 @@ func withBlobBytes(t *testing.T, blob []byte) []byte {
 	defer f.Close()
 	segs, err := f.SegmentReaders()
 	require.NoError(t, err)
-	segs[f.Program.ExecutionPlan[0].Delegates[0].Processed.Index] = io.NewSectionReader(bytes.NewReader(blob), 0, int64(len(blob)))
+	segs[f.Program.Plan(0).Delegates[0].Processed.Index] = io.NewSectionReader(bytes.NewReader(blob), 0, int64(len(blob)))
 	var out bytes.Buffer
 	_, err = pte.Write(&out, f.Program, segs, nil)
 	require.NoError(t, err)

@@ -290,7 +290,7 @@ func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *op
 		t.row("header", "none")
 	}
 	t.row("version", strconv.FormatUint(uint64(p.Version), 10))
-	t.row("methods", fmt.Sprintf("%d: %s", f.NumPlans(), joinOr(escAll(inspect.MethodNames(f)))))
+	t.row("methods", fmt.Sprintf("%d: %s", f.Program.NumPlans(), joinOr(escAll(inspect.MethodNames(f)))))
 	t.flush()
 
 	printSegments(w, doc)

@@ -17,7 +17,7 @@ import (
 // --plan shows the pin next to the device.
 func TestTargetDeviceMismatchShown(t *testing.T) {
 	data := testprog.Rewrite(t, seedPrograms(t)["two_methods"], func(p *pte.Program) {
-		for _, s := range p.ExecutionPlan[0].Delegates[0].CompileSpecs {
+		for _, s := range p.Plan(0).Delegates[0].CompileSpecs {
 			if s.Key == compilespec.KeyTargetDevice {
 				s.Value = []byte("cuda:1")
 			}

@@ -169,7 +169,7 @@ func printPlan(w io.Writer, f *pte.File, plan *executor.ProgramPlan, facts []eng
 		}
 		// The method's delegates, decoded once for all of them (a method
 		// of 8192 engines decoded once per engine took 24 s).
-		ds := f.PlanDelegates(f.PlanIndex(m.Name))
+		ds := f.Program.PlanDelegates(f.PlanIndex(m.Name))
 		for _, d := range m.Delegates {
 			printDelegatePlan(w, &m, &d, pinnedDevice(ds, d.Index), lo)
 		}
@@ -254,7 +254,7 @@ func unknownReason(f *pte.File, m *executor.MethodPlan) string {
 		return fallback
 	}
 	di := *m.Error.Delegate
-	if d := f.PlanDelegates(plan); di < 0 || di >= len(d) || d[di] == nil || !delegate.IsTensorRT(d[di].ID) {
+	if d := f.Program.PlanDelegates(plan); di < 0 || di >= len(d) || d[di] == nil || !delegate.IsTensorRT(d[di].ID) {
 		return fallback
 	}
 	pl, err := f.DelegateData(plan, di)

@@ -63,7 +63,7 @@ func unreadProgram(t *testing.T, metadataSize uint32) string {
 	segs, err := src.SegmentReaders()
 	require.NoError(t, err)
 	blob := newUnreadBlob(metadataSize)
-	segs[src.Program.ExecutionPlan[0].Delegates[0].Processed.Index] = io.NewSectionReader(blob, 0, blob.size)
+	segs[src.Program.Plan(0).Delegates[0].Processed.Index] = io.NewSectionReader(blob, 0, blob.size)
 	path := filepath.Join(t.TempDir(), "unread.pte")
 	out, err := os.Create(path)
 	require.NoError(t, err)

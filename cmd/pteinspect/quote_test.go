@@ -18,7 +18,7 @@ import (
 func TestHugeValuesQuotedShort(t *testing.T) {
 	huge := bytes.Repeat([]byte("9x"), 8_400_000)
 	data := testprog.Rewrite(t, testprog.Programs(t)["no_budget"], func(p *pte.Program) {
-		testprog.SetSpec(p.ExecutionPlan[0].Delegates[0], compilespec.KeyWeightStreamingBudget, huge)
+		testprog.SetSpec(p.Plan(0).Delegates[0], compilespec.KeyWeightStreamingBudget, huge)
 	})
 	path := filepath.Join(t.TempDir(), "huge.pte")
 	if err := os.WriteFile(path, data, 0o666); err != nil {

@@ -337,7 +337,7 @@ func runDocument(f *pte.File, name string, w, stdout, stderr io.Writer, o *optio
 	// each) and needs one more to know it stopped early.
 	bo := &inspect.Options{Hash: o.hash, Method: o.method, Backend: o.backend, Progress: meter.Report, SummaryMethods: summaryLines + 1, Findings: o.undoFindings()}
 	if len(srcs) > 0 {
-		bo.Data = ptd.ResolveFile(f, srcs)
+		bo.Data = ptd.Resolve(f.Program, srcs)
 	}
 	var doc *inspect.Document
 	var err error
@@ -398,7 +398,7 @@ func checkFilters(f *pte.File, o *options) error {
 		return noMethod(f, o.method)
 	}
 	if o.backend != "" {
-		ids := inspect.FileBackendIDs(f, o.method)
+		ids := inspect.BackendIDs(f.Program, o.method)
 		if !slices.Contains(ids, o.backend) {
 			where := ""
 			if o.method != "" {

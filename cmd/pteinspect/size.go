@@ -54,7 +54,7 @@ func runSize(ctx context.Context, opener *input.Opener, name string, stdout, std
 		defer f.Close()
 		so := &inspect.SizeOptions{}
 		if len(srcs) > 0 {
-			so.Data = ptd.ResolveFile(f, srcs)
+			so.Data = ptd.Resolve(f.Program, srcs)
 		}
 		if r, err = inspect.Size(f, so); err != nil {
 			return failure(stdout, stderr, name, o, err)

@@ -13,11 +13,11 @@ import (
 
 // runCompileSpecs prints the compile spec table: method, delegate index,
 // backend, key and decoded value. It reads the delegates a method at a
-// time (inspect.FileCompileSpecs), twice for the table (once to measure
+// time (inspect.CompileSpecRows), twice for the table (once to measure
 // its columns and count its rows, once to print), so that the program is
 // never decoded whole.
 func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o *options) int {
-	specs := inspect.FileCompileSpecs(f, o.method, o.backend)
+	specs := inspect.CompileSpecRows(f.Program, o.method, o.backend)
 	if o.json {
 		rows := slices.Collect(specs)
 		if rows == nil {

@@ -29,7 +29,7 @@ const (
 // program, one line per method and per group of alike delegates, and the
 // problems and external data of doc (as inspect.Summarize returns it).
 func printSummary(w io.Writer, name string, f *pte.File, s *inspect.Summary, doc *inspect.Document) {
-	if s.MethodCount == 1 && f.NumPlans() > 1 {
+	if s.MethodCount == 1 && f.Program.NumPlans() > 1 {
 		// Narrowed by --method: the index in the whole program.
 		if i := f.PlanIndex(s.Methods[0].Name); i >= 0 {
 			s.Methods[0].Index = i

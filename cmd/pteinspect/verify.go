@@ -45,7 +45,7 @@ func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, s
 		}
 		var all []inspect.Problem
 		if len(srcs) > 0 {
-			all, err = inspect.CheckData(f, ptd.ResolveFile(f, srcs))
+			all, err = inspect.CheckData(f, ptd.Resolve(f.Program, srcs))
 		} else {
 			all, err = inspect.Check(f)
 		}

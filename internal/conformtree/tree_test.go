@@ -222,7 +222,7 @@ func externalProgram(t testing.TB, twoMethods []byte) []byte {
 			if i == 1 {
 				tn.AllocationInfo = &pte.AllocationDetails{MemoryID: 1}
 			}
-			p.ExecutionPlan[i].Values = append(p.ExecutionPlan[i].Values, &pte.EValue{Val: tn})
+			p.Plan(i).Values = append(p.Plan(i).Values, &pte.EValue{Val: tn})
 		}
 	})
 }
@@ -350,7 +350,7 @@ func (r *record) bytes() []byte { return r.buf.Bytes() }
 // head is what the harness prints before loading anything.
 func (r *record) head() *record {
 	ops := 0
-	for _, ep := range r.p.ExecutionPlan {
+	for _, ep := range r.p.Plans() {
 		ops += len(ep.Operators)
 	}
 	return r.event("register_backend", "name", "TensorRTBackend", "error", "Error::Ok").
@@ -366,7 +366,7 @@ func (r *record) refused() *record {
 // loaded is a program_load that succeeds and the methods event.
 func (r *record) loaded() *record {
 	var names []string
-	for _, ep := range r.p.ExecutionPlan {
+	for _, ep := range r.p.Plans() {
 		names = append(names, ep.Name)
 	}
 	return r.event("program_load", "verification", "InternalConsistency", "ok", true, "error", "Ok").
@@ -375,7 +375,7 @@ func (r *record) loaded() *record {
 
 // meta is method i's method_meta event.
 func (r *record) meta(i int) *record {
-	ep := r.p.ExecutionPlan[i]
+	ep := r.p.Plan(i)
 	instructions := 0
 	for _, c := range ep.Chains {
 		instructions += len(c.Instructions)
@@ -397,7 +397,7 @@ func (r *record) meta(i int) *record {
 // method is method i's method_meta and load_method with code ("Ok" or
 // "Error::NAME").
 func (r *record) method(i int, code string) *record {
-	return r.meta(i).event("load_method", "name", r.p.ExecutionPlan[i].Name, "ok", code == "Ok", "error", code, "planned_ok", true)
+	return r.meta(i).event("load_method", "name", r.p.Plan(i).Name, "ok", code == "Ok", "error", code, "planned_ok", true)
 }
 
 // done is the last line of a run that did not die.

@@ -44,14 +44,14 @@ func (b *builder) programVectors() {
 		data  []byte
 	}{
 		{EmptyBlob, 0, testprog.Rewrite(b.t, progs["inline"], func(p *pte.Program) {
-			p.BackendDelegateData[p.ExecutionPlan[0].Delegates[0].Processed.Index].Data = []byte{}
+			p.BackendDelegateData[p.Plan(0).Delegates[0].Processed.Index].Data = []byte{}
 		})},
 		{PinnedDevice, pte.DefaultSegmentAlignment, testprog.Rewrite(b.t, progs["segment"], func(p *pte.Program) {
-			testprog.SetSpec(p.ExecutionPlan[0].Delegates[0], "target_device", []byte("cuda:1"))
+			testprog.SetSpec(p.Plan(0).Delegates[0], "target_device", []byte("cuda:1"))
 		})},
 		{UnusedConstant, pte.DefaultSegmentAlignment, b.withConstant(progs["segment"])},
 		{PartialBudget, pte.DefaultSegmentAlignment, testprog.Rewrite(b.t, two["two_methods"], func(p *pte.Program) {
-			d := p.ExecutionPlan[1].Delegates[0]
+			d := p.Plan(1).Delegates[0]
 			var kept []*pte.CompileSpec
 			for _, s := range d.CompileSpecs {
 				if s.Key != compilespec.KeyWeightStreamingBudget {
@@ -79,7 +79,7 @@ func (b *builder) programVectors() {
 			{".rt-bool", []any{"bool", true}},
 		} {
 			rec := newRecord(f.Program).head().loaded()
-			for i, ep := range f.Program.ExecutionPlan {
+			for i, ep := range f.Program.Plans() {
 				rec.meta(i)
 				for j := range ep.Delegates {
 					b.backendInit(rec, f, i, j, run.spec)
@@ -109,7 +109,7 @@ func (b *builder) withConstant(data []byte) []byte {
 	cs := p.ConstantSegment
 	segs[cs.SegmentIndex] = io.NewSectionReader(bytes.NewReader(bytes.Repeat([]byte{0x3f}, 16)), 0, 16)
 	cs.Offsets = []uint64{0, 0}
-	p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values, &pte.EValue{Val: &pte.Tensor{
+	p.Plan(0).Values = append(p.Plan(0).Values, &pte.EValue{Val: &pte.Tensor{
 		ScalarType: pte.ScalarTypeFLOAT, Sizes: []int32{2, 2}, DimOrder: []uint8{0, 1}, DataBufferIdx: 1}})
 	var out bytes.Buffer
 	if _, err := pte.Write(&out, p, segs, nil); err != nil {
@@ -134,7 +134,7 @@ func (b *builder) payload(f *pte.File, i, j int) []byte {
 // backendInit writes the backend_init event of delegate j of plan i with
 // the runtime spec (nil: none), as the harness's fake backend prints it.
 func (b *builder) backendInit(rec *record, f *pte.File, i, j int, spec []any) {
-	d := f.Program.ExecutionPlan[i].Delegates[j]
+	d := f.Program.Plan(i).Delegates[j]
 	data := b.payload(f, i, j)
 	specs := []any{}
 	for _, s := range d.CompileSpecs {
@@ -162,7 +162,7 @@ func (b *builder) backendInit(rec *record, f *pte.File, i, j int, spec []any) {
 		parse = append(parse, "engine_offset", v.EngineOffset, "engine_size", v.EngineSize, "inputs", nonNil(v.Inputs),
 			"outputs", nonNil(v.Outputs), "num_aliased_io", len(v.AliasedIO), "device_id", v.DeviceID)
 	}
-	rec.event("backend_init", "backend", d.ID, "method", f.Program.ExecutionPlan[i].Name, "processed_size", len(data),
+	rec.event("backend_init", "backend", d.ID, "method", f.Program.Plan(i).Name, "processed_size", len(data),
 		"processed_fnv1a64", fmt.Sprintf("%x", harnessFNV(data)), "processed_head_hex", hex.EncodeToString(data[:min(16, len(data))]),
 		"compile_specs", specs, "runtime_specs", runtime, "get_runtime_spec_weight_streaming_budget", get,
 		"upstream_trt_blob_parse", parse)
@@ -240,7 +240,7 @@ func (b *builder) inputJSON(f *pte.File, align uint64) []byte {
 	var blobs [][]byte
 	var trtBlobs []any
 	var plans []any
-	for i, ep := range p.ExecutionPlan {
+	for i, ep := range p.Plans() {
 		var values []any
 		for _, v := range ep.Values {
 			switch x := v.Val.(type) {

@@ -57,8 +57,9 @@ var (
 )
 
 // fileFunctions are the public functions of the library that take a
-// *pte.File, each as "package.Name" with what it answers, as text: an
-// error's message, else its result in JSON (a re-bake: the bytes written).
+// *pte.File or a *pte.Program (given the File's), each as "package.Name"
+// with what it answers, as text: an error's message, else its result in
+// JSON (a re-bake: the bytes written).
 var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 	"export.RebakeFile": func(t *testing.T, f *pte.File) string {
 		out := filepath.Join(t.TempDir(), "out.pte")
@@ -92,8 +93,8 @@ var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 	"check.Reader":  func(_ *testing.T, f *pte.File) string { return answer(check.Reader(f, ""), nil) },
 	"check.Delegate": func(_ *testing.T, f *pte.File) string {
 		var all []check.Problem
-		for i := range f.NumPlans() {
-			for j, d := range f.PlanDelegates(i) {
+		for i := range f.Program.NumPlans() {
+			for j, d := range f.Program.PlanDelegates(i) {
 				ps, err := check.Delegate(f, i, j, d, nil)
 				if err != nil {
 					return "error: " + err.Error()
@@ -106,7 +107,7 @@ var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 	"check.Prefetch": func(_ *testing.T, f *pte.File) string { check.Prefetch(f); return "" },
 	"inspect.Check":  func(_ *testing.T, f *pte.File) string { return answer(inspect.Check(f)) },
 	"inspect.CheckData": func(_ *testing.T, f *pte.File) string {
-		return answer(inspect.CheckData(f, ptd.ResolveFile(f, nil)))
+		return answer(inspect.CheckData(f, ptd.Resolve(f.Program, nil)))
 	},
 	"inspect.Build": func(_ *testing.T, f *pte.File) string {
 		return answer(inspect.Build(f, &inspect.Options{Hash: true}))
@@ -147,17 +148,29 @@ var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 		s, doc, err := inspect.Summarize(f, nil)
 		return answer([]any{s, doc}, err)
 	},
-	"inspect.FileCompileSpecs": func(_ *testing.T, f *pte.File) string {
-		return answer(slices.Collect(inspect.FileCompileSpecs(f, "", "")), nil)
+	"inspect.CompileSpecRows": func(_ *testing.T, f *pte.File) string {
+		return answer(slices.Collect(inspect.CompileSpecRows(f.Program, "", "")), nil)
 	},
-	"inspect.MethodNames":    func(_ *testing.T, f *pte.File) string { return answer(inspect.MethodNames(f), nil) },
-	"inspect.FileBackendIDs": func(_ *testing.T, f *pte.File) string { return answer(inspect.FileBackendIDs(f, ""), nil) },
-	"inspect.FileNeededKeys": func(_ *testing.T, f *pte.File) string { return answer(inspect.FileNeededKeys(f), nil) },
-	"ptd.ResolveFile":        func(_ *testing.T, f *pte.File) string { return answer(ptd.ResolveFile(f, nil), nil) },
-	"ptd.ResolveFileEach": func(_ *testing.T, f *pte.File) string {
+	"inspect.MethodNames": func(_ *testing.T, f *pte.File) string { return answer(inspect.MethodNames(f), nil) },
+	"inspect.BackendIDs":  func(_ *testing.T, f *pte.File) string { return answer(inspect.BackendIDs(f.Program, ""), nil) },
+	"inspect.NeededKeys":  func(_ *testing.T, f *pte.File) string { return answer(inspect.NeededKeys(f.Program), nil) },
+	"inspect.NewProgram":  func(_ *testing.T, f *pte.File) string { return answer(inspect.NewProgram(f.Program, true), nil) },
+	"inspect.ParseDelegateRef": func(_ *testing.T, f *pte.File) string {
+		var out []any
+		for _, ref := range []string{"0:0", f.Program.PlanName(0) + ":0", "no such method:0"} {
+			m, d, err := inspect.ParseDelegateRef(f.Program, ref)
+			out = append(out, []any{m, d, fmt.Sprint(err)})
+		}
+		return answer(out, nil)
+	},
+	"ptd.Resolve": func(_ *testing.T, f *pte.File) string { return answer(ptd.Resolve(f.Program, nil), nil) },
+	"ptd.ResolveEach": func(_ *testing.T, f *pte.File) string {
 		var ms []*ptd.MethodResult
-		r := ptd.ResolveFileEach(f, nil, func(_ int, m *ptd.MethodResult) { ms = append(ms, m) })
+		r := ptd.ResolveEach(f.Program, nil, func(_ int, m *ptd.MethodResult) { ms = append(ms, m) })
 		return answer([]any{r, ms}, nil)
+	},
+	"executor.UsesDeprecatedConstantBuffer": func(_ *testing.T, f *pte.File) string {
+		return answer(executor.UsesDeprecatedConstantBuffer(f.Program), nil)
 	},
 	"executor.Load": func(_ *testing.T, f *pte.File) string {
 		p, err := executor.Load(f, executor.Config{})
@@ -190,10 +203,10 @@ func answer(v any, err error) string {
 }
 
 // TestEveryWayOfOpeningAnswersAlike is issue 22's "one way to read a
-// program": every public function that takes a *pte.File answers the same
-// whichever way the File was opened, on the programs built here and every
+// program": every public function that takes a *pte.File (or its
+// Program) answers the same whichever way the File was opened, on the programs built here and every
 // program of the shared tree (found at run time). Before, export.RebakeFile
-// read Program.ExecutionPlan, which LazyPlans leaves nil, and refused a
+// read Program.ExecutionPlan, which LazyPlans left nil, and refused a
 // lazily opened program as having no TensorRT delegate.
 func TestEveryWayOfOpeningAnswersAlike(t *testing.T) {
 	objectServer = s3test.Start(t)
@@ -255,7 +268,8 @@ func TestEveryWayOfOpeningAnswersAlike(t *testing.T) {
 }
 
 // TestFileFunctionsListed keeps fileFunctions complete: every exported
-// function of the library's packages with a *pte.File parameter is in it.
+// function of the library's packages with a *pte.File or *pte.Program
+// parameter is in it.
 func TestFileFunctionsListed(t *testing.T) {
 	var found []string
 	for _, pkg := range []string{"check", "compilespec", "delegate", "executor", "export", "inspect", "ptd"} {
@@ -273,7 +287,7 @@ func TestFileFunctionsListed(t *testing.T) {
 					}
 					for _, field := range fd.Type.Params.List {
 						if star, ok := field.Type.(*ast.StarExpr); ok {
-							if sel, ok := star.X.(*ast.SelectorExpr); ok && sel.Sel.Name == "File" && fmt.Sprint(sel.X) == "pte" {
+							if sel, ok := star.X.(*ast.SelectorExpr); ok && (sel.Sel.Name == "File" || sel.Sel.Name == "Program") && fmt.Sprint(sel.X) == "pte" {
 								found = append(found, pkg+"."+fd.Name.Name)
 							}
 						}
@@ -284,7 +298,7 @@ func TestFileFunctionsListed(t *testing.T) {
 	}
 	require.NotEmpty(t, found)
 	for _, fn := range found {
-		assert.Contains(t, fileFunctions, fn, "%s takes a *pte.File: give it to TestEveryWayOfOpeningAnswersAlike", fn)
+		assert.Contains(t, fileFunctions, fn, "%s takes a *pte.File or *pte.Program: give it to TestEveryWayOfOpeningAnswersAlike", fn)
 	}
 }
 

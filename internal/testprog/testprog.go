@@ -118,19 +118,19 @@ type programEdit struct {
 func programEdits() []programEdit {
 	return []programEdit{
 		{"two_methods", "two_methods", func(p *pte.Program) {
-			SetSpec(p.ExecutionPlan[1].Delegates[0], "weight_streaming_budget", []byte("262144"))
+			SetSpec(p.Plan(1).Delegates[0], "weight_streaming_budget", []byte("262144"))
 		}},
 		{"budget_twice", "segment", func(p *pte.Program) {
-			d := p.ExecutionPlan[0].Delegates[0]
+			d := p.Plan(0).Delegates[0]
 			d.CompileSpecs = append(d.CompileSpecs, &pte.CompileSpec{Key: "weight_streaming_budget", Value: []byte("2048")})
 		}},
 		{"specs", "segment", func(p *pte.Program) {
-			d := p.ExecutionPlan[0].Delegates[0]
+			d := p.Plan(0).Delegates[0]
 			SetSpec(d, "target_device", []byte("cuda:0"))
 			SetSpec(d, "precision", []byte("fp16"))
 			SetSpec(d, "opaque", []byte{0xff, 0x00, 0x10})
 		}},
-		{"getter", "segment", func(p *pte.Program) { p.ExecutionPlan = append(p.ExecutionPlan, Getter("get_max_seq_len", 128)) }},
+		{"getter", "segment", func(p *pte.Program) { p.SetPlans(append(Plans(p), Getter("get_max_seq_len", 128))) }},
 	}
 }
 
@@ -254,6 +254,16 @@ func Getter(name string, v int64) *pte.ExecutionPlan {
 		Delegates:           []*pte.BackendDelegate{},
 		NonConstBufferSizes: []int64{0},
 	}
+}
+
+// Plans returns p's plans as a slice, for a test that adds one
+// (p.SetPlans(append(Plans(p), ep))).
+func Plans(p *pte.Program) []*pte.ExecutionPlan {
+	var eps []*pte.ExecutionPlan
+	for _, ep := range p.Plans() {
+		eps = append(eps, ep)
+	}
+	return eps
 }
 
 // Rewrite opens the program file data, lets edit change its Program and

@@ -50,7 +50,7 @@ func TestPrograms(t *testing.T) {
 		}
 		var budgets []string
 		dels := 0
-		for _, ep := range f.Program.ExecutionPlan {
+		for _, ep := range f.Program.Plans() {
 			for _, d := range ep.Delegates {
 				dels++
 				for _, s := range d.CompileSpecs {
@@ -60,9 +60,9 @@ func TestPrograms(t *testing.T) {
 				}
 			}
 		}
-		if len(f.Program.ExecutionPlan) != w.methods || dels != w.delegates || !slices.Equal(budgets, w.budgets) {
+		if f.Program.NumPlans() != w.methods || dels != w.delegates || !slices.Equal(budgets, w.budgets) {
 			t.Errorf("%s: %d methods, %d delegates, budgets %q; want %d, %d, %q",
-				name, len(f.Program.ExecutionPlan), dels, budgets, w.methods, w.delegates, w.budgets)
+				name, f.Program.NumPlans(), dels, budgets, w.methods, w.delegates, w.budgets)
 		}
 		f.Close()
 	}
