@@ -51,27 +51,35 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 			"%d unfinished multipart upload(s) to %s remain from a writer that was killed or is still running (their parts are stored and billed): "+
 				"pteexport --recover %s aborts those idle for %s", len(orphans), dst, dst, objstore.QuietPeriod)})
 	}
-	up, err := st.Create(ctx, dst, &objstore.UploadOptions{NoOverwrite: opts.NoOverwrite, SizeHint: f.Size})
+	// The output's size: exact once the assembly is laid out, else the
+	// input's, which a re-bake changes by its head only.
+	total := f.Size
+	var pieces []objstore.Piece
+	if src != nil {
+		if pieces, total, err = rebakePieces(ctx, f, prog, segs, wopts); err != nil {
+			return nil, fmt.Errorf("export: rebake: writing %s: %w", dst, err)
+		}
+	}
+	var progress func(int64)
+	if opts.Progress != nil {
+		progress = func(n int64) { opts.Progress(n, max(total, n)) }
+	}
+	up, err := st.Create(ctx, dst, &objstore.UploadOptions{NoOverwrite: opts.NoOverwrite, SizeHint: total, Progress: progress})
 	if err != nil {
 		return nil, fmt.Errorf("export: rebake: %w", err)
 	}
 	defer up.Abort()
 	if opts.Progress != nil {
-		opts.Progress(0, f.Size)
+		opts.Progress(0, total)
 	}
-	var size int64
+	size := total
 	if src != nil {
-		var pieces []objstore.Piece
-		pieces, size, err = rebakePieces(ctx, f, prog, segs, wopts)
-		if err == nil {
-			err = up.Assemble(src, pieces, func(refused error) {
-				res.Warnings = append(res.Warnings, Warning{Kind: WarnCopyRefused, Msg: fmt.Sprintf("%s: %v", dst, refused)})
-			})
-		}
+		err = up.Assemble(src, pieces, func(refused error) {
+			res.Warnings = append(res.Warnings, Warning{Kind: WarnCopyRefused, Msg: fmt.Sprintf("%s: %v", dst, refused)})
+		})
 	} else {
-		w := &progressWriter{w: up, total: f.Size, progress: opts.Progress}
 		var info *pte.WriteInfo
-		if info, err = pte.Write(w, prog, segs, wopts); err == nil {
+		if info, err = pte.Write(up, prog, segs, wopts); err == nil {
 			size = info.Size
 		}
 	}
@@ -88,30 +96,12 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 		return nil, fmt.Errorf("export: rebake: writing %s: %w", dst, err)
 	}
 	if opts.Progress != nil {
-		opts.Progress(size, max(size, f.Size))
+		opts.Progress(size, size)
 	}
 	res.Path, res.Size = dst.String(), size
 	res.Uploaded, res.Copied = up.Moved()
 	res.Object = true
 	return res, nil
-}
-
-// progressWriter passes writes on and reports how much went through.
-type progressWriter struct {
-	w        io.Writer
-	n, total int64
-	progress func(written, total int64)
-	last     int64
-}
-
-func (p *progressWriter) Write(b []byte) (int, error) {
-	n, err := p.w.Write(b)
-	p.n += int64(n)
-	if p.progress != nil && p.n-p.last >= 8<<20 {
-		p.last = p.n
-		p.progress(p.n, max(p.total, p.n))
-	}
-	return n, err
 }
 
 // rebakePieces lays out the re-bake of f as pte.Write writes it, without

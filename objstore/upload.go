@@ -34,6 +34,13 @@ const (
 // DefaultPartSize is the size of the parts Upload sends while it streams.
 const DefaultPartSize = 8 << 20
 
+// DefaultCopyPartSize is about the size of the parts Assemble has the
+// store copy (S3 allows up to MaxPartSize): a range is split into equal
+// parts of 1 to 2 GiB. A store takes seconds per GiB it copies, and a
+// part is a progress report, so a 20 GiB program is copied in 20 parts,
+// not 4 silent ones. Parts grow when the count would pass MaxParts.
+const DefaultCopyPartSize = 1 << 30
+
 // abortTimeout bounds an abort made after the caller's context is done.
 const abortTimeout = 30 * time.Second
 
@@ -47,6 +54,14 @@ type UploadOptions struct {
 	// so that they stay under MaxParts; 0 means DefaultPartSize parts
 	// (up to 80 GB).
 	SizeHint int64
+	// Progress, when non-nil, is told after every part, uploaded or
+	// copied, how many bytes of the object are in place.
+	Progress func(written int64)
+	// CopyPartSize sizes the parts Assemble has the store copy: a range
+	// is split into equal parts of CopyPartSize to twice that (one part
+	// when shorter). 0 means DefaultCopyPartSize; it is kept within
+	// MinPartSize and MaxPartSize/2.
+	CopyPartSize int64
 }
 
 // Upload is an object being written at a key as a multipart upload: the
@@ -60,6 +75,8 @@ type Upload struct {
 	ctx      context.Context
 	noOver   bool
 	partSize int
+	copyPart int64
+	progress func(int64)
 
 	buf   []byte
 	parts []types.CompletedPart
@@ -203,7 +220,13 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 	if o.SizeHint > 0 {
 		ps = max(ps, int((o.SizeHint+MaxParts/2-1)/(MaxParts/2)))
 	}
-	return &Upload{client: c, loc: loc, id: aws.ToString(out.UploadId), ctx: ctx, noOver: o.NoOverwrite, partSize: ps}, nil
+	cp := o.CopyPartSize
+	if cp == 0 {
+		cp = DefaultCopyPartSize
+	}
+	cp = min(max(cp, MinPartSize), MaxPartSize/2)
+	return &Upload{client: c, loc: loc, id: aws.ToString(out.UploadId), ctx: ctx, noOver: o.NoOverwrite, partSize: ps,
+		copyPart: cp, progress: o.Progress}, nil
 }
 
 // Location returns where the Upload writes.
@@ -253,7 +276,15 @@ func (u *Upload) flush() error {
 	u.size += int64(len(u.buf))
 	u.parts = append(u.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
 	u.buf = u.buf[:0]
+	u.report()
 	return nil
+}
+
+// report tells Progress how much of the object is in place.
+func (u *Upload) report() {
+	if u.progress != nil {
+		u.progress(u.size)
+	}
 }
 
 // sliceReader is a seekable reader over a part's bytes (the SDK rewinds a
@@ -390,9 +421,15 @@ func (u *Upload) readFrom(src *Source, off, n int64) error {
 }
 
 // copyRange has the store copy n bytes of src at off as parts of at most
-// MaxPartSize (and at least MinPartSize, but for a short last one).
+// the copy part size (MaxPartSize when more would pass MaxParts), and at
+// least MinPartSize, but for a short last one.
 func (u *Upload) copyRange(src *Source, off, n int64) error {
-	count := (n + MaxPartSize - 1) / MaxPartSize
+	// Equal parts, each at least the copy part size (so at least
+	// MinPartSize) when n is, and at most MaxPartSize.
+	count := max(1, n/u.copyPart)
+	if (n+count-1)/count > MaxPartSize || len(u.parts)+int(count) > MaxParts {
+		count = (n + MaxPartSize - 1) / MaxPartSize
+	}
 	size := (n + count - 1) / count
 	if len(u.parts)+int(count) > MaxParts {
 		return fmt.Errorf("objstore: %s: more than %d parts", u.loc, MaxParts)
@@ -422,6 +459,7 @@ func (u *Upload) copyRange(src *Source, off, n int64) error {
 		u.parts = append(u.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(num)})
 		u.copied.Add(k)
 		u.size += k
+		u.report()
 		off, n = off+k, n-k
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"testing"
 
@@ -84,5 +85,65 @@ func TestAssemble(t *testing.T) {
 	require.ErrorAs(t, err, &he)
 	require.Equal(t, httprange.KindChanged, he.Kind, "%v", err)
 	require.NoError(t, up.Abort())
+	require.Empty(t, srv.Uploads(t, "programs"))
+}
+
+// TestAssembleProgress: Progress is told after every part, uploaded or
+// copied, with the bytes in place so far, rising to the object's size;
+// a range is copied in parts of at most CopyPartSize, none but the last
+// under MinPartSize, and the object holds the bytes asked for.
+func TestAssembleProgress(t *testing.T) {
+	srv := s3test.Start(t)
+	srv.Setenv(t)
+	srv.Bucket(t, "programs")
+	path, data := object(t, 23<<20, 11)
+	srcLoc := srv.Put(t, "programs", "src.bin", path)
+	st, err := objstore.New(context.Background(), nil)
+	require.NoError(t, err)
+	loc, err := objstore.Parse(srcLoc)
+	require.NoError(t, err)
+	r, err := st.Open(context.Background(), loc, nil)
+	require.NoError(t, err)
+	defer r.Close()
+
+	head := bytes.Repeat([]byte("h"), 100)
+	pieces := []objstore.Piece{{Data: head}, {Off: 1 << 20, Len: 22 << 20}}
+	want := append(bytes.Clone(head), data[1<<20:23<<20]...)
+	var reports []int64
+	dst := objstore.Location{Bucket: "programs", Key: "progress.pte"}
+	up, err := st.Create(context.Background(), dst, &objstore.UploadOptions{
+		CopyPartSize: 1, // kept at MinPartSize
+		Progress:     func(n int64) { reports = append(reports, n) },
+	})
+	require.NoError(t, err)
+	srv.Reset()
+	require.NoError(t, up.Assemble(&objstore.Source{Location: loc, Reader: r}, pieces, nil))
+	require.NoError(t, up.Commit())
+	got, err := srv.Get("programs", dst.Key)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "assembled object differs")
+
+	var copies []int64
+	for _, req := range srv.Requests() {
+		if rg := req.Header.Get("X-Amz-Copy-Source-Range"); rg != "" {
+			var lo, hi int64
+			_, err := fmt.Sscanf(rg, "bytes=%d-%d", &lo, &hi)
+			require.NoError(t, err, rg)
+			copies = append(copies, hi-lo+1)
+		}
+	}
+	// The head part: 100 bytes and 5 MiB-100 of the range read; the rest
+	// (17 MiB) copied in three parts of at least 5 MiB.
+	require.Len(t, copies, 3, "copy parts %v", copies)
+	for _, n := range copies {
+		require.GreaterOrEqual(t, n, int64(objstore.MinPartSize))
+		require.LessOrEqual(t, n, int64(2*objstore.MinPartSize))
+	}
+	require.Len(t, reports, 4, "reports %v", reports)
+	for i := 1; i < len(reports); i++ {
+		require.Greater(t, reports[i], reports[i-1], "reports %v", reports)
+	}
+	require.Equal(t, int64(objstore.MinPartSize), reports[0])
+	require.Equal(t, int64(len(want)), reports[len(reports)-1])
 	require.Empty(t, srv.Uploads(t, "programs"))
 }

@@ -325,3 +325,38 @@ func TestS3RebakeKilled(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "no unfinished upload")
 }
+
+// TestS3RebakeProgress: an in-store re-bake reports its progress after
+// every part (the head, then each copy), not only at its start and end.
+func TestS3RebakeProgress(t *testing.T) {
+	srv := s3Store(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.pte")
+	writeProgram(t, in, 8, 5<<20)
+	srv.Put(t, "bkt", "in.pte", in)
+	var mu sync.Mutex
+	var reports [][2]int64
+	progressHook = func(_ context.Context, written, total int64) {
+		mu.Lock()
+		reports = append(reports, [2]int64{written, total})
+		mu.Unlock()
+	}
+	defer func() { progressHook = nil }()
+	r := runCmd("--from", "s3://bkt/in.pte", "-o", "s3://bkt/out.pte", "--weight-streaming-budget-per-engine", "8GiB", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	size := decodeSummary(t, r.stdout).Size
+	var between int
+	for i, rep := range reports {
+		require.Equal(t, size, rep[1], "report %d of %v: the total is the output's size", i, reports)
+		if i > 0 {
+			require.GreaterOrEqual(t, rep[0], reports[i-1][0], "reports %v", reports)
+		}
+		if rep[0] > 0 && rep[0] < size {
+			between++
+		}
+	}
+	require.Equal(t, [2]int64{0, size}, reports[0])
+	require.Equal(t, [2]int64{size, size}, reports[len(reports)-1])
+	// The head part (5 MiB) and the copy of the rest: one report between.
+	require.GreaterOrEqual(t, between, 1, "reports %v", reports)
+}
