@@ -46,11 +46,7 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 		return nil, err
 	}
 	wopts.EarlyWriteback = false
-	if orphans, err := st.Orphans(ctx, dst); err == nil && len(orphans) > 0 {
-		res.Warnings = append(res.Warnings, Warning{Kind: WarnOrphanUpload, Msg: fmt.Sprintf(
-			"%d unfinished multipart upload(s) to %s remain from a writer that was killed or is still running (their parts are stored and billed): "+
-				"pteexport --recover %s aborts those idle for %s", len(orphans), dst, dst, objstore.QuietPeriod)})
-	}
+	res.Warnings = append(res.Warnings, orphanWarnings(ctx, st, dst)...)
 	// The output's size: exact once the assembly is laid out, else the
 	// input's, which a re-bake changes by its head only.
 	total := f.Size
@@ -98,6 +94,75 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 	if opts.Progress != nil {
 		opts.Progress(size, size)
 	}
+	res.Path, res.Size = dst.String(), size
+	res.Uploaded, res.Copied = up.Moved()
+	res.Object = true
+	return res, nil
+}
+
+// orphanWarnings is the WarnOrphanUpload warning of the multipart uploads
+// to dst that a killed writer left, if any.
+func orphanWarnings(ctx context.Context, st *objstore.Store, dst objstore.Location) []Warning {
+	orphans, err := st.Orphans(ctx, dst)
+	if err != nil || len(orphans) == 0 {
+		return nil
+	}
+	return []Warning{{Kind: WarnOrphanUpload, Msg: fmt.Sprintf(
+		"%d unfinished multipart upload(s) to %s remain from a writer that was killed or is still running (their parts are stored and billed): "+
+			"pteexport --recover %s aborts those idle for %s", len(orphans), dst, dst, objstore.QuietPeriod)}}
+}
+
+// WriteObject is WriteFileContext writing to an object store: p becomes
+// the object dst of st, streamed as it is built into one multipart upload
+// that is completed only when every byte is in place, and aborted on any
+// failure or when ctx is done (nothing appears at dst, and no upload is
+// left behind; a killed process leaves an upload that
+// objstore.Store.AbortOrphans removes, and the next write reports it as a
+// WarnOrphanUpload warning). Options.NoOverwrite refuses a key that holds
+// an object, before the upload and again when it completes; Progress is
+// called after every part; Inputs does not apply (no local file can be
+// the output).
+func WriteObject(ctx context.Context, st *objstore.Store, dst objstore.Location, p *Program, opts *Options) (*Result, error) {
+	var noOverwrite bool
+	if opts != nil {
+		noOverwrite = opts.NoOverwrite
+	}
+	b, err := build(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	warnings := orphanWarnings(ctx, st, dst)
+	var progress func(int64)
+	if b.progress != nil {
+		progress = func(n int64) { b.progress(n, max(b.total, n)) }
+	}
+	up, err := st.Create(ctx, dst, &objstore.UploadOptions{NoOverwrite: noOverwrite, SizeHint: b.total, Progress: progress})
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	defer up.Abort()
+	if b.progress != nil {
+		b.progress(0, b.total)
+	}
+	size, err := b.writeTo(up, false)
+	if err == nil {
+		err = context.Cause(ctx)
+	}
+	if err == nil {
+		err = up.Commit()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("export: writing %s: %w", dst, err)
+	}
+	if b.progress != nil {
+		b.progress(size, size)
+	}
+	res := b.result
+	res.Warnings = append(res.Warnings, warnings...)
 	res.Path, res.Size = dst.String(), size
 	res.Uploaded, res.Copied = up.Moved()
 	res.Object = true

@@ -241,6 +241,10 @@ func (u *Upload) Write(p []byte) (int, error) {
 	if u.done {
 		return 0, fmt.Errorf("objstore: %s: write after the upload ended", u.loc)
 	}
+	if u.ctx.Err() != nil {
+		// Stop a writer between parts at once, not at the next part.
+		return 0, context.Cause(u.ctx)
+	}
 	n := len(p)
 	for len(p) > 0 {
 		k := min(len(p), u.partSize-len(u.buf))

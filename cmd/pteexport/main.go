@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	pteexport --manifest model.json -o model.pte [--weight-streaming-budget-per-engine SIZE|auto]
+//	pteexport --manifest model.json -o model.pte|s3://bucket/model.pte [--weight-streaming-budget-per-engine SIZE|auto]
 //	          [--target-device cuda:N] [--inline-delegate-data] [--segment-alignment N] [--json] [--force]
 //	pteexport --from in.pte|URL -o out.pte --weight-streaming-budget-per-engine SIZE|auto [--target-device cuda:N]
 //	          [--header 'Name: value'] [--timeout DURATION]
@@ -31,7 +31,8 @@
 //
 // --from and -o take s3://bucket/key locations (credentials, region and
 // endpoint from the AWS SDK's chain: AWS_PROFILE, AWS_ENDPOINT_URL_S3, ...).
-// An s3:// output is one multipart upload, completed only when the whole
+// An s3:// output (of a build or a re-bake) is one multipart upload,
+// streamed as the program is written, completed only when the whole
 // program is in place and aborted on failure or interrupt; from an s3://
 // input in the same store it is assembled there: the new head is sent and
 // the segment bytes are copied by the store (UploadPartCopy), so that a
@@ -79,11 +80,12 @@ func main() {
 
 const usage = `Usage:
   pteexport --manifest model.json -o model.pte [options]   build a program from a manifest
+                                                           (-o s3://b/model.pte: into an object store)
   pteexport --from in.pte|URL -o out.pte [options]         re-bake an existing program
   pteexport --from s3://b/in.pte -o s3://b/out.pte [opts]  re-bake inside an object store
   pteexport --from in.pte --in-place [options]             re-bake it where it is (head only)
   pteexport --recover in.pte                               undo an interrupted --in-place re-bake
-  pteexport --recover s3://b/out.pte [--force]             abort a killed re-bake's upload
+  pteexport --recover s3://b/out.pte [--force]             abort a killed write's upload
   pteexport help                                           show this help
 
 The manifest format is in docs/manifest.md. Exit status: 0 success, 1 failure
@@ -130,6 +132,11 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	}
 	if c.help || c.version {
 		return c, fs, nil
+	}
+	if objstore.IsS3(c.output) {
+		if _, err := objstore.Parse(c.output); err != nil {
+			return nil, fs, &usageError{"-o: " + err.Error()}
+		}
 	}
 	c.budgetSet = fs.Changed("weight-streaming-budget-per-engine")
 	c.alignmentSet = fs.Changed("segment-alignment")
@@ -199,8 +206,8 @@ func checkModes(c *config) error {
 		return &usageError{"--manifest and --from cannot be combined"}
 	case c.output == "":
 		return &usageError{"-o/--output is required"}
-	case c.from == "" && objstore.IsS3(c.output):
-		return &usageError{"-o s3://... is for re-bakes (--from); build to a file, then re-bake or upload it"}
+	case objstore.IsS3(c.output) && c.inPlace:
+		return &usageError{"--in-place rewrites a local file; -o is an s3:// location"}
 	case c.alignmentSet && c.alignment == 0:
 		return &usageError{"--segment-alignment must be at least 1"}
 	case c.from != "" && c.inline:
@@ -433,6 +440,17 @@ func build(ctx context.Context, c *config, progress func(int64, int64)) (*export
 	}
 	opts.Progress = progress
 	opts.NoOverwrite = !c.force
+	if objstore.IsS3(c.output) {
+		dst, err := objstore.Parse(c.output)
+		if err != nil {
+			return nil, &usageError{"-o: " + err.Error()}
+		}
+		st, err := objstore.New(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		return export.WriteObject(ctx, st, dst, m.Program, &opts)
+	}
 	opts.Inputs = append(opts.Inputs, c.manifest)
 	return export.WriteFileContext(ctx, c.output, m.Program, &opts)
 }

@@ -154,9 +154,6 @@ func TestS3Rebake(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, "already exists; use --force")
 	require.Empty(t, srv.Uploads(t, "bkt"))
-	// A build cannot write to the store.
-	r = runCmd("--manifest", "m.json", "-o", "s3://bkt/x.pte")
-	require.Equal(t, 2, r.code, r.stderr)
 }
 
 // TestS3RebakeLarge: the in-store re-bake of a 2 GiB, 64-engine program
@@ -359,4 +356,80 @@ func TestS3RebakeProgress(t *testing.T) {
 	require.Equal(t, [2]int64{size, size}, reports[len(reports)-1])
 	// The head part (5 MiB) and the copy of the rest: one report between.
 	require.GreaterOrEqual(t, between, 1, "reports %v", reports)
+}
+
+// TestS3Build: a build from a manifest to s3:// streams the program into
+// one multipart upload: the object holds the bytes of the same build to
+// a file, the --json summary says all of it was uploaded, an existing key
+// is kept without --force. A store failing a part mid-upload and SIGINT
+// while a part is on its way leave neither an object nor an upload; a
+// bad location is a usage error.
+func TestS3Build(t *testing.T) {
+	srv := s3Store(t)
+	m := writeManifest(t, twoEngines, map[string]string{
+		"a.engine": string(exampleEngine("a", 9<<20)), "b.engine": string(exampleEngine("b", 7<<20))})
+	local := filepath.Join(t.TempDir(), "local.pte")
+	r := runCmd("--manifest", m, "-o", local, "--weight-streaming-budget-per-engine", "4GiB")
+	require.Equal(t, 0, r.code, r.stderr)
+	want, err := os.ReadFile(local)
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	var reports []int64
+	progressHook = func(_ context.Context, written, _ int64) {
+		mu.Lock()
+		reports = append(reports, written)
+		mu.Unlock()
+	}
+	r = runCmd("--manifest", m, "-o", "s3://bkt/built.pte", "--weight-streaming-budget-per-engine", "4GiB", "--json")
+	progressHook = nil
+	require.Equal(t, 0, r.code, r.stderr)
+	sameObject(t, srv, "built.pte", local)
+	sum := decodeSummary(t, r.stdout)
+	require.Equal(t, "s3://bkt/built.pte", sum.Output)
+	require.Equal(t, int64(len(want)), sum.Size)
+	require.Equal(t, sum.Size, *sum.Uploaded)
+	require.Equal(t, int64(0), *sum.CopiedInStore)
+	require.Empty(t, srv.Uploads(t, "bkt"))
+	require.Greater(t, len(reports), 3, "progress after every part: %v", reports)
+	require.Equal(t, sum.Size, reports[len(reports)-1])
+
+	r = runCmd("--manifest", m, "-o", "s3://bkt/built.pte")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "already exists; use --force")
+	require.Empty(t, srv.Uploads(t, "bkt"))
+	r = runCmd("--manifest", m, "-o", "s3://bkt/built.pte", "--force", "--weight-streaming-budget-per-engine", "4GiB")
+	require.Equal(t, 0, r.code, r.stderr)
+	sameObject(t, srv, "built.pte", local)
+
+	// The second part fails (after the SDK's retries).
+	srv.FailWith(func(r *http.Request) int {
+		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") == "2" {
+			return http.StatusInternalServerError
+		}
+		return 0
+	})
+	r = runCmd("--manifest", m, "-o", "s3://bkt/fail.pte")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "UploadPart")
+	require.NotContains(t, r.stderr, srv.SecretKey)
+	noObject(t, srv, "fail.pte")
+
+	// SIGINT while the first part is on its way.
+	var once sync.Once
+	srv.FailWith(func(r *http.Request) int {
+		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") != "" {
+			once.Do(func() { assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT)) })
+			time.Sleep(100 * time.Millisecond)
+		}
+		return 0
+	})
+	r = runCmd("--manifest", m, "-o", "s3://bkt/int.pte")
+	srv.FailWith(nil)
+	require.Equal(t, 130, r.code, r.stderr)
+	require.Contains(t, r.stderr, "interrupted; s3://bkt/int.pte was not written")
+	noObject(t, srv, "int.pte")
+
+	r = runCmd("--manifest", m, "-o", "s3://bkt/a/../b.pte")
+	require.Equal(t, 2, r.code, r.stderr)
 }
