@@ -513,7 +513,15 @@ func rebakeObject(ctx context.Context, c *config, opener *input.Opener, opts *ex
 			src = &objstore.Source{Location: loc, Reader: r}
 		}
 	}
-	return export.RebakeObject(ctx, f, input.Display(c.from), st, src, dst, opts)
+	res, err := export.RebakeObject(ctx, f, input.Display(c.from), st, src, dst, opts)
+	if !input.IsURL(c.from) && c.from != "-" {
+		// As a re-bake to a file does: an input left half re-baked by
+		// an interrupted --in-place is said, not silently uploaded. An
+		// object has no such record: a write to a key never shows a
+		// partial object (see docs/security.md).
+		res, err = export.NoteUndoRecord(c.from, res, err)
+	}
+	return res, err
 }
 
 // recoverObject is --recover s3://bucket/key: abort the multipart uploads

@@ -23,8 +23,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/internal/inplace"
 	"github.com/ptekit/ptekit/internal/s3test"
 	"github.com/ptekit/ptekit/internal/testprog"
+	"github.com/ptekit/ptekit/internal/undorecord"
 )
 
 // patterned is engine bytes that differ at every offset (so that a range
@@ -432,4 +434,48 @@ func TestS3Build(t *testing.T) {
 
 	r = runCmd("--manifest", m, "-o", "s3://bkt/a/../b.pte")
 	require.Equal(t, 2, r.code, r.stderr)
+}
+
+// TestS3RebakeUndoRecord: a local input that an interrupted --in-place
+// left half re-baked (its undo record beside it) is re-baked to s3:// as
+// to a file: read as it is, with the same undo-record warning, on stderr
+// and in --json.
+func TestS3RebakeUndoRecord(t *testing.T) {
+	if !inplace.Supported() {
+		t.Skip("in-place edits need write leases (Linux)")
+	}
+	srv := s3Store(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.pte")
+	require.NoError(t, os.WriteFile(path, testprog.Programs(t)["aligned_4096"], 0o644))
+	inplace.Hook = func(s inplace.Step) {
+		if s == inplace.StepSynced {
+			panic("crash")
+		}
+	}
+	assert.Panics(t, func() { runCmd("--from", path, "--in-place", "--weight-streaming-budget-per-engine", "3GiB") })
+	inplace.Hook = nil
+	_, err := os.Stat(undorecord.Path(path))
+	require.NoError(t, err, "the crash leaves the undo record")
+
+	warning := func(r cmdResult) string {
+		sum := decodeSummary(t, r.stdout)
+		for _, w := range sum.Warnings {
+			if w.Kind == string(export.WarnUndoRecord) {
+				return w.Message
+			}
+		}
+		return ""
+	}
+	local := runCmd("--from", path, "-o", filepath.Join(dir, "out.pte"), "--weight-streaming-budget-per-engine", "1GiB", "--json")
+	require.Equal(t, 0, local.code, local.stderr)
+	want := warning(local)
+	require.Contains(t, want, undorecord.Path(path))
+	remote := runCmd("--from", path, "-o", "s3://bkt/out.pte", "--weight-streaming-budget-per-engine", "1GiB", "--json")
+	require.Equal(t, 0, remote.code, remote.stderr)
+	require.Equal(t, want, warning(remote))
+	require.Contains(t, remote.stderr, undorecord.Path(path))
+	sameObject(t, srv, "out.pte", filepath.Join(dir, "out.pte"))
+	_, err = os.Stat(undorecord.Path(path))
+	require.NoError(t, err, "the record is reported, never applied")
 }
