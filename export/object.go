@@ -86,7 +86,7 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 		err = up.Commit()
 	}
 	if err != nil {
-		if ctx.Err() != nil {
+		if _, cut := errors.AsType[*objstore.CutCommitError](err); ctx.Err() != nil && !cut {
 			err = context.Cause(ctx)
 		}
 		return nil, fmt.Errorf("export: rebake: writing %s: %w", dst, err)
@@ -153,7 +153,7 @@ func WriteObject(ctx context.Context, st *objstore.Store, dst objstore.Location,
 		err = up.Commit()
 	}
 	if err != nil {
-		if ctx.Err() != nil {
+		if _, cut := errors.AsType[*objstore.CutCommitError](err); ctx.Err() != nil && !cut {
 			err = context.Cause(ctx)
 		}
 		return nil, fmt.Errorf("export: writing %s: %w", dst, err)

@@ -2,6 +2,8 @@ package objstore
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -503,8 +505,19 @@ func (u *Upload) Commit() error {
 	}
 	out, err := u.client.CompleteMultipartUpload(u.ctx, in)
 	if err != nil {
-		u.Abort()
 		se := storeError("CompleteMultipartUpload", u.loc, err).(*StoreError)
+		if se.Status == 0 && se.Code == "" {
+			// No answer (the context ended, the connection or the store
+			// failed): the store may have completed the upload anyway.
+			// When it did and nothing asked to stop, the write succeeded
+			// and only its answer was lost.
+			err := u.settle(se)
+			if ce, ok := errors.AsType[*CutCommitError](err); ok && ce.Written && u.ctx.Err() == nil {
+				return nil
+			}
+			return err
+		}
+		u.Abort()
 		if se.Status == http.StatusPreconditionFailed {
 			return fmt.Errorf("objstore: %s: %w (another writer created it meanwhile)", u.loc, fs.ErrExist)
 		}
@@ -516,6 +529,104 @@ func (u *Upload) Commit() error {
 	}
 	u.done = true
 	return nil
+}
+
+// CutCommitError is a Commit whose request got no answer (its context
+// ended, the connection failed) while the store had completed the upload,
+// or may have: Written says the object at the key is this upload's (its
+// ETag is the one its parts give, ETag), which Commit returns only when
+// its context ended (otherwise the write succeeded: Commit returns nil);
+// without Written, whether the store completed it could not be found out.
+// Err is why the request was cut. When the store had not completed the
+// upload, Commit aborts it and returns the plain error instead: nothing
+// was written.
+type CutCommitError struct {
+	Location string
+	Written  bool
+	ETag     string
+	Err      error
+}
+
+// Error says what is at the key.
+func (e *CutCommitError) Error() string {
+	if e.Written {
+		return fmt.Sprintf("objstore: %s was written: the store completed the upload (ETag %s) as the request was cut (%v)", e.Location, e.ETag, e.Err)
+	}
+	return fmt.Sprintf("objstore: %s may have been written: the request completing the upload was cut (%v) and the store did not say whether it completed it; "+
+		"check the object before relying on it", e.Location, e.Err)
+}
+
+// Unwrap returns why the request was cut.
+func (e *CutCommitError) Unwrap() error { return e.Err }
+
+// settle finds out, after a CompleteMultipartUpload that got no answer,
+// whether the store completed the upload, under its own time limit (the
+// Upload's context may have ended). An abort that succeeds means it did
+// not: cut is returned, nothing was written. An abort refused with
+// NoSuchUpload means the upload is gone, completed (or aborted by another
+// hand): the key's ETag says whether the object there is this upload's.
+func (u *Upload) settle(cut *StoreError) error {
+	u.done = true
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), abortTimeout)
+	defer cancel()
+	_, err := u.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key, UploadId: &u.id})
+	if err == nil {
+		return cut
+	}
+	uncertain := &CutCommitError{Location: u.loc.String(), Err: cut}
+	if ae := storeError("AbortMultipartUpload", u.loc, err).(*StoreError); ae.Code != "NoSuchUpload" && ae.Status != http.StatusNotFound {
+		return uncertain
+	}
+	head, err := u.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key})
+	if err != nil {
+		var re *smithyhttp.ResponseError
+		if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
+			return cut // aborted by another hand: nothing at the key
+		}
+		return uncertain
+	}
+	want, ok := multipartETag(u.parts)
+	got := aws.ToString(head.ETag)
+	switch {
+	case ok && got == want:
+		return &CutCommitError{Location: u.loc.String(), Written: true, ETag: want, Err: cut}
+	case ok && validETag(got) && !strings.HasSuffix(got, fmt.Sprintf(`-%d"`, len(u.parts))):
+		// Another object (an older one, another writer's): not of as
+		// many parts. One of as many parts with another ETag may be
+		// this one from a store that sums parts its own way.
+		return cut
+	}
+	return uncertain
+}
+
+// multipartETag is the ETag S3 gives the object completed from parts:
+// the MD5 of their MD5s, then the count. ok is false when a part's ETag
+// is not an MD5 (as with some server-side encryption).
+func multipartETag(parts []types.CompletedPart) (string, bool) {
+	var sums []byte
+	for _, p := range parts {
+		b, err := hex.DecodeString(strings.Trim(aws.ToString(p.ETag), `"`))
+		if err != nil || len(b) != md5.Size {
+			return "", false
+		}
+		sums = append(sums, b...)
+	}
+	sum := md5.Sum(sums)
+	return fmt.Sprintf(`"%s-%d"`, hex.EncodeToString(sum[:]), len(parts)), true
+}
+
+// validETag reports whether e is an S3 ETag: a quoted MD5, with a part
+// count for a multipart object.
+func validETag(e string) bool {
+	h, n, multi := strings.Cut(strings.Trim(e, `"`), "-")
+	if b, err := hex.DecodeString(h); err != nil || len(b) != md5.Size || len(e) < 2 || e[0] != '"' || e[len(e)-1] != '"' {
+		return false
+	}
+	if multi {
+		k, err := strconv.Atoi(n)
+		return err == nil && k > 0 && k <= MaxParts
+	}
+	return true
 }
 
 func (u *Upload) flushEmpty() error {

@@ -358,7 +358,21 @@ func runRecover(name string, stdout io.Writer, fail func(string, error)) int {
 // retrying, else 1.
 func failed(ctx context.Context, c *config, err error, fail func(string, error)) int {
 	var inputErr *export.InputError
+	cut, isCut := errors.AsType[*objstore.CutCommitError](err)
 	switch {
+	case isCut && errors.Is(err, context.Canceled):
+		// The store completed (or may have completed) the upload as
+		// the interrupt cut the request: say what is at the key.
+		if cut.Written {
+			fail(fmt.Sprintf("interrupted, but %s was written: the store completed the upload (ETag %s) as the request was cut; the object is whole", c.output, cut.ETag), err)
+		} else {
+			fail(fmt.Sprintf("interrupted; %s may have been written: the store completed the upload or not as the request was cut, "+
+				"and did not say which; check the object before relying on it", c.output), err)
+		}
+		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
+			return ie.ExitCode()
+		}
+		return 1
 	case errors.Is(err, context.Canceled):
 		fail(fmt.Sprintf("interrupted; %s was not written", c.output), err)
 		if ie := atomicfile.Interrupted(ctx, err); ie != nil {

@@ -479,3 +479,54 @@ func TestS3RebakeUndoRecord(t *testing.T) {
 	_, err = os.Stat(undorecord.Path(path))
 	require.NoError(t, err, "the record is reported, never applied")
 }
+
+// TestS3CompleteCut: SIGINT while the request completing the upload is
+// out. When the store completed it (its answer held back by the proxy),
+// pteexport says the object was written, and it is there, whole; when the
+// request never reached the store, that it was not, and nothing is there.
+// Either way no upload is left.
+func TestS3CompleteCut(t *testing.T) {
+	srv := s3Store(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.pte")
+	writeProgram(t, in, 4, 6<<20)
+	srv.Put(t, "bkt", "in.pte", in)
+	local := filepath.Join(dir, "local.pte")
+	require.Equal(t, 0, runCmd("--from", in, "-o", local, "--weight-streaming-budget-per-engine", "2GiB").code)
+	isComplete := func(method, query string) bool {
+		return method == http.MethodPost && strings.Contains(query, "uploadId=")
+	}
+	for i, from := range []string{"s3://bkt/in.pte", in} {
+		key := fmt.Sprintf("cut-%d.pte", i)
+		var once sync.Once
+		srv.HoldAnswer(func(r s3test.Request) time.Duration {
+			if isComplete(r.Method, r.Query) && r.Status == http.StatusOK {
+				once.Do(func() { assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT)) })
+				return 5 * time.Second
+			}
+			return 0
+		})
+		r := runCmd("--from", from, "-o", "s3://bkt/"+key, "--weight-streaming-budget-per-engine", "2GiB")
+		srv.HoldAnswer(nil)
+		require.Equal(t, 130, r.code, r.stderr)
+		require.Contains(t, r.stderr, "interrupted, but s3://bkt/"+key+" was written", from)
+		sameObject(t, srv, key, local)
+		require.Empty(t, srv.Uploads(t, "bkt"))
+
+		key = fmt.Sprintf("lost-%d.pte", i)
+		once = sync.Once{}
+		srv.FailWith(func(r *http.Request) int {
+			if isComplete(r.Method, r.URL.RawQuery) {
+				once.Do(func() { assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT)) })
+				time.Sleep(300 * time.Millisecond)
+				return http.StatusServiceUnavailable // never passed on
+			}
+			return 0
+		})
+		r = runCmd("--from", from, "-o", "s3://bkt/"+key, "--weight-streaming-budget-per-engine", "2GiB")
+		srv.FailWith(nil)
+		require.Equal(t, 130, r.code, r.stderr)
+		require.Contains(t, r.stderr, "interrupted; s3://bkt/"+key+" was not written", from)
+		noObject(t, srv, key)
+	}
+}
