@@ -50,7 +50,9 @@ const (
 // request (multipart/byteranges), rather than a request for each range
 // (Options.SingleRange): a caller that must read something of every one
 // of many places may then save requests by asking for more bytes.
-func (r *Reader) MultiRange() bool { return !r.opts.SingleRange }
+// A reader learns it too: after a server answered a multi-range request
+// with one range or the whole object, it sends no more.
+func (r *Reader) MultiRange() bool { return !r.opts.SingleRange && !r.noMulti.Load() }
 
 // Prefetch fetches ranges so that later reads inside any one of them make
 // no request. It suits many small scattered reads known in advance, such
@@ -90,7 +92,7 @@ func (r *Reader) Prefetch(ctx context.Context, ranges []Range) error {
 	}
 	r.mu.Unlock()
 	gap := int64(MultiRangeGap)
-	if r.opts.SingleRange {
+	if !r.MultiRange() {
 		gap = SingleRangeGap
 	}
 	budget := int64(r.opts.CacheBlocks) * int64(r.opts.BlockSize)
@@ -107,7 +109,7 @@ func (r *Reader) Prefetch(ctx context.Context, ranges []Range) error {
 	for len(want) > 0 {
 		batch := want[:min(len(want), maxRangesPerRequest)]
 		want = want[len(batch):]
-		if len(batch) == 1 || r.opts.SingleRange {
+		if len(batch) == 1 || !r.MultiRange() {
 			missing = append(missing, batch...)
 			continue
 		}
@@ -247,8 +249,11 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	defer resp.Body.Close()
 	switch code := resp.StatusCode; {
 	case code == http.StatusPartialContent:
-	case code == http.StatusOK || code == http.StatusRequestedRangeNotSatisfiable || code >= 500 || code == http.StatusTooManyRequests:
-		return got, nil // the whole object, a refusal, a failure: single requests will tell
+	case code == http.StatusOK || code == http.StatusRequestedRangeNotSatisfiable:
+		r.noMulti.Store(true) // the whole object, a refusal: single requests from now on
+		return got, nil
+	case code >= 500 || code == http.StatusTooManyRequests:
+		return got, nil // a failure: single requests will tell
 	default:
 		return nil, r.statusError(resp, first, span)
 	}
@@ -259,7 +264,9 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	ans := rangeAnswer{r: r, batch: batch, got: got, first: first, span: span, status: resp.StatusCode}
 	mt, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/byteranges" || params["boundary"] == "" {
-		// One range answered (the first, or several merged).
+		// One range answered (the first, or several merged): a server
+		// that answers one range per request.
+		r.noMulti.Store(true)
 		_, err := ans.take(resp.Header.Get("Content-Range"), body)
 		return got, err
 	}

@@ -52,7 +52,7 @@ func readRanges(t *testing.T, r *Reader, rs []Range, data []byte) {
 
 // TestPrefetchFallback: a server that answers a multi-range request with
 // its first range only, or with the whole object, gets single requests
-// for the rest.
+// for the rest, and for every later Prefetch.
 func TestPrefetchFallback(t *testing.T) {
 	data := pattern(4<<20, 32)
 	o := &object{}
@@ -75,8 +75,10 @@ func TestPrefetchFallback(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
+			var multis atomic.Int64
 			srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 				if strings.Contains(req.Header.Get("Range"), ",") {
+					multis.Add(1)
 					multi(w, req)
 					return
 				}
@@ -92,6 +94,20 @@ func TestPrefetchFallback(t *testing.T) {
 			if r.Stats().Requests != before {
 				t.Errorf("reads after Prefetch made %d requests", r.Stats().Requests-before)
 			}
+			// A server that sent one range or the whole object is
+			// asked for one range per request from then on.
+			if learn := name != "bad parts"; r.MultiRange() == learn {
+				t.Errorf("MultiRange is %t", r.MultiRange())
+			}
+			multiBefore := multis.Load()
+			more := scattered(7, int64(len(data)-100_000))
+			if err := r.Prefetch(t.Context(), more); err != nil {
+				t.Fatal(err)
+			}
+			if n := multis.Load() - multiBefore; name != "bad parts" && n != 0 {
+				t.Errorf("%d more multi-range requests", n)
+			}
+			readRanges(t, r, more, data)
 		})
 	}
 }
