@@ -97,6 +97,7 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 	res.Path, res.Size = dst.String(), size
 	res.Uploaded, res.Copied = up.Moved()
 	res.Object = true
+	res.Warnings = append(res.Warnings, replacedWarnings(up)...)
 	return res, nil
 }
 
@@ -110,6 +111,18 @@ func orphanWarnings(ctx context.Context, st *objstore.Store, dst objstore.Locati
 	return []Warning{{Kind: WarnOrphanUpload, Msg: fmt.Sprintf(
 		"%d unfinished multipart upload(s) to %s remain from a writer that was killed or is still running (their parts are stored and billed): "+
 			"pteexport --recover %s aborts those idle for %s", len(orphans), dst, dst, objstore.QuietPeriod)}}
+}
+
+// replacedWarnings is the WarnReplacedVersion warning of a committed
+// upload that replaced an object of a versioned bucket.
+func replacedWarnings(up *objstore.Upload) []Warning {
+	v := up.PreviousVersion()
+	if v == "" {
+		return nil
+	}
+	return []Warning{{Kind: WarnReplacedVersion, Msg: fmt.Sprintf(
+		"%s replaced an object the bucket keeps as version %s; copying that version onto the key restores it "+
+			"(aws s3api copy-object --copy-source BUCKET/KEY?versionId=%s)", up.Location(), v, v)}}
 }
 
 // WriteObject is WriteFileContext writing to an object store: p becomes
@@ -166,6 +179,7 @@ func WriteObject(ctx context.Context, st *objstore.Store, dst objstore.Location,
 	res.Path, res.Size = dst.String(), size
 	res.Uploaded, res.Copied = up.Moved()
 	res.Object = true
+	res.Warnings = append(res.Warnings, replacedWarnings(up)...)
 	return res, nil
 }
 

@@ -79,6 +79,7 @@ type Upload struct {
 	partSize int
 	copyPart int64
 	progress func(int64)
+	previous string // the version id of the object at the key when the upload began, in a versioned bucket
 
 	buf   []byte
 	parts []types.CompletedPart
@@ -200,13 +201,26 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 		return nil, err
 	}
 	c := s.Client(ctx, loc.Bucket)
-	if o.NoOverwrite {
-		_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &loc.Bucket, Key: &loc.Key})
-		if err == nil {
-			return nil, fmt.Errorf("objstore: %s: %w (use --force to replace it)", loc, fs.ErrExist)
+	// What is at the key: refused with NoOverwrite, else the version a
+	// versioned bucket keeps when the upload replaces it (one HEAD).
+	var previous string
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &loc.Bucket, Key: &loc.Key})
+	switch {
+	case err == nil && o.NoOverwrite:
+		return nil, fmt.Errorf("objstore: %s: %w (use --force to replace it)", loc, fs.ErrExist)
+	case err == nil:
+		if v := aws.ToString(head.VersionId); validVersionID(v) {
+			previous = v
 		}
+	case o.NoOverwrite:
 		var re *smithyhttp.ResponseError
 		if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusNotFound {
+			return nil, storeError("HeadObject", loc, err)
+		}
+	default:
+		// Without NoOverwrite only a notice depends on it: a role that
+		// may write the key but not read it still writes.
+		if ctx.Err() != nil {
 			return nil, storeError("HeadObject", loc, err)
 		}
 	}
@@ -228,7 +242,29 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 	}
 	cp = min(max(cp, MinPartSize), MaxPartSize/2)
 	return &Upload{client: c, loc: loc, id: aws.ToString(out.UploadId), ctx: ctx, noOver: o.NoOverwrite, partSize: ps,
-		copyPart: cp, progress: o.Progress}, nil
+		copyPart: cp, progress: o.Progress, previous: previous}, nil
+}
+
+// PreviousVersion returns the version id of the object that was at the
+// key when the upload began, when the bucket is versioned: the store keeps
+// that version when Commit replaces it, and copying it back (S3's
+// CopyObject with ?versionId=) restores it. "" when there was no object,
+// or the bucket keeps no versions (a replaced object is then gone).
+func (u *Upload) PreviousVersion() string { return u.previous }
+
+// validVersionID reports whether v is a version id worth naming: S3's
+// are up to 1024 URL-safe characters, and "null" names the unversioned
+// object of a bucket that was not versioned when it was written.
+func validVersionID(v string) bool {
+	if v == "" || v == "null" || len(v) > 1024 {
+		return false
+	}
+	for _, c := range []byte(v) {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '+' || c == '=' || c == '/') {
+			return false
+		}
+	}
+	return true
 }
 
 // Location returns where the Upload writes.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -70,7 +71,13 @@ func s3Store(t *testing.T) *s3test.Server {
 // sameObject checks that the object bkt/key holds the file's bytes.
 func sameObject(t *testing.T, srv *s3test.Server, key, path string) {
 	t.Helper()
-	out, err := srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String(key)})
+	sameObjectIn(t, srv, "bkt", key, path)
+}
+
+// sameObjectIn checks that the object bucket/key holds the file's bytes.
+func sameObjectIn(t *testing.T, srv *s3test.Server, bucket, key, path string) {
+	t.Helper()
+	out, err := srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	require.NoError(t, err, key)
 	defer out.Body.Close()
 	h1 := sha256.New()
@@ -82,7 +89,7 @@ func sameObject(t *testing.T, srv *s3test.Server, key, path string) {
 	h2 := sha256.New()
 	_, err = io.Copy(h2, f)
 	require.NoError(t, err)
-	require.Equal(t, h2.Sum(nil), h1.Sum(nil), "s3://bkt/%s differs from %s", key, path)
+	require.Equal(t, h2.Sum(nil), h1.Sum(nil), "s3://%s/%s differs from %s", bucket, key, path)
 }
 
 // noObject checks that nothing is at bkt/key and no upload to it is left.
@@ -528,5 +535,47 @@ func TestS3CompleteCut(t *testing.T) {
 		require.Equal(t, 130, r.code, r.stderr)
 		require.Contains(t, r.stderr, "interrupted; s3://bkt/"+key+" was not written", from)
 		noObject(t, srv, key)
+	}
+}
+
+// TestS3ReplacedVersion: replacing an object (--force) of a versioned
+// bucket says which version the store kept, and copying that version back
+// restores the object; in a bucket without versions nothing is said (the
+// replaced object is gone, as a file --force replaces).
+func TestS3ReplacedVersion(t *testing.T) {
+	srv := s3test.Start(t, s3test.Versioned())
+	srv.Setenv(t)
+	srv.Bucket(t, "bkt")
+	srv.Bucket(t, "plain")
+	_, err := srv.Client().PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{
+		Bucket: aws.String("bkt"), VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.pte")
+	writeProgram(t, in, 2, 1<<20)
+	for _, bucket := range []string{"bkt", "plain"} {
+		srv.Put(t, bucket, "out.pte", in)
+		head, err := srv.Client().HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("out.pte")})
+		require.NoError(t, err)
+		r := runCmd("--from", in, "-o", "s3://"+bucket+"/out.pte", "--force", "--weight-streaming-budget-per-engine", "3GiB", "--json")
+		require.Equal(t, 0, r.code, r.stderr)
+		var msg string
+		for _, w := range decodeSummary(t, r.stdout).Warnings {
+			if w.Kind == string(export.WarnReplacedVersion) {
+				msg = w.Message
+			}
+		}
+		if bucket == "plain" {
+			require.Empty(t, msg)
+			continue
+		}
+		v := aws.ToString(head.VersionId)
+		require.NotEmpty(t, v)
+		require.Contains(t, msg, "version "+v)
+		require.Contains(t, r.stderr, "version "+v)
+		_, err = srv.Client().CopyObject(context.Background(), &s3.CopyObjectInput{Bucket: aws.String(bucket), Key: aws.String("out.pte"),
+			CopySource: aws.String(bucket + "/out.pte?versionId=" + v)})
+		require.NoError(t, err)
+		sameObjectIn(t, srv, bucket, "out.pte", in)
 	}
 }
