@@ -79,6 +79,16 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 			size = info.Size
 		}
 	}
+	return commitObject(ctx, up, err, "export: rebake: ", res, size, opts.Progress)
+}
+
+// commitObject ends the write of an object of size bytes into up, whose
+// bytes are all sent unless err says otherwise: it commits the upload
+// unless err or ctx stop it (the caller's deferred Abort then discards
+// it), and fills res. An error is prefixed with prefix; an interrupt is
+// returned as context.Cause(ctx), but for a completion the store may have
+// done (objstore.CutCommitError), which says what is at the key.
+func commitObject(ctx context.Context, up *objstore.Upload, err error, prefix string, res *Result, size int64, progress func(written, total int64)) (*Result, error) {
 	if err == nil {
 		err = context.Cause(ctx)
 	}
@@ -89,12 +99,12 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 		if _, cut := errors.AsType[*objstore.CutCommitError](err); ctx.Err() != nil && !cut {
 			err = context.Cause(ctx)
 		}
-		return nil, fmt.Errorf("export: rebake: writing %s: %w", dst, err)
+		return nil, fmt.Errorf("%swriting %s: %w", prefix, up.Location(), err)
 	}
-	if opts.Progress != nil {
-		opts.Progress(size, size)
+	if progress != nil {
+		progress(size, size)
 	}
-	res.Path, res.Size = dst.String(), size
+	res.Path, res.Size = up.Location().String(), size
 	res.Uploaded, res.Copied = up.Moved()
 	res.Object = true
 	res.Warnings = append(res.Warnings, replacedWarnings(up)...)
@@ -159,28 +169,8 @@ func WriteObject(ctx context.Context, st *objstore.Store, dst objstore.Location,
 		b.progress(0, b.total)
 	}
 	size, err := b.writeTo(up, false)
-	if err == nil {
-		err = context.Cause(ctx)
-	}
-	if err == nil {
-		err = up.Commit()
-	}
-	if err != nil {
-		if _, cut := errors.AsType[*objstore.CutCommitError](err); ctx.Err() != nil && !cut {
-			err = context.Cause(ctx)
-		}
-		return nil, fmt.Errorf("export: writing %s: %w", dst, err)
-	}
-	if b.progress != nil {
-		b.progress(size, size)
-	}
-	res := b.result
-	res.Warnings = append(res.Warnings, warnings...)
-	res.Path, res.Size = dst.String(), size
-	res.Uploaded, res.Copied = up.Moved()
-	res.Object = true
-	res.Warnings = append(res.Warnings, replacedWarnings(up)...)
-	return res, nil
+	b.result.Warnings = append(b.result.Warnings, warnings...)
+	return commitObject(ctx, up, err, "export: ", b.result, size, b.progress)
 }
 
 // rebakePieces lays out the re-bake of f as pte.Write writes it, without
