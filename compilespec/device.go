@@ -31,15 +31,6 @@ func EncodeTargetDevice(index int) ([]byte, error) {
 	return v, nil
 }
 
-// FormatTargetDevice returns "cuda:N" for index without checking it.
-//
-// Deprecated: FormatTargetDevice writes any index, including negative ones
-// and ones ExecuTorch cannot store; use EncodeTargetDevice, which refuses
-// them.
-func FormatTargetDevice(index int) []byte {
-	return []byte(DeviceCUDA + ":" + strconv.Itoa(index))
-}
-
 // checkDeviceIndex refuses an index outside [0, MaxDeviceIndex].
 func checkDeviceIndex(v []byte, index int) error {
 	if index < 0 || index > MaxDeviceIndex {

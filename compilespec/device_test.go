@@ -73,7 +73,7 @@ func TestCheckTargetDevice(t *testing.T) {
 	if err := CheckTargetDevice([]byte("cuda:1"), 1); err != nil {
 		t.Errorf("matching device: %v", err)
 	}
-	if err := CheckTargetDevice(FormatTargetDevice(0), 0); err != nil {
+	if err := CheckTargetDevice([]byte("cuda:0"), 0); err != nil {
 		t.Errorf("matching device: %v", err)
 	}
 	var me *DeviceMismatchError

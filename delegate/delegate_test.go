@@ -93,7 +93,7 @@ func TestSafeModeRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m := base()
 			c.edit(m)
-			_, err := EncodedSize(m, 4)
+			_, err := Encode(io.Discard, m, strings.NewReader("abcd"), 4)
 			var me *MetadataError
 			if !errors.As(err, &me) || me.Field != c.field {
 				t.Fatalf("error = %v, want a *MetadataError for %s", err, c.field)
@@ -221,8 +221,8 @@ func TestEncodeEngineErrors(t *testing.T) {
 	}
 	_, err = Encode(io.Discard, m, strings.NewReader("abc"), -1)
 	engineErr("negative engine size", err, nil)
-	_, err = EncodedSize(m, -1)
-	engineErr("EncodedSize with a negative size", err, nil)
+	_, err = NewBlobReader(m, strings.NewReader("abc"), -1)
+	engineErr("NewBlobReader with a negative size", err, nil)
 	buf.Reset()
 	_, err = Encode(&buf, m, nil, 4)
 	engineErr("nil engine", err, nil)

@@ -40,15 +40,6 @@ type EncodeOptions struct {
 
 func (o *EncodeOptions) upstream() bool { return o != nil && o.UpstreamCompatible }
 
-// MarshalMetadata returns the metadata JSON exactly as Encode writes it in
-// safe mode.
-func MarshalMetadata(m *Metadata) ([]byte, error) { return (*EncodeOptions)(nil).MarshalMetadata(m) }
-
-// EncodedSize returns the size of the blob Encode writes in safe mode.
-func EncodedSize(m *Metadata, engineSize int64) (int64, error) {
-	return (*EncodeOptions)(nil).EncodedSize(m, engineSize)
-}
-
 // Encode writes a blob holding m and the engineSize bytes of engine to w,
 // in safe mode, and returns the number of bytes written. The engine is
 // streamed from its reader, never held in memory.
@@ -99,16 +90,6 @@ func (o *EncodeOptions) MarshalMetadata(m *Metadata) ([]byte, error) {
 		js = alt
 	}
 	return js, nil
-}
-
-// EncodedSize returns the size of the blob Encode writes for m and an
-// engine of engineSize bytes.
-func (o *EncodeOptions) EncodedSize(m *Metadata, engineSize int64) (int64, error) {
-	prefix, err := o.prefix(m, engineSize)
-	if err != nil {
-		return 0, err
-	}
-	return int64(len(prefix)) + engineSize, nil
 }
 
 // Encode writes the blob to w and returns the number of bytes written.

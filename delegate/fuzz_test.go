@@ -284,8 +284,10 @@ func FuzzEncodeRoundTrip(f *testing.F) {
 		if !upstream && len(unwritable(m)) > 0 {
 			t.Fatalf("safe mode wrote metadata with unwritable fields %v", unwritable(m))
 		}
-		if size, err := o.EncodedSize(m, int64(len(engine))); err != nil || size != n {
-			t.Fatalf("EncodedSize %d, %v; wrote %d", size, err, n)
+		if sr, err := o.NewBlobReader(m, bytes.NewReader(engine), int64(len(engine))); err != nil {
+			t.Fatalf("NewBlobReader: %v", err)
+		} else if sr.Size() != n {
+			t.Fatalf("NewBlobReader: size %d; wrote %d", sr.Size(), n)
 		}
 		blob := buf.Bytes()
 		b, err := Decode(bytes.NewReader(blob), int64(len(blob)))

@@ -191,15 +191,6 @@ func (m *LoadOptions) Options(backendID string) []Option {
 	return m.opts[backendID]
 }
 
-// Backends returns the backend ids that have options, in the order they
-// were first added.
-func (m *LoadOptions) Backends() []string {
-	if m == nil {
-		return nil
-	}
-	return append([]string(nil), m.ids...)
-}
-
 // ParseOptionValue reads an option value written on a command line:
 // "true"/"false" give a bool, a decimal in the int32 range gives an int, and
 // anything else (or anything quoted with double quotes, which are removed)

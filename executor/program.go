@@ -125,9 +125,6 @@ func dataError(r *ptd.Resolution) *Error {
 // without a data map). The caller must not modify it.
 func (p *Program) Data() *ptd.Resolution { return p.data }
 
-// File returns the program's file.
-func (p *Program) File() *pte.File { return p.file }
-
 // MethodNames returns the names of the program's methods, in file order.
 func (p *Program) MethodNames() []string {
 	names := make([]string, p.file.NumPlans())

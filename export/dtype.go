@@ -71,17 +71,6 @@ func (d DType) ScalarType() (pte.ScalarType, error) {
 // Size returns the size of one element in bytes, or 0 for an unknown dtype.
 func (d DType) Size() int64 { return dtypes[d].size }
 
-// DTypeOf returns the DType of an ExecuTorch scalar type, and false when the
-// type has no DType (quantized and sub-byte types).
-func DTypeOf(s pte.ScalarType) (DType, bool) {
-	for d, info := range dtypes {
-		if info.scalar == s {
-			return d, true
-		}
-	}
-	return "", false
-}
-
 func dtypeList() string {
 	names := make([]string, 0, len(dtypes))
 	for d := range dtypes {

@@ -137,12 +137,6 @@ func EngineReader(r io.ReaderAt, size int64) Source {
 // delegate blob.
 func BlobFile(path string) Source { return Source{Kind: SourceBlob, Path: path} }
 
-// BlobReader returns a Source for size bytes of an existing TensorRT
-// delegate blob.
-func BlobReader(r io.ReaderAt, size int64) Source {
-	return Source{Kind: SourceBlob, ReaderAt: r, Size: size}
-}
-
 // MaxSegmentAlignment is the largest segment alignment accepted, 1 MiB.
 // Every segment is padded to the alignment, so a larger value mostly adds
 // zeros to the file; ExecuTorch's defaults (128 bytes, 4 KiB before

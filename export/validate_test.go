@@ -239,7 +239,7 @@ func TestBlobSourcePassThrough(t *testing.T) {
 	_, err = WriteFile(out, &Program{Methods: []*Method{m}}, nil)
 	assert.ErrorContains(t, err, "come from the blob")
 	m.Calls[0].DeviceID = 0
-	m.Calls[0].Engine = BlobReader(bytes.NewReader([]byte("TR99 not a blob at all, really not")), 34)
+	m.Calls[0].Engine = Source{Kind: SourceBlob, ReaderAt: bytes.NewReader([]byte("TR99 not a blob at all, really not")), Size: 34}
 	_, err = WriteFile(out, &Program{Methods: []*Method{m}}, nil)
 	assert.ErrorContains(t, err, "not a valid TensorRT blob")
 }

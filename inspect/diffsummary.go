@@ -152,6 +152,13 @@ type DataDiff struct {
 	MeanAbs Float `json:"mean_abs_diff"`
 	// Samples are the first MaxDiffSamples differing elements.
 	Samples []ElementDiff `json:"samples"`
+	// NotCompared, when not empty, says why the elements were not
+	// compared (Differing, the differences and Samples are then zero and
+	// empty; Elements is what would have been compared): the bytes
+	// differ, but comparing
+	// the elements would have meant holding more in memory than the diff
+	// does, or reading a byte twice.
+	NotCompared string `json:"not_compared,omitempty"`
 }
 
 // MaxDiffSamples is how many differing elements a DataDiff lists.
@@ -221,11 +228,10 @@ type DiffSummaryOptions struct {
 // Plans are read one method at a time from each file. Payload digests come
 // from the documents and the constant data comparisons from the pass that
 // built them (BuildDiffPair, one pass over each file; without Docs
-// SummarizeDiff makes it). A comparison that pass could not make, or all
-// of them when Docs come without Constants, reads the tensor's constant
-// bytes again, both sides side by side in chunks, only when they may
-// differ: when the constant segments' digests or the tensor's byte ranges
-// differ.
+// SummarizeDiff makes it). When Docs come without Constants, each
+// comparison reads the tensor's constant bytes again, both sides side by
+// side in chunks, only when they may differ: when the constant segments'
+// digests or the tensor's byte ranges differ.
 func SummarizeDiff(a, b *pte.File, opts *DiffSummaryOptions) (*DiffSummary, error) {
 	if a == nil || b == nil || a.Program == nil || b.Program == nil {
 		return nil, errors.New("inspect: diff summary: both files need a program")

@@ -183,7 +183,7 @@ const compareChunk = 1 << 16
 // compare reads two constant buffers side by side and compares their bytes
 // and, when they differ, their first elements as type st. The diff pass
 // (BuildDiffPair) compares file ranges as it reads them instead; this
-// reads them, for what that pass could not hold (beyond heldBudget).
+// reads them, for a summary of documents built without it.
 func (c *constComparer) compare(a, b constSource, st pte.ScalarType, numel int64, hasNum bool, sizes []int32) (*dataResult, error) {
 	d := newDataCmp(a.n, b.n, st, numel, hasNum, sizes)
 	if !d.res.differ && (a.n == 0 || (c.same && !a.inline && !b.inline && a.off == b.off)) {

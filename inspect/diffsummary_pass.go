@@ -1,11 +1,15 @@
 package inspect
 
 import (
+	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"fmt"
+	"hash"
 	"io"
 	"slices"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -27,6 +31,29 @@ type constTask struct {
 	// (flow), err what failed there.
 	fed int64
 	err error
+	// sums digest each side, for a task whose sides are compared by their
+	// digests (hashed).
+	sums [2]*cutDigest
+}
+
+// cutDigest is the SHA-256 of the first bytes of a range, taken at each
+// of cuts (increasing) as the bytes are written in order.
+type cutDigest struct {
+	h    hash.Hash
+	n    int64
+	cuts []int64
+	sums [][]byte
+}
+
+func (c *cutDigest) write(b []byte) {
+	for len(b) > 0 && len(c.sums) < len(c.cuts) {
+		m := min(int64(len(b)), c.cuts[len(c.sums)]-c.n)
+		c.h.Write(b[:m])
+		c.n, b = c.n+m, b[m:]
+		if c.n == c.cuts[len(c.sums)] {
+			c.sums = append(c.sums, c.h.Sum(nil))
+		}
+	}
 }
 
 // inFile says the source is a range of the file (not in memory).
@@ -42,11 +69,11 @@ func (s constSource) inFile() bool { return !s.inline && s.n > 0 }
 // buffer against B's second and A's second against B's first, or two
 // pairings sharing some bytes with different partners) keep the side the
 // pass reads first in memory and are made as it reads the other (holdTasks),
-// up to heldBudget bytes kept; the rest are left to SummarizeDiff, which
-// reads them again. The region read at open is taken from the File, and
-// the heads of delegate payloads the documents show are kept from the
-// pass: with no comparison left over, every byte of each file is read at
-// most once, opening included.
+// up to heldBudget bytes kept; the others are compared by the SHA-256 of
+// each side, taken as the pass reads it. The region read at open is taken
+// from the File, and the heads of delegate payloads the documents show are
+// kept from the pass: every byte of each file is read at most once,
+// opening included.
 func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *ConstantComparison, error) {
 	o := Options{}
 	if opts != nil {
@@ -61,7 +88,7 @@ func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *Consta
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ps, err := passPair(a, b, &o, tasks, cmps)
+	ps, err := passPair(a, b, &o, tasks)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -74,25 +101,30 @@ func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *Consta
 
 // heldBudget bounds the constant bytes BuildDiffPair keeps in memory for
 // the comparisons its forward pass cannot make as it reads (crossing
-// pairings): those beyond it are left to SummarizeDiff, which reads them
-// again. Exact element statistics of two buffers need both at once, so a
-// crossing pairing is either held or read twice.
+// pairings). Exact element statistics of two buffers need both at once,
+// and the digests of the segments holding them need each file read in
+// order, so a crossing pairing beyond it is compared by the digests of its
+// two sides alone: exact when they are equal, and when they differ its
+// elements are not compared (DataDiff.NotCompared), rather than read
+// twice.
 var heldBudget int64 = 256 << 20
+
+// notCompared is DataDiff.NotCompared for a pairing beyond heldBudget.
+var notCompared = fmt.Sprintf("the buffers come in another order in B than in A and, with the other such pairings, exceed the %s the diff holds in memory", compilespec.FormatSize(heldBudget))
 
 // passPair reads both files once, hashing their spans (with the same
 // layout in lockstep, the bytes they share hashed once), making the
 // constant comparison tasks it can as it goes and keeping what the others
 // (holdTasks) and the documents need; it then makes the comparisons whose
-// both sides it held. The comparisons of tasks it could not make are
-// dropped from cmps.
-func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*dataCmp) ([2]*passed, error) {
+// both sides it held or hashed.
+func passPair(a, b *pte.File, o *Options, tasks []*constTask) ([2]*passed, error) {
 	meter := meterOf(o.Progress, a.Size+b.Size)
 	ra, rb := (&builder{f: a}).spans(), (&builder{f: b}).spans()
 	keeps := [2]*keeper{newKeep(), newKeep()}
 	wantHeads(a, keeps[0])
 	wantHeads(b, keeps[1])
 	var sums [2]digests
-	var held, flowing []*constTask
+	var held, flowing, hashed []*constTask
 	if slices.Equal(ra, rb) && !slices.ContainsFunc(tasks, func(t *constTask) bool {
 		return t.a.inFile() && t.b.inFile() && t.a.off != t.b.off
 	}) {
@@ -101,7 +133,7 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*
 		order, left := scheduleLockstep(tasks)
 		// Both files are read at the same offsets, at the same time.
 		at := func(x int64) int64 { return x }
-		held, flowing = holdTasks(left, keeps, cmps, [2]func(int64) int64{at, at})
+		held, flowing, hashed = holdTasks(left, keeps, [2]func(int64) int64{at, at})
 		c, err := newCursor([]io.ReaderAt{a.ReaderAt(), b.ReaderAt()}, a.Size, ra, meter)
 		if err != nil {
 			return [2]*passed{}, err
@@ -117,7 +149,7 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*
 		}
 	} else {
 		order, left := scheduleConstants(tasks)
-		held, flowing = holdTasks(left, keeps, cmps, stepsOf(order))
+		held, flowing, hashed = holdTasks(left, keeps, stepsOf(order))
 		ca, err := newCursor([]io.ReaderAt{a.ReaderAt()}, a.Size, ra, meter)
 		if err != nil {
 			return [2]*passed{}, err
@@ -154,6 +186,11 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask, cmps map[dataKey]*
 			return [2]*passed{}, err
 		}
 	}
+	for _, t := range hashed {
+		if err := t.compareSums(); err != nil {
+			return [2]*passed{}, err
+		}
+	}
 	return [2]*passed{{sums: sums[0], keep: keeps[0]}, {sums: sums[1], keep: keeps[1]}}, nil
 }
 
@@ -176,12 +213,11 @@ func buildPair(a, b *pte.File, o *Options, ps [2]*passed) (*Document, *Document,
 // (when says at which point of the pass each byte of each file is read),
 // is made as the pass reads that other side (flowing), the first side held
 // until then; the others are held whole, both sides, and made after the
-// pass (held). Holding stops at heldBudget bytes: the comparisons of the
-// tasks beyond it are dropped from cmps, for SummarizeDiff to make by
-// reading.
-func holdTasks(tasks []*constTask, keeps [2]*keeper, cmps map[dataKey]*dataCmp, when [2]func(int64) int64) (held, flowing []*constTask) {
+// pass (held). Holding stops at heldBudget bytes: the tasks beyond it have
+// each side hashed as the pass reads it, and are compared by their digests
+// after the pass (hashed).
+func holdTasks(tasks []*constTask, keeps [2]*keeper, when [2]func(int64) int64) (held, flowing, hashed []*constTask) {
 	budget := heldBudget
-	var dropped []*constTask
 	for _, t := range tasks {
 		srcs := [2]constSource{t.a, t.b}
 		// flow is the side the task is made on as it is read, -1 for
@@ -204,7 +240,8 @@ func holdTasks(tasks []*constTask, keeps [2]*keeper, cmps map[dataKey]*dataCmp, 
 			}
 		}
 		if need > budget {
-			dropped = append(dropped, t)
+			t.hash(keeps)
+			hashed = append(hashed, t)
 			continue
 		}
 		budget -= need
@@ -220,8 +257,45 @@ func holdTasks(tasks []*constTask, keeps [2]*keeper, cmps map[dataKey]*dataCmp, 
 		flowing = append(flowing, t)
 		t.flow(keeps, flow)
 	}
-	dropComparisons(dropped, cmps)
-	return held, flowing
+	return held, flowing, hashed
+}
+
+// hash has the pass hash each side of the task (both in the file) as it
+// reads it, up to each comparison's limit.
+func (t *constTask) hash(keeps [2]*keeper) {
+	var cuts []int64
+	for _, d := range t.cmps {
+		cuts = append(cuts, d.limit)
+	}
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	for i, s := range [2]constSource{t.a, t.b} {
+		c := &cutDigest{h: sha256.New(), cuts: cuts}
+		t.sums[i] = c
+		keeps[i].pass(s.off, t.limit, func(_ int64, b []byte) { c.write(b) })
+	}
+}
+
+// compareSums makes a hashed task's comparisons: bytes that are the same
+// on both sides need nothing more; differing elements cannot be compared.
+func (t *constTask) compareSums() error {
+	for _, d := range t.cmps {
+		i, _ := slices.BinarySearch(t.sums[0].cuts, d.limit)
+		for side, c := range t.sums {
+			if i >= len(c.sums) {
+				s := [2]constSource{t.a, t.b}[side]
+				return fmt.Errorf("inspect: diff: constant bytes %d..%d of %s were not read", s.off, s.off+d.limit, "AB"[side:side+1])
+			}
+		}
+		if bytes.Equal(t.sums[0].sums[i], t.sums[1].sums[i]) {
+			continue
+		}
+		d.res.differ = true
+		if d.dec != nil && d.n > 0 {
+			d.data.NotCompared = notCompared
+		}
+	}
+	return nil
 }
 
 // flow makes the task as the pass reads its side side, the other taken
@@ -479,22 +553,6 @@ func scheduleLockstep(tasks []*constTask) (kept, left []*constTask) {
 		end = at(t) + t.limit
 	}
 	return kept, left
-}
-
-// dropComparisons removes the comparisons of tasks from cmps, for
-// SummarizeDiff to make by reading.
-func dropComparisons(tasks []*constTask, cmps map[dataKey]*dataCmp) {
-	dropped := map[*dataCmp]bool{}
-	for _, t := range tasks {
-		for _, d := range t.cmps {
-			dropped[d] = true
-		}
-	}
-	for k, d := range cmps {
-		if dropped[d] {
-			delete(cmps, k)
-		}
-	}
 }
 
 // run reads the task's bytes (of each side in a file through its cursor,

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -152,14 +154,18 @@ func TestDiffPassReadsEachByteOnce(t *testing.T) {
 // (A's first buffer against B's second and A's second against B's first)
 // are made from the bytes the pass kept of one side as it reads the
 // other: the summary is the one reading every comparison gives, and no
-// byte is read twice. Beyond heldBudget they are left to SummarizeDiff,
-// which reads them again, and only those bytes are read twice.
+// byte is read twice. Beyond heldBudget they are compared by the digests
+// of their sides, still reading no byte twice: exact when the bytes are
+// the same, and differing bytes are reported with their elements not
+// compared.
 func TestDiffPassCrossing(t *testing.T) {
 	progs := genPrograms(t)
 	const n = 1 << 18
 	a := withConstantSegment(t, progs["segment"], ramp(n, nil), ramp(n, func(int) float32 { return 3 }))
 	b := withConstantSegment(t, progs["segment"], ramp(n, nil), ramp(n, func(i int) float32 { return float32(i % 2) }))
 	b = swapLastTensors(t, b)
+	// The same buffers in the other order, paired crossing.
+	moved := swapLastTensors(t, withConstantSegment(t, progs["segment"], ramp(n, func(int) float32 { return 3 }), ramp(n, nil)))
 	check := func(t *testing.T, got *DiffSummary) {
 		require.Len(t, got.Methods, 1)
 		require.Len(t, got.Methods[0].Tensors, 2)
@@ -168,34 +174,146 @@ func TestDiffPassCrossing(t *testing.T) {
 			assert.Equal(t, int64(n), td.Data.Elements)
 		}
 	}
+	readOnce := func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, _ [2]*Document) {
+		for i, f := range files {
+			assertReadOnce(t, fmt.Sprintf("file %d", i), reads[i], f.Size)
+		}
+	}
 	t.Run("held", func(t *testing.T) {
-		check(t, summarizeCounting(t, [2][]byte{a, b}, func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, _ [2]*Document) {
-			for i, f := range files {
-				assertReadOnce(t, fmt.Sprintf("file %d", i), reads[i], f.Size)
-			}
-		}))
+		check(t, summarizeCounting(t, [2][]byte{a, b}, readOnce))
 	})
 	t.Run("one buffer held", func(t *testing.T) {
 		// B's first buffer is read before A's second, which is compared
 		// with it as it is read: only B's is held.
 		defer func(b int64) { heldBudget = b }(heldBudget)
 		heldBudget = 4 * n
-		check(t, summarizeCounting(t, [2][]byte{a, b}, func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, _ [2]*Document) {
-			for i, f := range files {
-				assertReadOnce(t, fmt.Sprintf("file %d", i), reads[i], f.Size)
-			}
-		}))
+		check(t, summarizeCounting(t, [2][]byte{a, b}, readOnce))
 	})
 	t.Run("over budget", func(t *testing.T) {
 		defer func(b int64) { heldBudget = b }(heldBudget)
 		heldBudget = 4*n - 1 // not one of the pairing's buffers
-		check(t, summarizeCounting(t, [2][]byte{a, b}, func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, docs [2]*Document) {
-			seg, ok := constSegment(files[0], docs[0])
-			require.True(t, ok)
-			twice, _ := reads[0].Reread()
-			inSeg, _ := reads[0].RereadIn(testkit.Range{Off: int64(seg.FileOffset), End: int64(seg.FileOffset + seg.Size)})
-			assert.Equal(t, int64(4*n), inSeg, "one buffer of A read again")
-			assert.Equal(t, inSeg, twice, "nothing else read again")
-		}))
+		var files [2]*pte.File
+		var reads [2]*testkit.RangeReaderAt
+		for i, data := range [2][]byte{a, b} {
+			files[i], reads[i] = openRecording(t, data)
+		}
+		got, err := SummarizeDiff(files[0], files[1], nil)
+		require.NoError(t, err)
+		readOnce(files, reads, [2]*Document{})
+		check(t, got)
+		// The first pairing is made in file order, the second (A's
+		// second buffer against B's first) by digests.
+		first, second := got.Methods[0].Tensors[0], got.Methods[0].Tensors[1]
+		assert.Empty(t, first.Data.NotCompared)
+		assert.Equal(t, int64(n/2), first.Data.Differing)
+		assert.True(t, second.BytesDiffer)
+		assert.Equal(t, notCompared, second.Data.NotCompared)
+		assert.Zero(t, second.Data.Differing)
 	})
+	t.Run("over budget, same bytes", func(t *testing.T) {
+		defer func(b int64) { heldBudget = b }(heldBudget)
+		heldBudget = 4*n - 1
+		got := summarizeCounting(t, [2][]byte{a, moved}, readOnce)
+		require.Len(t, got.Methods, 1)
+		require.Len(t, got.Methods[0].Tensors, 2, "data_buffer_idx differs")
+		for _, td := range got.Methods[0].Tensors {
+			assert.False(t, td.BytesDiffer)
+			assert.Nil(t, td.Data)
+		}
+	})
+}
+
+// TestDiffCrossingBeyondHeldReadsOnce: two programs of two constant
+// buffers of more than heldBudget each (sparse files of zeros, but for a
+// few elements), the buffers paired crossing: the diff reads each byte of
+// each file at most once: the pairing made in file order is compared
+// element by element, the crossing one by the digests of its sides (its
+// bytes differ, its elements are not compared), and neither buffer is
+// held.
+func TestDiffCrossingBeyondHeldReadsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads two sparse files of 514 MiB")
+	}
+	const elems = heldElems + 1024
+	dir := t.TempDir()
+	base := genPrograms(t)["segment"]
+	var files [2]*pte.File
+	var reads [2]*testkit.RangeReaderAt
+	for i, name := range []string{"a.pte", "b.pte"} {
+		path := filepath.Join(dir, name)
+		writeSparseConstants(t, path, base, elems, i == 1)
+		fh, err := os.OpenFile(path, os.O_RDWR, 0)
+		require.NoError(t, err)
+		t.Cleanup(func() { fh.Close() })
+		fi, err := fh.Stat()
+		require.NoError(t, err)
+		reads[i] = testkit.NewRangeReaderAt(fh)
+		files[i], err = pte.NewFileWith(reads[i], fi.Size(), &pte.OpenOptions{LazyPlans: true})
+		require.NoError(t, err)
+		if i == 1 {
+			// An element of each of B's buffers: 1.0 at 5 in its first,
+			// 2.0 at 7 in its second.
+			seg, err := files[1].Segment(int(files[1].Program.ConstantSegment.SegmentIndex))
+			require.NoError(t, err)
+			_, err = fh.WriteAt([]byte{0, 0, 0x80, 0x3f}, seg.FileOffset+4*5)
+			require.NoError(t, err)
+			_, err = fh.WriteAt([]byte{0, 0, 0, 0x40}, seg.FileOffset+4*elems+4*7)
+			require.NoError(t, err)
+		}
+	}
+	s, err := SummarizeDiff(files[0], files[1], nil)
+	require.NoError(t, err)
+	for i, f := range files {
+		assertReadOnce(t, fmt.Sprintf("file %d", i), reads[i], f.Size)
+	}
+	require.Len(t, s.Methods, 1)
+	require.Len(t, s.Methods[0].Tensors, 2)
+	// A's first buffer against B's second, in file order: compared.
+	first, second := s.Methods[0].Tensors[0], s.Methods[0].Tensors[1]
+	require.NotNil(t, first.Data)
+	assert.Empty(t, first.Data.NotCompared)
+	assert.Equal(t, int64(1), first.Data.Differing)
+	assert.Equal(t, []ElementDiff{{Flat: 7, Index: []int64{7}, A: 0, B: 2}}, first.Data.Samples)
+	// A's second against B's first: the pairing crosses, beyond
+	// heldBudget.
+	assert.True(t, second.BytesDiffer)
+	require.NotNil(t, second.Data)
+	assert.Equal(t, notCompared, second.Data.NotCompared)
+	assert.Equal(t, int64(elems), second.Data.Elements)
+}
+
+// heldElems is heldBudget in float32 elements.
+const heldElems = 256 << 20 / 4
+
+// writeSparseConstants writes to path, sparse, the program base with a
+// constant segment of two zero buffers of elems float32 each, and a
+// tensor of each appended to method 0's values, in crossing order when
+// crossed.
+func writeSparseConstants(t *testing.T, path string, base []byte, elems int64, crossed bool) {
+	t.Helper()
+	f, err := pte.NewFile(bytes.NewReader(base), int64(len(base)))
+	require.NoError(t, err)
+	defer f.Close()
+	segs, err := f.SegmentReaders()
+	require.NoError(t, err)
+	p := f.Program
+	idx := []uint32{1, 2}
+	if crossed {
+		idx = []uint32{2, 1}
+	}
+	for _, i := range idx {
+		p.ExecutionPlan[0].Values = append(p.ExecutionPlan[0].Values, &pte.EValue{Val: &pte.Tensor{
+			ScalarType: pte.ScalarTypeFLOAT, Sizes: []int32{int32(elems)}, DimOrder: []uint8{0}, DataBufferIdx: i,
+		}})
+	}
+	segs = append(segs, io.NewSectionReader(testprog.Zeros{}, 0, 8*elems))
+	p.Segments = append(p.Segments, &pte.DataSegment{Size: uint64(8 * elems)})
+	p.ConstantSegment = &pte.SubsegmentOffsets{SegmentIndex: uint32(len(segs) - 1), Offsets: []uint64{0, 0, uint64(4 * elems)}}
+	out, err := os.Create(path)
+	require.NoError(t, err)
+	defer out.Close()
+	sw := &testprog.SparseWriter{F: out}
+	_, err = pte.Write(sw, p, segs, nil)
+	require.NoError(t, err)
+	require.NoError(t, out.Truncate(sw.Off))
 }

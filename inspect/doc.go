@@ -5,7 +5,7 @@
 // programs (SummarizeDiff), the compile spec rows and the load
 // plan view; for external data, the .ptd document and diff (BuildPTD,
 // DiffPTD) and where a program's EXTERNAL tensors come from given its data
-// files (ExternalData, DataProblems, CheckData, NeededKeys).
+// files (ExternalData, DataProblems, CheckData, FileNeededKeys).
 //
 // The JSON forms are a compatibility promise for pipelines (they are what
 // `pteinspect --json`, `--plan --json` and `diff --json` print) and are

@@ -181,7 +181,7 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 // the bytes they share are hashed once.
 func BuildPair(a, b *pte.File, opts *Options) (*Document, *Document, error) {
 	if opts != nil && opts.Hash && a.Program != nil && b.Program != nil {
-		ps, err := passPair(a, b, opts, nil, nil)
+		ps, err := passPair(a, b, opts, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -506,20 +506,10 @@ func MethodNames(f *pte.File) []string {
 	return names
 }
 
-// BackendIDs returns the distinct backend ids of the delegates of p, in
-// order of first use; only those of the method named method when it is not
-// empty. The result is never nil.
-func BackendIDs(p *pte.Program, method string) []string {
-	return backendIDs(len(p.ExecutionPlan), func(i int) (string, []*pte.BackendDelegate) {
-		if ep := p.ExecutionPlan[i]; ep != nil {
-			return ep.Name, ep.Delegates
-		}
-		return "", nil
-	}, method)
-}
-
-// FileBackendIDs is BackendIDs of the program of f, read one plan at a
-// time (pte.File.Plans), for a File opened with pte.OpenOptions.LazyPlans.
+// FileBackendIDs returns the distinct backend ids of the delegates of f's
+// program, in order of first use; only those of the method named method
+// when it is not empty. The result is never nil. It reads one plan at a
+// time, so it works on a File opened with pte.OpenOptions.LazyPlans.
 func FileBackendIDs(f *pte.File, method string) []string {
 	return backendIDs(f.NumPlans(), func(i int) (string, []*pte.BackendDelegate) {
 		name := f.PlanName(i)
@@ -530,7 +520,7 @@ func FileBackendIDs(f *pte.File, method string) []string {
 	}, method)
 }
 
-// backendIDs is BackendIDs over n plans, plan giving the name and the
+// backendIDs is FileBackendIDs over n plans, plan giving the name and the
 // delegates of each.
 func backendIDs(n int, plan func(i int) (string, []*pte.BackendDelegate), method string) []string {
 	ids := []string{}

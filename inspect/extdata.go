@@ -120,20 +120,10 @@ func NewExternalData(r *ptd.Resolution, method string) *ExternalData {
 	return out
 }
 
-// NeededKeys returns the keys of p's EXTERNAL tensors (constants and
-// memory-planned), without repeats, in first-use order: what a program
-// needs from data files.
-func NeededKeys(p *pte.Program) []string {
-	var nk neededKeys
-	r := ptd.Resolve(p, nil)
-	for i := range r.Methods {
-		nk.add(&r.Methods[i])
-	}
-	return nk.keys
-}
-
-// FileNeededKeys is NeededKeys of the program of f, read one plan at a
-// time (for a File opened with pte.OpenOptions.LazyPlans).
+// FileNeededKeys returns the keys of the EXTERNAL tensors (constants and
+// memory-planned) of f's program, without repeats, in first-use order: what
+// a program needs from data files. It reads one plan at a time (for a File
+// opened with pte.OpenOptions.LazyPlans).
 func FileNeededKeys(f *pte.File) []string {
 	var nk neededKeys
 	ptd.ResolveFileEach(f, nil, func(_ int, m *ptd.MethodResult) { nk.add(m) })

@@ -40,7 +40,7 @@ func FuzzBuild(f *testing.F) {
 				n++
 			}
 		}
-		s := NewSummary(doc)
+		s := newSummary(doc)
 		if len(s.Methods) != n {
 			t.Fatalf("summary has %d methods, document %d", len(s.Methods), n)
 		}

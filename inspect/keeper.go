@@ -16,13 +16,15 @@ import (
 // buffers the diff compares after the pass. Each range is asked for before
 // the pass reaches it (want), filled as the pass goes by, and then read
 // from memory (reader): the file is not read again. A range asked for after
-// its first bytes went by is not kept, and reading it reads the file.
+// its first bytes went by is kept when ranges held have those bytes, and
+// otherwise not: reading it reads the file.
 type keeper struct {
-	store  lane    // ranges held
-	flow   lane    // ranges handed on (pass)
-	done   []*kept // complete ranges held; sorted says by offset
-	sorted bool
-	asked  map[span]bool
+	store lane    // ranges held
+	flow  lane    // ranges handed on (pass)
+	done  []*kept // complete ranges held, by offset (byOffset)
+	asked map[span]*kept
+	// pos is where the bytes being fed begin: those before it went by.
+	pos int64
 }
 
 // lane is ranges a pass fills or hands on: those not begun, by offset, and
@@ -33,25 +35,67 @@ type lane struct {
 }
 
 // kept is one range: its bytes so far (got of them), and what to do when
-// it is whole; or, with sink, a range whose bytes are handed to sink as
+// it is whole (each then, in the order asked); or, with sink, a range whose bytes are handed to sink as
 // they go by instead of being held.
 type kept struct {
 	off, n, got int64
 	data        []byte
-	then        func(k *keeper, data []byte)
+	then        []func(k *keeper, data []byte)
 	sink        func(off int64, b []byte)
 }
 
-func newKeep() *keeper { return &keeper{asked: map[span]bool{}} }
+func newKeep() *keeper { return &keeper{asked: map[span]*kept{}} }
 
 // want asks for the n bytes at off; then (may be nil) is called with them
-// once the pass has read them all, and may ask for more.
+// once the pass has read them all (at once when they are held already),
+// and may ask for more. The same range asked for again is held once, and
+// each then is called.
 func (k *keeper) want(off, n int64, then func(k *keeper, data []byte)) {
-	if k == nil || n <= 0 || off < 0 || k.asked[span{off, n}] {
+	if k == nil || n <= 0 || off < 0 {
 		return
 	}
-	k.asked[span{off, n}] = true
-	heap.Push(&k.store.waiting, &kept{off: off, n: n, then: then})
+	if x := k.asked[span{off, n}]; x != nil {
+		if then == nil {
+			return
+		}
+		if x.got == x.n {
+			then(k, x.data)
+			return
+		}
+		x.then = append(x.then, then)
+		return
+	}
+	x := &kept{off: off, n: n}
+	if then != nil {
+		x.then = append(x.then, then)
+	}
+	k.asked[span{off, n}] = x
+	if off < k.pos {
+		// Its first bytes went by: taken from a range held, if one has
+		// them (a blob's metadata that overlaps its header).
+		held, ok := k.at(off, min(n, k.pos-off))
+		if !ok {
+			return
+		}
+		x.data = append(make([]byte, 0, n), held...)
+		x.got = int64(len(held))
+		if x.got == n {
+			k.insertDone(x)
+			return
+		}
+	}
+	heap.Push(&k.store.waiting, x)
+}
+
+// insertDone adds the complete range x to those held and calls its then.
+func (k *keeper) insertDone(x *kept) {
+	// Ranges end in the order the pass reads them, mostly that of their
+	// offsets: the place is nearly always the end.
+	i, _ := slices.BinarySearchFunc(k.done, x, byOffset)
+	k.done = slices.Insert(k.done, i, x)
+	for _, then := range x.then {
+		then(k, x.data)
+	}
 }
 
 // pass asks for the n bytes at off to be handed to sink, piece by piece,
@@ -72,16 +116,11 @@ func (k *keeper) feed(pos int64, b []byte) {
 		return
 	}
 	end := pos + int64(len(b))
+	k.pos = pos
 	for {
 		whole := k.store.advance(pos, b)
 		for _, x := range whole {
-			// Ranges end in the order the pass reads them, mostly that of
-			// their offsets: the place is nearly always the end.
-			i, _ := slices.BinarySearchFunc(k.done, x, byOffset)
-			k.done = slices.Insert(k.done, i, x)
-			if x.then != nil {
-				x.then(k, x.data)
-			}
+			k.insertDone(x)
 		}
 		// A range asked for by then may begin in these bytes too.
 		if len(whole) == 0 || len(k.store.waiting) == 0 || k.store.waiting[0].off >= end {
@@ -105,10 +144,10 @@ func (l *lane) advance(pos int64, b []byte) (whole []*kept) {
 	end := pos + int64(len(b))
 	for len(l.waiting) > 0 && l.waiting[0].off < end {
 		x := heap.Pop(&l.waiting).(*kept)
-		if x.off < pos {
+		if x.off+x.got < pos {
 			continue // its first bytes went by before it was asked for
 		}
-		if x.sink == nil {
+		if x.sink == nil && x.data == nil {
 			x.data = make([]byte, 0, x.n)
 		}
 		l.open = append(l.open, x)
@@ -143,8 +182,14 @@ func (k *keeper) at(off, n int64) ([]byte, bool) {
 	if k == nil || len(k.done) == 0 {
 		return nil, false
 	}
-	i, _ := slices.BinarySearchFunc(k.done, off+1, func(x *kept, t int64) int { return cmp.Compare(x.off, t) })
-	// The ranges starting at or before off, nearest first: a few at most
+	byOff := func(x *kept, t int64) int { return cmp.Compare(x.off, t) }
+	// A read starts where a range asked for does: the longest range
+	// starting at off comes first.
+	if i, ok := slices.BinarySearchFunc(k.done, off, byOff); ok && k.done[i].n >= n {
+		return k.done[i].data[:n], true
+	}
+	i, _ := slices.BinarySearchFunc(k.done, off+1, byOff)
+	// Else the ranges starting before off, nearest first: a few at most
 	// hold the same bytes (a payload's head and its metadata).
 	for j := i - 1; j >= 0 && j >= i-8; j-- {
 		if x := k.done[j]; x.off+x.n >= off+n {

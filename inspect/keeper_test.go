@@ -14,7 +14,9 @@ import (
 
 // TestKeeper: ranges asked for before a pass reaches them are held whole
 // however the reads cut them, ranges asked for by a then as the pass goes
-// are held too when it has not passed them, handed-on ranges reach their
+// are held too when it has not passed them or ranges held have the bytes it
+// passed, a then given with a range asked for already is called, the
+// longest of many ranges at one offset is found, handed-on ranges reach their
 // sink in order after the held bytes of the same read, and a reader over
 // the keeper answers held bytes from memory and the others from the file.
 func TestKeeper(t *testing.T) {
@@ -26,6 +28,16 @@ func TestKeeper(t *testing.T) {
 	})
 	k.want(100, 50, nil) // asked twice: held once
 	k.want(9_990, 10, nil)
+	// Asked first without a then and again with one (a payload that a
+	// delegate of another backend names first): the then is called.
+	k.want(300, 32, nil)
+	k.want(300, 32, func(k *keeper, b []byte) {
+		k.want(310, 40, nil) // begins in bytes held: held
+	})
+	// Ten ranges at one offset: the longest is found.
+	for n := range int64(10) {
+		k.want(5_000, 40-n, nil)
+	}
 	var flowed []byte
 	k.pass(150, 30, func(off int64, b []byte) {
 		held, ok := k.at(100, 50)
@@ -40,7 +52,7 @@ func TestKeeper(t *testing.T) {
 		k.flowTo(int64(pos), data[pos:end])
 	}
 	assert.Equal(t, data[150:180], flowed)
-	for _, r := range [][2]int64{{100, 50}, {110, 20}, {160, 10}, {9_990, 10}} {
+	for _, r := range [][2]int64{{100, 50}, {110, 20}, {160, 10}, {9_990, 10}, {310, 40}, {5_000, 40}} {
 		got, ok := k.at(r[0], r[1])
 		require.True(t, ok, "%v held", r)
 		assert.Equal(t, data[r[0]:r[0]+r[1]], got)
@@ -65,8 +77,8 @@ func TestKeeper(t *testing.T) {
 // TestHoldTasks: a pairing whose side in one file is read wholly before
 // the other's begins is made as the other is read, only the first held; a
 // pairing with a side in memory holds nothing; one whose sides are read at
-// the same step holds both; beyond heldBudget, none is held and its
-// comparison is left to SummarizeDiff.
+// the same step holds both; beyond heldBudget, none is held and both
+// sides are hashed as they are read.
 func TestHoldTasks(t *testing.T) {
 	file := func(off int64) constSource { return constSource{off: off, n: 100} }
 	mem := constSource{inline: true, n: 100, mem: make([]byte, 100)}
@@ -82,15 +94,11 @@ func TestHoldTasks(t *testing.T) {
 	over := task(file(6000), file(6500))   // beyond the budget
 	defer func(b int64) { heldBudget = b }(heldBudget)
 	heldBudget = 500
-	cmps := map[dataKey]*dataCmp{}
-	for i, tk := range []*constTask{aFirst, bFirst, inMem, same, over} {
-		cmps[dataKey{a: uint32(i)}] = tk.cmps[0]
-	}
 	keeps := [2]*keeper{newKeep(), newKeep()}
-	held, flowing := holdTasks([]*constTask{aFirst, bFirst, inMem, same, over}, keeps, cmps, [2]func(int64) int64{step, step})
+	held, flowing, hashed := holdTasks([]*constTask{aFirst, bFirst, inMem, same, over}, keeps, [2]func(int64) int64{step, step})
 	assert.Equal(t, []*constTask{same}, held)
 	assert.Equal(t, []*constTask{aFirst, bFirst, inMem}, flowing)
-	assert.Len(t, cmps, 4, "the comparison over the budget dropped")
+	assert.Equal(t, []*constTask{over}, hashed)
 	assert.Equal(t, [2]int{2, 2}, [2]int{len(keeps[0].store.waiting), len(keeps[1].store.waiting)}, "A holds aFirst's and same's, B bFirst's and same's")
-	assert.Equal(t, [2]int{1, 2}, [2]int{len(keeps[0].flow.waiting), len(keeps[1].flow.waiting)})
+	assert.Equal(t, [2]int{2, 3}, [2]int{len(keeps[0].flow.waiting), len(keeps[1].flow.waiting)}, "over hashed on both sides")
 }

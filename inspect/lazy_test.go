@@ -102,8 +102,8 @@ func viewPrograms(t *testing.T) map[string][]byte {
 // opened without and with LazyPlans.
 func requireLazySame(t *testing.T, eager, lazy *pte.File) {
 	require.Equal(t, MethodNames(eager), MethodNames(lazy))
-	require.Equal(t, BackendIDs(eager.Program, ""), FileBackendIDs(lazy, ""))
-	require.Equal(t, NeededKeys(eager.Program), FileNeededKeys(lazy))
+	require.Equal(t, backendIDsOf(eager.Program, ""), FileBackendIDs(lazy, ""))
+	require.Equal(t, neededKeysOf(eager.Program), FileNeededKeys(lazy))
 	ep, eerr := Check(eager)
 	lp, lerr := Check(lazy)
 	require.Equal(t, eerr, lerr)
@@ -111,9 +111,9 @@ func requireLazySame(t *testing.T, eager, lazy *pte.File) {
 	optss := []*Options{nil, {Hash: true}}
 	for _, name := range MethodNames(eager) {
 		optss = append(optss, &Options{Method: name})
-		require.Equal(t, BackendIDs(eager.Program, name), FileBackendIDs(lazy, name))
+		require.Equal(t, backendIDsOf(eager.Program, name), FileBackendIDs(lazy, name))
 	}
-	for _, id := range BackendIDs(eager.Program, "") {
+	for _, id := range backendIDsOf(eager.Program, "") {
 		optss = append(optss, &Options{Backend: id})
 	}
 	encode := func(doc *Document, err error) string {

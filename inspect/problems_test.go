@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/delegate"
-	"github.com/ptekit/ptekit/internal/testkit"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -119,13 +116,4 @@ func TestTRTMetadataNonFiniteNumbers(t *testing.T) {
 	assert.Contains(t, string(b), `"shape": [`+"\n"+`        "inf"`)
 	assert.Contains(t, string(b), `"is_input": "nan"`)
 	assert.Contains(t, string(b), `"device_id": "-inf"`)
-}
-
-// readShared reads ../../../shared/<sub>.
-func readShared(t *testing.T, sub string) []byte {
-	t.Helper()
-	dir, file := filepath.Split(sub)
-	b, err := os.ReadFile(filepath.Join(testkit.SharedDir(t, filepath.Clean(dir)), file))
-	require.NoError(t, err)
-	return b
 }

@@ -72,7 +72,8 @@ func swapLastTensors(t testing.TB, data []byte) []byte {
 // summary) reads no byte of either file twice, and at most each file's
 // size, on programs of many TensorRT delegates, each blob in its own
 // segment, with constant buffers paired in crossing order, a moved layout,
-// an edited engine and an edited blob header: what the documents show of
+// an edited engine, an edited blob header and a blob whose segment a
+// delegate of another backend names first: what the documents show of
 // each blob (header, last byte, metadata) comes from the pass.
 func TestDiffReadsEachByteOnce(t *testing.T) {
 	var w bytes.Buffer
@@ -91,8 +92,15 @@ func TestDiffReadsEachByteOnce(t *testing.T) {
 	require.NoError(t, err)
 	engine[pl.FileOffset+pl.Size()-3] ^= 0xff
 	header[pl.FileOffset+20] ^= 0x01 // a byte of the engine size: the blob now lies
+	// A delegate of another backend names the second blob's segment
+	// before the blob's own delegate does.
+	shared := testprog.Rewrite(t, base, func(p *pte.Program) {
+		d := p.ExecutionPlan[0].Delegates
+		d[0].ID, d[0].Processed.Index = "XnnpackBackend", d[1].Processed.Index
+	})
 	pairs := map[string][2][]byte{
-		"equal": {base, base}, "crossed": {base, crossed}, "crossed back": {crossed, base},
+		"blob named by another backend": {shared, base},
+		"equal":                         {base, base}, "crossed": {base, crossed}, "crossed back": {crossed, base},
 		"moved": {base, moved}, "moved and crossed": {moved, crossed},
 		"engine": {base, engine}, "blob header": {header, base},
 	}

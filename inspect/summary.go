@@ -14,7 +14,7 @@ import (
 // methods, its delegates grouped where they are alike, payload sizes,
 // weight streaming budgets and how many problems the checks found.
 // pteinspect's default view prints it; the per-delegate detail stays in the
-// Document. NewSummary builds it in time and memory linear in the number of
+// Document. Summarize builds it in time and memory linear in the number of
 // methods and delegates.
 type Summary struct {
 	Size int64 // file size in bytes
@@ -102,22 +102,7 @@ type DelegateGroup struct {
 	stored *storageSet // payloads counted in Payloads
 }
 
-// maxQuote bounds how much of an untrusted value a summary quotes.
-const maxQuote = 64
-
-// NewSummary summarises doc.
-func NewSummary(doc *Document) *Summary {
-	s := &Summary{Size: doc.File.Size}
-	s.countProblems(doc.Problems)
-	methods := s.addMethods(doc.Program)
-	var t summaryTotals
-	for _, d := range doc.Delegates {
-		s.addDelegate(d, methods.of(d), &t)
-	}
-	return s
-}
-
-// Summarize is NewSummary of the document Build(f, opts) makes, without
+// Summarize summarises the document Build(f, opts) makes, without
 // building that document: it reads the delegates one at a time
 // (Stream.EachDelegate) and keeps only the summary, so that its memory does
 // not grow with each delegate's detail, also in a method of many engines. It also returns the Stream's document (head,
@@ -180,47 +165,6 @@ type summaryTotals struct {
 	backends map[string]int // id -> index in Summary.Backends
 	groups   map[groupKey]*DelegateGroup
 	stored   storageSet
-}
-
-// summaryMethods finds the summary of a delegate's method.
-type summaryMethods struct {
-	byIndex map[int]*MethodSummary
-	byName  map[string]*MethodSummary
-}
-
-// of finds d's method: by plan_index, or by name in a document narrowed to
-// one method, whose indices no longer match.
-func (ms *summaryMethods) of(d *Delegate) *MethodSummary {
-	if m := ms.byIndex[d.PlanIndex]; m != nil && m.Name == d.Plan {
-		return m
-	}
-	m := ms.byName[d.Plan]
-	if m != nil {
-		m.Index = d.PlanIndex
-	}
-	return m
-}
-
-// addMethods adds a summary of each method of p to s.
-func (s *Summary) addMethods(p *Program) *summaryMethods {
-	ms := &summaryMethods{byIndex: map[int]*MethodSummary{}, byName: map[string]*MethodSummary{}}
-	if p == nil {
-		return ms
-	}
-	for i, ep := range p.ExecutionPlan {
-		if ep == nil {
-			continue
-		}
-		m := planSummary(ep)
-		m.Index = i
-		s.Methods = append(s.Methods, m)
-		s.MethodCount++
-		ms.byIndex[i] = m
-		if ms.byName[ep.Name] == nil {
-			ms.byName[ep.Name] = m
-		}
-	}
-	return ms
 }
 
 // storageKey names where a delegate payload is stored: its location

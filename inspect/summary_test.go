@@ -23,12 +23,12 @@ func summaryOf(t *testing.T, name string, opts *Options) *Summary {
 	require.NoError(t, err)
 	doc, err := Build(f, opts)
 	require.NoError(t, err)
-	s := NewSummary(doc)
+	s := newSummary(doc)
 	requireSameSummary(t, f, opts, s, doc)
 	return s
 }
 
-// requireSameSummary requires Summarize(f, opts) to be want, NewSummary of
+// requireSameSummary requires Summarize(f, opts) to be want, newSummary of
 // doc = Build(f, opts), with the same problems and external data: the
 // method-by-method view and the document agree.
 func requireSameSummary(t testing.TB, f *pte.File, opts *Options, want *Summary, doc *Document) {
@@ -56,7 +56,7 @@ func requireSameSummary(t testing.TB, f *pte.File, opts *Options, want *Summary,
 	require.Equal(t, len(doc.Delegates), got.Delegates())
 }
 
-// TestSummarizeEveryProgram: Summarize agrees with NewSummary of Build on
+// TestSummarizeEveryProgram: Summarize agrees with newSummary of Build on
 // every built test program, whole and narrowed to each method and backend.
 func TestSummarizeEveryProgram(t *testing.T) {
 	for name, data := range testprog.Programs(t) {
@@ -70,13 +70,13 @@ func TestSummarizeEveryProgram(t *testing.T) {
 				optss = append(optss, &Options{Method: ep.Name})
 			}
 		}
-		for _, id := range BackendIDs(f.Program, "") {
+		for _, id := range backendIDsOf(f.Program, "") {
 			optss = append(optss, &Options{Backend: id})
 		}
 		for _, opts := range optss {
 			doc, err := Build(f, opts)
 			require.NoError(t, err, name)
-			requireSameSummary(t, f, opts, NewSummary(doc), doc)
+			requireSameSummary(t, f, opts, newSummary(doc), doc)
 		}
 	}
 }
@@ -141,7 +141,7 @@ func TestSummaryHostileValues(t *testing.T) {
 	for i := range 3 {
 		doc.Delegates = append(doc.Delegates, &Delegate{Plan: "forward", DelegateIndex: i, ID: "X", Size: &big})
 	}
-	s := NewSummary(doc)
+	s := newSummary(doc)
 	assert.Equal(t, int64(math.MaxInt64), s.Payloads)
 	assert.Equal(t, int64(math.MaxInt64), s.Methods[0].Groups[0].Payloads)
 }

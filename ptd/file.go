@@ -101,12 +101,11 @@ type File struct {
 	// Findings lists warnings about the file (and the older-layout notice).
 	Findings []Finding
 
-	r       io.ReaderAt
-	closer  io.Closer
-	region  []byte   // bytes [0, FlatbufferOffset+FlatbufferSize)
-	ndPos   []int64  // file offset of each NamedData table
-	segPos  []int64  // file offset of each DataSegment table
-	keyFile []string // C-string view of each key (up to the first NUL)
+	r      io.ReaderAt
+	closer io.Closer
+	region []byte  // bytes [0, FlatbufferOffset+FlatbufferSize)
+	ndPos  []int64 // file offset of each NamedData table
+	segPos []int64 // file offset of each DataSegment table
 }
 
 // Open opens the named file and reads it; see NewFile. The caller must

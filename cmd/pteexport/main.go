@@ -56,7 +56,6 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/ptekit/ptekit/compilespec"
@@ -615,11 +614,6 @@ func writeSummary(w io.Writer, res *export.Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(res.Summary())
-}
-
-// oneLine joins a multi-line error (errors.Join) into one line.
-func oneLine(s string) string {
-	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
 }
 
 // progressHook, when non-nil, is called with the run's context on every

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -335,4 +336,17 @@ func TestDiffSummaryOtherSpecs(t *testing.T) {
 	r = runArgs(nil, "diff", base, other(true, true))
 	require.Equal(t, 1, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "\nMethod 0 forward:\n  non_const_buffer_sizes: [0, 32] -> [0, 32, 64]\nCompile specs:\n"+line, r.stdout)
+}
+
+// TestDiffTensorNotCompared: constant data whose elements the diff did
+// not compare (a crossing pairing beyond what it holds) says so and why,
+// with no element counts.
+func TestDiffTensorNotCompared(t *testing.T) {
+	var out []string
+	p := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	ref := &inspect.TensorRef{Index: 3, ScalarType: "FLOAT", Sizes: []int32{10}, DataBufferIdx: 1, UsedBy: []inspect.Usage{}}
+	writeTensorDiff(p, &inspect.TensorDiff{A: ref, B: ref, BytesDiffer: true, ByteSizeA: 40, ByteSizeB: 40,
+		Data: &inspect.DataDiff{Decoded: true, Elements: 10, Samples: []inspect.ElementDiff{}, NotCompared: "the reason"}})
+	require.Len(t, out, 2)
+	assert.Equal(t, "        constant data differs (elements not compared: the reason)", out[1])
 }

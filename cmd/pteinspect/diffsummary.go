@@ -393,6 +393,8 @@ func writeTensorDiff(p func(string, ...any), t *inspect.TensorDiff) {
 		return
 	}
 	switch {
+	case d.NotCompared != "":
+		p("        constant data differs (elements not compared: %s)", d.NotCompared)
 	case !d.Decoded:
 		p("        constant data differs (%s elements not decoded)", strings.ToLower(esc(t.A.ScalarType)))
 	case d.Elements == 0:

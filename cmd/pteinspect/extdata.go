@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ptekit/ptekit/inspect"
+	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/ptd"
@@ -290,7 +291,7 @@ func statusText(s inspect.DataStatus) string {
 	if s.OK || s.Error == nil {
 		return "ok"
 	}
-	return s.Error.Kind + ": " + oneLine(s.Error.Message)
+	return s.Error.Kind + ": " + cli.OneLine(s.Error.Message)
 }
 
 // runPTDDiff compares two .ptd files (diff with both sides .ptd).

@@ -82,7 +82,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options, srcs []p
 	}
 	if plan.DataError != nil {
 		fmt.Fprintf(w, "data files FAIL to load (%s): %s; the methods below are planned without them\n\n",
-			plan.DataError.Kind, escText(oneLine(plan.DataError.Message)))
+			plan.DataError.Kind, escText(cli.OneLine(plan.DataError.Message)))
 	}
 	printPlan(w, f, plan, facts, opts.LoadOptions)
 	printExternalData(w, f, ext)

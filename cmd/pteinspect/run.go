@@ -182,8 +182,6 @@ func failErr(stderr io.Writer, name string, err error) int {
 	return exitFail
 }
 
-func oneLine(s string) string { return cli.OneLine(s) }
-
 func hint(name string, err error) string {
 	if h := input.Hint(err); h != "" {
 		return h

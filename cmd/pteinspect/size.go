@@ -12,6 +12,7 @@ import (
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/atomicfile"
+	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/ptd"
 )
@@ -125,10 +126,10 @@ func printSize(w io.Writer, name string, r *inspect.SizeReport, long bool) {
 		for _, s := range r.Shared {
 			users += s.Users
 		}
-		fmt.Fprintf(w, "dedup %s saved: %d users share %s\n", compilespec.DescribeSize(r.DedupSaved), users, plural(len(r.Shared), "payload"))
+		fmt.Fprintf(w, "dedup %s saved: %d users share %s\n", compilespec.DescribeSize(r.DedupSaved), users, cli.Count(len(r.Shared), "payload"))
 	}
 	for _, b := range r.Backends() {
-		fmt.Fprintf(w, "%-5s %s: %s in %s\n", "data", esc(b.Backend), compilespec.DescribeSize(b.Size), plural(b.Count, "payload"))
+		fmt.Fprintf(w, "%-5s %s: %s in %s\n", "data", esc(b.Backend), compilespec.DescribeSize(b.Size), cli.Count(b.Count, "payload"))
 	}
 	groups := r.Groups()
 	width := len(strconv.FormatInt(r.Size, 10))

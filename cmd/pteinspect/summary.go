@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/ptekit/ptekit/delegate"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/ptekit/ptekit/delegate"
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
@@ -151,14 +152,11 @@ func problemsText(s *inspect.Summary) string {
 	if s.Errors+s.Warnings == 0 {
 		return "none"
 	}
-	return plural(s.Errors, "error") + ", " + plural(s.Warnings, "warning")
+	return cli.Count(s.Errors, "error") + ", " + cli.Count(s.Warnings, "warning")
 }
 
-// plural is "1 error", "2 errors".
-func plural(n int, what string) string { return cli.Count(n, what) }
-
 func methodText(m *inspect.MethodSummary) string {
-	parts := []string{plural(m.Inputs, "input"), plural(m.Outputs, "output"), plural(m.Instructions, "instruction")}
+	parts := []string{cli.Count(m.Inputs, "input"), cli.Count(m.Outputs, "output"), cli.Count(m.Instructions, "instruction")}
 	if len(m.Returns) > 0 {
 		r := make([]string, len(m.Returns))
 		for i, c := range m.Returns {

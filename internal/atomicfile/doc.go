@@ -67,7 +67,7 @@
 //     directory after the rename, so a completed write survives a crash.
 //     An error syncing the directory is ignored: some file systems cannot
 //     sync directories, and the output is complete either way.
-//   - Inputs: [Refuse] and [Options.Inputs] refuse an output that is one of
+//   - Inputs: [Options.Inputs] refuses an output that is one of
 //     the command's inputs by path, through a symbolic link or as another
 //     hard link (same device and inode), with an [*InputError] naming both.
 //     A rewrite in place (a re-bake of X into X) names that input as

@@ -39,22 +39,11 @@ type input struct {
 	st   fs.FileInfo
 }
 
-// Refuse returns an *InputError when output names one of inputs: the same
-// path, a path that reaches it through symbolic links, or another hard
-// link to it (same device and inode). Inputs that do not exist are
-// compared by path only. It returns nil when output is none of them.
-func Refuse(output string, inputs ...string) error {
-	st, err := os.Stat(output)
-	if err != nil {
-		st = nil
-	}
-	_, err = checkInputs(output, st, inputs)
-	return err
-}
-
 // checkInputs refuses output (whose FileInfo is out, nil when it does not
-// exist) when it is one of inputs, and returns the inputs that exist, for
-// Commit to check again.
+// exist) when it is one of inputs: the same path, a path that reaches it
+// through symbolic links, or another hard link to it (same device and
+// inode); inputs that do not exist are compared by path only. It returns
+// the inputs that exist, for Commit to check again.
 func checkInputs(output string, out fs.FileInfo, inputs []string) ([]input, error) {
 	var ins []input
 	for _, in := range inputs {

@@ -13,10 +13,6 @@ import (
 // go test ./... -update.
 var update = flag.Bool("update", false, "rewrite golden files and generated fuzz seeds in testdata from the current output")
 
-// Updating reports whether the test binary runs with -update, the flag
-// that makes [Golden] rewrite the files it checks.
-func Updating() bool { return *update }
-
 // Golden checks that the file at path (a golden output, a committed fuzz
 // seed, a generated fixture) holds exactly got. With -update it (re)writes
 // the file from got instead, creating its directory. A missing or stale
