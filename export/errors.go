@@ -96,6 +96,11 @@ const (
 	// WarnOrphanUpload: a multipart upload to the output key, left by a
 	// writer that did not finish, is still in the store.
 	WarnOrphanUpload WarningKind = "orphan-upload"
+	// WarnReplacedVersion: the output replaced an object of a versioned
+	// bucket, which keeps the replaced version (its id is in the message,
+	// with how to restore it): the object store's counterpart of the
+	// file a local --force replaces.
+	WarnReplacedVersion WarningKind = "replaced-version"
 	// WarnUndoRecord: an interrupted in-place re-bake left its undo record
 	// beside the input, which a re-bake that is not in place does not
 	// apply: the input was read as it is (RecoverInPlace applies it).

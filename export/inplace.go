@@ -21,6 +21,16 @@ func RecoverInPlace(path string) (bool, error) {
 	return inplace.Recover(path)
 }
 
+// NoteUndoRecord is what Rebake adds to its outcome about the input file
+// path, for a re-bake that read path through an open File (RebakeFile,
+// RebakeObject): when an interrupted in-place re-bake left its undo
+// record beside path, a result gets a WarnUndoRecord warning and an error
+// says it, since the input was read as it is, possibly half re-baked. It
+// only looks (an lstat, when there is no record) and applies nothing.
+func NoteUndoRecord(path string, res *Result, err error) (*Result, error) {
+	return noteUndo(undorecord.Probe(path), path, res, err)
+}
+
 // noteUndo adds to the outcome of a re-bake of in that is not in place
 // what it did not do: apply the undo record n (nil when there is none).
 // A failure says it (the input may be half re-baked); a result gets a

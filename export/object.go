@@ -46,35 +46,49 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 		return nil, err
 	}
 	wopts.EarlyWriteback = false
-	if orphans, err := st.Orphans(ctx, dst); err == nil && len(orphans) > 0 {
-		res.Warnings = append(res.Warnings, Warning{Kind: WarnOrphanUpload, Msg: fmt.Sprintf(
-			"%d unfinished multipart upload(s) to %s remain from a writer that was killed or is still running (their parts are stored and billed): "+
-				"pteexport --recover %s aborts those idle for %s", len(orphans), dst, dst, objstore.QuietPeriod)})
+	res.Warnings = append(res.Warnings, orphanWarnings(ctx, st, dst)...)
+	// The output's size: exact once the assembly is laid out, else the
+	// input's, which a re-bake changes by its head only.
+	total := f.Size
+	var pieces []objstore.Piece
+	if src != nil {
+		if pieces, total, err = rebakePieces(ctx, f, prog, segs, wopts); err != nil {
+			return nil, fmt.Errorf("export: rebake: writing %s: %w", dst, err)
+		}
 	}
-	up, err := st.Create(ctx, dst, &objstore.UploadOptions{NoOverwrite: opts.NoOverwrite, SizeHint: f.Size})
+	var progress func(int64)
+	if opts.Progress != nil {
+		progress = func(n int64) { opts.Progress(n, max(total, n)) }
+	}
+	up, err := st.Create(ctx, dst, &objstore.UploadOptions{NoOverwrite: opts.NoOverwrite, SizeHint: total, Progress: progress})
 	if err != nil {
 		return nil, fmt.Errorf("export: rebake: %w", err)
 	}
 	defer up.Abort()
 	if opts.Progress != nil {
-		opts.Progress(0, f.Size)
+		opts.Progress(0, total)
 	}
-	var size int64
+	size := total
 	if src != nil {
-		var pieces []objstore.Piece
-		pieces, size, err = rebakePieces(ctx, f, prog, segs, wopts)
-		if err == nil {
-			err = up.Assemble(src, pieces, func(refused error) {
-				res.Warnings = append(res.Warnings, Warning{Kind: WarnCopyRefused, Msg: fmt.Sprintf("%s: %v", dst, refused)})
-			})
-		}
+		err = up.Assemble(src, pieces, func(refused error) {
+			res.Warnings = append(res.Warnings, Warning{Kind: WarnCopyRefused, Msg: fmt.Sprintf("%s: %v", dst, refused)})
+		})
 	} else {
-		w := &progressWriter{w: up, total: f.Size, progress: opts.Progress}
 		var info *pte.WriteInfo
-		if info, err = pte.Write(w, prog, segs, wopts); err == nil {
+		if info, err = pte.Write(up, prog, segs, wopts); err == nil {
 			size = info.Size
 		}
 	}
+	return commitObject(ctx, up, err, "export: rebake: ", res, size, opts.Progress)
+}
+
+// commitObject ends the write of an object of size bytes into up, whose
+// bytes are all sent unless err says otherwise: it commits the upload
+// unless err or ctx stop it (the caller's deferred Abort then discards
+// it), and fills res. An error is prefixed with prefix; an interrupt is
+// returned as context.Cause(ctx), but for a completion the store may have
+// done (objstore.CutCommitError), which says what is at the key.
+func commitObject(ctx context.Context, up *objstore.Upload, err error, prefix string, res *Result, size int64, progress func(written, total int64)) (*Result, error) {
 	if err == nil {
 		err = context.Cause(ctx)
 	}
@@ -82,36 +96,81 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 		err = up.Commit()
 	}
 	if err != nil {
-		if ctx.Err() != nil {
+		if _, cut := errors.AsType[*objstore.CutCommitError](err); ctx.Err() != nil && !cut {
 			err = context.Cause(ctx)
 		}
-		return nil, fmt.Errorf("export: rebake: writing %s: %w", dst, err)
+		return nil, fmt.Errorf("%swriting %s: %w", prefix, up.Location(), err)
 	}
-	if opts.Progress != nil {
-		opts.Progress(size, max(size, f.Size))
+	if progress != nil {
+		progress(size, size)
 	}
-	res.Path, res.Size = dst.String(), size
+	res.Path, res.Size = up.Location().String(), size
 	res.Uploaded, res.Copied = up.Moved()
 	res.Object = true
+	res.Warnings = append(res.Warnings, replacedWarnings(up)...)
 	return res, nil
 }
 
-// progressWriter passes writes on and reports how much went through.
-type progressWriter struct {
-	w        io.Writer
-	n, total int64
-	progress func(written, total int64)
-	last     int64
+// orphanWarnings is the WarnOrphanUpload warning of the multipart uploads
+// to dst that a killed writer left, if any.
+func orphanWarnings(ctx context.Context, st *objstore.Store, dst objstore.Location) []Warning {
+	orphans, err := st.Orphans(ctx, dst)
+	if err != nil || len(orphans) == 0 {
+		return nil
+	}
+	return []Warning{{Kind: WarnOrphanUpload, Msg: fmt.Sprintf(
+		"%d unfinished multipart upload(s) to %s remain from a writer that was killed or is still running (their parts are stored and billed): "+
+			"pteexport --recover %s aborts those idle for %s", len(orphans), dst, dst, objstore.QuietPeriod)}}
 }
 
-func (p *progressWriter) Write(b []byte) (int, error) {
-	n, err := p.w.Write(b)
-	p.n += int64(n)
-	if p.progress != nil && p.n-p.last >= 8<<20 {
-		p.last = p.n
-		p.progress(p.n, max(p.total, p.n))
+// replacedWarnings is the WarnReplacedVersion warning of a committed
+// upload that replaced an object of a versioned bucket.
+func replacedWarnings(up *objstore.Upload) []Warning {
+	v := up.PreviousVersion()
+	if v == "" {
+		return nil
 	}
-	return n, err
+	return []Warning{{Kind: WarnReplacedVersion, Msg: fmt.Sprintf(
+		"%s replaced an object the bucket keeps as version %s; copying that version onto the key restores it "+
+			"(aws s3api copy-object --copy-source BUCKET/KEY?versionId=%s)", up.Location(), v, v)}}
+}
+
+// WriteObject is WriteFileContext writing to an object store: p becomes
+// the object dst of st, streamed as it is built into one multipart upload
+// that is completed only when every byte is in place, and aborted on any
+// failure or when ctx is done (nothing appears at dst, and no upload is
+// left behind; a killed process leaves an upload that
+// objstore.Store.AbortOrphans removes, and the next write reports it as a
+// WarnOrphanUpload warning). Options.NoOverwrite refuses a key that holds
+// an object, before the upload and again when it completes; Progress is
+// called after every part; Inputs does not apply (no local file can be
+// the output).
+func WriteObject(ctx context.Context, st *objstore.Store, dst objstore.Location, p *Program, opts *Options) (*Result, error) {
+	var noOverwrite bool
+	if opts != nil {
+		noOverwrite = opts.NoOverwrite
+	}
+	b, err := build(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	warnings := orphanWarnings(ctx, st, dst)
+	var progress func(int64)
+	if b.progress != nil {
+		progress = func(n int64) { b.progress(n, max(b.total, n)) }
+	}
+	up, err := st.Create(ctx, dst, &objstore.UploadOptions{NoOverwrite: noOverwrite, SizeHint: b.total, Progress: progress})
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	defer up.Abort()
+	if b.progress != nil {
+		b.progress(0, b.total)
+	}
+	size, err := b.writeTo(up, false)
+	b.result.Warnings = append(b.result.Warnings, warnings...)
+	return commitObject(ctx, up, err, "export: ", b.result, size, b.progress)
 }
 
 // rebakePieces lays out the re-bake of f as pte.Write writes it, without

@@ -236,7 +236,7 @@ type Result struct {
 	InPlace   bool
 	Rewritten int64
 	// Object is true when the output is an object in a store
-	// (RebakeObject); Uploaded is then the number of bytes sent to the
+	// (RebakeObject, WriteObject); Uploaded is then the number of bytes sent to the
 	// store and Copied the number the store copied from the input on its
 	// side (an in-store re-bake).
 	Object           bool

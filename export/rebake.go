@@ -40,7 +40,10 @@ type RebakeOptions struct {
 	// by the kernel.
 	SegmentAlignment uint64
 	// Progress, when non-nil, is called as output bytes are written, with
-	// the size of the input as the expected total.
+	// the size of the input as the expected total. Writing to an object
+	// store (RebakeObject), it is called after every part the store
+	// holds, uploaded or copied on its side, with the output's size as the
+	// total when the output is assembled in the store.
 	Progress func(written, total int64)
 	// NoOverwrite refuses to replace an existing output file (atomically;
 	// the error wraps fs.ErrExist).

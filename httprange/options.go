@@ -24,6 +24,7 @@ const (
 	DefaultCacheBlocks     = 16
 	DefaultReadAhead       = 8 << 20
 	DefaultParallelism     = 4
+	DefaultPrefetchWidth   = 16
 	DefaultMaxRetries      = 4
 	DefaultRetryDelay      = 250 * time.Millisecond
 	DefaultMaxRetryDelay   = 10 * time.Second
@@ -69,6 +70,17 @@ type Options struct {
 	// Parallelism is how many range requests one large read may run at
 	// once. Default 4.
 	Parallelism int
+	// PrefetchWidth is how many single range requests Prefetch runs at
+	// once (a server without multi-range answers, an object store): the
+	// heads of a program's engines are fetched in about engines/16 round
+	// trips, not one each. Default 16.
+	PrefetchWidth int
+	// SingleRange says the server answers one range per request, as S3
+	// and the stores compatible with it do (several ranges get the whole
+	// object): Prefetch then sends no multi-range request, and merges
+	// ranges up to SingleRangeGap apart, since a request costs more than
+	// a few KiB of bytes between two ranges.
+	SingleRange bool
 	// MaxRetries is how often a request is retried after a connection
 	// error, a truncated body, a 5xx or a 429. Default 4; -1 means none.
 	MaxRetries int
@@ -144,6 +156,9 @@ func (o *Options) withDefaults() Options {
 	}
 	c.CacheBlocks = max(c.CacheBlocks, 1)
 	c.Parallelism = max(c.Parallelism, 1)
+	if c.PrefetchWidth <= 0 {
+		c.PrefetchWidth = DefaultPrefetchWidth
+	}
 	if c.RetryDelay <= 0 {
 		c.RetryDelay = DefaultRetryDelay
 	}

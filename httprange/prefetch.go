@@ -1,6 +1,7 @@
 package httprange
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,14 +29,41 @@ type extent struct {
 	data []byte
 }
 
+// Gaps between two ranges that Prefetch fetches as one, and the longest
+// range it makes by merging.
+const (
+	// MultiRangeGap is about what a part of a multipart/byteranges answer
+	// costs in headers: merging never costs more bytes than it saves.
+	MultiRangeGap = 256
+	// SingleRangeGap is for a server that answers one range per request
+	// (Options.SingleRange): a signed request and its answer cost a round
+	// trip and about a KiB of headers, and a store bills each, so ranges
+	// up to a page apart (the padding after one engine before the next
+	// engine's header) are fetched together.
+	SingleRangeGap = 4 << 10
+	// maxMerged bounds a range made by merging, so that one stays well
+	// inside the prefetch budget.
+	maxMerged = 256 << 10
+)
+
+// MultiRange reports whether Prefetch asks for scattered ranges in one
+// request (multipart/byteranges), rather than a request for each range
+// (Options.SingleRange): a caller that must read something of every one
+// of many places may then save requests by asking for more bytes.
+// A reader learns it too: after a server answered a multi-range request
+// with one range or the whole object, it sends no more.
+func (r *Reader) MultiRange() bool { return !r.opts.SingleRange && !r.noMulti.Load() }
+
 // Prefetch fetches ranges so that later reads inside any one of them make
 // no request. It suits many small scattered reads known in advance, such
 // as the header of every engine of a program: where a read through the
-// cache costs one request per range, Prefetch asks for up to 64 ranges in
-// one multi-range request (answered as multipart/byteranges, as
-// http.ServeContent does), and fetches what the answer lacks (a server
-// without multi-range support sends one range or the whole object) with
-// single range requests, Parallelism at a time.
+// cache costs one request per range, Prefetch first merges ranges less
+// than MultiRangeGap apart (SingleRangeGap with Options.SingleRange),
+// then asks for up to 128 ranges in one multi-range request (answered as
+// multipart/byteranges, as http.ServeContent does), and fetches what the
+// answer lacks (a server without multi-range support sends one range or
+// the whole object) with single range requests, PrefetchWidth at a time.
+// With Options.SingleRange every range gets a single request at once.
 //
 // Ranges are clipped to the object; ranges already held are skipped. The
 // prefetched bytes are kept up to the cache's size (CacheBlocks *
@@ -50,28 +79,37 @@ func (r *Reader) Prefetch(ctx context.Context, ranges []Range) error {
 	ctx, stop := r.bind(ctx)
 	defer stop()
 
-	budget := int64(r.opts.CacheBlocks) * int64(r.opts.BlockSize)
-	var want []Range
+	var todo []Range
 	r.mu.Lock()
 	for _, rg := range ranges {
 		if rg.Off < 0 || rg.Len <= 0 || rg.Off >= r.size {
 			continue
 		}
 		rg.Len = min(rg.Len, r.size-rg.Off)
-		if rg.Len > budget || r.heldLocked(rg.Off, rg.Off+rg.Len) {
+		if !r.heldLocked(rg.Off, rg.Off+rg.Len) {
+			todo = append(todo, rg)
+		}
+	}
+	r.mu.Unlock()
+	gap := int64(MultiRangeGap)
+	if !r.MultiRange() {
+		gap = SingleRangeGap
+	}
+	budget := int64(r.opts.CacheBlocks) * int64(r.opts.BlockSize)
+	var want []Range
+	for _, rg := range mergeRanges(todo, gap, maxMerged) {
+		if rg.Len > budget {
 			continue
 		}
 		budget -= rg.Len
 		want = append(want, rg)
 	}
-	r.mu.Unlock()
-	sort.Slice(want, func(i, j int) bool { return want[i].Off < want[j].Off })
 
 	var missing []Range
 	for len(want) > 0 {
 		batch := want[:min(len(want), maxRangesPerRequest)]
 		want = want[len(batch):]
-		if len(batch) == 1 {
+		if len(batch) == 1 || !r.MultiRange() {
 			missing = append(missing, batch...)
 			continue
 		}
@@ -88,6 +126,27 @@ func (r *Reader) Prefetch(ctx context.Context, ranges []Range) error {
 		}
 	}
 	return r.fetchRanges(ctx, missing)
+}
+
+// mergeRanges sorts ranges by offset and merges those that overlap or lie
+// at most gap bytes apart, into ranges of at most limit bytes (a range
+// longer than limit by itself is kept whole).
+func mergeRanges(ranges []Range, gap, limit int64) []Range {
+	rs := slices.Clone(ranges)
+	slices.SortFunc(rs, func(a, b Range) int { return cmp.Compare(a.Off, b.Off) })
+	var out []Range
+	for _, rg := range rs {
+		if n := len(out); n > 0 {
+			last := &out[n-1]
+			end := max(last.Off+last.Len, rg.Off+rg.Len)
+			if rg.Off <= last.Off+last.Len+gap && end-last.Off <= max(limit, last.Len) {
+				last.Len = end - last.Off
+				continue
+			}
+		}
+		out = append(out, rg)
+	}
+	return out
 }
 
 // heldLocked reports whether [off, end) is in the window, one extent or
@@ -127,7 +186,7 @@ func (r *Reader) putExtent(off int64, data []byte) {
 	}
 }
 
-// fetchRanges fetches each range with its own request, Parallelism at a
+// fetchRanges fetches each range with its own request, PrefetchWidth at a
 // time, and keeps it as an extent.
 func (r *Reader) fetchRanges(ctx context.Context, ranges []Range) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -138,7 +197,7 @@ func (r *Reader) fetchRanges(ctx context.Context, ranges []Range) error {
 		next     int
 		firstErr error
 	)
-	for range min(r.opts.Parallelism, len(ranges)) {
+	for range min(r.opts.PrefetchWidth, len(ranges)) {
 		wg.Go(func() {
 			for {
 				mu.Lock()
@@ -190,8 +249,11 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	defer resp.Body.Close()
 	switch code := resp.StatusCode; {
 	case code == http.StatusPartialContent:
-	case code == http.StatusOK || code == http.StatusRequestedRangeNotSatisfiable || code >= 500 || code == http.StatusTooManyRequests:
-		return got, nil // the whole object, a refusal, a failure: single requests will tell
+	case code == http.StatusOK || code == http.StatusRequestedRangeNotSatisfiable:
+		r.noMulti.Store(true) // the whole object, a refusal: single requests from now on
+		return got, nil
+	case code >= 500 || code == http.StatusTooManyRequests:
+		return got, nil // a failure: single requests will tell
 	default:
 		return nil, r.statusError(resp, first, span)
 	}
@@ -202,7 +264,9 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	ans := rangeAnswer{r: r, batch: batch, got: got, first: first, span: span, status: resp.StatusCode}
 	mt, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/byteranges" || params["boundary"] == "" {
-		// One range answered (the first, or several merged).
+		// One range answered (the first, or several merged): a server
+		// that answers one range per request.
+		r.noMulti.Store(true)
 		_, err := ans.take(resp.Header.Get("Content-Range"), body)
 		return got, err
 	}

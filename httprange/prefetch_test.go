@@ -3,8 +3,11 @@ package httprange
 import (
 	"bytes"
 	"net/http"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // scattered returns n 64-byte ranges spread over size bytes.
@@ -49,7 +52,7 @@ func readRanges(t *testing.T, r *Reader, rs []Range, data []byte) {
 
 // TestPrefetchFallback: a server that answers a multi-range request with
 // its first range only, or with the whole object, gets single requests
-// for the rest.
+// for the rest, and for every later Prefetch.
 func TestPrefetchFallback(t *testing.T) {
 	data := pattern(4<<20, 32)
 	o := &object{}
@@ -72,8 +75,10 @@ func TestPrefetchFallback(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
+			var multis atomic.Int64
 			srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 				if strings.Contains(req.Header.Get("Range"), ",") {
+					multis.Add(1)
 					multi(w, req)
 					return
 				}
@@ -89,6 +94,20 @@ func TestPrefetchFallback(t *testing.T) {
 			if r.Stats().Requests != before {
 				t.Errorf("reads after Prefetch made %d requests", r.Stats().Requests-before)
 			}
+			// A server that sent one range or the whole object is
+			// asked for one range per request from then on.
+			if learn := name != "bad parts"; r.MultiRange() == learn {
+				t.Errorf("MultiRange is %t", r.MultiRange())
+			}
+			multiBefore := multis.Load()
+			more := scattered(7, int64(len(data)-100_000))
+			if err := r.Prefetch(t.Context(), more); err != nil {
+				t.Fatal(err)
+			}
+			if n := multis.Load() - multiBefore; name != "bad parts" && n != 0 {
+				t.Errorf("%d more multi-range requests", n)
+			}
+			readRanges(t, r, more, data)
 		})
 	}
 }
@@ -100,4 +119,68 @@ func TestPrefetchChanged(t *testing.T) {
 	r := mustOpen(t, srv.URL, nil)
 	o.set(pattern(4<<20, 34), `"v2"`, tZero)
 	checkError(t, r.Prefetch(t.Context(), scattered(5, int64(len(data)))), KindChanged, ErrChanged, http.StatusPreconditionFailed)
+}
+
+// TestPrefetchSingleRange: with SingleRange no multi-range request is
+// sent; ranges a few KiB apart are merged, the others fetched
+// concurrently, up to PrefetchWidth at a time, so that 64 ranges from a
+// server that takes 20 ms per answer take a few round trips, not 64.
+func TestPrefetchSingleRange(t *testing.T) {
+	data := pattern(8<<20, 35)
+	o := &object{}
+	o.set(data, `"v"`, tZero)
+	var inflight, peak, multi atomic.Int64
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.Contains(req.Header.Get("Range"), ",") {
+			multi.Add(1)
+		}
+		n := inflight.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(20 * time.Millisecond)
+		inflight.Add(-1)
+		o.ServeHTTP(w, req)
+	}))
+	r := mustOpen(t, srv.URL, &Options{SingleRange: true, PrefetchWidth: 8})
+	if r.MultiRange() {
+		t.Fatal("MultiRange with SingleRange set")
+	}
+	rs := scattered(64, int64(len(data)))
+	// Each range's neighbour 2 KiB on: merged with it, not a request more.
+	for _, rg := range rs[:64] {
+		rs = append(rs, Range{Off: rg.Off + rg.Len + 2<<10, Len: 32})
+	}
+	before := r.Stats().Requests
+	start := time.Now()
+	if err := r.Prefetch(t.Context(), rs); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if n := r.Stats().Requests - before; n != 64 {
+		t.Errorf("Prefetch of 64 pairs of close ranges took %d requests, want 64", n)
+	}
+	if multi.Load() != 0 {
+		t.Errorf("%d multi-range requests sent", multi.Load())
+	}
+	if p := peak.Load(); p < 2 || p > 8 {
+		t.Errorf("at most %d requests ran at once, want 2 to 8", p)
+	}
+	if took > 64*20*time.Millisecond/2 {
+		t.Errorf("Prefetch took %v: its requests did not run concurrently", took)
+	}
+	mid := r.Stats().Requests
+	readRanges(t, r, rs, data)
+	if r.Stats().Requests != mid {
+		t.Errorf("reads after Prefetch made %d requests", r.Stats().Requests-mid)
+	}
+}
+
+// TestMergeRanges: overlapping and close ranges merge, up to the limit;
+// a range longer than the limit stays whole.
+func TestMergeRanges(t *testing.T) {
+	got := mergeRanges([]Range{{100, 10}, {0, 10}, {12, 4}, {105, 2}, {1000, 600}, {1601, 10}, {1620, 10}}, 10, 500)
+	want := []Range{{0, 16}, {100, 10}, {1000, 600}, {1601, 29}}
+	if !slices.Equal(got, want) {
+		t.Errorf("mergeRanges = %v, want %v", got, want)
+	}
 }

@@ -52,6 +52,7 @@ type Reader struct {
 	lastEnd int64 // end of the previous read: a read starting there is sequential
 
 	requests, bodyBytes, retries atomic.Int64
+	noMulti                      atomic.Bool // the server answered a multi-range request with one range or the whole object
 }
 
 // block is one cached block: bytes [idx*BlockSize, idx*BlockSize+len(data)).

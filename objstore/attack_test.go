@@ -263,7 +263,9 @@ func TestNonS3EndpointFailsWrites(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			n, _ := w.Write([]byte(page))
-			sent.Add(int64(n))
+			if r.Method != http.MethodHead { // no body goes with a HEAD's answer
+				sent.Add(int64(n))
+			}
 		}))
 		fakeEnv(t, srv.URL, "")
 		st, err := objstore.New(context.Background(), nil)

@@ -9,3 +9,9 @@ func SetAnswerWait(d time.Duration) func() {
 	answerWait = d
 	return func() { answerWait = old }
 }
+
+// ExpectedETag is the ETag S3 gives the object the upload's parts make.
+func (u *Upload) ExpectedETag() (string, bool) { return multipartETag(u.parts) }
+
+// ValidETag is validETag.
+var ValidETag = validETag

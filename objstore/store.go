@@ -206,8 +206,9 @@ func (s *Store) ObjectURL(loc Location, region string) *url.URL {
 
 // ReaderOptions returns the URL httprange.Open reads loc at and a copy of
 // base whose Client signs every request to that host (and only to it)
-// and names the object as loc. The caller's Header is kept, but for
-// Authorization, which the signature replaces.
+// and names the object as loc, with SingleRange set (S3 serves one range
+// per request). The caller's Header is kept, but for Authorization, which
+// the signature replaces.
 func (s *Store) ReaderOptions(ctx context.Context, loc Location, base *httprange.Options) (string, *httprange.Options) {
 	var o httprange.Options
 	if base != nil {
@@ -229,6 +230,7 @@ func (s *Store) ReaderOptions(ctx context.Context, loc Location, base *httprange
 	o.Client = &c
 	o.Name = loc.String()
 	o.AuthHint = authHint
+	o.SingleRange = true
 	return u.String(), &o
 }
 
@@ -305,11 +307,11 @@ func (s *Store) checkCredentials(ctx context.Context, loc Location) error {
 var errNoCredentials = errors.New("no AWS credentials found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or run where a role provides them)")
 
 // RoundTrip signs a copy of req. A request to another host (a redirect
-// off the store) is sent unsigned. A multi-range request is answered here
-// with 416 without reaching the store: S3 serves one range per request and
-// answers several with the whole object, which httprange would then
-// refuse after the store had started sending it; httprange falls back to
-// single ranges.
+// off the store) is sent unsigned. A multi-range request (which a reader
+// with SingleRange does not send) is answered here with 416 without
+// reaching the store: S3 serves one range per request and answers several
+// with the whole object, which httprange would then refuse after the
+// store had started sending it; httprange falls back to single ranges.
 func (t *signingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Host != t.host {
 		return t.base.RoundTrip(req)

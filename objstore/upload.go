@@ -2,6 +2,8 @@ package objstore
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +36,13 @@ const (
 // DefaultPartSize is the size of the parts Upload sends while it streams.
 const DefaultPartSize = 8 << 20
 
+// DefaultCopyPartSize is about the size of the parts Assemble has the
+// store copy (S3 allows up to MaxPartSize): a range is split into equal
+// parts of 1 to 2 GiB. A store takes seconds per GiB it copies, and a
+// part is a progress report, so a 20 GiB program is copied in 20 parts,
+// not 4 silent ones. Parts grow when the count would pass MaxParts.
+const DefaultCopyPartSize = 1 << 30
+
 // abortTimeout bounds an abort made after the caller's context is done.
 const abortTimeout = 30 * time.Second
 
@@ -47,6 +56,14 @@ type UploadOptions struct {
 	// so that they stay under MaxParts; 0 means DefaultPartSize parts
 	// (up to 80 GB).
 	SizeHint int64
+	// Progress, when non-nil, is told after every part, uploaded or
+	// copied, how many bytes of the object are in place.
+	Progress func(written int64)
+	// CopyPartSize sizes the parts Assemble has the store copy: a range
+	// is split into equal parts of CopyPartSize to twice that (one part
+	// when shorter). 0 means DefaultCopyPartSize; it is kept within
+	// MinPartSize and MaxPartSize/2.
+	CopyPartSize int64
 }
 
 // Upload is an object being written at a key as a multipart upload: the
@@ -60,6 +77,9 @@ type Upload struct {
 	ctx      context.Context
 	noOver   bool
 	partSize int
+	copyPart int64
+	progress func(int64)
+	previous string // the version id of the object at the key when the upload began, in a versioned bucket
 
 	buf   []byte
 	parts []types.CompletedPart
@@ -181,13 +201,26 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 		return nil, err
 	}
 	c := s.Client(ctx, loc.Bucket)
-	if o.NoOverwrite {
-		_, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &loc.Bucket, Key: &loc.Key})
-		if err == nil {
-			return nil, fmt.Errorf("objstore: %s: %w (use --force to replace it)", loc, fs.ErrExist)
+	// What is at the key: refused with NoOverwrite, else the version a
+	// versioned bucket keeps when the upload replaces it (one HEAD).
+	var previous string
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &loc.Bucket, Key: &loc.Key})
+	switch {
+	case err == nil && o.NoOverwrite:
+		return nil, fmt.Errorf("objstore: %s: %w (use --force to replace it)", loc, fs.ErrExist)
+	case err == nil:
+		if v := aws.ToString(head.VersionId); validVersionID(v) {
+			previous = v
 		}
+	case o.NoOverwrite:
 		var re *smithyhttp.ResponseError
 		if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusNotFound {
+			return nil, storeError("HeadObject", loc, err)
+		}
+	default:
+		// Without NoOverwrite only a notice depends on it: a role that
+		// may write the key but not read it still writes.
+		if ctx.Err() != nil {
 			return nil, storeError("HeadObject", loc, err)
 		}
 	}
@@ -203,7 +236,35 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 	if o.SizeHint > 0 {
 		ps = max(ps, int((o.SizeHint+MaxParts/2-1)/(MaxParts/2)))
 	}
-	return &Upload{client: c, loc: loc, id: aws.ToString(out.UploadId), ctx: ctx, noOver: o.NoOverwrite, partSize: ps}, nil
+	cp := o.CopyPartSize
+	if cp == 0 {
+		cp = DefaultCopyPartSize
+	}
+	cp = min(max(cp, MinPartSize), MaxPartSize/2)
+	return &Upload{client: c, loc: loc, id: aws.ToString(out.UploadId), ctx: ctx, noOver: o.NoOverwrite, partSize: ps,
+		copyPart: cp, progress: o.Progress, previous: previous}, nil
+}
+
+// PreviousVersion returns the version id of the object that was at the
+// key when the upload began, when the bucket is versioned: the store keeps
+// that version when Commit replaces it, and copying it back (S3's
+// CopyObject with ?versionId=) restores it. "" when there was no object,
+// or the bucket keeps no versions (a replaced object is then gone).
+func (u *Upload) PreviousVersion() string { return u.previous }
+
+// validVersionID reports whether v is a version id worth naming: S3's
+// are up to 1024 URL-safe characters, and "null" names the unversioned
+// object of a bucket that was not versioned when it was written.
+func validVersionID(v string) bool {
+	if v == "" || v == "null" || len(v) > 1024 {
+		return false
+	}
+	for _, c := range []byte(v) {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '+' || c == '=' || c == '/') {
+			return false
+		}
+	}
+	return true
 }
 
 // Location returns where the Upload writes.
@@ -217,6 +278,10 @@ func (u *Upload) Moved() (sent, copied int64) { return u.sent.Load(), u.copied.L
 func (u *Upload) Write(p []byte) (int, error) {
 	if u.done {
 		return 0, fmt.Errorf("objstore: %s: write after the upload ended", u.loc)
+	}
+	if u.ctx.Err() != nil {
+		// Stop a writer between parts at once, not at the next part.
+		return 0, context.Cause(u.ctx)
 	}
 	n := len(p)
 	for len(p) > 0 {
@@ -253,7 +318,15 @@ func (u *Upload) flush() error {
 	u.size += int64(len(u.buf))
 	u.parts = append(u.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
 	u.buf = u.buf[:0]
+	u.report()
 	return nil
+}
+
+// report tells Progress how much of the object is in place.
+func (u *Upload) report() {
+	if u.progress != nil {
+		u.progress(u.size)
+	}
 }
 
 // sliceReader is a seekable reader over a part's bytes (the SDK rewinds a
@@ -390,9 +463,15 @@ func (u *Upload) readFrom(src *Source, off, n int64) error {
 }
 
 // copyRange has the store copy n bytes of src at off as parts of at most
-// MaxPartSize (and at least MinPartSize, but for a short last one).
+// the copy part size (MaxPartSize when more would pass MaxParts), and at
+// least MinPartSize, but for a short last one.
 func (u *Upload) copyRange(src *Source, off, n int64) error {
-	count := (n + MaxPartSize - 1) / MaxPartSize
+	// Equal parts, each at least the copy part size (so at least
+	// MinPartSize) when n is, and at most MaxPartSize.
+	count := max(1, n/u.copyPart)
+	if (n+count-1)/count > MaxPartSize || len(u.parts)+int(count) > MaxParts {
+		count = (n + MaxPartSize - 1) / MaxPartSize
+	}
 	size := (n + count - 1) / count
 	if len(u.parts)+int(count) > MaxParts {
 		return fmt.Errorf("objstore: %s: more than %d parts", u.loc, MaxParts)
@@ -422,6 +501,7 @@ func (u *Upload) copyRange(src *Source, off, n int64) error {
 		u.parts = append(u.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(num)})
 		u.copied.Add(k)
 		u.size += k
+		u.report()
 		off, n = off+k, n-k
 	}
 	return nil
@@ -461,8 +541,19 @@ func (u *Upload) Commit() error {
 	}
 	out, err := u.client.CompleteMultipartUpload(u.ctx, in)
 	if err != nil {
-		u.Abort()
 		se := storeError("CompleteMultipartUpload", u.loc, err).(*StoreError)
+		if se.Status == 0 && se.Code == "" {
+			// No answer (the context ended, the connection or the store
+			// failed): the store may have completed the upload anyway.
+			// When it did and nothing asked to stop, the write succeeded
+			// and only its answer was lost.
+			err := u.settle(se)
+			if ce, ok := errors.AsType[*CutCommitError](err); ok && ce.Written && u.ctx.Err() == nil {
+				return nil
+			}
+			return err
+		}
+		u.Abort()
 		if se.Status == http.StatusPreconditionFailed {
 			return fmt.Errorf("objstore: %s: %w (another writer created it meanwhile)", u.loc, fs.ErrExist)
 		}
@@ -474,6 +565,104 @@ func (u *Upload) Commit() error {
 	}
 	u.done = true
 	return nil
+}
+
+// CutCommitError is a Commit whose request got no answer (its context
+// ended, the connection failed) while the store had completed the upload,
+// or may have: Written says the object at the key is this upload's (its
+// ETag is the one its parts give, ETag), which Commit returns only when
+// its context ended (otherwise the write succeeded: Commit returns nil);
+// without Written, whether the store completed it could not be found out.
+// Err is why the request was cut. When the store had not completed the
+// upload, Commit aborts it and returns the plain error instead: nothing
+// was written.
+type CutCommitError struct {
+	Location string
+	Written  bool
+	ETag     string
+	Err      error
+}
+
+// Error says what is at the key.
+func (e *CutCommitError) Error() string {
+	if e.Written {
+		return fmt.Sprintf("objstore: %s was written: the store completed the upload (ETag %s) as the request was cut (%v)", e.Location, e.ETag, e.Err)
+	}
+	return fmt.Sprintf("objstore: %s may have been written: the request completing the upload was cut (%v) and the store did not say whether it completed it; "+
+		"check the object before relying on it", e.Location, e.Err)
+}
+
+// Unwrap returns why the request was cut.
+func (e *CutCommitError) Unwrap() error { return e.Err }
+
+// settle finds out, after a CompleteMultipartUpload that got no answer,
+// whether the store completed the upload, under its own time limit (the
+// Upload's context may have ended). An abort that succeeds means it did
+// not: cut is returned, nothing was written. An abort refused with
+// NoSuchUpload means the upload is gone, completed (or aborted by another
+// hand): the key's ETag says whether the object there is this upload's.
+func (u *Upload) settle(cut *StoreError) error {
+	u.done = true
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), abortTimeout)
+	defer cancel()
+	_, err := u.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key, UploadId: &u.id})
+	if err == nil {
+		return cut
+	}
+	uncertain := &CutCommitError{Location: u.loc.String(), Err: cut}
+	if ae := storeError("AbortMultipartUpload", u.loc, err).(*StoreError); ae.Code != "NoSuchUpload" && ae.Status != http.StatusNotFound {
+		return uncertain
+	}
+	head, err := u.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key})
+	if err != nil {
+		var re *smithyhttp.ResponseError
+		if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
+			return cut // aborted by another hand: nothing at the key
+		}
+		return uncertain
+	}
+	want, ok := multipartETag(u.parts)
+	got := aws.ToString(head.ETag)
+	switch {
+	case ok && got == want:
+		return &CutCommitError{Location: u.loc.String(), Written: true, ETag: want, Err: cut}
+	case ok && validETag(got) && !strings.HasSuffix(got, fmt.Sprintf(`-%d"`, len(u.parts))):
+		// Another object (an older one, another writer's): not of as
+		// many parts. One of as many parts with another ETag may be
+		// this one from a store that sums parts its own way.
+		return cut
+	}
+	return uncertain
+}
+
+// multipartETag is the ETag S3 gives the object completed from parts:
+// the MD5 of their MD5s, then the count. ok is false when a part's ETag
+// is not an MD5 (as with some server-side encryption).
+func multipartETag(parts []types.CompletedPart) (string, bool) {
+	var sums []byte
+	for _, p := range parts {
+		b, err := hex.DecodeString(strings.Trim(aws.ToString(p.ETag), `"`))
+		if err != nil || len(b) != md5.Size {
+			return "", false
+		}
+		sums = append(sums, b...)
+	}
+	sum := md5.Sum(sums)
+	return fmt.Sprintf(`"%s-%d"`, hex.EncodeToString(sum[:]), len(parts)), true
+}
+
+// validETag reports whether e is an S3 ETag: a quoted MD5, with a part
+// count for a multipart object.
+func validETag(e string) bool {
+	h, n, multi := strings.Cut(strings.Trim(e, `"`), "-")
+	if b, err := hex.DecodeString(h); err != nil || len(b) != md5.Size || len(e) < 2 || e[0] != '"' || e[len(e)-1] != '"' {
+		return false
+	}
+	if multi {
+		k, err := strconv.Atoi(n)
+		return err == nil && k > 0 && k <= MaxParts
+	}
+	return true
 }
 
 func (u *Upload) flushEmpty() error {

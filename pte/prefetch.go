@@ -1,9 +1,7 @@
 package pte
 
 import (
-	"cmp"
 	"context"
-	"slices"
 
 	"github.com/ptekit/ptekit/httprange"
 )
@@ -15,15 +13,12 @@ type Range struct {
 
 // prefetcher is a reader that can fetch scattered ranges ahead of the
 // reads that need them in fewer round trips than one per read, as the
-// *httprange.Reader of OpenURL does with multi-range requests.
+// *httprange.Reader of OpenURL does with multi-range requests (or with
+// concurrent single ones for an object store).
 type prefetcher interface {
 	Prefetch(ctx context.Context, ranges []httprange.Range) error
+	MultiRange() bool
 }
-
-// mergeGap is the largest gap between two ranges that Prefetch fetches as
-// one: about what a part of a multipart/byteranges answer costs in
-// headers, so merging never costs more bytes than it saves in parts.
-const mergeGap = 256
 
 // CanPrefetch reports whether Prefetch does anything for this file's
 // reader (one over HTTP): callers need not work out ranges otherwise.
@@ -32,14 +27,27 @@ func (f *File) CanPrefetch() bool {
 	return ok
 }
 
+// PrefetchMultiRange reports whether Prefetch asks for scattered ranges
+// in one request (an HTTP server's multi-range answers) rather than a
+// request for each (an object store, which serves one range per
+// request, or a local file, where Prefetch does nothing). A caller that
+// reads something of every engine may then ask for more bytes at once to
+// save a second round of requests (check.Prefetch does).
+func (f *File) PrefetchMultiRange() bool {
+	p, ok := f.r.(prefetcher)
+	return ok && p.MultiRange()
+}
+
 // Prefetch tells the file's reader which ranges are about to be read. A
-// reader over HTTP (OpenURL) fetches them together, up to 64 in one
+// reader over HTTP (OpenURL) fetches them together, up to 128 in one
 // multi-range request, where reading them one by one costs a request
-// each; ranges less than a few hundred bytes apart are merged first. Any
-// other reader ignores the hint. Views that read something of every
-// delegate payload (inspect) call it first. ctx bounds the fetch, as does
-// the context the File was opened with; errors are the reader's, and a
-// caller may ignore them, since the reads that follow fail the same way.
+// each; from an object store, which serves one range per request, it
+// fetches them with concurrent requests. Close ranges are merged first
+// (httprange.Reader.Prefetch). Any other reader ignores the hint. Views
+// that read something of every delegate payload (inspect) call it first.
+// ctx bounds the fetch, as does the context the File was opened with;
+// errors are the reader's, and a caller may ignore them, since the reads
+// that follow fail the same way.
 func (f *File) Prefetch(ctx context.Context, ranges []Range) error {
 	p, ok := f.r.(prefetcher)
 	if !ok || len(ranges) == 0 {
@@ -51,15 +59,5 @@ func (f *File) Prefetch(ctx context.Context, ranges []Range) error {
 			rs = append(rs, httprange.Range{Off: r.Off, Len: min(r.Len, f.Size-r.Off)})
 		}
 	}
-	slices.SortFunc(rs, func(a, b httprange.Range) int { return cmp.Compare(a.Off, b.Off) })
-	merged := rs[:0]
-	for _, r := range rs {
-		if n := len(merged); n > 0 && r.Off <= merged[n-1].Off+merged[n-1].Len+mergeGap {
-			last := &merged[n-1]
-			last.Len = max(last.Len, r.Off+r.Len-last.Off)
-			continue
-		}
-		merged = append(merged, r)
-	}
-	return p.Prefetch(ctx, merged)
+	return p.Prefetch(ctx, rs)
 }

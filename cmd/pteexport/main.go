@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	pteexport --manifest model.json -o model.pte [--weight-streaming-budget-per-engine SIZE|auto]
+//	pteexport --manifest model.json -o model.pte|s3://bucket/model.pte [--weight-streaming-budget-per-engine SIZE|auto]
 //	          [--target-device cuda:N] [--inline-delegate-data] [--segment-alignment N] [--json] [--force]
 //	pteexport --from in.pte|URL -o out.pte --weight-streaming-budget-per-engine SIZE|auto [--target-device cuda:N]
 //	          [--header 'Name: value'] [--timeout DURATION]
@@ -31,7 +31,8 @@
 //
 // --from and -o take s3://bucket/key locations (credentials, region and
 // endpoint from the AWS SDK's chain: AWS_PROFILE, AWS_ENDPOINT_URL_S3, ...).
-// An s3:// output is one multipart upload, completed only when the whole
+// An s3:// output (of a build or a re-bake) is one multipart upload,
+// streamed as the program is written, completed only when the whole
 // program is in place and aborted on failure or interrupt; from an s3://
 // input in the same store it is assembled there: the new head is sent and
 // the segment bytes are copied by the store (UploadPartCopy), so that a
@@ -78,11 +79,12 @@ func main() {
 
 const usage = `Usage:
   pteexport --manifest model.json -o model.pte [options]   build a program from a manifest
+                                                           (-o s3://b/model.pte: into an object store)
   pteexport --from in.pte|URL -o out.pte [options]         re-bake an existing program
   pteexport --from s3://b/in.pte -o s3://b/out.pte [opts]  re-bake inside an object store
   pteexport --from in.pte --in-place [options]             re-bake it where it is (head only)
   pteexport --recover in.pte                               undo an interrupted --in-place re-bake
-  pteexport --recover s3://b/out.pte [--force]             abort a killed re-bake's upload
+  pteexport --recover s3://b/out.pte [--force]             abort a killed write's upload
   pteexport help                                           show this help
 
 The manifest format is in docs/manifest.md. Exit status: 0 success, 1 failure
@@ -129,6 +131,11 @@ func parseArgs(args []string) (*config, *pflag.FlagSet, error) {
 	}
 	if c.help || c.version {
 		return c, fs, nil
+	}
+	if objstore.IsS3(c.output) {
+		if _, err := objstore.Parse(c.output); err != nil {
+			return nil, fs, &usageError{"-o: " + err.Error()}
+		}
 	}
 	c.budgetSet = fs.Changed("weight-streaming-budget-per-engine")
 	c.alignmentSet = fs.Changed("segment-alignment")
@@ -198,8 +205,8 @@ func checkModes(c *config) error {
 		return &usageError{"--manifest and --from cannot be combined"}
 	case c.output == "":
 		return &usageError{"-o/--output is required"}
-	case c.from == "" && objstore.IsS3(c.output):
-		return &usageError{"-o s3://... is for re-bakes (--from); build to a file, then re-bake or upload it"}
+	case objstore.IsS3(c.output) && c.inPlace:
+		return &usageError{"--in-place rewrites a local file; -o is an s3:// location"}
 	case c.alignmentSet && c.alignment == 0:
 		return &usageError{"--segment-alignment must be at least 1"}
 	case c.from != "" && c.inline:
@@ -350,7 +357,21 @@ func runRecover(name string, stdout io.Writer, fail func(string, error)) int {
 // retrying, else 1.
 func failed(ctx context.Context, c *config, err error, fail func(string, error)) int {
 	var inputErr *export.InputError
+	cut, isCut := errors.AsType[*objstore.CutCommitError](err)
 	switch {
+	case isCut && errors.Is(err, context.Canceled):
+		// The store completed (or may have completed) the upload as
+		// the interrupt cut the request: say what is at the key.
+		if cut.Written {
+			fail(fmt.Sprintf("interrupted, but %s was written: the store completed the upload (ETag %s) as the request was cut; the object is whole", c.output, cut.ETag), err)
+		} else {
+			fail(fmt.Sprintf("interrupted; %s may have been written: the store completed the upload or not as the request was cut, "+
+				"and did not say which; check the object before relying on it", c.output), err)
+		}
+		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
+			return ie.ExitCode()
+		}
+		return 1
 	case errors.Is(err, context.Canceled):
 		fail(fmt.Sprintf("interrupted; %s was not written", c.output), err)
 		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
@@ -432,6 +453,17 @@ func build(ctx context.Context, c *config, progress func(int64, int64)) (*export
 	}
 	opts.Progress = progress
 	opts.NoOverwrite = !c.force
+	if objstore.IsS3(c.output) {
+		dst, err := objstore.Parse(c.output)
+		if err != nil {
+			return nil, &usageError{"-o: " + err.Error()}
+		}
+		st, err := objstore.New(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		return export.WriteObject(ctx, st, dst, m.Program, &opts)
+	}
 	opts.Inputs = append(opts.Inputs, c.manifest)
 	return export.WriteFileContext(ctx, c.output, m.Program, &opts)
 }
@@ -494,7 +526,15 @@ func rebakeObject(ctx context.Context, c *config, opener *input.Opener, opts *ex
 			src = &objstore.Source{Location: loc, Reader: r}
 		}
 	}
-	return export.RebakeObject(ctx, f, input.Display(c.from), st, src, dst, opts)
+	res, err := export.RebakeObject(ctx, f, input.Display(c.from), st, src, dst, opts)
+	if !input.IsURL(c.from) && c.from != "-" {
+		// As a re-bake to a file does: an input left half re-baked by
+		// an interrupted --in-place is said, not silently uploaded. An
+		// object has no such record: a write to a key never shows a
+		// partial object (see docs/security.md).
+		res, err = export.NoteUndoRecord(c.from, res, err)
+	}
+	return res, err
 }
 
 // recoverObject is --recover s3://bucket/key: abort the multipart uploads

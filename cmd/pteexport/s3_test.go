@@ -19,12 +19,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/export"
+	"github.com/ptekit/ptekit/internal/inplace"
 	"github.com/ptekit/ptekit/internal/s3test"
 	"github.com/ptekit/ptekit/internal/testprog"
+	"github.com/ptekit/ptekit/internal/undorecord"
 )
 
 // patterned is engine bytes that differ at every offset (so that a range
@@ -68,7 +71,13 @@ func s3Store(t *testing.T) *s3test.Server {
 // sameObject checks that the object bkt/key holds the file's bytes.
 func sameObject(t *testing.T, srv *s3test.Server, key, path string) {
 	t.Helper()
-	out, err := srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("bkt"), Key: aws.String(key)})
+	sameObjectIn(t, srv, "bkt", key, path)
+}
+
+// sameObjectIn checks that the object bucket/key holds the file's bytes.
+func sameObjectIn(t *testing.T, srv *s3test.Server, bucket, key, path string) {
+	t.Helper()
+	out, err := srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	require.NoError(t, err, key)
 	defer out.Body.Close()
 	h1 := sha256.New()
@@ -80,7 +89,7 @@ func sameObject(t *testing.T, srv *s3test.Server, key, path string) {
 	h2 := sha256.New()
 	_, err = io.Copy(h2, f)
 	require.NoError(t, err)
-	require.Equal(t, h2.Sum(nil), h1.Sum(nil), "s3://bkt/%s differs from %s", key, path)
+	require.Equal(t, h2.Sum(nil), h1.Sum(nil), "s3://%s/%s differs from %s", bucket, key, path)
 }
 
 // noObject checks that nothing is at bkt/key and no upload to it is left.
@@ -154,9 +163,6 @@ func TestS3Rebake(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, "already exists; use --force")
 	require.Empty(t, srv.Uploads(t, "bkt"))
-	// A build cannot write to the store.
-	r = runCmd("--manifest", "m.json", "-o", "s3://bkt/x.pte")
-	require.Equal(t, 2, r.code, r.stderr)
 }
 
 // TestS3RebakeLarge: the in-store re-bake of a 2 GiB, 64-engine program
@@ -324,4 +330,252 @@ func TestS3RebakeKilled(t *testing.T) {
 	r = runCmd("--recover", "s3://bkt/out.pte")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "no unfinished upload")
+}
+
+// TestS3RebakeProgress: an in-store re-bake reports its progress after
+// every part (the head, then each copy), not only at its start and end.
+func TestS3RebakeProgress(t *testing.T) {
+	srv := s3Store(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.pte")
+	writeProgram(t, in, 8, 5<<20)
+	srv.Put(t, "bkt", "in.pte", in)
+	var mu sync.Mutex
+	var reports [][2]int64
+	progressHook = func(_ context.Context, written, total int64) {
+		mu.Lock()
+		reports = append(reports, [2]int64{written, total})
+		mu.Unlock()
+	}
+	defer func() { progressHook = nil }()
+	r := runCmd("--from", "s3://bkt/in.pte", "-o", "s3://bkt/out.pte", "--weight-streaming-budget-per-engine", "8GiB", "--json")
+	require.Equal(t, 0, r.code, r.stderr)
+	size := decodeSummary(t, r.stdout).Size
+	var between int
+	for i, rep := range reports {
+		require.Equal(t, size, rep[1], "report %d of %v: the total is the output's size", i, reports)
+		if i > 0 {
+			require.GreaterOrEqual(t, rep[0], reports[i-1][0], "reports %v", reports)
+		}
+		if rep[0] > 0 && rep[0] < size {
+			between++
+		}
+	}
+	require.Equal(t, [2]int64{0, size}, reports[0])
+	require.Equal(t, [2]int64{size, size}, reports[len(reports)-1])
+	// The head part (5 MiB) and the copy of the rest: one report between.
+	require.GreaterOrEqual(t, between, 1, "reports %v", reports)
+}
+
+// TestS3Build: a build from a manifest to s3:// streams the program into
+// one multipart upload: the object holds the bytes of the same build to
+// a file, the --json summary says all of it was uploaded, an existing key
+// is kept without --force. A store failing a part mid-upload and SIGINT
+// while a part is on its way leave neither an object nor an upload; a
+// bad location is a usage error.
+func TestS3Build(t *testing.T) {
+	srv := s3Store(t)
+	m := writeManifest(t, twoEngines, map[string]string{
+		"a.engine": string(exampleEngine("a", 9<<20)), "b.engine": string(exampleEngine("b", 7<<20))})
+	local := filepath.Join(t.TempDir(), "local.pte")
+	r := runCmd("--manifest", m, "-o", local, "--weight-streaming-budget-per-engine", "4GiB")
+	require.Equal(t, 0, r.code, r.stderr)
+	want, err := os.ReadFile(local)
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	var reports []int64
+	progressHook = func(_ context.Context, written, _ int64) {
+		mu.Lock()
+		reports = append(reports, written)
+		mu.Unlock()
+	}
+	r = runCmd("--manifest", m, "-o", "s3://bkt/built.pte", "--weight-streaming-budget-per-engine", "4GiB", "--json")
+	progressHook = nil
+	require.Equal(t, 0, r.code, r.stderr)
+	sameObject(t, srv, "built.pte", local)
+	sum := decodeSummary(t, r.stdout)
+	require.Equal(t, "s3://bkt/built.pte", sum.Output)
+	require.Equal(t, int64(len(want)), sum.Size)
+	require.Equal(t, sum.Size, *sum.Uploaded)
+	require.Equal(t, int64(0), *sum.CopiedInStore)
+	require.Empty(t, srv.Uploads(t, "bkt"))
+	require.Greater(t, len(reports), 3, "progress after every part: %v", reports)
+	require.Equal(t, sum.Size, reports[len(reports)-1])
+
+	r = runCmd("--manifest", m, "-o", "s3://bkt/built.pte")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "already exists; use --force")
+	require.Empty(t, srv.Uploads(t, "bkt"))
+	r = runCmd("--manifest", m, "-o", "s3://bkt/built.pte", "--force", "--weight-streaming-budget-per-engine", "4GiB")
+	require.Equal(t, 0, r.code, r.stderr)
+	sameObject(t, srv, "built.pte", local)
+
+	// The second part fails (after the SDK's retries).
+	srv.FailWith(func(r *http.Request) int {
+		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") == "2" {
+			return http.StatusInternalServerError
+		}
+		return 0
+	})
+	r = runCmd("--manifest", m, "-o", "s3://bkt/fail.pte")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stderr, "UploadPart")
+	require.NotContains(t, r.stderr, srv.SecretKey)
+	noObject(t, srv, "fail.pte")
+
+	// SIGINT while the first part is on its way.
+	var once sync.Once
+	srv.FailWith(func(r *http.Request) int {
+		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") != "" {
+			once.Do(func() { assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT)) })
+			time.Sleep(100 * time.Millisecond)
+		}
+		return 0
+	})
+	r = runCmd("--manifest", m, "-o", "s3://bkt/int.pte")
+	srv.FailWith(nil)
+	require.Equal(t, 130, r.code, r.stderr)
+	require.Contains(t, r.stderr, "interrupted; s3://bkt/int.pte was not written")
+	noObject(t, srv, "int.pte")
+
+	r = runCmd("--manifest", m, "-o", "s3://bkt/a/../b.pte")
+	require.Equal(t, 2, r.code, r.stderr)
+}
+
+// TestS3RebakeUndoRecord: a local input that an interrupted --in-place
+// left half re-baked (its undo record beside it) is re-baked to s3:// as
+// to a file: read as it is, with the same undo-record warning, on stderr
+// and in --json.
+func TestS3RebakeUndoRecord(t *testing.T) {
+	if !inplace.Supported() {
+		t.Skip("in-place edits need write leases (Linux)")
+	}
+	srv := s3Store(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.pte")
+	require.NoError(t, os.WriteFile(path, testprog.Programs(t)["aligned_4096"], 0o644))
+	inplace.Hook = func(s inplace.Step) {
+		if s == inplace.StepSynced {
+			panic("crash")
+		}
+	}
+	assert.Panics(t, func() { runCmd("--from", path, "--in-place", "--weight-streaming-budget-per-engine", "3GiB") })
+	inplace.Hook = nil
+	_, err := os.Stat(undorecord.Path(path))
+	require.NoError(t, err, "the crash leaves the undo record")
+
+	warning := func(r cmdResult) string {
+		sum := decodeSummary(t, r.stdout)
+		for _, w := range sum.Warnings {
+			if w.Kind == string(export.WarnUndoRecord) {
+				return w.Message
+			}
+		}
+		return ""
+	}
+	local := runCmd("--from", path, "-o", filepath.Join(dir, "out.pte"), "--weight-streaming-budget-per-engine", "1GiB", "--json")
+	require.Equal(t, 0, local.code, local.stderr)
+	want := warning(local)
+	require.Contains(t, want, undorecord.Path(path))
+	remote := runCmd("--from", path, "-o", "s3://bkt/out.pte", "--weight-streaming-budget-per-engine", "1GiB", "--json")
+	require.Equal(t, 0, remote.code, remote.stderr)
+	require.Equal(t, want, warning(remote))
+	require.Contains(t, remote.stderr, undorecord.Path(path))
+	sameObject(t, srv, "out.pte", filepath.Join(dir, "out.pte"))
+	_, err = os.Stat(undorecord.Path(path))
+	require.NoError(t, err, "the record is reported, never applied")
+}
+
+// TestS3CompleteCut: SIGINT while the request completing the upload is
+// out. When the store completed it (its answer held back by the proxy),
+// pteexport says the object was written, and it is there, whole; when the
+// request never reached the store, that it was not, and nothing is there.
+// Either way no upload is left.
+func TestS3CompleteCut(t *testing.T) {
+	srv := s3Store(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.pte")
+	writeProgram(t, in, 4, 6<<20)
+	srv.Put(t, "bkt", "in.pte", in)
+	local := filepath.Join(dir, "local.pte")
+	require.Equal(t, 0, runCmd("--from", in, "-o", local, "--weight-streaming-budget-per-engine", "2GiB").code)
+	isComplete := func(method, query string) bool {
+		return method == http.MethodPost && strings.Contains(query, "uploadId=")
+	}
+	for i, from := range []string{"s3://bkt/in.pte", in} {
+		key := fmt.Sprintf("cut-%d.pte", i)
+		var once sync.Once
+		srv.HoldAnswer(func(r s3test.Request) time.Duration {
+			if isComplete(r.Method, r.Query) && r.Status == http.StatusOK {
+				once.Do(func() { assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT)) })
+				return 5 * time.Second
+			}
+			return 0
+		})
+		r := runCmd("--from", from, "-o", "s3://bkt/"+key, "--weight-streaming-budget-per-engine", "2GiB")
+		srv.HoldAnswer(nil)
+		require.Equal(t, 130, r.code, r.stderr)
+		require.Contains(t, r.stderr, "interrupted, but s3://bkt/"+key+" was written", from)
+		sameObject(t, srv, key, local)
+		require.Empty(t, srv.Uploads(t, "bkt"))
+
+		key = fmt.Sprintf("lost-%d.pte", i)
+		once = sync.Once{}
+		srv.FailWith(func(r *http.Request) int {
+			if isComplete(r.Method, r.URL.RawQuery) {
+				once.Do(func() { assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT)) })
+				time.Sleep(300 * time.Millisecond)
+				return http.StatusServiceUnavailable // never passed on
+			}
+			return 0
+		})
+		r = runCmd("--from", from, "-o", "s3://bkt/"+key, "--weight-streaming-budget-per-engine", "2GiB")
+		srv.FailWith(nil)
+		require.Equal(t, 130, r.code, r.stderr)
+		require.Contains(t, r.stderr, "interrupted; s3://bkt/"+key+" was not written", from)
+		noObject(t, srv, key)
+	}
+}
+
+// TestS3ReplacedVersion: replacing an object (--force) of a versioned
+// bucket says which version the store kept, and copying that version back
+// restores the object; in a bucket without versions nothing is said (the
+// replaced object is gone, as a file --force replaces).
+func TestS3ReplacedVersion(t *testing.T) {
+	srv := s3test.Start(t, s3test.Versioned())
+	srv.Setenv(t)
+	srv.Bucket(t, "bkt")
+	srv.Bucket(t, "plain")
+	_, err := srv.Client().PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{
+		Bucket: aws.String("bkt"), VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.pte")
+	writeProgram(t, in, 2, 1<<20)
+	for _, bucket := range []string{"bkt", "plain"} {
+		srv.Put(t, bucket, "out.pte", in)
+		head, err := srv.Client().HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("out.pte")})
+		require.NoError(t, err)
+		r := runCmd("--from", in, "-o", "s3://"+bucket+"/out.pte", "--force", "--weight-streaming-budget-per-engine", "3GiB", "--json")
+		require.Equal(t, 0, r.code, r.stderr)
+		var msg string
+		for _, w := range decodeSummary(t, r.stdout).Warnings {
+			if w.Kind == string(export.WarnReplacedVersion) {
+				msg = w.Message
+			}
+		}
+		if bucket == "plain" {
+			require.Empty(t, msg)
+			continue
+		}
+		v := aws.ToString(head.VersionId)
+		require.NotEmpty(t, v)
+		require.Contains(t, msg, "version "+v)
+		require.Contains(t, r.stderr, "version "+v)
+		_, err = srv.Client().CopyObject(context.Background(), &s3.CopyObjectInput{Bucket: aws.String(bucket), Key: aws.String("out.pte"),
+			CopySource: aws.String(bucket + "/out.pte?versionId=" + v)})
+		require.NoError(t, err)
+		sameObjectIn(t, srv, bucket, "out.pte", in)
+	}
 }

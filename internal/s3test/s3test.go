@@ -87,6 +87,7 @@ type Server struct {
 	mu       sync.Mutex
 	requests []Request
 	fail     func(*http.Request) int
+	hold     func(Request) time.Duration
 }
 
 // Option changes how Start runs the server.
@@ -173,6 +174,29 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 		body := &countingReader{r: r.Body}
 		r.Body = body
+		s.mu.Lock()
+		hold := s.hold
+		s.mu.Unlock()
+		if hold != nil {
+			// The store's answer is taken whole, then held back.
+			rr := httptest.NewRecorder()
+			proxy.ServeHTTP(rr, r)
+			rec.In, rec.Out, rec.Status = body.n, int64(rr.Body.Len()), rr.Code
+			s.record(rec)
+			if d := hold(rec); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-r.Context().Done():
+					return // the client went away
+				}
+			}
+			for k, v := range rr.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rr.Code)
+			w.Write(rr.Body.Bytes())
+			return
+		}
 		cw := &countingWriter{ResponseWriter: w}
 		proxy.ServeHTTP(cw, r)
 		rec.In, rec.Out, rec.Status = body.n, cw.n, cw.status
@@ -219,6 +243,16 @@ func (s *Server) Moved() (requests int, bytes int64) {
 func (s *Server) FailWith(f func(*http.Request) int) {
 	s.mu.Lock()
 	s.fail = f
+	s.mu.Unlock()
+}
+
+// HoldAnswer makes the proxy hold back the store's answer to each request
+// (the store has done what it asked) for as long as f returns, or until
+// the client gives up: a request cut after the store acted on it. f sees
+// the request with its status; nil stops it.
+func (s *Server) HoldAnswer(f func(Request) time.Duration) {
+	s.mu.Lock()
+	s.hold = f
 	s.mu.Unlock()
 }
 
