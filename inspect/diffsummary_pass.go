@@ -386,15 +386,16 @@ func (t *constTask) runHeld(keeps [2]*keeper) error {
 func constantResults(cmps map[dataKey]*dataCmp) *ConstantComparison {
 	c := &ConstantComparison{results: make(map[dataKey]*dataResult, len(cmps))}
 	for k, d := range cmps {
-		c.results[k] = d.result()
+		c.results[k] = d.result(k.n)
 	}
 	return c
 }
 
 // planConstants lists the comparisons SummarizeDiff makes (tensors at the
-// same method and value index of both programs): those needing no file
-// byte are made here; the others become tasks for the pass, one per pair
-// of buffers.
+// same method and value index of both programs), one reading of each pair
+// of buffers as each type (pairKey) giving those of every element count:
+// those needing no file byte are made here; the others become tasks for
+// the pass, one per pair of buffers.
 func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 	cmps := map[dataKey]*dataCmp{}
 	// Buffers are the same when their ranges are (or, in memory, their
@@ -403,8 +404,13 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 		a, b   uint32
 		ra, rb span
 	}
-	byPair := map[pair]*constTask{}
-	var tasks []*constTask
+	type reading struct {
+		d      *dataCmp
+		sa, sb constSource
+		p      pair
+	}
+	byType := map[pairKey]*reading{}
+	var readings []*reading
 	for i := range min(a.NumPlans(), b.NumPlans()) {
 		pa, pb := a.Plan(i), b.Plan(i)
 		if pa == nil || pb == nil {
@@ -419,26 +425,17 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 			if !okA || !okB || ta == nil || tb == nil {
 				continue
 			}
-			key := dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType, shape: fmt.Sprint(ta.Sizes)}
-			if cmps[key] != nil {
-				continue
-			}
-			sa, err := constantSource(a, ta.DataBufferIdx)
-			if err != nil {
-				return nil, nil, err
-			}
-			sb, err := constantSource(b, tb.DataBufferIdx)
-			if err != nil {
-				return nil, nil, err
-			}
-			numel, hasNum := numElements(ta.Sizes)
-			d := newDataCmp(sa.n, sb.n, ta.ScalarType, numel, hasNum, ta.Sizes)
-			cmps[key] = d
-			switch {
-			case d.limit == 0:
-			case !sa.inFile() && !sb.inFile():
-				d.feed(sa.mem[:d.limit], sb.mem[:d.limit])
-			default:
+			pk := pairKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType}
+			r := byType[pk]
+			if r == nil {
+				sa, err := constantSource(a, ta.DataBufferIdx)
+				if err != nil {
+					return nil, nil, err
+				}
+				sb, err := constantSource(b, tb.DataBufferIdx)
+				if err != nil {
+					return nil, nil, err
+				}
 				p := pair{a: ta.DataBufferIdx, b: tb.DataBufferIdx}
 				if sa.inFile() {
 					p.a, p.ra = 0, span{sa.off, sa.n}
@@ -446,15 +443,32 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 				if sb.inFile() {
 					p.b, p.rb = 0, span{sb.off, sb.n}
 				}
-				t := byPair[p]
-				if t == nil {
-					t = &constTask{a: sa, b: sb}
-					byPair[p] = t
-					tasks = append(tasks, t)
-				}
-				t.limit = max(t.limit, d.limit)
-				t.cmps = append(t.cmps, d)
+				r = &reading{d: newDataCmp(sa.n, sb.n, ta.ScalarType), sa: sa, sb: sb, p: p}
+				byType[pk] = r
+				readings = append(readings, r)
 			}
+			numel, hasNum := numElements(ta.Sizes)
+			n := elementsCompared(r.sa.n, r.sb.n, ta.ScalarType, numel, hasNum)
+			r.d.want(n)
+			cmps[dataKey{a: pk.a, b: pk.b, st: pk.st, n: n}] = r.d
+		}
+	}
+	byPair := map[pair]*constTask{}
+	var tasks []*constTask
+	for _, r := range readings {
+		switch d := r.d; {
+		case d.limit == 0:
+		case !r.sa.inFile() && !r.sb.inFile():
+			d.feed(r.sa.mem[:d.limit], r.sb.mem[:d.limit])
+		default:
+			t := byPair[r.p]
+			if t == nil {
+				t = &constTask{a: r.sa, b: r.sb}
+				byPair[r.p] = t
+				tasks = append(tasks, t)
+			}
+			t.limit = max(t.limit, d.limit)
+			t.cmps = append(t.cmps, d)
 		}
 	}
 	return cmps, tasks, nil
