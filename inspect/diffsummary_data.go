@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 
 	"github.com/ptekit/ptekit/pte"
@@ -47,9 +48,27 @@ type dataKey struct {
 
 // pairKey is a pair of buffers compared as one type: one reading of them
 // gives the comparison of every element count (dataKey) asked for.
+// Buffers are the same when their bytes are (bytesOf): in a hostile file
+// many buffers may name the same bytes, which are then compared once.
 type pairKey struct {
-	a, b uint32
+	a, b bytesID
 	st   pte.ScalarType
+}
+
+// bytesID is where a constant buffer's bytes are: a range of the file, or
+// the address and length of an inline buffer's storage (which aliases the
+// program region: a flatbuffer may point many buffers at one vector).
+type bytesID struct {
+	inline bool
+	at, n  int64
+}
+
+// bytesOf returns where s's bytes are.
+func bytesOf(s constSource) bytesID {
+	if s.inline {
+		return bytesID{inline: true, at: int64(reflect.ValueOf(s.mem).Pointer()), n: s.n}
+	}
+	return bytesID{at: s.off, n: s.n}
 }
 
 // elementsCompared is how many elements of two buffers of na and nb bytes

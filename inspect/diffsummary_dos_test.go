@@ -2,6 +2,8 @@ package inspect
 
 import (
 	"bytes"
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -81,4 +83,82 @@ func TestDiffManyShapesOneComparison(t *testing.T) {
 			assert.Greater(t, n, 40)
 		})
 	}
+}
+
+// TestDiffAliasedInlineBuffersOneComparison is an attack: a flatbuffer may
+// point many Buffer tables at one byte vector, and the reader's inline
+// buffers then alias the same bytes. Two 1.2 MiB programs with 2,000
+// inline buffers aliasing one 1 MiB vector took 19 s to diff (65,536
+// would take ten minutes), comparing the same bytes once per buffer. The
+// pass now compares the same bytes once. The files are built with distinct
+// buffers and made to alias after opening, as the reader gives them.
+func TestDiffAliasedInlineBuffersOneComparison(t *testing.T) {
+	progs := genPrograms(t)
+	const count, elems = 50, 300
+	var bufs [][]float32
+	for range count {
+		bufs = append(bufs, ramp(elems, nil))
+	}
+	a := withInlineConstants(t, progs["segment"], bufs...)
+	var files [2]*pte.File
+	for i := range files {
+		f, err := pte.NewFileWith(bytes.NewReader(a), int64(len(a)), &pte.OpenOptions{LazyPlans: true})
+		require.NoError(t, err)
+		defer f.Close()
+		files[i] = f
+		cb := f.Program.ConstantBuffer
+		require.Len(t, cb, count+1)
+		shared := cb[1].Storage
+		if i == 1 {
+			shared = bytes.Clone(shared)
+			shared[5] ^= 0x40
+		}
+		for _, b := range cb[1:] {
+			b.Storage = shared
+		}
+	}
+	cmps, tasks, err := planConstants(files[0], files[1])
+	require.NoError(t, err)
+	assert.Empty(t, tasks)
+	distinct := map[*dataCmp]bool{}
+	for k, d := range cmps {
+		if k.a > 0 { // not the program's own tensors
+			distinct[d] = true
+		}
+	}
+	assert.Len(t, distinct, 1, "one comparison of the bytes all the buffers alias")
+	cc := constantResults(cmps)
+	for k, r := range cc.results {
+		if k.a == 0 {
+			continue
+		}
+		require.True(t, r.differ, "%+v", k)
+		assert.Equal(t, int64(1), r.data.Differing, "%+v", k)
+	}
+}
+
+// TestModelHashesAliasedBytesOnce is the same attack on the document: the
+// program's JSON form with hashes (which diff builds) took the SHA-256 of
+// every inline buffer, hashing the bytes many buffers alias once per
+// buffer (2,000 buffers of 1 MiB: 2 GiB hashed from a 1.2 MiB file). Bytes
+// hashed now stay within the file's size.
+func TestModelHashesAliasedBytesOnce(t *testing.T) {
+	progs := genPrograms(t)
+	var bufs [][]float32
+	for range 64 {
+		bufs = append(bufs, ramp(4096, nil))
+	}
+	a := withInlineConstants(t, progs["segment"], bufs...)
+	f, err := pte.NewFileWith(bytes.NewReader(a), int64(len(a)), &pte.OpenOptions{LazyPlans: true})
+	require.NoError(t, err)
+	defer f.Close()
+	cb := f.Program.ConstantBuffer
+	for _, b := range cb[2:] {
+		b.Storage = cb[1].Storage
+	}
+	w := &modelWriter{hash: true}
+	w.value(reflect.ValueOf(f.Program), false)
+	assert.LessOrEqual(t, w.hashed, int64(2*len(cb[1].Storage)), "bytes hashed")
+	// Each buffer still shows its digest.
+	assert.Equal(t, len(cb)-1, bytes.Count(w.buf, []byte(fmt.Sprintf(`{"size":%d,"sha256":"`, len(cb[1].Storage)))))
 }

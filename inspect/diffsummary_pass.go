@@ -398,16 +398,9 @@ func constantResults(cmps map[dataKey]*dataCmp) *ConstantComparison {
 // the pass, one per pair of buffers.
 func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 	cmps := map[dataKey]*dataCmp{}
-	// Buffers are the same when their ranges are (or, in memory, their
-	// indices).
-	type pair struct {
-		a, b   uint32
-		ra, rb span
-	}
 	type reading struct {
 		d      *dataCmp
 		sa, sb constSource
-		p      pair
 	}
 	byType := map[pairKey]*reading{}
 	var readings []*reading
@@ -425,34 +418,29 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 			if !okA || !okB || ta == nil || tb == nil {
 				continue
 			}
-			pk := pairKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType}
+			sa, err := constantSource(a, ta.DataBufferIdx)
+			if err != nil {
+				return nil, nil, err
+			}
+			sb, err := constantSource(b, tb.DataBufferIdx)
+			if err != nil {
+				return nil, nil, err
+			}
+			pk := pairKey{a: bytesOf(sa), b: bytesOf(sb), st: ta.ScalarType}
 			r := byType[pk]
 			if r == nil {
-				sa, err := constantSource(a, ta.DataBufferIdx)
-				if err != nil {
-					return nil, nil, err
-				}
-				sb, err := constantSource(b, tb.DataBufferIdx)
-				if err != nil {
-					return nil, nil, err
-				}
-				p := pair{a: ta.DataBufferIdx, b: tb.DataBufferIdx}
-				if sa.inFile() {
-					p.a, p.ra = 0, span{sa.off, sa.n}
-				}
-				if sb.inFile() {
-					p.b, p.rb = 0, span{sb.off, sb.n}
-				}
-				r = &reading{d: newDataCmp(sa.n, sb.n, ta.ScalarType), sa: sa, sb: sb, p: p}
+				r = &reading{d: newDataCmp(sa.n, sb.n, ta.ScalarType), sa: sa, sb: sb}
 				byType[pk] = r
 				readings = append(readings, r)
 			}
 			numel, hasNum := numElements(ta.Sizes)
-			n := elementsCompared(r.sa.n, r.sb.n, ta.ScalarType, numel, hasNum)
+			n := elementsCompared(sa.n, sb.n, ta.ScalarType, numel, hasNum)
 			r.d.want(n)
-			cmps[dataKey{a: pk.a, b: pk.b, st: pk.st, n: n}] = r.d
+			cmps[dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType, n: n}] = r.d
 		}
 	}
+	// One task per pair of buffers, for all its types.
+	type pair struct{ a, b bytesID }
 	byPair := map[pair]*constTask{}
 	var tasks []*constTask
 	for _, r := range readings {
@@ -461,10 +449,11 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 		case !r.sa.inFile() && !r.sb.inFile():
 			d.feed(r.sa.mem[:d.limit], r.sb.mem[:d.limit])
 		default:
-			t := byPair[r.p]
+			p := pair{bytesOf(r.sa), bytesOf(r.sb)}
+			t := byPair[p]
 			if t == nil {
 				t = &constTask{a: r.sa, b: r.sb}
-				byPair[r.p] = t
+				byPair[p] = t
 				tasks = append(tasks, t)
 			}
 			t.limit = max(t.limit, d.limit)
