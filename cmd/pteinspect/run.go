@@ -197,6 +197,9 @@ func hint(name string, err error) string {
 		return " (hint: check the path)"
 	case errors.Is(err, syscall.EISDIR):
 		return " (hint: give a program file, not a directory)"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// Opening checked the size: bytes it vouched for are gone.
+		return " (hint: the file changed while it was read, " + esc(name) + " is shorter now; run again)"
 	}
 	return ""
 }
