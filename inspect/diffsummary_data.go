@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 
 	"github.com/ptekit/ptekit/pte"
@@ -35,12 +36,51 @@ type constSource struct {
 	mem    []byte
 }
 
-// dataKey is a comparison: both buffer indices and how to decode them
-// (type and A's shape, which the samples' indices follow).
+// dataKey is a comparison: both buffer indices, how to decode them (A's
+// type) and how many elements are compared. The samples' indices, which
+// follow A's shape, are each tensor's (unravel): tensors of other shapes
+// with the same element count share the comparison.
 type dataKey struct {
-	a, b  uint32
-	st    pte.ScalarType
-	shape string
+	a, b uint32
+	st   pte.ScalarType
+	n    int64
+}
+
+// pairKey is a pair of buffers compared as one type: one reading of them
+// gives the comparison of every element count (dataKey) asked for.
+// Buffers are the same when their bytes are (bytesOf): in a hostile file
+// many buffers may name the same bytes, which are then compared once.
+type pairKey struct {
+	a, b bytesID
+	st   pte.ScalarType
+}
+
+// bytesID is where a constant buffer's bytes are: a range of the file, or
+// the address and length of an inline buffer's storage (which aliases the
+// program region: a flatbuffer may point many buffers at one vector).
+type bytesID struct {
+	inline bool
+	at, n  int64
+}
+
+// bytesOf returns where s's bytes are.
+func bytesOf(s constSource) bytesID {
+	if s.inline {
+		return bytesID{inline: true, at: int64(reflect.ValueOf(s.mem).Pointer()), n: s.n}
+	}
+	return bytesID{at: s.off, n: s.n}
+}
+
+// elementsCompared is how many elements of two buffers of na and nb bytes
+// a tensor of type st and numel elements compares: those of the tensor
+// both buffers hold, none for a type upstream does not decode or an
+// unknown count (hasNum false).
+func elementsCompared(na, nb int64, st pte.ScalarType, numel int64, hasNum bool) int64 {
+	dec, es, _ := elementDecoder(st)
+	if dec == nil || !hasNum {
+		return 0
+	}
+	return min(numel, na/es, nb/es)
 }
 
 type dataResult struct {
@@ -118,10 +158,11 @@ func (c *constComparer) tensor(k int, ta, tb *pte.Tensor, ua, ub map[int32][]Usa
 	}
 	d.ByteSizeA, d.ByteSizeB = sa.n, sb.n
 	numel, hasNum := numElements(ta.Sizes)
-	key := dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType, shape: fmt.Sprint(ta.Sizes)}
+	n := elementsCompared(sa.n, sb.n, ta.ScalarType, numel, hasNum)
+	key := dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType, n: n}
 	res, ok := c.done[key]
 	if !ok {
-		res, err = c.compare(sa, sb, ta.ScalarType, numel, hasNum, ta.Sizes)
+		res, err = c.compare(sa, sb, ta.ScalarType, n)
 		if err != nil {
 			return nil, fmt.Errorf("inspect: diff summary: constant data of value %d: %w", k, err)
 		}
@@ -131,6 +172,9 @@ func (c *constComparer) tensor(k int, ta, tb *pte.Tensor, ua, ub map[int32][]Usa
 	if res.differ {
 		data := *res.data
 		data.Samples = slices.Clone(data.Samples)
+		for i := range data.Samples {
+			data.Samples[i].Index = unravel(data.Samples[i].Flat, ta.Sizes)
+		}
 		d.Data = &data
 	}
 	if len(d.Fields) == 0 && !d.BytesDiffer {
@@ -184,8 +228,9 @@ const compareChunk = 1 << 16
 // and, when they differ, their first elements as type st. The diff pass
 // (BuildDiffPair) compares file ranges as it reads them instead; this
 // reads them, for a summary of documents built without it.
-func (c *constComparer) compare(a, b constSource, st pte.ScalarType, numel int64, hasNum bool, sizes []int32) (*dataResult, error) {
-	d := newDataCmp(a.n, b.n, st, numel, hasNum, sizes)
+func (c *constComparer) compare(a, b constSource, st pte.ScalarType, n int64) (*dataResult, error) {
+	d := newDataCmp(a.n, b.n, st)
+	d.want(n)
 	if !d.res.differ && (a.n == 0 || (c.same && !a.inline && !b.inline && a.off == b.off)) {
 		return d.res, nil
 	}
@@ -205,21 +250,28 @@ func (c *constComparer) compare(a, b constSource, st pte.ScalarType, numel int64
 		}
 		d.feed(ba, bb)
 	}
-	return d.result(), nil
+	return d.result(n), nil
 }
 
 // dataCmp compares two constant buffers fed to it in pieces of equal
 // length, side by side from their first bytes: their bytes and, when they
-// differ, their first elements, which may straddle pieces.
+// differ, their first elements, which may straddle pieces. One reading
+// gives the comparison of each count of first elements asked for (want):
+// a count's statistics are those of the elements before it, noted (cuts)
+// as the elements go by.
 type dataCmp struct {
 	dec     func([]byte) float64
 	es      int64
 	isFloat bool
-	sizes   []int32
-	// n is the number of elements compared; limit the bytes compared
-	// (past the compared elements bytes only matter to bytes_differ, and
-	// only when the lengths agree).
+	na, nb  int64
+	// n is the number of elements compared, the most asked for; limit
+	// the bytes compared (past the compared elements bytes only matter
+	// to bytes_differ, and only when the lengths agree).
 	n, limit int64
+	// cuts are the counts asked for, increasing, and snaps the
+	// statistics before each of them, taken as the elements go by.
+	cuts  []int64
+	snaps []dataSnap
 	// pos counts the bytes fed; carry holds each side's bytes of an
 	// element cut by the end of a piece.
 	pos   int64
@@ -229,19 +281,35 @@ type dataCmp struct {
 	data  *DataDiff
 }
 
-func newDataCmp(na, nb int64, st pte.ScalarType, numel int64, hasNum bool, sizes []int32) *dataCmp {
+// dataSnap is the statistics of a comparison before one of its cuts.
+type dataSnap struct {
+	differing, samples int64
+	sum                float64
+	maxAbs             Float
+}
+
+// newDataCmp returns the comparison of two buffers of na and nb bytes as
+// type st, of no element until want asks for some.
+func newDataCmp(na, nb int64, st pte.ScalarType) *dataCmp {
 	dec, es, isFloat := elementDecoder(st)
-	d := &dataCmp{dec: dec, es: es, isFloat: isFloat, sizes: sizes,
+	d := &dataCmp{dec: dec, es: es, isFloat: isFloat, na: na, nb: nb,
 		res:  &dataResult{differ: na != nb},
 		data: &DataDiff{Decoded: dec != nil, Samples: []ElementDiff{}}}
-	if dec != nil && hasNum {
-		d.n = min(numel, na/es, nb/es)
-	}
-	d.limit = min(na, nb)
-	if d.res.differ {
-		d.limit = d.n * es
-	}
+	d.want(0)
 	return d
+}
+
+// want asks for the comparison of the first n elements (elementsCompared),
+// before any byte is fed.
+func (d *dataCmp) want(n int64) {
+	if i, ok := slices.BinarySearch(d.cuts, n); !ok {
+		d.cuts = slices.Insert(d.cuts, i, n)
+	}
+	d.n = max(d.n, n)
+	d.limit = min(d.na, d.nb)
+	if d.na != d.nb {
+		d.limit = d.n * d.es
+	}
 }
 
 // feed compares the next bytes of both buffers (ba and bb of the same
@@ -296,6 +364,7 @@ func (d *dataCmp) element(e int64, ea, eb []byte) {
 	if e >= d.n || bytes.Equal(ea, eb) {
 		return
 	}
+	d.snapTo(e)
 	x, y := d.dec(ea), d.dec(eb)
 	if d.isFloat && x == y {
 		return // -0 and +0
@@ -308,21 +377,36 @@ func (d *dataCmp) element(e int64, ea, eb []byte) {
 		data.MaxAbs = Float(diff)
 	}
 	if len(data.Samples) < MaxDiffSamples {
-		data.Samples = append(data.Samples, ElementDiff{Flat: e, Index: unravel(e, d.sizes), A: Float(x), B: Float(y)})
+		data.Samples = append(data.Samples, ElementDiff{Flat: e, A: Float(x), B: Float(y)})
 	}
 }
 
-// result returns the comparison of the bytes fed.
-func (d *dataCmp) result() *dataResult {
+// snapTo notes the statistics before each cut not past element e.
+func (d *dataCmp) snapTo(e int64) {
+	for len(d.snaps) < len(d.cuts) && d.cuts[len(d.snaps)] <= e {
+		d.snaps = append(d.snaps, dataSnap{differing: d.data.Differing, samples: int64(len(d.data.Samples)), sum: d.sum, maxAbs: d.data.MaxAbs})
+	}
+}
+
+// result returns the comparison of the first n elements (a count asked
+// for) of the bytes fed; the samples' indices are left to the tensor
+// (unravel).
+func (d *dataCmp) result(n int64) *dataResult {
 	if !d.res.differ {
 		return d.res
 	}
-	d.data.Elements = d.n
-	if d.data.Differing > 0 {
-		d.data.MeanAbs = Float(d.sum / float64(d.data.Differing))
+	d.snapTo(math.MaxInt64)
+	i, _ := slices.BinarySearch(d.cuts, n)
+	s := d.snaps[min(i, len(d.snaps)-1)]
+	data := &DataDiff{Decoded: d.data.Decoded, Elements: n, Differing: s.differing, MaxAbs: s.maxAbs,
+		Samples: slices.Clone(d.data.Samples[:s.samples])}
+	if n > 0 {
+		data.NotCompared = d.data.NotCompared
 	}
-	d.res.data = d.data
-	return d.res
+	if s.differing > 0 {
+		data.MeanAbs = Float(s.sum / float64(s.differing))
+	}
+	return &dataResult{differ: true, data: data}
 }
 
 // unravel returns the index in shape sizes of flat element e (row-major,

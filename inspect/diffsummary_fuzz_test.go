@@ -88,6 +88,9 @@ func FuzzDiffPass(f *testing.F) {
 	f.Add(a, swapLastTensors(f, a))
 	f.Add(swapLastTensors(f, a), withInlineConstants(f, progs["segment"], ramp(40, nil), ramp(50, nil), ramp(30, nil)))
 	f.Add(a, withConstantSegment(f, progs["chain"], ramp(41, nil), ramp(50, nil), ramp(30, nil)))
+	// Tensors of many shapes naming one buffer (one comparison serves
+	// them all: TestDiffManyShapesOneComparison).
+	f.Add(manyShapes(f, a, 40, 6), manyShapes(f, withInlineConstants(f, progs["segment"], ramp(40, func(i int) float32 { return float32(i % 3) })), 40, 6))
 	// A TensorRT blob whose segment a delegate of another backend names
 	// first.
 	f.Add(testprog.Rewrite(f, progs["chain"], func(p *pte.Program) {

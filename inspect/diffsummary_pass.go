@@ -386,25 +386,24 @@ func (t *constTask) runHeld(keeps [2]*keeper) error {
 func constantResults(cmps map[dataKey]*dataCmp) *ConstantComparison {
 	c := &ConstantComparison{results: make(map[dataKey]*dataResult, len(cmps))}
 	for k, d := range cmps {
-		c.results[k] = d.result()
+		c.results[k] = d.result(k.n)
 	}
 	return c
 }
 
 // planConstants lists the comparisons SummarizeDiff makes (tensors at the
-// same method and value index of both programs): those needing no file
-// byte are made here; the others become tasks for the pass, one per pair
-// of buffers.
+// same method and value index of both programs), one reading of each pair
+// of buffers as each type (pairKey) giving those of every element count:
+// those needing no file byte are made here; the others become tasks for
+// the pass, one per pair of buffers.
 func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 	cmps := map[dataKey]*dataCmp{}
-	// Buffers are the same when their ranges are (or, in memory, their
-	// indices).
-	type pair struct {
-		a, b   uint32
-		ra, rb span
+	type reading struct {
+		d      *dataCmp
+		sa, sb constSource
 	}
-	byPair := map[pair]*constTask{}
-	var tasks []*constTask
+	byType := map[pairKey]*reading{}
+	var readings []*reading
 	for i := range min(a.Program.NumPlans(), b.Program.NumPlans()) {
 		pa, pb := a.Program.Plan(i), b.Program.Plan(i)
 		if pa == nil || pb == nil {
@@ -419,10 +418,6 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 			if !okA || !okB || ta == nil || tb == nil {
 				continue
 			}
-			key := dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType, shape: fmt.Sprint(ta.Sizes)}
-			if cmps[key] != nil {
-				continue
-			}
 			sa, err := constantSource(a, ta.DataBufferIdx)
 			if err != nil {
 				return nil, nil, err
@@ -431,30 +426,38 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			numel, hasNum := numElements(ta.Sizes)
-			d := newDataCmp(sa.n, sb.n, ta.ScalarType, numel, hasNum, ta.Sizes)
-			cmps[key] = d
-			switch {
-			case d.limit == 0:
-			case !sa.inFile() && !sb.inFile():
-				d.feed(sa.mem[:d.limit], sb.mem[:d.limit])
-			default:
-				p := pair{a: ta.DataBufferIdx, b: tb.DataBufferIdx}
-				if sa.inFile() {
-					p.a, p.ra = 0, span{sa.off, sa.n}
-				}
-				if sb.inFile() {
-					p.b, p.rb = 0, span{sb.off, sb.n}
-				}
-				t := byPair[p]
-				if t == nil {
-					t = &constTask{a: sa, b: sb}
-					byPair[p] = t
-					tasks = append(tasks, t)
-				}
-				t.limit = max(t.limit, d.limit)
-				t.cmps = append(t.cmps, d)
+			pk := pairKey{a: bytesOf(sa), b: bytesOf(sb), st: ta.ScalarType}
+			r := byType[pk]
+			if r == nil {
+				r = &reading{d: newDataCmp(sa.n, sb.n, ta.ScalarType), sa: sa, sb: sb}
+				byType[pk] = r
+				readings = append(readings, r)
 			}
+			numel, hasNum := numElements(ta.Sizes)
+			n := elementsCompared(sa.n, sb.n, ta.ScalarType, numel, hasNum)
+			r.d.want(n)
+			cmps[dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType, n: n}] = r.d
+		}
+	}
+	// One task per pair of buffers, for all its types.
+	type pair struct{ a, b bytesID }
+	byPair := map[pair]*constTask{}
+	var tasks []*constTask
+	for _, r := range readings {
+		switch d := r.d; {
+		case d.limit == 0:
+		case !r.sa.inFile() && !r.sb.inFile():
+			d.feed(r.sa.mem[:d.limit], r.sb.mem[:d.limit])
+		default:
+			p := pair{bytesOf(r.sa), bytesOf(r.sb)}
+			t := byPair[p]
+			if t == nil {
+				t = &constTask{a: r.sa, b: r.sb}
+				byPair[p] = t
+				tasks = append(tasks, t)
+			}
+			t.limit = max(t.limit, d.limit)
+			t.cmps = append(t.cmps, d)
 		}
 	}
 	return cmps, tasks, nil

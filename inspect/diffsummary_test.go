@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,33 +83,36 @@ func TestCompareConstants(t *testing.T) {
 	// -2 -> 0.5; -0 and +0 (element 2) differ in bytes only.
 	a := half(0x3c00, 0x3c00, 0x0000, 0xc000)
 	b := half(0x3c00, 0x4000, 0x8000, 0x3800)
-	res, err := c.compare(inlineSource(a), inlineSource(b), pte.ScalarTypeHALF, 4, true, []int32{2, 2})
+	res, err := c.compare(inlineSource(a), inlineSource(b), pte.ScalarTypeHALF, 4)
 	require.NoError(t, err)
 	require.True(t, res.differ)
+	// The samples' indices are each tensor's (unravel).
 	assert.Equal(t, &DataDiff{Decoded: true, Elements: 4, Differing: 2, MaxAbs: 2.5, MeanAbs: 1.75, Samples: []ElementDiff{
-		{Flat: 1, Index: []int64{0, 1}, A: 1, B: 2},
-		{Flat: 3, Index: []int64{1, 1}, A: -2, B: 0.5},
+		{Flat: 1, A: 1, B: 2},
+		{Flat: 3, A: -2, B: 0.5},
 	}}, res.data)
+	assert.Equal(t, []int64{0, 1}, unravel(1, []int32{2, 2}))
+	assert.Equal(t, []int64{1, 1}, unravel(3, []int32{2, 2}))
 
 	// Equal bytes: no statistics.
-	res, err = c.compare(inlineSource(a), inlineSource(bytes.Clone(a)), pte.ScalarTypeHALF, 4, true, []int32{2, 2})
+	res, err = c.compare(inlineSource(a), inlineSource(bytes.Clone(a)), pte.ScalarTypeHALF, 4)
 	require.NoError(t, err)
 	assert.False(t, res.differ)
 	assert.Nil(t, res.data)
 
 	// Lengths differ: the bytes differ, the common elements are compared,
 	// bounded by A's element count.
-	res, err = c.compare(inlineSource([]byte{1, 0, 1, 1, 1}), inlineSource([]byte{1, 1, 1}), pte.ScalarTypeBOOL, 2, true, []int32{2})
+	res, err = c.compare(inlineSource([]byte{1, 0, 1, 1, 1}), inlineSource([]byte{1, 1, 1}), pte.ScalarTypeBOOL, 2)
 	require.NoError(t, err)
 	require.True(t, res.differ)
 	assert.Equal(t, int64(2), res.data.Elements)
 	assert.Equal(t, int64(1), res.data.Differing)
-	assert.Equal(t, []ElementDiff{{Flat: 1, Index: []int64{1}, A: 0, B: 1}}, res.data.Samples)
+	assert.Equal(t, []ElementDiff{{Flat: 1, A: 0, B: 1}}, res.data.Samples)
 
 	// Int64 values past 2^53 that float64 cannot tell apart still differ.
 	x := le.AppendUint64(nil, 1<<60)
 	y := le.AppendUint64(nil, 1<<60+1)
-	res, err = c.compare(inlineSource(x), inlineSource(y), pte.ScalarTypeLONG, 1, true, nil)
+	res, err = c.compare(inlineSource(x), inlineSource(y), pte.ScalarTypeLONG, 1)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), res.data.Differing)
 
@@ -118,22 +122,22 @@ func TestCompareConstants(t *testing.T) {
 		fa = le.AppendUint32(fa, math.Float32bits(float32(i)))
 		fb = le.AppendUint32(fb, math.Float32bits(float32(i)+float32(i%4)))
 	}
-	res, err = c.compare(inlineSource(fa), inlineSource(fb), pte.ScalarTypeFLOAT, 40, true, []int32{4, 10})
+	res, err = c.compare(inlineSource(fa), inlineSource(fb), pte.ScalarTypeFLOAT, 40)
 	require.NoError(t, err)
 	assert.Equal(t, int64(30), res.data.Differing)
 	assert.Equal(t, Float(3), res.data.MaxAbs)
 	assert.Equal(t, Float(2), res.data.MeanAbs)
 	require.Len(t, res.data.Samples, MaxDiffSamples)
-	assert.Equal(t, ElementDiff{Flat: 13, Index: []int64{1, 3}, A: 13, B: 14}, res.data.Samples[9])
+	assert.Equal(t, ElementDiff{Flat: 13, A: 13, B: 14}, res.data.Samples[9])
 
 	// A buffer that cannot be read whole is an error naming the bytes.
 	short := constSource{r: bytes.NewReader([]byte{1, 2}), n: 4}
-	_, err = c.compare(short, inlineSource([]byte{1, 2, 3, 4}), pte.ScalarTypeBYTE, 4, true, []int32{4})
+	_, err = c.compare(short, inlineSource([]byte{1, 2, 3, 4}), pte.ScalarTypeBYTE, 4)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "reading A's bytes 0..4")
 
 	// A type upstream does not decode: the bytes differ, nothing counted.
-	res, err = c.compare(inlineSource([]byte{1}), inlineSource([]byte{2}), pte.ScalarTypeQINT8, 1, true, []int32{1})
+	res, err = c.compare(inlineSource([]byte{1}), inlineSource([]byte{2}), pte.ScalarTypeQINT8, 0)
 	require.NoError(t, err)
 	assert.True(t, res.differ)
 	assert.Equal(t, &DataDiff{Samples: []ElementDiff{}}, res.data)
@@ -324,17 +328,36 @@ func TestDataCmpPieces(t *testing.T) {
 		}
 		fb = le.AppendUint32(fb, math.Float32bits(v))
 	}
-	whole := newDataCmp(int64(len(fa)), int64(len(fb)), pte.ScalarTypeFLOAT, 64, true, []int32{8, 8})
+	whole := newDataCmp(int64(len(fa)), int64(len(fb)), pte.ScalarTypeFLOAT)
+	whole.want(64)
 	whole.feed(fa, fb)
-	want := whole.result()
+	want := whole.result(64)
 	require.True(t, want.differ)
 	require.Equal(t, int64(7), want.data.Differing)
 	for _, piece := range []int{1, 3, 5, 7, 13} {
-		d := newDataCmp(int64(len(fa)), int64(len(fb)), pte.ScalarTypeFLOAT, 64, true, []int32{8, 8})
+		d := newDataCmp(int64(len(fa)), int64(len(fb)), pte.ScalarTypeFLOAT)
+		d.want(64)
 		for p := 0; p < len(fa); p += piece {
 			e := min(p+piece, len(fa))
 			d.feed(fa[p:e], fb[p:e])
 		}
-		assert.Equal(t, want, d.result(), "pieces of %d bytes", piece)
+		assert.Equal(t, want, d.result(64), "pieces of %d bytes", piece)
+	}
+	// One reading asked for several counts of first elements gives, for
+	// each, what a reading asked for that count alone gives.
+	cuts := []int64{0, 1, 4, 5, 13, 14, 40, 64}
+	all := newDataCmp(int64(len(fa)), int64(len(fb)), pte.ScalarTypeFLOAT)
+	for _, n := range slices.Backward(cuts) {
+		all.want(n)
+	}
+	for p := 0; p < len(fa); p += 7 {
+		e := min(p+7, len(fa))
+		all.feed(fa[p:e], fb[p:e])
+	}
+	for _, n := range cuts {
+		one := newDataCmp(int64(len(fa)), int64(len(fb)), pte.ScalarTypeFLOAT)
+		one.want(n)
+		one.feed(fa, fb)
+		assert.Equal(t, one.result(n), all.result(n), "the first %d elements", n)
 	}
 }

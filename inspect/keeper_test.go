@@ -83,7 +83,9 @@ func TestHoldTasks(t *testing.T) {
 	file := func(off int64) constSource { return constSource{off: off, n: 100} }
 	mem := constSource{inline: true, n: 100, mem: make([]byte, 100)}
 	task := func(a, b constSource) *constTask {
-		return &constTask{a: a, b: b, limit: 100, cmps: []*dataCmp{newDataCmp(100, 100, pte.ScalarTypeFLOAT, 25, true, []int32{25})}}
+		d := newDataCmp(100, 100, pte.ScalarTypeFLOAT)
+		d.want(25)
+		return &constTask{a: a, b: b, limit: 100, cmps: []*dataCmp{d}}
 	}
 	// Byte x of A is read at step x/1000, of B at step x/1000 too.
 	step := func(x int64) int64 { return x / 1000 }

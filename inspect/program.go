@@ -140,7 +140,15 @@ type modelWriter struct {
 	// plans, when set, gives the plans of the Program written, in place
 	// of its own (a document written plan by plan, some left out).
 	plans iter.Seq[*pte.ExecutionPlan]
+	// sums are the digests of the larger byte vectors hashed, by where
+	// their bytes are: in a hostile file many vectors may alias the same
+	// bytes, hashed once. hashed counts the bytes hashed.
+	sums   map[bytesID][sha256.Size]byte
+	hashed int64
 }
+
+// memoFrom is the size from which modelWriter remembers a vector's digest.
+const memoFrom = 4 << 10
 
 const flushAt = 32 << 10
 
@@ -246,12 +254,31 @@ func (w *modelWriter) bytes(b []byte) {
 	w.buf = append(w.buf, `{"size":`...)
 	w.buf = strconv.AppendInt(w.buf, int64(len(b)), 10)
 	if w.hash {
-		sum := sha256.Sum256(b)
+		sum := w.sum(b)
 		w.buf = append(w.buf, `,"sha256":"`...)
 		w.buf = hex.AppendEncode(w.buf, sum[:])
 		w.buf = append(w.buf, '"')
 	}
 	w.buf = append(w.buf, '}')
+}
+
+// sum returns the SHA-256 of b, of the larger vectors once for their bytes.
+func (w *modelWriter) sum(b []byte) [sha256.Size]byte {
+	if len(b) < memoFrom {
+		w.hashed += int64(len(b))
+		return sha256.Sum256(b)
+	}
+	id := bytesOf(constSource{inline: true, mem: b, n: int64(len(b))})
+	if s, ok := w.sums[id]; ok {
+		return s
+	}
+	if w.sums == nil {
+		w.sums = map[bytesID][sha256.Size]byte{}
+	}
+	w.hashed += int64(len(b))
+	s := sha256.Sum256(b)
+	w.sums[id] = s
+	return s
 }
 
 // object appends a table.

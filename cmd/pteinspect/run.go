@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -194,6 +195,11 @@ func hint(name string, err error) string {
 		return " (hint: pteinspect --verify " + esc(name) + " lists every problem found)"
 	case errors.Is(err, os.ErrNotExist):
 		return " (hint: check the path)"
+	case errors.Is(err, syscall.EISDIR):
+		return " (hint: give a program file, not a directory)"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// Opening checked the size: bytes it vouched for are gone.
+		return " (hint: the file changed while it was read, " + esc(name) + " is shorter now; run again)"
 	}
 	return ""
 }

@@ -457,6 +457,8 @@ func TestUsageAndFailures(t *testing.T) {
 		bundledPath:    "bundled program",
 		rootPastEnd(t): "--verify",
 		filepath.Join(t.TempDir(), "does_not_exist.pte"): "does_not_exist.pte does not exist (hint: check the path)",
+		// A directory given for a file: named, with a hint.
+		t.TempDir(): "is a directory (hint: give a program file, not a directory)",
 	}
 	for file, want := range failures {
 		r := runArgs(nil, file)
