@@ -224,10 +224,42 @@ func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 		}
 		return f, nil
 	}
+	if data, ok, err := o.readPipe(name, func(head []byte) (int64, error) { return pte.CheckHead(head, &o.ProgramOptions) }); ok {
+		if err != nil {
+			return nil, err
+		}
+		f, err := pte.NewFileWith(data, data.size, &o.ProgramOptions)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, ExplainLimit(err))
+		}
+		return f, nil
+	}
 	// An undo record beside the file is never applied here (a viewer never
 	// writes): UndoNotice tells the caller about it.
 	f, err := pte.OpenWith(name, &o.ProgramOptions)
 	return f, ExplainLimit(err)
+}
+
+// readPipe reads name into memory the way standard input is read (bounded,
+// its head checked first) when it names a pipe, a socket or a device:
+// something with no size to read at offsets, such as the /dev/fd/N a
+// shell's <(...) gives. ok is false for anything else (a regular file, a
+// directory, a name that does not exist), which the caller opens as a file.
+func (o *Opener) readPipe(name string, check func(head []byte) (int64, error)) (data *chunks, ok bool, err error) {
+	st, err := os.Stat(name)
+	if err != nil || st.Mode().IsRegular() || st.IsDir() {
+		return nil, false, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, true, err
+	}
+	defer f.Close()
+	data, err = o.readStream(f, name, check)
+	if err != nil {
+		return nil, true, fmt.Errorf("%s: %w", name, ExplainLimit(err))
+	}
+	return data, true, nil
 }
 
 // UndoNotice says, when an interrupted pteexport --in-place left its undo
@@ -281,6 +313,12 @@ func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
 			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
 		}
 		return &Source{ReaderAt: data, Size: data.size, Name: "<stdin>"}, nil
+	}
+	if data, ok, err := o.readPipe(name, checkDataHead(&o.ProgramOptions)); ok {
+		if err != nil {
+			return nil, err
+		}
+		return &Source{ReaderAt: data, Size: data.size, Name: name}, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -345,12 +383,17 @@ func (o *Opener) readStdin(check func(head []byte) (int64, error)) (*chunks, err
 	if stdin == nil {
 		stdin = bytes.NewReader(nil)
 	}
+	return o.readStream(stdin, "standard input", check)
+}
+
+// readStream is readStdin over any stream, what naming it in errors.
+func (o *Opener) readStream(stdin io.Reader, what string, check func(head []byte) (int64, error)) (*chunks, error) {
 	limit := o.stdinLimit()
 	head := make([]byte, pte.HeadSize)
 	k, err := io.ReadFull(stdin, head)
 	head = head[:k]
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return nil, fmt.Errorf("reading standard input: %w", err)
+		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}
 	end, err := check(head)
 	if err != nil {
@@ -367,7 +410,7 @@ func (o *Opener) readStdin(check func(head []byte) (int64, error)) (*chunks, err
 	}
 	data := &chunks{}
 	if err := data.readFrom(io.MultiReader(bytes.NewReader(head), stdin), upTo); err != nil {
-		return nil, fmt.Errorf("reading standard input: %w", err)
+		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}
 	if data.size > limit {
 		return nil, &StdinLimitError{Size: -1, Limit: limit}
