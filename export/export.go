@@ -3,8 +3,10 @@ package export
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"strings"
@@ -106,7 +108,9 @@ type built struct {
 	total    int64 // expected output size, for progress
 	progress func(written, total int64)
 	files    fileSet
-	held     int64 // bytes of engine files held in memory
+	held     int64  // bytes of engine files held in memory
+	scratch  []byte // a small engine read to take its sum
+	hash     hash.Hash
 }
 
 // writeTo writes the program to w and returns its size. The program is
@@ -132,6 +136,10 @@ func (b *built) close() { b.files.close() }
 type source struct {
 	r    io.ReaderAt
 	size int64
+	// sum is the SHA-256 of the bytes of a small engine file, read when
+	// it was opened and not held (readSmallEngine); summed says it is set.
+	sum    [sha256.Size]byte
+	summed bool
 }
 
 // checkBlob reads the passed-through blob of m.Calls[i] the ways
@@ -210,6 +218,11 @@ func (e *BlobHazardError) Error() string {
 type blobEntry struct {
 	sr  *io.SectionReader
 	del *pte.BackendDelegate // the delegate whose data it is
+	// sum, when summed, names the blob's bytes: the SHA-256 of its
+	// prefix (header, metadata, padding) and of its engine's SHA-256
+	// (see blobSum); dedupBlobs compares blobs by it without reading them.
+	sum    [sha256.Size]byte
+	summed bool
 	// method, call and callName name the call in an error reading the
 	// blob (fail): names, not the call's methodDef, which the build lets
 	// go of once the method is planned.
@@ -451,10 +464,13 @@ func (b *built) place(prog *pte.Program, entries []*blobEntry, opts *Options) er
 	return nil
 }
 
-// Engine files up to maxHeldEngine bytes are held in memory, up to
-// maxHeldEngines bytes in all: a program of many small engines then opens
-// each once, and the memory stays bounded. Past the budget, small engines
-// are read from their files with raw system calls (see smallFile).
+// Engine files up to maxHeldEngine bytes are small. On Linux a small
+// engine is read once when it is opened, to take its SHA-256, by which
+// dedupBlobs compares it, and again when it is written, with raw system
+// calls (see readSmallEngine): holding them instead was a quarter of the
+// peak memory of an export of 65,536 engines of 1 KiB. Elsewhere, and
+// for passed-through blobs (read several times to check them), small
+// files are held in memory, up to maxHeldEngines bytes in all.
 const maxHeldEngine = 16 << 10
 
 // maxHeldEngines is a variable so that tests can reach past it.
@@ -471,7 +487,20 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 		if src, ok := files[s.Path]; ok {
 			return src, nil
 		}
-		if b.held < maxHeldEngines {
+		if s.Kind == SourceEngine {
+			if b.scratch == nil {
+				b.scratch = make([]byte, maxHeldEngine)
+			}
+			sf, sum, ok, err := readSmallEngine(s.Path, maxHeldEngine, b.scratch)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				src := &source{r: sf, size: sf.size, sum: sum, summed: true}
+				files[s.Path] = src
+				return src, nil
+			}
+		} else if b.held < maxHeldEngines {
 			data, ok, err := readSmallFile(s.Path, min(maxHeldEngine, maxHeldEngines-b.held))
 			if err != nil {
 				return nil, err
@@ -479,21 +508,6 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 			if ok {
 				b.held += int64(len(data))
 				src := &source{r: bytes.NewReader(data), size: int64(len(data))}
-				files[s.Path] = src
-				return src, nil
-			}
-		} else if s.Kind == SourceEngine {
-			// Past the budget, a small engine is read with raw system
-			// calls when it is compared and when it is written, which
-			// keeps the cost per engine that of the held ones. A blob,
-			// read in several pieces to check it, stays on the general
-			// path, which keeps its file open between reads.
-			sf, ok, err := statSmallFile(s.Path, maxHeldEngine)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				src := &source{r: sf, size: sf.size}
 				files[s.Path] = src
 				return src, nil
 			}
@@ -554,13 +568,47 @@ func (b *built) blobFor(md *methodDef, cd *callDef, src *source, blob *delegate.
 	if err != nil {
 		return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
 	}
-	return &blobEntry{sr: sr}, nil
+	e := &blobEntry{sr: sr}
+	if src.summed {
+		if err := b.blobSum(e, src); err != nil {
+			return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
+		}
+	}
+	return e, nil
+}
+
+// blobSum sets e.sum from the blob's prefix, the bytes before its engine
+// (in memory), and the SHA-256 of its engine, src.sum. Two blobs have the
+// same bytes exactly when their prefixes and engines are the same: the
+// header at the start of the prefix gives the prefix's length (the
+// engine offset), so equal blobs split alike.
+func (b *built) blobSum(e *blobEntry, src *source) error {
+	n := e.sr.Size() - src.size
+	if cap(b.scratch) < int(n) {
+		b.scratch = make([]byte, n)
+	}
+	prefix := b.scratch[:n]
+	if _, err := e.sr.ReadAt(prefix, 0); err != nil {
+		return err
+	}
+	if b.hash == nil {
+		b.hash = sha256.New()
+	}
+	b.hash.Reset()
+	b.hash.Write(prefix)
+	b.hash.Write(src.sum[:])
+	b.hash.Sum(e.sum[:0])
+	e.summed = true
+	return nil
 }
 
 // dedupBlobs stores blobs with the same bytes once (pte.DedupPayloads):
 // it points each delegate at its blob's position among the distinct ones
 // and returns those.
 func dedupBlobs(entries []*blobEntry) ([]*blobEntry, error) {
+	if out, ok := dedupSummed(entries); ok {
+		return out, nil
+	}
 	srs := make([]*io.SectionReader, len(entries))
 	for i, e := range entries {
 		srs[i] = e.sr
@@ -581,6 +629,34 @@ func dedupBlobs(entries []*blobEntry) ([]*blobEntry, error) {
 		out[k] = entries[i]
 	}
 	return out, nil
+}
+
+// dedupSummed is dedupBlobs when every blob has its sum (small engine
+// files, see readSmallEngine): blobs of the same size and sum are the
+// same, as pte.DedupPayloads would find by reading them (it too compares
+// by SHA-256). ok is false, with nothing done, when a blob has none.
+func dedupSummed(entries []*blobEntry) (out []*blobEntry, ok bool) {
+	type key struct {
+		size int64
+		sum  [sha256.Size]byte
+	}
+	for _, e := range entries {
+		if !e.summed {
+			return nil, false
+		}
+	}
+	first := make(map[key]uint32, len(entries))
+	for _, e := range entries {
+		k := key{e.sr.Size(), e.sum}
+		i, dup := first[k]
+		if !dup {
+			i = uint32(len(out))
+			first[k] = i
+			out = append(out, e)
+		}
+		e.del.Processed.Index = i
+	}
+	return out, true
 }
 
 // openRegular opens path for reading after checking that it is a regular
