@@ -153,7 +153,7 @@ func (im *planImage) ReadAt(b []byte, off int64) (int, error) {
 // a refused one is read again with them, so that its findings give the
 // same offsets NewFile and Verify give for the written file.
 func (pl *writePlan) check(strict bool) error {
-	if pl.checkWith(strict, &OpenOptions{noPositions: true}) == nil {
+	if pl.checkWith(strict, &OpenOptions{noPositions: true, LazyPlans: true}) == nil {
 		return nil
 	}
 	return pl.checkWith(strict, nil)
