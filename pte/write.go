@@ -2,7 +2,6 @@ package pte
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -324,13 +323,6 @@ func (pl *writePlan) encode(p *Program, refs *segmentRefs, sl *segmentLayout, al
 	if err != nil {
 		return err
 	}
-	if len(fb) >= cloneEncodingMin {
-		// The encoding is the tail of the builder's buffer, which grows by
-		// doubling: up to twice its size (32 MiB for the 16 MiB program
-		// of an export of 65,536 engines in one method), held while the
-		// encoding is checked and written. A copy of its size holds less.
-		fb = bytes.Clone(fb)
-	}
 	// ExecuTorch reads 64 head bytes before anything else, so a shorter
 	// file cannot be loaded. Zeros after the tables are not part of any
 	// table, so a tiny program is simply padded.
@@ -345,10 +337,6 @@ func (pl *writePlan) encode(p *Program, refs *segmentRefs, sl *segmentLayout, al
 	}
 	return pl.addHeader(fb, sl, align, sl.dataSize)
 }
-
-// cloneEncodingMin is the smallest encoding Write copies out of the
-// builder's buffer (see encode).
-const cloneEncodingMin = 1 << 20
 
 // addHeader places the extended header in front of the encoded program fb
 // and the segment base after it.
