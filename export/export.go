@@ -9,6 +9,8 @@ import (
 	"hash"
 	"io"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 
 	"github.com/ptekit/ptekit/delegate"
@@ -123,6 +125,7 @@ type built struct {
 func (b *built) writeTo(w io.Writer, synced bool) (int64, error) {
 	prog := b.prog
 	b.prog = nil
+	collectBuildGarbage()
 	info, err := pte.Write(w, prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, HeadRoom: b.headRoom, Strict: true, PageCongruent: true, EarlyWriteback: synced})
 	if err != nil {
 		return 0, err
@@ -131,6 +134,30 @@ func (b *built) writeTo(w io.Writer, synced bool) (int64, error) {
 }
 
 func (b *built) close() { b.files.close() }
+
+// collectAbove is the heap (what the process holds, less what it gave
+// back) past which collectBuildGarbage collects.
+const collectAbove = 64 << 20
+
+// collectBuildGarbage collects the build's garbage before a large
+// program is encoded, when the process holds more than collectAbove. The
+// collector would otherwise run again only when the heap had grown by its
+// headroom past what the last collection, early in the build, left: the
+// encoder, the check and the copy then took their runs of pages (the
+// size of the program) from fresh memory, above the build's garbage. At
+// 65,536 engines this was 60-80 MB of peak RSS (one method per engine:
+// 288 -> 228 MiB); the collection costs what one of the collector's own
+// cycles costs at that size.
+func collectBuildGarbage() {
+	ms := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(ms)
+	if ms[0].Value.Kind() != metrics.KindUint64 || ms[1].Value.Kind() != metrics.KindUint64 {
+		return
+	}
+	if ms[0].Value.Uint64()-ms[1].Value.Uint64() > collectAbove {
+		runtime.GC()
+	}
+}
 
 // source is an engine or blob source.
 type source struct {
