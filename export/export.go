@@ -110,9 +110,9 @@ type built struct {
 	total    int64 // expected output size, for progress
 	progress func(written, total int64)
 	files    fileSet
-	held     int64  // bytes of engine files held in memory
-	scratch  []byte // a small engine read to take its sum
-	hash     hash.Hash
+	held     int64     // bytes of engine files held in memory
+	scratch  []byte    // a small engine read to take its sum
+	hash     hash.Hash // the sums of small engines' blobs
 }
 
 // writeTo writes the program to w and returns its size. The program is
@@ -595,28 +595,32 @@ func (b *built) blobFor(md *methodDef, cd *callDef, src *source, blob *delegate.
 	if err != nil {
 		return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
 	}
-	e := &blobEntry{sr: sr}
-	if src.summed {
-		if err := b.blobSum(e, src); err != nil {
-			return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
-		}
+	if !src.summed {
+		return &blobEntry{sr: sr}, nil
+	}
+	e, err := b.smallBlobEntry(sr, src)
+	if err != nil {
+		return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
 	}
 	return e, nil
 }
 
-// blobSum sets e.sum from the blob's prefix, the bytes before its engine
-// (in memory), and the SHA-256 of its engine, src.sum. Two blobs have the
-// same bytes exactly when their prefixes and engines are the same: the
-// header at the start of the prefix gives the prefix's length (the
-// engine offset), so equal blobs split alike.
-func (b *built) blobSum(e *blobEntry, src *source) error {
-	n := e.sr.Size() - src.size
-	if cap(b.scratch) < int(n) {
-		b.scratch = make([]byte, n)
+// smallBlobEntry returns the entry of the blob sr of a small engine file
+// src (see readSmallEngine): the blob as a smallBlob, its prefix (header,
+// metadata, padding) copied out of sr, and its sum, the SHA-256 of that
+// prefix and of src's SHA-256. Two blobs have the same bytes exactly when
+// their prefixes and engines are the same: the header at the start of the
+// prefix gives the prefix's length (the engine offset), so equal blobs
+// split alike. The smallBlob holds what sr holds in about half the memory
+// (at 65,536 engines, 36 MB of readers and headers became 21 MB).
+func (b *built) smallBlobEntry(sr *io.SectionReader, src *source) (*blobEntry, error) {
+	sf, ok := src.r.(*smallFile)
+	if !ok {
+		return nil, fmt.Errorf("a summed engine is not a small file (%T)", src.r)
 	}
-	prefix := b.scratch[:n]
-	if _, err := e.sr.ReadAt(prefix, 0); err != nil {
-		return err
+	prefix := make([]byte, sr.Size()-src.size)
+	if _, err := sr.ReadAt(prefix, 0); err != nil {
+		return nil, err
 	}
 	if b.hash == nil {
 		b.hash = sha256.New()
@@ -624,9 +628,61 @@ func (b *built) blobSum(e *blobEntry, src *source) error {
 	b.hash.Reset()
 	b.hash.Write(prefix)
 	b.hash.Write(src.sum[:])
+	e := &blobEntry{summed: true}
 	b.hash.Sum(e.sum[:0])
-	e.summed = true
-	return nil
+	e.sr = io.NewSectionReader(&smallBlob{prefix: prefix, engine: sf}, 0, sr.Size())
+	return e, nil
+}
+
+// smallBlob is the TensorRT blob of a small engine file: its prefix in
+// memory, then the file's bytes, read when the blob is written. It gives
+// its parts (pte.Composite) as the reader of delegate.NewBlobReader does,
+// but makes them when asked (twice per blob: to lay it out and to copy
+// it) instead of holding them.
+type smallBlob struct {
+	prefix []byte
+	engine *smallFile
+}
+
+// SegmentParts returns the prefix and the engine.
+func (sb *smallBlob) SegmentParts() []*io.SectionReader {
+	return []*io.SectionReader{
+		io.NewSectionReader(bytes.NewReader(sb.prefix), 0, int64(len(sb.prefix))),
+		io.NewSectionReader(sb.engine, 0, sb.engine.size),
+	}
+}
+
+// ReadAt reads the blob's bytes at off; an engine file that ends early
+// (it changed since it was read) is an error.
+func (sb *smallBlob) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("trt blob: negative offset %d", off)
+	}
+	np := int64(len(sb.prefix))
+	size := np + sb.engine.size
+	if off >= size {
+		return 0, io.EOF
+	}
+	n := 0
+	if off < np {
+		n = copy(p, sb.prefix[off:])
+	}
+	if n < len(p) && off+int64(n) < size {
+		eoff := off + int64(n) - np
+		want := int(min(int64(len(p)-n), sb.engine.size-eoff))
+		k, err := sb.engine.ReadAt(p[n:n+want], eoff)
+		n += k
+		if k < want {
+			if err == nil || err == io.EOF {
+				err = fmt.Errorf("%s ended after %d of %d bytes: %w", sb.engine.path, eoff+int64(k), sb.engine.size, io.ErrUnexpectedEOF)
+			}
+			return n, err
+		}
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // dedupBlobs stores blobs with the same bytes once (pte.DedupPayloads):

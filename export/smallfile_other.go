@@ -17,6 +17,7 @@ func readSmallFile(path string, limit int64) (data []byte, ok bool, err error) {
 // is none elsewhere.
 type smallFile struct {
 	io.ReaderAt
+	path string
 	size int64
 }
 

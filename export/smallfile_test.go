@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/pte"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -112,4 +114,51 @@ func TestSmallFileReadAt(t *testing.T) {
 	require.NoError(t, os.Remove(p))
 	_, err = sf.ReadAt(buf, 0)
 	assert.ErrorContains(t, err, "open")
+}
+
+// TestSmallBlobReadsAsDelegateReader: the blob of a small engine file reads
+// as delegate.NewBlobReader's at every offset and length, gives the same
+// parts, and reports an engine file cut short.
+func TestSmallBlobReadsAsDelegateReader(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("raw small-file reads are Linux only")
+	}
+	p := writeEngineFiles(t, t.TempDir(), 300)[0]
+	b := &built{}
+	src, err := b.open(EngineFile(p), map[string]*source{})
+	require.NoError(t, err)
+	require.True(t, src.summed)
+	meta := &delegate.Metadata{IOBindings: []delegate.Binding{{Name: "x", DType: "float16", Shape: []int64{1, 8}, IsInput: true}, {Name: "y", DType: "float16", Shape: []int64{1, 8}}}}
+	want, err := delegate.NewBlobReader(meta, src.r, src.size)
+	require.NoError(t, err)
+	e, err := b.smallBlobEntry(want, src)
+	require.NoError(t, err)
+	got := e.sr
+	require.Equal(t, want.Size(), got.Size())
+	all := make([]byte, want.Size())
+	_, err = want.ReadAt(all, 0)
+	require.NoError(t, err)
+	for off := int64(0); off <= want.Size(); off += 37 {
+		for _, n := range []int{0, 1, 100, 400, int(want.Size())} {
+			g, w := make([]byte, n), make([]byte, n)
+			gn, gerr := got.ReadAt(g, off)
+			wn, werr := want.ReadAt(w, off)
+			require.Equal(t, wn, gn, "read %d at %d", n, off)
+			assert.Equal(t, w[:wn], g[:gn], "read %d at %d", n, off)
+			assert.Equal(t, werr == nil, gerr == nil, "read %d at %d: %v, %v", n, off, werr, gerr)
+		}
+	}
+	ra, _, _ := got.Outer()
+	parts := ra.(pte.Composite).SegmentParts()
+	var joined []byte
+	for _, part := range parts {
+		buf := make([]byte, part.Size())
+		_, err := part.ReadAt(buf, 0)
+		require.NoError(t, err)
+		joined = append(joined, buf...)
+	}
+	assert.Equal(t, all, joined, "parts")
+	require.NoError(t, os.Truncate(p, 0))
+	_, err = got.ReadAt(make([]byte, got.Size()), 0)
+	assert.ErrorContains(t, err, "changed during the export")
 }
