@@ -635,21 +635,15 @@ func (b *built) smallBlobEntry(sr *io.SectionReader, src *source) (*blobEntry, e
 }
 
 // smallBlob is the TensorRT blob of a small engine file: its prefix in
-// memory, then the file's bytes, read when the blob is written. It gives
-// its parts (pte.Composite) as the reader of delegate.NewBlobReader does,
-// but makes them when asked (twice per blob: to lay it out and to copy
-// it) instead of holding them.
+// memory, then the file's bytes, read when the blob is written. Unlike
+// the reader of delegate.NewBlobReader it does not give its parts
+// (pte.Composite): the writer would copy an engine of at most
+// maxHeldEngine bytes through its buffer and lay it out as any reader's
+// (pte.CongruentMin is larger) either way, and making the parts cost
+// eight allocations per blob.
 type smallBlob struct {
 	prefix []byte
 	engine *smallFile
-}
-
-// SegmentParts returns the prefix and the engine.
-func (sb *smallBlob) SegmentParts() []*io.SectionReader {
-	return []*io.SectionReader{
-		io.NewSectionReader(bytes.NewReader(sb.prefix), 0, int64(len(sb.prefix))),
-		io.NewSectionReader(sb.engine, 0, sb.engine.size),
-	}
 }
 
 // ReadAt reads the blob's bytes at off; an engine file that ends early
