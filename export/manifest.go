@@ -167,7 +167,9 @@ func newTree(data []byte) *mtree {
 }
 
 // Scalar, Array and Object make t's values as jsontree.Build reads them
-// (t is a jsontree.Builder): a value is its index in t.nodes.
+// (t is a jsontree.Builder): a value is its index in t.nodes. Scalar
+// keeps a text found at the value's place in the manifest as its span,
+// as Span does.
 func (t *mtree) Scalar(kind jsontree.Kind, off int, text string, b bool) uint32 {
 	v := mval{Kind: kind, Off: int32(off), Bool: b}
 	start := off
@@ -181,6 +183,17 @@ func (t *mtree) Scalar(kind jsontree.Kind, off int, text string, b bool) uint32 
 			v.first, v.spilled = uint32(len(t.texts)), true
 			t.texts = append(t.texts, text)
 		}
+	}
+	t.nodes = append(t.nodes, v)
+	return uint32(len(t.nodes) - 1)
+}
+
+// Span makes a number or a plain string whose text is data[start:end]
+// (t is a jsontree.SpanBuilder: no string is made for it).
+func (t *mtree) Span(kind jsontree.Kind, off, start, end int) uint32 {
+	v := mval{Kind: kind, Off: int32(off)}
+	if end > start { // an empty text is at 0, as Scalar keeps it
+		v.first, v.n = uint32(start), uint32(end-start)
 	}
 	t.nodes = append(t.nodes, v)
 	return uint32(len(t.nodes) - 1)
