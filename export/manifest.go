@@ -120,28 +120,33 @@ type jval = jsontree.Value
 
 // mtree is a parsed manifest: every JSON value in one slice (children
 // before their container, as jsontree.Build makes them), the elements and
-// members of every container in another, and member names interned, so
-// that a manifest of many engines takes about 44 bytes per JSON value where
-// a tree of jsontree.Values takes about 120. It is dropped once the
+// members of every container in another, member names interned, and the
+// text of a scalar found where it is in the manifest's bytes, so that a
+// manifest of many engines takes about 28 bytes per JSON value where a
+// tree of jsontree.Values takes about 120. It is dropped once the
 // manifest is converted.
 type mtree struct {
+	data  []byte // the manifest, which holds most scalars' text
 	nodes []mval
 	mems  []mmember
+	texts []string          // scalar texts not found in data as they are (escaped strings)
 	names []string          // member names by id
 	ids   map[string]uint32 // the id of each member name
 }
 
 // mval is one JSON value of an mtree.
 type mval struct {
-	// Text is a number's literal text or a string's decoded value.
-	Text string
 	// Off is the offset of the value's first byte in the manifest (at
 	// most maxManifestSize).
 	Off int32
-	// first and n are the value's elements or members: mems[first:first+n].
+	// first and n are a container's elements or members:
+	// mems[first:first+n]; a scalar's text (a number's literal, a
+	// string's decoded value) is data[first:first+n], or texts[first]
+	// when spilled.
 	first, n uint32
 	Kind     jsontree.Kind
 	Bool     bool
+	spilled  bool
 }
 
 // mmember is an element of an array (name noName) or a member of an
@@ -158,14 +163,58 @@ const noName = ^uint32(0)
 func newTree(data []byte) *mtree {
 	values, _ := jsontree.Bounds(data)
 	values = min(values, len(data)/2+1) // a value and its separator take two bytes
-	return &mtree{nodes: make([]mval, 0, values), mems: make([]mmember, 0, max(values-1, 0)), ids: map[string]uint32{}}
+	return &mtree{data: data, nodes: make([]mval, 0, values), mems: make([]mmember, 0, max(values-1, 0)), ids: map[string]uint32{}}
 }
 
 // Scalar, Array and Object make t's values as jsontree.Build reads them
-// (t is a jsontree.Builder): a value is its index in t.nodes.
+// (t is a jsontree.Builder): a value is its index in t.nodes. Scalar
+// keeps a text found at the value's place in the manifest as its span,
+// as Span does.
 func (t *mtree) Scalar(kind jsontree.Kind, off int, text string, b bool) uint32 {
-	t.nodes = append(t.nodes, mval{Kind: kind, Off: int32(off), Text: text, Bool: b})
+	v := mval{Kind: kind, Off: int32(off), Bool: b}
+	start := off
+	if kind == jsontree.String {
+		start++ // past the quote
+	}
+	if text != "" {
+		if start >= 0 && start <= len(t.data) && len(text) <= len(t.data)-start && string(t.data[start:start+len(text)]) == text {
+			v.first, v.n = uint32(start), uint32(len(text))
+		} else {
+			v.first, v.spilled = uint32(len(t.texts)), true
+			t.texts = append(t.texts, text)
+		}
+	}
+	t.nodes = append(t.nodes, v)
 	return uint32(len(t.nodes) - 1)
+}
+
+// Span makes a number or a plain string whose text is data[start:end]
+// (t is a jsontree.SpanBuilder: no string is made for it).
+func (t *mtree) Span(kind jsontree.Kind, off, start, end int) uint32 {
+	v := mval{Kind: kind, Off: int32(off)}
+	if end > start { // an empty text is at 0, as Scalar keeps it
+		v.first, v.n = uint32(start), uint32(end-start)
+	}
+	t.nodes = append(t.nodes, v)
+	return uint32(len(t.nodes) - 1)
+}
+
+// text returns the text of scalar v: a number's literal, a string's
+// decoded value.
+func (t *mtree) text(v *mval) string {
+	if v.spilled {
+		return t.texts[v.first]
+	}
+	return string(t.data[v.first : v.first+v.n])
+}
+
+// parseInt parses the literal of number v as ParseInt does, without
+// making a string of it.
+func (t *mtree) parseInt(v *mval) (int64, error) {
+	if v.spilled {
+		return strconv.ParseInt(t.texts[v.first], 10, 64)
+	}
+	return strconv.ParseInt(string(t.data[v.first:v.first+v.n]), 10, 64)
 }
 
 func (t *mtree) Array(off int, elems []uint32) uint32 {
@@ -417,7 +466,7 @@ func (r *manifestReader) str(o jobj, k string) (string, error) {
 	if v.Kind != jsontree.String {
 		return "", r.wrongType(v, join(o.path, k), "a string")
 	}
-	return v.Text, nil
+	return r.t.text(v), nil
 }
 
 func (r *manifestReader) boolean(o jobj, k string) (bool, error) {
@@ -436,9 +485,9 @@ func (r *manifestReader) integer(v *mval, path string, lo, hi int64) (int64, err
 	if v.Kind != jsontree.Number {
 		return 0, r.wrongType(v, path, "an integer")
 	}
-	n, err := strconv.ParseInt(v.Text, 10, 64)
+	n, err := r.t.parseInt(v)
 	if err != nil || n < lo || n > hi {
-		return 0, r.fail(v, path, "%s is not a whole number in [%d, %d]", v.Text, lo, hi)
+		return 0, r.fail(v, path, "%s is not a whole number in [%d, %d]", r.t.text(v), lo, hi)
 	}
 	return n, nil
 }
@@ -469,7 +518,7 @@ func (r *manifestReader) dims(o jobj, k string) ([]int64, error) {
 		it := r.t.at(item.val)
 		if it.Kind == jsontree.Number {
 			// The common case, without building the element's path.
-			if n, err := strconv.ParseInt(it.Text, 10, 64); err == nil {
+			if n, err := r.t.parseInt(it); err == nil {
 				out[i] = n
 				continue
 			}
@@ -609,10 +658,10 @@ func (r *manifestReader) method(v *mval, path string) (*Method, error) {
 // tensor reads a tensor object or a bare tensor name.
 func (r *manifestReader) tensor(v *mval, path string) (*Tensor, error) {
 	if v.Kind == jsontree.String {
-		if v.Text == "" {
+		if v.n == 0 && !v.spilled {
 			return nil, r.fail(v, path, "tensor name is empty")
 		}
-		return &Tensor{Name: v.Text}, nil
+		return &Tensor{Name: r.t.text(v)}, nil
 	}
 	if v.Kind != jsontree.Object {
 		return nil, r.wrongType(v, path, "a tensor object or a tensor name")
@@ -644,7 +693,7 @@ func (r *manifestReader) tensor(v *mval, path string) (*Tensor, error) {
 // alike).
 func (r *manifestReader) binding(v *mval, path string) (*Binding, error) {
 	if v.Kind == jsontree.String {
-		return &Binding{Name: v.Text}, nil
+		return &Binding{Name: r.t.text(v)}, nil
 	}
 	if v.Kind != jsontree.Object {
 		return nil, r.wrongType(v, path, "a binding object or a binding name")
@@ -852,12 +901,12 @@ func (r *manifestReader) budget(v *mval, path string) (compilespec.Budget, error
 	var s string
 	switch v.Kind {
 	case jsontree.String:
-		s = v.Text
+		s = r.t.text(v)
 	case jsontree.Number:
-		if _, err := strconv.ParseInt(v.Text, 10, 64); err != nil {
-			return compilespec.AutoBudget, r.fail(v, path, "bad budget: %s is not a whole number of bytes below 2^63", v.Text)
+		s = r.t.text(v)
+		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+			return compilespec.AutoBudget, r.fail(v, path, "bad budget: %s is not a whole number of bytes below 2^63", s)
 		}
-		s = v.Text
 	default:
 		return compilespec.AutoBudget, r.fail(v, path, "bad budget: want a byte count or a size string such as \"4GiB\" or \"auto\", found %s", v.Kind)
 	}

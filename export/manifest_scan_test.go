@@ -39,7 +39,7 @@ func checkScan(t *testing.T, data []byte) {
 	if err != nil {
 		t.Fatalf("scanJSON accepts %q, the decoder refuses it: %v", data, err)
 	}
-	if !reflect.DeepEqual(got.nodes, want.nodes) || !reflect.DeepEqual(got.mems, want.mems) || !reflect.DeepEqual(got.names, want.names) {
+	if !reflect.DeepEqual(got.nodes, want.nodes) || !reflect.DeepEqual(got.mems, want.mems) || !reflect.DeepEqual(got.names, want.names) || !reflect.DeepEqual(got.texts, want.texts) {
 		t.Fatalf("scanJSON reads %q differently from the decoder", data)
 	}
 }

@@ -2,7 +2,10 @@
 
 package export
 
-import "io"
+import (
+	"crypto/sha256"
+	"io"
+)
 
 // readSmallFile is the fast path of reading a small engine file, on Linux
 // only; elsewhere every file takes the general path (ok is false).
@@ -14,10 +17,11 @@ func readSmallFile(path string, limit int64) (data []byte, ok bool, err error) {
 // is none elsewhere.
 type smallFile struct {
 	io.ReaderAt
+	path string
 	size int64
 }
 
-// statSmallFile is the Linux fast path only: ok is false elsewhere.
-func statSmallFile(path string, limit int64) (sf *smallFile, ok bool, err error) {
-	return nil, false, nil
+// readSmallEngine is the Linux fast path only: ok is false elsewhere.
+func readSmallEngine(path string, limit int64, buf []byte) (sf *smallFile, sum [sha256.Size]byte, ok bool, err error) {
+	return nil, sum, false, nil
 }

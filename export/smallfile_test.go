@@ -2,20 +2,23 @@ package export
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
+	"github.com/ptekit/ptekit/delegate"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // TestSmallEnginesPastHeldBudget exports the same small engines with all,
-// some and none of them held in memory: the programs are byte-identical
-// (a repeated path, a hard link and a copy are one blob each time), and
-// at most one engine file is open while writing.
+// some and none of them held in memory, and as readers of their bytes:
+// the programs are byte-identical (a repeated path, a hard link and a
+// copy are one blob each time), and at most one engine file is open
+// while writing.
 func TestSmallEnginesPastHeldBudget(t *testing.T) {
 	if _, err := os.ReadDir("/proc/self/fd"); err != nil {
 		t.Skip("no /proc/self/fd")
@@ -51,10 +54,24 @@ func TestSmallEnginesPastHeldBudget(t *testing.T) {
 		}
 		assert.True(t, bytes.Equal(want, w.buf.Bytes()), "budget %d: program differs from the one with every engine held", budget)
 	}
+	// Small engine files are compared by their SHA-256 (dedupSummed);
+	// the same bytes given as readers are compared by pte.DedupPayloads:
+	// the programs are the same.
+	for i, p := range paths {
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		m.Calls[i].Engine = EngineReader(bytes.NewReader(data), int64(len(data)))
+	}
+	var buf bytes.Buffer
+	res, err := Write(&buf, prog, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 6, res.Blobs, "engines as readers: distinct engine contents")
+	assert.True(t, bytes.Equal(want, buf.Bytes()), "program of the engines as readers differs from the one of the files")
 }
 
 // TestSmallFileReadAt reads a smallFile at every kind of offset, and
-// refuses a file replaced after it was stat'ed.
+// refuses a file replaced after it was read; readSmallEngine gives the
+// SHA-256 of the bytes it read.
 func TestSmallFileReadAt(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("raw small-file reads are Linux only")
@@ -63,17 +80,19 @@ func TestSmallFileReadAt(t *testing.T) {
 	p := writeEngineFiles(t, dir, 100)[0]
 	data, err := os.ReadFile(p)
 	require.NoError(t, err)
-	sf, ok, err := statSmallFile(p, 100)
+	buf := make([]byte, 1<<20)
+	sf, sum, ok, err := readSmallEngine(p, 100, buf)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, ok, err = statSmallFile(p, 99)
+	assert.Equal(t, sha256.Sum256(data), sum)
+	_, _, ok, err = readSmallEngine(p, 99, buf)
 	require.NoError(t, err)
 	assert.False(t, ok, "larger than the limit")
-	_, ok, err = statSmallFile(dir, 1<<20)
+	_, _, ok, err = readSmallEngine(dir, 1<<20, buf)
 	require.NoError(t, err)
 	assert.False(t, ok, "a directory takes the general path")
 
-	buf := make([]byte, 40)
+	buf = make([]byte, 40)
 	n, err := sf.ReadAt(buf, 10)
 	require.NoError(t, err)
 	assert.Equal(t, data[10:50], buf[:n])
@@ -94,4 +113,38 @@ func TestSmallFileReadAt(t *testing.T) {
 	require.NoError(t, os.Remove(p))
 	_, err = sf.ReadAt(buf, 0)
 	assert.ErrorContains(t, err, "open")
+}
+
+// TestSmallBlobReadsAsDelegateReader: the blob of a small engine file reads
+// as delegate.NewBlobReader's at every offset and length, and reports an
+// engine file cut short.
+func TestSmallBlobReadsAsDelegateReader(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("raw small-file reads are Linux only")
+	}
+	p := writeEngineFiles(t, t.TempDir(), 300)[0]
+	b := &built{}
+	src, err := b.open(EngineFile(p), map[string]*source{})
+	require.NoError(t, err)
+	require.True(t, src.summed)
+	meta := &delegate.Metadata{IOBindings: []delegate.Binding{{Name: "x", DType: "float16", Shape: []int64{1, 8}, IsInput: true}, {Name: "y", DType: "float16", Shape: []int64{1, 8}}}}
+	want, err := delegate.NewBlobReader(meta, src.r, src.size)
+	require.NoError(t, err)
+	e, err := b.smallBlobEntry(want, src)
+	require.NoError(t, err)
+	got := e.sr
+	require.Equal(t, want.Size(), got.Size())
+	for off := int64(0); off <= want.Size(); off += 37 {
+		for _, n := range []int{0, 1, 100, 400, int(want.Size())} {
+			g, w := make([]byte, n), make([]byte, n)
+			gn, gerr := got.ReadAt(g, off)
+			wn, werr := want.ReadAt(w, off)
+			require.Equal(t, wn, gn, "read %d at %d", n, off)
+			assert.Equal(t, w[:wn], g[:gn], "read %d at %d", n, off)
+			assert.Equal(t, werr == nil, gerr == nil, "read %d at %d: %v, %v", n, off, werr, gerr)
+		}
+	}
+	require.NoError(t, os.Truncate(p, 0))
+	_, err = got.ReadAt(make([]byte, got.Size()), 0)
+	assert.ErrorContains(t, err, "changed during the export")
 }

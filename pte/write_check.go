@@ -151,9 +151,10 @@ func (im *planImage) ReadAt(b []byte, off int64) (int, error) {
 // Verify on it; any refusal becomes a *VerifyError. The first reading
 // records no table positions, which a program that loads never needs;
 // a refused one is read again with them, so that its findings give the
-// same offsets NewFile and Verify give for the written file.
-func (pl *writePlan) check(strict bool) error {
-	if pl.checkWith(strict, &OpenOptions{noPositions: true}) == nil {
+// same offsets NewFile and Verify give for the written file. lazy reads
+// the first time with OpenOptions.LazyPlans.
+func (pl *writePlan) check(strict, lazy bool) error {
+	if pl.checkWith(strict, &OpenOptions{noPositions: true, LazyPlans: lazy}) == nil {
 		return nil
 	}
 	return pl.checkWith(strict, nil)

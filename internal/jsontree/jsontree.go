@@ -194,9 +194,21 @@ type Builder[T any] interface {
 	Object(off int, keys []string, keyOffs []int, elems []T) T
 }
 
+// SpanBuilder is a Builder that takes the text of a number, and of a
+// string with nothing to decode (ASCII without escapes), as where it is
+// in the data: Build then makes no string for them (a manifest of many
+// engines has hundreds of thousands).
+type SpanBuilder[T any] interface {
+	Builder[T]
+	// Span makes a number or a string at offset off whose text (a
+	// number's literal, a string's value) is data[start:end].
+	Span(kind Kind, off, start, end int) T
+}
+
 // Build parses data as Parse does, making the tree with b.
 func Build[T any](data []byte, opt Options, b Builder[T]) (T, []Extension, error) {
 	p := &parser[T]{s: data, opt: opt, b: b, names: map[string]string{}}
+	p.span, _ = b.(SpanBuilder[T])
 	return p.run()
 }
 
@@ -385,6 +397,7 @@ type parser[T any] struct {
 	p      int
 	opt    Options
 	b      Builder[T]
+	span   SpanBuilder[T] // b, when it takes spans
 	depth  int
 	values int
 	ext    []Extension
@@ -455,17 +468,26 @@ func (p *parser[T]) value() (T, error) {
 		p.depth--
 		return v, err
 	case c == '"':
+		if p.span != nil {
+			if end, ok := p.plainStr(); ok {
+				return p.span.Span(String, off, off+1, end), nil
+			}
+		}
 		s, err := p.str(false)
 		if err != nil {
 			return zero, err
 		}
 		return p.b.Scalar(String, off, s, false), nil
 	case c == '-' || c >= '0' && c <= '9':
-		text, err := p.number()
+		start := p.p
+		end, err := p.numberEnd()
 		if err != nil {
 			return zero, err
 		}
-		return p.b.Scalar(Number, off, text, false), nil
+		if p.span != nil {
+			return p.span.Span(Number, off, start, end), nil
+		}
+		return p.b.Scalar(Number, off, string(p.s[start:end]), false), nil
 	case c == 't' && p.hasPrefix("true"):
 		p.p += len("true")
 		return p.b.Scalar(Bool, off, "", true), nil
@@ -617,14 +639,14 @@ func (p *parser[T]) array() (T, error) {
 	}
 }
 
-// number reads a number, checked against JSON's grammar, and returns its
-// text.
-func (p *parser[T]) number() (string, error) {
+// numberEnd reads a number, checked against JSON's grammar, and returns
+// where its text ends (it starts at p).
+func (p *parser[T]) numberEnd() (int, error) {
 	start := p.p
 	if p.opt.Python && p.hasPrefix("-Infinity") {
 		p.extension(p.p, "-Infinity is not JSON (Python's json module accepts it)")
 		p.p += len("-Infinity")
-		return "-Infinity", nil
+		return p.p, nil
 	}
 	digits := func() int {
 		n := 0
@@ -641,13 +663,13 @@ func (p *parser[T]) number() (string, error) {
 	if p.p < len(p.s) && p.s[p.p] == '0' {
 		p.p++
 	} else if intDigits = digits(); intDigits == 0 {
-		return "", p.errf("expecting a digit")
+		return 0, p.errf("expecting a digit")
 	}
 	if p.p < len(p.s) && p.s[p.p] == '.' {
 		p.p++
 		whole = false
 		if digits() == 0 {
-			return "", p.errf("expecting a digit after '.'")
+			return 0, p.errf("expecting a digit after '.'")
 		}
 	}
 	if p.p < len(p.s) && (p.s[p.p] == 'e' || p.s[p.p] == 'E') {
@@ -657,13 +679,29 @@ func (p *parser[T]) number() (string, error) {
 			p.p++
 		}
 		if digits() == 0 {
-			return "", p.errf("expecting a digit in the exponent")
+			return 0, p.errf("expecting a digit in the exponent")
 		}
 	}
 	if whole && p.opt.MaxIntDigits > 0 && intDigits > p.opt.MaxIntDigits {
-		return "", &LimitError{Limit: LimitIntDigits, Max: p.opt.MaxIntDigits, N: intDigits, Off: start}
+		return 0, &LimitError{Limit: LimitIntDigits, Max: p.opt.MaxIntDigits, N: intDigits, Off: start}
 	}
-	return string(p.s[start:p.p]), nil
+	return p.p, nil
+}
+
+// plainStr reads the string whose opening quote is at p when it is plain
+// ASCII without escapes, and returns the offset of its closing quote;
+// otherwise it reads nothing and ok is false.
+func (p *parser[T]) plainStr() (end int, ok bool) {
+	for i := p.p + 1; i < len(p.s); i++ {
+		switch c := p.s[i]; {
+		case c == '"':
+			p.p = i + 1
+			return i, true
+		case c == '\\' || c >= utf8.RuneSelf || c < 0x20:
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // str reads the string whose opening quote is at p. Plain ASCII without

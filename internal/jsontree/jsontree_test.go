@@ -144,6 +144,10 @@ func check(t *testing.T, data []byte) {
 	if b, nb := Bounds(data); b < n || nb < names {
 		t.Fatalf("%q: Bounds %d values, %d names, below the %d and %d parsed", data, b, nb, n, names)
 	}
+	// A SpanBuilder reads the same texts, given as spans.
+	if sv, _, err := Build[*Value](data, Options{}, spanValues{&valueBuilder{}, data}); err != nil || !reflect.DeepEqual(sv, got) {
+		t.Fatalf("%q: a SpanBuilder read a different tree (%v)", data, err)
+	}
 	// Python's extensions only add: standard JSON reads the same.
 	py, _, err := Parse(data, Options{Python: true})
 	if err != nil || !reflect.DeepEqual(py, got) {
@@ -435,4 +439,15 @@ func countValues(v *Value) int {
 		n += countValues(e)
 	}
 	return n
+}
+
+// spanValues makes Values as Parse does, taking numbers and plain strings
+// as spans of data (a SpanBuilder).
+type spanValues struct {
+	*valueBuilder
+	data []byte
+}
+
+func (b spanValues) Span(kind Kind, off, start, end int) *Value {
+	return b.Scalar(kind, off, string(b.data[start:end]), false)
 }
