@@ -46,9 +46,11 @@ type WriteOptions struct {
 	// a payload with a file range of at least CongruentMin bytes (its
 	// largest, see Composite) starts at the first offset, from where
 	// ExecuTorch's rule puts it, at which that part lands at its source
-	// offset modulo 4096, and the segment base moves (by less than 4096
-	// bytes) to keep that true. Each such segment costs up to 4095 more
-	// bytes of padding; smaller ones are laid out as without the option.
+	// offset modulo 4096 (modulo WideCongruence, 64 KiB, for a payload of
+	// WideCongruentMin bytes or more, which the kernel then copies as fast
+	// as cat does), and the segment base moves (by less than that modulus)
+	// to keep that true. Each such segment costs less than its modulus in
+	// padding; smaller ones are laid out as without the option.
 	// The base stays a multiple of SegmentAlignment; a moved segment is
 	// aligned as its bytes were in their source (an engine behind a
 	// TensorRT blob header: 16 bytes, and the engine itself at 4096).

@@ -11,7 +11,8 @@ import (
 
 // TestWritePageCongruent writes payloads that mix small and large parts at
 // many source offsets with PageCongruent and checks the promises of the
-// option: every large part lands at its source offset modulo 4096 and is
+// option: every large part lands at its source offset modulo 4096 (that of
+// a payload of WideCongruentMin bytes or more modulo WideCongruence) and is
 // copied by the kernel, small payloads keep ExecuTorch's rule, the base is
 // a multiple of the alignment and moved by less than a page, every payload
 // reads back, and SegmentAlignment finds the alignment that reproduces the
@@ -32,6 +33,8 @@ func TestWritePageCongruent(t *testing.T) {
 		io.NewSectionReader(f, 123, 1<<20), // a bare file range off a page
 		blob(32, 9, CongruentMin-1),        // just too small to move
 		blob(4096+16, 4096*7+3, 300<<10),
+		// Wide: kept at its source offset modulo WideCongruence.
+		blob(4096+16, 3*WideCongruence+4096*5+7, WideCongruentMin),
 	}
 	for _, align := range []uint64{16, 128, 4096} {
 		t.Run(fmt.Sprint(align), func(t *testing.T) {
@@ -52,8 +55,14 @@ func TestWritePageCongruent(t *testing.T) {
 			}
 			defer got.Close()
 			h := got.Header
-			if h.SegmentBaseOffset%align != 0 || h.SegmentBaseOffset < h.ProgramSize || h.SegmentBaseOffset-roundUp(h.ProgramSize, align) >= shareAlign {
+			if h.SegmentBaseOffset%align != 0 || h.SegmentBaseOffset < h.ProgramSize || h.SegmentBaseOffset-roundUp(h.ProgramSize, align) >= WideCongruence {
 				t.Errorf("segment base %d for a %d-byte program at alignment %d", h.SegmentBaseOffset, h.ProgramSize, align)
+			}
+			mod := func(size uint64) uint64 {
+				if size >= 2<<20 {
+					return 64 << 10
+				}
+				return 4096
 			}
 			var want, end uint64
 			for i, s := range got.Program.Segments {
@@ -62,7 +71,7 @@ func TestWritePageCongruent(t *testing.T) {
 				switch {
 				case !a.ok && s.Offset != natural:
 					t.Errorf("segment %d (%d bytes, no large part) at %d, want %d", i, s.Size, s.Offset, natural)
-				case a.ok && ((h.SegmentBaseOffset+s.Offset+a.at)%shareAlign != a.src%shareAlign || s.Offset < natural || s.Offset-natural >= shareAlign):
+				case a.ok && ((h.SegmentBaseOffset+s.Offset+a.at)%mod(s.Size) != a.src%mod(s.Size) || s.Offset < natural || s.Offset-natural >= mod(s.Size)):
 					t.Errorf("segment %d at %d (natural %d): its large part at file offset %d, source offset %d", i, s.Offset, natural, h.SegmentBaseOffset+s.Offset+a.at, a.src)
 				}
 				if a.ok {
