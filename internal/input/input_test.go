@@ -131,6 +131,47 @@ func TestOpen(t *testing.T) {
 	require.Equal(t, ExitFail, code)
 }
 
+// TestOpenPipe: a named pipe (what a shell's <(...) gives) is read like
+// standard input, as a program and as bytes, bounded the same way; it used
+// to open as a 0-byte file.
+func TestOpenPipe(t *testing.T) {
+	data := testprog.Programs(t)["segment"]
+	dir := t.TempDir()
+	feed := func(name string, b []byte) {
+		require.NoError(t, syscall.Mkfifo(name, 0o600))
+		go func() {
+			w, err := os.OpenFile(name, os.O_WRONLY, 0)
+			if err != nil {
+				return
+			}
+			defer w.Close()
+			w.Write(b)
+		}()
+	}
+	o := &Opener{}
+	p := filepath.Join(dir, "a")
+	feed(p, data)
+	f, err := o.Program(context.Background(), p)
+	require.NoError(t, err)
+	require.Equal(t, int64(len(data)), f.Size)
+	require.NoError(t, f.Close())
+
+	p = filepath.Join(dir, "b")
+	feed(p, data)
+	s, err := o.Open(context.Background(), p)
+	require.NoError(t, err)
+	require.Equal(t, int64(len(data)), s.Size)
+	require.Equal(t, p, s.Name)
+	require.NoError(t, s.Close())
+
+	// Not a program: refused after its head, naming the pipe.
+	p = filepath.Join(dir, "c")
+	feed(p, bytes.Repeat([]byte("x"), 1<<20))
+	_, err = o.Program(context.Background(), p)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), p)
+}
+
 // TestContextTimeout: the --timeout deadline's cause is a TimeoutError,
 // which the transport's errors carry.
 func TestContextTimeout(t *testing.T) {
