@@ -18,7 +18,7 @@ const CongruentMin = 64 << 10
 // page-congruent layout places at its source offset modulo WideCongruence
 // rather than modulo 4096. The kernel copies (and Linux caches) a large file range
 // much faster when source and destination agree on more than the page:
-// concatenating 64 MiB files each behind a 12 KiB header took 1.25x as
+// concatenating 64 MiB files each behind a 12 KiB header took 1.2x as
 // long as behind a 64 KiB one (cat + fsync, ext4, docs/performance.md run
 // 15). The padding it costs, under 64 KiB, is under 3.2% of such a part.
 const WideCongruentMin = 2 << 20
