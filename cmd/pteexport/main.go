@@ -454,11 +454,7 @@ func build(ctx context.Context, c *config, progress func(int64, int64)) (*export
 	opts.Progress = progress
 	opts.NoOverwrite = !c.force
 	if objstore.IsS3(c.output) {
-		dst, err := objstore.Parse(c.output)
-		if err != nil {
-			return nil, &usageError{"-o: " + err.Error()}
-		}
-		st, err := objstore.New(ctx, nil)
+		st, dst, err := outputStore(ctx, c.output)
 		if err != nil {
 			return nil, err
 		}
@@ -499,14 +495,21 @@ func rebake(ctx context.Context, c *config, progress func(int64, int64)) (*expor
 	return export.RebakeFile(ctx, f, input.Display(c.from), c.output, opts)
 }
 
+// outputStore parses the s3:// output (a usage error when malformed) and
+// opens its store.
+func outputStore(ctx context.Context, output string) (*objstore.Store, objstore.Location, error) {
+	dst, err := objstore.Parse(output)
+	if err != nil {
+		return nil, dst, &usageError{"-o: " + err.Error()}
+	}
+	st, err := objstore.New(ctx, nil)
+	return st, dst, err
+}
+
 // rebakeObject is a re-bake whose output is an s3:// object: assembled in
 // the store when the input is an object too, else streamed to it.
 func rebakeObject(ctx context.Context, c *config, opener *input.Opener, opts *export.RebakeOptions) (*export.Result, error) {
-	dst, err := objstore.Parse(c.output)
-	if err != nil {
-		return nil, &usageError{"-o: " + err.Error()}
-	}
-	st, err := objstore.New(ctx, nil)
+	st, dst, err := outputStore(ctx, c.output)
 	if err != nil {
 		return nil, err
 	}
