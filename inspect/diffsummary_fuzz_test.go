@@ -44,33 +44,40 @@ func FuzzSummarizeDiff(f *testing.F) {
 				continue
 			}
 			// The constants compared in the pass are those read again.
-			da, db, err := BuildPair(pair[0], pair[1], &Options{Hash: true})
-			if err != nil {
-				t.Fatalf("BuildPair fails where BuildDiffPair does not: %v", err)
-			}
-			want, err := SummarizeDiff(pair[0], pair[1], &DiffSummaryOptions{Docs: [2]*Document{da, db}})
-			if err != nil {
-				continue
-			}
-			// By their JSON forms, where a NaN equals itself.
-			// What a comparison by digests cannot know.
-			for mi, m := range got.Methods {
-				for ti, td := range m.Tensors {
-					if td.Data == nil || td.Data.NotCompared == "" || mi >= len(want.Methods) || ti >= len(want.Methods[mi].Tensors) {
-						continue
-					}
-					if w := want.Methods[mi].Tensors[ti].Data; w != nil {
-						*w = DataDiff{Decoded: w.Decoded, Elements: w.Elements, Samples: []ElementDiff{}, NotCompared: notCompared}
-					}
-				}
-			}
-			jg, errG := json.Marshal(got)
-			jw, errW := json.Marshal(want)
-			if errG != nil || errW != nil || !bytes.Equal(jg, jw) {
-				t.Fatalf("the pass's comparison differs from reading again:\n%s\n%s", jg, jw)
-			}
+			checkSameAsReread(t, pair[0], pair[1], got)
 		}
 	})
+}
+
+// checkSameAsReread fails t when got, the summary of a and b that the one
+// pass made, differs from the summary of the documents read again
+// (BuildPair), apart from what a comparison by digests cannot know; both by
+// their JSON forms, where a NaN equals itself.
+func checkSameAsReread(t *testing.T, a, b *pte.File, got *DiffSummary) {
+	t.Helper()
+	da, db, err := BuildPair(a, b, &Options{Hash: true})
+	if err != nil {
+		t.Fatalf("BuildPair fails where BuildDiffPair does not: %v", err)
+	}
+	want, err := SummarizeDiff(a, b, &DiffSummaryOptions{Docs: [2]*Document{da, db}})
+	if err != nil {
+		return
+	}
+	for mi, m := range got.Methods {
+		for ti, td := range m.Tensors {
+			if td.Data == nil || td.Data.NotCompared == "" || mi >= len(want.Methods) || ti >= len(want.Methods[mi].Tensors) {
+				continue
+			}
+			if w := want.Methods[mi].Tensors[ti].Data; w != nil {
+				*w = DataDiff{Decoded: w.Decoded, Elements: w.Elements, Samples: []ElementDiff{}, NotCompared: notCompared}
+			}
+		}
+	}
+	jg, errG := json.Marshal(got)
+	jw, errW := json.Marshal(want)
+	if errG != nil || errW != nil || !bytes.Equal(jg, jw) {
+		t.Fatalf("the pass's comparison differs from reading again:\n%s\n%s", jg, jw)
+	}
 }
 
 // FuzzDiffPass diffs two programs whatever the reader accepts (seeded with
@@ -118,29 +125,6 @@ func FuzzDiffPass(f *testing.F) {
 				t.Fatalf("file %d: %d bytes read twice, the first %v", i, n, first)
 			}
 		}
-		pa, pb, err := BuildPair(files[0], files[1], &Options{Hash: true})
-		if err != nil {
-			t.Fatalf("BuildPair fails where BuildDiffPair does not: %v", err)
-		}
-		want, err := SummarizeDiff(files[0], files[1], &DiffSummaryOptions{Docs: [2]*Document{pa, pb}})
-		if err != nil {
-			return
-		}
-		// What a comparison by digests cannot know.
-		for mi, m := range got.Methods {
-			for ti, td := range m.Tensors {
-				if td.Data == nil || td.Data.NotCompared == "" || mi >= len(want.Methods) || ti >= len(want.Methods[mi].Tensors) {
-					continue
-				}
-				if w := want.Methods[mi].Tensors[ti].Data; w != nil {
-					*w = DataDiff{Decoded: w.Decoded, Elements: w.Elements, Samples: []ElementDiff{}, NotCompared: notCompared}
-				}
-			}
-		}
-		jg, errG := json.Marshal(got)
-		jw, errW := json.Marshal(want)
-		if errG != nil || errW != nil || !bytes.Equal(jg, jw) {
-			t.Fatalf("the pass's comparison differs from reading again:\n%s\n%s", jg, jw)
-		}
+		checkSameAsReread(t, files[0], files[1], got)
 	})
 }
