@@ -59,6 +59,17 @@ func writeProgram(t testing.TB, path string, n int, engine int64) {
 	require.NoError(t, err)
 }
 
+// s3Input starts a store holding s3://bkt/in.pte, a program of four 6 MiB
+// engines (a re-bake of it spans several parts), and returns the store, a
+// temporary directory and the input's local copy there.
+func s3Input(t *testing.T) (srv *s3test.Server, dir, in string) {
+	srv, dir = s3Store(t), t.TempDir()
+	in = filepath.Join(dir, "in.pte")
+	writeProgram(t, in, 4, 6<<20)
+	srv.Put(t, "bkt", "in.pte", in)
+	return srv, dir, in
+}
+
 // s3Store starts the test store with a bucket "bkt" and points the process's
 // AWS environment at it.
 func s3Store(t *testing.T) *s3test.Server {
@@ -194,11 +205,7 @@ func TestS3RebakeLarge(t *testing.T) {
 // store that refuses server-side copies, and SIGINT: the first two fail
 // or fall back, the last stops; none leaves an object or an upload.
 func TestS3RebakeFailures(t *testing.T) {
-	srv := s3Store(t)
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.pte")
-	writeProgram(t, in, 4, 6<<20)
-	srv.Put(t, "bkt", "in.pte", in)
+	srv, dir, in := s3Input(t)
 	local := filepath.Join(dir, "local.pte")
 	require.Equal(t, 0, runCmd("--from", in, "-o", local, "--weight-streaming-budget-per-engine", "2GiB").code)
 	args := func(out string) []string {
@@ -278,11 +285,7 @@ func TestS3Helper(t *testing.T) {
 // which the next re-bake to the key reports and pteexport --recover
 // aborts.
 func TestS3RebakeKilled(t *testing.T) {
-	srv := s3Store(t)
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.pte")
-	writeProgram(t, in, 4, 6<<20)
-	srv.Put(t, "bkt", "in.pte", in)
+	srv, _, _ := s3Input(t)
 	args := []string{"--from", "s3://bkt/in.pte", "-o", "s3://bkt/out.pte", "--weight-streaming-budget-per-engine", "2GiB"}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestS3Helper$", "-test.count=1")
 	cmd.Env = append(os.Environ(), rebakeHelperArgs+"_S3="+strings.Join(args, "\n"))
@@ -493,11 +496,7 @@ func TestS3RebakeUndoRecord(t *testing.T) {
 // request never reached the store, that it was not, and nothing is there.
 // Either way no upload is left.
 func TestS3CompleteCut(t *testing.T) {
-	srv := s3Store(t)
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.pte")
-	writeProgram(t, in, 4, 6<<20)
-	srv.Put(t, "bkt", "in.pte", in)
+	srv, dir, in := s3Input(t)
 	local := filepath.Join(dir, "local.pte")
 	require.Equal(t, 0, runCmd("--from", in, "-o", local, "--weight-streaming-budget-per-engine", "2GiB").code)
 	isComplete := func(method, query string) bool {
