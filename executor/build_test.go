@@ -67,7 +67,7 @@ func buildProgram(t testing.TB, methods ...testMethod) *pte.File {
 	t.Helper()
 	p := &pte.Program{ConstantBuffer: []*pte.Buffer{}}
 	segs := []*io.SectionReader{nil} // the constant segment, filled in last
-	var constants []*io.SectionReader
+	offsets, constants := []uint64{0}, []byte{} // offsets[0]: the placeholder of non-constant tensors
 	for _, tm := range methods {
 		ep := &pte.ExecutionPlan{Name: tm.name, ContainerMetaType: &pte.ContainerMetadata{}, Operators: []*pte.Operator{}}
 		var offset uint32
@@ -87,9 +87,10 @@ func buildProgram(t testing.TB, methods ...testMethod) *pte.File {
 				cb := int32(len(ep.Values))
 				ep.Values = append(ep.Values,
 					&pte.EValue{Val: &pte.Tensor{ScalarType: pte.ScalarType(6), Sizes: []int32{2, 2}, DimOrder: []uint8{0, 1},
-						DataBufferIdx: uint32(len(constants) + 1)}},
+						DataBufferIdx: uint32(len(offsets))}},
 					&pte.EValue{Val: &pte.Int{IntVal: 1}})
-				constants = append(constants, io.NewSectionReader(bytes.NewReader(testEngine(16)), 0, 16))
+				// 16 bytes each: aligned as ExecuTorch aligns constants, without padding.
+				offsets, constants = append(offsets, uint64(len(constants))), append(constants, testEngine(16)...)
 				sum := tensor()
 				ep.Operators = append(ep.Operators, &pte.Operator{Name: "aten::add", Overload: "out"})
 				chain.Instructions = append(chain.Instructions, &pte.Instruction{Args: &pte.KernelCall{
@@ -128,11 +129,8 @@ func buildProgram(t testing.TB, methods ...testMethod) *pte.File {
 		ep.NonConstBufferSizes = []int64{0, int64(offset)}
 		p.SetPlans(append(testprog.Plans(p), ep))
 	}
-	offsets, payload, err := pte.ConstantSegment(constants, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.ConstantSegment, segs[0] = &pte.SubsegmentOffsets{SegmentIndex: 0, Offsets: offsets}, payload
+	p.ConstantSegment = &pte.SubsegmentOffsets{SegmentIndex: 0, Offsets: offsets}
+	segs[0] = io.NewSectionReader(bytes.NewReader(constants), 0, int64(len(constants)))
 	return openWritten(t, p, segs)
 }
 

@@ -147,9 +147,7 @@ func (e *SegmentError) Unwrap() error { return e.Err }
 // 4096 (see Composite for sources made of parts), never held in memory.
 // Each source is read from its start, regardless of its current seek
 // offset, and (without opts.Dedup) exactly once, in order, so a payload
-// that arrives through a pipe can be given as a SequentialSource. The
-// constant segment payload and its offsets can be built with
-// ConstantSegment. Inline payloads (ConstantBuffer, BackendDelegateData) live inside
+// that arrives through a pipe can be given as a SequentialSource. Inline payloads (ConstantBuffer, BackendDelegateData) live inside
 // the flatbuffer, which must stay under 2 GiB; a larger program is refused
 // with an error matching ErrProgramTooLarge.
 //
