@@ -146,9 +146,9 @@ func (e *SegmentError) Unwrap() error { return e.Err }
 // copied by the kernel when both ends are files at offsets equal modulo
 // 4096 (see Composite for sources made of parts), never held in memory.
 // Each source is read from its start, regardless of its current seek
-// offset, and (without opts.Dedup) exactly once, in order, so a payload
-// that arrives through a pipe can be given as a SequentialSource. Inline payloads (ConstantBuffer, BackendDelegateData) live inside
-// the flatbuffer, which must stay under 2 GiB; a larger program is refused
+// offset, and (without opts.Dedup) exactly once, in order. Inline
+// payloads (ConstantBuffer, BackendDelegateData) live inside the
+// flatbuffer, which must stay under 2 GiB; a larger program is refused
 // with an error matching ErrProgramTooLarge.
 //
 // What Write writes, NewFile reads: before writing anything, Write checks

@@ -30,9 +30,7 @@ import (
 //     payload); only payloads whose size and fingerprint collide are then
 //     hashed whole.
 //
-// A SequentialSource can be read only once, to write it, so it is
-// compared by identity only. A source that fails or ends early is reported
-// as a *SegmentError.
+// A source that fails or ends early is reported as a *SegmentError.
 func DedupPayloads(srcs []*io.SectionReader) (remap, unique []int, err error) {
 	if err := checkSources(srcs); err != nil {
 		return nil, nil, err
@@ -70,8 +68,8 @@ type payloadPrint struct {
 
 // fingerprintPayloads marks in same the payloads equal by identity (the
 // same parts) and groups by print those that share a size with another
-// payload and may still be equal; payloads of a size of their own and
-// sequential sources are never read.
+// payload and may still be equal; payloads of a size of their own are
+// never read.
 func fingerprintPayloads(srcs []*io.SectionReader, same []int) (map[payloadPrint][]int, error) {
 	bySize := map[int64]int{}
 	for _, s := range srcs {
@@ -108,9 +106,6 @@ func fingerprintPayloads(srcs []*io.SectionReader, same []int) (map[payloadPrint
 				copy(sum[:], key[len(key)-sha256.Size-varintLen(s.Size()):])
 				known[i] = sum
 			}
-		}
-		if s.Size() > 0 && partsSequential(parts) {
-			continue
 		}
 		// The first payload of a size is read only when another one of
 		// that size, not the same by identity, comes; later ones right
