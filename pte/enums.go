@@ -67,18 +67,10 @@ var namesScalarType = map[ScalarType]string{
 }
 
 // String returns the schema's name of v, or "ScalarType(n)" for a value it does not name.
-func (v ScalarType) String() string {
-	if s, ok := namesScalarType[v]; ok {
-		return s
-	}
-	return "ScalarType(" + strconv.FormatInt(int64(v), 10) + ")"
-}
+func (v ScalarType) String() string { return enumName(namesScalarType, v, "ScalarType") }
 
 // Known reports whether the schema names v.
-func (v ScalarType) Known() bool {
-	_, ok := namesScalarType[v]
-	return ok
-}
+func (v ScalarType) Known() bool { _, ok := namesScalarType[v]; return ok }
 
 // TensorShapeDynamism says whether a tensor's shape may change at run time.
 type TensorShapeDynamism int8
@@ -98,17 +90,11 @@ var namesTensorShapeDynamism = map[TensorShapeDynamism]string{
 
 // String returns the schema's name of v, or "TensorShapeDynamism(n)" for a value it does not name.
 func (v TensorShapeDynamism) String() string {
-	if s, ok := namesTensorShapeDynamism[v]; ok {
-		return s
-	}
-	return "TensorShapeDynamism(" + strconv.FormatInt(int64(v), 10) + ")"
+	return enumName(namesTensorShapeDynamism, v, "TensorShapeDynamism")
 }
 
 // Known reports whether the schema names v.
-func (v TensorShapeDynamism) Known() bool {
-	_, ok := namesTensorShapeDynamism[v]
-	return ok
-}
+func (v TensorShapeDynamism) Known() bool { _, ok := namesTensorShapeDynamism[v]; return ok }
 
 // TensorDataLocation says whether tensor data is in this file (SEGMENT) or
 // in an external data file (EXTERNAL).
@@ -127,17 +113,11 @@ var namesTensorDataLocation = map[TensorDataLocation]string{
 
 // String returns the schema's name of v, or "TensorDataLocation(n)" for a value it does not name.
 func (v TensorDataLocation) String() string {
-	if s, ok := namesTensorDataLocation[v]; ok {
-		return s
-	}
-	return "TensorDataLocation(" + strconv.FormatInt(int64(v), 10) + ")"
+	return enumName(namesTensorDataLocation, v, "TensorDataLocation")
 }
 
 // Known reports whether the schema names v.
-func (v TensorDataLocation) Known() bool {
-	_, ok := namesTensorDataLocation[v]
-	return ok
-}
+func (v TensorDataLocation) Known() bool { _, ok := namesTensorDataLocation[v]; return ok }
 
 // DeviceType is the kind of memory a tensor or arena lives in.
 type DeviceType int8
@@ -154,18 +134,10 @@ var namesDeviceType = map[DeviceType]string{
 }
 
 // String returns the schema's name of v, or "DeviceType(n)" for a value it does not name.
-func (v DeviceType) String() string {
-	if s, ok := namesDeviceType[v]; ok {
-		return s
-	}
-	return "DeviceType(" + strconv.FormatInt(int64(v), 10) + ")"
-}
+func (v DeviceType) String() string { return enumName(namesDeviceType, v, "DeviceType") }
 
 // Known reports whether the schema names v.
-func (v DeviceType) Known() bool {
-	_, ok := namesDeviceType[v]
-	return ok
-}
+func (v DeviceType) Known() bool { _, ok := namesDeviceType[v]; return ok }
 
 // KernelTypes is the union tag of an EValue: which Value it holds.
 type KernelTypes byte
@@ -202,18 +174,10 @@ var namesKernelTypes = map[KernelTypes]string{
 }
 
 // String returns the schema's name of v, or "KernelTypes(n)" for a value it does not name.
-func (v KernelTypes) String() string {
-	if s, ok := namesKernelTypes[v]; ok {
-		return s
-	}
-	return "KernelTypes(" + strconv.FormatInt(int64(v), 10) + ")"
-}
+func (v KernelTypes) String() string { return enumName(namesKernelTypes, v, "KernelTypes") }
 
 // Known reports whether the schema names v.
-func (v KernelTypes) Known() bool {
-	_, ok := namesKernelTypes[v]
-	return ok
-}
+func (v KernelTypes) Known() bool { _, ok := namesKernelTypes[v]; return ok }
 
 // InstructionArguments is the union tag of an Instruction: which
 // InstructionArgs it holds.
@@ -240,17 +204,11 @@ var namesInstructionArguments = map[InstructionArguments]string{
 
 // String returns the schema's name of v, or "InstructionArguments(n)" for a value it does not name.
 func (v InstructionArguments) String() string {
-	if s, ok := namesInstructionArguments[v]; ok {
-		return s
-	}
-	return "InstructionArguments(" + strconv.FormatInt(int64(v), 10) + ")"
+	return enumName(namesInstructionArguments, v, "InstructionArguments")
 }
 
 // Known reports whether the schema names v.
-func (v InstructionArguments) Known() bool {
-	_, ok := namesInstructionArguments[v]
-	return ok
-}
+func (v InstructionArguments) Known() bool { _, ok := namesInstructionArguments[v]; return ok }
 
 // DataLocation says where a delegate's processed data is: INLINE (in
 // Program.BackendDelegateData) or SEGMENT (in a data segment).
@@ -268,15 +226,16 @@ var namesDataLocation = map[DataLocation]string{
 }
 
 // String returns the schema's name of v, or "DataLocation(n)" for a value it does not name.
-func (v DataLocation) String() string {
-	if s, ok := namesDataLocation[v]; ok {
-		return s
-	}
-	return "DataLocation(" + strconv.FormatInt(int64(v), 10) + ")"
-}
+func (v DataLocation) String() string { return enumName(namesDataLocation, v, "DataLocation") }
 
 // Known reports whether the schema names v.
-func (v DataLocation) Known() bool {
-	_, ok := namesDataLocation[v]
-	return ok
+func (v DataLocation) Known() bool { _, ok := namesDataLocation[v]; return ok }
+
+// enumName is the String of the enum types: the schema's name of v, or
+// "typ(n)" for a value names lacks.
+func enumName[T ~int8 | ~uint8](names map[T]string, v T, typ string) string {
+	if s, ok := names[v]; ok {
+		return s
+	}
+	return typ + "(" + strconv.FormatInt(int64(v), 10) + ")"
 }
