@@ -66,7 +66,7 @@ func testEngine(size int) []byte {
 func buildProgram(t testing.TB, methods ...testMethod) *pte.File {
 	t.Helper()
 	p := &pte.Program{ConstantBuffer: []*pte.Buffer{}}
-	segs := []*io.SectionReader{nil} // the constant segment, filled in last
+	segs := []*io.SectionReader{nil}            // the constant segment, filled in last
 	offsets, constants := []uint64{0}, []byte{} // offsets[0]: the placeholder of non-constant tensors
 	for _, tm := range methods {
 		ep := &pte.ExecutionPlan{Name: tm.name, ContainerMetaType: &pte.ContainerMetadata{}, Operators: []*pte.Operator{}}

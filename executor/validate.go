@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/ptekit/ptekit/ptd"
@@ -84,7 +85,7 @@ func checkValuesPresent(method string, ep *pte.ExecutionPlan) *Error {
 		case ev.Val == nil:
 			return methodError(method, CodeInvalidProgram, path, "value has union tag NONE")
 		}
-		if _, null := ev.Val.(*pte.Null); !null && isNilValue(ev.Val) {
+		if _, null := ev.Val.(*pte.Null); !null && isNil(ev.Val) {
 			return methodError(method, CodeInvalidProgram, path, "%s has no table (union tag set, table absent)", valueTypeName(ev.Val))
 		}
 	}
@@ -182,35 +183,14 @@ func valueTypeName(v pte.Value) string {
 	return strings.TrimPrefix(fmt.Sprintf("%T", v), "*pte.")
 }
 
-// isNilValue reports whether v is a typed nil pointer.
-func isNilValue(v pte.Value) bool {
-	switch x := v.(type) {
-	case *pte.Null:
-		return x == nil
-	case *pte.Int:
-		return x == nil
-	case *pte.Bool:
-		return x == nil
-	case *pte.Double:
-		return x == nil
-	case *pte.String:
-		return x == nil
-	case *pte.Tensor:
-		return x == nil
-	case *pte.IntList:
-		return x == nil
-	case *pte.DoubleList:
-		return x == nil
-	case *pte.BoolList:
-		return x == nil
-	case *pte.TensorList:
-		return x == nil
-	case *pte.OptionalTensorList:
-		return x == nil
-	case *pte.UnknownValue:
-		return x == nil
+// isNil reports whether v, a decoded union member (pte.Value or
+// pte.InstructionArgs), is nil or a typed nil pointer.
+func isNil(v any) bool {
+	if v == nil {
+		return true
 	}
-	return v == nil
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // checkTensor applies tensor_parser's structural checks; it returns "" when
@@ -320,7 +300,7 @@ func checkChains(method string, ep *pte.ExecutionPlan) *Error {
 				}
 				return nil
 			}
-			if ins == nil || ins.Args == nil || isNilInstruction(ins.Args) {
+			if ins == nil || isNil(ins.Args) {
 				return bad("instruction or its arguments are missing")
 			}
 			switch a := ins.Args.(type) {
@@ -366,23 +346,4 @@ func checkChains(method string, ep *pte.ExecutionPlan) *Error {
 		}
 	}
 	return delayed
-}
-
-// isNilInstruction reports whether a is a typed nil pointer.
-func isNilInstruction(a pte.InstructionArgs) bool {
-	switch x := a.(type) {
-	case *pte.KernelCall:
-		return x == nil
-	case *pte.DelegateCall:
-		return x == nil
-	case *pte.MoveCall:
-		return x == nil
-	case *pte.JumpFalseCall:
-		return x == nil
-	case *pte.FreeCall:
-		return x == nil
-	case *pte.UnknownInstruction:
-		return x == nil
-	}
-	return a == nil
 }
