@@ -146,16 +146,16 @@ func (s *Store) discoverRegion(ctx context.Context, bucket string) string {
 
 // validRegion reports whether r looks like a region name (it goes into a
 // host name and a signature scope).
-func validRegion(r string) bool {
-	if r == "" || len(r) > 32 {
-		return false
-	}
-	for _, c := range []byte(r) {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
+func validRegion(r string) bool { return validToken(r, 32, "abcdefghijklmnopqrstuvwxyz0123456789-") }
+
+// alnum is the ASCII letters and digits, for validToken.
+const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// validToken reports whether s, a word a store's answer names, is 1 to
+// max bytes, each one of allowed: only then is it put in a request, a
+// host name or a message.
+func validToken(s string, max int, allowed string) bool {
+	return s != "" && len(s) <= max && strings.Trim(s, allowed) == ""
 }
 
 // pathStyle reports whether bucket is addressed in the URL's path: always

@@ -164,17 +164,7 @@ func storeError(op string, loc Location, err error) error {
 // such as "AccessDenied" or versitygw's "XAdminUserNotFound"): the code
 // comes from the store's answer, and a store could fill it with anything
 // for a message to show.
-func validCode(c string) bool {
-	if c == "" || len(c) > 64 {
-		return false
-	}
-	for _, r := range []byte(c) {
-		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
+func validCode(c string) bool { return validToken(c, 64, alnum+"._-") }
 
 // errNotS3 is a successful answer that lacks what every S3 store sends:
 // the endpoint is not an S3 store (a web server that answers anything
@@ -255,17 +245,7 @@ func (u *Upload) PreviousVersion() string { return u.previous }
 // validVersionID reports whether v is a version id worth naming: S3's
 // are up to 1024 URL-safe characters, and "null" names the unversioned
 // object of a bucket that was not versioned when it was written.
-func validVersionID(v string) bool {
-	if v == "" || v == "null" || len(v) > 1024 {
-		return false
-	}
-	for _, c := range []byte(v) {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == '+' || c == '=' || c == '/') {
-			return false
-		}
-	}
-	return true
-}
+func validVersionID(v string) bool { return v != "null" && validToken(v, 1024, alnum+"._-+=/") }
 
 // Location returns where the Upload writes.
 func (u *Upload) Location() Location { return u.loc }
