@@ -277,7 +277,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c, fs, err := parseArgs(args)
 	if err != nil {
-		if wantsJSON(args) {
+		if cli.BoolFlag(args, "json") {
 			writeFailure(stdout, &jsonerr.UsageError{Msg: cli.Plain(err.Error())})
 		}
 		fmt.Fprintf(stderr, "pteexport: %s (see pteexport --help)\n", cli.Plain(err.Error()))
@@ -581,19 +581,6 @@ func recoverObject(ctx context.Context, name string, force bool, stdout io.Write
 	}
 	fail(cli.Message(err), err)
 	return 1
-}
-
-// wantsJSON reports whether args ask for --json, before they are parsed.
-func wantsJSON(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "--json" || a == "--json=true" || a == "--json=1" {
-			return true
-		}
-	}
-	return false
 }
 
 // failure is an error with the message the command prints for it.

@@ -50,7 +50,7 @@ Flags:
 // 3 when worth retrying, 130/143 when interrupted), so that 1 always means
 // "different".
 func runDiff(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if j, _ := wantsJSON(args); j {
+	if cli.BoolFlag(args, "json") {
 		stderr = &jsonStderr{Writer: stderr, stdout: stdout}
 	}
 	d := &diffRun{stdout: stdout, stderr: stderr}

@@ -155,22 +155,6 @@ type jsonStderr struct {
 	plan   bool
 }
 
-// wantsJSON reports whether args ask for JSON output, and for the plan
-// view, before the flags are parsed (a parse error needs to know).
-func wantsJSON(args []string) (json, plan bool) {
-	for _, a := range args {
-		switch {
-		case a == "--":
-			return json, plan
-		case a == "--json" || a == "--json=true" || a == "--json=1":
-			json = true
-		case a == "--plan" || a == "--plan=true" || a == "--plan=1":
-			plan = true
-		}
-	}
-	return json, plan
-}
-
 // failErr reports a failure in one line, with a hint when there is one,
 // and returns its exit status: exitFail, or for a URL input the status
 // input.ExitCode gives (exitRetry for a transient failure, 130/143 when
@@ -211,8 +195,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "help" {
 		return runHelp(args[1:], stdin, stdout, stderr)
 	}
-	if j, plan := wantsJSON(args); j {
-		stderr = &jsonStderr{Writer: stderr, stdout: stdout, plan: plan}
+	if cli.BoolFlag(args, "json") {
+		stderr = &jsonStderr{Writer: stderr, stdout: stdout, plan: cli.BoolFlag(args, "plan")}
 	}
 	var o options
 	name, code, ok := parseArgs(args, &o, stdout, stderr)

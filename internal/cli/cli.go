@@ -149,6 +149,21 @@ func Count(n int, what string) string {
 // one line.
 func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// BoolFlag reports whether args set the boolean flag --name (--name,
+// --name=true or --name=1) before any "--", for what must be known before
+// the flags are parsed, such as whether a parse error is reported as JSON.
+func BoolFlag(args []string, name string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--" + name, "--" + name + "=true", "--" + name + "=1":
+			return true
+		}
+	}
+	return false
+}
+
 // PrintVersion writes Version(cmd) and a newline to w.
 func PrintVersion(w io.Writer, cmd string) {
 	fmt.Fprintln(w, Version(cmd))
