@@ -334,7 +334,7 @@ func refText(r *inspect.TensorRef) string {
 	if r.DataBufferIdx > 0 {
 		kind = "CT" // upstream's mark of a tensor with a constant buffer
 	}
-	s := fmt.Sprintf("[%d] %s %s%s", r.Index, kind, strings.ToLower(esc(r.ScalarType)), shape(r.Sizes))
+	s := fmt.Sprintf("[%d] %s %s%s", r.Index, kind, strings.ToLower(esc(r.ScalarType)), ints(r.Sizes, ", "))
 	if r.FQN != nil {
 		s += " " + esc(*r.FQN)
 	}

@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
-	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -122,14 +122,14 @@ func runPTD(ctx context.Context, opener *input.Opener, name string, stdout, stde
 func printPTD(w io.Writer, name string, doc *inspect.PTDDocument) {
 	t := newTable(w, "")
 	t.row("file", esc(name))
-	t.row("size", fmt.Sprintf("%s (%d bytes)", progress.Size(doc.File.Size), doc.File.Size))
+	t.row("size", fmt.Sprintf("%s (%d bytes)", compilespec.FormatSizeApprox(doc.File.Size), doc.File.Size))
 	if doc.File.SHA256.Hex != "" {
 		t.row("sha256", doc.File.SHA256.Hex)
 	}
 	t.row("identifier", fmt.Sprintf("%s (external data), root table at byte %d", doc.File.FileIdentifier, doc.File.RootOffset))
 	h := doc.Header
 	t.row("header", fmt.Sprintf("%s length %d: flatbuffer %d bytes at %d, segment base %d, segment data %s",
-		h.Magic, h.Length, h.FlatbufferSize, h.FlatbufferOffset, h.SegmentBaseOffset, progress.Size(h.SegmentDataSize)))
+		h.Magic, h.Length, h.FlatbufferSize, h.FlatbufferOffset, h.SegmentBaseOffset, compilespec.FormatSizeApprox(h.SegmentDataSize)))
 	if doc.FlatTensor != nil {
 		t.row("version", strconv.FormatUint(uint64(doc.FlatTensor.Version), 10))
 	}
@@ -141,7 +141,7 @@ func printPTD(w io.Writer, name string, doc *inspect.PTDDocument) {
 		t.row("NAME", "TYPE", "SIZES", "DIM ORDER", "SEGMENT", "OFFSET")
 		for _, x := range doc.Legacy.Tensors {
 			l := x.TensorLayout
-			t.row(esc(x.FullyQualifiedName), l.ScalarType.String(), ints(l.Sizes), ints(l.DimOrder),
+			t.row(esc(x.FullyQualifiedName), l.ScalarType.String(), ints(l.Sizes, " "), ints(l.DimOrder, " "),
 				strconv.FormatUint(uint64(x.SegmentIndex), 10), strconv.FormatUint(x.Offset, 10))
 		}
 		t.flush()
@@ -161,11 +161,11 @@ func printPTD(w io.Writer, name string, doc *inspect.PTDDocument) {
 			for _, k := range doc.NamedData {
 				typ, sizes, order := "(no layout)", "-", "-"
 				if l := k.TensorLayout; l != nil {
-					typ, sizes, order = l.ScalarType.String(), ints(l.Sizes), ints(l.DimOrder)
+					typ, sizes, order = l.ScalarType.String(), ints(l.Sizes, " "), ints(l.DimOrder, " ")
 				}
 				size := "-"
 				if k.Size != nil {
-					size = progress.Size(*k.Size)
+					size = compilespec.FormatSizeApprox(*k.Size)
 				}
 				t.row(esc(k.Key), typ, sizes, order, strconv.FormatUint(uint64(k.SegmentIndex), 10), size)
 			}
@@ -175,13 +175,13 @@ func printPTD(w io.Writer, name string, doc *inspect.PTDDocument) {
 	printProblems(w, doc.Findings)
 }
 
-// ints formats a list of integers as "[2 2]".
-func ints[T int32 | int](s []T) string {
+// ints formats a list of integers as "[2 2]" (sep " ") or "[2, 2]".
+func ints[T int32 | int](s []T, sep string) string {
 	parts := make([]string, len(s))
 	for i, v := range s {
 		parts[i] = strconv.FormatInt(int64(v), 10)
 	}
-	return "[" + strings.Join(parts, " ") + "]"
+	return "[" + strings.Join(parts, sep) + "]"
 }
 
 // printVerify prints findings as --verify does and returns its exit status.
@@ -271,7 +271,7 @@ func printExternalData(w io.Writer, f *pte.File, ext *inspect.ExternalData) {
 			if x.File != nil {
 				from = esc(*x.File)
 				if x.Offset != nil {
-					from += fmt.Sprintf(" @%d, %s", *x.Offset, progress.Size(*x.Size))
+					from += fmt.Sprintf(" @%d, %s", *x.Offset, compilespec.FormatSizeApprox(*x.Size))
 				}
 			}
 			st := "ok"

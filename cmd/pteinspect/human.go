@@ -14,7 +14,6 @@ import (
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/input"
-	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -118,14 +117,14 @@ func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *op
 	p := f.Program
 	t := newTable(w, "")
 	t.row("file", esc(input.Display(name)))
-	t.row("size", fmt.Sprintf("%s (%d bytes)", progress.Size(f.Size), f.Size))
+	t.row("size", fmt.Sprintf("%s (%d bytes)", compilespec.FormatSizeApprox(f.Size), f.Size))
 	if doc.File.SHA256.Hex != "" {
 		t.row("sha256", doc.File.SHA256.Hex)
 	}
 	t.row("identifier", fmt.Sprintf("%s, root table at byte %d", f.Identifier, f.RootOffset))
 	if h := f.Header; h != nil {
 		t.row("header", fmt.Sprintf("%s length %d: program %s, segment base %d, segment data %s",
-			h.Magic, h.Length, progress.Size(h.ProgramSize), h.SegmentBaseOffset, progress.Size(h.SegmentDataSize)))
+			h.Magic, h.Length, compilespec.FormatSizeApprox(h.ProgramSize), h.SegmentBaseOffset, compilespec.FormatSizeApprox(h.SegmentDataSize)))
 	} else {
 		t.row("header", "none")
 	}
@@ -144,7 +143,7 @@ func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *op
 				total += len(b.Storage)
 			}
 		}
-		fmt.Fprintf(w, "\nconstant buffers (deprecated inline): %d, %s\n", len(p.ConstantBuffer), progress.Size(total))
+		fmt.Fprintf(w, "\nconstant buffers (deprecated inline): %d, %s\n", len(p.ConstantBuffer), compilespec.FormatSizeApprox(total))
 	}
 
 	// Each delegate is printed as it is read and then let go: a method of
@@ -223,7 +222,7 @@ func printSegmentTable(w io.Writer, n int, row func(i int) segmentRow) {
 		if len(s.usedBy) > 0 {
 			used = escText(strings.Join(s.usedBy, ", "))
 		}
-		cells := []string{strconv.Itoa(s.index), off, progress.Size(s.size), used}
+		cells := []string{strconv.Itoa(s.index), off, compilespec.FormatSizeApprox(s.size), used}
 		if hashed {
 			cells = append(cells, hashText(s.sha256))
 		}
@@ -297,7 +296,7 @@ func printIO(w io.Writer, what string, idx []int32, values []*pte.EValue) {
 			if x == nil {
 				t.row(strconv.Itoa(int(i)), "Tensor (no table)", "", "", "")
 			} else {
-				t.row(strconv.Itoa(int(i)), "Tensor", x.ScalarType.String(), shape(x.Sizes), x.ShapeDynamism.String())
+				t.row(strconv.Itoa(int(i)), "Tensor", x.ScalarType.String(), ints(x.Sizes, ", "), x.ShapeDynamism.String())
 			}
 		default:
 			// The other members' KernelType does not read the receiver,
@@ -306,14 +305,6 @@ func printIO(w io.Writer, what string, idx []int32, values []*pte.EValue) {
 		}
 	}
 	t.flush()
-}
-
-func shape(s []int32) string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = strconv.Itoa(int(d))
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 func instructionCounts(chains []*pte.Chain) string {
@@ -355,9 +346,9 @@ func memoryPlan(sizes []int64) string {
 	parts := []string{}
 	for i, s := range sizes[1:] {
 		total = compilespec.AddSizes(total, s)
-		parts = append(parts, fmt.Sprintf("#%d %s", i+1, progress.Size(s)))
+		parts = append(parts, fmt.Sprintf("#%d %s", i+1, compilespec.FormatSizeApprox(s)))
 	}
-	return fmt.Sprintf("%d arena(s), %s: %s", len(sizes)-1, progress.Size(total), strings.Join(parts, ", "))
+	return fmt.Sprintf("%d arena(s), %s: %s", len(sizes)-1, compilespec.FormatSizeApprox(total), strings.Join(parts, ", "))
 }
 
 func printDelegate(w io.Writer, d *inspect.Delegate, bd *pte.BackendDelegate) {
@@ -367,7 +358,7 @@ func printDelegate(w io.Writer, d *inspect.Delegate, bd *pte.BackendDelegate) {
 	}
 	size := "payload not reachable"
 	if d.Size != nil {
-		size = progress.Size(*d.Size)
+		size = compilespec.FormatSizeApprox(*d.Size)
 	}
 	fmt.Fprintf(w, "    [%d] %s  %s  %s\n", d.DelegateIndex, esc(d.ID), where, size)
 	if d.SHA256.Hex != "" {
@@ -397,8 +388,8 @@ func printTensorRT(w io.Writer, trt *inspect.TensorRT, bd *pte.BackendDelegate) 
 		}
 	}
 	if trt.MetadataOffset != nil {
-		head += fmt.Sprintf(", metadata %s at %d, engine %s at %d", progress.Size(*trt.MetadataSize), *trt.MetadataOffset,
-			progress.Size(*trt.EngineSize), *trt.EngineOffset)
+		head += fmt.Sprintf(", metadata %s at %d, engine %s at %d", compilespec.FormatSizeApprox(*trt.MetadataSize), *trt.MetadataOffset,
+			compilespec.FormatSizeApprox(*trt.EngineSize), *trt.EngineOffset)
 	}
 	fmt.Fprintf(w, "        tensorrt blob  %s\n", head)
 	t := newTable(w, "          ")

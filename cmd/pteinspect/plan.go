@@ -13,7 +13,6 @@ import (
 	"github.com/ptekit/ptekit/executor"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/cli"
-	"github.com/ptekit/ptekit/internal/progress"
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -131,7 +130,7 @@ func optBytes(p *int64, unknown string) string {
 	if p == nil {
 		return unknown
 	}
-	return fmt.Sprintf("%d (%s)", *p, progress.Size(*p))
+	return fmt.Sprintf("%d (%s)", *p, compilespec.FormatSizeApprox(*p))
 }
 
 // printPlan prints the plan for a terminal: the engine facts it rests on,
@@ -179,7 +178,7 @@ func printPlan(w io.Writer, f *pte.File, plan *executor.ProgramPlan, facts []eng
 	}
 	if sm := plan.ScratchMemory; sm != nil && sm.WithoutPool > 0 {
 		fmt.Fprintf(w, "\nscratch memory: %s with a context each, %s with the shared pool, %s as configured\n",
-			progress.Size(sm.WithoutPool), progress.Size(sm.WithPool), progress.Size(sm.Current))
+			compilespec.FormatSizeApprox(sm.WithoutPool), compilespec.FormatSizeApprox(sm.WithPool), compilespec.FormatSizeApprox(sm.Current))
 	}
 }
 

@@ -84,15 +84,7 @@ func (m *Meter) Line(done, total int64) string {
 	if total > 0 {
 		pct = 100 * float64(done) / float64(total)
 	}
-	return fmt.Sprintf("%s %3.0f%% (%s of %s)", m.label, pct, Size(done), Size(total))
-}
-
-// Size formats a byte count rounded to one decimal in the largest binary
-// unit it reaches: "512 B", "1.5 KiB", "3.0 GiB". It is for figures that
-// change while a person watches (progress) and for overviews, where an
-// exact value would be noise.
-func Size[T int64 | uint64 | int | uint32](n T) string {
-	return size.FormatApprox(n)
+	return fmt.Sprintf("%s %3.0f%% (%s of %s)", m.label, pct, size.FormatApprox(done), size.FormatApprox(total))
 }
 
 // Reader counts the bytes read through R and reports them to M, of Total.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/ptekit/ptekit/internal/size"
 )
 
 // TestMeter: the line uses human units, rewrites itself in place, appears
@@ -17,10 +19,10 @@ func TestMeter(t *testing.T) {
 	assert.Equal(t, "pteexport: writing  37% (1.1 GiB of 3.0 GiB)", m.Line(1181116006, 3<<30+512))
 	assert.Equal(t, "pteexport: writing 100% (512 B of 512 B)", m.Line(512, 100), "total is at least what is done")
 	assert.Equal(t, "pteexport: writing 100% (0 B of 0 B)", m.Line(0, 0))
-	assert.Equal(t, "1.5 KiB", Size(1536))
-	assert.Equal(t, "1023 B", Size(1023))
-	assert.Equal(t, "8.0 EiB", Size(int64(1<<63-1)))
-	assert.Equal(t, "16.0 EiB", Size(uint64(1<<64-1)))
+	assert.Equal(t, "1.5 KiB", size.FormatApprox(1536))
+	assert.Equal(t, "1023 B", size.FormatApprox(1023))
+	assert.Equal(t, "8.0 EiB", size.FormatApprox(int64(1<<63-1)))
+	assert.Equal(t, "16.0 EiB", size.FormatApprox(uint64(1<<64-1)))
 
 	saved := IsTerminal
 	defer func() { IsTerminal = saved }()
