@@ -2,7 +2,8 @@ package export
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/ptekit/ptekit/pte"
@@ -72,10 +73,9 @@ func (d DType) ScalarType() (pte.ScalarType, error) {
 func (d DType) Size() int64 { return dtypes[d].size }
 
 func dtypeList() string {
-	names := make([]string, 0, len(dtypes))
-	for d := range dtypes {
+	var names []string
+	for _, d := range slices.Sorted(maps.Keys(dtypes)) {
 		names = append(names, string(d))
 	}
-	sort.Strings(names)
 	return strings.Join(names, ", ")
 }

@@ -178,12 +178,7 @@ func deviceWarnings(method, engine string, pin []byte, deviceID int64) []Warning
 }
 
 func usedByCall(md *methodDef, t *tensorDef) bool {
-	for _, c := range md.calls {
-		if slices.Contains(c.inputs, t) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(md.calls, func(c *callDef) bool { return slices.Contains(c.inputs, t) })
 }
 
 // engineCountWarnings returns the warnings for a method with n engine

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/ptekit/ptekit/internal/quote"
 	"math/bits"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -126,15 +127,13 @@ func (f *File) checkPlanValuesAt(i int) error {
 // hasExternalData reports whether a tensor among values keeps its data
 // outside the program.
 func hasExternalData(values []*EValue) bool {
-	for _, ev := range values {
+	return slices.ContainsFunc(values, func(ev *EValue) bool {
 		if ev == nil {
-			continue
+			return false
 		}
-		if t, ok := ev.Val.(*Tensor); ok && t != nil && t.ExtraTensorInfo != nil && t.ExtraTensorInfo.Location == TensorDataLocationEXTERNAL {
-			return true
-		}
-	}
-	return false
+		t, ok := ev.Val.(*Tensor)
+		return ok && t != nil && t.ExtraTensorInfo != nil && t.ExtraTensorInfo.Location == TensorDataLocationEXTERNAL
+	})
 }
 
 // checkPlanValues is validate_program for one plan; d knows the positions

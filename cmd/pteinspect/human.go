@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -326,14 +327,9 @@ func instructionCounts(chains []*pte.Chain) string {
 	if total == 0 {
 		return "0"
 	}
-	kinds := make([]string, 0, len(counts))
-	for k := range counts {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	parts := make([]string, len(kinds))
-	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
 	}
 	return fmt.Sprintf("%d (%s) in %d chain(s)", total, strings.Join(parts, ", "), len(chains))
 }
@@ -473,12 +469,7 @@ func quoteValue(v any) string {
 }
 
 func isPlain(s string) bool {
-	for _, r := range s {
-		if r < 0x21 || r > 0x7e {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x21 || r > 0x7e })
 }
 
 func quoteAll(s []string) string {

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -160,12 +161,7 @@ type tools struct {
 
 // any reports whether c asks for any of rows.
 func (c *config) any(rows ...string) bool {
-	for _, r := range rows {
-		if c.rows[r] {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(rows, func(r string) bool { return c.rows[r] })
 }
 
 // bigInputs are the large-engine rows' files: the engines, the manifest,

@@ -301,10 +301,5 @@ func DataVectors(t testing.TB, dir, corpus string) []DataVectorRun {
 
 // loaded reports whether the record shows the data file name loading.
 func (r *DataRecord) loaded(name string) bool {
-	for _, e := range r.Files {
-		if filepath.Base(e.Name) == filepath.Base(name) && e.Code == "Ok" {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.Files, func(e Outcome) bool { return filepath.Base(e.Name) == filepath.Base(name) && e.Code == "Ok" })
 }

@@ -3,6 +3,7 @@ package testprog
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -25,12 +26,7 @@ func Mkprog(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if len(args) == 1 && args[0] == "-list" {
-		names := make([]string, 0, len(progs))
-		for n := range progs {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		fmt.Fprintln(stdout, strings.Join(names, "\n"))
+		fmt.Fprintln(stdout, strings.Join(slices.Sorted(maps.Keys(progs)), "\n"))
 		return 0
 	}
 	cut, haveCut := 0, false
