@@ -1,6 +1,7 @@
 package delegate
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -137,10 +138,10 @@ func ParseHeader(b []byte) (h Header, ok bool) {
 func parseHeader(b []byte) Header {
 	var h Header
 	copy(h.Magic[:], b[offMagic:])
-	h.MetadataOffset = le32(b[offMetadataOffset:])
-	h.MetadataSize = le32(b[offMetadataSize:])
-	h.EngineOffset = le32(b[offEngineOffset:])
-	h.EngineSize = le64(b[offEngineSize:])
+	h.MetadataOffset = binary.LittleEndian.Uint32(b[offMetadataOffset:])
+	h.MetadataSize = binary.LittleEndian.Uint32(b[offMetadataSize:])
+	h.EngineOffset = binary.LittleEndian.Uint32(b[offEngineOffset:])
+	h.EngineSize = binary.LittleEndian.Uint64(b[offEngineSize:])
 	copy(h.Reserved[:], b[offReserved:])
 	return h
 }
@@ -148,11 +149,10 @@ func parseHeader(b []byte) Header {
 // appendTo appends the little-endian encoding of h.
 func (h *Header) appendTo(dst []byte) []byte {
 	dst = append(dst, h.Magic[:]...)
-	dst = appendLE32(dst, h.MetadataOffset)
-	dst = appendLE32(dst, h.MetadataSize)
-	dst = appendLE32(dst, h.EngineOffset)
-	dst = appendLE32(dst, uint32(h.EngineSize))
-	dst = appendLE32(dst, uint32(h.EngineSize>>32))
+	dst = binary.LittleEndian.AppendUint32(dst, h.MetadataOffset)
+	dst = binary.LittleEndian.AppendUint32(dst, h.MetadataSize)
+	dst = binary.LittleEndian.AppendUint32(dst, h.EngineOffset)
+	dst = binary.LittleEndian.AppendUint64(dst, h.EngineSize)
 	return append(dst, h.Reserved[:]...)
 }
 
@@ -169,16 +169,6 @@ func (h *Header) MagicString() string {
 
 // knownMagic reports whether m is TR01 or TR02.
 func knownMagic(m [4]byte) bool { return m == MagicTR01 || m == MagicTR02 }
-
-func le32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
-
-func le64(b []byte) uint64 { return uint64(le32(b)) | uint64(le32(b[4:]))<<32 }
-
-func appendLE32(dst []byte, v uint32) []byte {
-	return append(dst, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
-}
 
 // align16 rounds n up to a multiple of EngineAlignment.
 func align16(n uint64) uint64 { return (n + EngineAlignment - 1) &^ (EngineAlignment - 1) }

@@ -2,6 +2,7 @@ package delegate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -165,7 +166,7 @@ func TestSafeModeScalarsFirst(t *testing.T) {
 			if rep.Err != nil || len(rep.Hazards) != 0 {
 				t.Fatalf("Check of the safe blob: %v, hazards %v", rep.Err, rep.Hazards)
 			}
-			md := string(safe[32 : 32+le32(safe[offMetadataSize:])])
+			md := string(safe[32 : 32+binary.LittleEndian.Uint32(safe[offMetadataSize:])])
 			scalarsFirst := strings.Index(md, `"device_id"`) < strings.Index(md, `"aliased_io"`)
 			if scalarsFirst != c.moved || bytes.Equal(safe, upstream) == c.moved {
 				t.Errorf("scalars before aliased_io = %v, same as upstream = %v; want moved = %v\n%s", scalarsFirst, bytes.Equal(safe, upstream), c.moved, md)
@@ -477,7 +478,7 @@ func patch(b []byte, off int, s string) []byte {
 	return b
 }
 
-func putLE32(b []byte, v uint32) { copy(b, appendLE32(nil, v)) }
+func putLE32(b []byte, v uint32) { copy(b, binary.LittleEndian.AppendUint32(nil, v)) }
 
 // handBlob lays out a blob by hand: header, metadata at 32, zero padding to
 // a 16-byte boundary, then the engine and any trailing bytes.
@@ -491,7 +492,7 @@ func handBlob(magic, meta string, engine, trailing []byte) []byte {
 	putLE32(b[offMetadataOffset:], 32)
 	putLE32(b[offMetadataSize:], uint32(len(meta)))
 	putLE32(b[offEngineOffset:], uint32(len(b)))
-	copy(b[offEngineSize:], appendLE32(appendLE32(nil, uint32(len(engine))), 0))
+	copy(b[offEngineSize:], binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, uint32(len(engine))), 0))
 	b = append(b, engine...)
 	return append(b, trailing...)
 }
@@ -502,7 +503,7 @@ func TestHazardKinds(t *testing.T) {
 	const io = `{"io_bindings":[{"name":"x","is_input":true},{"name":"y","is_input":false}]`
 	eng := []byte("ENG!")
 	wrapped := handBlob("TR01", io+`}`, eng, nil)
-	copy(wrapped[offEngineSize:], appendLE32(appendLE32(nil, 0xfffffff0), 0xffffffff)) // 2^64-16
+	copy(wrapped[offEngineSize:], binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 0xfffffff0), 0xffffffff)) // 2^64-16
 	for _, c := range []struct {
 		name string
 		blob []byte
@@ -545,15 +546,15 @@ func TestHazardKinds(t *testing.T) {
 	// An engine size that ends exactly at 2^64 wraps to 0 and is caught by
 	// no check in C++ either; one that stays below does not wrap.
 	edge := handBlob("TR01", io+`}`, eng, nil)
-	eo := uint64(le32(edge[offEngineOffset:]))
+	eo := uint64(binary.LittleEndian.Uint32(edge[offEngineOffset:]))
 	size := -eo // 2^64 - engine_offset
-	copy(edge[offEngineSize:], appendLE32(appendLE32(nil, uint32(size)), uint32(size>>32)))
+	copy(edge[offEngineSize:], binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, uint32(size)), uint32(size>>32)))
 	v, err := ReadDeployed(bytes.NewReader(edge), int64(len(edge)))
 	if err != nil || !v.OK || !v.EngineSizeWraps {
 		t.Errorf("engine ending at 2^64: %+v, %v", v, err)
 	}
 	size--
-	copy(edge[offEngineSize:], appendLE32(appendLE32(nil, uint32(size)), uint32(size>>32)))
+	copy(edge[offEngineSize:], binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, uint32(size)), uint32(size>>32)))
 	if v, err := ReadDeployed(bytes.NewReader(edge), int64(len(edge))); err != nil || v.OK || v.EngineSizeWraps {
 		t.Errorf("engine ending at 2^64-1: %+v, %v", v, err)
 	}
@@ -597,7 +598,7 @@ func TestHeaderCheckOrder(t *testing.T) {
 		cppWord string // in the deployed Reason (C++ order)
 	}{
 		{"unaligned engine and metadata in header", func(b []byte) {
-			putLE32(b[offEngineOffset:], le32(b[offEngineOffset:])+4)
+			putLE32(b[offEngineOffset:], binary.LittleEndian.Uint32(b[offEngineOffset:])+4)
 			putLE32(b[offMetadataOffset:], 16)
 		}, "engine_offset", "inside the header"},
 		{"metadata past end and engine past end", func(b []byte) {
@@ -605,7 +606,7 @@ func TestHeaderCheckOrder(t *testing.T) {
 			b[offEngineSize+7] = 0x10
 		}, "metadata_size", "metadata ends"},
 		{"engine past end and metadata overlapping", func(b []byte) {
-			putLE32(b[offMetadataSize:], le32(b[offEngineOffset:])-32+2) // ends 2 bytes into the engine
+			putLE32(b[offMetadataSize:], binary.LittleEndian.Uint32(b[offEngineOffset:])-32+2) // ends 2 bytes into the engine
 			b[offEngineSize+4] = 1
 		}, "engine_size", "engine ends"},
 		{"bad magic and unaligned engine", func(b []byte) {

@@ -2,6 +2,7 @@ package delegate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,7 @@ func seedBlobs(t testing.TB) [][]byte {
 		putLE32(b[8:], uint32(len(meta)))
 		putLE32(b[12:], uint32(len(b)))
 		b = append(b, "ENG!"...)
-		copy(b[16:], appendLE32(nil, 4))
+		copy(b[16:], binary.LittleEndian.AppendUint32(nil, 4))
 		out = append(out, b)
 	}
 	return out
