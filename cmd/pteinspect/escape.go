@@ -37,12 +37,7 @@ func escAll(s []string) []string {
 // (unicode.IsPrint: letters, marks, numbers, punctuation, symbols and the
 // ASCII space).
 func printable(s string) bool {
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return utf8.ValidString(s)
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || !unicode.IsPrint(r) })
 }
 
 // escText returns a sentence for one terminal line: printable characters

@@ -58,17 +58,9 @@ func New(err error) *Object {
 	code := pte.CodeAccessFailed
 	switch {
 	case errors.As(err, &fe):
-		code, out.Path = fe.Code, fe.Path
-		if fe.Off >= 0 {
-			off := fe.Off
-			out.Offset = &off
-		}
+		code, out.Path, out.Offset = fe.Code, fe.Path, offset(fe.Off)
 	case errors.As(err, &pe):
-		code, out.Path = pe.Code, pe.Path
-		if pe.Off >= 0 {
-			off := pe.Off
-			out.Offset = &off
-		}
+		code, out.Path, out.Offset = pe.Code, pe.Path, offset(pe.Off)
 	case errors.As(err, &re):
 		code = re.Code
 	case errors.As(err, &nf):
@@ -80,6 +72,14 @@ func New(err error) *Object {
 		out.Kind = "usage"
 	}
 	return out
+}
+
+// offset is a byte offset for Object.Offset: nil for -1, no single place.
+func offset(off int64) *int64 {
+	if off < 0 {
+		return nil
+	}
+	return &off
 }
 
 // Write prints the failure object {"error": o}, indented by two spaces and
