@@ -65,24 +65,21 @@ func appendCells(buf []byte, indent string, cells []string, widths []int) []byte
 // them: a first pass measures the columns, a second prints. row is called
 // twice per row and must give the same cells both times.
 func printAligned(w io.Writer, indent string, n int, row func(i int) []string) {
-	printAlignedSeq(w, indent, func(yield func([]string) bool) {
+	rows := func(yield func([]string) bool) {
 		for i := range n {
 			if !yield(row(i)) {
 				return
 			}
 		}
-	})
-}
-
-// printAlignedSeq is printAligned over the rows rows yields; it ranges
-// over rows twice, which must yield the same cells both times.
-func printAlignedSeq(w io.Writer, indent string, rows iter.Seq[[]string]) {
+	}
 	widths, _ := measureAligned(indent, rows)
 	printMeasured(w, indent, rows, widths)
 }
 
-// measureAligned is printAlignedSeq's first pass: the width of each column
-// but the last (the indent counted in the first), and the number of rows.
+// measureAligned is printAligned's first pass, over the rows rows yields
+// (which it ranges over once; printMeasured, once more): the width of each
+// column but the last (the indent counted in the first), and the number
+// of rows.
 func measureAligned(indent string, rows iter.Seq[[]string]) (widths []int, n int) {
 	in := utf8.RuneCountInString(indent)
 	for cells := range rows {
@@ -101,7 +98,7 @@ func measureAligned(indent string, rows iter.Seq[[]string]) (widths []int, n int
 	return widths, n
 }
 
-// printMeasured is printAlignedSeq's second pass.
+// printMeasured is printAligned's second pass.
 func printMeasured(w io.Writer, indent string, rows iter.Seq[[]string], widths []int) {
 	var buf []byte
 	for cells := range rows {
