@@ -19,10 +19,7 @@ import (
 func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o *options) int {
 	specs := inspect.CompileSpecRows(f.Program, o.method, o.backend)
 	if o.json {
-		rows := slices.Collect(specs)
-		if rows == nil {
-			rows = []inspect.CompileSpecRow{} // [], not null
-		}
+		rows := nonNil(slices.Collect(specs)) // [], not null
 		if err := inspect.Encode(w, inspect.CompileSpecTable{CompileSpecs: rows}); err != nil {
 			return failErr(stderr, name, err)
 		}
