@@ -600,7 +600,8 @@ func (e *CutCommitError) Unwrap() error { return e.Err }
 // Upload's context may have ended). An abort that succeeds means it did
 // not: cut is returned, nothing was written. An abort refused with
 // NoSuchUpload means the upload is gone, completed (or aborted by another
-// hand): the key's ETag says whether the object there is this upload's.
+// hand): the key's ETag and size say whether the object there is this
+// upload's, or that it cannot be known.
 func (u *Upload) settle(cut *StoreError) error {
 	u.done = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), abortTimeout)
@@ -626,10 +627,16 @@ func (u *Upload) settle(cut *StoreError) error {
 	switch {
 	case ok && got == want:
 		return &CutCommitError{Location: u.loc.String(), Written: true, ETag: want, Err: cut}
-	case ok && validETag(got) && !strings.HasSuffix(got, fmt.Sprintf(`-%d"`, len(u.parts))):
-		// Another object (an older one, another writer's): not of as
-		// many parts. One of as many parts with another ETag may be
-		// this one from a store that sums parts its own way.
+	case head.ContentLength != nil && *head.ContentLength != u.size:
+		// Another object (an older one, another writer's): not of this
+		// upload's size.
+		return cut
+	case ok && validETag(got) && strings.Contains(got, "-") && !strings.HasSuffix(got, fmt.Sprintf(`-%d"`, len(u.parts))):
+		// Another object: S3's ETag of a multipart object of another
+		// number of parts. A plain MD5 proves nothing: a store may give
+		// a completed upload the MD5 of its bytes (not S3's sum of its
+		// parts' sums), and one of as many parts with another ETag may
+		// be this one from a store that sums parts its own way.
 		return cut
 	}
 	return uncertain
