@@ -224,13 +224,29 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 			return nil, storeError("HeadObject", loc, err)
 		}
 	}
-	out, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key,
+	// The request creating the upload is not cut when ctx ends: a store
+	// that acted on it would keep an upload whose id only its answer
+	// gives, and that nobody would abort. Its answer is waited for, at
+	// most abortTimeout after ctx ends, and the upload aborted.
+	cctx, ccancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		time.AfterFunc(abortTimeout, func() { ccancel(ctx.Err()) })
+	})
+	out, err := c.CreateMultipartUpload(cctx, &s3.CreateMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key,
 		ContentType: aws.String("application/octet-stream")})
+	stop()
+	ccancel(nil)
 	if err != nil {
 		return nil, storeError("CreateMultipartUpload", loc, err)
 	}
 	if aws.ToString(out.UploadId) == "" {
 		return nil, notS3("CreateMultipartUpload", loc, "upload id")
+	}
+	if ctx.Err() != nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+		defer cancel()
+		c.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key, UploadId: out.UploadId})
+		return nil, storeError("CreateMultipartUpload", loc, ctx.Err())
 	}
 	ps := DefaultPartSize
 	if o.SizeHint > 0 {
