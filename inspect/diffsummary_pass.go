@@ -397,6 +397,11 @@ func constantResults(cmps map[dataKey]*dataCmp) *ConstantComparison {
 // those needing no file byte are made here; the others become tasks for
 // the pass, one per pair of buffers.
 func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
+	for i, f := range []*pte.File{a, b} {
+		if err := checkInlineOverlap(f, "AB"[i:i+1]); err != nil {
+			return nil, nil, err
+		}
+	}
 	cmps := map[dataKey]*dataCmp{}
 	type reading struct {
 		d      *dataCmp
@@ -461,6 +466,40 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 		}
 	}
 	return cmps, tasks, nil
+}
+
+// checkInlineOverlap refuses a program (side names it) two of whose inline
+// constant buffers overlap without being the same bytes. A flatbuffer may
+// point vectors at overlapping bytes (ExecuTorch's verifier allows it, and
+// no writer does it): a vector of 1 MiB shifted by 4 bytes 2,000 times
+// costs 8 KiB of program but 2 GiB of bytes compared, each window with
+// every buffer paired with it, which bytes the same buffers share
+// (bytesOf) do not save.
+func checkInlineOverlap(f *pte.File, side string) error {
+	type vec struct {
+		id  bytesID
+		idx int
+	}
+	var vecs []vec
+	seen := map[bytesID]bool{}
+	for i, buf := range f.Program.ConstantBuffer {
+		if buf == nil || len(buf.Storage) == 0 {
+			continue
+		}
+		id := bytesOf(constSource{inline: true, mem: buf.Storage, n: int64(len(buf.Storage))})
+		if !seen[id] {
+			seen[id] = true
+			vecs = append(vecs, vec{id, i})
+		}
+	}
+	slices.SortFunc(vecs, func(x, y vec) int { return cmp.Or(cmp.Compare(x.id.at, y.id.at), cmp.Compare(x.id.n, y.id.n)) })
+	for i := 1; i < len(vecs); i++ {
+		if p := vecs[i-1]; vecs[i].id.at < p.id.at+p.id.n {
+			return fmt.Errorf("inspect: diff: constant_buffer %d and %d of %s overlap without being the same bytes (a crafted program): "+
+				"comparing them would read the bytes they share once for each", p.idx, vecs[i].idx, side)
+		}
+	}
+	return nil
 }
 
 // scheduleConstants returns the tasks one forward pass over both files
