@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,7 +45,10 @@ func TestDiffOverlappingInlineBuffers(t *testing.T) {
 	same := func(int) []byte { return big[:4*elems] }
 	shifted := func(k int) []byte { return big[4*k : 4*k+4*elems] }
 	_, _, err := planConstants(open(same), open(shifted))
-	require.Error(t, err)
+	oe, ok := errors.AsType[*OverlapError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, 1, oe.Side)
+	assert.Less(t, oe.First, oe.Second)
 	assert.Contains(t, err.Error(), "of B overlap")
 	_, _, _, err = BuildDiffPair(open(shifted), open(same), nil)
 	require.Error(t, err)

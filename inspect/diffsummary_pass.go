@@ -398,7 +398,7 @@ func constantResults(cmps map[dataKey]*dataCmp) *ConstantComparison {
 // the pass, one per pair of buffers.
 func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 	for i, f := range []*pte.File{a, b} {
-		if err := checkInlineOverlap(f, "AB"[i:i+1]); err != nil {
+		if err := checkInlineOverlap(f, i); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -475,7 +475,7 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 // costs 8 KiB of program but 2 GiB of bytes compared, each window with
 // every buffer paired with it, which bytes the same buffers share
 // (bytesOf) do not save.
-func checkInlineOverlap(f *pte.File, side string) error {
+func checkInlineOverlap(f *pte.File, side int) error {
 	type vec struct {
 		id  bytesID
 		idx int
@@ -495,11 +495,28 @@ func checkInlineOverlap(f *pte.File, side string) error {
 	slices.SortFunc(vecs, func(x, y vec) int { return cmp.Or(cmp.Compare(x.id.at, y.id.at), cmp.Compare(x.id.n, y.id.n)) })
 	for i := 1; i < len(vecs); i++ {
 		if p := vecs[i-1]; vecs[i].id.at < p.id.at+p.id.n {
-			return fmt.Errorf("inspect: diff: constant_buffer %d and %d of %s overlap without being the same bytes (a crafted program): "+
-				"comparing them would read the bytes they share once for each", p.idx, vecs[i].idx, side)
+			return &OverlapError{Side: side, First: min(p.idx, vecs[i].idx), Second: max(p.idx, vecs[i].idx)}
 		}
 	}
 	return nil
+}
+
+// OverlapError is the diff's refusal of a program two of whose inline
+// constant buffers (Program.constant_buffer) overlap without being the
+// same bytes: comparing each with its partner would read the bytes they
+// share once per buffer, which a crafted program makes quadratic in its
+// size.
+type OverlapError struct {
+	// Side is the program: 0 for A, 1 for B.
+	Side int
+	// First and Second are the indices of two buffers that overlap.
+	First, Second int
+}
+
+// Error names the program and the buffers.
+func (e *OverlapError) Error() string {
+	return fmt.Sprintf("inspect: diff: constant_buffer %d and %d of %s overlap without being the same bytes (a crafted program): "+
+		"comparing them would read the bytes they share once for each", e.First, e.Second, "AB"[e.Side:e.Side+1])
 }
 
 // scheduleConstants returns the tasks one forward pass over both files
