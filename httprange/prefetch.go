@@ -260,6 +260,9 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	if msg := r.versionChange(resp); msg != "" {
 		return nil, &Error{Kind: KindChanged, URL: r.redacted, Off: first, Len: span, Status: resp.StatusCode, Msg: msg}
 	}
+	if r.unvalidated(resp) != "" {
+		return got, nil // single requests refuse it
+	}
 	body := countingReader{resp.Body, &r.bodyBytes}
 	ans := rangeAnswer{r: r, batch: batch, got: got, first: first, span: span, status: resp.StatusCode}
 	mt, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))

@@ -696,7 +696,13 @@ func (r *Reader) getOnce(ctx context.Context, dst []byte, off int64) error {
 		if start != off || end != off+n-1 {
 			return r.badResponse(resp, off, n, "Content-Range %q does not answer the range asked for", cr)
 		}
-		return r.readBody(ctx, resp, countingReader{resp.Body, &r.bodyBytes}, dst, off)
+		if err := r.readBody(ctx, resp, countingReader{resp.Body, &r.bodyBytes}, dst, off); err != nil {
+			return err
+		}
+		if msg := r.unvalidated(resp); msg != "" {
+			return r.badResponse(resp, off, n, "%s", msg)
+		}
+		return nil
 	case http.StatusOK:
 		if msg := r.versionChange(resp); msg != "" {
 			return &Error{Kind: KindChanged, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode, Msg: msg}
@@ -730,6 +736,18 @@ func (r *Reader) versionChange(resp *http.Response) string {
 	}
 	if lm := resp.Header.Get("Last-Modified"); r.seenTag == "" && r.seenMod != "" && lm != "" && lm != r.seenMod {
 		return fmt.Sprintf("Last-Modified is now %.80s, was %.80s", lm, r.seenMod)
+	}
+	return ""
+}
+
+// unvalidated says why resp, a 206 to a request pinned by the strong ETag
+// of the first answer, cannot be told to be of that version: it names no
+// ETag. RFC 9110 (section 15.3.7) requires a 206 to carry the ETag a 200
+// would; a server or proxy that drops it and ignores If-Match could
+// otherwise serve another version of the same size unnoticed.
+func (r *Reader) unvalidated(resp *http.Response) string {
+	if r.etag != "" && resp.Header.Get("ETag") == "" {
+		return fmt.Sprintf("the answer names no ETag where the first named %.80s: its bytes cannot be told to be of that version", r.etag)
 	}
 	return ""
 }

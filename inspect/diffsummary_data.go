@@ -268,10 +268,14 @@ type dataCmp struct {
 	// the bytes compared (past the compared elements bytes only matter
 	// to bytes_differ, and only when the lengths agree).
 	n, limit int64
-	// cuts are the counts asked for, increasing, and snaps the
-	// statistics before each of them, taken as the elements go by.
-	cuts  []int64
-	snaps []dataSnap
+	// cuts are the counts asked for, and snaps the statistics before
+	// each of them, taken as the elements go by. cuts is sorted and
+	// without repeats once sorted is set (sortCuts, before the first
+	// byte is fed): counts are asked for in any order, and inserting each
+	// in place cost time quadratic in their number.
+	cuts   []int64
+	sorted bool
+	snaps  []dataSnap
 	// pos counts the bytes fed; carry holds each side's bytes of an
 	// element cut by the end of a piece.
 	pos   int64
@@ -302,9 +306,7 @@ func newDataCmp(na, nb int64, st pte.ScalarType) *dataCmp {
 // want asks for the comparison of the first n elements (elementsCompared),
 // before any byte is fed.
 func (d *dataCmp) want(n int64) {
-	if i, ok := slices.BinarySearch(d.cuts, n); !ok {
-		d.cuts = slices.Insert(d.cuts, i, n)
-	}
+	d.cuts, d.sorted = append(d.cuts, n), false
 	d.n = max(d.n, n)
 	d.limit = min(d.na, d.nb)
 	if d.na != d.nb {
@@ -315,6 +317,7 @@ func (d *dataCmp) want(n int64) {
 // feed compares the next bytes of both buffers (ba and bb of the same
 // length); bytes past limit are ignored.
 func (d *dataCmp) feed(ba, bb []byte) {
+	d.sortCuts()
 	take := min(int64(len(ba)), d.limit-d.pos)
 	if take <= 0 {
 		return
@@ -381,8 +384,17 @@ func (d *dataCmp) element(e int64, ea, eb []byte) {
 	}
 }
 
+// sortCuts sorts the counts asked for, once they all are.
+func (d *dataCmp) sortCuts() {
+	if !d.sorted {
+		slices.Sort(d.cuts)
+		d.cuts, d.sorted = slices.Compact(d.cuts), true
+	}
+}
+
 // snapTo notes the statistics before each cut not past element e.
 func (d *dataCmp) snapTo(e int64) {
+	d.sortCuts()
 	for len(d.snaps) < len(d.cuts) && d.cuts[len(d.snaps)] <= e {
 		d.snaps = append(d.snaps, dataSnap{differing: d.data.Differing, samples: int64(len(d.data.Samples)), sum: d.sum, maxAbs: d.data.MaxAbs})
 	}

@@ -397,6 +397,11 @@ func constantResults(cmps map[dataKey]*dataCmp) *ConstantComparison {
 // those needing no file byte are made here; the others become tasks for
 // the pass, one per pair of buffers.
 func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
+	for i, f := range []*pte.File{a, b} {
+		if err := checkInlineOverlap(f, i); err != nil {
+			return nil, nil, err
+		}
+	}
 	cmps := map[dataKey]*dataCmp{}
 	type reading struct {
 		d      *dataCmp
@@ -461,6 +466,70 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 		}
 	}
 	return cmps, tasks, nil
+}
+
+// checkInlineOverlap refuses a program (side says which) two of whose
+// inline byte vectors, constant buffers or delegate payloads, overlap
+// without being the same bytes. A flatbuffer may point vectors at
+// overlapping bytes (ExecuTorch's verifier allows it, and no writer does
+// it): a vector of 1 MiB shifted by 4 bytes 2,000 times costs 8 KiB of
+// program but 2 GiB of bytes compared (each window with every buffer
+// paired with it) or hashed (each window's digest in the documents), which
+// bytes the same vectors share (bytesOf) do not save.
+func checkInlineOverlap(f *pte.File, side int) error {
+	type vec struct {
+		id   bytesID
+		name string
+	}
+	var vecs []vec
+	seen := map[bytesID]bool{}
+	add := func(b []byte, list string, i int) {
+		if len(b) == 0 {
+			return
+		}
+		id := bytesOf(constSource{inline: true, mem: b, n: int64(len(b))})
+		if !seen[id] {
+			seen[id] = true
+			vecs = append(vecs, vec{id, fmt.Sprintf("%s[%d]", list, i)})
+		}
+	}
+	for i, buf := range f.Program.ConstantBuffer {
+		if buf != nil {
+			add(buf.Storage, "constant_buffer", i)
+		}
+	}
+	for i, d := range f.Program.BackendDelegateData {
+		if d != nil {
+			add(d.Data, "backend_delegate_data", i)
+		}
+	}
+	slices.SortFunc(vecs, func(x, y vec) int { return cmp.Or(cmp.Compare(x.id.at, y.id.at), cmp.Compare(x.id.n, y.id.n)) })
+	for i := 1; i < len(vecs); i++ {
+		// Sorted by start: vectors overlap only if two neighbours do.
+		if p := vecs[i-1]; vecs[i].id.at < p.id.at+p.id.n {
+			return &OverlapError{Side: side, First: p.name, Second: vecs[i].name}
+		}
+	}
+	return nil
+}
+
+// OverlapError is the diff's refusal of a program two of whose inline byte
+// vectors (Program.constant_buffer, Program.backend_delegate_data)
+// overlap without being the same bytes: comparing or hashing each would
+// read the bytes they share once per vector, which a crafted program makes
+// quadratic in its size.
+type OverlapError struct {
+	// Side is the program: 0 for A, 1 for B.
+	Side int
+	// First and Second name two vectors that overlap, as
+	// "constant_buffer[3]" or "backend_delegate_data[0]".
+	First, Second string
+}
+
+// Error names the program and the vectors.
+func (e *OverlapError) Error() string {
+	return fmt.Sprintf("inspect: diff: %s and %s of %s overlap without being the same bytes (a crafted program): "+
+		"comparing or hashing each would read the bytes they share once for each", e.First, e.Second, "AB"[e.Side:e.Side+1])
 }
 
 // scheduleConstants returns the tasks one forward pass over both files

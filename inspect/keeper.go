@@ -238,12 +238,22 @@ func (h *keptHeap) Pop() any {
 	return x
 }
 
+// headBudget bounds the metadata of TensorRT blobs wantHeads has a keeper
+// hold. A header may claim up to delegate.MaxMetadataSize of metadata and
+// segments may overlap, so a small file can claim a great deal of distinct
+// metadata; the metadata beyond the budget is read from the file when the
+// document needs it, one blob at a time, rather than all held at once.
+// Real metadata is a few KiB per engine.
+var headBudget int64 = 256 << 20
+
 // wantHeads asks k for what the document reads of f's delegate payloads in
 // the file (an inline payload is in memory): the first bytes of each (its
 // magic, a TensorRT blob's header) and of each TensorRT blob its last byte
-// and, once the header is known, its metadata: what delegate.Check reads.
+// and, once the header is known, its metadata (within headBudget): what
+// delegate.Check reads.
 func wantHeads(f *pte.File, k *keeper) {
 	b := &builder{f: f, r: f.ReaderAt()}
+	budget := headBudget
 	for pi := range f.Program.NumPlans() {
 		for _, d := range f.Program.PlanDelegates(pi) {
 			if d == nil || d.Processed == nil || d.Processed.Location != pte.DataLocationSEGMENT {
@@ -264,7 +274,8 @@ func wantHeads(f *pte.File, k *keeper) {
 				}
 				h, _ := delegate.ParseHeader(hdr)
 				mo, mn := int64(h.MetadataOffset), int64(h.MetadataSize)
-				if mn > 0 && mn <= delegate.MaxMetadataSize && mo+mn <= size {
+				if mn > 0 && mn <= delegate.MaxMetadataSize && mo+mn <= size && mn <= budget {
+					budget -= mn
 					k.want(off+mo, mn, nil)
 				}
 			})

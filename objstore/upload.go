@@ -214,13 +214,29 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 			return nil, storeError("HeadObject", loc, err)
 		}
 	}
-	out, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key,
+	// The request creating the upload is not cut when ctx ends: a store
+	// that acted on it would keep an upload whose id only its answer
+	// gives, and that nobody would abort. Its answer is waited for, at
+	// most abortTimeout after ctx ends, and the upload aborted.
+	cctx, ccancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		time.AfterFunc(abortTimeout, func() { ccancel(ctx.Err()) })
+	})
+	out, err := c.CreateMultipartUpload(cctx, &s3.CreateMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key,
 		ContentType: aws.String("application/octet-stream")})
+	stop()
+	ccancel(nil)
 	if err != nil {
 		return nil, storeError("CreateMultipartUpload", loc, err)
 	}
 	if aws.ToString(out.UploadId) == "" {
 		return nil, notS3("CreateMultipartUpload", loc, "upload id")
+	}
+	if ctx.Err() != nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+		defer cancel()
+		c.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key, UploadId: out.UploadId})
+		return nil, storeError("CreateMultipartUpload", loc, ctx.Err())
 	}
 	ps := DefaultPartSize
 	if o.SizeHint > 0 {
@@ -580,7 +596,8 @@ func (e *CutCommitError) Unwrap() error { return e.Err }
 // Upload's context may have ended). An abort that succeeds means it did
 // not: cut is returned, nothing was written. An abort refused with
 // NoSuchUpload means the upload is gone, completed (or aborted by another
-// hand): the key's ETag says whether the object there is this upload's.
+// hand): the key's ETag and size say whether the object there is this
+// upload's, or that it cannot be known.
 func (u *Upload) settle(cut *StoreError) error {
 	u.done = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), abortTimeout)
@@ -606,10 +623,16 @@ func (u *Upload) settle(cut *StoreError) error {
 	switch {
 	case ok && got == want:
 		return &CutCommitError{Location: u.loc.String(), Written: true, ETag: want, Err: cut}
-	case ok && validETag(got) && !strings.HasSuffix(got, fmt.Sprintf(`-%d"`, len(u.parts))):
-		// Another object (an older one, another writer's): not of as
-		// many parts. One of as many parts with another ETag may be
-		// this one from a store that sums parts its own way.
+	case head.ContentLength != nil && *head.ContentLength != u.size:
+		// Another object (an older one, another writer's): not of this
+		// upload's size.
+		return cut
+	case ok && validETag(got) && strings.Contains(got, "-") && !strings.HasSuffix(got, fmt.Sprintf(`-%d"`, len(u.parts))):
+		// Another object: S3's ETag of a multipart object of another
+		// number of parts. A plain MD5 proves nothing: a store may give
+		// a completed upload the MD5 of its bytes (not S3's sum of its
+		// parts' sums), and one of as many parts with another ETag may
+		// be this one from a store that sums parts its own way.
 		return cut
 	}
 	return uncertain

@@ -160,7 +160,13 @@ func (d *diffRun) programs(ctx context.Context, opener *input.Opener) int {
 		// Say which side fails (on this error path only, each is built
 		// again alone).
 		name := d.names[0] + ", " + d.names[1]
-		for i, f := range files {
+		retry := files[:]
+		if oe, ok := errors.AsType[*inspect.OverlapError](err); ok {
+			// Named already, and building it alone would hash the
+			// overlapping bytes once per buffer.
+			retry, name = nil, d.names[oe.Side]
+		}
+		for i, f := range retry {
 			if _, e := inspect.Build(f, &inspect.Options{Hash: true}); e != nil {
 				name, err = d.names[i], e
 				break

@@ -214,7 +214,7 @@ func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 		f, err := pte.OpenURL(ctx, name, &pte.OpenURLOptions{HTTP: o.HTTP, OpenOptions: o.ProgramOptions})
 		return f, ExplainLimit(err)
 	case name == "-":
-		data, err := o.readStdin(func(head []byte) (int64, error) { return pte.CheckHead(head, &o.ProgramOptions) })
+		data, err := o.readStdin(ctx, func(head []byte) (int64, error) { return pte.CheckHead(head, &o.ProgramOptions) })
 		if err != nil {
 			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
 		}
@@ -224,7 +224,7 @@ func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 		}
 		return f, nil
 	}
-	if data, ok, err := o.readPipe(name, func(head []byte) (int64, error) { return pte.CheckHead(head, &o.ProgramOptions) }); ok {
+	if data, ok, err := o.readPipe(ctx, name, func(head []byte) (int64, error) { return pte.CheckHead(head, &o.ProgramOptions) }); ok {
 		if err != nil {
 			return nil, err
 		}
@@ -245,21 +245,67 @@ func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 // something with no size to read at offsets, such as the /dev/fd/N a
 // shell's <(...) gives. ok is false for anything else (a regular file, a
 // directory, a name that does not exist), which the caller opens as a file.
-func (o *Opener) readPipe(name string, check func(head []byte) (int64, error)) (data *chunks, ok bool, err error) {
+// It ends when ctx is done, even while open(2) waits for a named pipe's
+// writer (untilDone).
+func (o *Opener) readPipe(ctx context.Context, name string, check func(head []byte) (int64, error)) (data *chunks, ok bool, err error) {
 	st, err := os.Stat(name)
 	if err != nil || st.Mode().IsRegular() || st.IsDir() {
 		return nil, false, nil
 	}
-	f, err := os.Open(name)
+	data, err = untilDone(ctx, func() (*chunks, error) {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return o.readStream(ctx, f, name, check)
+	})
 	if err != nil {
-		return nil, true, err
-	}
-	defer f.Close()
-	data, err = o.readStream(f, name, check)
-	if err != nil {
+		if _, isPath := err.(*os.PathError); isPath {
+			return nil, true, err // names the pipe already
+		}
 		return nil, true, fmt.Errorf("%s: %w", name, ExplainLimit(err))
 	}
 	return data, true, nil
+}
+
+// untilDone returns what read returns, or ctx's cause as soon as ctx is
+// done, whichever comes first. The commands catch SIGINT and SIGTERM
+// (Flags.Context), so a read of a pipe that did not watch ctx could not
+// be interrupted at all: open(2) of a named pipe waits for a writer, and
+// read(2) for the writer's next bytes, without end. read runs in the
+// background; one abandoned stays blocked there until the pipe's writer
+// comes or goes (a command exits first), and its result is dropped.
+func untilDone(ctx context.Context, read func() (*chunks, error)) (*chunks, error) {
+	type result struct {
+		data *chunks
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		data, err := read()
+		ch <- result{data, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.data, r.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// ctxReader reads r until ctx is done, then fails with ctx's cause: a
+// read abandoned by untilDone stops at its next read.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := context.Cause(c.ctx); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // UndoNotice says, when an interrupted pteexport --in-place left its undo
@@ -308,13 +354,13 @@ func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
 		}
 		return &Source{ReaderAt: r, Size: r.Size(), Name: r.String(), closer: r}, nil
 	case name == "-":
-		data, err := o.readStdin(checkDataHead(&o.ProgramOptions))
+		data, err := o.readStdin(ctx, checkDataHead(&o.ProgramOptions))
 		if err != nil {
 			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
 		}
 		return &Source{ReaderAt: data, Size: data.size, Name: "<stdin>"}, nil
 	}
-	if data, ok, err := o.readPipe(name, checkDataHead(&o.ProgramOptions)); ok {
+	if data, ok, err := o.readPipe(ctx, name, checkDataHead(&o.ProgramOptions)); ok {
 		if err != nil {
 			return nil, err
 		}
@@ -378,16 +424,19 @@ func (e *StdinLimitError) Error() string {
 // follows is not read), else up to stdinLimit bytes in all. Endless input
 // of the wrong kind costs HeadSize bytes; after a program's head, the
 // program's stated size, or the limit when the head states none.
-func (o *Opener) readStdin(check func(head []byte) (int64, error)) (*chunks, error) {
+// It ends when ctx is done, even while the writer stalls (untilDone).
+func (o *Opener) readStdin(ctx context.Context, check func(head []byte) (int64, error)) (*chunks, error) {
 	stdin := o.Stdin
 	if stdin == nil {
 		stdin = bytes.NewReader(nil)
 	}
-	return o.readStream(stdin, "standard input", check)
+	return untilDone(ctx, func() (*chunks, error) { return o.readStream(ctx, stdin, "standard input", check) })
 }
 
-// readStream is readStdin over any stream, what naming it in errors.
-func (o *Opener) readStream(stdin io.Reader, what string, check func(head []byte) (int64, error)) (*chunks, error) {
+// readStream is readStdin over any stream, what naming it in errors; it
+// stops reading once ctx is done.
+func (o *Opener) readStream(ctx context.Context, stdin io.Reader, what string, check func(head []byte) (int64, error)) (*chunks, error) {
+	stdin = ctxReader{ctx, stdin}
 	limit := o.stdinLimit()
 	head := make([]byte, pte.HeadSize)
 	k, err := io.ReadFull(stdin, head)

@@ -88,6 +88,7 @@ type Server struct {
 	requests []Request
 	fail     func(*http.Request) int
 	hold     func(Request) time.Duration
+	edit     func(Request, http.Header)
 }
 
 // Option changes how Start runs the server.
@@ -155,6 +156,16 @@ func Start(t testing.TB, opts ...Option) *Server {
 			pr.Out.Host = pr.In.Host // the signature covers the host the client named
 		},
 		ErrorLog: log.New(io.Discard, "", 0), // a client that hung up (an interrupted test) is no news
+		ModifyResponse: func(resp *http.Response) error {
+			s.mu.Lock()
+			edit := s.edit
+			s.mu.Unlock()
+			if edit != nil {
+				r := resp.Request
+				edit(Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header, Status: resp.StatusCode}, resp.Header)
+			}
+			return nil
+		},
 	}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone()}
@@ -253,6 +264,16 @@ func (s *Server) FailWith(f func(*http.Request) int) {
 func (s *Server) HoldAnswer(f func(Request) time.Duration) {
 	s.mu.Lock()
 	s.hold = f
+	s.mu.Unlock()
+}
+
+// EditAnswer lets f change the headers of the store's answer to each
+// request before the client gets them (a store that words them its own
+// way, or lies); f sees the request with the store's status; nil stops
+// it.
+func (s *Server) EditAnswer(f func(Request, http.Header)) {
+	s.mu.Lock()
+	s.edit = f
 	s.mu.Unlock()
 }
 
