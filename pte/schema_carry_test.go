@@ -112,6 +112,7 @@ type fbsField struct {
 	name   string
 	typ    string // base type (int, ubyte, string...) or declared name
 	vector bool
+	align  int // force_align, 0 when none
 }
 
 type fbsDecl struct {
@@ -283,7 +284,15 @@ func (p *fbsParser) fields(d *fbsDecl, fail func(string, ...any)) {
 			p.next()
 			p.next()
 		}
-		p.skipAttributes()
+		if p.peek() == "(" {
+			for p.peek() != "" && p.peek() != ")" {
+				if p.next() == "force_align" && p.peek() == ":" {
+					p.next()
+					f.align, _ = strconv.Atoi(p.next())
+				}
+			}
+			p.next()
+		}
 		p.expect(";", fail)
 		d.fields = append(d.fields, f)
 	}
