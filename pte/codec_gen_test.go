@@ -235,7 +235,7 @@ func (g *codecGen) scalarBits(typ string, gt reflect.Type, v string) string {
 }
 
 func (g *codecGen) decoder(d *fbsDecl, fields []*codecField) {
-	g.p("\n// decode%s decodes a verified %s table.", d.name, d.name)
+	g.p("\n// decode%s decodes a verified table %s.", d.name, d.name)
 	g.p("func (d *fbDecoder) decode%s(t fbTab) *%s {", d.name, d.name)
 	g.p("x := &%s{}", d.name)
 	for _, f := range fields {
@@ -282,7 +282,7 @@ func (g *codecGen) decoder(d *fbsDecl, fields []*codecField) {
 	for _, f := range fields {
 		switch f.kind {
 		case "[table]":
-			g.p("\n// decode%s%s decodes the %s vector of a verified %s table; nil when absent.", d.name, goField(f), f.name, d.name)
+			g.p("\n// decode%s%s decodes the %s vector of a verified table %s; nil when absent.", d.name, goField(f), f.name, d.name)
 			g.p("func (d *fbDecoder) decode%s%s(t fbTab) []*%s {", d.name, goField(f), f.typ)
 			g.p("ts, ok := t.tables(%d)", f.slot)
 			g.p("if !ok { return nil }")
@@ -293,7 +293,7 @@ func (g *codecGen) decoder(d *fbsDecl, fields []*codecField) {
 			u := g.s.decls[f.typ]
 			unknown := codecUnknown[f.typ][0]
 			last := f.typ + u.members[len(u.members)-1]
-			g.p("\n// decode%s%s decodes the %s union of a verified %s table: nil for", d.name, goField(f), f.name, d.name)
+			g.p("\n// decode%s%s decodes the %s union of a verified table %s: nil for", d.name, goField(f), f.name, d.name)
 			g.p("// the NONE tag, *%s for an unknown tag and a typed nil pointer", unknown)
 			g.p("// when the tag is known but the member table is absent.")
 			g.p("func (d *fbDecoder) decode%s%s(t fbTab) %s {", d.name, goField(f), f.gtype.Name())
@@ -316,7 +316,7 @@ func (g *codecGen) decoder(d *fbsDecl, fields []*codecField) {
 }
 
 func (g *codecGen) encoder(d *fbsDecl, fields []*codecField) {
-	g.p("\n// encode%s writes a %s table.", d.name, d.name)
+	g.p("\n// encode%s writes a table %s.", d.name, d.name)
 	g.p("func (e *encoder) encode%s(x *%s) (flatbuffers.UOffsetT, error) {", d.name, d.name)
 	g.p("b := e.b")
 	val := map[*codecField]string{}
@@ -391,7 +391,7 @@ func (g *codecGen) encoder(d *fbsDecl, fields []*codecField) {
 	for _, f := range fields {
 		switch f.kind {
 		case "[table]":
-			g.p("\n// encode%s%s writes the %s vector of a %s table; 0 (absent) for", d.name, goField(f), f.name, d.name)
+			g.p("\n// encode%s%s writes the %s vector of a table %s; 0 (absent) for", d.name, goField(f), f.name, d.name)
 			g.p("// nil. A nil element is an error: FlatBuffers vectors cannot hold null.")
 			g.p("func (e *encoder) encode%s%s(v []*%s) (flatbuffers.UOffsetT, error) {", d.name, goField(f), f.typ)
 			g.p("if v == nil { return 0, nil }")
@@ -406,7 +406,7 @@ func (g *codecGen) encoder(d *fbsDecl, fields []*codecField) {
 			u := g.s.decls[f.typ]
 			unknown, noun := codecUnknown[f.typ][0], codecUnknown[f.typ][1]
 			last := f.typ + u.members[len(u.members)-1]
-			g.p("\n// encode%s%s writes the member table of the %s union of a %s table;", d.name, goField(f), f.name, d.name)
+			g.p("\n// encode%s%s writes the member table of the %s union of a table %s;", d.name, goField(f), f.name, d.name)
 			g.p("// 0 for none and for an unknown member, which is written as its tag alone.")
 			g.p("func (e *encoder) encode%s%s(u %s) (flatbuffers.UOffsetT, error) {", d.name, goField(f), f.gtype.Name())
 			g.p("if u != nil && isNilPointer(u) { return 0, encodeError(%q, \"nil %%T\", u) }", f.name)
@@ -428,7 +428,7 @@ func (g *codecGen) encoder(d *fbsDecl, fields []*codecField) {
 }
 
 func (g *codecGen) bound(d *fbsDecl, fields []*codecField) {
-	g.p("\n// bound%s bounds the bytes a %s table takes with what it holds.", d.name, d.name)
+	g.p("\n// bound%s bounds the bytes of a table %s with what it holds.", d.name, d.name)
 	g.p("func (e *encoder) bound%s(x *%s) int64 {", d.name, d.name)
 	g.p("n := boundTable(%d)", g.slotsOf(d))
 	for _, f := range fields {

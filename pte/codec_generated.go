@@ -10,7 +10,7 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
-// decodeContainerMetadata decodes a verified ContainerMetadata table.
+// decodeContainerMetadata decodes a verified table ContainerMetadata.
 func (d *fbDecoder) decodeContainerMetadata(t fbTab) *ContainerMetadata {
 	x := &ContainerMetadata{}
 	x.EncodedInpStr = d.str(t, 0, "encoded_inp_str", &x.Absent)
@@ -18,7 +18,7 @@ func (d *fbDecoder) decodeContainerMetadata(t fbTab) *ContainerMetadata {
 	return x
 }
 
-// encodeContainerMetadata writes a ContainerMetadata table.
+// encodeContainerMetadata writes a table ContainerMetadata.
 func (e *encoder) encodeContainerMetadata(x *ContainerMetadata) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := e.optStr(x.EncodedInpStr, x.Absent, "encoded_inp_str")
@@ -33,7 +33,7 @@ func (e *encoder) encodeContainerMetadata(x *ContainerMetadata) (flatbuffers.UOf
 	return b.EndObject(), nil
 }
 
-// boundContainerMetadata bounds the bytes a ContainerMetadata table takes with what it holds.
+// boundContainerMetadata bounds the bytes of a table ContainerMetadata with what it holds.
 func (e *encoder) boundContainerMetadata(x *ContainerMetadata) int64 {
 	n := boundTable(2)
 	n += boundString(x.EncodedInpStr)
@@ -41,26 +41,26 @@ func (e *encoder) boundContainerMetadata(x *ContainerMetadata) int64 {
 	return n
 }
 
-// decodeNull decodes a verified Null table.
+// decodeNull decodes a verified table Null.
 func (d *fbDecoder) decodeNull(t fbTab) *Null {
 	x := &Null{}
 	return x
 }
 
-// encodeNull writes a Null table.
+// encodeNull writes a table Null.
 func (e *encoder) encodeNull(x *Null) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	b.StartObject(0)
 	return b.EndObject(), nil
 }
 
-// boundNull bounds the bytes a Null table takes with what it holds.
+// boundNull bounds the bytes of a table Null with what it holds.
 func (e *encoder) boundNull(x *Null) int64 {
 	n := boundTable(0)
 	return n
 }
 
-// decodeAllocationDetails decodes a verified AllocationDetails table.
+// decodeAllocationDetails decodes a verified table AllocationDetails.
 func (d *fbDecoder) decodeAllocationDetails(t fbTab) *AllocationDetails {
 	x := &AllocationDetails{}
 	if o := t.field(0); o != 0 {
@@ -75,7 +75,7 @@ func (d *fbDecoder) decodeAllocationDetails(t fbTab) *AllocationDetails {
 	return x
 }
 
-// encodeAllocationDetails writes a AllocationDetails table.
+// encodeAllocationDetails writes a table AllocationDetails.
 func (e *encoder) encodeAllocationDetails(x *AllocationDetails) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	b.StartObject(3)
@@ -94,13 +94,13 @@ func (e *encoder) encodeAllocationDetails(x *AllocationDetails) (flatbuffers.UOf
 	return b.EndObject(), nil
 }
 
-// boundAllocationDetails bounds the bytes a AllocationDetails table takes with what it holds.
+// boundAllocationDetails bounds the bytes of a table AllocationDetails with what it holds.
 func (e *encoder) boundAllocationDetails(x *AllocationDetails) int64 {
 	n := boundTable(3)
 	return n
 }
 
-// decodeExtraTensorInfo decodes a verified ExtraTensorInfo table.
+// decodeExtraTensorInfo decodes a verified table ExtraTensorInfo.
 func (d *fbDecoder) decodeExtraTensorInfo(t fbTab) *ExtraTensorInfo {
 	x := &ExtraTensorInfo{}
 	if o := t.field(0); o != 0 {
@@ -119,7 +119,7 @@ func (d *fbDecoder) decodeExtraTensorInfo(t fbTab) *ExtraTensorInfo {
 	return x
 }
 
-// encodeExtraTensorInfo writes a ExtraTensorInfo table.
+// encodeExtraTensorInfo writes a table ExtraTensorInfo.
 func (e *encoder) encodeExtraTensorInfo(x *ExtraTensorInfo) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o1 := e.optStr(x.FullyQualifiedName, x.Absent, "fully_qualified_name")
@@ -146,14 +146,14 @@ func (e *encoder) encodeExtraTensorInfo(x *ExtraTensorInfo) (flatbuffers.UOffset
 	return b.EndObject(), nil
 }
 
-// boundExtraTensorInfo bounds the bytes a ExtraTensorInfo table takes with what it holds.
+// boundExtraTensorInfo bounds the bytes of a table ExtraTensorInfo with what it holds.
 func (e *encoder) boundExtraTensorInfo(x *ExtraTensorInfo) int64 {
 	n := boundTable(5)
 	n += boundString(x.FullyQualifiedName)
 	return n
 }
 
-// decodeTensor decodes a verified Tensor table.
+// decodeTensor decodes a verified table Tensor.
 func (d *fbDecoder) decodeTensor(t fbTab) *Tensor {
 	x := &Tensor{}
 	if o := t.field(0); o != 0 {
@@ -194,7 +194,7 @@ func (d *fbDecoder) decodeTensor(t fbTab) *Tensor {
 	return x
 }
 
-// encodeTensor writes a Tensor table.
+// encodeTensor writes a table Tensor.
 func (e *encoder) encodeTensor(x *Tensor) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o2 := scalars(e, x.Sizes, 4, b.PrependInt32)
@@ -253,7 +253,7 @@ func (e *encoder) encodeTensor(x *Tensor) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundTensor bounds the bytes a Tensor table takes with what it holds.
+// boundTensor bounds the bytes of a table Tensor with what it holds.
 func (e *encoder) boundTensor(x *Tensor) int64 {
 	n := boundTable(10)
 	n += boundVec(len(x.Sizes), 4)
@@ -267,7 +267,7 @@ func (e *encoder) boundTensor(x *Tensor) int64 {
 	return n
 }
 
-// decodeInt decodes a verified Int table.
+// decodeInt decodes a verified table Int.
 func (d *fbDecoder) decodeInt(t fbTab) *Int {
 	x := &Int{}
 	if o := t.field(0); o != 0 {
@@ -276,7 +276,7 @@ func (d *fbDecoder) decodeInt(t fbTab) *Int {
 	return x
 }
 
-// encodeInt writes a Int table.
+// encodeInt writes a table Int.
 func (e *encoder) encodeInt(x *Int) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	b.StartObject(1)
@@ -287,13 +287,13 @@ func (e *encoder) encodeInt(x *Int) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundInt bounds the bytes a Int table takes with what it holds.
+// boundInt bounds the bytes of a table Int with what it holds.
 func (e *encoder) boundInt(x *Int) int64 {
 	n := boundTable(1)
 	return n
 }
 
-// decodeBool decodes a verified Bool table.
+// decodeBool decodes a verified table Bool.
 func (d *fbDecoder) decodeBool(t fbTab) *Bool {
 	x := &Bool{}
 	if o := t.field(0); o != 0 {
@@ -302,7 +302,7 @@ func (d *fbDecoder) decodeBool(t fbTab) *Bool {
 	return x
 }
 
-// encodeBool writes a Bool table.
+// encodeBool writes a table Bool.
 func (e *encoder) encodeBool(x *Bool) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	b.StartObject(1)
@@ -313,13 +313,13 @@ func (e *encoder) encodeBool(x *Bool) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundBool bounds the bytes a Bool table takes with what it holds.
+// boundBool bounds the bytes of a table Bool with what it holds.
 func (e *encoder) boundBool(x *Bool) int64 {
 	n := boundTable(1)
 	return n
 }
 
-// decodeDouble decodes a verified Double table.
+// decodeDouble decodes a verified table Double.
 func (d *fbDecoder) decodeDouble(t fbTab) *Double {
 	x := &Double{}
 	if o := t.field(0); o != 0 {
@@ -328,7 +328,7 @@ func (d *fbDecoder) decodeDouble(t fbTab) *Double {
 	return x
 }
 
-// encodeDouble writes a Double table.
+// encodeDouble writes a table Double.
 func (e *encoder) encodeDouble(x *Double) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	b.StartObject(1)
@@ -339,20 +339,20 @@ func (e *encoder) encodeDouble(x *Double) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundDouble bounds the bytes a Double table takes with what it holds.
+// boundDouble bounds the bytes of a table Double with what it holds.
 func (e *encoder) boundDouble(x *Double) int64 {
 	n := boundTable(1)
 	return n
 }
 
-// decodeString decodes a verified String table.
+// decodeString decodes a verified table String.
 func (d *fbDecoder) decodeString(t fbTab) *String {
 	x := &String{}
 	x.StringVal = d.str(t, 0, "string_val", &x.Absent)
 	return x
 }
 
-// encodeString writes a String table.
+// encodeString writes a table String.
 func (e *encoder) encodeString(x *String) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := e.optStr(x.StringVal, x.Absent, "string_val")
@@ -363,14 +363,14 @@ func (e *encoder) encodeString(x *String) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundString bounds the bytes a String table takes with what it holds.
+// boundString bounds the bytes of a table String with what it holds.
 func (e *encoder) boundString(x *String) int64 {
 	n := boundTable(1)
 	n += boundString(x.StringVal)
 	return n
 }
 
-// decodeIntList decodes a verified IntList table.
+// decodeIntList decodes a verified table IntList.
 func (d *fbDecoder) decodeIntList(t fbTab) *IntList {
 	x := &IntList{}
 	if start, n, ok := t.vec(0); ok {
@@ -383,7 +383,7 @@ func (d *fbDecoder) decodeIntList(t fbTab) *IntList {
 	return x
 }
 
-// encodeIntList writes a IntList table.
+// encodeIntList writes a table IntList.
 func (e *encoder) encodeIntList(x *IntList) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := scalars(e, x.Items, 8, b.PrependInt64)
@@ -394,14 +394,14 @@ func (e *encoder) encodeIntList(x *IntList) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundIntList bounds the bytes a IntList table takes with what it holds.
+// boundIntList bounds the bytes of a table IntList with what it holds.
 func (e *encoder) boundIntList(x *IntList) int64 {
 	n := boundTable(1)
 	n += boundVec(len(x.Items), 8)
 	return n
 }
 
-// decodeDoubleList decodes a verified DoubleList table.
+// decodeDoubleList decodes a verified table DoubleList.
 func (d *fbDecoder) decodeDoubleList(t fbTab) *DoubleList {
 	x := &DoubleList{}
 	if start, n, ok := t.vec(0); ok {
@@ -414,7 +414,7 @@ func (d *fbDecoder) decodeDoubleList(t fbTab) *DoubleList {
 	return x
 }
 
-// encodeDoubleList writes a DoubleList table.
+// encodeDoubleList writes a table DoubleList.
 func (e *encoder) encodeDoubleList(x *DoubleList) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := scalars(e, x.Items, 8, b.PrependFloat64)
@@ -425,14 +425,14 @@ func (e *encoder) encodeDoubleList(x *DoubleList) (flatbuffers.UOffsetT, error) 
 	return b.EndObject(), nil
 }
 
-// boundDoubleList bounds the bytes a DoubleList table takes with what it holds.
+// boundDoubleList bounds the bytes of a table DoubleList with what it holds.
 func (e *encoder) boundDoubleList(x *DoubleList) int64 {
 	n := boundTable(1)
 	n += boundVec(len(x.Items), 8)
 	return n
 }
 
-// decodeBoolList decodes a verified BoolList table.
+// decodeBoolList decodes a verified table BoolList.
 func (d *fbDecoder) decodeBoolList(t fbTab) *BoolList {
 	x := &BoolList{}
 	if start, n, ok := t.vec(0); ok {
@@ -445,7 +445,7 @@ func (d *fbDecoder) decodeBoolList(t fbTab) *BoolList {
 	return x
 }
 
-// encodeBoolList writes a BoolList table.
+// encodeBoolList writes a table BoolList.
 func (e *encoder) encodeBoolList(x *BoolList) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := scalars(e, x.Items, 1, b.PrependBool)
@@ -456,14 +456,14 @@ func (e *encoder) encodeBoolList(x *BoolList) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundBoolList bounds the bytes a BoolList table takes with what it holds.
+// boundBoolList bounds the bytes of a table BoolList with what it holds.
 func (e *encoder) boundBoolList(x *BoolList) int64 {
 	n := boundTable(1)
 	n += boundVec(len(x.Items), 1)
 	return n
 }
 
-// decodeTensorList decodes a verified TensorList table.
+// decodeTensorList decodes a verified table TensorList.
 func (d *fbDecoder) decodeTensorList(t fbTab) *TensorList {
 	x := &TensorList{}
 	if start, n, ok := t.vec(0); ok {
@@ -476,7 +476,7 @@ func (d *fbDecoder) decodeTensorList(t fbTab) *TensorList {
 	return x
 }
 
-// encodeTensorList writes a TensorList table.
+// encodeTensorList writes a table TensorList.
 func (e *encoder) encodeTensorList(x *TensorList) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := scalars(e, x.Items, 4, b.PrependInt32)
@@ -487,14 +487,14 @@ func (e *encoder) encodeTensorList(x *TensorList) (flatbuffers.UOffsetT, error) 
 	return b.EndObject(), nil
 }
 
-// boundTensorList bounds the bytes a TensorList table takes with what it holds.
+// boundTensorList bounds the bytes of a table TensorList with what it holds.
 func (e *encoder) boundTensorList(x *TensorList) int64 {
 	n := boundTable(1)
 	n += boundVec(len(x.Items), 4)
 	return n
 }
 
-// decodeOptionalTensorList decodes a verified OptionalTensorList table.
+// decodeOptionalTensorList decodes a verified table OptionalTensorList.
 func (d *fbDecoder) decodeOptionalTensorList(t fbTab) *OptionalTensorList {
 	x := &OptionalTensorList{}
 	if start, n, ok := t.vec(0); ok {
@@ -507,7 +507,7 @@ func (d *fbDecoder) decodeOptionalTensorList(t fbTab) *OptionalTensorList {
 	return x
 }
 
-// encodeOptionalTensorList writes a OptionalTensorList table.
+// encodeOptionalTensorList writes a table OptionalTensorList.
 func (e *encoder) encodeOptionalTensorList(x *OptionalTensorList) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := scalars(e, x.Items, 4, b.PrependInt32)
@@ -518,14 +518,14 @@ func (e *encoder) encodeOptionalTensorList(x *OptionalTensorList) (flatbuffers.U
 	return b.EndObject(), nil
 }
 
-// boundOptionalTensorList bounds the bytes a OptionalTensorList table takes with what it holds.
+// boundOptionalTensorList bounds the bytes of a table OptionalTensorList with what it holds.
 func (e *encoder) boundOptionalTensorList(x *OptionalTensorList) int64 {
 	n := boundTable(1)
 	n += boundVec(len(x.Items), 4)
 	return n
 }
 
-// decodeEValue decodes a verified EValue table.
+// decodeEValue decodes a verified table EValue.
 func (d *fbDecoder) decodeEValue(t fbTab) *EValue {
 	x := &EValue{}
 	x.Val = d.decodeEValueVal(t)
@@ -533,7 +533,7 @@ func (d *fbDecoder) decodeEValue(t fbTab) *EValue {
 	return x
 }
 
-// decodeEValueVal decodes the val union of a verified EValue table: nil for
+// decodeEValueVal decodes the val union of a verified table EValue: nil for
 // the NONE tag, *UnknownValue for an unknown tag and a typed nil pointer
 // when the tag is known but the member table is absent.
 func (d *fbDecoder) decodeEValueVal(t fbTab) Value {
@@ -606,7 +606,7 @@ func (d *fbDecoder) decodeEValueVal(t fbTab) Value {
 	return &UnknownValue{Tag: tag}
 }
 
-// encodeEValue writes a EValue table.
+// encodeEValue writes a table EValue.
 func (e *encoder) encodeEValue(x *EValue) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0, err := e.encodeEValueVal(x.Val)
@@ -626,7 +626,7 @@ func (e *encoder) encodeEValue(x *EValue) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// encodeEValueVal writes the member table of the val union of a EValue table;
+// encodeEValueVal writes the member table of the val union of a table EValue;
 // 0 for none and for an unknown member, which is written as its tag alone.
 func (e *encoder) encodeEValueVal(u Value) (flatbuffers.UOffsetT, error) {
 	if u != nil && isNilPointer(u) {
@@ -677,7 +677,7 @@ func (e *encoder) encodeEValueVal(u Value) (flatbuffers.UOffsetT, error) {
 	return 0, encodeError("val", "unsupported value type %T", u)
 }
 
-// boundEValue bounds the bytes a EValue table takes with what it holds.
+// boundEValue bounds the bytes of a table EValue with what it holds.
 func (e *encoder) boundEValue(x *EValue) int64 {
 	n := boundTable(2)
 	switch v := x.Val.(type) {
@@ -729,7 +729,7 @@ func (e *encoder) boundEValue(x *EValue) int64 {
 	return n
 }
 
-// decodeOperator decodes a verified Operator table.
+// decodeOperator decodes a verified table Operator.
 func (d *fbDecoder) decodeOperator(t fbTab) *Operator {
 	x := &Operator{}
 	x.Name = d.str(t, 0, "name", &x.Absent)
@@ -738,7 +738,7 @@ func (d *fbDecoder) decodeOperator(t fbTab) *Operator {
 	return x
 }
 
-// encodeOperator writes a Operator table.
+// encodeOperator writes a table Operator.
 func (e *encoder) encodeOperator(x *Operator) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := e.optStr(x.Name, x.Absent, "name")
@@ -753,7 +753,7 @@ func (e *encoder) encodeOperator(x *Operator) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundOperator bounds the bytes a Operator table takes with what it holds.
+// boundOperator bounds the bytes of a table Operator with what it holds.
 func (e *encoder) boundOperator(x *Operator) int64 {
 	n := boundTable(2)
 	n += boundString(x.Name)
@@ -761,7 +761,7 @@ func (e *encoder) boundOperator(x *Operator) int64 {
 	return n
 }
 
-// decodeKernelCall decodes a verified KernelCall table.
+// decodeKernelCall decodes a verified table KernelCall.
 func (d *fbDecoder) decodeKernelCall(t fbTab) *KernelCall {
 	x := &KernelCall{}
 	if o := t.field(0); o != 0 {
@@ -777,7 +777,7 @@ func (d *fbDecoder) decodeKernelCall(t fbTab) *KernelCall {
 	return x
 }
 
-// encodeKernelCall writes a KernelCall table.
+// encodeKernelCall writes a table KernelCall.
 func (e *encoder) encodeKernelCall(x *KernelCall) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o1 := scalars(e, x.Args, 4, b.PrependInt32)
@@ -792,14 +792,14 @@ func (e *encoder) encodeKernelCall(x *KernelCall) (flatbuffers.UOffsetT, error) 
 	return b.EndObject(), nil
 }
 
-// boundKernelCall bounds the bytes a KernelCall table takes with what it holds.
+// boundKernelCall bounds the bytes of a table KernelCall with what it holds.
 func (e *encoder) boundKernelCall(x *KernelCall) int64 {
 	n := boundTable(2)
 	n += boundVec(len(x.Args), 4)
 	return n
 }
 
-// decodeDelegateCall decodes a verified DelegateCall table.
+// decodeDelegateCall decodes a verified table DelegateCall.
 func (d *fbDecoder) decodeDelegateCall(t fbTab) *DelegateCall {
 	x := &DelegateCall{}
 	if o := t.field(0); o != 0 {
@@ -815,7 +815,7 @@ func (d *fbDecoder) decodeDelegateCall(t fbTab) *DelegateCall {
 	return x
 }
 
-// encodeDelegateCall writes a DelegateCall table.
+// encodeDelegateCall writes a table DelegateCall.
 func (e *encoder) encodeDelegateCall(x *DelegateCall) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o1 := scalars(e, x.Args, 4, b.PrependInt32)
@@ -830,14 +830,14 @@ func (e *encoder) encodeDelegateCall(x *DelegateCall) (flatbuffers.UOffsetT, err
 	return b.EndObject(), nil
 }
 
-// boundDelegateCall bounds the bytes a DelegateCall table takes with what it holds.
+// boundDelegateCall bounds the bytes of a table DelegateCall with what it holds.
 func (e *encoder) boundDelegateCall(x *DelegateCall) int64 {
 	n := boundTable(2)
 	n += boundVec(len(x.Args), 4)
 	return n
 }
 
-// decodeMoveCall decodes a verified MoveCall table.
+// decodeMoveCall decodes a verified table MoveCall.
 func (d *fbDecoder) decodeMoveCall(t fbTab) *MoveCall {
 	x := &MoveCall{}
 	if o := t.field(0); o != 0 {
@@ -849,7 +849,7 @@ func (d *fbDecoder) decodeMoveCall(t fbTab) *MoveCall {
 	return x
 }
 
-// encodeMoveCall writes a MoveCall table.
+// encodeMoveCall writes a table MoveCall.
 func (e *encoder) encodeMoveCall(x *MoveCall) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	b.StartObject(2)
@@ -864,13 +864,13 @@ func (e *encoder) encodeMoveCall(x *MoveCall) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundMoveCall bounds the bytes a MoveCall table takes with what it holds.
+// boundMoveCall bounds the bytes of a table MoveCall with what it holds.
 func (e *encoder) boundMoveCall(x *MoveCall) int64 {
 	n := boundTable(2)
 	return n
 }
 
-// decodeJumpFalseCall decodes a verified JumpFalseCall table.
+// decodeJumpFalseCall decodes a verified table JumpFalseCall.
 func (d *fbDecoder) decodeJumpFalseCall(t fbTab) *JumpFalseCall {
 	x := &JumpFalseCall{}
 	if o := t.field(0); o != 0 {
@@ -882,7 +882,7 @@ func (d *fbDecoder) decodeJumpFalseCall(t fbTab) *JumpFalseCall {
 	return x
 }
 
-// encodeJumpFalseCall writes a JumpFalseCall table.
+// encodeJumpFalseCall writes a table JumpFalseCall.
 func (e *encoder) encodeJumpFalseCall(x *JumpFalseCall) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	b.StartObject(2)
@@ -897,13 +897,13 @@ func (e *encoder) encodeJumpFalseCall(x *JumpFalseCall) (flatbuffers.UOffsetT, e
 	return b.EndObject(), nil
 }
 
-// boundJumpFalseCall bounds the bytes a JumpFalseCall table takes with what it holds.
+// boundJumpFalseCall bounds the bytes of a table JumpFalseCall with what it holds.
 func (e *encoder) boundJumpFalseCall(x *JumpFalseCall) int64 {
 	n := boundTable(2)
 	return n
 }
 
-// decodeFreeCall decodes a verified FreeCall table.
+// decodeFreeCall decodes a verified table FreeCall.
 func (d *fbDecoder) decodeFreeCall(t fbTab) *FreeCall {
 	x := &FreeCall{}
 	if o := t.field(0); o != 0 {
@@ -912,7 +912,7 @@ func (d *fbDecoder) decodeFreeCall(t fbTab) *FreeCall {
 	return x
 }
 
-// encodeFreeCall writes a FreeCall table.
+// encodeFreeCall writes a table FreeCall.
 func (e *encoder) encodeFreeCall(x *FreeCall) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	b.StartObject(1)
@@ -923,13 +923,13 @@ func (e *encoder) encodeFreeCall(x *FreeCall) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundFreeCall bounds the bytes a FreeCall table takes with what it holds.
+// boundFreeCall bounds the bytes of a table FreeCall with what it holds.
 func (e *encoder) boundFreeCall(x *FreeCall) int64 {
 	n := boundTable(1)
 	return n
 }
 
-// decodeInstruction decodes a verified Instruction table.
+// decodeInstruction decodes a verified table Instruction.
 func (d *fbDecoder) decodeInstruction(t fbTab) *Instruction {
 	x := &Instruction{}
 	x.Args = d.decodeInstructionArgs(t)
@@ -937,7 +937,7 @@ func (d *fbDecoder) decodeInstruction(t fbTab) *Instruction {
 	return x
 }
 
-// decodeInstructionArgs decodes the instr_args union of a verified Instruction table: nil for
+// decodeInstructionArgs decodes the instr_args union of a verified table Instruction: nil for
 // the NONE tag, *UnknownInstruction for an unknown tag and a typed nil pointer
 // when the tag is known but the member table is absent.
 func (d *fbDecoder) decodeInstructionArgs(t fbTab) InstructionArgs {
@@ -980,7 +980,7 @@ func (d *fbDecoder) decodeInstructionArgs(t fbTab) InstructionArgs {
 	return &UnknownInstruction{Tag: tag}
 }
 
-// encodeInstruction writes a Instruction table.
+// encodeInstruction writes a table Instruction.
 func (e *encoder) encodeInstruction(x *Instruction) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0, err := e.encodeInstructionArgs(x.Args)
@@ -1000,7 +1000,7 @@ func (e *encoder) encodeInstruction(x *Instruction) (flatbuffers.UOffsetT, error
 	return b.EndObject(), nil
 }
 
-// encodeInstructionArgs writes the member table of the instr_args union of a Instruction table;
+// encodeInstructionArgs writes the member table of the instr_args union of a table Instruction;
 // 0 for none and for an unknown member, which is written as its tag alone.
 func (e *encoder) encodeInstructionArgs(u InstructionArgs) (flatbuffers.UOffsetT, error) {
 	if u != nil && isNilPointer(u) {
@@ -1033,7 +1033,7 @@ func (e *encoder) encodeInstructionArgs(u InstructionArgs) (flatbuffers.UOffsetT
 	return 0, encodeError("instr_args", "unsupported instruction type %T", u)
 }
 
-// boundInstruction bounds the bytes a Instruction table takes with what it holds.
+// boundInstruction bounds the bytes of a table Instruction with what it holds.
 func (e *encoder) boundInstruction(x *Instruction) int64 {
 	n := boundTable(2)
 	switch v := x.Args.(type) {
@@ -1061,7 +1061,7 @@ func (e *encoder) boundInstruction(x *Instruction) int64 {
 	return n
 }
 
-// decodeFrame decodes a verified Frame table.
+// decodeFrame decodes a verified table Frame.
 func (d *fbDecoder) decodeFrame(t fbTab) *Frame {
 	x := &Frame{}
 	x.Filename = d.str(t, 0, "filename", &x.Absent)
@@ -1073,7 +1073,7 @@ func (d *fbDecoder) decodeFrame(t fbTab) *Frame {
 	return x
 }
 
-// encodeFrame writes a Frame table.
+// encodeFrame writes a table Frame.
 func (e *encoder) encodeFrame(x *Frame) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := e.optStr(x.Filename, x.Absent, "filename")
@@ -1096,7 +1096,7 @@ func (e *encoder) encodeFrame(x *Frame) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundFrame bounds the bytes a Frame table takes with what it holds.
+// boundFrame bounds the bytes of a table Frame with what it holds.
 func (e *encoder) boundFrame(x *Frame) int64 {
 	n := boundTable(4)
 	n += boundString(x.Filename)
@@ -1105,14 +1105,14 @@ func (e *encoder) boundFrame(x *Frame) int64 {
 	return n
 }
 
-// decodeFrameList decodes a verified FrameList table.
+// decodeFrameList decodes a verified table FrameList.
 func (d *fbDecoder) decodeFrameList(t fbTab) *FrameList {
 	x := &FrameList{}
 	x.Items = d.decodeFrameListItems(t)
 	return x
 }
 
-// decodeFrameListItems decodes the items vector of a verified FrameList table; nil when absent.
+// decodeFrameListItems decodes the items vector of a verified table FrameList; nil when absent.
 func (d *fbDecoder) decodeFrameListItems(t fbTab) []*Frame {
 	ts, ok := t.tables(0)
 	if !ok {
@@ -1125,7 +1125,7 @@ func (d *fbDecoder) decodeFrameListItems(t fbTab) []*Frame {
 	return v
 }
 
-// encodeFrameList writes a FrameList table.
+// encodeFrameList writes a table FrameList.
 func (e *encoder) encodeFrameList(x *FrameList) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0, err := e.encodeFrameListItems(x.Items)
@@ -1139,7 +1139,7 @@ func (e *encoder) encodeFrameList(x *FrameList) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// encodeFrameListItems writes the items vector of a FrameList table; 0 (absent) for
+// encodeFrameListItems writes the items vector of a table FrameList; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeFrameListItems(v []*Frame) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -1159,7 +1159,7 @@ func (e *encoder) encodeFrameListItems(v []*Frame) (flatbuffers.UOffsetT, error)
 	return e.offsets(offs), nil
 }
 
-// boundFrameList bounds the bytes a FrameList table takes with what it holds.
+// boundFrameList bounds the bytes of a table FrameList with what it holds.
 func (e *encoder) boundFrameList(x *FrameList) int64 {
 	n := boundTable(1)
 	n += boundVec(len(x.Items), 4)
@@ -1171,7 +1171,7 @@ func (e *encoder) boundFrameList(x *FrameList) int64 {
 	return n
 }
 
-// decodeBackendDelegateDataReference decodes a verified BackendDelegateDataReference table.
+// decodeBackendDelegateDataReference decodes a verified table BackendDelegateDataReference.
 func (d *fbDecoder) decodeBackendDelegateDataReference(t fbTab) *BackendDelegateDataReference {
 	x := &BackendDelegateDataReference{}
 	if o := t.field(0); o != 0 {
@@ -1184,7 +1184,7 @@ func (d *fbDecoder) decodeBackendDelegateDataReference(t fbTab) *BackendDelegate
 	return x
 }
 
-// encodeBackendDelegateDataReference writes a BackendDelegateDataReference table.
+// encodeBackendDelegateDataReference writes a table BackendDelegateDataReference.
 func (e *encoder) encodeBackendDelegateDataReference(x *BackendDelegateDataReference) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	v1 := x.Index
@@ -1206,13 +1206,13 @@ func (e *encoder) encodeBackendDelegateDataReference(x *BackendDelegateDataRefer
 	return b.EndObject(), nil
 }
 
-// boundBackendDelegateDataReference bounds the bytes a BackendDelegateDataReference table takes with what it holds.
+// boundBackendDelegateDataReference bounds the bytes of a table BackendDelegateDataReference with what it holds.
 func (e *encoder) boundBackendDelegateDataReference(x *BackendDelegateDataReference) int64 {
 	n := boundTable(2)
 	return n
 }
 
-// decodeCompileSpec decodes a verified CompileSpec table.
+// decodeCompileSpec decodes a verified table CompileSpec.
 func (d *fbDecoder) decodeCompileSpec(t fbTab) *CompileSpec {
 	x := &CompileSpec{}
 	x.Key = d.str(t, 0, "key", &x.Absent)
@@ -1221,7 +1221,7 @@ func (d *fbDecoder) decodeCompileSpec(t fbTab) *CompileSpec {
 	return x
 }
 
-// encodeCompileSpec writes a CompileSpec table.
+// encodeCompileSpec writes a table CompileSpec.
 func (e *encoder) encodeCompileSpec(x *CompileSpec) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := e.optStr(x.Key, x.Absent, "key")
@@ -1236,7 +1236,7 @@ func (e *encoder) encodeCompileSpec(x *CompileSpec) (flatbuffers.UOffsetT, error
 	return b.EndObject(), nil
 }
 
-// boundCompileSpec bounds the bytes a CompileSpec table takes with what it holds.
+// boundCompileSpec bounds the bytes of a table CompileSpec with what it holds.
 func (e *encoder) boundCompileSpec(x *CompileSpec) int64 {
 	n := boundTable(2)
 	n += boundString(x.Key)
@@ -1244,7 +1244,7 @@ func (e *encoder) boundCompileSpec(x *CompileSpec) int64 {
 	return n
 }
 
-// decodeBackendDelegate decodes a verified BackendDelegate table.
+// decodeBackendDelegate decodes a verified table BackendDelegate.
 func (d *fbDecoder) decodeBackendDelegate(t fbTab) *BackendDelegate {
 	x := &BackendDelegate{}
 	x.ID = d.str(t, 0, "id", &x.Absent)
@@ -1256,7 +1256,7 @@ func (d *fbDecoder) decodeBackendDelegate(t fbTab) *BackendDelegate {
 	return x
 }
 
-// decodeBackendDelegateCompileSpecs decodes the compile_specs vector of a verified BackendDelegate table; nil when absent.
+// decodeBackendDelegateCompileSpecs decodes the compile_specs vector of a verified table BackendDelegate; nil when absent.
 func (d *fbDecoder) decodeBackendDelegateCompileSpecs(t fbTab) []*CompileSpec {
 	ts, ok := t.tables(2)
 	if !ok {
@@ -1269,7 +1269,7 @@ func (d *fbDecoder) decodeBackendDelegateCompileSpecs(t fbTab) []*CompileSpec {
 	return v
 }
 
-// encodeBackendDelegate writes a BackendDelegate table.
+// encodeBackendDelegate writes a table BackendDelegate.
 func (e *encoder) encodeBackendDelegate(x *BackendDelegate) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := e.optStr(x.ID, x.Absent, "id")
@@ -1297,7 +1297,7 @@ func (e *encoder) encodeBackendDelegate(x *BackendDelegate) (flatbuffers.UOffset
 	return b.EndObject(), nil
 }
 
-// encodeBackendDelegateCompileSpecs writes the compile_specs vector of a BackendDelegate table; 0 (absent) for
+// encodeBackendDelegateCompileSpecs writes the compile_specs vector of a table BackendDelegate; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeBackendDelegateCompileSpecs(v []*CompileSpec) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -1317,7 +1317,7 @@ func (e *encoder) encodeBackendDelegateCompileSpecs(v []*CompileSpec) (flatbuffe
 	return e.offsets(offs), nil
 }
 
-// boundBackendDelegate bounds the bytes a BackendDelegate table takes with what it holds.
+// boundBackendDelegate bounds the bytes of a table BackendDelegate with what it holds.
 func (e *encoder) boundBackendDelegate(x *BackendDelegate) int64 {
 	n := boundTable(3)
 	n += boundString(x.ID)
@@ -1333,7 +1333,7 @@ func (e *encoder) boundBackendDelegate(x *BackendDelegate) int64 {
 	return n
 }
 
-// decodeChain decodes a verified Chain table.
+// decodeChain decodes a verified table Chain.
 func (d *fbDecoder) decodeChain(t fbTab) *Chain {
 	x := &Chain{}
 	if start, n, ok := t.vec(0); ok {
@@ -1356,7 +1356,7 @@ func (d *fbDecoder) decodeChain(t fbTab) *Chain {
 	return x
 }
 
-// decodeChainInstructions decodes the instructions vector of a verified Chain table; nil when absent.
+// decodeChainInstructions decodes the instructions vector of a verified table Chain; nil when absent.
 func (d *fbDecoder) decodeChainInstructions(t fbTab) []*Instruction {
 	ts, ok := t.tables(2)
 	if !ok {
@@ -1369,7 +1369,7 @@ func (d *fbDecoder) decodeChainInstructions(t fbTab) []*Instruction {
 	return v
 }
 
-// decodeChainStacktrace decodes the stacktrace vector of a verified Chain table; nil when absent.
+// decodeChainStacktrace decodes the stacktrace vector of a verified table Chain; nil when absent.
 func (d *fbDecoder) decodeChainStacktrace(t fbTab) []*FrameList {
 	ts, ok := t.tables(3)
 	if !ok {
@@ -1382,7 +1382,7 @@ func (d *fbDecoder) decodeChainStacktrace(t fbTab) []*FrameList {
 	return v
 }
 
-// encodeChain writes a Chain table.
+// encodeChain writes a table Chain.
 func (e *encoder) encodeChain(x *Chain) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := scalars(e, x.Inputs, 4, b.PrependInt32)
@@ -1411,7 +1411,7 @@ func (e *encoder) encodeChain(x *Chain) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// encodeChainInstructions writes the instructions vector of a Chain table; 0 (absent) for
+// encodeChainInstructions writes the instructions vector of a table Chain; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeChainInstructions(v []*Instruction) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -1431,7 +1431,7 @@ func (e *encoder) encodeChainInstructions(v []*Instruction) (flatbuffers.UOffset
 	return e.offsets(offs), nil
 }
 
-// encodeChainStacktrace writes the stacktrace vector of a Chain table; 0 (absent) for
+// encodeChainStacktrace writes the stacktrace vector of a table Chain; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeChainStacktrace(v []*FrameList) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -1451,7 +1451,7 @@ func (e *encoder) encodeChainStacktrace(v []*FrameList) (flatbuffers.UOffsetT, e
 	return e.offsets(offs), nil
 }
 
-// boundChain bounds the bytes a Chain table takes with what it holds.
+// boundChain bounds the bytes of a table Chain with what it holds.
 func (e *encoder) boundChain(x *Chain) int64 {
 	n := boundTable(4)
 	n += boundVec(len(x.Inputs), 4)
@@ -1471,7 +1471,7 @@ func (e *encoder) boundChain(x *Chain) int64 {
 	return n
 }
 
-// decodeExecutionPlan decodes a verified ExecutionPlan table.
+// decodeExecutionPlan decodes a verified table ExecutionPlan.
 func (d *fbDecoder) decodeExecutionPlan(t fbTab) *ExecutionPlan {
 	x := &ExecutionPlan{}
 	x.Name = d.str(t, 0, "name", &x.Absent)
@@ -1508,7 +1508,7 @@ func (d *fbDecoder) decodeExecutionPlan(t fbTab) *ExecutionPlan {
 	return x
 }
 
-// decodeExecutionPlanValues decodes the values vector of a verified ExecutionPlan table; nil when absent.
+// decodeExecutionPlanValues decodes the values vector of a verified table ExecutionPlan; nil when absent.
 func (d *fbDecoder) decodeExecutionPlanValues(t fbTab) []*EValue {
 	ts, ok := t.tables(2)
 	if !ok {
@@ -1521,7 +1521,7 @@ func (d *fbDecoder) decodeExecutionPlanValues(t fbTab) []*EValue {
 	return v
 }
 
-// decodeExecutionPlanChains decodes the chains vector of a verified ExecutionPlan table; nil when absent.
+// decodeExecutionPlanChains decodes the chains vector of a verified table ExecutionPlan; nil when absent.
 func (d *fbDecoder) decodeExecutionPlanChains(t fbTab) []*Chain {
 	ts, ok := t.tables(5)
 	if !ok {
@@ -1534,7 +1534,7 @@ func (d *fbDecoder) decodeExecutionPlanChains(t fbTab) []*Chain {
 	return v
 }
 
-// decodeExecutionPlanOperators decodes the operators vector of a verified ExecutionPlan table; nil when absent.
+// decodeExecutionPlanOperators decodes the operators vector of a verified table ExecutionPlan; nil when absent.
 func (d *fbDecoder) decodeExecutionPlanOperators(t fbTab) []*Operator {
 	ts, ok := t.tables(6)
 	if !ok {
@@ -1547,7 +1547,7 @@ func (d *fbDecoder) decodeExecutionPlanOperators(t fbTab) []*Operator {
 	return v
 }
 
-// decodeExecutionPlanDelegates decodes the delegates vector of a verified ExecutionPlan table; nil when absent.
+// decodeExecutionPlanDelegates decodes the delegates vector of a verified table ExecutionPlan; nil when absent.
 func (d *fbDecoder) decodeExecutionPlanDelegates(t fbTab) []*BackendDelegate {
 	ts, ok := t.tables(7)
 	if !ok {
@@ -1560,7 +1560,7 @@ func (d *fbDecoder) decodeExecutionPlanDelegates(t fbTab) []*BackendDelegate {
 	return v
 }
 
-// decodeExecutionPlanNonConstBufferDevice decodes the non_const_buffer_device vector of a verified ExecutionPlan table; nil when absent.
+// decodeExecutionPlanNonConstBufferDevice decodes the non_const_buffer_device vector of a verified table ExecutionPlan; nil when absent.
 func (d *fbDecoder) decodeExecutionPlanNonConstBufferDevice(t fbTab) []*NonConstBufferDevice {
 	ts, ok := t.tables(9)
 	if !ok {
@@ -1573,7 +1573,7 @@ func (d *fbDecoder) decodeExecutionPlanNonConstBufferDevice(t fbTab) []*NonConst
 	return v
 }
 
-// encodeExecutionPlan writes a ExecutionPlan table.
+// encodeExecutionPlan writes a table ExecutionPlan.
 func (e *encoder) encodeExecutionPlan(x *ExecutionPlan) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := e.optStr(x.Name, x.Absent, "name")
@@ -1641,7 +1641,7 @@ func (e *encoder) encodeExecutionPlan(x *ExecutionPlan) (flatbuffers.UOffsetT, e
 	return b.EndObject(), nil
 }
 
-// encodeExecutionPlanValues writes the values vector of a ExecutionPlan table; 0 (absent) for
+// encodeExecutionPlanValues writes the values vector of a table ExecutionPlan; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeExecutionPlanValues(v []*EValue) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -1661,7 +1661,7 @@ func (e *encoder) encodeExecutionPlanValues(v []*EValue) (flatbuffers.UOffsetT, 
 	return e.offsets(offs), nil
 }
 
-// encodeExecutionPlanChains writes the chains vector of a ExecutionPlan table; 0 (absent) for
+// encodeExecutionPlanChains writes the chains vector of a table ExecutionPlan; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeExecutionPlanChains(v []*Chain) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -1681,7 +1681,7 @@ func (e *encoder) encodeExecutionPlanChains(v []*Chain) (flatbuffers.UOffsetT, e
 	return e.offsets(offs), nil
 }
 
-// encodeExecutionPlanOperators writes the operators vector of a ExecutionPlan table; 0 (absent) for
+// encodeExecutionPlanOperators writes the operators vector of a table ExecutionPlan; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeExecutionPlanOperators(v []*Operator) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -1701,7 +1701,7 @@ func (e *encoder) encodeExecutionPlanOperators(v []*Operator) (flatbuffers.UOffs
 	return e.offsets(offs), nil
 }
 
-// encodeExecutionPlanDelegates writes the delegates vector of a ExecutionPlan table; 0 (absent) for
+// encodeExecutionPlanDelegates writes the delegates vector of a table ExecutionPlan; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeExecutionPlanDelegates(v []*BackendDelegate) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -1721,7 +1721,7 @@ func (e *encoder) encodeExecutionPlanDelegates(v []*BackendDelegate) (flatbuffer
 	return e.offsets(offs), nil
 }
 
-// encodeExecutionPlanNonConstBufferDevice writes the non_const_buffer_device vector of a ExecutionPlan table; 0 (absent) for
+// encodeExecutionPlanNonConstBufferDevice writes the non_const_buffer_device vector of a table ExecutionPlan; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeExecutionPlanNonConstBufferDevice(v []*NonConstBufferDevice) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -1741,7 +1741,7 @@ func (e *encoder) encodeExecutionPlanNonConstBufferDevice(v []*NonConstBufferDev
 	return e.offsets(offs), nil
 }
 
-// boundExecutionPlan bounds the bytes a ExecutionPlan table takes with what it holds.
+// boundExecutionPlan bounds the bytes of a table ExecutionPlan with what it holds.
 func (e *encoder) boundExecutionPlan(x *ExecutionPlan) int64 {
 	n := boundTable(10)
 	n += boundString(x.Name)
@@ -1784,7 +1784,7 @@ func (e *encoder) boundExecutionPlan(x *ExecutionPlan) int64 {
 	return n
 }
 
-// decodeNonConstBufferDevice decodes a verified NonConstBufferDevice table.
+// decodeNonConstBufferDevice decodes a verified table NonConstBufferDevice.
 func (d *fbDecoder) decodeNonConstBufferDevice(t fbTab) *NonConstBufferDevice {
 	x := &NonConstBufferDevice{}
 	if o := t.field(0); o != 0 {
@@ -1799,7 +1799,7 @@ func (d *fbDecoder) decodeNonConstBufferDevice(t fbTab) *NonConstBufferDevice {
 	return x
 }
 
-// encodeNonConstBufferDevice writes a NonConstBufferDevice table.
+// encodeNonConstBufferDevice writes a table NonConstBufferDevice.
 func (e *encoder) encodeNonConstBufferDevice(x *NonConstBufferDevice) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	b.StartObject(3)
@@ -1818,13 +1818,13 @@ func (e *encoder) encodeNonConstBufferDevice(x *NonConstBufferDevice) (flatbuffe
 	return b.EndObject(), nil
 }
 
-// boundNonConstBufferDevice bounds the bytes a NonConstBufferDevice table takes with what it holds.
+// boundNonConstBufferDevice bounds the bytes of a table NonConstBufferDevice with what it holds.
 func (e *encoder) boundNonConstBufferDevice(x *NonConstBufferDevice) int64 {
 	n := boundTable(3)
 	return n
 }
 
-// decodeBuffer decodes a verified Buffer table.
+// decodeBuffer decodes a verified table Buffer.
 func (d *fbDecoder) decodeBuffer(t fbTab) *Buffer {
 	x := &Buffer{}
 	x.Storage = t.bytes(0)
@@ -1835,7 +1835,7 @@ func (d *fbDecoder) decodeBuffer(t fbTab) *Buffer {
 	return x
 }
 
-// encodeBuffer writes a Buffer table.
+// encodeBuffer writes a table Buffer.
 func (e *encoder) encodeBuffer(x *Buffer) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := e.bytes(x.Storage, 16)
@@ -1846,14 +1846,14 @@ func (e *encoder) encodeBuffer(x *Buffer) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundBuffer bounds the bytes a Buffer table takes with what it holds.
+// boundBuffer bounds the bytes of a table Buffer with what it holds.
 func (e *encoder) boundBuffer(x *Buffer) int64 {
 	n := boundTable(1)
 	n += boundVec(len(x.Storage), 1)
 	return n
 }
 
-// decodeBackendDelegateInlineData decodes a verified BackendDelegateInlineData table.
+// decodeBackendDelegateInlineData decodes a verified table BackendDelegateInlineData.
 func (d *fbDecoder) decodeBackendDelegateInlineData(t fbTab) *BackendDelegateInlineData {
 	x := &BackendDelegateInlineData{}
 	x.Data = t.bytes(0)
@@ -1864,7 +1864,7 @@ func (d *fbDecoder) decodeBackendDelegateInlineData(t fbTab) *BackendDelegateInl
 	return x
 }
 
-// encodeBackendDelegateInlineData writes a BackendDelegateInlineData table.
+// encodeBackendDelegateInlineData writes a table BackendDelegateInlineData.
 func (e *encoder) encodeBackendDelegateInlineData(x *BackendDelegateInlineData) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o0 := e.bytes(x.Data, 16)
@@ -1875,14 +1875,14 @@ func (e *encoder) encodeBackendDelegateInlineData(x *BackendDelegateInlineData) 
 	return b.EndObject(), nil
 }
 
-// boundBackendDelegateInlineData bounds the bytes a BackendDelegateInlineData table takes with what it holds.
+// boundBackendDelegateInlineData bounds the bytes of a table BackendDelegateInlineData with what it holds.
 func (e *encoder) boundBackendDelegateInlineData(x *BackendDelegateInlineData) int64 {
 	n := boundTable(1)
 	n += boundVec(len(x.Data), 1)
 	return n
 }
 
-// decodeDataSegment decodes a verified DataSegment table.
+// decodeDataSegment decodes a verified table DataSegment.
 func (d *fbDecoder) decodeDataSegment(t fbTab) *DataSegment {
 	x := &DataSegment{}
 	if o := t.field(0); o != 0 {
@@ -1894,7 +1894,7 @@ func (d *fbDecoder) decodeDataSegment(t fbTab) *DataSegment {
 	return x
 }
 
-// encodeDataSegment writes a DataSegment table.
+// encodeDataSegment writes a table DataSegment.
 func (e *encoder) encodeDataSegment(x *DataSegment) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	b.StartObject(2)
@@ -1909,13 +1909,13 @@ func (e *encoder) encodeDataSegment(x *DataSegment) (flatbuffers.UOffsetT, error
 	return b.EndObject(), nil
 }
 
-// boundDataSegment bounds the bytes a DataSegment table takes with what it holds.
+// boundDataSegment bounds the bytes of a table DataSegment with what it holds.
 func (e *encoder) boundDataSegment(x *DataSegment) int64 {
 	n := boundTable(2)
 	return n
 }
 
-// decodeSubsegmentOffsets decodes a verified SubsegmentOffsets table.
+// decodeSubsegmentOffsets decodes a verified table SubsegmentOffsets.
 func (d *fbDecoder) decodeSubsegmentOffsets(t fbTab) *SubsegmentOffsets {
 	x := &SubsegmentOffsets{}
 	if o := t.field(0); o != 0 {
@@ -1932,7 +1932,7 @@ func (d *fbDecoder) decodeSubsegmentOffsets(t fbTab) *SubsegmentOffsets {
 	return x
 }
 
-// encodeSubsegmentOffsets writes a SubsegmentOffsets table.
+// encodeSubsegmentOffsets writes a table SubsegmentOffsets.
 func (e *encoder) encodeSubsegmentOffsets(x *SubsegmentOffsets) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	v0 := x.SegmentIndex
@@ -1954,14 +1954,14 @@ func (e *encoder) encodeSubsegmentOffsets(x *SubsegmentOffsets) (flatbuffers.UOf
 	return b.EndObject(), nil
 }
 
-// boundSubsegmentOffsets bounds the bytes a SubsegmentOffsets table takes with what it holds.
+// boundSubsegmentOffsets bounds the bytes of a table SubsegmentOffsets with what it holds.
 func (e *encoder) boundSubsegmentOffsets(x *SubsegmentOffsets) int64 {
 	n := boundTable(2)
 	n += boundVec(len(x.Offsets), 8)
 	return n
 }
 
-// decodeNamedData decodes a verified NamedData table.
+// decodeNamedData decodes a verified table NamedData.
 func (d *fbDecoder) decodeNamedData(t fbTab) *NamedData {
 	x := &NamedData{}
 	x.Key = d.str(t, 0, "key", &x.Absent)
@@ -1972,7 +1972,7 @@ func (d *fbDecoder) decodeNamedData(t fbTab) *NamedData {
 	return x
 }
 
-// encodeNamedData writes a NamedData table.
+// encodeNamedData writes a table NamedData.
 func (e *encoder) encodeNamedData(x *NamedData) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	v1 := x.SegmentIndex
@@ -1994,14 +1994,14 @@ func (e *encoder) encodeNamedData(x *NamedData) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// boundNamedData bounds the bytes a NamedData table takes with what it holds.
+// boundNamedData bounds the bytes of a table NamedData with what it holds.
 func (e *encoder) boundNamedData(x *NamedData) int64 {
 	n := boundTable(2)
 	n += boundString(x.Key)
 	return n
 }
 
-// decodeProgram decodes a verified Program table.
+// decodeProgram decodes a verified table Program.
 func (d *fbDecoder) decodeProgram(t fbTab) *Program {
 	x := &Program{}
 	if o := t.field(0); o != 0 {
@@ -2022,7 +2022,7 @@ func (d *fbDecoder) decodeProgram(t fbTab) *Program {
 	return x
 }
 
-// decodeProgramExecutionPlan decodes the execution_plan vector of a verified Program table; nil when absent.
+// decodeProgramExecutionPlan decodes the execution_plan vector of a verified table Program; nil when absent.
 func (d *fbDecoder) decodeProgramExecutionPlan(t fbTab) []*ExecutionPlan {
 	ts, ok := t.tables(1)
 	if !ok {
@@ -2035,7 +2035,7 @@ func (d *fbDecoder) decodeProgramExecutionPlan(t fbTab) []*ExecutionPlan {
 	return v
 }
 
-// decodeProgramConstantBuffer decodes the constant_buffer vector of a verified Program table; nil when absent.
+// decodeProgramConstantBuffer decodes the constant_buffer vector of a verified table Program; nil when absent.
 func (d *fbDecoder) decodeProgramConstantBuffer(t fbTab) []*Buffer {
 	ts, ok := t.tables(2)
 	if !ok {
@@ -2048,7 +2048,7 @@ func (d *fbDecoder) decodeProgramConstantBuffer(t fbTab) []*Buffer {
 	return v
 }
 
-// decodeProgramBackendDelegateData decodes the backend_delegate_data vector of a verified Program table; nil when absent.
+// decodeProgramBackendDelegateData decodes the backend_delegate_data vector of a verified table Program; nil when absent.
 func (d *fbDecoder) decodeProgramBackendDelegateData(t fbTab) []*BackendDelegateInlineData {
 	ts, ok := t.tables(3)
 	if !ok {
@@ -2061,7 +2061,7 @@ func (d *fbDecoder) decodeProgramBackendDelegateData(t fbTab) []*BackendDelegate
 	return v
 }
 
-// decodeProgramSegments decodes the segments vector of a verified Program table; nil when absent.
+// decodeProgramSegments decodes the segments vector of a verified table Program; nil when absent.
 func (d *fbDecoder) decodeProgramSegments(t fbTab) []*DataSegment {
 	ts, ok := t.tables(4)
 	if !ok {
@@ -2074,7 +2074,7 @@ func (d *fbDecoder) decodeProgramSegments(t fbTab) []*DataSegment {
 	return v
 }
 
-// decodeProgramMutableDataSegments decodes the mutable_data_segments vector of a verified Program table; nil when absent.
+// decodeProgramMutableDataSegments decodes the mutable_data_segments vector of a verified table Program; nil when absent.
 func (d *fbDecoder) decodeProgramMutableDataSegments(t fbTab) []*SubsegmentOffsets {
 	ts, ok := t.tables(6)
 	if !ok {
@@ -2087,7 +2087,7 @@ func (d *fbDecoder) decodeProgramMutableDataSegments(t fbTab) []*SubsegmentOffse
 	return v
 }
 
-// decodeProgramNamedData decodes the named_data vector of a verified Program table; nil when absent.
+// decodeProgramNamedData decodes the named_data vector of a verified table Program; nil when absent.
 func (d *fbDecoder) decodeProgramNamedData(t fbTab) []*NamedData {
 	ts, ok := t.tables(7)
 	if !ok {
@@ -2100,7 +2100,7 @@ func (d *fbDecoder) decodeProgramNamedData(t fbTab) []*NamedData {
 	return v
 }
 
-// encodeProgram writes a Program table.
+// encodeProgram writes a table Program.
 func (e *encoder) encodeProgram(x *Program) (flatbuffers.UOffsetT, error) {
 	b := e.b
 	o1, err := e.encodeProgramExecutionPlan(x.executionPlan)
@@ -2163,7 +2163,7 @@ func (e *encoder) encodeProgram(x *Program) (flatbuffers.UOffsetT, error) {
 	return b.EndObject(), nil
 }
 
-// encodeProgramExecutionPlan writes the execution_plan vector of a Program table; 0 (absent) for
+// encodeProgramExecutionPlan writes the execution_plan vector of a table Program; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeProgramExecutionPlan(v []*ExecutionPlan) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -2183,7 +2183,7 @@ func (e *encoder) encodeProgramExecutionPlan(v []*ExecutionPlan) (flatbuffers.UO
 	return e.offsets(offs), nil
 }
 
-// encodeProgramConstantBuffer writes the constant_buffer vector of a Program table; 0 (absent) for
+// encodeProgramConstantBuffer writes the constant_buffer vector of a table Program; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeProgramConstantBuffer(v []*Buffer) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -2203,7 +2203,7 @@ func (e *encoder) encodeProgramConstantBuffer(v []*Buffer) (flatbuffers.UOffsetT
 	return e.offsets(offs), nil
 }
 
-// encodeProgramBackendDelegateData writes the backend_delegate_data vector of a Program table; 0 (absent) for
+// encodeProgramBackendDelegateData writes the backend_delegate_data vector of a table Program; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeProgramBackendDelegateData(v []*BackendDelegateInlineData) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -2223,7 +2223,7 @@ func (e *encoder) encodeProgramBackendDelegateData(v []*BackendDelegateInlineDat
 	return e.offsets(offs), nil
 }
 
-// encodeProgramSegments writes the segments vector of a Program table; 0 (absent) for
+// encodeProgramSegments writes the segments vector of a table Program; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeProgramSegments(v []*DataSegment) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -2243,7 +2243,7 @@ func (e *encoder) encodeProgramSegments(v []*DataSegment) (flatbuffers.UOffsetT,
 	return e.offsets(offs), nil
 }
 
-// encodeProgramMutableDataSegments writes the mutable_data_segments vector of a Program table; 0 (absent) for
+// encodeProgramMutableDataSegments writes the mutable_data_segments vector of a table Program; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeProgramMutableDataSegments(v []*SubsegmentOffsets) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -2263,7 +2263,7 @@ func (e *encoder) encodeProgramMutableDataSegments(v []*SubsegmentOffsets) (flat
 	return e.offsets(offs), nil
 }
 
-// encodeProgramNamedData writes the named_data vector of a Program table; 0 (absent) for
+// encodeProgramNamedData writes the named_data vector of a table Program; 0 (absent) for
 // nil. A nil element is an error: FlatBuffers vectors cannot hold null.
 func (e *encoder) encodeProgramNamedData(v []*NamedData) (flatbuffers.UOffsetT, error) {
 	if v == nil {
@@ -2283,7 +2283,7 @@ func (e *encoder) encodeProgramNamedData(v []*NamedData) (flatbuffers.UOffsetT, 
 	return e.offsets(offs), nil
 }
 
-// boundProgram bounds the bytes a Program table takes with what it holds.
+// boundProgram bounds the bytes of a table Program with what it holds.
 func (e *encoder) boundProgram(x *Program) int64 {
 	n := boundTable(8)
 	n += boundVec(len(x.executionPlan), 4)
