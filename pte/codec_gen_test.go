@@ -415,7 +415,8 @@ func (g *codecGen) encoder(d *fbsDecl, fields []*codecField) {
 			for _, m := range u.members {
 				g.p("case *%s:", m)
 				g.p("o, err := e.encode%s(v)", m)
-				g.p("return o, within(err, %q, -1)", f.name)
+				g.p("if err != nil { return 0, within(err, %q, -1) }", f.name)
+				g.p("return o, nil")
 			}
 			g.p("case *%s:", unknown)
 			g.p("if v.Tag <= %s {", last)

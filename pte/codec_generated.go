@@ -637,37 +637,70 @@ func (e *encoder) encodeEValueVal(u Value) (flatbuffers.UOffsetT, error) {
 		return 0, nil
 	case *Null:
 		o, err := e.encodeNull(v)
-		return o, within(err, "val", -1)
+		if err != nil {
+			return 0, within(err, "val", -1)
+		}
+		return o, nil
 	case *Int:
 		o, err := e.encodeInt(v)
-		return o, within(err, "val", -1)
+		if err != nil {
+			return 0, within(err, "val", -1)
+		}
+		return o, nil
 	case *Bool:
 		o, err := e.encodeBool(v)
-		return o, within(err, "val", -1)
+		if err != nil {
+			return 0, within(err, "val", -1)
+		}
+		return o, nil
 	case *Double:
 		o, err := e.encodeDouble(v)
-		return o, within(err, "val", -1)
+		if err != nil {
+			return 0, within(err, "val", -1)
+		}
+		return o, nil
 	case *Tensor:
 		o, err := e.encodeTensor(v)
-		return o, within(err, "val", -1)
+		if err != nil {
+			return 0, within(err, "val", -1)
+		}
+		return o, nil
 	case *String:
 		o, err := e.encodeString(v)
-		return o, within(err, "val", -1)
+		if err != nil {
+			return 0, within(err, "val", -1)
+		}
+		return o, nil
 	case *IntList:
 		o, err := e.encodeIntList(v)
-		return o, within(err, "val", -1)
+		if err != nil {
+			return 0, within(err, "val", -1)
+		}
+		return o, nil
 	case *DoubleList:
 		o, err := e.encodeDoubleList(v)
-		return o, within(err, "val", -1)
+		if err != nil {
+			return 0, within(err, "val", -1)
+		}
+		return o, nil
 	case *BoolList:
 		o, err := e.encodeBoolList(v)
-		return o, within(err, "val", -1)
+		if err != nil {
+			return 0, within(err, "val", -1)
+		}
+		return o, nil
 	case *TensorList:
 		o, err := e.encodeTensorList(v)
-		return o, within(err, "val", -1)
+		if err != nil {
+			return 0, within(err, "val", -1)
+		}
+		return o, nil
 	case *OptionalTensorList:
 		o, err := e.encodeOptionalTensorList(v)
-		return o, within(err, "val", -1)
+		if err != nil {
+			return 0, within(err, "val", -1)
+		}
+		return o, nil
 	case *UnknownValue:
 		if v.Tag <= KernelTypesOptionalTensorList {
 			return 0, encodeError("val", "UnknownValue with tag %d, which is a known member (use its type)", uint8(v.Tag))
@@ -1011,19 +1044,34 @@ func (e *encoder) encodeInstructionArgs(u InstructionArgs) (flatbuffers.UOffsetT
 		return 0, nil
 	case *KernelCall:
 		o, err := e.encodeKernelCall(v)
-		return o, within(err, "instr_args", -1)
+		if err != nil {
+			return 0, within(err, "instr_args", -1)
+		}
+		return o, nil
 	case *DelegateCall:
 		o, err := e.encodeDelegateCall(v)
-		return o, within(err, "instr_args", -1)
+		if err != nil {
+			return 0, within(err, "instr_args", -1)
+		}
+		return o, nil
 	case *MoveCall:
 		o, err := e.encodeMoveCall(v)
-		return o, within(err, "instr_args", -1)
+		if err != nil {
+			return 0, within(err, "instr_args", -1)
+		}
+		return o, nil
 	case *JumpFalseCall:
 		o, err := e.encodeJumpFalseCall(v)
-		return o, within(err, "instr_args", -1)
+		if err != nil {
+			return 0, within(err, "instr_args", -1)
+		}
+		return o, nil
 	case *FreeCall:
 		o, err := e.encodeFreeCall(v)
-		return o, within(err, "instr_args", -1)
+		if err != nil {
+			return 0, within(err, "instr_args", -1)
+		}
+		return o, nil
 	case *UnknownInstruction:
 		if v.Tag <= InstructionArgumentsFreeCall {
 			return 0, encodeError("instr_args", "UnknownInstruction with tag %d, which is a known member (use its type)", uint8(v.Tag))
