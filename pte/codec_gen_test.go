@@ -62,17 +62,36 @@ func TestGeneratedCodecIsCurrent(t *testing.T) {
 	testkit.Golden(t, "codec_generated.go", src)
 }
 
-// TestGenerateCodecTakesNewField appends a field to a table of a copy of
-// the schema: the generator must refuse it while the model lacks the Go
-// field, naming it, so that a field cannot be added to the schema and
-// silently not be carried.
+// TestGenerateCodecTakesNewField adds to a copy of the schema what the
+// model does not carry, a field appended to a table or a new table: the
+// generator must refuse it, naming it, so that the schema cannot grow
+// without the model (and so the codec) carrying it.
 func TestGenerateCodecTakesNewField(t *testing.T) {
-	s := parseFBS(t, filepath.Join("..", "schema", "program.fbs"))
-	d := s.decls["Tensor"]
-	d.fields = append(slices.Clip(d.fields), fbsField{name: "new_field", typ: "uint"})
-	_, err := generateCodec(s)
-	if err == nil || !strings.Contains(err.Error(), "Tensor.new_field") {
-		t.Fatalf("generating with a field the model lacks: err = %v, want one naming Tensor.new_field", err)
+	cases := []struct {
+		name, want string
+		edit       func(s *fbsSchema)
+	}{
+		{"field", "Tensor.new_field", func(s *fbsSchema) {
+			d := s.decls["Tensor"]
+			d.fields = append(slices.Clip(d.fields), fbsField{name: "new_field", typ: "uint"})
+		}},
+		{"table", "NewTable", func(s *fbsSchema) {
+			s.decls["NewTable"] = &fbsDecl{kind: "table", name: "NewTable", fields: []fbsField{{name: "x", typ: "int"}}}
+			s.order = append(s.order, "NewTable")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := parseFBS(t, filepath.Join("..", "schema", "program.fbs"))
+			if _, err := generateCodec(s); err != nil {
+				t.Fatalf("the schema as it is: %v", err)
+			}
+			c.edit(s)
+			_, err := generateCodec(s)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("generating with what the model lacks: err = %v, want one naming %s", err, c.want)
+			}
+		})
 	}
 }
 
