@@ -173,7 +173,7 @@ const growableBound = 1 << 30
 // whose encoded size is at most bound, inline of it payload bytes. The
 // bound of the tables is loose (every table is counted with its own
 // vtable and worst-case padding; real programs share vtables and strings,
-// and come out at a quarter to a fifth of it), and the builder's buffer
+// and come out at a third or so of it), and the builder's buffer
 // is zeroed when it is made, so starting from the bound would clear and
 // hold several times the bytes a program of many small methods needs. It
 // starts from the payloads plus a quarter of the rest instead, and grows
