@@ -101,7 +101,7 @@ func (p *Program) decoded() *Program {
 // delegates of every plan (which backends, which segments they use) need
 // not decode their values and instructions.
 func (p *Program) PlanDelegates(i int) []*BackendDelegate {
-	return planPart(p, i, func(ep *ExecutionPlan) []*BackendDelegate { return ep.Delegates }, (*fbDecoder).delegates)
+	return planPart(p, i, func(ep *ExecutionPlan) []*BackendDelegate { return ep.Delegates }, (*fbDecoder).decodeExecutionPlanDelegates)
 }
 
 // PlanValues returns the values of execution plan i (nil when i is out of
@@ -110,7 +110,7 @@ func (p *Program) PlanDelegates(i int) []*BackendDelegate {
 // plan's tensors are (which come from .ptd files, say) need not decode
 // their instructions and delegates.
 func (p *Program) PlanValues(i int) []*EValue {
-	return planPart(p, i, func(ep *ExecutionPlan) []*EValue { return ep.Values }, (*fbDecoder).values)
+	return planPart(p, i, func(ep *ExecutionPlan) []*EValue { return ep.Values }, (*fbDecoder).decodeExecutionPlanValues)
 }
 
 // planPart returns one part of execution plan i (the zero T when i is out
@@ -228,7 +228,7 @@ func (f *File) planAt(i int, positions bool) (*ExecutionPlan, *fbDecoder) {
 		return nil, nil
 	}
 	d := f.decoder(positions)
-	return d.plan(t), d
+	return d.decodeExecutionPlan(t), d
 }
 
 // delegateAt returns delegate di of plan i and the decoder that decoded
@@ -259,5 +259,5 @@ func (f *File) delegateAt(plan, di int, positions bool) (*BackendDelegate, *fbDe
 		return nil, nil, outOfRange(int64(t.pos), int(n))
 	}
 	d := f.decoder(positions)
-	return d.delegate(dt), d, nil
+	return d.decodeBackendDelegate(dt), d, nil
 }

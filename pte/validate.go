@@ -106,7 +106,7 @@ func (f *File) checkPlanValuesAt(i int) error {
 	var ep *ExecutionPlan
 	check := func(positions bool) error {
 		d := f.decoder(positions)
-		ep = &ExecutionPlan{Values: d.values(t)}
+		ep = &ExecutionPlan{Values: d.decodeExecutionPlanValues(t)}
 		d.at(ep, t)
 		return checkPlanValues(i, ep, d)
 	}
