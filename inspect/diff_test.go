@@ -2,12 +2,15 @@ package inspect
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/pte"
 )
 
 func TestDiff(t *testing.T) {
@@ -72,5 +75,22 @@ func TestDifferenceStringShowsWhereLongValuesDiffer(t *testing.T) {
 		s := d.String()
 		assert.True(t, utf8.ValidString(s), "%q", s)
 		assert.Contains(t, s, "...")
+	}
+}
+
+// TestModelNodeIsTheJSONForm: what the diff compares of a model value (its
+// node, opened all the way down) is its JSON form, as modelWriter writes
+// it, with hashing or without; and the value compares the same as itself.
+func TestModelNodeIsTheJSONForm(t *testing.T) {
+	for _, hash := range []bool{false, true} {
+		p := everyKind()
+		w := &modelWriter{hash: hash}
+		w.value(reflect.ValueOf(p), false)
+		assert.Equal(t, string(w.buf), string(w.model(reflect.ValueOf(p), false).raw()))
+		plan := func(p *pte.Program) *node { return w.model(reflect.ValueOf(p.Plan(0)), false) }
+		assert.True(t, sameModel(plan(p), plan(everyKind())))
+		other := everyKind()
+		other.Plan(0).Chains[0].Instructions[0] = &pte.Instruction{Args: &pte.FreeCall{ValueIndex: 7}}
+		assert.False(t, sameModel(plan(p), plan(other)))
 	}
 }

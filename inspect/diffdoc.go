@@ -1,8 +1,6 @@
 package inspect
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -64,26 +62,12 @@ func DiffDocuments(a, b *Document, opts *DiffOptions) ([]Difference, error) {
 	if opts == nil {
 		opts = &DiffOptions{}
 	}
-	va := &viewer{doc: a, layout: opts.Layout}
-	vb := &viewer{doc: b, layout: opts.Layout}
-	for _, v := range []*viewer{va, vb} {
-		if err := v.buildMethods(); err != nil {
-			return nil, err
-		}
-	}
+	va, vb := newViewer(a, opts.Layout), newViewer(b, opts.Layout)
 	if err := matchRenames(va, vb); err != nil {
 		return nil, err
 	}
-	ra, err := va.root()
-	if err != nil {
-		return nil, err
-	}
-	rb, err := vb.root()
-	if err != nil {
-		return nil, err
-	}
 	d := differ{compact: true}
-	d.walk("", ra, rb)
+	d.walk("", va.root(), vb.root())
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -94,6 +78,8 @@ func DiffDocuments(a, b *Document, opts *DiffOptions) ([]Difference, error) {
 type viewer struct {
 	doc    *Document
 	layout bool
+	// w writes (and hashes) the document's model values.
+	w *modelWriter
 	// keys[i] is the key of execution_plan[i] in methods[...]; methods[i]
 	// is its view.
 	keys    []string
@@ -148,21 +134,19 @@ func jsonNode(v any) (*node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspect: diff: %w", err)
 	}
-	return parseValid(data)
+	return parse(data)
 }
 
-// modelNode returns the JSON form of a part of the program (modelWriter's)
-// as a node.
-func (v *viewer) modelNode(part any) (*node, error) {
-	w := &modelWriter{hash: v.doc.Program.Hash}
-	w.value(reflect.ValueOf(part), false)
-	return parseValid(w.buf)
+// model returns the node of a part of the program (modelWriter's form).
+func (v *viewer) model(part any) *node {
+	return v.w.model(reflect.ValueOf(part), false)
 }
 
-// buildMethods gives each method its key and a lazy node that builds its
-// view when the walk (or matchRenames) needs it.
-func (v *viewer) buildMethods() error {
-	p := v.doc.Program
+// newViewer returns the viewer of doc, each method with its key and a lazy
+// node that builds its view when the walk (or matchRenames) needs it.
+func newViewer(doc *Document, layout bool) *viewer {
+	v := &viewer{doc: doc, layout: layout, w: &modelWriter{hash: doc.Program.Hash}}
+	p := doc.Program
 	summaries := map[[2]int]*Delegate{}
 	for _, d := range v.doc.Delegates {
 		if d != nil && p.Plan(d.PlanIndex) != nil && p.Plan(d.PlanIndex).Name == d.Plan {
@@ -180,7 +164,7 @@ func (v *viewer) buildMethods() error {
 		v.keys = append(v.keys, taken.setUnique(name, n))
 		v.methods = append(v.methods, n)
 	}
-	return nil
+	return v
 }
 
 // methodRef is a method whose view is built when the walk reaches it.
@@ -191,36 +175,33 @@ type methodRef struct {
 	summaries map[[2]int]*Delegate
 }
 
-// planJSON is the JSON form of the plan with null delegates: the view of
+// plan is the node of the method's plan with null delegates: the view of
 // the delegates is built from the document apart.
-func (m *methodRef) planJSON() ([]byte, error) {
+func (m *methodRef) plan() *node {
 	plan := *m.ep
 	plan.Delegates = nil
-	w := &modelWriter{hash: m.v.doc.Program.Hash}
-	w.value(reflect.ValueOf(&plan), false)
-	return w.buf, nil
+	return m.v.model(&plan)
 }
 
-// view is the method's view from its planJSON: unions named by their
-// member, operators keyed by name, and the view of its delegates.
-func (m *methodRef) view(plan []byte) (*node, error) {
-	n, err := parseValid(plan)
-	if err != nil {
-		return nil, err
-	}
+// view is the method's view from its plan: unions named by their member,
+// operators keyed by name, and the view of its delegates.
+func (m *methodRef) view(plan *node) (*node, error) {
+	n := plan.open()
 	n.set("values", unions(n.obj["values"], "val_type", "val"))
-	if chains := n.obj["chains"]; chains.kind == 'a' {
-		for _, ch := range chains.arr {
-			if ch.kind == 'o' {
+	if chains := n.obj["chains"].open(); chains.kind == 'a' {
+		for i, ch := range chains.arr {
+			if ch = ch.open(); ch.kind == 'o' {
 				ch.set("instructions", unions(ch.obj["instructions"], "instr_args_type", "instr_args"))
 			}
+			chains.arr[i] = ch
 		}
+		n.set("chains", chains)
 	}
-	if ops := n.obj["operators"]; ops.kind == 'a' {
+	if ops := n.obj["operators"].open(); ops.kind == 'a' {
 		keyed := newKeyed()
 		for _, op := range ops.arr {
 			key := ""
-			if op.kind == 'o' {
+			if op = op.open(); op.kind == 'o' {
 				key = op.obj["name"].str
 				if ov := op.obj["overload"].str; ov != "" {
 					key += "." + ov
@@ -251,19 +232,12 @@ func (m *methodRef) setDelegates(n *node) (*node, error) {
 }
 
 // expandMethods builds the views of two methods the walk compares. When
-// their plans have the same JSON (all but the delegates, which is most
-// methods of two builds of one model), the views hold only the delegates:
-// the rest has no difference to find, and is neither parsed nor walked.
+// their plans are the same (all but the delegates, which is most methods
+// of two builds of one model), the views hold only the delegates: the rest
+// has no difference to find, and is neither opened nor walked.
 func expandMethods(a, b *methodRef) (*node, *node, error) {
-	pa, err := a.planJSON()
-	if err != nil {
-		return nil, nil, err
-	}
-	pb, err := b.planJSON()
-	if err != nil {
-		return nil, nil, err
-	}
-	if bytes.Equal(pa, pb) {
+	pa, pb := a.plan(), b.plan()
+	if sameModel(pa, pb) {
 		na, err := a.setDelegates(newObject())
 		if err != nil {
 			return nil, nil, err
@@ -282,11 +256,12 @@ func expandMethods(a, b *methodRef) (*node, *node, error) {
 // unions rewrites a list of union-holding tables ({"T_type": TAG, "T":
 // MEMBER}) as [{TAG: MEMBER}], so that paths name the member.
 func unions(list *node, typeKey, valKey string) *node {
-	if list == nil || list.kind != 'a' {
+	if list = list.open(); list == nil || list.kind != 'a' {
 		return list
 	}
 	for i, e := range list.arr {
-		if e.kind != 'o' || e.obj[typeKey] == nil {
+		e = e.open()
+		if list.arr[i] = e; e.kind != 'o' || e.obj[typeKey] == nil {
 			continue
 		}
 		u := newObject()
@@ -340,11 +315,7 @@ func (v *viewer) delegate(d *pte.BackendDelegate, s *Delegate) (*node, error) {
 			if cs == nil {
 				continue
 			}
-			val, err := v.modelNode(cs.Value)
-			if err != nil {
-				return nil, err
-			}
-			specs.setUnique(cs.Key, val)
+			specs.setUnique(cs.Key, v.model(cs.Value))
 		}
 		n.set("compile_specs", specs)
 	}
@@ -438,8 +409,8 @@ func equalExcept(a, b *node, k string) bool {
 	return len(d.out) == 0
 }
 
-// root builds the whole view; buildMethods and matchRenames come first.
-func (v *viewer) root() (*node, error) {
+// root builds the whole view; newViewer and matchRenames come first.
+func (v *viewer) root() *node {
 	p := v.doc.Program
 	root := v.header()
 	var methods *node
@@ -450,27 +421,13 @@ func (v *viewer) root() (*node, error) {
 		}
 	}
 	root.set("methods", methods)
-
 	segUsers, inlineUsers := v.users()
 	root.set("segments", v.segments(segUsers))
-	cb, err := v.modelNode(p.ConstantBuffer)
-	if err != nil {
-		return nil, err
-	}
-	root.set("constant_buffer", cb)
+	root.set("constant_buffer", v.model(p.ConstantBuffer))
 	root.set("backend_delegate_data", v.inlineData(inlineUsers))
-	for _, m := range []struct {
-		key string
-		v   any
-	}{{"constant_segment", p.ConstantSegment}, {"mutable_data_segments", p.MutableDataSegments}} {
-		n, err := v.modelNode(m.v)
-		if err != nil {
-			return nil, err
-		}
-		root.set(m.key, n)
-	}
-	root.set("named_data", namedData(p.NamedData))
-	return root, nil
+	root.set("constant_segment", v.model(p.ConstantSegment))
+	root.set("mutable_data_segments", v.model(p.MutableDataSegments))
+	return root.set("named_data", namedData(p.NamedData))
 }
 
 // header is the root object with file, extended_header and version.
@@ -533,7 +490,7 @@ func (v *viewer) inlineData(users map[int][]string) *node {
 		default:
 			var sha Digest
 			if p.Hash {
-				sum := sha256.Sum256(d.Data)
+				sum := v.w.sum(d.Data)
 				sha.Hex = hex.EncodeToString(sum[:])
 			}
 			inline.arr = append(inline.arr, storage(users[i], newNumber(int64(len(d.Data))), sha))

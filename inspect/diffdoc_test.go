@@ -421,9 +421,8 @@ func mostMethods(b *testing.B) *pte.File {
 // delegates: the reference the shortcut must agree with.
 func fullDiff(t *testing.T, a, b *Document) []Difference {
 	t.Helper()
-	va, vb := &viewer{doc: a}, &viewer{doc: b}
+	va, vb := newViewer(a, false), newViewer(b, false)
 	for _, v := range []*viewer{va, vb} {
-		require.NoError(t, v.buildMethods())
 		for i, n := range v.methods {
 			full, err := n.expand()
 			require.NoError(t, err)
@@ -431,10 +430,7 @@ func fullDiff(t *testing.T, a, b *Document) []Difference {
 		}
 	}
 	require.NoError(t, matchRenames(va, vb))
-	ra, err := va.root()
-	require.NoError(t, err)
-	rb, err := vb.root()
-	require.NoError(t, err)
+	ra, rb := va.root(), vb.root()
 	d := differ{compact: true}
 	d.walk("", ra, rb)
 	require.NoError(t, d.err)

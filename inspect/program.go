@@ -284,10 +284,6 @@ func (w *modelWriter) sum(b []byte) [sha256.Size]byte {
 // object appends a table.
 func (w *modelWriter) object(v reflect.Value) {
 	fields := tableFields(v.Type())
-	var absent []string
-	if fields.absent >= 0 {
-		absent = v.Field(fields.absent).Interface().([]string)
-	}
 	w.buf = append(w.buf, '{')
 	for i, f := range fields.list {
 		if i > 0 {
@@ -304,7 +300,7 @@ func (w *modelWriter) object(v reflect.Value) {
 			continue
 		}
 		w.buf = append(w.buf, f.key...)
-		if fv.Kind() == reflect.String && fv.Len() == 0 && slices.Contains(absent, f.name) {
+		if fields.isNull(v, f) {
 			w.buf = append(w.buf, "null"...)
 			continue
 		}
@@ -345,31 +341,39 @@ func (w *modelWriter) planList(p *pte.Program) {
 
 // union appends the two members of union field f, whose value is v.
 func (w *modelWriter) union(f *tableField, v reflect.Value) {
+	tag, m := unionParts(v)
 	w.buf = append(w.buf, f.typeKey...)
-	if v.IsNil() {
-		w.buf = append(w.buf, `"NONE",`...)
-		w.buf = append(w.buf, f.key...)
+	if tag.IsValid() {
+		w.value(tag, false)
+	} else {
+		w.buf = append(w.buf, `"NONE"`...)
+	}
+	w.buf = append(w.buf, ',')
+	w.buf = append(w.buf, f.key...)
+	if !m.IsValid() {
 		w.buf = append(w.buf, "null"...)
 		return
+	}
+	w.object(m)
+}
+
+// unionParts returns the tag of union value v (an enum; invalid for NONE)
+// and its member table (invalid when the JSON form shows null).
+func unionParts(v reflect.Value) (tag, member reflect.Value) {
+	if v.IsNil() {
+		return tag, member
 	}
 	m := v.Elem() // a pointer to a member type
 	switch {
 	case unknownMembers[m.Type().Elem()] && m.IsNil():
-		w.buf = append(w.buf, `"NONE"`...) // a nil unknown member has lost its tag
+		return tag, member // a nil unknown member has lost its tag
 	case unknownMembers[m.Type().Elem()]:
-		w.number(m.Elem().FieldByName("Tag"))
-		m = reflect.Value{}
-	default:
+		return m.Elem().FieldByName("Tag"), member
+	case m.IsNil():
 		// The member types' tag methods do not read their receiver.
-		w.enum(v.Method(0).Call(nil)[0])
+		return v.Method(0).Call(nil)[0], member
 	}
-	w.buf = append(w.buf, ',')
-	w.buf = append(w.buf, f.key...)
-	if !m.IsValid() || m.IsNil() {
-		w.buf = append(w.buf, "null"...)
-		return
-	}
-	w.object(m.Elem())
+	return v.Method(0).Call(nil)[0], m.Elem()
 }
 
 // tableField is one written field of a model table.
@@ -386,6 +390,14 @@ type tableField struct {
 type tableLayout struct {
 	list   []*tableField
 	absent int // index of the Absent field, -1 when none
+}
+
+// isNull reports whether field f of table v is a string its Absent field
+// lists (and empty), which is written null.
+func (l *tableLayout) isNull(v reflect.Value, f *tableField) bool {
+	fv := v.Field(f.index)
+	return l.absent >= 0 && fv.Kind() == reflect.String && fv.Len() == 0 &&
+		slices.Contains(v.Field(l.absent).Interface().([]string), f.name)
 }
 
 var layouts sync.Map // reflect.Type -> *tableLayout
