@@ -107,8 +107,8 @@ func Diff(a, b any) ([]Difference, error) {
 type node struct {
 	// kind is 'o' object, 'a' array, 's' string, 'n' number, 'b' bool,
 	// 'z' null, 'm' for a list matched by key: written as an object, its
-	// members are compared by key and named "path[key]"; or 'l' a method
-	// and 'r' a model value, each standing for the node it opens to.
+	// members are compared by key and named "path[key]"; or 'r' for a
+	// model value, which stands for the node it opens to.
 	kind byte
 	// union marks an object holding one union member under its tag name:
 	// when the tags differ, the whole value is one difference.
@@ -122,25 +122,14 @@ type node struct {
 	str     string // string value, number text, "true"/"false"
 	// repeats counts the keys setUnique has seen more than once.
 	repeats map[string]int
-	// method, in a node of kind 'l', is the method whose view this node
-	// stands for: the walk builds it when it gets there and drops it
-	// after, so that a diff of many methods holds one method's view at a
-	// time.
-	method *methodRef
+	// then, in a node of kind 'r', rewrites the object or list the node
+	// opens to (the view of a method names unions by their member, say).
+	then func(*node) *node
 	// rv, in a node of kind 'r', is the model value (a table, a list, a
 	// union) this node stands for, as mw writes it (modelWriter); the walk
 	// opens it (open) only where the two sides differ (sameModel).
 	rv reflect.Value
 	mw *modelWriter
-}
-
-// expand returns the node n stands for: n itself unless it is a method or
-// a model value.
-func (n *node) expand() (*node, error) {
-	if n == nil || n.method == nil {
-		return n.open(), nil
-	}
-	return n.method.view(n.method.plan())
 }
 
 // toNode returns the JSON form of v as a node tree: v itself when it is
@@ -241,7 +230,7 @@ func (n *node) write(b *bytes.Buffer) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			writeString(b, k)
+			b.Write(appendString(b.AvailableBuffer(), k))
 			b.WriteByte(':')
 			n.obj[k].write(b)
 		}
@@ -256,7 +245,7 @@ func (n *node) write(b *bytes.Buffer) {
 		}
 		b.WriteByte(']')
 	case 's':
-		writeString(b, n.str)
+		b.Write(appendString(b.AvailableBuffer(), n.str))
 	case 'z':
 		b.WriteString("null")
 	case 'r':
@@ -264,14 +253,6 @@ func (n *node) write(b *bytes.Buffer) {
 	default:
 		b.WriteString(n.str)
 	}
-}
-
-// writeString writes s as a JSON string without HTML escaping.
-func writeString(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(s)
-	b.Truncate(b.Len() - 1) // Encode appends a newline
 }
 
 func join(path, key string) string {
@@ -289,8 +270,6 @@ type differ struct {
 	// first stops the walk at the first difference.
 	first bool
 	out   []Difference
-	// err is the first failure to build a lazy node.
-	err error
 }
 
 func (d *differ) add(path string, a, b *node) {
@@ -313,24 +292,11 @@ func (n *node) child(path, k string) string {
 }
 
 func (d *differ) walk(path string, a, b *node) {
-	if (a == nil && b == nil) || (d.first && len(d.out) > 0) || d.err != nil {
+	if (a == nil && b == nil) || (d.first && len(d.out) > 0) ||
+		a != nil && b != nil && a.kind == 'r' && b.kind == 'r' && sameModel(a, b) {
 		return
 	}
-	var err error
-	switch {
-	case a != nil && b != nil && a.method != nil && b.method != nil:
-		a, b, err = expandMethods(a.method, b.method)
-	case a != nil && b != nil && a.kind == 'r' && b.kind == 'r' && sameModel(a, b):
-		return
-	default:
-		if a, err = a.expand(); err == nil {
-			b, err = b.expand()
-		}
-	}
-	if err != nil {
-		d.err = err
-		return
-	}
+	a, b = a.open(), b.open()
 	if a == nil || b == nil || a.kind != b.kind {
 		d.add(path, a, b)
 		return
@@ -474,6 +440,15 @@ func (n *node) open() *node {
 	if n == nil || n.kind != 'r' {
 		return n
 	}
+	o := n.opened()
+	if n.then != nil && (o.kind == 'o' || o.kind == 'a') {
+		o = n.then(o)
+	}
+	return o
+}
+
+// opened is what model value n opens to, before then.
+func (n *node) opened() *node {
 	v, w := n.rv, n.mw
 	if t := v.Type(); t.Implements(enumType) {
 		if e := v.Interface().(schemaEnum); e.Known() {

@@ -62,15 +62,17 @@ func DiffDocuments(a, b *Document, opts *DiffOptions) ([]Difference, error) {
 	if opts == nil {
 		opts = &DiffOptions{}
 	}
-	va, vb := newViewer(a, opts.Layout), newViewer(b, opts.Layout)
-	if err := matchRenames(va, vb); err != nil {
+	va, err := newViewer(a, opts.Layout)
+	if err != nil {
 		return nil, err
 	}
+	vb, err := newViewer(b, opts.Layout)
+	if err != nil {
+		return nil, err
+	}
+	matchRenames(va, vb)
 	d := differ{compact: true}
 	d.walk("", va.root(), vb.root())
-	if d.err != nil {
-		return nil, d.err
-	}
 	return d.out, nil
 }
 
@@ -142,9 +144,8 @@ func (v *viewer) model(part any) *node {
 	return v.w.model(reflect.ValueOf(part), false)
 }
 
-// newViewer returns the viewer of doc, each method with its key and a lazy
-// node that builds its view when the walk (or matchRenames) needs it.
-func newViewer(doc *Document, layout bool) *viewer {
+// newViewer returns the viewer of doc, with each method's key and view.
+func newViewer(doc *Document, layout bool) (*viewer, error) {
 	v := &viewer{doc: doc, layout: layout, w: &modelWriter{hash: doc.Program.Hash}}
 	p := doc.Program
 	summaries := map[[2]int]*Delegate{}
@@ -159,45 +160,41 @@ func newViewer(doc *Document, layout bool) *viewer {
 		name := ""
 		if ep != nil {
 			name = ep.Name
-			n = &node{kind: 'l', method: &methodRef{v: v, pi: pi, ep: ep, summaries: summaries}}
+			dels := make([]*Delegate, len(ep.Delegates))
+			for di := range dels {
+				dels[di] = summaries[[2]int{pi, di}]
+			}
+			var err error
+			if n, err = v.method(ep, dels); err != nil {
+				return nil, err
+			}
 		}
 		v.keys = append(v.keys, taken.setUnique(name, n))
 		v.methods = append(v.methods, n)
 	}
-	return v
+	return v, nil
 }
 
-// methodRef is a method whose view is built when the walk reaches it.
-type methodRef struct {
-	v         *viewer
-	pi        int
-	ep        *pte.ExecutionPlan
-	summaries map[[2]int]*Delegate
-}
-
-// plan is the node of the method's plan with null delegates: the view of
-// the delegates is built from the document apart.
-func (m *methodRef) plan() *node {
-	plan := *m.ep
+// method is the view of a method given the summaries of its delegates:
+// its plan, with unions named by their member and operators keyed by
+// name, and the view of its delegates. The plan's members stay model
+// values, opened (and so rewritten) only where the two sides differ: most
+// methods of two builds of one model differ in their delegates alone.
+func (v *viewer) method(ep *pte.ExecutionPlan, summaries []*Delegate) (*node, error) {
+	plan := *ep
 	plan.Delegates = nil
-	return m.v.model(&plan)
-}
-
-// view is the method's view from its plan: unions named by their member,
-// operators keyed by name, and the view of its delegates.
-func (m *methodRef) view(plan *node) (*node, error) {
-	n := plan.open()
-	n.set("values", unions(n.obj["values"], "val_type", "val"))
-	if chains := n.obj["chains"].open(); chains.kind == 'a' {
-		for i, ch := range chains.arr {
-			if ch = ch.open(); ch.kind == 'o' {
-				ch.set("instructions", unions(ch.obj["instructions"], "instr_args_type", "instr_args"))
+	n := v.model(&plan).open()
+	unions(n.obj["values"], "val_type", "val")
+	n.obj["chains"].then = func(chains *node) *node {
+		for _, ch := range chains.arr {
+			ch.then = func(ch *node) *node {
+				unions(ch.obj["instructions"], "instr_args_type", "instr_args")
+				return ch
 			}
-			chains.arr[i] = ch
 		}
-		n.set("chains", chains)
+		return chains
 	}
-	if ops := n.obj["operators"].open(); ops.kind == 'a' {
+	n.obj["operators"].then = func(ops *node) *node {
 		keyed := newKeyed()
 		for _, op := range ops.arr {
 			key := ""
@@ -209,20 +206,14 @@ func (m *methodRef) view(plan *node) (*node, error) {
 			}
 			keyed.setUnique(key, op)
 		}
-		n.set("operators", keyed)
+		return keyed
 	}
-	return m.setDelegates(n)
-}
-
-// setDelegates sets member "delegates" of n to the view of the method's
-// delegates (null when it has none).
-func (m *methodRef) setDelegates(n *node) (*node, error) {
-	if m.ep.Delegates == nil {
+	if ep.Delegates == nil {
 		return n.set("delegates", nil), nil
 	}
 	dels := &node{kind: 'a', arr: []*node{}}
-	for di, d := range m.ep.Delegates {
-		dn, err := m.v.delegate(d, m.summaries[[2]int{m.pi, di}])
+	for di, d := range ep.Delegates {
+		dn, err := v.delegate(d, summaries[di])
 		if err != nil {
 			return nil, err
 		}
@@ -231,44 +222,21 @@ func (m *methodRef) setDelegates(n *node) (*node, error) {
 	return n.set("delegates", dels), nil
 }
 
-// expandMethods builds the views of two methods the walk compares. When
-// their plans are the same (all but the delegates, which is most methods
-// of two builds of one model), the views hold only the delegates: the rest
-// has no difference to find, and is neither opened nor walked.
-func expandMethods(a, b *methodRef) (*node, *node, error) {
-	pa, pb := a.plan(), b.plan()
-	if sameModel(pa, pb) {
-		na, err := a.setDelegates(newObject())
-		if err != nil {
-			return nil, nil, err
+// unions makes the list of union-holding tables n (a model value) open as
+// [{TAG: MEMBER}] rather than [{"T_type": TAG, "T": MEMBER}], so that
+// paths name the member.
+func unions(n *node, typeKey, valKey string) {
+	n.then = func(list *node) *node {
+		for i, e := range list.arr {
+			if e = e.open(); e.kind == 'o' {
+				u := newObject()
+				u.union = true
+				e = u.set(e.obj[typeKey].str, e.obj[valKey])
+			}
+			list.arr[i] = e
 		}
-		nb, err := b.setDelegates(newObject())
-		return na, nb, err
-	}
-	na, err := a.view(pa)
-	if err != nil {
-		return nil, nil, err
-	}
-	nb, err := b.view(pb)
-	return na, nb, err
-}
-
-// unions rewrites a list of union-holding tables ({"T_type": TAG, "T":
-// MEMBER}) as [{TAG: MEMBER}], so that paths name the member.
-func unions(list *node, typeKey, valKey string) *node {
-	if list = list.open(); list == nil || list.kind != 'a' {
 		return list
 	}
-	for i, e := range list.arr {
-		e = e.open()
-		if list.arr[i] = e; e.kind != 'o' || e.obj[typeKey] == nil {
-			continue
-		}
-		u := newObject()
-		u.union = true
-		list.arr[i] = u.set(e.obj[typeKey].str, e.obj[valKey])
-	}
-	return list
 }
 
 // delegate is the view of one delegate: the program's reference and
@@ -344,9 +312,8 @@ func digestNode(d Digest) *node {
 }
 
 // matchRenames gives a method that only b has the key of a method that
-// only a has when the two are equal but for their names. Only the views of
-// such one-sided methods are built here.
-func matchRenames(a, b *viewer) error {
+// only a has when the two are equal but for their names.
+func matchRenames(a, b *viewer) {
 	inA := map[string]bool{}
 	for _, k := range a.keys {
 		inA[k] = true
@@ -354,15 +321,6 @@ func matchRenames(a, b *viewer) error {
 	inB := map[string]bool{}
 	for _, k := range b.keys {
 		inB[k] = true
-	}
-	// view returns the built view of v.methods[i], kept for the next
-	// comparison.
-	view := func(v *viewer, i int) (*node, error) {
-		n, err := v.methods[i].expand()
-		if err == nil {
-			v.methods[i] = n
-		}
-		return n, err
 	}
 	used := map[int]bool{}
 	for j, kb := range b.keys {
@@ -373,15 +331,7 @@ func matchRenames(a, b *viewer) error {
 			if inB[ka] || used[i] || a.methods[i] == nil {
 				continue
 			}
-			na, err := view(a, i)
-			if err != nil {
-				return err
-			}
-			nb, err := view(b, j)
-			if err != nil {
-				return err
-			}
-			if !equalExcept(na, nb, "name") {
+			if !equalExcept(a.methods[i], b.methods[j], "name") {
 				continue
 			}
 			used[i] = true
@@ -389,7 +339,6 @@ func matchRenames(a, b *viewer) error {
 			break
 		}
 	}
-	return nil
 }
 
 // equalExcept reports whether objects a and b are equal but for member k.
@@ -409,7 +358,7 @@ func equalExcept(a, b *node, k string) bool {
 	return len(d.out) == 0
 }
 
-// root builds the whole view; newViewer and matchRenames come first.
+// root builds the whole view; matchRenames comes first.
 func (v *viewer) root() *node {
 	p := v.doc.Program
 	root := v.header()
