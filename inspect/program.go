@@ -71,8 +71,12 @@ func (p Program) MarshalJSON() ([]byte, error) {
 }
 
 // modelJSON is a model value (a table, a vector of them, a scalar) whose
-// JSON form is modelWriter's, for the views that show a part of a program.
-type modelJSON struct{ v any }
+// JSON form is modelWriter's, for the views that show a part of a program;
+// numbers says that a byte vector lists its numbers.
+type modelJSON struct {
+	v       any
+	numbers bool
+}
 
 // MarshalJSON implements json.Marshaler.
 func (m modelJSON) MarshalJSON() ([]byte, error) {
@@ -80,7 +84,7 @@ func (m modelJSON) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	w := &modelWriter{}
-	w.value(reflect.ValueOf(m.v), false)
+	w.value(reflect.ValueOf(m.v), m.numbers)
 	return w.buf, nil
 }
 
@@ -92,41 +96,7 @@ func unionMember(member any) modelJSON {
 	if isNil(member) || unknownMembers[v.Type().Elem()] {
 		return modelJSON{}
 	}
-	return modelJSON{member}
-}
-
-// tensorJSON is a Tensor's members in their JSON form, for the diff's
-// list of the members that differ (tensorFields).
-type tensorJSON struct {
-	ScalarType, ShapeDynamism       Enum
-	StorageOffset                   int32
-	Sizes                           []int32
-	DimOrder                        []int
-	RequiresGrad                    bool
-	DataBufferIdx                   uint32
-	AllocationInfo, ExtraTensorInfo modelJSON
-	Layout                          int8
-}
-
-func tensor(t *pte.Tensor) *tensorJSON {
-	j := &tensorJSON{
-		ScalarType: enum(t.ScalarType, int64(t.ScalarType)), ShapeDynamism: enum(t.ShapeDynamism, int64(t.ShapeDynamism)),
-		StorageOffset: t.StorageOffset, Sizes: t.Sizes, RequiresGrad: t.RequiresGrad, DataBufferIdx: t.DataBufferIdx,
-		Layout: t.Layout,
-	}
-	if t.DimOrder != nil {
-		j.DimOrder = make([]int, len(t.DimOrder))
-		for i, d := range t.DimOrder {
-			j.DimOrder[i] = int(d)
-		}
-	}
-	if t.AllocationInfo != nil {
-		j.AllocationInfo.v = t.AllocationInfo
-	}
-	if t.ExtraTensorInfo != nil {
-		j.ExtraTensorInfo.v = t.ExtraTensorInfo
-	}
-	return j
+	return modelJSON{v: member}
 }
 
 // modelWriter appends the compact JSON form of model values to buf,
