@@ -103,7 +103,8 @@ func Diff(a, b any) ([]Difference, error) {
 	return d.out, nil
 }
 
-// node is a decoded JSON value that remembers object member order.
+// node is a JSON value as the diff compares it, with its object members
+// in order: read from text, built by a view, or a model value.
 type node struct {
 	// kind is 'o' object, 'a' array, 's' string, 'n' number, 'b' bool,
 	// 'z' null, 'm' for a list matched by key: written as an object, its
@@ -352,7 +353,7 @@ func sameScalar(a, b *node) bool {
 func (n *node) shortScalars() bool {
 	size := 1
 	for _, e := range n.arr {
-		if e.kind == 'o' || e.kind == 'm' || e.kind == 'a' {
+		if e.kind == 'o' || e.kind == 'm' || e.kind == 'a' || e.kind == 'r' {
 			return false
 		}
 		size += len(e.str) + 3 // separator, and quotes of strings

@@ -94,3 +94,16 @@ func TestModelNodeIsTheJSONForm(t *testing.T) {
 		assert.False(t, sameModel(plan(p), plan(other)))
 	}
 }
+
+// TestDiffModelListOfTables: a list of model tables is compared table by
+// table, never as a short list of scalars, though its tables are not yet
+// opened when the walk looks at the list.
+func TestDiffModelListOfTables(t *testing.T) {
+	w := &modelWriter{}
+	segs := func(last uint64) *node {
+		return w.model(reflect.ValueOf([]*pte.SubsegmentOffsets{{SegmentIndex: 1, Offsets: []uint64{0, 0, last}}}), false)
+	}
+	d := differ{compact: true}
+	d.walk("m", segs(400), segs(200))
+	assert.Equal(t, []Difference{{Path: "m[0].offsets", Kind: Changed, A: json.RawMessage("[0,0,400]"), B: json.RawMessage("[0,0,200]")}}, d.out)
+}
