@@ -160,12 +160,8 @@ func newViewer(doc *Document, layout bool) (*viewer, error) {
 		name := ""
 		if ep != nil {
 			name = ep.Name
-			dels := make([]*Delegate, len(ep.Delegates))
-			for di := range dels {
-				dels[di] = summaries[[2]int{pi, di}]
-			}
 			var err error
-			if n, err = v.method(ep, dels); err != nil {
+			if n, err = v.method(ep, func(di int) *Delegate { return summaries[[2]int{pi, di}] }); err != nil {
 				return nil, err
 			}
 		}
@@ -175,12 +171,12 @@ func newViewer(doc *Document, layout bool) (*viewer, error) {
 	return v, nil
 }
 
-// method is the view of a method given the summaries of its delegates:
+// method is the view of a method given the summary of each delegate:
 // its plan, with unions named by their member and operators keyed by
 // name, and the view of its delegates. The plan's members stay model
 // values, opened (and so rewritten) only where the two sides differ: most
 // methods of two builds of one model differ in their delegates alone.
-func (v *viewer) method(ep *pte.ExecutionPlan, summaries []*Delegate) (*node, error) {
+func (v *viewer) method(ep *pte.ExecutionPlan, summary func(di int) *Delegate) (*node, error) {
 	plan := *ep
 	plan.Delegates = nil
 	n := v.model(&plan).open()
@@ -213,7 +209,7 @@ func (v *viewer) method(ep *pte.ExecutionPlan, summaries []*Delegate) (*node, er
 	}
 	dels := &node{kind: 'a', arr: []*node{}}
 	for di, d := range ep.Delegates {
-		dn, err := v.delegate(d, summaries[di])
+		dn, err := v.delegate(d, summary(di))
 		if err != nil {
 			return nil, err
 		}
