@@ -35,7 +35,8 @@ import (
 //
 // Slices keep the absent (null) / empty ([]) distinction of package pte.
 // A field added to the schema and to the model is carried with no change
-// here.
+// here. The diff reads model values by these rules too (node.open in
+// diff.go; a rule added here goes there: TestModelNodeIsTheJSONForm).
 
 // unknownMembers are the union member types that stand for a tag the
 // schema does not know; their Tag field holds it.
