@@ -2,15 +2,18 @@ package inspect
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/ptekit/ptekit/internal/jsontree"
+	"github.com/ptekit/ptekit/pte"
 )
 
 // Kind says how an element differs between the two sides.
@@ -100,38 +103,34 @@ func Diff(a, b any) ([]Difference, error) {
 	return d.out, nil
 }
 
-// node is a decoded JSON value that remembers object member order.
+// node is a JSON value as the diff compares it, with its object members
+// in order: read from text, built by a view, or a model value.
 type node struct {
 	// kind is 'o' object, 'a' array, 's' string, 'n' number, 'b' bool,
-	// 'z' null, or 'm' for a list matched by key: written as an object, its
-	// members are compared by key and named "path[key]".
+	// 'z' null, 'm' for a list matched by key: written as an object, its
+	// members are compared by key and named "path[key]"; or 'r' for a
+	// model value, which stands for the node it opens to.
 	kind byte
 	// union marks an object holding one union member under its tag name:
 	// when the tags differ, the whole value is one difference.
 	union bool
-	keys  []string
-	obj   map[string]*node
-	arr   []*node
-	str   string // string value, number text, "true"/"false"
+	// numbers, in a node of kind 'r', says that a byte vector lists its
+	// numbers (pte.SchemaField).
+	numbers bool
+	keys    []string
+	obj     map[string]*node
+	arr     []*node
+	str     string // string value, number text, "true"/"false"
 	// repeats counts the keys setUnique has seen more than once.
 	repeats map[string]int
-	// method, in a node of kind 'l', is the method whose view this node
-	// stands for: the walk builds it when it gets there and drops it
-	// after, so that a diff of many methods holds one method's view at a
-	// time.
-	method *methodRef
-}
-
-// expand returns the node n stands for: n itself unless it is lazy.
-func (n *node) expand() (*node, error) {
-	if n == nil || n.method == nil {
-		return n, nil
-	}
-	plan, err := n.method.planJSON()
-	if err != nil {
-		return nil, err
-	}
-	return n.method.view(plan)
+	// then, in a node of kind 'r', rewrites the object or list the node
+	// opens to (the view of a method names unions by their member, say).
+	then func(*node) *node
+	// rv, in a node of kind 'r', is the model value (a table, a list, a
+	// union) this node stands for, as mw writes it (modelWriter); the walk
+	// opens it (open) only where the two sides differ (sameModel).
+	rv reflect.Value
+	mw *modelWriter
 }
 
 // toNode returns the JSON form of v as a node tree: v itself when it is
@@ -140,30 +139,34 @@ func (n *node) expand() (*node, error) {
 func toNode(v any) (*node, error) {
 	switch x := v.(type) {
 	case json.RawMessage:
-		return parseNode(x)
+		return parse(x)
 	case []byte:
-		return parseNode(x)
+		return parse(x)
 	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	return parseValid(data)
+	return parse(data)
 }
 
-// parseNode parses raw JSON that may be malformed; for malformed input
-// the error is the decoder's own message.
-func parseNode(data []byte) (*node, error) {
-	v, _, err := jsontree.Build[*node](data, jsontree.Options{MaxDepth: maxDepth}, newNodeBuilder(data))
+// parse reads JSON text as nodes; for malformed text the error is
+// encoding/json's message.
+func parse(data []byte) (*node, error) {
+	b := &nodeBuilder{}
+	values, names := jsontree.Bounds(data)
+	b.nodes.Hint(values)
+	b.elems.Hint(values - 1)
+	b.keys.Hint(names)
+	n, _, err := jsontree.Build[*node](data, jsontree.Options{MaxDepth: maxDepth}, b)
 	if err == nil {
-		return v, nil
+		return n, nil
 	}
 	if _, deep := err.(*jsontree.LimitError); deep && json.Valid(data) {
 		return nil, errTooDeep
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
 	var x any
-	if err := dec.Decode(&x); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&x); err != nil {
 		return nil, err
 	}
 	return nil, fmt.Errorf("trailing data after JSON value")
@@ -174,91 +177,39 @@ const maxDepth = 200
 
 var errTooDeep = fmt.Errorf("JSON nested deeper than %d", maxDepth)
 
-// parseValid parses JSON that json.Valid accepts (json.Marshal's output)
-// into nodes, with internal/jsontree rather than encoding/json's token
-// interface, which costs a reflection round-trip per token: this is the
-// inner loop of every diff. Numbers keep their text (as
-// json.Decoder.UseNumber), strings are decoded as encoding/json decodes
-// them, a repeated object member keeps its first position and its last
-// value.
-func parseValid(data []byte) (*node, error) {
-	v, _, err := jsontree.Build[*node](data, jsontree.Options{MaxDepth: maxDepth}, newNodeBuilder(data))
-	if err != nil {
-		if _, deep := err.(*jsontree.LimitError); deep {
-			return nil, errTooDeep
-		}
-		return nil, err
-	}
-	return v, nil
-}
-
-// nodeBuilder makes nodes as jsontree reads the text: the diff annotates
-// them (keyed lists, unions, lazy methods) and looks members up by name.
-// Nodes come from blocks (jsontree.Blocks).
+// nodeBuilder makes nodes as jsontree reads the text, from blocks: this
+// is the inner loop of Diff.
 type nodeBuilder struct {
 	nodes jsontree.Blocks[node]
 	elems jsontree.Slices[*node]
 	keys  jsontree.Slices[string]
 }
 
-// newNodeBuilder returns a builder for the text data.
-func newNodeBuilder(data []byte) *nodeBuilder {
-	b := &nodeBuilder{}
-	values, names := jsontree.Bounds(data)
-	b.nodes.Hint(values)
-	b.elems.Hint(values - 1)
-	b.keys.Hint(names)
-	return b
-}
-
-func (b *nodeBuilder) newNode(kind byte) *node {
+func (b *nodeBuilder) Scalar(kind jsontree.Kind, _ int, text string, v bool) *node {
 	n := b.nodes.New()
-	n.kind = kind
+	n.kind, n.str = "zbns"[kind], text
+	if kind == jsontree.Bool {
+		n.str = strconv.FormatBool(v)
+	}
 	return n
 }
 
-func (b *nodeBuilder) Scalar(kind jsontree.Kind, _ int, text string, v bool) *node {
-	switch kind {
-	case jsontree.String:
-		n := b.newNode('s')
-		n.str = text
-		return n
-	case jsontree.Number:
-		n := b.newNode('n')
-		n.str = text
-		return n
-	case jsontree.Bool:
-		n := b.newNode('b')
-		n.str = strconv.FormatBool(v)
-		return n
-	}
-	return b.newNode('z')
-}
-
 func (b *nodeBuilder) Array(_ int, elems []*node) *node {
-	n := b.newNode('a')
-	n.arr = b.elems.Copy(elems)
+	n := b.nodes.New()
+	n.kind, n.arr = 'a', b.elems.Copy(elems)
 	return n
 }
 
 // Object keeps a member given twice at its first position, with its last
 // value.
 func (b *nodeBuilder) Object(_ int, keys []string, _ []int, elems []*node) *node {
-	n := b.newNode('o')
-	n.obj = make(map[string]*node, len(keys))
-	for i, k := range keys {
-		n.obj[k] = elems[i]
+	n := b.nodes.New()
+	n.kind, n.obj = 'o', make(map[string]*node, len(keys))
+	if len(keys) > 0 {
+		n.keys = b.keys.Copy(keys)[:0]
 	}
-	switch {
-	case len(keys) == 0:
-	case len(n.obj) == len(keys):
-		n.keys = b.keys.Copy(keys)
-	default:
-		for _, k := range keys {
-			if !slices.Contains(n.keys, k) {
-				n.keys = append(n.keys, k)
-			}
-		}
+	for i, k := range keys {
+		n.set(k, elems[i])
 	}
 	return n
 }
@@ -280,7 +231,7 @@ func (n *node) write(b *bytes.Buffer) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			writeString(b, k)
+			b.Write(appendString(b.AvailableBuffer(), k))
 			b.WriteByte(':')
 			n.obj[k].write(b)
 		}
@@ -295,20 +246,14 @@ func (n *node) write(b *bytes.Buffer) {
 		}
 		b.WriteByte(']')
 	case 's':
-		writeString(b, n.str)
+		b.Write(appendString(b.AvailableBuffer(), n.str))
 	case 'z':
 		b.WriteString("null")
+	case 'r':
+		n.open().write(b)
 	default:
 		b.WriteString(n.str)
 	}
-}
-
-// writeString writes s as a JSON string without HTML escaping.
-func writeString(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(s)
-	b.Truncate(b.Len() - 1) // Encode appends a newline
 }
 
 func join(path, key string) string {
@@ -326,8 +271,6 @@ type differ struct {
 	// first stops the walk at the first difference.
 	first bool
 	out   []Difference
-	// err is the first failure to build a lazy node.
-	err error
 }
 
 func (d *differ) add(path string, a, b *node) {
@@ -350,22 +293,11 @@ func (n *node) child(path, k string) string {
 }
 
 func (d *differ) walk(path string, a, b *node) {
-	if (a == nil && b == nil) || (d.first && len(d.out) > 0) || d.err != nil {
+	if (a == nil && b == nil) || (d.first && len(d.out) > 0) ||
+		a != nil && b != nil && a.kind == 'r' && b.kind == 'r' && sameModel(a, b) {
 		return
 	}
-	var err error
-	switch {
-	case a != nil && b != nil && a.method != nil && b.method != nil:
-		a, b, err = expandMethods(a.method, b.method)
-	default:
-		if a, err = a.expand(); err == nil {
-			b, err = b.expand()
-		}
-	}
-	if err != nil {
-		d.err = err
-		return
-	}
+	a, b = a.open(), b.open()
 	if a == nil || b == nil || a.kind != b.kind {
 		d.add(path, a, b)
 		return
@@ -421,7 +353,7 @@ func sameScalar(a, b *node) bool {
 func (n *node) shortScalars() bool {
 	size := 1
 	for _, e := range n.arr {
-		if e.kind == 'o' || e.kind == 'm' || e.kind == 'a' {
+		if e.kind == 'o' || e.kind == 'm' || e.kind == 'a' || e.kind == 'r' {
 			return false
 		}
 		size += len(e.str) + 3 // separator, and quotes of strings
@@ -489,4 +421,177 @@ func (n *node) remove(key string) {
 			break
 		}
 	}
+}
+
+// model returns the node of model value v, written as w writes it: a
+// scalar opened, anything else a node of kind 'r'.
+func (w *modelWriter) model(v reflect.Value, numbers bool) *node {
+	n := &node{kind: 'r', rv: v, numbers: numbers, mw: w}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Struct, reflect.Slice:
+		return n
+	}
+	return n.open()
+}
+
+// open returns the node a model value n stands for, one level deep, as
+// modelWriter writes it (see program.go): the members of a table and the
+// elements of a list are model values in turn. Any other node is its own.
+func (n *node) open() *node {
+	if n == nil || n.kind != 'r' {
+		return n
+	}
+	o := n.opened()
+	if n.then != nil && (o.kind == 'o' || o.kind == 'a') {
+		o = n.then(o)
+	}
+	return o
+}
+
+// opened is what model value n opens to, before then.
+func (n *node) opened() *node {
+	v, w := n.rv, n.mw
+	if t := v.Type(); t.Implements(enumType) {
+		if e := v.Interface().(schemaEnum); e.Known() {
+			return newString(e.String())
+		}
+		return intNode(v)
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return &node{kind: 'z'}
+		}
+		return w.model(v.Elem(), n.numbers).open()
+	case reflect.Struct:
+		return w.table(v)
+	case reflect.Slice:
+		if v.IsNil() {
+			return &node{kind: 'z'}
+		}
+		if v.Type().Elem().Kind() == reflect.Uint8 && !n.numbers {
+			sum := newObject().set("size", newNumber(int64(v.Len())))
+			if w.hash {
+				s := w.sum(v.Bytes())
+				sum.set("sha256", newString(hex.EncodeToString(s[:])))
+			}
+			return sum
+		}
+		list := &node{kind: 'a', arr: make([]*node, v.Len())}
+		for i := range list.arr {
+			list.arr[i] = w.model(v.Index(i), n.numbers)
+		}
+		return list
+	case reflect.String:
+		// As JSON text reads back: a byte of invalid UTF-8 is U+FFFD.
+		s := v.String()
+		if !utf8.ValidString(s) {
+			s = string([]rune(s))
+		}
+		return newString(s)
+	case reflect.Bool:
+		return &node{kind: 'b', str: strconv.FormatBool(v.Bool())}
+	case reflect.Float32, reflect.Float64:
+		text := string(appendFloat(nil, v.Float()))
+		if text[0] == '"' {
+			return newString(text[1 : len(text)-1])
+		}
+		return &node{kind: 'n', str: text}
+	}
+	return intNode(v)
+}
+
+// intNode is the number of an integer model value.
+func intNode(v reflect.Value) *node {
+	if v.CanInt() {
+		return newNumber(v.Int())
+	}
+	return newUint(v.Uint())
+}
+
+// table opens the model table v: its members as modelWriter.object writes
+// them.
+func (w *modelWriter) table(v reflect.Value) *node {
+	fields := tableFields(v.Type())
+	o := newObject()
+	for _, f := range fields.list {
+		fv := v.Field(f.index)
+		switch {
+		case f.union:
+			tag, m := unionParts(fv)
+			t, mn := newString("NONE"), (*node)(nil)
+			if tag.IsValid() {
+				t = w.model(tag, false)
+			}
+			if m.IsValid() {
+				mn = w.model(m, false)
+			}
+			o.set(f.name+"_type", t).set(f.name, mn)
+		case f.plans:
+			var plans *node
+			if p := v.Addr().Interface().(*pte.Program); p.HasPlans() {
+				plans = &node{kind: 'a', arr: []*node{}}
+				for _, ep := range p.Plans() {
+					plans.arr = append(plans.arr, w.model(reflect.ValueOf(ep), false))
+				}
+			}
+			o.set(f.name, plans)
+		case fields.isNull(v, f):
+			o.set(f.name, nil)
+		default:
+			o.set(f.name, w.model(fv, f.numbers))
+		}
+	}
+	return o
+}
+
+// sameModel reports whether the model values of nodes a and b (kind 'r')
+// surely have the same JSON form, comparing the values, not their forms: a
+// byte vector by its size, and by its digest when hashing. It may say no
+// for values whose forms agree (invalid UTF-8), which the walk then
+// opens and compares member by member.
+func sameModel(a, b *node) bool {
+	return sameValue(a.rv, b.rv, a.numbers, a.mw, b.mw)
+}
+
+func sameValue(a, b reflect.Value, numbers bool, wa, wb *modelWriter) bool {
+	t := a.Type()
+	if t != b.Type() {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() && b.IsNil()
+		}
+		return sameValue(a.Elem(), b.Elem(), numbers, wa, wb)
+	case reflect.Struct:
+		l := tableFields(t)
+		if l.absent >= 0 && !slices.Equal(a.Field(l.absent).Interface().([]string), b.Field(l.absent).Interface().([]string)) {
+			return false
+		}
+		for _, f := range l.list {
+			if f.plans || !sameValue(a.Field(f.index), b.Field(f.index), f.numbers, wa, wb) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		if a.IsNil() || b.IsNil() || a.Len() != b.Len() {
+			return a.IsNil() && b.IsNil()
+		}
+		if t.Elem().Kind() == reflect.Uint8 && !numbers {
+			return wa.hash == wb.hash && (!wa.hash || wa.sum(a.Bytes()) == wb.sum(b.Bytes()))
+		}
+		for i := range a.Len() {
+			if !sameValue(a.Index(i), b.Index(i), numbers, wa, wb) {
+				return false
+			}
+		}
+		return true
+	case reflect.Float32, reflect.Float64:
+		x, y := a.Float(), b.Float()
+		return x == y || x != x && y != y // NaN is "nan"
+	}
+	return a.Equal(b)
 }

@@ -2,12 +2,15 @@ package inspect
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ptekit/ptekit/pte"
 )
 
 func TestDiff(t *testing.T) {
@@ -73,4 +76,34 @@ func TestDifferenceStringShowsWhereLongValuesDiffer(t *testing.T) {
 		assert.True(t, utf8.ValidString(s), "%q", s)
 		assert.Contains(t, s, "...")
 	}
+}
+
+// TestModelNodeIsTheJSONForm: what the diff compares of a model value (its
+// node, opened all the way down) is its JSON form, as modelWriter writes
+// it, with hashing or without; and the value compares the same as itself.
+func TestModelNodeIsTheJSONForm(t *testing.T) {
+	for _, hash := range []bool{false, true} {
+		p := everyKind()
+		w := &modelWriter{hash: hash}
+		w.value(reflect.ValueOf(p), false)
+		assert.Equal(t, string(w.buf), string(w.model(reflect.ValueOf(p), false).raw()))
+		plan := func(p *pte.Program) *node { return w.model(reflect.ValueOf(p.Plan(0)), false) }
+		assert.True(t, sameModel(plan(p), plan(everyKind())))
+		other := everyKind()
+		other.Plan(0).Chains[0].Instructions[0] = &pte.Instruction{Args: &pte.FreeCall{ValueIndex: 7}}
+		assert.False(t, sameModel(plan(p), plan(other)))
+	}
+}
+
+// TestDiffModelListOfTables: a list of model tables is compared table by
+// table, never as a short list of scalars, though its tables are not yet
+// opened when the walk looks at the list.
+func TestDiffModelListOfTables(t *testing.T) {
+	w := &modelWriter{}
+	segs := func(last uint64) *node {
+		return w.model(reflect.ValueOf([]*pte.SubsegmentOffsets{{SegmentIndex: 1, Offsets: []uint64{0, 0, last}}}), false)
+	}
+	d := differ{compact: true}
+	d.walk("m", segs(400), segs(200))
+	assert.Equal(t, []Difference{{Path: "m[0].offsets", Kind: Changed, A: json.RawMessage("[0,0,400]"), B: json.RawMessage("[0,0,200]")}}, d.out)
 }

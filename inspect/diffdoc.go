@@ -1,8 +1,6 @@
 package inspect
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -64,29 +62,17 @@ func DiffDocuments(a, b *Document, opts *DiffOptions) ([]Difference, error) {
 	if opts == nil {
 		opts = &DiffOptions{}
 	}
-	va := &viewer{doc: a, layout: opts.Layout}
-	vb := &viewer{doc: b, layout: opts.Layout}
-	for _, v := range []*viewer{va, vb} {
-		if err := v.buildMethods(); err != nil {
-			return nil, err
-		}
-	}
-	if err := matchRenames(va, vb); err != nil {
-		return nil, err
-	}
-	ra, err := va.root()
+	va, err := newViewer(a, opts.Layout)
 	if err != nil {
 		return nil, err
 	}
-	rb, err := vb.root()
+	vb, err := newViewer(b, opts.Layout)
 	if err != nil {
 		return nil, err
 	}
+	matchRenames(va, vb)
 	d := differ{compact: true}
-	d.walk("", ra, rb)
-	if d.err != nil {
-		return nil, d.err
-	}
+	d.walk("", va.root(), vb.root())
 	return d.out, nil
 }
 
@@ -94,6 +80,8 @@ func DiffDocuments(a, b *Document, opts *DiffOptions) ([]Difference, error) {
 type viewer struct {
 	doc    *Document
 	layout bool
+	// w writes (and hashes) the document's model values.
+	w *modelWriter
 	// keys[i] is the key of execution_plan[i] in methods[...]; methods[i]
 	// is its view.
 	keys    []string
@@ -148,21 +136,18 @@ func jsonNode(v any) (*node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspect: diff: %w", err)
 	}
-	return parseValid(data)
+	return parse(data)
 }
 
-// modelNode returns the JSON form of a part of the program (modelWriter's)
-// as a node.
-func (v *viewer) modelNode(part any) (*node, error) {
-	w := &modelWriter{hash: v.doc.Program.Hash}
-	w.value(reflect.ValueOf(part), false)
-	return parseValid(w.buf)
+// model returns the node of a part of the program (modelWriter's form).
+func (v *viewer) model(part any) *node {
+	return v.w.model(reflect.ValueOf(part), false)
 }
 
-// buildMethods gives each method its key and a lazy node that builds its
-// view when the walk (or matchRenames) needs it.
-func (v *viewer) buildMethods() error {
-	p := v.doc.Program
+// newViewer returns the viewer of doc, with each method's key and view.
+func newViewer(doc *Document, layout bool) (*viewer, error) {
+	v := &viewer{doc: doc, layout: layout, w: &modelWriter{hash: doc.Program.Hash}}
+	p := doc.Program
 	summaries := map[[2]int]*Delegate{}
 	for _, d := range v.doc.Delegates {
 		if d != nil && p.Plan(d.PlanIndex) != nil && p.Plan(d.PlanIndex).Name == d.Plan {
@@ -175,52 +160,41 @@ func (v *viewer) buildMethods() error {
 		name := ""
 		if ep != nil {
 			name = ep.Name
-			n = &node{kind: 'l', method: &methodRef{v: v, pi: pi, ep: ep, summaries: summaries}}
+			var err error
+			if n, err = v.method(ep, func(di int) *Delegate { return summaries[[2]int{pi, di}] }); err != nil {
+				return nil, err
+			}
 		}
 		v.keys = append(v.keys, taken.setUnique(name, n))
 		v.methods = append(v.methods, n)
 	}
-	return nil
+	return v, nil
 }
 
-// methodRef is a method whose view is built when the walk reaches it.
-type methodRef struct {
-	v         *viewer
-	pi        int
-	ep        *pte.ExecutionPlan
-	summaries map[[2]int]*Delegate
-}
-
-// planJSON is the JSON form of the plan with null delegates: the view of
-// the delegates is built from the document apart.
-func (m *methodRef) planJSON() ([]byte, error) {
-	plan := *m.ep
+// method is the view of a method given the summary of each delegate:
+// its plan, with unions named by their member and operators keyed by
+// name, and the view of its delegates. The plan's members stay model
+// values, opened (and so rewritten) only where the two sides differ: most
+// methods of two builds of one model differ in their delegates alone.
+func (v *viewer) method(ep *pte.ExecutionPlan, summary func(di int) *Delegate) (*node, error) {
+	plan := *ep
 	plan.Delegates = nil
-	w := &modelWriter{hash: m.v.doc.Program.Hash}
-	w.value(reflect.ValueOf(&plan), false)
-	return w.buf, nil
-}
-
-// view is the method's view from its planJSON: unions named by their
-// member, operators keyed by name, and the view of its delegates.
-func (m *methodRef) view(plan []byte) (*node, error) {
-	n, err := parseValid(plan)
-	if err != nil {
-		return nil, err
-	}
-	n.set("values", unions(n.obj["values"], "val_type", "val"))
-	if chains := n.obj["chains"]; chains.kind == 'a' {
+	n := v.model(&plan).open()
+	unions(n.obj["values"], "val_type", "val")
+	n.obj["chains"].then = func(chains *node) *node {
 		for _, ch := range chains.arr {
-			if ch.kind == 'o' {
-				ch.set("instructions", unions(ch.obj["instructions"], "instr_args_type", "instr_args"))
+			ch.then = func(ch *node) *node {
+				unions(ch.obj["instructions"], "instr_args_type", "instr_args")
+				return ch
 			}
 		}
+		return chains
 	}
-	if ops := n.obj["operators"]; ops.kind == 'a' {
+	n.obj["operators"].then = func(ops *node) *node {
 		keyed := newKeyed()
 		for _, op := range ops.arr {
 			key := ""
-			if op.kind == 'o' {
+			if op = op.open(); op.kind == 'o' {
 				key = op.obj["name"].str
 				if ov := op.obj["overload"].str; ov != "" {
 					key += "." + ov
@@ -228,20 +202,14 @@ func (m *methodRef) view(plan []byte) (*node, error) {
 			}
 			keyed.setUnique(key, op)
 		}
-		n.set("operators", keyed)
+		return keyed
 	}
-	return m.setDelegates(n)
-}
-
-// setDelegates sets member "delegates" of n to the view of the method's
-// delegates (null when it has none).
-func (m *methodRef) setDelegates(n *node) (*node, error) {
-	if m.ep.Delegates == nil {
+	if ep.Delegates == nil {
 		return n.set("delegates", nil), nil
 	}
 	dels := &node{kind: 'a', arr: []*node{}}
-	for di, d := range m.ep.Delegates {
-		dn, err := m.v.delegate(d, m.summaries[[2]int{m.pi, di}])
+	for di, d := range ep.Delegates {
+		dn, err := v.delegate(d, summary(di))
 		if err != nil {
 			return nil, err
 		}
@@ -250,50 +218,21 @@ func (m *methodRef) setDelegates(n *node) (*node, error) {
 	return n.set("delegates", dels), nil
 }
 
-// expandMethods builds the views of two methods the walk compares. When
-// their plans have the same JSON (all but the delegates, which is most
-// methods of two builds of one model), the views hold only the delegates:
-// the rest has no difference to find, and is neither parsed nor walked.
-func expandMethods(a, b *methodRef) (*node, *node, error) {
-	pa, err := a.planJSON()
-	if err != nil {
-		return nil, nil, err
-	}
-	pb, err := b.planJSON()
-	if err != nil {
-		return nil, nil, err
-	}
-	if bytes.Equal(pa, pb) {
-		na, err := a.setDelegates(newObject())
-		if err != nil {
-			return nil, nil, err
+// unions makes the list of union-holding tables n (a model value) open as
+// [{TAG: MEMBER}] rather than [{"T_type": TAG, "T": MEMBER}], so that
+// paths name the member.
+func unions(n *node, typeKey, valKey string) {
+	n.then = func(list *node) *node {
+		for i, e := range list.arr {
+			if e = e.open(); e.kind == 'o' {
+				u := newObject()
+				u.union = true
+				e = u.set(e.obj[typeKey].str, e.obj[valKey])
+			}
+			list.arr[i] = e
 		}
-		nb, err := b.setDelegates(newObject())
-		return na, nb, err
-	}
-	na, err := a.view(pa)
-	if err != nil {
-		return nil, nil, err
-	}
-	nb, err := b.view(pb)
-	return na, nb, err
-}
-
-// unions rewrites a list of union-holding tables ({"T_type": TAG, "T":
-// MEMBER}) as [{TAG: MEMBER}], so that paths name the member.
-func unions(list *node, typeKey, valKey string) *node {
-	if list == nil || list.kind != 'a' {
 		return list
 	}
-	for i, e := range list.arr {
-		if e.kind != 'o' || e.obj[typeKey] == nil {
-			continue
-		}
-		u := newObject()
-		u.union = true
-		list.arr[i] = u.set(e.obj[typeKey].str, e.obj[valKey])
-	}
-	return list
 }
 
 // delegate is the view of one delegate: the program's reference and
@@ -340,11 +279,7 @@ func (v *viewer) delegate(d *pte.BackendDelegate, s *Delegate) (*node, error) {
 			if cs == nil {
 				continue
 			}
-			val, err := v.modelNode(cs.Value)
-			if err != nil {
-				return nil, err
-			}
-			specs.setUnique(cs.Key, val)
+			specs.setUnique(cs.Key, v.model(cs.Value))
 		}
 		n.set("compile_specs", specs)
 	}
@@ -373,9 +308,8 @@ func digestNode(d Digest) *node {
 }
 
 // matchRenames gives a method that only b has the key of a method that
-// only a has when the two are equal but for their names. Only the views of
-// such one-sided methods are built here.
-func matchRenames(a, b *viewer) error {
+// only a has when the two are equal but for their names.
+func matchRenames(a, b *viewer) {
 	inA := map[string]bool{}
 	for _, k := range a.keys {
 		inA[k] = true
@@ -383,15 +317,6 @@ func matchRenames(a, b *viewer) error {
 	inB := map[string]bool{}
 	for _, k := range b.keys {
 		inB[k] = true
-	}
-	// view returns the built view of v.methods[i], kept for the next
-	// comparison.
-	view := func(v *viewer, i int) (*node, error) {
-		n, err := v.methods[i].expand()
-		if err == nil {
-			v.methods[i] = n
-		}
-		return n, err
 	}
 	used := map[int]bool{}
 	for j, kb := range b.keys {
@@ -402,15 +327,7 @@ func matchRenames(a, b *viewer) error {
 			if inB[ka] || used[i] || a.methods[i] == nil {
 				continue
 			}
-			na, err := view(a, i)
-			if err != nil {
-				return err
-			}
-			nb, err := view(b, j)
-			if err != nil {
-				return err
-			}
-			if !equalExcept(na, nb, "name") {
+			if !equalExcept(a.methods[i], b.methods[j], "name") {
 				continue
 			}
 			used[i] = true
@@ -418,7 +335,6 @@ func matchRenames(a, b *viewer) error {
 			break
 		}
 	}
-	return nil
 }
 
 // equalExcept reports whether objects a and b are equal but for member k.
@@ -438,8 +354,8 @@ func equalExcept(a, b *node, k string) bool {
 	return len(d.out) == 0
 }
 
-// root builds the whole view; buildMethods and matchRenames come first.
-func (v *viewer) root() (*node, error) {
+// root builds the whole view; matchRenames comes first.
+func (v *viewer) root() *node {
 	p := v.doc.Program
 	root := v.header()
 	var methods *node
@@ -450,27 +366,13 @@ func (v *viewer) root() (*node, error) {
 		}
 	}
 	root.set("methods", methods)
-
 	segUsers, inlineUsers := v.users()
 	root.set("segments", v.segments(segUsers))
-	cb, err := v.modelNode(p.ConstantBuffer)
-	if err != nil {
-		return nil, err
-	}
-	root.set("constant_buffer", cb)
+	root.set("constant_buffer", v.model(p.ConstantBuffer))
 	root.set("backend_delegate_data", v.inlineData(inlineUsers))
-	for _, m := range []struct {
-		key string
-		v   any
-	}{{"constant_segment", p.ConstantSegment}, {"mutable_data_segments", p.MutableDataSegments}} {
-		n, err := v.modelNode(m.v)
-		if err != nil {
-			return nil, err
-		}
-		root.set(m.key, n)
-	}
-	root.set("named_data", namedData(p.NamedData))
-	return root, nil
+	root.set("constant_segment", v.model(p.ConstantSegment))
+	root.set("mutable_data_segments", v.model(p.MutableDataSegments))
+	return root.set("named_data", namedData(p.NamedData))
 }
 
 // header is the root object with file, extended_header and version.
@@ -533,7 +435,7 @@ func (v *viewer) inlineData(users map[int][]string) *node {
 		default:
 			var sha Digest
 			if p.Hash {
-				sum := sha256.Sum256(d.Data)
+				sum := v.w.sum(d.Data)
 				sha.Hex = hex.EncodeToString(sum[:])
 			}
 			inline.arr = append(inline.arr, storage(users[i], newNumber(int64(len(d.Data))), sha))

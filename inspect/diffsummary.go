@@ -665,74 +665,16 @@ func diffValue(k int, va, vb pte.Value, ua, ub map[int32][]Usage) *ValueDiff {
 	if d.TypeA != d.TypeB {
 		return d
 	}
-	field := func(name string, x, y any, same bool) {
-		if !same {
-			d.Fields = append(d.Fields, FieldDiff{Field: name, A: x, B: y})
-		}
-	}
-	if isNil(va) || isNil(vb) || reflect.TypeOf(va) != reflect.TypeOf(vb) {
+	if !isNil(va) && !isNil(vb) && reflect.TypeOf(va) == reflect.TypeOf(vb) {
+		d.Fields = fieldDiffs(reflect.ValueOf(va).Elem(), reflect.ValueOf(vb).Elem())
+	} else if !isNil(va) || !isNil(vb) {
 		// A tag without its table, or a table of a tag this reader does
 		// not know, on one side at least: the values compare as their
 		// JSON forms, which say what is known.
-		field("val", unionMember(va), unionMember(vb), isNil(va) && isNil(vb))
-	} else {
-		diffFields(va, vb, field)
+		d.Fields = append(d.Fields, FieldDiff{Field: "val", A: unionMember(va), B: unionMember(vb)})
 	}
 	if len(d.Fields) == 0 {
 		return nil
 	}
 	return d
-}
-
-// diffFields compares the members of two values of the same type, neither
-// nil, calling field for each.
-func diffFields(va, vb pte.Value, field func(name string, x, y any, same bool)) {
-	switch x := va.(type) {
-	case *pte.Int:
-		if y, ok := vb.(*pte.Int); ok {
-			field("int_val", x.IntVal, y.IntVal, x.IntVal == y.IntVal)
-		}
-	case *pte.Bool:
-		if y, ok := vb.(*pte.Bool); ok {
-			field("bool_val", x.BoolVal, y.BoolVal, x.BoolVal == y.BoolVal)
-		}
-	case *pte.Double:
-		if y, ok := vb.(*pte.Double); ok {
-			same := x.DoubleVal == y.DoubleVal || (x.DoubleVal != x.DoubleVal && y.DoubleVal != y.DoubleVal)
-			field("double_val", Float(x.DoubleVal), Float(y.DoubleVal), same)
-		}
-	case *pte.String:
-		if y, ok := vb.(*pte.String); ok {
-			field("string_val", x.StringVal, y.StringVal, x.StringVal == y.StringVal)
-		}
-	case *pte.IntList:
-		if y, ok := vb.(*pte.IntList); ok {
-			field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
-		}
-	case *pte.DoubleList:
-		if y, ok := vb.(*pte.DoubleList); ok {
-			fx, fy := floats(x.Items), floats(y.Items)
-			field("items", fx, fy, sameJSON(fx, fy))
-		}
-	case *pte.BoolList:
-		if y, ok := vb.(*pte.BoolList); ok {
-			field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
-		}
-	case *pte.TensorList:
-		if y, ok := vb.(*pte.TensorList); ok {
-			field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
-		}
-	case *pte.OptionalTensorList:
-		if y, ok := vb.(*pte.OptionalTensorList); ok {
-			field("items", orEmpty(x.Items), orEmpty(y.Items), slices.Equal(x.Items, y.Items))
-		}
-	}
-}
-
-func floats(v []float64) []Float {
-	out := make([]Float, len(v))
-	for i, x := range v {
-		out[i] = Float(x)
-	}
-	return out
 }

@@ -147,7 +147,7 @@ func constantSource(f *pte.File, idx uint32) (constSource, error) {
 
 // tensor compares two tensors at value index k; nil when they agree.
 func (c *constComparer) tensor(k int, ta, tb *pte.Tensor, ua, ub map[int32][]Usage) (*TensorDiff, error) {
-	d := &TensorDiff{A: tensorRef(k, ta, ua), B: tensorRef(k, tb, ub), Fields: tensorFields(ta, tb)}
+	d := &TensorDiff{A: tensorRef(k, ta, ua), B: tensorRef(k, tb, ub), Fields: fieldDiffs(reflect.ValueOf(ta).Elem(), reflect.ValueOf(tb).Elem())}
 	sa, err := constantSource(c.f[0], ta.DataBufferIdx)
 	if err != nil {
 		return nil, err
@@ -183,28 +183,25 @@ func (c *constComparer) tensor(k int, ta, tb *pte.Tensor, ua, ub map[int32][]Usa
 	return d, nil
 }
 
-// tensorFields lists the Tensor members that differ, in schema order, with
-// their values in the program member's JSON form.
-func tensorFields(ta, tb *pte.Tensor) []FieldDiff {
-	ja, jb := tensor(ta), tensor(tb)
+// fieldDiffs lists the members of two model tables of one type that
+// differ, in schema order, each side in the member's JSON form; an absent
+// list equals an empty one, and shows as one.
+func fieldDiffs(a, b reflect.Value) []FieldDiff {
 	out := []FieldDiff{}
-	add := func(name string, x, y any, same bool) {
-		if !same {
-			out = append(out, FieldDiff{Field: name, A: x, B: y})
+	w := &modelWriter{}
+	shown := func(v reflect.Value, numbers bool) modelJSON {
+		if v.Kind() == reflect.Slice && v.IsNil() {
+			v = reflect.MakeSlice(v.Type(), 0, 0)
 		}
+		return modelJSON{v: v.Interface(), numbers: numbers}
 	}
-	add("scalar_type", ja.ScalarType, jb.ScalarType, ta.ScalarType == tb.ScalarType)
-	add("storage_offset", ja.StorageOffset, jb.StorageOffset, ta.StorageOffset == tb.StorageOffset)
-	add("sizes", orEmpty(ja.Sizes), orEmpty(jb.Sizes), slices.Equal(ta.Sizes, tb.Sizes))
-	add("dim_order", orEmpty(ja.DimOrder), orEmpty(jb.DimOrder), slices.Equal(ta.DimOrder, tb.DimOrder))
-	add("requires_grad", ja.RequiresGrad, jb.RequiresGrad, ta.RequiresGrad == tb.RequiresGrad)
-	add("data_buffer_idx", ja.DataBufferIdx, jb.DataBufferIdx, ta.DataBufferIdx == tb.DataBufferIdx)
-	add("allocation_info", ja.AllocationInfo, jb.AllocationInfo, equalPtr(ta.AllocationInfo, tb.AllocationInfo))
-	add("layout", ja.Layout, jb.Layout, ta.Layout == tb.Layout)
-	add("shape_dynamism", ja.ShapeDynamism, jb.ShapeDynamism, ta.ShapeDynamism == tb.ShapeDynamism)
-	sameExtra := (ta.ExtraTensorInfo == nil) == (tb.ExtraTensorInfo == nil) &&
-		(ta.ExtraTensorInfo == nil || sameJSON(ja.ExtraTensorInfo, jb.ExtraTensorInfo))
-	add("extra_tensor_info", ja.ExtraTensorInfo, jb.ExtraTensorInfo, sameExtra)
+	for _, f := range tableFields(a.Type()).list {
+		x, y := a.Field(f.index), b.Field(f.index)
+		if x.Kind() == reflect.Slice && x.Len() == 0 && y.Len() == 0 || sameValue(x, y, f.numbers, w, w) {
+			continue
+		}
+		out = append(out, FieldDiff{Field: f.name, A: shown(x, f.numbers), B: shown(y, f.numbers)})
+	}
 	return out
 }
 

@@ -13,7 +13,7 @@ import (
 
 // tokenNode is the reference reading of a JSON value as nodes, through
 // encoding/json's token interface (what Diff used before its own parser):
-// parseNode must read every input to the same tree, or fail where it fails.
+// parse must read every input to the same tree, or fail where it fails.
 func tokenNode(data []byte) (*node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -77,7 +77,7 @@ func tokenNode(data []byte) (*node, error) {
 	return n, nil
 }
 
-// FuzzParseNode: the parser of Diff and DiffDocuments reads what the
+// FuzzParseNode: the parser of Diff reads what the
 // token reader reads, and refuses what it refuses.
 func FuzzParseNode(f *testing.F) {
 	for _, s := range []string{
@@ -88,13 +88,13 @@ func FuzzParseNode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := parseNode(data)
+		got, err := parse(data)
 		want, werr := tokenNode(data)
 		if (err == nil) != (werr == nil) {
-			t.Fatalf("%q: parseNode error %v, token reader error %v", data, err, werr)
+			t.Fatalf("%q: parse error %v, token reader error %v", data, err, werr)
 		}
 		if err == nil && !reflect.DeepEqual(got, want) {
-			t.Fatalf("%q: parseNode read %s, token reader %s", data, got.raw(), want.raw())
+			t.Fatalf("%q: parse read %s, token reader %s", data, got.raw(), want.raw())
 		}
 	})
 }
@@ -151,7 +151,7 @@ func BenchmarkParseValid(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := parseValid(data); err != nil {
+		if _, err := parse(data); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -35,7 +35,8 @@ import (
 //
 // Slices keep the absent (null) / empty ([]) distinction of package pte.
 // A field added to the schema and to the model is carried with no change
-// here.
+// here. The diff reads model values by these rules too (node.open in
+// diff.go; a rule added here goes there: TestModelNodeIsTheJSONForm).
 
 // unknownMembers are the union member types that stand for a tag the
 // schema does not know; their Tag field holds it.
@@ -71,8 +72,12 @@ func (p Program) MarshalJSON() ([]byte, error) {
 }
 
 // modelJSON is a model value (a table, a vector of them, a scalar) whose
-// JSON form is modelWriter's, for the views that show a part of a program.
-type modelJSON struct{ v any }
+// JSON form is modelWriter's, for the views that show a part of a program;
+// numbers says that a byte vector lists its numbers.
+type modelJSON struct {
+	v       any
+	numbers bool
+}
 
 // MarshalJSON implements json.Marshaler.
 func (m modelJSON) MarshalJSON() ([]byte, error) {
@@ -80,7 +85,7 @@ func (m modelJSON) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	w := &modelWriter{}
-	w.value(reflect.ValueOf(m.v), false)
+	w.value(reflect.ValueOf(m.v), m.numbers)
 	return w.buf, nil
 }
 
@@ -92,41 +97,7 @@ func unionMember(member any) modelJSON {
 	if isNil(member) || unknownMembers[v.Type().Elem()] {
 		return modelJSON{}
 	}
-	return modelJSON{member}
-}
-
-// tensorJSON is a Tensor's members in their JSON form, for the diff's
-// list of the members that differ (tensorFields).
-type tensorJSON struct {
-	ScalarType, ShapeDynamism       Enum
-	StorageOffset                   int32
-	Sizes                           []int32
-	DimOrder                        []int
-	RequiresGrad                    bool
-	DataBufferIdx                   uint32
-	AllocationInfo, ExtraTensorInfo modelJSON
-	Layout                          int8
-}
-
-func tensor(t *pte.Tensor) *tensorJSON {
-	j := &tensorJSON{
-		ScalarType: enum(t.ScalarType, int64(t.ScalarType)), ShapeDynamism: enum(t.ShapeDynamism, int64(t.ShapeDynamism)),
-		StorageOffset: t.StorageOffset, Sizes: t.Sizes, RequiresGrad: t.RequiresGrad, DataBufferIdx: t.DataBufferIdx,
-		Layout: t.Layout,
-	}
-	if t.DimOrder != nil {
-		j.DimOrder = make([]int, len(t.DimOrder))
-		for i, d := range t.DimOrder {
-			j.DimOrder[i] = int(d)
-		}
-	}
-	if t.AllocationInfo != nil {
-		j.AllocationInfo.v = t.AllocationInfo
-	}
-	if t.ExtraTensorInfo != nil {
-		j.ExtraTensorInfo.v = t.ExtraTensorInfo
-	}
-	return j
+	return modelJSON{v: member}
 }
 
 // modelWriter appends the compact JSON form of model values to buf,
@@ -284,10 +255,6 @@ func (w *modelWriter) sum(b []byte) [sha256.Size]byte {
 // object appends a table.
 func (w *modelWriter) object(v reflect.Value) {
 	fields := tableFields(v.Type())
-	var absent []string
-	if fields.absent >= 0 {
-		absent = v.Field(fields.absent).Interface().([]string)
-	}
 	w.buf = append(w.buf, '{')
 	for i, f := range fields.list {
 		if i > 0 {
@@ -304,7 +271,7 @@ func (w *modelWriter) object(v reflect.Value) {
 			continue
 		}
 		w.buf = append(w.buf, f.key...)
-		if fv.Kind() == reflect.String && fv.Len() == 0 && slices.Contains(absent, f.name) {
+		if fields.isNull(v, f) {
 			w.buf = append(w.buf, "null"...)
 			continue
 		}
@@ -345,31 +312,39 @@ func (w *modelWriter) planList(p *pte.Program) {
 
 // union appends the two members of union field f, whose value is v.
 func (w *modelWriter) union(f *tableField, v reflect.Value) {
+	tag, m := unionParts(v)
 	w.buf = append(w.buf, f.typeKey...)
-	if v.IsNil() {
-		w.buf = append(w.buf, `"NONE",`...)
-		w.buf = append(w.buf, f.key...)
+	if tag.IsValid() {
+		w.value(tag, false)
+	} else {
+		w.buf = append(w.buf, `"NONE"`...)
+	}
+	w.buf = append(w.buf, ',')
+	w.buf = append(w.buf, f.key...)
+	if !m.IsValid() {
 		w.buf = append(w.buf, "null"...)
 		return
+	}
+	w.object(m)
+}
+
+// unionParts returns the tag of union value v (an enum; invalid for NONE)
+// and its member table (invalid when the JSON form shows null).
+func unionParts(v reflect.Value) (tag, member reflect.Value) {
+	if v.IsNil() {
+		return tag, member
 	}
 	m := v.Elem() // a pointer to a member type
 	switch {
 	case unknownMembers[m.Type().Elem()] && m.IsNil():
-		w.buf = append(w.buf, `"NONE"`...) // a nil unknown member has lost its tag
+		return tag, member // a nil unknown member has lost its tag
 	case unknownMembers[m.Type().Elem()]:
-		w.number(m.Elem().FieldByName("Tag"))
-		m = reflect.Value{}
-	default:
+		return m.Elem().FieldByName("Tag"), member
+	case m.IsNil():
 		// The member types' tag methods do not read their receiver.
-		w.enum(v.Method(0).Call(nil)[0])
+		return v.Method(0).Call(nil)[0], member
 	}
-	w.buf = append(w.buf, ',')
-	w.buf = append(w.buf, f.key...)
-	if !m.IsValid() || m.IsNil() {
-		w.buf = append(w.buf, "null"...)
-		return
-	}
-	w.object(m.Elem())
+	return v.Method(0).Call(nil)[0], m.Elem()
 }
 
 // tableField is one written field of a model table.
@@ -386,6 +361,14 @@ type tableField struct {
 type tableLayout struct {
 	list   []*tableField
 	absent int // index of the Absent field, -1 when none
+}
+
+// isNull reports whether field f of table v is a string its Absent field
+// lists (and empty), which is written null.
+func (l *tableLayout) isNull(v reflect.Value, f *tableField) bool {
+	fv := v.Field(f.index)
+	return l.absent >= 0 && fv.Kind() == reflect.String && fv.Len() == 0 &&
+		slices.Contains(v.Field(l.absent).Interface().([]string), f.name)
 }
 
 var layouts sync.Map // reflect.Type -> *tableLayout
