@@ -86,9 +86,13 @@ type Server struct {
 
 	mu       sync.Mutex
 	requests []Request
-	fail     func(*http.Request) int
-	hold     func(Request) time.Duration
-	edit     func(Request, http.Header)
+	// active counts the proxy's handlers still running: a request is
+	// recorded when its handler ends, which may be just after the client
+	// has read the whole answer.
+	active int
+	fail   func(*http.Request) int
+	hold   func(Request) time.Duration
+	edit   func(Request, http.Header)
 }
 
 // Option changes how Start runs the server.
@@ -170,6 +174,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone()}
 		s.mu.Lock()
+		s.active++
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			s.active--
+			s.mu.Unlock()
+		}()
+		s.mu.Lock()
 		fail := s.fail
 		s.mu.Unlock()
 		if fail != nil {
@@ -224,16 +236,34 @@ func (s *Server) record(r Request) {
 	s.mu.Unlock()
 }
 
-// Requests returns the requests so far.
+// settle waits, for at most ten seconds, until no handler of the proxy
+// is running, so that every request a finished client made is recorded
+// (and none of them is recorded after a Reset), and returns with s.mu
+// held.
+func (s *Server) settle() {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		if s.active == 0 || time.Now().After(deadline) {
+			return
+		}
+		s.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Requests returns the requests so far, once the proxy has finished
+// those on their way.
 func (s *Server) Requests() []Request {
-	s.mu.Lock()
+	s.settle()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
 }
 
-// Reset forgets the requests so far.
+// Reset forgets the requests so far, once the proxy has finished those
+// on their way.
 func (s *Server) Reset() {
-	s.mu.Lock()
+	s.settle()
 	s.requests = nil
 	s.mu.Unlock()
 }
