@@ -77,3 +77,47 @@ func TestDiffOverlappingInlineBuffers(t *testing.T) {
 		assert.Contains(t, oe.Second, "backend_delegate_data[", name)
 	}
 }
+
+// TestHashOverlappingInlineBuffers: a document with Options.Hash of one
+// program whose inline buffers overlap without being the same bytes is
+// refused before any vector is hashed (2,000 shifted windows of 1 MiB
+// would hash 2 GiB out of an 8 MiB file), and exact aliases still build.
+func TestHashOverlappingInlineBuffers(t *testing.T) {
+	progs := genPrograms(t)
+	const count, elems = 2000, 1 << 18
+	var bufs [][]float32
+	for range count {
+		bufs = append(bufs, ramp(4, nil))
+	}
+	a := withInlineConstants(t, progs["segment"], bufs...)
+	big := make([]byte, 4*elems+4*count)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	open := func(window func(k int) []byte) *pte.File {
+		f, err := pte.NewFileWith(bytes.NewReader(a), int64(len(a)), &pte.OpenOptions{LazyPlans: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { f.Close() })
+		for k, b := range f.Program.ConstantBuffer[1:] {
+			b.Storage = window(k)
+		}
+		return f
+	}
+	shifted := func(k int) []byte { return big[4*k : 4*k+4*elems] }
+	_, err := Build(open(shifted), &Options{Hash: true})
+	oe, ok := errors.AsType[*OverlapError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, -1, oe.Side)
+	assert.Contains(t, err.Error(), "hashing each")
+	assert.NotContains(t, err.Error(), "diff")
+	_, err = NewStream(open(shifted), &Options{Hash: true})
+	require.ErrorAs(t, err, &oe)
+
+	// Without hashing nothing is read twice: the same file builds.
+	_, err = Build(open(shifted), nil)
+	require.NoError(t, err)
+	// Exact aliases are the same bytes, hashed once.
+	doc, err := Build(open(func(int) []byte { return big[:4*elems] }), &Options{Hash: true})
+	require.NoError(t, err)
+	require.NotNil(t, doc)
+}

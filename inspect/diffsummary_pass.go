@@ -468,7 +468,8 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 	return cmps, tasks, nil
 }
 
-// checkInlineOverlap refuses a program (side says which) two of whose
+// checkInlineOverlap refuses a program (side says which of a diff's, -1
+// for a program hashed alone) two of whose
 // inline byte vectors, constant buffers or delegate payloads, overlap
 // without being the same bytes. A flatbuffer may point vectors at
 // overlapping bytes (ExecuTorch's verifier allows it, and no writer does
@@ -513,13 +514,15 @@ func checkInlineOverlap(f *pte.File, side int) error {
 	return nil
 }
 
-// OverlapError is the diff's refusal of a program two of whose inline byte
+// OverlapError is the refusal, by the diff or by a document with
+// Options.Hash, of a program two of whose inline byte
 // vectors (Program.constant_buffer, Program.backend_delegate_data)
 // overlap without being the same bytes: comparing or hashing each would
 // read the bytes they share once per vector, which a crafted program makes
 // quadratic in its size.
 type OverlapError struct {
-	// Side is the program: 0 for A, 1 for B.
+	// Side is the program: 0 for A, 1 for B, -1 for a program hashed
+	// alone.
 	Side int
 	// First and Second name two vectors that overlap, as
 	// "constant_buffer[3]" or "backend_delegate_data[0]".
@@ -528,6 +531,10 @@ type OverlapError struct {
 
 // Error names the program and the vectors.
 func (e *OverlapError) Error() string {
+	if e.Side < 0 {
+		return fmt.Sprintf("inspect: %s and %s overlap without being the same bytes (a crafted program): "+
+			"hashing each would read the bytes they share once for each", e.First, e.Second)
+	}
 	return fmt.Sprintf("inspect: diff: %s and %s of %s overlap without being the same bytes (a crafted program): "+
 		"comparing or hashing each would read the bytes they share once for each", e.First, e.Second, "AB"[e.Side:e.Side+1])
 }

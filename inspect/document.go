@@ -281,6 +281,11 @@ func newStream(f *pte.File, opts *Options, pass *passed, segments bool) (*Stream
 	}
 	b := &builder{f: f, r: f.ReaderAt(), opts: opts, reports: &blobReports{}}
 	if opts.Hash && pass == nil {
+		// Each vector's digest is taken from its own bytes: vectors that
+		// overlap would make the hashing quadratic in the program's size.
+		if err := checkInlineOverlap(f, -1); err != nil {
+			return nil, err
+		}
 		var err error
 		if pass, err = passFile(f, b.spans(), meterOf(opts.Progress, f.Size)); err != nil {
 			return nil, err
