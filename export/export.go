@@ -110,8 +110,10 @@ type built struct {
 	total    int64 // expected output size, for progress
 	progress func(written, total int64)
 	files    fileSet
-	held     int64     // bytes of engine files held in memory
-	scratch  []byte    // a small engine read to take its sum
+	held     int64  // bytes of engine files held in memory
+	scratch  []byte // a small engine read to take its sum
+	spool    *engineSpool
+	spooled  bool      // the spool was asked for (it may be nil)
 	hash     hash.Hash // the sums of small engines' blobs
 }
 
@@ -133,7 +135,10 @@ func (b *built) writeTo(w io.Writer, synced bool) (int64, error) {
 	return info.Size, nil
 }
 
-func (b *built) close() { b.files.close() }
+func (b *built) close() {
+	b.files.close()
+	b.spool.close()
+}
 
 // collectAbove is the heap (what the process holds, less what it gave
 // back) past which collectBuildGarbage collects.
@@ -520,7 +525,10 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 			if b.scratch == nil {
 				b.scratch = make([]byte, maxHeldEngine)
 			}
-			sf, sum, ok, err := readSmallEngine(s.Path, maxHeldEngine, b.scratch)
+			if !b.spooled {
+				b.spool, b.spooled = newEngineSpool(), true
+			}
+			sf, sum, ok, err := readSmallEngine(s.Path, maxHeldEngine, b.scratch, b.spool)
 			if err != nil {
 				return nil, err
 			}
