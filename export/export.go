@@ -113,7 +113,8 @@ type built struct {
 	held     int64  // bytes of engine files held in memory
 	scratch  []byte // a small engine read to take its sum
 	spool    *engineSpool
-	spooled  bool      // the spool was asked for (it may be nil)
+	spooled  bool // the spool was asked for (it may be nil)
+	dir      engineDir
 	hash     hash.Hash // the sums of small engines' blobs
 }
 
@@ -138,6 +139,7 @@ func (b *built) writeTo(w io.Writer, synced bool) (int64, error) {
 func (b *built) close() {
 	b.files.close()
 	b.spool.close()
+	b.dir.close()
 }
 
 // collectAbove is the heap (what the process holds, less what it gave
@@ -332,6 +334,7 @@ type engines struct {
 // engine files are opened one at a time, see fileSet, so any number of them
 // can be exported) and decodes and checks the passed-through blobs.
 func (b *built) readEngines(p *Program) (*engines, error) {
+	defer b.dir.close() // the writer opens no file relative to it
 	// Sized once: growing maps of 100,000 engines showed in the profile.
 	calls := 0
 	for _, m := range p.Methods {
@@ -528,7 +531,7 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 			if !b.spooled {
 				b.spool, b.spooled = newEngineSpool(), true
 			}
-			sf, sum, ok, err := readSmallEngine(s.Path, maxHeldEngine, b.scratch, b.spool)
+			sf, sum, ok, err := readSmallEngine(s.Path, maxHeldEngine, b.scratch, b.spool, &b.dir)
 			if err != nil {
 				return nil, err
 			}

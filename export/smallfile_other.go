@@ -22,7 +22,7 @@ type smallFile struct {
 }
 
 // readSmallEngine is the Linux fast path only: ok is false elsewhere.
-func readSmallEngine(path string, limit int64, buf []byte, spool *engineSpool) (sf *smallFile, sum [sha256.Size]byte, ok bool, err error) {
+func readSmallEngine(path string, limit int64, buf []byte, spool *engineSpool, dir *engineDir) (sf *smallFile, sum [sha256.Size]byte, ok bool, err error) {
 	return nil, sum, false, nil
 }
 
@@ -33,3 +33,9 @@ type engineSpool struct{}
 func newEngineSpool() *engineSpool { return nil }
 
 func (s *engineSpool) close() {}
+
+// engineDir is, on Linux, the directory of the last small engine file
+// opened; there is none elsewhere.
+type engineDir struct{}
+
+func (d *engineDir) close() {}

@@ -81,14 +81,14 @@ func TestSmallFileReadAt(t *testing.T) {
 	data, err := os.ReadFile(p)
 	require.NoError(t, err)
 	buf := make([]byte, 1<<20)
-	sf, sum, ok, err := readSmallEngine(p, 100, buf, nil)
+	sf, sum, ok, err := readSmallEngine(p, 100, buf, nil, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, sha256.Sum256(data), sum)
-	_, _, ok, err = readSmallEngine(p, 99, buf, nil)
+	_, _, ok, err = readSmallEngine(p, 99, buf, nil, nil)
 	require.NoError(t, err)
 	assert.False(t, ok, "larger than the limit")
-	_, _, ok, err = readSmallEngine(dir, 1<<20, buf, nil)
+	_, _, ok, err = readSmallEngine(dir, 1<<20, buf, nil, nil)
 	require.NoError(t, err)
 	assert.False(t, ok, "a directory takes the general path")
 
@@ -166,67 +166,4 @@ func TestSmallBlobReadsAsDelegateReader(t *testing.T) {
 		_, err = got.ReadAt(make([]byte, got.Size()), 0)
 		assert.ErrorContains(t, err, "changed during the export")
 	}
-}
-
-// TestEngineSpool adds engines of many sizes to a spool, past several of
-// its batches, and reads each back, in order and out of order, whole and
-// in part; a spool whose file cannot be made takes no more engines once
-// its first batch is full, and still reads back what it took.
-func TestEngineSpool(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the spool is Linux only")
-	}
-	var engines [][]byte
-	for i := range 200 {
-		e := make([]byte, 1+(i*997)%maxHeldEngine)
-		for k := range e {
-			e[k] = byte(i*31 + k)
-		}
-		engines = append(engines, e)
-	}
-	check := func(s *engineSpool, offs []int64, order []int) {
-		t.Helper()
-		for _, i := range order {
-			if offs[i] < 0 {
-				continue
-			}
-			e := engines[i]
-			got := make([]byte, len(e))
-			require.NoError(t, s.readAt(got, offs[i]), "engine %d", i)
-			require.True(t, bytes.Equal(e, got), "engine %d", i)
-			part := got[:len(e)/2]
-			require.NoError(t, s.readAt(part, offs[i]+int64(len(e)-len(part))), "end of engine %d", i)
-			require.True(t, bytes.Equal(e[len(e)-len(part):], part), "end of engine %d", i)
-		}
-	}
-	forward, backward := make([]int, len(engines)), make([]int, len(engines))
-	for i := range engines {
-		forward[i], backward[i] = i, len(engines)-1-i
-	}
-
-	s := newEngineSpool()
-	defer s.close()
-	offs := make([]int64, len(engines))
-	for i, e := range engines {
-		offs[i] = s.add(e)
-		require.GreaterOrEqual(t, offs[i], int64(0), "engine %d", i)
-	}
-	require.Greater(t, s.flushed, int64(2*spoolBuffer), "the engines pass several batches")
-	require.NotEmpty(t, s.pending, "the last batch is pending")
-	check(s, offs, forward)
-	check(s, offs, backward)
-
-	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
-	s = newEngineSpool()
-	took := 0
-	for i, e := range engines {
-		if offs[i] = s.add(e); offs[i] >= 0 {
-			took++
-		}
-	}
-	require.True(t, s.failed)
-	assert.Nil(t, s.f)
-	assert.Positive(t, took)
-	assert.Less(t, took, len(engines))
-	check(s, offs, backward)
 }
