@@ -284,9 +284,6 @@ func (s *engineSpool) add(data []byte) int64 {
 		s.flushed += int64(len(s.pending))
 		s.pending = s.pending[:0]
 	}
-	if s.pending == nil {
-		s.pending = make([]byte, 0, spoolBuffer)
-	}
 	off := s.flushed + int64(len(s.pending))
 	s.pending = append(s.pending, data...)
 	return off
