@@ -139,7 +139,9 @@ func TestSmallBlobReadsAsDelegateReader(t *testing.T) {
 		require.NoError(t, err)
 		want, err := delegate.NewBlobReader(meta, bytes.NewReader(data), int64(len(data)))
 		require.NoError(t, err)
-		e, err := b.smallBlobEntry(want, src)
+		prefix, err := (*delegate.EncodeOptions)(nil).Prefix(meta, src.size)
+		require.NoError(t, err)
+		e, err := b.smallBlobEntry(prefix, src)
 		require.NoError(t, err)
 		got := e.sr
 		require.Equal(t, want.Size(), got.Size())
