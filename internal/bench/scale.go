@@ -45,15 +45,12 @@ func scaleRows(c *config, dir string, t tools) error {
 	if t.refExport != "" {
 		fmt.Fprintf(c.out, " Each export is also run with the reference pteexport, %s, in the same rounds (the order rotating: ours, `cat`, reference, then starting one further): \"ref CPU / engine\" and \"ref RSS / engine\" are its median CPU and largest peak over N, \"CPU ours / ref\" the median of the per-round ratios of CPU time, and \"output\" says whether the two programs are byte-identical.", c.refName)
 	}
-	fmt.Fprintln(c.out)
-	fmt.Fprintln(c.out)
+	fmt.Fprint(c.out, "\n\n")
+	cols := []string{"N", "shape", "export", "per engine", "CPU / engine", "`cat` + fsync", "ratio", "export peak RSS", "RSS / engine (above 1 engine)", "program", "program region"}
 	if t.refExport != "" {
-		fmt.Fprintln(c.out, "| N | shape | export | per engine | CPU / engine | `cat` + fsync | ratio | export peak RSS | RSS / engine (above 1 engine) | program | program region | ref CPU / engine | ref RSS / engine | CPU ours / ref | output |")
-		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	} else {
-		fmt.Fprintln(c.out, "| N | shape | export | per engine | CPU / engine | `cat` + fsync | ratio | export peak RSS | RSS / engine (above 1 engine) | program | program region |")
-		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|---|")
+		cols = append(cols, "ref CPU / engine", "ref RSS / engine", "CPU ours / ref", "output")
 	}
+	tableHead(c.out, cols)
 	var views strings.Builder
 	for _, n := range c.scale {
 		if err := scaleN(c, dir, t, n, &views); err != nil {
@@ -69,13 +66,11 @@ func scaleRows(c *config, dir string, t tools) error {
 		fmt.Fprintf(c.out, " The reference pteinspect is %s, run in pairs with ours (order alternating); ratio is the median of ours / reference per pair.", c.refName)
 	}
 	fmt.Fprint(c.out, "\n\n")
+	cols = []string{"N", "shape", "view", "median", "per engine", "peak RSS", "RSS / program region", "above floor / region"}
 	if t.ref != "" {
-		fmt.Fprintln(c.out, "| N | shape | view | median | per engine | peak RSS | RSS / program region | above floor / region | reference median | reference peak RSS | ratio |")
-		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|---|")
-	} else {
-		fmt.Fprintln(c.out, "| N | shape | view | median | per engine | peak RSS | RSS / program region | above floor / region |")
-		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|")
+		cols = append(cols, "reference median", "reference peak RSS", "ratio")
 	}
+	tableHead(c.out, cols)
 	io.WriteString(c.out, views.String())
 	return nil
 }
@@ -320,4 +315,10 @@ func sameFiles(a, b string) string {
 			return "not compared: " + errors.Join(ea, eb).Error()
 		}
 	}
+}
+
+// tableHead writes the head of a Markdown table of the columns cols.
+func tableHead(w io.Writer, cols []string) {
+	fmt.Fprintln(w, "| "+strings.Join(cols, " | ")+" |")
+	fmt.Fprintln(w, strings.Repeat("|---", len(cols))+"|")
 }
