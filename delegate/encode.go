@@ -123,6 +123,15 @@ func (o *EncodeOptions) Encode(w io.Writer, m *Metadata, engine io.ReaderAt, eng
 	return written, nil
 }
 
+// Prefix returns every byte of the blob of m and an engine of engineSize
+// bytes that comes before the engine: header, metadata and padding, as
+// Encode writes them and NewBlobReader serves them. A caller that keeps
+// many blobs' engines elsewhere (an export of many small engine files)
+// keeps the prefix alone; the blob's size is len(prefix) + engineSize.
+func (o *EncodeOptions) Prefix(m *Metadata, engineSize int64) ([]byte, error) {
+	return o.prefix(m, engineSize)
+}
+
 // NewBlobReader returns the blob as a reader that serves the header and
 // metadata from memory and the engine from engine on demand.
 func (o *EncodeOptions) NewBlobReader(m *Metadata, engine io.ReaderAt, engineSize int64) (*io.SectionReader, error) {

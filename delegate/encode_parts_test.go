@@ -72,3 +72,36 @@ func TestBlobReaderParts(t *testing.T) {
 		t.Errorf("empty engine: %d parts, want only the %d-byte prefix", len(parts), size)
 	}
 }
+
+// TestPrefixIsTheBlobBeforeItsEngine: Prefix is the bytes Encode writes
+// before the engine, in both encoding modes and with aliased outputs
+// (TR02), and refuses what Encode refuses.
+func TestPrefixIsTheBlobBeforeItsEngine(t *testing.T) {
+	engine := bytes.Repeat([]byte{7}, 1000)
+	for _, m := range []*Metadata{
+		{IOBindings: []Binding{{Name: "in", IsInput: true}, {Name: "out"}}, DeviceID: 1},
+		{IOBindings: []Binding{{Name: "x", DType: "float16", Shape: []int64{1, 8}, IsInput: true}, {Name: "y", DType: "float16", Shape: []int64{1, 8}}},
+			AliasedIO: []AliasedIO{{Output: "y", Input: "x", Kind: "user"}}},
+	} {
+		for _, o := range []*EncodeOptions{nil, {UpstreamCompatible: true}} {
+			var want bytes.Buffer
+			if _, err := o.Encode(&want, m, bytes.NewReader(engine), int64(len(engine))); err != nil {
+				t.Fatal(err)
+			}
+			prefix, err := o.Prefix(m, int64(len(engine)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(prefix, want.Bytes()[:want.Len()-len(engine)]) {
+				t.Errorf("options %+v, metadata %+v: Prefix is not the blob's first %d bytes", o, m, want.Len()-len(engine))
+			}
+		}
+	}
+	bad := &Metadata{IOBindings: []Binding{{Name: "in\xff", IsInput: true}}}
+	if _, err := (*EncodeOptions)(nil).Prefix(bad, 10); err == nil {
+		t.Error("Prefix accepted a binding name that is not UTF-8")
+	}
+	if _, err := (*EncodeOptions)(nil).Prefix(&Metadata{}, -1); err == nil {
+		t.Error("Prefix accepted a negative engine size")
+	}
+}

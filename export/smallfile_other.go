@@ -22,6 +22,20 @@ type smallFile struct {
 }
 
 // readSmallEngine is the Linux fast path only: ok is false elsewhere.
-func readSmallEngine(path string, limit int64, buf []byte) (sf *smallFile, sum [sha256.Size]byte, ok bool, err error) {
+func readSmallEngine(path string, limit int64, buf []byte, spool *engineSpool, dir *engineDir) (sf *smallFile, sum [sha256.Size]byte, ok bool, err error) {
 	return nil, sum, false, nil
 }
+
+// engineSpool is, on Linux, where the bytes of small engine files wait to
+// be written; there is none elsewhere.
+type engineSpool struct{}
+
+func newEngineSpool() *engineSpool { return nil }
+
+func (s *engineSpool) close() {}
+
+// engineDir is, on Linux, the directory of the last small engine file
+// opened; there is none elsewhere.
+type engineDir struct{}
+
+func (d *engineDir) close() {}

@@ -81,14 +81,14 @@ func TestSmallFileReadAt(t *testing.T) {
 	data, err := os.ReadFile(p)
 	require.NoError(t, err)
 	buf := make([]byte, 1<<20)
-	sf, sum, ok, err := readSmallEngine(p, 100, buf)
+	sf, sum, ok, err := readSmallEngine(p, 100, buf, nil, nil)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, sha256.Sum256(data), sum)
-	_, _, ok, err = readSmallEngine(p, 99, buf)
+	_, _, ok, err = readSmallEngine(p, 99, buf, nil, nil)
 	require.NoError(t, err)
 	assert.False(t, ok, "larger than the limit")
-	_, _, ok, err = readSmallEngine(dir, 1<<20, buf)
+	_, _, ok, err = readSmallEngine(dir, 1<<20, buf, nil, nil)
 	require.NoError(t, err)
 	assert.False(t, ok, "a directory takes the general path")
 
@@ -116,35 +116,56 @@ func TestSmallFileReadAt(t *testing.T) {
 }
 
 // TestSmallBlobReadsAsDelegateReader: the blob of a small engine file reads
-// as delegate.NewBlobReader's at every offset and length, and reports an
-// engine file cut short.
+// as delegate.NewBlobReader's at every offset and length, its engine's
+// bytes kept in the export's spool or read again from the file. From the
+// spool it is the bytes read when the file was opened (whose sum the
+// export compared), whatever the file became; read again, an engine file
+// cut short is reported.
 func TestSmallBlobReadsAsDelegateReader(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("raw small-file reads are Linux only")
 	}
-	p := writeEngineFiles(t, t.TempDir(), 300)[0]
-	b := &built{}
-	src, err := b.open(EngineFile(p), map[string]*source{})
-	require.NoError(t, err)
-	require.True(t, src.summed)
-	meta := &delegate.Metadata{IOBindings: []delegate.Binding{{Name: "x", DType: "float16", Shape: []int64{1, 8}, IsInput: true}, {Name: "y", DType: "float16", Shape: []int64{1, 8}}}}
-	want, err := delegate.NewBlobReader(meta, src.r, src.size)
-	require.NoError(t, err)
-	e, err := b.smallBlobEntry(want, src)
-	require.NoError(t, err)
-	got := e.sr
-	require.Equal(t, want.Size(), got.Size())
-	for off := int64(0); off <= want.Size(); off += 37 {
-		for _, n := range []int{0, 1, 100, 400, int(want.Size())} {
-			g, w := make([]byte, n), make([]byte, n)
-			gn, gerr := got.ReadAt(g, off)
-			wn, werr := want.ReadAt(w, off)
-			require.Equal(t, wn, gn, "read %d at %d", n, off)
-			assert.Equal(t, w[:wn], g[:gn], "read %d at %d", n, off)
-			assert.Equal(t, werr == nil, gerr == nil, "read %d at %d: %v, %v", n, off, werr, gerr)
+	for _, spooled := range []bool{true, false} {
+		p := writeEngineFiles(t, t.TempDir(), 300)[0]
+		b := &built{}
+		if !spooled {
+			b.spooled = true // and no spool
 		}
+		src, err := b.open(EngineFile(p), map[string]*source{})
+		require.NoError(t, err)
+		require.True(t, src.summed)
+		meta := &delegate.Metadata{IOBindings: []delegate.Binding{{Name: "x", DType: "float16", Shape: []int64{1, 8}, IsInput: true}, {Name: "y", DType: "float16", Shape: []int64{1, 8}}}}
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		want, err := delegate.NewBlobReader(meta, bytes.NewReader(data), int64(len(data)))
+		require.NoError(t, err)
+		prefix, err := (*delegate.EncodeOptions)(nil).Prefix(meta, src.size)
+		require.NoError(t, err)
+		e, err := b.smallBlobEntry(prefix, src)
+		require.NoError(t, err)
+		got := e.sr
+		require.Equal(t, want.Size(), got.Size())
+		readsAlike := func() {
+			t.Helper()
+			for off := int64(0); off <= want.Size(); off += 37 {
+				for _, n := range []int{0, 1, 100, 400, int(want.Size())} {
+					g, w := make([]byte, n), make([]byte, n)
+					gn, gerr := got.ReadAt(g, off)
+					wn, werr := want.ReadAt(w, off)
+					require.Equal(t, wn, gn, "spooled %v: read %d at %d", spooled, n, off)
+					assert.Equal(t, w[:wn], g[:gn], "spooled %v: read %d at %d", spooled, n, off)
+					assert.Equal(t, werr == nil, gerr == nil, "spooled %v: read %d at %d: %v, %v", spooled, n, off, werr, gerr)
+				}
+			}
+		}
+		readsAlike()
+		require.NoError(t, os.Truncate(p, 0))
+		if spooled {
+			readsAlike()
+			b.close()
+			continue
+		}
+		_, err = got.ReadAt(make([]byte, got.Size()), 0)
+		assert.ErrorContains(t, err, "changed during the export")
 	}
-	require.NoError(t, os.Truncate(p, 0))
-	_, err = got.ReadAt(make([]byte, got.Size()), 0)
-	assert.ErrorContains(t, err, "changed during the export")
 }

@@ -171,29 +171,29 @@ type pairResult struct {
 
 // pairs runs ours and base n times each, alternating which goes first.
 func pairs(n int, ours, base cmdSpec) (*pairResult, error) {
-	r := &pairResult{}
+	runs, err := rotate(n, ours, base)
+	if err != nil {
+		return nil, err
+	}
+	return &pairResult{ours: runs[0], base: runs[1]}, nil
+}
+
+// rotate runs each of specs n times, in rounds; each round starts one
+// further along the list (with two, alternating which goes first). It
+// returns the samples of each spec, in order.
+func rotate(n int, specs ...cmdSpec) ([][]sample, error) {
+	runs := make([][]sample, len(specs))
 	for i := range n {
-		order := []bool{true, false}
-		if i%2 == 1 {
-			order = []bool{false, true}
-		}
-		for _, isOurs := range order {
-			c := base
-			if isOurs {
-				c = ours
-			}
-			s, err := measure(c)
+		for k := range specs {
+			j := (i + k) % len(specs)
+			s, err := measure(specs[j])
 			if err != nil {
 				return nil, err
 			}
-			if isOurs {
-				r.ours = append(r.ours, s)
-			} else {
-				r.base = append(r.base, s)
-			}
+			runs[j] = append(runs[j], s)
 		}
 	}
-	return r, nil
+	return runs, nil
 }
 
 // repeat runs c n times.

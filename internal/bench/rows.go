@@ -134,6 +134,9 @@ func runAll(c *config, dir string) error {
 	tools := tools{export: filepath.Join(c.bin, "pteexport"), inspect: filepath.Join(c.bin, "pteinspect")}
 	if c.refBin != "" {
 		tools.ref = filepath.Join(c.refBin, "pteinspect")
+		if _, err := os.Stat(filepath.Join(c.refBin, "pteexport")); err == nil {
+			tools.refExport = filepath.Join(c.refBin, "pteexport")
+		}
 	}
 	fmt.Fprintf(c.out, "Pairs per row: %d (median reported; order alternates). Engines: %d x %d MiB.\n\n", c.pairs, c.engines, c.engineMiB)
 	if offClock {
@@ -157,6 +160,9 @@ func runAll(c *config, dir string) error {
 // (another revision) timed against ours in the scale rows.
 type tools struct {
 	export, inspect, ref string
+	// refExport is the reference's pteexport, when there is one: the
+	// scale rows' exports are timed against it too.
+	refExport string
 }
 
 // any reports whether c asks for any of rows.

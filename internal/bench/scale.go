@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,10 +41,16 @@ var scaleViews = []scaleView{
 // the reference pteinspect when there is one). The export table is
 // printed as it goes, the view table after it.
 func scaleRows(c *config, dir string, t tools) error {
-	fmt.Fprintln(c.out, "Scale: N engines of 1 KiB, in the shapes "+strings.Join(c.shapes, ", ")+" ("+shapeHelp+"). \"per engine\" is the median wall time / N, \"CPU / engine\" the median user + system time / N; the baseline is `cat` of the N engine files into one + fsync. \"RSS / engine\" is the largest peak RSS / N, and beside it, when the run has N = 1, the largest peak less the largest of the one-engine export of the shape, / N. \"program region\" is the flatbuffer (the extended header's program_size), what a view decodes.")
-	fmt.Fprintln(c.out)
-	fmt.Fprintln(c.out, "| N | shape | export | per engine | CPU / engine | `cat` + fsync | ratio | export peak RSS | RSS / engine (above 1 engine) | program | program region |")
-	fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprint(c.out, "Scale: N engines of 1 KiB, in the shapes "+strings.Join(c.shapes, ", ")+" ("+shapeHelp+"). \"per engine\" is the median wall time / N, \"CPU / engine\" the median user + system time / N; the baseline is `cat` of the N engine files into one + fsync. \"RSS / engine\" is the largest peak RSS / N, and beside it, when the run has N = 1, the largest peak less the largest of the one-engine export of the shape, / N. \"program region\" is the flatbuffer (the extended header's program_size), what a view decodes.")
+	if t.refExport != "" {
+		fmt.Fprintf(c.out, " Each export is also run with the reference pteexport, %s, in the same rounds (the order rotating: ours, `cat`, reference, then starting one further): \"ref CPU / engine\" and \"ref RSS / engine\" are its median CPU and largest peak over N, \"CPU ours / ref\" the median of the per-round ratios of CPU time, and \"output\" says whether the two programs are byte-identical.", c.refName)
+	}
+	fmt.Fprint(c.out, "\n\n")
+	cols := []string{"N", "shape", "export", "per engine", "CPU / engine", "`cat` + fsync", "ratio", "export peak RSS", "RSS / engine (above 1 engine)", "program", "program region"}
+	if t.refExport != "" {
+		cols = append(cols, "ref CPU / engine", "ref RSS / engine", "CPU ours / ref", "output")
+	}
+	tableHead(c.out, cols)
 	var views strings.Builder
 	for _, n := range c.scale {
 		if err := scaleN(c, dir, t, n, &views); err != nil {
@@ -58,13 +66,11 @@ func scaleRows(c *config, dir string, t tools) error {
 		fmt.Fprintf(c.out, " The reference pteinspect is %s, run in pairs with ours (order alternating); ratio is the median of ours / reference per pair.", c.refName)
 	}
 	fmt.Fprint(c.out, "\n\n")
+	cols = []string{"N", "shape", "view", "median", "per engine", "peak RSS", "RSS / program region", "above floor / region"}
 	if t.ref != "" {
-		fmt.Fprintln(c.out, "| N | shape | view | median | per engine | peak RSS | RSS / program region | above floor / region | reference median | reference peak RSS | ratio |")
-		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|---|---|---|")
-	} else {
-		fmt.Fprintln(c.out, "| N | shape | view | median | per engine | peak RSS | RSS / program region | above floor / region |")
-		fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|")
+		cols = append(cols, "reference median", "reference peak RSS", "ratio")
 	}
+	tableHead(c.out, cols)
 	io.WriteString(c.out, views.String())
 	return nil
 }
@@ -99,8 +105,9 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 	m, m2 := filepath.Join(dir, "scale.json"), filepath.Join(dir, "scale-rebuilt.json")
 	out, cpOut := filepath.Join(dir, "scale.pte"), filepath.Join(dir, "scale.cat")
 	rebaked, out2 := filepath.Join(dir, "scale-rebaked.pte"), filepath.Join(dir, "scale-rebuilt.pte")
+	refOut := filepath.Join(dir, "scale-ref.pte")
 	defer func() {
-		for _, p := range []string{m, m2, out, cpOut, rebaked, out2} {
+		for _, p := range []string{m, m2, out, cpOut, rebaked, out2, refOut} {
 			os.Remove(p)
 		}
 	}()
@@ -112,14 +119,19 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 			return err
 		}
 	}
-	r, err := pairs(c.pairs,
-		cmdSpec{argv: []string{t.export, "--manifest", m, "-o", out}, output: out},
-		cmdSpec{argv: []string{"sh", "-c", `find "$1" -name '*.engine' -print0 | xargs -0 cat > "$2" && sync "$2"`, "sh", engDir, cpOut}, output: cpOut})
+	specs := []cmdSpec{
+		{argv: []string{t.export, "--manifest", m, "-o", out}, output: out},
+		{argv: []string{"sh", "-c", `find "$1" -name '*.engine' -print0 | xargs -0 cat > "$2" && sync "$2"`, "sh", engDir, cpOut}, output: cpOut},
+	}
+	if t.refExport != "" {
+		specs = append(specs, cmdSpec{argv: []string{t.refExport, "--manifest", m, "-o", refOut}, output: refOut})
+	}
+	runs, err := rotate(c.pairs, specs...)
 	if err != nil {
 		// A program the writer refuses (e.g. past the verifier's table
 		// limit) is a row of the table, not the end of the run.
 		msg, _, _ := strings.Cut(err.Error(), "\n")
-		fmt.Fprintf(c.out, "| %d | %s | failed: %s | | | | | | | | |\n", n, shape, strings.ReplaceAll(msg, "|", "/"))
+		fmt.Fprintf(c.out, "| %d | %s | failed: %s | | | | | | | | |%s\n", n, shape, strings.ReplaceAll(msg, "|", "/"), strings.Repeat(" |", 4*btoi(t.refExport != "")))
 		fmt.Fprintf(os.Stderr, "bench: %d engines (%s): %v\n", n, shape, err)
 		return nil
 	}
@@ -133,11 +145,24 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 			break
 		}
 	}
+	r := &pairResult{ours: runs[0], base: runs[1]}
 	region := programRegion(out)
 	ow := median(walls(r.ours))
-	fmt.Fprintf(c.out, "| %d | %s | %s | %s | %s | %s | %.2fx | %s | %s | %s | %s |\n",
+	fmt.Fprintf(c.out, "| %d | %s | %s | %s | %s | %s | %.2fx | %s | %s | %s | %s |",
 		n, shape, dur(ow), perEngine(ow, n), perEngine(median(cpus(r.ours)), n), dur(median(walls(r.base))), r.ratio(),
 		size(peak(r.ours)), c.exportRSS(shape, n, peak(r.ours)), size(fileSize(out)), size(region))
+	if t.refExport != "" {
+		ref := runs[2]
+		var ratios []float64
+		for i := range ref {
+			ratios = append(ratios, r.ours[i].cpu.Seconds()/ref[i].cpu.Seconds())
+		}
+		if _, err := measure(cmdSpec{argv: []string{t.refExport, "--manifest", m, "-o", refOut}, output: refOut}); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.out, " %s | %s | %.2fx | %s |", perEngine(median(cpus(ref)), n), size(peak(ref)/int64(n)), median(ratios), sameFiles(out, refOut))
+	}
+	fmt.Fprintln(c.out)
 	if !c.views {
 		return nil
 	}
@@ -262,3 +287,38 @@ const shapeHelp = "methods (one method per engine), chain (one method calling ev
 	"fanout (one method whose engines all read its input; the last one's output is the method's), " +
 	"outputs (one method whose engines all read its input and each produce a method output), " +
 	"shared (N/2 methods calling two engines each, method i engines i and i+1 of N/2: every engine serves two methods; N delegates, N/2 distinct blobs)"
+
+// sameFiles says whether the files at a and b hold the same bytes:
+// "identical", "DIFFERENT", or why they could not be compared.
+func sameFiles(a, b string) string {
+	fa, err := os.Open(a)
+	if err != nil {
+		return "not compared: " + err.Error()
+	}
+	defer fa.Close()
+	fb, err := os.Open(b)
+	if err != nil {
+		return "not compared: " + err.Error()
+	}
+	defer fb.Close()
+	ba, bb := make([]byte, 1<<20), make([]byte, 1<<20)
+	for {
+		na, ea := io.ReadFull(fa, ba)
+		nb, eb := io.ReadFull(fb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return "DIFFERENT"
+		}
+		if ea != nil || eb != nil {
+			if (ea == io.EOF || ea == io.ErrUnexpectedEOF) && (eb == io.EOF || eb == io.ErrUnexpectedEOF) {
+				return "identical"
+			}
+			return "not compared: " + errors.Join(ea, eb).Error()
+		}
+	}
+}
+
+// tableHead writes the head of a Markdown table of the columns cols.
+func tableHead(w io.Writer, cols []string) {
+	fmt.Fprintln(w, "| "+strings.Join(cols, " | ")+" |")
+	fmt.Fprintln(w, strings.Repeat("|---", len(cols))+"|")
+}

@@ -179,8 +179,8 @@ const BatchGCPercent = 400
 // 100 the collector marks the growing heap again each time it doubles,
 // 11-14% of an export's wall time at 8192 to 65536 engines, for garbage
 // the exit would free anyway. BatchGCPercent collects a quarter as often
-// while the heap is small; once the live heap passes 16 MiB, each
-// collection sets GOGC so that the heap grows by at most 64 MiB
+// while the heap is small; once the live heap passes 4 MiB, each
+// collection sets GOGC so that the heap grows by at most 16 MiB
 // (batchGCHeadroom) or half the live heap, whichever is more (see
 // batchGCPercent): at 65,536 engines, five times the live heap was most
 // of an export's peak memory. A GOGC in the environment (lookup is

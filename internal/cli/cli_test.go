@@ -82,11 +82,11 @@ func TestBatchGCPercent(t *testing.T) {
 	}{
 		{0, BatchGCPercent},
 		{1 << 20, BatchGCPercent},
-		{16 << 20, BatchGCPercent},
-		{32 << 20, 200},
-		{64 << 20, 100},
-		{100 << 20, 64},
-		{128 << 20, minBatchGCPercent},
+		{4 << 20, BatchGCPercent},
+		{8 << 20, 200},
+		{16 << 20, 100},
+		{25 << 20, 64},
+		{32 << 20, minBatchGCPercent},
 		{1 << 40, minBatchGCPercent},
 	} {
 		assert.Equal(t, c.want, batchGCPercent(c.live), "live heap %d", c.live)
