@@ -11,6 +11,38 @@ import (
 	"github.com/ptekit/ptekit/pte"
 )
 
+// overlapCount windows of overlapElems float32s over one array make the
+// overlapping inline buffers of the tests below.
+const overlapCount, overlapElems = 2000, 1 << 18
+
+// overlapOpener returns a function opening a program of overlapCount+1
+// inline constant buffers whose last overlapCount are replaced, after
+// opening, by window(k) (no writer makes overlapping vectors, so they are
+// made in the model), and the array the windows may be cut from.
+func overlapOpener(t *testing.T) (open func(window func(k int) []byte) *pte.File, big []byte) {
+	t.Helper()
+	progs := genPrograms(t)
+	var bufs [][]float32
+	for range overlapCount {
+		bufs = append(bufs, ramp(4, nil))
+	}
+	a := withInlineConstants(t, progs["segment"], bufs...)
+	big = make([]byte, 4*overlapElems+4*overlapCount)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	open = func(window func(k int) []byte) *pte.File {
+		f, err := pte.NewFileWith(bytes.NewReader(a), int64(len(a)), &pte.OpenOptions{LazyPlans: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { f.Close() })
+		for k, b := range f.Program.ConstantBuffer[1:] {
+			b.Storage = window(k)
+		}
+		return f
+	}
+	return open, big
+}
+
 // TestDiffOverlappingInlineBuffers is an attack on the fix for aliased
 // inline buffers (TestDiffAliasedInlineBuffersOneComparison): a
 // flatbuffer may point vectors at overlapping bytes that are not the same
@@ -22,26 +54,8 @@ import (
 // buffers, before comparing anything. Exact aliases are still compared
 // once.
 func TestDiffOverlappingInlineBuffers(t *testing.T) {
-	progs := genPrograms(t)
-	const count, elems = 2000, 1 << 18
-	var bufs [][]float32
-	for range count {
-		bufs = append(bufs, ramp(4, nil))
-	}
-	a := withInlineConstants(t, progs["segment"], bufs...)
-	big := make([]byte, 4*elems+4*count)
-	for i := range big {
-		big[i] = byte(i * 7)
-	}
-	open := func(window func(k int) []byte) *pte.File {
-		f, err := pte.NewFileWith(bytes.NewReader(a), int64(len(a)), &pte.OpenOptions{LazyPlans: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { f.Close() })
-		for k, b := range f.Program.ConstantBuffer[1:] {
-			b.Storage = window(k)
-		}
-		return f
-	}
+	const count, elems = overlapCount, overlapElems
+	open, big := overlapOpener(t)
 	same := func(int) []byte { return big[:4*elems] }
 	shifted := func(k int) []byte { return big[4*k : 4*k+4*elems] }
 	_, _, err := planConstants(open(same), open(shifted))
@@ -83,26 +97,8 @@ func TestDiffOverlappingInlineBuffers(t *testing.T) {
 // refused before any vector is hashed (2,000 shifted windows of 1 MiB
 // would hash 2 GiB out of an 8 MiB file), and exact aliases still build.
 func TestHashOverlappingInlineBuffers(t *testing.T) {
-	progs := genPrograms(t)
-	const count, elems = 2000, 1 << 18
-	var bufs [][]float32
-	for range count {
-		bufs = append(bufs, ramp(4, nil))
-	}
-	a := withInlineConstants(t, progs["segment"], bufs...)
-	big := make([]byte, 4*elems+4*count)
-	for i := range big {
-		big[i] = byte(i * 7)
-	}
-	open := func(window func(k int) []byte) *pte.File {
-		f, err := pte.NewFileWith(bytes.NewReader(a), int64(len(a)), &pte.OpenOptions{LazyPlans: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { f.Close() })
-		for k, b := range f.Program.ConstantBuffer[1:] {
-			b.Storage = window(k)
-		}
-		return f
-	}
+	const count, elems = overlapCount, overlapElems
+	open, big := overlapOpener(t)
 	shifted := func(k int) []byte { return big[4*k : 4*k+4*elems] }
 	_, err := Build(open(shifted), &Options{Hash: true})
 	oe, ok := errors.AsType[*OverlapError](err)
