@@ -31,9 +31,7 @@ import (
 // unless the object's size differs: the upload may have been written.
 // An object of another size is still another object.
 func TestCommitCutOtherETagScheme(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	st, err := objstore.New(context.Background(), nil)
 	require.NoError(t, err)
 	body := bytes.Repeat([]byte("0123456789abcdef"), (objstore.DefaultPartSize*2+1000)/16)
@@ -126,9 +124,7 @@ func uploadID(query string) string {
 // (for at most abortTimeout) when its context ends during that request,
 // and aborts the upload it made.
 func TestCreateCut(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	st, err := objstore.New(context.Background(), nil)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ptekit/ptekit/httprange"
-	"github.com/ptekit/ptekit/internal/s3test"
 	"github.com/ptekit/ptekit/objstore"
 )
 
@@ -109,9 +108,7 @@ func TestRedirectOffStoreSendsNoCredential(t *testing.T) {
 // proxies) cleans the path, so that programs/a/../b.pte read and
 // replaced programs/b.pte, which on AWS S3 is another key.
 func TestDotSegmentKeys(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	srv.Bucket(t, "other")
 	p1, d1 := object(t, 1000, 21)
 	srv.Put(t, "programs", "b.pte", p1)
@@ -368,9 +365,7 @@ func TestStallingStoreFailsReads(t *testing.T) {
 // one over), in every order, hold exactly the bytes asked for, and the
 // store accepts every part.
 func TestAssembleAtPartLimits(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	path, data := object(t, 16<<20, 31)
 	srcLoc := srv.Put(t, "programs", "src.bin", path)
 	ctx := context.Background()

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ptekit/ptekit/internal/s3test"
 	"github.com/ptekit/ptekit/objstore"
 )
 
@@ -16,9 +15,7 @@ import (
 // cannot tell from a killed one's): the writer then completes. An upload
 // idle for the quiet period is aborted, and quiet 0 aborts every one.
 func TestAbortOrphansSparesLiveWriter(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	ctx := context.Background()
 	st, err := objstore.New(ctx, nil)
 	require.NoError(t, err)

@@ -24,6 +24,16 @@ import (
 	"github.com/ptekit/ptekit/objstore"
 )
 
+// programsStore starts a test store (with opts), points the environment's
+// endpoint and credentials at it, and makes its bucket "programs".
+func programsStore(t *testing.T, opts ...s3test.Option) *s3test.Server {
+	t.Helper()
+	srv := s3test.Start(t, opts...)
+	srv.Setenv(t)
+	srv.Bucket(t, "programs")
+	return srv
+}
+
 // object writes n random bytes to a file and returns its path and bytes.
 func object(t *testing.T, n int, seed uint64) (string, []byte) {
 	data := make([]byte, n)
@@ -40,9 +50,7 @@ func object(t *testing.T, n int, seed uint64) (string, []byte) {
 // comes back whole and exact, in a few requests, named by its s3://
 // location, with a key that needs escaping.
 func TestReadSigned(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	path, data := object(t, 3<<20+17, 1)
 	loc := srv.Put(t, "programs", "dir/a b+c.pte", path)
 
@@ -86,9 +94,7 @@ func TestReadSigned(t *testing.T) {
 // TestReadPinned: an object replaced while it is read fails the next read
 // with KindChanged instead of mixing versions.
 func TestReadPinned(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	path, data := object(t, 1<<20, 2)
 	loc := srv.Put(t, "programs", "p.pte", path)
 	r, err := objstore.Open(context.Background(), loc, &httprange.Options{BlockSize: 4 << 10, ReadAhead: -1})
@@ -106,9 +112,7 @@ func TestReadPinned(t *testing.T) {
 // missing bucket fail with errors that name the location and never the
 // secret, the session token or a signature.
 func TestReadNoCredentialLeaks(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	path, _ := object(t, 1000, 4)
 	loc := srv.Put(t, "programs", "p.pte", path)
 	opts := &httprange.Options{MaxRetries: -1}
@@ -144,9 +148,7 @@ func TestReadNoCredentialLeaks(t *testing.T) {
 // answer is asked for in every later request, so a replaced object is
 // still read as the version that was opened.
 func TestVersionPinned(t *testing.T) {
-	srv := s3test.Start(t, s3test.Versioned())
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t, s3test.Versioned())
 	_, err := srv.Client().PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{
 		Bucket: aws.String("programs"), VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}})
 	require.NoError(t, err)
@@ -171,9 +173,7 @@ func TestVersionPinned(t *testing.T) {
 // profile (AWS_PROFILE), and the endpoint and region from the shared
 // config file's profile, as the AWS CLI reads them.
 func TestProfileAndConfigFile(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	path, data := object(t, 5000, 7)
 	loc := srv.Put(t, "programs", "p.pte", path)
 	dir := t.TempDir()
@@ -228,9 +228,7 @@ func TestNoCredentials(t *testing.T) {
 // endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI, what ECS and EKS Pod
 // Identity give), fetched once by the SDK's chain and used to sign.
 func TestContainerCredentials(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	path, data := object(t, 5000, 11)
 	loc := srv.Put(t, "programs", "p.pte", path)
 	var asked atomic.Int64

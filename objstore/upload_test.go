@@ -25,9 +25,7 @@ import (
 // ranges too short for a part of their own are read and sent, the others
 // copied by the store; sent plus copied is the object's size.
 func TestAssemble(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	path, data := object(t, 12<<20, 9)
 	srcLoc := srv.Put(t, "programs", "src dir/a+b.bin", path)
 	st, err := objstore.New(context.Background(), nil)
@@ -98,9 +96,7 @@ func TestAssemble(t *testing.T) {
 // a range is copied in parts of at most CopyPartSize, none but the last
 // under MinPartSize, and the object holds the bytes asked for.
 func TestAssembleProgress(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	path, data := object(t, 23<<20, 11)
 	srcLoc := srv.Put(t, "programs", "src.bin", path)
 	st, err := objstore.New(context.Background(), nil)
@@ -159,9 +155,7 @@ func TestAssembleProgress(t *testing.T) {
 // written, with that ETag; one cut before the request reached the store
 // aborts the upload and says nothing was written.
 func TestCommitCut(t *testing.T) {
-	srv := s3test.Start(t)
-	srv.Setenv(t)
-	srv.Bucket(t, "programs")
+	srv := programsStore(t)
 	st, err := objstore.New(context.Background(), nil)
 	require.NoError(t, err)
 	body := bytes.Repeat([]byte("0123456789abcdef"), (objstore.DefaultPartSize*2+1000)/16)
