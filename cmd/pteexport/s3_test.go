@@ -256,14 +256,7 @@ func TestS3RebakeFailures(t *testing.T) {
 	sameObject(t, srv, "streamed.pte", local)
 
 	// SIGINT once the first part is on its way.
-	var once sync.Once
-	srv.FailWith(func(r *http.Request) int {
-		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") != "" {
-			once.Do(func() { assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT)) })
-			time.Sleep(100 * time.Millisecond)
-		}
-		return 0
-	})
+	interruptFirstPart(t, srv)
 	r = runCmd(args("int.pte")...)
 	srv.FailWith(nil)
 	require.Equal(t, 130, r.code, r.stderr)
@@ -428,14 +421,7 @@ func TestS3Build(t *testing.T) {
 	noObject(t, srv, "fail.pte")
 
 	// SIGINT while the first part is on its way.
-	var once sync.Once
-	srv.FailWith(func(r *http.Request) int {
-		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") != "" {
-			once.Do(func() { assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT)) })
-			time.Sleep(100 * time.Millisecond)
-		}
-		return 0
-	})
+	interruptFirstPart(t, srv)
 	r = runCmd("--manifest", m, "-o", "s3://bkt/int.pte")
 	srv.FailWith(nil)
 	require.Equal(t, 130, r.code, r.stderr)
@@ -504,10 +490,10 @@ func TestS3CompleteCut(t *testing.T) {
 	}
 	for i, from := range []string{"s3://bkt/in.pte", in} {
 		key := fmt.Sprintf("cut-%d.pte", i)
-		var once sync.Once
+		sigint := sigintOnce(t)
 		srv.HoldAnswer(func(r s3test.Request) time.Duration {
 			if isComplete(r.Method, r.Query) && r.Status == http.StatusOK {
-				once.Do(func() { assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT)) })
+				sigint()
 				return 5 * time.Second
 			}
 			return 0
@@ -520,10 +506,10 @@ func TestS3CompleteCut(t *testing.T) {
 		require.Empty(t, srv.Uploads(t, "bkt"))
 
 		key = fmt.Sprintf("lost-%d.pte", i)
-		once = sync.Once{}
+		sigint = sigintOnce(t)
 		srv.FailWith(func(r *http.Request) int {
 			if isComplete(r.Method, r.URL.RawQuery) {
-				once.Do(func() { assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT)) })
+				sigint()
 				time.Sleep(300 * time.Millisecond)
 				return http.StatusServiceUnavailable // never passed on
 			}
@@ -577,4 +563,26 @@ func TestS3ReplacedVersion(t *testing.T) {
 		require.NoError(t, err)
 		sameObjectIn(t, srv, bucket, "out.pte", in)
 	}
+}
+
+// sigintOnce returns a function that sends this process SIGINT the first
+// time it is called and does nothing after.
+func sigintOnce(t *testing.T) func() {
+	var once sync.Once
+	return func() { once.Do(func() { assert.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGINT)) }) }
+}
+
+// interruptFirstPart makes the store's proxy send this process SIGINT
+// when the first part of an upload reaches it, and pass each part on
+// 100 ms late, so that the interrupt comes while a part is on its way;
+// FailWith(nil) ends it.
+func interruptFirstPart(t *testing.T, srv *s3test.Server) {
+	sigint := sigintOnce(t)
+	srv.FailWith(func(r *http.Request) int {
+		if r.Method == http.MethodPut && r.URL.Query().Get("partNumber") != "" {
+			sigint()
+			time.Sleep(100 * time.Millisecond)
+		}
+		return 0
+	})
 }
