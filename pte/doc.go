@@ -60,3 +60,8 @@
 // file's layout, so that a program whose head grows keeps its segment
 // offsets and moves its base by whole pages.
 package pte
+
+// enums_generated.go is made by TestGeneratedEnumsAreCurrent from the
+// schema's enums and unions (pte/enums_gen_test.go).
+//
+//go:generate go test -run ^TestGeneratedEnumsAreCurrent$ . -update
