@@ -14,9 +14,10 @@ import (
 )
 
 // This file generates pte/enums_generated.go, pte's types for the enums
-// and union tags of schema/program.fbs (and the files it includes): their
-// names, wire values and comments come from the schema, so a new enum or
-// value touches nothing written by hand. `go generate ./pte` rewrites it;
+// and union tags of schema/program.fbs (and the files it includes), and
+// the method by which each union member's model type says its tag: their
+// names, wire values and comments come from the schema, so a new enum,
+// value or union member touches nothing written by hand. `go generate ./pte` rewrites it;
 // TestGeneratedEnumsAreCurrent fails while it is stale (and
 // TestEnumsMatchSchema compares the result with flatc's code).
 
@@ -42,6 +43,14 @@ func TestGeneratedEnumsAreCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Golden(t, "enums_generated.go", src)
+}
+
+// unionMethods names, for each union, the method by which a model type of
+// one of its members (and the unknown one, codecUnknown) says its tag, and
+// the interface that method implements.
+var unionMethods = map[string][2]string{
+	"KernelTypes":          {"KernelType", "Value"},
+	"InstructionArguments": {"InstructionType", "InstructionArgs"},
 }
 
 // enumGoTypes are the Go types of the enums' base types; a union's tag is
@@ -103,6 +112,16 @@ func generateEnums(s *fbsSchema, text string) ([]byte, error) {
 		p("func (v %s) String() string { return enumName(names%s, v, %q) }", name, name, name)
 		p("\n// Known reports whether the schema names v.")
 		p("func (v %s) Known() bool { _, ok := names%s[v]; return ok }", name, name)
+		if d.kind == "union" {
+			m, ok := unionMethods[name]
+			if !ok {
+				return nil, fmt.Errorf("union %s has no method (unionMethods)", name)
+			}
+			for _, member := range d.members {
+				p("\n// %s implements %s.\nfunc (*%s) %s() %s { return %s%s }", m[0], m[1], member, m[0], name, name, member)
+			}
+			p("\n// %s implements %s.\nfunc (u *%s) %s() %s { return u.Tag }", m[0], m[1], codecUnknown[name][0], m[0], name)
+		}
 	}
 	p("\n// enumName is the String of the enum types: the schema's name of v, or")
 	p("// \"typ(n)\" for a value names lacks.")

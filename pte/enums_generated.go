@@ -179,6 +179,42 @@ func (v KernelTypes) String() string { return enumName(namesKernelTypes, v, "Ker
 // Known reports whether the schema names v.
 func (v KernelTypes) Known() bool { _, ok := namesKernelTypes[v]; return ok }
 
+// KernelType implements Value.
+func (*Null) KernelType() KernelTypes { return KernelTypesNull }
+
+// KernelType implements Value.
+func (*Int) KernelType() KernelTypes { return KernelTypesInt }
+
+// KernelType implements Value.
+func (*Bool) KernelType() KernelTypes { return KernelTypesBool }
+
+// KernelType implements Value.
+func (*Double) KernelType() KernelTypes { return KernelTypesDouble }
+
+// KernelType implements Value.
+func (*Tensor) KernelType() KernelTypes { return KernelTypesTensor }
+
+// KernelType implements Value.
+func (*String) KernelType() KernelTypes { return KernelTypesString }
+
+// KernelType implements Value.
+func (*IntList) KernelType() KernelTypes { return KernelTypesIntList }
+
+// KernelType implements Value.
+func (*DoubleList) KernelType() KernelTypes { return KernelTypesDoubleList }
+
+// KernelType implements Value.
+func (*BoolList) KernelType() KernelTypes { return KernelTypesBoolList }
+
+// KernelType implements Value.
+func (*TensorList) KernelType() KernelTypes { return KernelTypesTensorList }
+
+// KernelType implements Value.
+func (*OptionalTensorList) KernelType() KernelTypes { return KernelTypesOptionalTensorList }
+
+// KernelType implements Value.
+func (u *UnknownValue) KernelType() KernelTypes { return u.Tag }
+
 // InstructionArguments is the union tag InstructionArguments of the schema: the kinds of instruction a chain can hold.
 type InstructionArguments byte
 
@@ -208,6 +244,26 @@ func (v InstructionArguments) String() string {
 
 // Known reports whether the schema names v.
 func (v InstructionArguments) Known() bool { _, ok := namesInstructionArguments[v]; return ok }
+
+// InstructionType implements InstructionArgs.
+func (*KernelCall) InstructionType() InstructionArguments { return InstructionArgumentsKernelCall }
+
+// InstructionType implements InstructionArgs.
+func (*DelegateCall) InstructionType() InstructionArguments { return InstructionArgumentsDelegateCall }
+
+// InstructionType implements InstructionArgs.
+func (*MoveCall) InstructionType() InstructionArguments { return InstructionArgumentsMoveCall }
+
+// InstructionType implements InstructionArgs.
+func (*JumpFalseCall) InstructionType() InstructionArguments {
+	return InstructionArgumentsJumpFalseCall
+}
+
+// InstructionType implements InstructionArgs.
+func (*FreeCall) InstructionType() InstructionArguments { return InstructionArgumentsFreeCall }
+
+// InstructionType implements InstructionArgs.
+func (u *UnknownInstruction) InstructionType() InstructionArguments { return u.Tag }
 
 // DataLocation is the enum DataLocation of the schema: where delegate data is kept. Note the codes differ from TensorDataLocation.
 type DataLocation int8

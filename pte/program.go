@@ -201,42 +201,6 @@ type UnknownValue struct {
 	Tag KernelTypes
 }
 
-// KernelType implements Value.
-func (*Null) KernelType() KernelTypes { return KernelTypesNull }
-
-// KernelType implements Value.
-func (*Int) KernelType() KernelTypes { return KernelTypesInt }
-
-// KernelType implements Value.
-func (*Bool) KernelType() KernelTypes { return KernelTypesBool }
-
-// KernelType implements Value.
-func (*Double) KernelType() KernelTypes { return KernelTypesDouble }
-
-// KernelType implements Value.
-func (*Tensor) KernelType() KernelTypes { return KernelTypesTensor }
-
-// KernelType implements Value.
-func (*String) KernelType() KernelTypes { return KernelTypesString }
-
-// KernelType implements Value.
-func (*IntList) KernelType() KernelTypes { return KernelTypesIntList }
-
-// KernelType implements Value.
-func (*DoubleList) KernelType() KernelTypes { return KernelTypesDoubleList }
-
-// KernelType implements Value.
-func (*BoolList) KernelType() KernelTypes { return KernelTypesBoolList }
-
-// KernelType implements Value.
-func (*TensorList) KernelType() KernelTypes { return KernelTypesTensorList }
-
-// KernelType implements Value.
-func (*OptionalTensorList) KernelType() KernelTypes { return KernelTypesOptionalTensorList }
-
-// KernelType implements Value.
-func (u *UnknownValue) KernelType() KernelTypes { return u.Tag }
-
 // Tensor describes a tensor value: its type, shape and where its data lives.
 type Tensor struct {
 	// ScalarType is the element type; it gives the element size.
@@ -399,34 +363,6 @@ type UnknownInstruction struct {
 	// Tag is the union tag found in the file.
 	Tag InstructionArguments
 }
-
-// InstructionType implements InstructionArgs.
-func (*KernelCall) InstructionType() InstructionArguments {
-	return InstructionArgumentsKernelCall
-}
-
-// InstructionType implements InstructionArgs.
-func (*DelegateCall) InstructionType() InstructionArguments {
-	return InstructionArgumentsDelegateCall
-}
-
-// InstructionType implements InstructionArgs.
-func (*MoveCall) InstructionType() InstructionArguments {
-	return InstructionArgumentsMoveCall
-}
-
-// InstructionType implements InstructionArgs.
-func (*JumpFalseCall) InstructionType() InstructionArguments {
-	return InstructionArgumentsJumpFalseCall
-}
-
-// InstructionType implements InstructionArgs.
-func (*FreeCall) InstructionType() InstructionArguments {
-	return InstructionArgumentsFreeCall
-}
-
-// InstructionType implements InstructionArgs.
-func (u *UnknownInstruction) InstructionType() InstructionArguments { return u.Tag }
 
 // Frame is one source location of a stack trace.
 type Frame struct {
