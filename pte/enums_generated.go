@@ -3,7 +3,10 @@
 
 package pte
 
-import "strconv"
+import (
+	"reflect"
+	"strconv"
+)
 
 // The schema's enums and union tags, as pte's own types so that the generated
 // FlatBuffers code stays internal. Constants keep the schema's names after the
@@ -284,6 +287,32 @@ func (v DataLocation) String() string { return enumName(namesDataLocation, v, "D
 
 // Known reports whether the schema names v.
 func (v DataLocation) Known() bool { _, ok := namesDataLocation[v]; return ok }
+
+// unionMembers are the member types of each union of the model, the
+// unknown member (UnknownValue, UnknownInstruction) left out: the
+// verifier does not look inside a table of a tag it does not know.
+var unionMembers = map[reflect.Type][]reflect.Type{
+	reflect.TypeFor[Value](): {
+		reflect.TypeFor[Null](),
+		reflect.TypeFor[Int](),
+		reflect.TypeFor[Bool](),
+		reflect.TypeFor[Double](),
+		reflect.TypeFor[Tensor](),
+		reflect.TypeFor[String](),
+		reflect.TypeFor[IntList](),
+		reflect.TypeFor[DoubleList](),
+		reflect.TypeFor[BoolList](),
+		reflect.TypeFor[TensorList](),
+		reflect.TypeFor[OptionalTensorList](),
+	},
+	reflect.TypeFor[InstructionArgs](): {
+		reflect.TypeFor[KernelCall](),
+		reflect.TypeFor[DelegateCall](),
+		reflect.TypeFor[MoveCall](),
+		reflect.TypeFor[JumpFalseCall](),
+		reflect.TypeFor[FreeCall](),
+	},
+}
 
 // enumName is the String of the enum types: the schema's name of v, or
 // "typ(n)" for a value names lacks.

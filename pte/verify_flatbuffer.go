@@ -23,22 +23,6 @@ type fbVerifier = fbverify.Verifier
 // it with schema/program.fbs.
 var fbProgram = schemaTable(reflect.TypeFor[Program](), map[reflect.Type]*fbverify.Table{})
 
-// unionMembers are the member types of each union of the model, the
-// unknown member (UnknownValue, UnknownInstruction) left out: the
-// verifier does not look inside a table of a tag it does not know.
-var unionMembers = map[reflect.Type][]reflect.Type{
-	reflect.TypeFor[Value](): {
-		reflect.TypeFor[Null](), reflect.TypeFor[Int](), reflect.TypeFor[Bool](), reflect.TypeFor[Double](),
-		reflect.TypeFor[Tensor](), reflect.TypeFor[String](), reflect.TypeFor[IntList](),
-		reflect.TypeFor[DoubleList](), reflect.TypeFor[BoolList](), reflect.TypeFor[TensorList](),
-		reflect.TypeFor[OptionalTensorList](),
-	},
-	reflect.TypeFor[InstructionArgs](): {
-		reflect.TypeFor[KernelCall](), reflect.TypeFor[DelegateCall](), reflect.TypeFor[MoveCall](),
-		reflect.TypeFor[JumpFalseCall](), reflect.TypeFor[FreeCall](),
-	},
-}
-
 // schemaTable returns the verifier's description of model table t: one
 // slot per field (SchemaField), a scalar by its size, a byte vector
 // aliased unless it is a list of numbers, a union as its tag slot and its
