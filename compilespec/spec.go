@@ -109,16 +109,9 @@ func Set(specs []*pte.CompileSpec, key string, value []byte) []*pte.CompileSpec 
 // (compared as by Find), and the number of entries removed. specs is not
 // modified. The result is nil only when specs is nil.
 func Delete(specs []*pte.CompileSpec, key string) ([]*pte.CompileSpec, int) {
-	if specs == nil {
-		return nil, 0
-	}
-	out := make([]*pte.CompileSpec, 0, len(specs))
-	for _, s := range specs {
-		if s != nil && CKeyEqual(s.Key, key) {
-			continue
-		}
-		out = append(out, s)
-	}
+	out := slices.DeleteFunc(slices.Clone(specs), func(s *pte.CompileSpec) bool {
+		return s != nil && CKeyEqual(s.Key, key)
+	})
 	return out, len(specs) - len(out)
 }
 

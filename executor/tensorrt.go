@@ -311,10 +311,8 @@ func knownFacts(e Engine) (streamable, automatic, scratch bool) {
 }
 
 func appendOnce(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
+	if slices.Contains(list, s) {
+		return list
 	}
 	return append(list, s)
 }

@@ -1,6 +1,7 @@
 package pte
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/ptekit/ptekit/internal/fbverify"
@@ -105,13 +106,7 @@ func (f *File) RegionLayout() *RegionLayout {
 		spans = append(spans, layoutSpan{start, end, layoutCat(kind, path, nplans, len(l.InlineDelegateData))})
 	})
 	slices.SortFunc(spans, func(a, b layoutSpan) int {
-		if a.start != b.start {
-			if a.start < b.start {
-				return -1
-			}
-			return 1
-		}
-		return a.cat - b.cat // fixed categories (negative) first
+		return cmp.Or(cmp.Compare(a.start, b.start), a.cat-b.cat) // fixed categories (negative) first
 	})
 	var high uint64 // bytes below high are counted
 	var counted int64
