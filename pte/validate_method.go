@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ptekit/ptekit/internal/quote"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -145,22 +146,23 @@ func (v *validator) value(ep *ExecutionPlan, plan string, k int, ev *EValue) {
 	}
 }
 
+// isNilValue reports whether x has no table (a typed nil), or is a
+// DoubleList or BoolList without items.
 func isNilValue(x Value) bool {
 	switch y := x.(type) {
-	case *Int:
-		return y == nil
-	case *Bool:
-		return y == nil
-	case *Double:
-		return y == nil
-	case *String:
-		return y == nil
 	case *DoubleList:
 		return y == nil || y.Items == nil
 	case *BoolList:
 		return y == nil || y.Items == nil
 	}
-	return false
+	return isNilMember(x)
+}
+
+// isNilMember reports whether x, a union member of the model, is a typed
+// nil pointer: its tag is set and its table absent.
+func isNilMember(x any) bool {
+	rv := reflect.ValueOf(x)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // tensorItems checks list items: indices of earlier Tensor values (-1 = None
@@ -402,16 +404,16 @@ func (v *validator) instruction(ep *ExecutionPlan, ch *Chain, in *Instruction, p
 	off := v.posOf(in)
 	n := int64(len(ep.Values))
 	inRange := func(x int32) bool { return x >= 0 && int64(x) < n }
+	if _, unknown := in.Args.(*UnknownInstruction); !unknown && isNilMember(in.Args) {
+		v.add(SeverityError, CodeInvalidProgram, off, ipath, "%v has no table", in.Args.InstructionType())
+		return
+	}
 	switch x := in.Args.(type) {
 	case nil:
 		v.add(SeverityError, CodeInvalidProgram, off, ipath, "instruction has union tag NONE")
 	case *UnknownInstruction:
 		v.add(SeverityError, CodeInvalidProgram, off, ipath, "unknown InstructionArguments union tag %d", uint8(x.Tag))
 	case *KernelCall:
-		if x == nil {
-			v.add(SeverityError, CodeInvalidProgram, off, ipath, "KernelCall has no table")
-			return
-		}
 		if ep.Operators == nil {
 			v.add(SeverityError, CodeInvalidProgram, off, path+".operators", "method has a KernelCall but no operators table")
 		} else if x.OpIndex < 0 || int(x.OpIndex) >= len(ep.Operators) {
@@ -419,28 +421,16 @@ func (v *validator) instruction(ep *ExecutionPlan, ch *Chain, in *Instruction, p
 		}
 		v.instructionArgs(x.Args, n, off, ipath)
 	case *DelegateCall:
-		if x == nil {
-			v.add(SeverityError, CodeInvalidProgram, off, ipath, "DelegateCall has no table")
-			return
-		}
 		if x.DelegateIndex < 0 || int(x.DelegateIndex) >= len(ep.Delegates) {
 			v.add(SeverityError, CodeInternal, off, ipath+".delegate_index",
 				"delegate index %d out of range (%d delegates); ExecuTorch loads the method and fails only when the call executes", x.DelegateIndex, len(ep.Delegates))
 		}
 		v.instructionArgs(x.Args, n, off, ipath)
 	case *MoveCall:
-		if x == nil {
-			v.add(SeverityError, CodeInvalidProgram, off, ipath, "MoveCall has no table")
-			return
-		}
 		if !inRange(x.MoveFrom) || !inRange(x.MoveTo) {
 			v.add(SeverityError, CodeInvalidProgram, off, ipath, "move %d -> %d out of range (%d values)", x.MoveFrom, x.MoveTo, n)
 		}
 	case *JumpFalseCall:
-		if x == nil {
-			v.add(SeverityError, CodeInvalidProgram, off, ipath, "JumpFalseCall has no table")
-			return
-		}
 		if !inRange(x.CondValueIndex) {
 			v.add(SeverityError, CodeInvalidProgram, off, ipath+".cond_value_index", "value index %d out of range (%d values)", x.CondValueIndex, n)
 		}
@@ -448,10 +438,6 @@ func (v *validator) instruction(ep *ExecutionPlan, ch *Chain, in *Instruction, p
 			v.add(SeverityWarning, CodeOk, off, ipath+".destination_instruction", "jump destination %d is outside the chain (%d instructions)", x.DestinationInstruction, len(ch.Instructions))
 		}
 	case *FreeCall:
-		if x == nil {
-			v.add(SeverityError, CodeInvalidProgram, off, ipath, "FreeCall has no table")
-			return
-		}
 		if !valueIs(ep, int64(x.ValueIndex), isTensor) {
 			v.add(SeverityError, CodeInvalidProgram, off, ipath+".value_index", "value %d is not a Tensor", x.ValueIndex)
 		}
