@@ -65,34 +65,27 @@ func Errorf(code pte.Code, format string, args ...any) error {
 // messages are part of what `pteinspect --plan --json` prints.
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString("runtime: ")
+	b.WriteString("runtime:")
 	if e.Method != "" {
-		fmt.Fprintf(&b, "method %q ", e.Method)
+		fmt.Fprintf(&b, " method %q", e.Method)
 	}
 	if e.Instruction >= 0 {
-		fmt.Fprintf(&b, "instruction %d ", e.Instruction)
+		fmt.Fprintf(&b, " instruction %d", e.Instruction)
 	}
 	if e.Delegate >= 0 {
-		fmt.Fprintf(&b, "delegate %d ", e.Delegate)
+		fmt.Fprintf(&b, " delegate %d", e.Delegate)
 	}
 	if e.Backend != "" {
-		fmt.Fprintf(&b, "(%s) ", e.Backend)
+		fmt.Fprintf(&b, " (%s)", e.Backend)
 	}
-	s := strings.TrimSuffix(b.String(), " ")
-	b.Reset()
-	b.WriteString(s)
-	if s != "runtime:" {
+	if b.Len() > len("runtime:") {
 		b.WriteString(":")
 	}
-	b.WriteString(" ")
-	b.WriteString(e.Msg)
+	b.WriteString(" " + e.Msg)
 	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(": " + e.Err.Error())
 	}
-	b.WriteString(" [")
-	b.WriteString(e.Code.String())
-	b.WriteString("]")
+	b.WriteString(" [" + e.Code.String() + "]")
 	return b.String()
 }
 
