@@ -201,7 +201,6 @@ func (v *validator) add(sev Severity, code Code, off int64, path, format string,
 		Err: &FormatError{Off: off, Path: path, Msg: fmt.Sprintf(format, args...), Code: code}})
 }
 
-// addErr records a *FormatError returned by a payload accessor.
 // text warns when a name or key s at path is not valid UTF-8: ExecuTorch
 // compares such strings byte by byte and is fine with them, but a tool that
 // prints them (or a JSON report) cannot show them faithfully, and a user
@@ -213,6 +212,7 @@ func (v *validator) text(off int64, path, field, what, s string) {
 	}
 }
 
+// addErr records a *FormatError returned by a payload accessor.
 func (v *validator) addErr(sev Severity, err error) {
 	if fe, ok := err.(*FormatError); ok {
 		v.findings = append(v.findings, Finding{Severity: sev, Method: v.curMethod, Err: fe})
