@@ -34,7 +34,11 @@ func Decode(r io.ReaderAt, size int64) (*Blob, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeWith(r, size, h, md)
+	py, err := decodePyMetadata(md, int64(h.MetadataOffset))
+	if err != nil {
+		return nil, err
+	}
+	return strictBlob(r, size, h, md, py)
 }
 
 // readChecked reads the header, checks it in the Python reader's order and
@@ -54,14 +58,6 @@ func readChecked(r io.ReaderAt, size int64) (*Header, []byte, error) {
 		return nil, nil, err
 	}
 	return h, md, nil
-}
-
-func decodeWith(r io.ReaderAt, size int64, h *Header, md []byte) (*Blob, error) {
-	py, err := decodePyMetadata(md, int64(h.MetadataOffset))
-	if err != nil {
-		return nil, err
-	}
-	return strictBlob(r, size, h, md, py)
 }
 
 // strictBlob applies the strict reading to metadata the Python reading
