@@ -540,16 +540,8 @@ func (b *blobReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func quoteAll(s []string) string {
-	b := []byte{'['}
-	for i, x := range s {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = strconv.AppendQuote(b, x)
-	}
-	return string(append(b, ']'))
-}
+// quoteAll writes s as ["a" "b"], each string quoted as strconv.Quote does.
+func quoteAll(s []string) string { return fmt.Sprintf("%q", s) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {
