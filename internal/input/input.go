@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"github.com/ptekit/ptekit/compilespec"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -134,9 +135,7 @@ func (fl *Flags) Opener(stdin io.Reader, getenv func(string) string) (*Opener, e
 	if err != nil {
 		return nil, fmt.Errorf("--header: %w", err)
 	}
-	for k, v := range extra {
-		h[k] = v // --header wins over the environment
-	}
+	maps.Copy(h, extra) // --header wins over the environment
 	o := &Opener{Stdin: stdin, HTTP: httprange.Options{Header: h, BlockSize: BlockSize, ReadAhead: ReadAhead}, ProgramOptions: limits}
 	if fl.Timeout > 0 {
 		// One knob: --timeout bounds the whole command and replaces the
