@@ -92,7 +92,15 @@ type PyAliasedIO struct {
 // and KeyError, TypeError or AttributeError for the fields). Metadata
 // larger than MaxMetadataSize is refused too, without being read.
 func DecodePython(r io.ReaderAt, size int64) (*PyBlob, error) {
-	h, md, err := readChecked(r, size)
+	hdr, err := readHeader(r, size)
+	if err != nil {
+		return nil, err
+	}
+	h, err := checkHeader(hdr, size)
+	if err != nil {
+		return nil, err
+	}
+	md, err := readMetadata(r, h.MetadataOffset, h.MetadataSize)
 	if err != nil {
 		return nil, err
 	}
