@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -467,9 +468,7 @@ func (r *Reader) newRequest(ctx context.Context, off, n int64, pinned bool) (*ht
 		// Not wrapped: the error quotes the URL.
 		return nil, &Error{Kind: KindBadResponse, URL: r.redacted, Off: off, Len: n, Msg: "cannot make a request for this URL"}
 	}
-	for k, v := range r.header {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, r.header)
 	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
 	// Explicit identity stops the transport from asking for gzip, whose
 	// ranges would be of the compressed bytes.

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -208,9 +209,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 					return // the client went away
 				}
 			}
-			for k, v := range rr.Header() {
-				w.Header()[k] = v
-			}
+			maps.Copy(w.Header(), rr.Header())
 			w.WriteHeader(rr.Code)
 			w.Write(rr.Body.Bytes())
 			return
