@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -238,11 +239,7 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 	if o.SizeHint > 0 {
 		ps = max(ps, int((o.SizeHint+MaxParts/2-1)/(MaxParts/2)))
 	}
-	cp := o.CopyPartSize
-	if cp == 0 {
-		cp = DefaultCopyPartSize
-	}
-	cp = min(max(cp, MinPartSize), MaxPartSize/2)
+	cp := min(max(cmp.Or(o.CopyPartSize, DefaultCopyPartSize), MinPartSize), MaxPartSize/2)
 	return &Upload{client: c, loc: loc, id: aws.ToString(out.UploadId), ctx: ctx, noOver: o.NoOverwrite, partSize: ps,
 		copyPart: cp, progress: o.Progress, previous: previous}, nil
 }
@@ -462,8 +459,7 @@ func (u *Upload) copyRange(src *Source, off, n int64) error {
 		if out.CopyPartResult == nil || aws.ToString(out.CopyPartResult.ETag) == "" {
 			return notS3("UploadPartCopy", u.loc, "part ETag")
 		}
-		etag := out.CopyPartResult.ETag
-		u.parts = append(u.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(num)})
+		u.parts = append(u.parts, types.CompletedPart{ETag: out.CopyPartResult.ETag, PartNumber: aws.Int32(num)})
 		u.copied.Add(k)
 		u.size += k
 		u.report()
