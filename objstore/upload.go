@@ -229,19 +229,18 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 	if aws.ToString(out.UploadId) == "" {
 		return nil, notS3("CreateMultipartUpload", loc, "upload id")
 	}
-	if ctx.Err() != nil {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
-		defer cancel()
-		c.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key, UploadId: out.UploadId})
-		return nil, storeError("CreateMultipartUpload", loc, ctx.Err())
-	}
 	ps := DefaultPartSize
 	if o.SizeHint > 0 {
 		ps = max(ps, int((o.SizeHint+MaxParts/2-1)/(MaxParts/2)))
 	}
 	cp := min(max(cmp.Or(o.CopyPartSize, DefaultCopyPartSize), MinPartSize), MaxPartSize/2)
-	return &Upload{client: c, loc: loc, id: aws.ToString(out.UploadId), ctx: ctx, noOver: o.NoOverwrite, partSize: ps,
-		copyPart: cp, progress: o.Progress, previous: previous}, nil
+	u := &Upload{client: c, loc: loc, id: aws.ToString(out.UploadId), ctx: ctx, noOver: o.NoOverwrite, partSize: ps,
+		copyPart: cp, progress: o.Progress, previous: previous}
+	if ctx.Err() != nil {
+		u.Abort()
+		return nil, storeError("CreateMultipartUpload", loc, ctx.Err())
+	}
+	return u, nil
 }
 
 // PreviousVersion returns the version id of the object that was at the
