@@ -304,19 +304,19 @@ func (u *Upload) flush(empty bool) error {
 	if aws.ToString(out.ETag) == "" {
 		return notS3("UploadPart", u.loc, "part ETag")
 	}
-	u.parts = append(u.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
-	if len(u.buf) > 0 {
-		u.sent.Add(int64(len(u.buf)))
-		u.size += int64(len(u.buf))
-		u.buf = u.buf[:0]
-		u.report()
-	}
+	u.added(out.ETag, num, int64(len(u.buf)), &u.sent)
+	u.buf = u.buf[:0]
 	return nil
 }
 
-// report tells Progress how much of the object is in place.
-func (u *Upload) report() {
-	if u.progress != nil {
+// added records part num, of n bytes (counted in moved: sent or
+// copied), and tells Progress how much of the object is in place when
+// it grew.
+func (u *Upload) added(etag *string, num int32, n int64, moved *atomic.Int64) {
+	u.parts = append(u.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(num)})
+	moved.Add(n)
+	u.size += n
+	if u.progress != nil && n > 0 {
 		u.progress(u.size)
 	}
 }
@@ -458,10 +458,7 @@ func (u *Upload) copyRange(src *Source, off, n int64) error {
 		if out.CopyPartResult == nil || aws.ToString(out.CopyPartResult.ETag) == "" {
 			return notS3("UploadPartCopy", u.loc, "part ETag")
 		}
-		u.parts = append(u.parts, types.CompletedPart{ETag: out.CopyPartResult.ETag, PartNumber: aws.Int32(num)})
-		u.copied.Add(k)
-		u.size += k
-		u.report()
+		u.added(out.CopyPartResult.ETag, num, k, &u.copied)
 		off, n = off+k, n-k
 	}
 	return nil
