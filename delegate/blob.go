@@ -159,12 +159,11 @@ func (h *Header) appendTo(dst []byte) []byte {
 // MagicString returns the magic as text, quoting it when it is not printable
 // ASCII, e.g. TR01 or "\x00ZZZ".
 func (h *Header) MagicString() string {
-	for _, c := range h.Magic {
-		if c < 0x21 || c > 0x7e {
-			return strconv.Quote(string(h.Magic[:]))
-		}
+	m := string(h.Magic[:])
+	if strings.ContainsFunc(m, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		return strconv.Quote(m)
 	}
-	return string(h.Magic[:])
+	return m
 }
 
 // knownMagic reports whether m is TR01 or TR02.

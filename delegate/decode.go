@@ -30,38 +30,11 @@ import (
 // to read r, including a reader shorter than size, are returned as they
 // are, wrapped.
 func Decode(r io.ReaderAt, size int64) (*Blob, error) {
-	h, md, err := readChecked(r, size)
+	py, err := DecodePython(r, size)
 	if err != nil {
 		return nil, err
 	}
-	return decodeWith(r, size, h, md)
-}
-
-// readChecked reads the header, checks it in the Python reader's order and
-// reads the metadata it points at: the common first half of Decode and
-// DecodePython.
-func readChecked(r io.ReaderAt, size int64) (*Header, []byte, error) {
-	hdr, err := readHeader(r, size)
-	if err != nil {
-		return nil, nil, err
-	}
-	h, err := checkHeader(hdr, size)
-	if err != nil {
-		return nil, nil, err
-	}
-	md, err := readMetadata(r, h.MetadataOffset, h.MetadataSize)
-	if err != nil {
-		return nil, nil, err
-	}
-	return h, md, nil
-}
-
-func decodeWith(r io.ReaderAt, size int64, h *Header, md []byte) (*Blob, error) {
-	py, err := decodePyMetadata(md, int64(h.MetadataOffset))
-	if err != nil {
-		return nil, err
-	}
-	return strictBlob(r, size, h, md, py)
+	return strictBlob(r, size, &py.Header, py.MetadataRaw, &py.Metadata)
 }
 
 // strictBlob applies the strict reading to metadata the Python reading

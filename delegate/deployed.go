@@ -2,6 +2,7 @@ package delegate
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 )
@@ -130,11 +131,8 @@ func deployedReadable(v *DeployedView) bool {
 
 // deployedMetadata scans the metadata and sets v.OK and v.Reason.
 func deployedMetadata(md []byte, v *DeployedView) {
-	if reason := scanMetadata(md, v); reason != "" {
-		v.OK, v.Reason = false, reason
-		return
-	}
-	v.OK, v.Reason = true, ""
+	v.Reason = scanMetadata(md, v)
+	v.OK = v.Reason == ""
 }
 
 // The C++ scanner, re-implemented from its documented behaviour. It is a
@@ -228,6 +226,33 @@ func cppHasPrefix(s []byte, p int, lit string) bool {
 	return p <= len(s) && bytes.HasPrefix(s[p:], []byte(lit))
 }
 
+// cppBool reads true or false at p and returns the position after it, -1
+// when neither is there.
+func cppBool(s []byte, p int) (bool, int) {
+	switch {
+	case cppHasPrefix(s, p, "true"):
+		return true, p + 4
+	case cppHasPrefix(s, p, "false"):
+		return false, p + 5
+	}
+	return false, -1
+}
+
+// cppArray finds the first `"key"` at or after from and returns the
+// position just after the next '[', or -1 when the key is absent; reason
+// says when a '[' is missing.
+func cppArray(s []byte, from int, key string) (int, string) {
+	k := bytes.Index(s[from:], []byte(`"`+key+`"`))
+	if k < 0 {
+		return -1, ""
+	}
+	open := bytes.IndexByte(s[from+k:], '[')
+	if open < 0 {
+		return -1, `no '[' after "` + key + `"`
+	}
+	return from + k + open + 1, ""
+}
+
 // cppObjects walks an array of objects starting just after its '['. For
 // each member it calls member(key, p) with p at the value, which returns the
 // position after the value or -1; end is called after each object. It
@@ -303,33 +328,22 @@ func scanMetadata(s []byte, v *DeployedView) string {
 // scanBindings fills v.Inputs and v.Outputs from the "io_bindings" array
 // and returns the metadata position just after it, or why it cannot.
 func scanBindings(s []byte, v *DeployedView) (int, string) {
-	k := bytes.Index(s, []byte(`"io_bindings"`))
-	if k < 0 {
-		return -1, `no "io_bindings" key`
-	}
-	open := bytes.IndexByte(s[k:], '[')
-	if open < 0 {
-		return -1, `no '[' after "io_bindings"`
+	start, reason := cppArray(s, 0, "io_bindings")
+	if start < 0 {
+		return -1, cmp.Or(reason, `no "io_bindings" key`)
 	}
 	var name string
 	var isInput bool
-	pos, reason := cppObjects(s, k+open+1, func(key string, p int) int {
+	pos, reason := cppObjects(s, start, func(key string, p int) int {
 		switch key {
 		case "name":
 			name, p = cppString(s, p)
-			return p
 		case "is_input":
-			switch {
-			case cppHasPrefix(s, p, "true"):
-				isInput = true
-				return p + 4
-			case cppHasPrefix(s, p, "false"):
-				isInput = false
-				return p + 5
-			}
-			return -1
+			isInput, p = cppBool(s, p)
+		default:
+			p = cppSkipValue(s, p)
 		}
-		return cppSkipValue(s, p)
+		return p
 	}, func() {
 		if name != "" {
 			if isInput {
@@ -349,16 +363,12 @@ func scanBindings(s []byte, v *DeployedView) (int, string) {
 // scanAliasedIO fills v.AliasedIO from the "aliased_io" array, which is
 // searched only after the io_bindings array (from pos).
 func scanAliasedIO(s []byte, pos int, v *DeployedView) string {
-	k := bytes.Index(s[pos:], []byte(`"aliased_io"`))
-	if k < 0 {
-		return ""
-	}
-	open := bytes.IndexByte(s[pos+k:], '[')
-	if open < 0 {
-		return `no '[' after "aliased_io"`
+	start, reason := cppArray(s, pos, "aliased_io")
+	if start < 0 {
+		return reason
 	}
 	var a AliasedIO
-	_, reason := cppObjects(s, pos+k+open+1, func(key string, p int) int {
+	_, reason = cppObjects(s, start, func(key string, p int) int {
 		switch key {
 		case "output":
 			a.Output, p = cppString(s, p)
@@ -392,12 +402,8 @@ func scanHardwareCompatible(s []byte, pos int, v *DeployedView) string {
 	if reason != "" || p < 0 {
 		return reason
 	}
-	switch {
-	case cppHasPrefix(s, p, "true"):
-		v.HardwareCompatible = true
-	case cppHasPrefix(s, p, "false"):
-		v.HardwareCompatible = false
-	default:
+	var end int
+	if v.HardwareCompatible, end = cppBool(s, p); end < 0 {
 		return fmt.Sprintf(`"hardware_compatible" found by text search is followed by %s at metadata byte %d, not true or false`, excerpt(s, p), p)
 	}
 	return ""

@@ -94,7 +94,7 @@ func (o *EncodeOptions) MarshalMetadata(m *Metadata) ([]byte, error) {
 
 // Encode writes the blob to w and returns the number of bytes written.
 func (o *EncodeOptions) Encode(w io.Writer, m *Metadata, engine io.ReaderAt, engineSize int64) (int64, error) {
-	prefix, err := o.prefix(m, engineSize)
+	prefix, err := o.Prefix(m, engineSize)
 	if err != nil {
 		return 0, err
 	}
@@ -123,19 +123,10 @@ func (o *EncodeOptions) Encode(w io.Writer, m *Metadata, engine io.ReaderAt, eng
 	return written, nil
 }
 
-// Prefix returns every byte of the blob of m and an engine of engineSize
-// bytes that comes before the engine: header, metadata and padding, as
-// Encode writes them and NewBlobReader serves them. A caller that keeps
-// many blobs' engines elsewhere (an export of many small engine files)
-// keeps the prefix alone; the blob's size is len(prefix) + engineSize.
-func (o *EncodeOptions) Prefix(m *Metadata, engineSize int64) ([]byte, error) {
-	return o.prefix(m, engineSize)
-}
-
 // NewBlobReader returns the blob as a reader that serves the header and
 // metadata from memory and the engine from engine on demand.
 func (o *EncodeOptions) NewBlobReader(m *Metadata, engine io.ReaderAt, engineSize int64) (*io.SectionReader, error) {
-	prefix, err := o.prefix(m, engineSize)
+	prefix, err := o.Prefix(m, engineSize)
 	if err != nil {
 		return nil, err
 	}
@@ -150,9 +141,12 @@ func (o *EncodeOptions) NewBlobReader(m *Metadata, engine io.ReaderAt, engineSiz
 	return io.NewSectionReader(r, 0, int64(len(prefix))+engineSize), nil
 }
 
-// prefix builds header, metadata and padding: every blob byte before the
-// engine.
-func (o *EncodeOptions) prefix(m *Metadata, engineSize int64) ([]byte, error) {
+// Prefix returns every byte of the blob of m and an engine of engineSize
+// bytes that comes before the engine: header, metadata and padding, as
+// Encode writes them and NewBlobReader serves them. A caller that keeps
+// many blobs' engines elsewhere (an export of many small engine files)
+// keeps the prefix alone; the blob's size is len(prefix) + engineSize.
+func (o *EncodeOptions) Prefix(m *Metadata, engineSize int64) ([]byte, error) {
 	if engineSize < 0 {
 		return nil, &EngineError{Size: engineSize, Msg: fmt.Sprintf("negative engine size %d", engineSize)}
 	}
@@ -546,16 +540,8 @@ func (b *blobReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func quoteAll(s []string) string {
-	b := []byte{'['}
-	for i, x := range s {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = strconv.AppendQuote(b, x)
-	}
-	return string(append(b, ']'))
-}
+// quoteAll writes s as ["a" "b"], each string quoted as strconv.Quote does.
+func quoteAll(s []string) string { return fmt.Sprintf("%q", s) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

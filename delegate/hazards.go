@@ -176,11 +176,12 @@ func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard 
 	if d == nil {
 		return nil
 	}
-	l := &hazardList{}
-	hazardsTo(l, b, decodeErr, py, d)
-	return l.list()
+	hz := &hazardList{}
+	hazardsTo(hz, b, decodeErr, py, d)
+	return hz.list()
 }
 
+// hazardsTo adds the hazards of the blob's readings to hz.
 func hazardsTo(hz *hazardList, b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) {
 	add := hz.add
 	if d.MetadataUnread {

@@ -24,7 +24,7 @@ func sparseBlob(tb testing.TB) (*os.File, int64) {
 		IOBindings:     []Binding{{Name: "tokens", DType: "int64", Shape: []int64{1, -1}, IsInput: true}, {Name: "logits", DType: "float16"}},
 		TargetPlatform: "linux_x86_64",
 	}
-	prefix, err := (*EncodeOptions)(nil).prefix(m, engine4GiB)
+	prefix, err := (*EncodeOptions)(nil).Prefix(m, engine4GiB)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -92,7 +92,15 @@ type PyAliasedIO struct {
 // and KeyError, TypeError or AttributeError for the fields). Metadata
 // larger than MaxMetadataSize is refused too, without being read.
 func DecodePython(r io.ReaderAt, size int64) (*PyBlob, error) {
-	h, md, err := readChecked(r, size)
+	hdr, err := readHeader(r, size)
+	if err != nil {
+		return nil, err
+	}
+	h, err := checkHeader(hdr, size)
+	if err != nil {
+		return nil, err
+	}
+	md, err := readMetadata(r, h.MetadataOffset, h.MetadataSize)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +196,9 @@ func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 	m.DeviceID = json.Number("0")
 	if v := root.Member("device_id"); v != nil {
 		m.DeviceID = toAny(v)
-		d.integer(".device_id", v)
+		if _, err := int64Of(v); err != nil {
+			d.refuse(".device_id", v, "%s", err)
+		}
 	}
 	m.SerializedMetadata = d.member(root, "", "serialized_metadata", jsontree.String, "")
 	m.TargetPlatform = d.member(root, "", "target_platform", jsontree.String, "")
@@ -283,15 +293,8 @@ func (d *pyReader) member(obj *jsonValue, path, key string, want jsontree.Kind, 
 	return toAny(v)
 }
 
-// integer refuses a value that is not a JSON integer (no fraction, no
+// int64Of reads an integer value: a JSON integer (no fraction, no
 // exponent) within int64.
-func (d *pyReader) integer(path string, v *jsonValue) {
-	if _, err := int64Of(v); err != nil {
-		d.refuse(path, v, "%s", err)
-	}
-}
-
-// int64Of reads an integer value.
 func int64Of(v *jsonValue) (int64, error) {
 	if v.Kind != jsontree.Number {
 		return 0, fmt.Errorf("want an integer, found %s", describe(v))

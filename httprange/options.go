@@ -1,7 +1,9 @@
 package httprange
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -140,7 +142,6 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		c = *o
 	}
-	orDefault(&c.BlockSize, DefaultBlockSize)
 	orDefault(&c.CacheBlocks, DefaultCacheBlocks)
 	orDefault(&c.ReadAhead, DefaultReadAhead)
 	orDefault(&c.Parallelism, DefaultParallelism)
@@ -151,20 +152,13 @@ func (o *Options) withDefaults() Options {
 	orDefault(&c.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
 	orDefault(&c.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
 	orDefault(&c.IdleTimeout, DefaultIdleTimeout)
-	if c.BlockSize == 0 {
-		c.BlockSize = DefaultBlockSize
-	}
 	c.CacheBlocks = max(c.CacheBlocks, 1)
 	c.Parallelism = max(c.Parallelism, 1)
-	if c.PrefetchWidth <= 0 {
-		c.PrefetchWidth = DefaultPrefetchWidth
-	}
-	if c.RetryDelay <= 0 {
-		c.RetryDelay = DefaultRetryDelay
-	}
-	if c.MaxRetryDelay <= 0 {
-		c.MaxRetryDelay = DefaultMaxRetryDelay
-	}
+	// These have no off: a value not above 0 is the default.
+	c.BlockSize = cmp.Or(max(c.BlockSize, 0), DefaultBlockSize)
+	c.PrefetchWidth = cmp.Or(max(c.PrefetchWidth, 0), DefaultPrefetchWidth)
+	c.RetryDelay = cmp.Or(max(c.RetryDelay, 0), DefaultRetryDelay)
+	c.MaxRetryDelay = cmp.Or(max(c.MaxRetryDelay, 0), DefaultMaxRetryDelay)
 	return c
 }
 
@@ -270,8 +264,6 @@ func HeaderFromEnv(getenv func(string) string) (http.Header, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", EnvHeaders, err)
 	}
-	for k, v := range extra {
-		h[k] = v
-	}
+	maps.Copy(h, extra)
 	return h, nil
 }

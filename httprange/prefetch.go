@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 )
 
 // Range is Len bytes of the object at Off.
@@ -189,40 +188,14 @@ func (r *Reader) putExtent(off int64, data []byte) {
 // fetchRanges fetches each range with its own request, PrefetchWidth at a
 // time, and keeps it as an extent.
 func (r *Reader) fetchRanges(ctx context.Context, ranges []Range) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		next     int
-		firstErr error
-	)
-	for range min(r.opts.PrefetchWidth, len(ranges)) {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= len(ranges) || ctx.Err() != nil {
-					return
-				}
-				buf := make([]byte, ranges[i].Len)
-				if err := r.fetch(ctx, buf, ranges[i].Off); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-						cancel()
-					}
-					mu.Unlock()
-					return
-				}
-				r.putExtent(ranges[i].Off, buf)
-			}
-		})
-	}
-	wg.Wait()
-	return firstErr
+	return parallel(ctx, len(ranges), r.opts.PrefetchWidth, func(ctx context.Context, i int) error {
+		buf := make([]byte, ranges[i].Len)
+		if err := r.fetch(ctx, buf, ranges[i].Off); err != nil {
+			return err
+		}
+		r.putExtent(ranges[i].Off, buf)
+		return nil
+	})
 }
 
 // multiRange asks for every range of batch in one request and returns
@@ -258,7 +231,7 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 		return nil, r.statusError(resp, first, span)
 	}
 	if msg := r.versionChange(resp); msg != "" {
-		return nil, &Error{Kind: KindChanged, URL: r.redacted, Off: first, Len: span, Status: resp.StatusCode, Msg: msg}
+		return nil, r.respError(KindChanged, resp, first, span, "%s", msg)
 	}
 	if r.unvalidated(resp) != "" {
 		return got, nil // single requests refuse it

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -355,24 +356,36 @@ func (r *Reader) fetchParallel(ctx context.Context, dst []byte, off int64) error
 	if n <= chunk {
 		return r.fetch(ctx, dst, off)
 	}
+	err := parallel(ctx, int((n+chunk-1)/chunk), r.opts.Parallelism, func(ctx context.Context, i int) error {
+		lo := int64(i) * chunk
+		return r.fetch(ctx, dst[lo:min(lo+chunk, n)], off+lo)
+	})
+	if err == nil && ctx.Err() != nil {
+		return r.ctxError(ctx, off, n)
+	}
+	return err
+}
+
+// parallel calls work for each index below n, in order, at most width at
+// once, under a context that the first error cancels; it returns that
+// error. No call starts once the context is done.
+func parallel(ctx context.Context, n, width int, work func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		next     atomic.Int64 // start of the next chunk to fetch, relative to off
+		next     atomic.Int64 // the next index to work on
 		wg       sync.WaitGroup
 		errOnce  sync.Once
 		firstErr error
 	)
-	workers := min(int64(r.opts.Parallelism), (n+chunk-1)/chunk)
-	for range workers {
+	for range min(width, n) {
 		wg.Go(func() {
 			for {
-				lo := next.Add(chunk) - chunk
-				if lo >= n || ctx.Err() != nil {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
 					return
 				}
-				hi := min(lo+chunk, n)
-				if err := r.fetch(ctx, dst[lo:hi], off+lo); err != nil {
+				if err := work(ctx, i); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
@@ -380,9 +393,6 @@ func (r *Reader) fetchParallel(ctx context.Context, dst []byte, off int64) error
 		})
 	}
 	wg.Wait()
-	if firstErr == nil && ctx.Err() != nil {
-		return r.ctxError(ctx, off, n)
-	}
 	return firstErr
 }
 
@@ -458,9 +468,7 @@ func (r *Reader) newRequest(ctx context.Context, off, n int64, pinned bool) (*ht
 		// Not wrapped: the error quotes the URL.
 		return nil, &Error{Kind: KindBadResponse, URL: r.redacted, Off: off, Len: n, Msg: "cannot make a request for this URL"}
 	}
-	for k, v := range r.header {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, r.header)
 	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
 	// Explicit identity stops the transport from asking for gzip, whose
 	// ranges would be of the compressed bytes.
@@ -566,10 +574,10 @@ func (r *Reader) openOnce(ctx context.Context, n int64) error {
 	case http.StatusPartialContent:
 		start, end, total, ok := parseContentRange(resp.Header.Get("Content-Range"))
 		if !ok || start < 0 || total < 0 {
-			return r.badResponse(resp, 0, n, "Content-Range %q is not \"bytes first-last/size\"", resp.Header.Get("Content-Range"))
+			return r.respError(KindBadResponse, resp, 0, n, "Content-Range %q is not \"bytes first-last/size\"", resp.Header.Get("Content-Range"))
 		}
 		if start != 0 || end != min(n, total)-1 {
-			return r.badResponse(resp, 0, n, "Content-Range %q does not answer the range asked for", resp.Header.Get("Content-Range"))
+			return r.respError(KindBadResponse, resp, 0, n, "Content-Range %q does not answer the range asked for", resp.Header.Get("Content-Range"))
 		}
 		data := make([]byte, end+1)
 		if err := r.readBody(ctx, resp, body, data, 0); err != nil {
@@ -593,8 +601,7 @@ func (r *Reader) openOnce(ctx context.Context, n int64) error {
 			r.size = 0
 			return nil
 		}
-		return &Error{Kind: KindRangeNotSatisfiable, URL: r.redacted, Off: 0, Len: n, Status: resp.StatusCode,
-			Msg: "the server refused the object's first bytes without saying it is empty (Content-Range \"bytes */0\")"}
+		return r.respError(KindRangeNotSatisfiable, resp, 0, n, "the server refused the object's first bytes without saying it is empty (Content-Range \"bytes */0\")")
 	}
 	return r.statusError(resp, 0, n)
 }
@@ -605,8 +612,7 @@ func (r *Reader) openOnce(ctx context.Context, n int64) error {
 func (r *Reader) openWhole(ctx context.Context, resp *http.Response, body io.Reader, n int64) error {
 	limit := r.opts.MaxBodyFallback
 	refuse := func(size string) error {
-		return &Error{Kind: KindNoRangeSupport, URL: r.redacted, Off: 0, Len: n, Status: resp.StatusCode,
-			Msg: fmt.Sprintf("the server ignored Range and sent the whole object (%s); objects are read that way only up to %d bytes (Options.MaxBodyFallback)", size, limit)}
+		return r.respError(KindNoRangeSupport, resp, 0, n, "the server ignored Range and sent the whole object (%s); objects are read that way only up to %d bytes (Options.MaxBodyFallback)", size, limit)
 	}
 	if resp.ContentLength > limit {
 		return refuse(fmt.Sprintf("%d bytes", resp.ContentLength))
@@ -682,45 +688,41 @@ func (r *Reader) getOnce(ctx context.Context, dst []byte, off int64) error {
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
 		if msg := r.versionChange(resp); msg != "" {
-			return &Error{Kind: KindChanged, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode, Msg: msg}
+			return r.respError(KindChanged, resp, off, n, "%s", msg)
 		}
 		cr := resp.Header.Get("Content-Range")
 		start, end, total, ok := parseContentRange(cr)
 		if !ok || start < 0 {
-			return r.badResponse(resp, off, n, "Content-Range %q is not \"bytes first-last/size\"", cr)
+			return r.respError(KindBadResponse, resp, off, n, "Content-Range %q is not \"bytes first-last/size\"", cr)
 		}
 		if total >= 0 && total != r.size {
-			return &Error{Kind: KindChanged, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode,
-				Msg: fmt.Sprintf("object is now %d bytes, was %d", total, r.size)}
+			return r.respError(KindChanged, resp, off, n, "object is now %d bytes, was %d", total, r.size)
 		}
 		if start != off || end != off+n-1 {
-			return r.badResponse(resp, off, n, "Content-Range %q does not answer the range asked for", cr)
+			return r.respError(KindBadResponse, resp, off, n, "Content-Range %q does not answer the range asked for", cr)
 		}
 		if err := r.readBody(ctx, resp, countingReader{resp.Body, &r.bodyBytes}, dst, off); err != nil {
 			return err
 		}
 		if msg := r.unvalidated(resp); msg != "" {
-			return r.badResponse(resp, off, n, "%s", msg)
+			return r.respError(KindBadResponse, resp, off, n, "%s", msg)
 		}
 		return nil
 	case http.StatusOK:
 		if msg := r.versionChange(resp); msg != "" {
-			return &Error{Kind: KindChanged, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode, Msg: msg}
+			return r.respError(KindChanged, resp, off, n, "%s", msg)
 		}
 		// A 200 answers an If-Range that no longer matches; without a
 		// validator to send, the server has stopped honouring Range.
 		same := r.etag != "" && resp.Header.Get("ETag") == r.etag ||
 			r.etag == "" && r.lastMod != "" && resp.Header.Get("Last-Modified") == r.lastMod
 		if same || r.etag == "" && r.lastMod == "" {
-			return &Error{Kind: KindNoRangeSupport, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode,
-				Msg: "the server ignored Range and sent the whole object"}
+			return r.respError(KindNoRangeSupport, resp, off, n, "the server ignored Range and sent the whole object")
 		}
-		return &Error{Kind: KindChanged, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode,
-			Msg: "the server sent the whole object in answer to If-Range: it is no longer the version first read"}
+		return r.respError(KindChanged, resp, off, n, "the server sent the whole object in answer to If-Range: it is no longer the version first read")
 	case http.StatusRequestedRangeNotSatisfiable:
 		if _, _, total, ok := parseContentRange(resp.Header.Get("Content-Range")); ok && total >= 0 && total != r.size {
-			return &Error{Kind: KindChanged, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode,
-				Msg: fmt.Sprintf("object is now %d bytes, was %d", total, r.size)}
+			return r.respError(KindChanged, resp, off, n, "object is now %d bytes, was %d", total, r.size)
 		}
 	}
 	return r.statusError(resp, off, n)
@@ -757,14 +759,14 @@ func (r *Reader) unvalidated(resp *http.Response) string {
 func (r *Reader) readBody(ctx context.Context, resp *http.Response, body io.Reader, dst []byte, off int64) error {
 	n := int64(len(dst))
 	if resp.ContentLength >= 0 && resp.ContentLength != n {
-		return r.badResponse(resp, off, n, "Content-Length %d does not match the %d-byte range", resp.ContentLength, n)
+		return r.respError(KindBadResponse, resp, off, n, "Content-Length %d does not match the %d-byte range", resp.ContentLength, n)
 	}
 	if k, err := io.ReadFull(body, dst); err != nil {
 		return r.bodyError(ctx, resp, err, off, n, fmt.Sprintf("body ended after %d of %d bytes", k, n))
 	}
 	var extra [1]byte
 	if k, _ := io.ReadFull(body, extra[:]); k > 0 {
-		return r.badResponse(resp, off, n, "body is longer than the %d-byte range", n)
+		return r.respError(KindBadResponse, resp, off, n, "body is longer than the %d-byte range", n)
 	}
 	return nil
 }
@@ -782,8 +784,10 @@ func (r *Reader) bodyError(ctx context.Context, resp *http.Response, err error, 
 	return &Error{Kind: KindTruncated, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode, Msg: msg, Err: err}
 }
 
-func (r *Reader) badResponse(resp *http.Response, off, n int64, format string, args ...any) error {
-	return &Error{Kind: KindBadResponse, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode, Msg: fmt.Sprintf(format, args...)}
+// respError is an error of kind about resp, the answer to a request for
+// bytes [off, off+n).
+func (r *Reader) respError(kind Kind, resp *http.Response, off, n int64, format string, args ...any) error {
+	return &Error{Kind: kind, URL: r.redacted, Off: off, Len: n, Status: resp.StatusCode, Msg: fmt.Sprintf(format, args...)}
 }
 
 // statusError is the error for a response whose status is not expected.

@@ -79,10 +79,8 @@ func checkKey(key string) string {
 	if len(key) > 1024 {
 		return fmt.Sprintf("the key is %d bytes, more than S3's 1024", len(key))
 	}
-	for _, c := range []byte(key) {
-		if c < 0x20 || c == 0x7f {
-			return "the key holds a control character"
-		}
+	if strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "the key holds a control character"
 	}
 	segs := strings.Split(key, "/")
 	for i, seg := range segs {

@@ -1,12 +1,13 @@
 package objstore
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"strconv"
@@ -144,16 +145,12 @@ func storeError(op string, loc Location, err error) error {
 	if e.Code == "" && e.Status == 0 {
 		// No answer: a network error or the context. Keep the cause (a
 		// context's, or the connection's), not the SDK's wrapping.
-		var cause error = err
-		if errors.Is(err, errNoAnswer) {
-			cause = errNoAnswer
-		} else if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			cause = context.Canceled
-			if errors.Is(err, context.DeadlineExceeded) {
-				cause = context.DeadlineExceeded
+		for _, cause := range []error{errNoAnswer, context.DeadlineExceeded, context.Canceled} {
+			if errors.Is(err, cause) {
+				e.Err = cause
+				break
 			}
 		}
-		e.Err = cause
 	} else {
 		e.Err = errors.New(e.Code)
 	}
@@ -232,23 +229,18 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 	if aws.ToString(out.UploadId) == "" {
 		return nil, notS3("CreateMultipartUpload", loc, "upload id")
 	}
-	if ctx.Err() != nil {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
-		defer cancel()
-		c.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &loc.Bucket, Key: &loc.Key, UploadId: out.UploadId})
-		return nil, storeError("CreateMultipartUpload", loc, ctx.Err())
-	}
 	ps := DefaultPartSize
 	if o.SizeHint > 0 {
 		ps = max(ps, int((o.SizeHint+MaxParts/2-1)/(MaxParts/2)))
 	}
-	cp := o.CopyPartSize
-	if cp == 0 {
-		cp = DefaultCopyPartSize
+	cp := min(max(cmp.Or(o.CopyPartSize, DefaultCopyPartSize), MinPartSize), MaxPartSize/2)
+	u := &Upload{client: c, loc: loc, id: aws.ToString(out.UploadId), ctx: ctx, noOver: o.NoOverwrite, partSize: ps,
+		copyPart: cp, progress: o.Progress, previous: previous}
+	if ctx.Err() != nil {
+		u.Abort()
+		return nil, storeError("CreateMultipartUpload", loc, ctx.Err())
 	}
-	cp = min(max(cp, MinPartSize), MaxPartSize/2)
-	return &Upload{client: c, loc: loc, id: aws.ToString(out.UploadId), ctx: ctx, noOver: o.NoOverwrite, partSize: ps,
-		copyPart: cp, progress: o.Progress, previous: previous}, nil
+	return u, nil
 }
 
 // PreviousVersion returns the version id of the object that was at the
@@ -285,7 +277,7 @@ func (u *Upload) Write(p []byte) (int, error) {
 		u.buf = append(u.buf, p[:k]...)
 		p = p[k:]
 		if len(u.buf) == u.partSize {
-			if err := u.flush(); err != nil {
+			if err := u.flush(false); err != nil {
 				return n - len(p) - k, err
 			}
 		}
@@ -293,9 +285,11 @@ func (u *Upload) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// flush sends the buffered bytes as a part.
-func (u *Upload) flush() error {
-	if len(u.buf) == 0 {
+// flush sends the buffered bytes as a part; with empty set, also when
+// there are none (S3 wants one part, however empty, to complete an upload).
+// The SDK rewinds a part's body (a bytes.Reader) to retry it.
+func (u *Upload) flush(empty bool) error {
+	if len(u.buf) == 0 && !empty {
 		return nil
 	}
 	if len(u.parts) >= MaxParts {
@@ -303,57 +297,28 @@ func (u *Upload) flush() error {
 	}
 	num := int32(len(u.parts) + 1)
 	out, err := u.client.UploadPart(u.ctx, &s3.UploadPartInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key, UploadId: &u.id,
-		PartNumber: aws.Int32(num), Body: &sliceReader{b: u.buf}, ContentLength: aws.Int64(int64(len(u.buf)))})
+		PartNumber: aws.Int32(num), Body: bytes.NewReader(u.buf), ContentLength: aws.Int64(int64(len(u.buf)))})
 	if err != nil {
 		return storeError("UploadPart", u.loc, err)
 	}
 	if aws.ToString(out.ETag) == "" {
 		return notS3("UploadPart", u.loc, "part ETag")
 	}
-	u.sent.Add(int64(len(u.buf)))
-	u.size += int64(len(u.buf))
-	u.parts = append(u.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
+	u.added(out.ETag, num, int64(len(u.buf)), &u.sent)
 	u.buf = u.buf[:0]
-	u.report()
 	return nil
 }
 
-// report tells Progress how much of the object is in place.
-func (u *Upload) report() {
-	if u.progress != nil {
+// added records part num, of n bytes (counted in moved: sent or
+// copied), and tells Progress how much of the object is in place when
+// it grew.
+func (u *Upload) added(etag *string, num int32, n int64, moved *atomic.Int64) {
+	u.parts = append(u.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(num)})
+	moved.Add(n)
+	u.size += n
+	if u.progress != nil && n > 0 {
 		u.progress(u.size)
 	}
-}
-
-// sliceReader is a seekable reader over a part's bytes (the SDK rewinds a
-// body to retry it).
-type sliceReader struct {
-	b   []byte
-	off int
-}
-
-func (r *sliceReader) Read(p []byte) (int, error) {
-	if r.off >= len(r.b) {
-		return 0, io.EOF
-	}
-	n := copy(p, r.b[r.off:])
-	r.off += n
-	return n, nil
-}
-
-func (r *sliceReader) Seek(off int64, whence int) (int64, error) {
-	switch whence {
-	case io.SeekStart:
-	case io.SeekCurrent:
-		off += int64(r.off)
-	case io.SeekEnd:
-		off += int64(len(r.b))
-	}
-	if off < 0 || off > int64(len(r.b)) {
-		return 0, errors.New("objstore: seek out of range")
-	}
-	r.off = int(off)
-	return off, nil
 }
 
 // Source is an object the store copies ranges of (UploadPartCopy): its
@@ -423,7 +388,7 @@ func (u *Upload) Assemble(src *Source, pieces []Piece, refused func(error)) erro
 			}
 			continue
 		}
-		if err := u.flush(); err != nil {
+		if err := u.flush(false); err != nil {
 			return err
 		}
 		err := u.copyRange(src, off, n)
@@ -493,11 +458,7 @@ func (u *Upload) copyRange(src *Source, off, n int64) error {
 		if out.CopyPartResult == nil || aws.ToString(out.CopyPartResult.ETag) == "" {
 			return notS3("UploadPartCopy", u.loc, "part ETag")
 		}
-		etag := out.CopyPartResult.ETag
-		u.parts = append(u.parts, types.CompletedPart{ETag: etag, PartNumber: aws.Int32(num)})
-		u.copied.Add(k)
-		u.size += k
-		u.report()
+		u.added(out.CopyPartResult.ETag, num, k, &u.copied)
 		off, n = off+k, n-k
 	}
 	return nil
@@ -519,14 +480,7 @@ func (u *Upload) Commit() error {
 	if u.done {
 		return fmt.Errorf("objstore: %s: the upload already ended", u.loc)
 	}
-	if len(u.parts) == 0 && len(u.buf) == 0 {
-		// An empty object: S3 wants at least one part.
-		if err := u.flushEmpty(); err != nil {
-			u.Abort()
-			return err
-		}
-	}
-	if err := u.flush(); err != nil {
+	if err := u.flush(len(u.parts) == 0); err != nil {
 		u.Abort()
 		return err
 	}
@@ -666,19 +620,6 @@ func validETag(e string) bool {
 		return err == nil && k > 0 && k <= MaxParts
 	}
 	return true
-}
-
-func (u *Upload) flushEmpty() error {
-	out, err := u.client.UploadPart(u.ctx, &s3.UploadPartInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key, UploadId: &u.id,
-		PartNumber: aws.Int32(1), Body: &sliceReader{}, ContentLength: aws.Int64(0)})
-	if err != nil {
-		return storeError("UploadPart", u.loc, err)
-	}
-	if aws.ToString(out.ETag) == "" {
-		return notS3("UploadPart", u.loc, "part ETag")
-	}
-	u.parts = append(u.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(1)})
-	return nil
 }
 
 // Abort discards the upload and its parts; after Commit, or a second

@@ -237,3 +237,23 @@ func TestValidETag(t *testing.T) {
 		require.Equal(t, ok, objstore.ValidETag(e), e)
 	}
 }
+
+// TestCommitEmpty: an upload of no bytes commits one empty part (S3 wants
+// at least one) and leaves an empty object at the key; progress is told
+// nothing, since no byte moved.
+func TestCommitEmpty(t *testing.T) {
+	srv := programsStore(t)
+	st, err := objstore.New(context.Background(), nil)
+	require.NoError(t, err)
+	reports := 0
+	up, err := st.Create(context.Background(), objstore.Location{Bucket: "programs", Key: "out/empty.pte"},
+		&objstore.UploadOptions{Progress: func(int64) { reports++ }})
+	require.NoError(t, err)
+	require.NoError(t, up.Commit())
+	got, err := srv.Get("programs", "out/empty.pte")
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.Zero(t, reports)
+	sent, copied := up.Moved()
+	require.Zero(t, sent+copied)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
@@ -359,9 +360,7 @@ func (f *File) checkNamedData() {
 func (f *File) checkSegments() {
 	for i := range f.Segments {
 		if _, _, err := f.segmentRange(i, ""); err != nil {
-			var fe *FormatError
-			errors.As(err, &fe)
-			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityError, Err: fe})
+			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityError, Err: err})
 		}
 	}
 }
@@ -406,11 +405,7 @@ func (f *File) Keys() []string {
 
 // cString is s as C code sees it: up to the first NUL.
 func cString(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return s[:i]
-		}
-	}
+	s, _, _ = strings.Cut(s, "\x00")
 	return s
 }
 

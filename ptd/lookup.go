@@ -45,7 +45,7 @@ func (f *File) Lookup(key string) (int, error) {
 // segmentRange returns the absolute file range of Segments[i]; a range
 // that overflows or runs past the end of the file fails the data loader
 // with InvalidArgument.
-func (f *File) segmentRange(i int, key string) (off, size int64, err error) {
+func (f *File) segmentRange(i int, key string) (off, size int64, err *FormatError) {
 	if i < 0 || i >= len(f.Segments) {
 		return 0, 0, &FormatError{Off: -1, Path: "segments", Code: pte.CodeInvalidExternal,
 			Msg: fmt.Sprintf("segment index %d out of range (%d segments)", i, len(f.Segments))}
@@ -65,8 +65,11 @@ func (f *File) segmentRange(i int, key string) (off, size int64, err error) {
 }
 
 // Segment returns the bytes of Segments[i].
-func (f *File) Segment(i int) (*pte.Payload, error) {
-	off, size, err := f.segmentRange(i, "")
+func (f *File) Segment(i int) (*pte.Payload, error) { return f.payload(i, "") }
+
+// payload returns the bytes of Segments[i], whose key (for errors) is key.
+func (f *File) payload(i int, key string) (*pte.Payload, error) {
+	off, size, err := f.segmentRange(i, key)
 	if err != nil {
 		return nil, err
 	}
@@ -81,9 +84,5 @@ func (f *File) Data(key string) (*pte.Payload, error) {
 	if err != nil {
 		return nil, err
 	}
-	off, size, err := f.segmentRange(int(f.NamedData[i].SegmentIndex), key)
-	if err != nil {
-		return nil, err
-	}
-	return &pte.Payload{SectionReader: io.NewSectionReader(f.r, off, size), FileOffset: off}, nil
+	return f.payload(int(f.NamedData[i].SegmentIndex), key)
 }

@@ -415,8 +415,6 @@ func resolveTensor(row *TensorRow, t *pte.Tensor, srcs []Source, keyFile map[str
 		if err != nil {
 			// get_data fails; parse_external_constants reports it as
 			// InvalidExternalData.
-			var fe *FormatError
-			errors.As(err, &fe)
 			return Status{Code: pte.CodeInvalidExternal, Err: err}
 		}
 		row.Offset, row.Size = off, size

@@ -234,7 +234,7 @@ func (f *File) Commit() error {
 	}
 	f.state = stateCommitted
 	f.f.Close() // the data is synced and in place: nothing left to report
-	syncDir(filepath.Dir(f.target))
+	SyncDir(filepath.Dir(f.target))
 	return nil
 }
 
@@ -410,10 +410,10 @@ func resolve(path string) (string, fs.FileInfo, error) {
 			return "", nil, &Error{Path: path, Err: fs.ErrNotExist,
 				Msg: fmt.Sprintf("%s is a symbolic link to %s, which does not exist", path, link)}
 		}
-		if err != nil {
-			return "", nil, &Error{Path: path, Msg: fmt.Sprintf("cannot follow the symbolic link %s: %v", path, errnoOf(err)), Err: err}
+		var st fs.FileInfo
+		if err == nil {
+			st, err = os.Stat(target)
 		}
-		st, err := os.Stat(target)
 		if err != nil {
 			return "", nil, &Error{Path: path, Msg: fmt.Sprintf("cannot follow the symbolic link %s: %v", path, errnoOf(err)), Err: err}
 		}
@@ -489,12 +489,9 @@ func errnoOf(err error) error {
 
 // SyncDir makes a change of the names in dir (a file created, linked or
 // removed) durable, as Commit does for the output's name. Errors are
-// ignored, as they are there.
-func SyncDir(dir string) { syncDir(dir) }
-
-// syncDir makes the new name in dir durable. Errors are ignored: some
-// file systems cannot sync a directory, and the file itself is complete.
-func syncDir(dir string) {
+// ignored: some file systems cannot sync a directory, and the file itself
+// is complete.
+func SyncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
 		d.Sync()
 		d.Close()

@@ -277,20 +277,19 @@ func (e *Edit) rollback(undo string, old []byte, off int64) error {
 // (with its directory) when it has a name. It is made readable and
 // writable by its owner only, as Recover requires of a record it applies.
 func writeRecord(path string, size, off int64, old, new []byte) error {
-	rec := undorecord.Encode(size, off, old, new)
 	out, err := atomicfile.Create(path, &atomicfile.Options{NoOverwrite: true})
+	if err == nil {
+		defer out.Abort()
+		// With NoOverwrite, Commit replaces no file, so it keeps these bits.
+		err = out.OSFile().Chmod(0o600)
+	}
+	if err == nil {
+		_, err = out.Write(undorecord.Encode(size, off, old, new))
+	}
+	if err == nil {
+		err = out.Commit()
+	}
 	if err != nil {
-		return fmt.Errorf("writing the undo record: %w", err)
-	}
-	defer out.Abort()
-	// With NoOverwrite, Commit replaces no file, so it keeps these bits.
-	if err := out.OSFile().Chmod(0o600); err != nil {
-		return fmt.Errorf("writing the undo record: %w", err)
-	}
-	if _, err := out.Write(rec); err != nil {
-		return fmt.Errorf("writing the undo record: %w", err)
-	}
-	if err := out.Commit(); err != nil {
 		return fmt.Errorf("writing the undo record: %w", err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"github.com/ptekit/ptekit/compilespec"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -134,9 +135,7 @@ func (fl *Flags) Opener(stdin io.Reader, getenv func(string) string) (*Opener, e
 	if err != nil {
 		return nil, fmt.Errorf("--header: %w", err)
 	}
-	for k, v := range extra {
-		h[k] = v // --header wins over the environment
-	}
+	maps.Copy(h, extra) // --header wins over the environment
 	o := &Opener{Stdin: stdin, HTTP: httprange.Options{Header: h, BlockSize: BlockSize, ReadAhead: ReadAhead}, ProgramOptions: limits}
 	if fl.Timeout > 0 {
 		// One knob: --timeout bounds the whole command and replaces the
@@ -196,10 +195,7 @@ func IsURL(name string) bool { return httprange.IsURL(name) || objstore.IsS3(nam
 // without user information, query and fragment (presigned URLs carry
 // credentials there), anything else as it is.
 func Display(name string) string {
-	if objstore.IsS3(name) {
-		return name // no credential goes in an s3:// location
-	}
-	if IsURL(name) {
+	if httprange.IsURL(name) { // no credential goes in an s3:// location
 		return httprange.Redact(name)
 	}
 	return name
@@ -209,28 +205,17 @@ func Display(name string) string {
 // URL. ctx governs every later read of a URL input; the caller must Close
 // the File.
 func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
-	switch {
-	case IsURL(name):
+	if IsURL(name) {
 		f, err := pte.OpenURL(ctx, name, &pte.OpenURLOptions{HTTP: o.HTTP, OpenOptions: o.ProgramOptions})
 		return f, ExplainLimit(err)
-	case name == "-":
-		data, err := o.readStdin(ctx, func(head []byte) (int64, error) { return pte.CheckHead(head, &o.ProgramOptions) })
-		if err != nil {
-			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
-		}
-		f, err := pte.NewFileWith(data, data.size, &o.ProgramOptions)
-		if err != nil {
-			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
-		}
-		return f, nil
 	}
-	if data, ok, err := o.readPipe(ctx, name, func(head []byte) (int64, error) { return pte.CheckHead(head, &o.ProgramOptions) }); ok {
+	if data, shown, ok, err := o.inMemory(ctx, name, func(head []byte) (int64, error) { return pte.CheckHead(head, &o.ProgramOptions) }); ok {
 		if err != nil {
 			return nil, err
 		}
 		f, err := pte.NewFileWith(data, data.size, &o.ProgramOptions)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, ExplainLimit(err))
+			return nil, fmt.Errorf("%s: %w", shown, ExplainLimit(err))
 		}
 		return f, nil
 	}
@@ -240,17 +225,30 @@ func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 	return f, ExplainLimit(err)
 }
 
-// readPipe reads name into memory the way standard input is read (bounded,
-// its head checked first) when it names a pipe, a socket or a device:
-// something with no size to read at offsets, such as the /dev/fd/N a
-// shell's <(...) gives. ok is false for anything else (a regular file, a
-// directory, a name that does not exist), which the caller opens as a file.
-// It ends when ctx is done, even while open(2) waits for a named pipe's
-// writer (untilDone).
-func (o *Opener) readPipe(ctx context.Context, name string, check func(head []byte) (int64, error)) (data *chunks, ok bool, err error) {
+// inMemory reads name into memory, bounded and its head checked first
+// (readStream), when it is "-", standard input (shown as <stdin>), or names
+// a pipe, a socket or a device: something with no size to read at
+// offsets, such as the /dev/fd/N a shell's <(...) gives. ok is false for
+// anything else (a regular file, a directory, a name that does not
+// exist), which the caller opens as a file. shown is how messages name
+// the input; its errors name it already. It ends when ctx is done, even
+// while the writer stalls or open(2) waits for a named pipe's writer
+// (untilDone).
+func (o *Opener) inMemory(ctx context.Context, name string, check func(head []byte) (int64, error)) (data *chunks, shown string, ok bool, err error) {
+	if name == "-" {
+		stdin := o.Stdin
+		if stdin == nil {
+			stdin = bytes.NewReader(nil)
+		}
+		data, err := untilDone(ctx, func() (*chunks, error) { return o.readStream(ctx, stdin, "standard input", check) })
+		if err != nil {
+			return nil, "<stdin>", true, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
+		}
+		return data, "<stdin>", true, nil
+	}
 	st, err := os.Stat(name)
 	if err != nil || st.Mode().IsRegular() || st.IsDir() {
-		return nil, false, nil
+		return nil, name, false, nil
 	}
 	data, err = untilDone(ctx, func() (*chunks, error) {
 		f, err := os.Open(name)
@@ -262,11 +260,11 @@ func (o *Opener) readPipe(ctx context.Context, name string, check func(head []by
 	})
 	if err != nil {
 		if _, isPath := err.(*os.PathError); isPath {
-			return nil, true, err // names the pipe already
+			return nil, name, true, err // names the pipe already
 		}
-		return nil, true, fmt.Errorf("%s: %w", name, ExplainLimit(err))
+		return nil, name, true, fmt.Errorf("%s: %w", name, ExplainLimit(err))
 	}
-	return data, true, nil
+	return data, name, true, nil
 }
 
 // untilDone returns what read returns, or ctx's cause as soon as ctx is
@@ -343,28 +341,21 @@ func (s *Source) Close() error {
 }
 
 // Open opens name as bytes: a file, standard input ("-", a .pte or .ptd
-// file, read into memory as readStdin bounds it) or a URL (an *httprange.Reader, read lazily under ctx). The caller must
+// file, read into memory as readStream bounds it) or a URL (an *httprange.Reader, read lazily under ctx). The caller must
 // Close the Source.
 func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
-	switch {
-	case IsURL(name):
+	if IsURL(name) {
 		r, err := objstore.OpenURL(ctx, name, &o.HTTP)
 		if err != nil {
 			return nil, err
 		}
 		return &Source{ReaderAt: r, Size: r.Size(), Name: r.String(), closer: r}, nil
-	case name == "-":
-		data, err := o.readStdin(ctx, checkDataHead(&o.ProgramOptions))
-		if err != nil {
-			return nil, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
-		}
-		return &Source{ReaderAt: data, Size: data.size, Name: "<stdin>"}, nil
 	}
-	if data, ok, err := o.readPipe(ctx, name, checkDataHead(&o.ProgramOptions)); ok {
+	if data, shown, ok, err := o.inMemory(ctx, name, checkDataHead(&o.ProgramOptions)); ok {
 		if err != nil {
 			return nil, err
 		}
-		return &Source{ReaderAt: data, Size: data.size, Name: name}, nil
+		return &Source{ReaderAt: data, Size: data.size, Name: shown}, nil
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -389,7 +380,7 @@ func checkDataHead(opts *pte.OpenOptions) func([]byte) (int64, error) {
 	}
 }
 
-// stdinLimit is the most readStdin holds: the program-size limit
+// stdinLimit is the most readStream holds: the program-size limit
 // (MaxProgramSize or EnvMaxProgramSize), which for standard input bounds
 // the whole input, segments included, since it is all held in memory.
 func (o *Opener) stdinLimit() int64 {
@@ -417,24 +408,15 @@ func (e *StdinLimitError) Error() string {
 		what, EnvMaxProgramSize, EnvMaxProgramSize, compilespec.FormatSize(raise))
 }
 
-// readStdin reads standard input into memory, bounded: its first bytes
-// (pte.HeadSize) first, which check refuses at once when they are not
-// those of the expected format, or when the end they state is past the
-// limit; then the rest, up to that end when the head states one (what
-// follows is not read), else up to stdinLimit bytes in all. Endless input
-// of the wrong kind costs HeadSize bytes; after a program's head, the
-// program's stated size, or the limit when the head states none.
-// It ends when ctx is done, even while the writer stalls (untilDone).
-func (o *Opener) readStdin(ctx context.Context, check func(head []byte) (int64, error)) (*chunks, error) {
-	stdin := o.Stdin
-	if stdin == nil {
-		stdin = bytes.NewReader(nil)
-	}
-	return untilDone(ctx, func() (*chunks, error) { return o.readStream(ctx, stdin, "standard input", check) })
-}
-
-// readStream is readStdin over any stream, what naming it in errors; it
-// stops reading once ctx is done.
+// readStream reads a stream (standard input, a pipe) into memory,
+// bounded, what naming it in errors: its first bytes (pte.HeadSize)
+// first, which check refuses at once when they are not those of the
+// expected format, or when the end they state is past the limit; then the
+// rest, up to that end when the head states one (what follows is not
+// read), else up to stdinLimit bytes in all. Endless input of the wrong
+// kind costs HeadSize bytes; after a program's head, the program's stated
+// size, or the limit when the head states none. It stops reading once ctx
+// is done.
 func (o *Opener) readStream(ctx context.Context, stdin io.Reader, what string, check func(head []byte) (int64, error)) (*chunks, error) {
 	stdin = ctxReader{ctx, stdin}
 	limit := o.stdinLimit()

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -175,15 +176,13 @@ func Start(t testing.TB, opts ...Option) *Server {
 		rec := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone()}
 		s.mu.Lock()
 		s.active++
+		fail, hold := s.fail, s.hold
 		s.mu.Unlock()
 		defer func() {
 			s.mu.Lock()
 			s.active--
 			s.mu.Unlock()
 		}()
-		s.mu.Lock()
-		fail := s.fail
-		s.mu.Unlock()
 		if fail != nil {
 			if code := fail(r); code != 0 {
 				n, _ := io.Copy(io.Discard, r.Body)
@@ -197,9 +196,6 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 		body := &countingReader{r: r.Body}
 		r.Body = body
-		s.mu.Lock()
-		hold := s.hold
-		s.mu.Unlock()
 		if hold != nil {
 			// The store's answer is taken whole, then held back.
 			rr := httptest.NewRecorder()
@@ -213,9 +209,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 					return // the client went away
 				}
 			}
-			for k, v := range rr.Header() {
-				w.Header()[k] = v
-			}
+			maps.Copy(w.Header(), rr.Header())
 			w.WriteHeader(rr.Code)
 			w.Write(rr.Body.Bytes())
 			return

@@ -40,21 +40,15 @@ import (
 // The map is shared: callers must not modify the byte slices.
 func Programs(t testing.TB) map[string][]byte {
 	t.Helper()
-	mu.Lock()
-	defer mu.Unlock()
-	if cache == nil {
-		var err error
-		if cache, err = Build(); err != nil {
-			t.Fatalf("testprog: %v", err)
-		}
+	progs, err := built()
+	if err != nil {
+		t.Fatalf("testprog: %v", err)
 	}
-	return cache
+	return progs
 }
 
-var (
-	mu    sync.Mutex
-	cache map[string][]byte
-)
+// built is Build, run once per test binary.
+var built = sync.OnceValues(Build)
 
 // Build writes the programs Programs returns, and more: "engines_64" (a
 // method calling 64 engines of 4 KiB each, budget 512 MiB, cuda:0) and

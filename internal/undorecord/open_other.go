@@ -22,7 +22,4 @@ var errSymlink = &iofs.PathError{Op: "open", Err: iofs.ErrInvalid}
 func isSymlinkErr(err error) bool { return err == errSymlink }
 
 // owner cannot be told here: every record is refused.
-func owner(iofs.FileInfo) (uint32, bool) { return 0, false }
-
-// links cannot be told here (owner refuses every record first).
-func links(iofs.FileInfo) (uint64, bool) { return 0, false }
+func owner(iofs.FileInfo) (uid uint32, links uint64, ok bool) { return 0, 0, false }

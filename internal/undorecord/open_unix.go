@@ -17,20 +17,11 @@ func openNoFollow(path string) (*os.File, error) {
 
 func isSymlinkErr(err error) bool { return errors.Is(err, syscall.ELOOP) }
 
-// owner is the uid that owns the file of fi.
-func owner(fi iofs.FileInfo) (uint32, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
+// owner is the uid that owns the file of fi and the number of its names
+// (hard links); ok is false when fi does not say.
+func owner(fi iofs.FileInfo) (uid uint32, links uint64, ok bool) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Uid, uint64(st.Nlink), true
 	}
-	return st.Uid, true
-}
-
-// links is the number of names (hard links) of the file of fi.
-func links(fi iofs.FileInfo) (uint64, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, false
-	}
-	return uint64(st.Nlink), true
+	return 0, 0, false
 }

@@ -170,13 +170,13 @@ func trust(path string, st, file iofs.FileInfo) error {
 	if !st.Mode().IsRegular() {
 		return &Error{Path: path, Off: -1, Msg: fmt.Sprintf("not a regular file (%v)", st.Mode().Type())}
 	}
-	uid, ok := owner(st)
+	uid, links, ok := owner(st)
 	if !ok {
 		return &Error{Path: path, Off: -1, Msg: "its owner cannot be told on this system"}
 	}
 	// root can change the file anyway: its records are trusted too (root
 	// re-baking a user's file in place leaves a record the user can apply).
-	fileUID, _ := owner(file)
+	fileUID, _, _ := owner(file)
 	if uid != fileUID && int64(uid) != int64(os.Geteuid()) && uid != 0 {
 		return &Error{Path: path, Off: -1, Msg: fmt.Sprintf("owned by uid %d, neither the file's owner (uid %d), nor root, nor the user running this (uid %d)", uid, fileUID, os.Geteuid())}
 	}
@@ -186,8 +186,8 @@ func trust(path string, st, file iofs.FileInfo) error {
 	// ptekit writes a record under one name; a second name is a hard link
 	// someone made, to a file that may be another's (where the kernel does
 	// not protect hard links, anyone who can write the directory can).
-	if n, ok := links(st); ok && n != 1 {
-		return &Error{Path: path, Off: -1, Msg: fmt.Sprintf("it has %d names (a hard link), not a record ptekit wrote", n)}
+	if links != 1 {
+		return &Error{Path: path, Off: -1, Msg: fmt.Sprintf("it has %d names (a hard link), not a record ptekit wrote", links)}
 	}
 	return nil
 }
