@@ -338,3 +338,55 @@ func TestReadsOnlyHeadAndFlatbuffer(t *testing.T) {
 		t.Fatalf("read %d bytes opening a %d-byte file, want at most %d", c.Bytes(), len(b), max)
 	}
 }
+
+// TestContentsLayoutEditedInPlace: a layout of the Data that Contents
+// returned, edited in place, is written, not dropped by a verbatim copy.
+func TestContentsLayoutEditedInPlace(t *testing.T) {
+	var src bytes.Buffer
+	if _, err := ptd.Write(&src, &ptd.Data{
+		NamedData: []ptd.NamedData{{Key: "w", Layout: &ptd.TensorLayout{ScalarType: 6, Sizes: []int32{2, 2}, DimOrder: []uint8{0, 1}}}},
+		Segments:  []*io.SectionReader{io.NewSectionReader(bytes.NewReader(make([]byte, 16)), 0, 16)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, edit := range []struct {
+		name string
+		do   func(l *ptd.TensorLayout)
+	}{
+		{"sizes", func(l *ptd.TensorLayout) { l.Sizes[0] = 4; l.Sizes[1] = 1 }},
+		{"dim order", func(l *ptd.TensorLayout) { l.DimOrder[0], l.DimOrder[1] = 1, 0 }},
+		{"scalar type", func(l *ptd.TensorLayout) { l.ScalarType = 3 }},
+	} {
+		t.Run(edit.name, func(t *testing.T) {
+			f, err := ptd.NewFile(bytes.NewReader(src.Bytes()), int64(src.Len()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := f.Contents()
+			if err != nil {
+				t.Fatal(err)
+			}
+			edit.do(d.NamedData[0].Layout)
+			want := *d.NamedData[0].Layout
+			var out bytes.Buffer
+			info, err := ptd.Write(&out, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Verbatim {
+				t.Fatal("the edited layout was dropped: Write copied the source verbatim")
+			}
+			g, err := ptd.NewFile(bytes.NewReader(out.Bytes()), int64(out.Len()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := g.NamedData[0].Layout
+			if got.ScalarType != want.ScalarType || !slices.Equal(got.Sizes, want.Sizes) || !slices.Equal(got.DimOrder, want.DimOrder) {
+				t.Errorf("written layout %+v, want %+v", *got, want)
+			}
+			if l := f.NamedData[0].Layout; !slices.Equal(l.Sizes, []int32{2, 2}) || !slices.Equal(l.DimOrder, []uint8{0, 1}) || l.ScalarType != 6 {
+				t.Errorf("the source file's view changed: %+v", *l)
+			}
+		})
+	}
+}

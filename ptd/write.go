@@ -28,8 +28,8 @@ type Data struct {
 	Segments []*io.SectionReader
 
 	// src, when set, is the file Contents returned this Data for, with
-	// copies of what it returned: Write copies the file verbatim while
-	// nothing was changed.
+	// what it returned (origND is src's entries, whose layouts d does not
+	// share): Write copies the file verbatim while nothing was changed.
 	src      *File
 	origND   []NamedData
 	origSegs []*io.SectionReader
@@ -55,7 +55,9 @@ func (f *File) Contents() (*Data, error) {
 		}
 		d.NamedData = append(d.NamedData, c)
 	}
-	d.origND = slices.Clone(d.NamedData)
+	// The entries to compare with are f's own: d's layouts are copies,
+	// so an edit of one in place shows.
+	d.origND = f.NamedData
 	d.origSegs = slices.Clone(d.Segments)
 	return d, nil
 }
