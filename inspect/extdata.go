@@ -94,7 +94,7 @@ func dataStatus(s ptd.Status) DataStatus {
 func NewExternalData(r *ptd.Resolution, method string) *ExternalData {
 	out := &ExternalData{Files: []*DataFile{}, Merge: dataStatus(r.Merge), Methods: []*DataMethod{}, Missing: []string{}}
 	for _, f := range r.Files {
-		out.Files = append(out.Files, &DataFile{Name: f.Name, DataStatus: dataStatus(f.Load), Keys: nonNilSlice(f.Keys), Legacy: f.Legacy})
+		out.Files = append(out.Files, &DataFile{Name: f.Name, DataStatus: dataStatus(f.Load), Keys: nonNil(f.Keys), Legacy: f.Legacy})
 	}
 	for _, m := range r.Methods {
 		if m.Name == "" && m.Tensors == nil || method != "" && m.Name != method {
