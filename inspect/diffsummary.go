@@ -514,6 +514,7 @@ func usages(p *pte.ExecutionPlan) map[int32][]Usage {
 	return out
 }
 
+// instructionCount counts the instructions of every chain of p.
 func instructionCount(p *pte.ExecutionPlan) int {
 	n := 0
 	for _, ch := range p.Chains {

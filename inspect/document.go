@@ -10,7 +10,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/internal/jsonerr"
@@ -703,11 +702,7 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 			v = v[:MaxDocumentSpecValue]
 			raw.Size, raw.Truncated = len(cs.Value), true
 		}
-		raw.ValueHex = hex.EncodeToString(v)
-		if utf8.Valid(v) {
-			s := string(v)
-			raw.ValueUTF8 = &s
-		}
+		raw.ValueHex, raw.ValueUTF8 = hexAndText(v)
 		del.CompileSpecs = append(del.CompileSpecs, raw)
 	}
 

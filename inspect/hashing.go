@@ -116,10 +116,7 @@ func newPass(rs []io.ReaderAt, spans []span, progress func(n int64)) (*pass, err
 		p.byStart = append(p.byStart, st)
 	}
 	slices.SortFunc(p.byStart, func(x, y *spanState) int {
-		if x.sp.off != y.sp.off {
-			return cmp.Compare(x.sp.off, y.sp.off)
-		}
-		return cmp.Compare(x.sp.n, y.sp.n)
+		return cmp.Or(cmp.Compare(x.sp.off, y.sp.off), cmp.Compare(x.sp.n, y.sp.n))
 	})
 	return p, nil
 }
@@ -276,10 +273,7 @@ func (c *cursor) read(n int64) ([][]byte, error) {
 	if m <= 0 {
 		return nil, fmt.Errorf("inspect: hashing: no bytes to read at %d", c.pos)
 	}
-	if !c.activated {
-		c.p.activate(c.p.bounds[c.bi])
-		c.activated = true
-	}
+	c.activate()
 	if err := c.p.feedChunk(c.pos, m); err != nil {
 		return nil, err
 	}
@@ -290,6 +284,14 @@ func (c *cursor) read(n int64) ([][]byte, error) {
 	return c.out, nil
 }
 
+// activate makes the pass's active set that of the interval holding pos.
+func (c *cursor) activate() {
+	if !c.activated {
+		c.p.activate(c.p.bounds[c.bi])
+		c.activated = true
+	}
+}
+
 // skipTo reads (and hashes) the bytes up to offset to; bytes no span
 // covers are not read.
 func (c *cursor) skipTo(to int64) error {
@@ -298,11 +300,7 @@ func (c *cursor) skipTo(to int64) error {
 		if m <= 0 {
 			return fmt.Errorf("inspect: hashing: no bytes to read at %d", c.pos)
 		}
-		if !c.activated {
-			c.p.activate(c.p.bounds[c.bi])
-			c.activated = true
-		}
-		if len(c.p.active) == 0 {
+		if c.activate(); len(c.p.active) == 0 {
 			c.pos += m
 			continue
 		}

@@ -141,25 +141,14 @@ type segUse struct {
 func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 	p := f.Program
 	r := &SizeReport{Kind: "pte", Size: f.Size}
-	nplans := f.Program.NumPlans()
-	names := make([]string, nplans)
-	for i := range names {
-		names[i] = f.Program.PlanName(i)
-	}
-	add := func(it SizeItem) {
-		if it.Size > 0 {
-			r.Items = append(r.Items, it)
-		}
-	}
-	item := func(part string, size int64) SizeItem {
-		return SizeItem{Part: part, Plan: -1, Delegate: -1, Segment: -1, Size: size}
-	}
+	names := MethodNames(f)
+	add := r.add
 
 	// Who uses what: delegates first (in method and delegate order), then
 	// constants, mutable data and named data.
 	segUsers := make([][]segUse, len(p.Segments))
 	inlineUsers := make([][]segUse, len(p.BackendDelegateData))
-	for i := range nplans {
+	for i := range names {
 		for d, bd := range f.Program.PlanDelegates(i) {
 			if bd == nil || bd.Processed == nil {
 				continue
@@ -204,15 +193,15 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 
 	// The head and the flatbuffer region.
 	l := f.RegionLayout()
-	add(item(PartPrefix, l.Prefix))
-	add(item(PartHeader, l.Header))
-	add(item(PartTables, l.Tables))
-	add(item(PartVtables, l.Vtables))
-	add(item(PartConstantBuffer, l.ConstantBuffer))
+	add(newSizeItem(PartPrefix, l.Prefix))
+	add(newSizeItem(PartHeader, l.Header))
+	add(newSizeItem(PartTables, l.Tables))
+	add(newSizeItem(PartVtables, l.Vtables))
+	add(newSizeItem(PartConstantBuffer, l.ConstantBuffer))
 	for j, n := range l.InlineDelegateData {
 		users := inlineUsers[j]
 		if len(users) == 0 {
-			add(item(PartUnusedInlineData, n))
+			add(newSizeItem(PartUnusedInlineData, n))
 			continue
 		}
 		add(useItem(users[0], -1, n))
@@ -224,12 +213,12 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 			n    int64
 		}{{PartInstructions, pl.Instructions}, {PartValues, pl.Values}, {PartOperators, pl.Operators},
 			{PartDelegateTables, pl.Delegates}, {PartPlanTables, pl.Other}} {
-			it := item(part.name, part.n)
+			it := newSizeItem(part.name, part.n)
 			it.Plan, it.Method = i, names[i]
 			add(it)
 		}
 	}
-	add(item(PartRegionPadding, l.Padding))
+	add(newSizeItem(PartRegionPadding, l.Padding))
 
 	// The segment area: each segment's bytes that no earlier one holds,
 	// in file order; the gaps are padding, what follows the last one
@@ -245,13 +234,13 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 			continue
 		}
 		if from > end {
-			add(item(PartPadding, from-end))
+			add(newSizeItem(PartPadding, from-end))
 		}
 		end = to
 		users := segUsers[s.seg]
 		switch {
 		case len(users) == 0:
-			it := item(PartUnreferenced, to-from)
+			it := newSizeItem(PartUnreferenced, to-from)
 			it.Segment = s.seg
 			add(it)
 			continue
@@ -267,13 +256,31 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 		}
 	}
 	if end < f.Size {
-		add(item(PartTrailing, f.Size-end))
+		add(newSizeItem(PartTrailing, f.Size-end))
 	}
 	if opts != nil && opts.Data != nil {
 		r.External = externalNeeds(opts.Data)
 	}
+	return r.checked()
+}
+
+// add lists it, unless it holds no byte.
+func (r *SizeReport) add(it SizeItem) {
+	if it.Size > 0 {
+		r.Items = append(r.Items, it)
+	}
+}
+
+// newSizeItem is an item of part of size bytes that belongs to no method,
+// delegate or segment.
+func newSizeItem(part string, size int64) SizeItem {
+	return SizeItem{Part: part, Plan: -1, Delegate: -1, Segment: -1, Size: size}
+}
+
+// checked returns r when its items sum to its size, as every byte is
+// counted once by construction; a mismatch is a bug.
+func (r *SizeReport) checked() (*SizeReport, error) {
 	if total := r.Total(); total != r.Size {
-		// Every byte is counted once by construction; a mismatch is a bug.
 		return nil, fmt.Errorf("inspect: size breakdown sums to %d bytes, not the file's %d", total, r.Size)
 	}
 	return r, nil
@@ -456,29 +463,21 @@ func externalNeeds(res *ptd.Resolution) []SizeExternal {
 // trailing bytes. It reads no payload.
 func SizePTD(f *ptd.File) (*SizeReport, error) {
 	r := &SizeReport{Kind: "ptd", Size: f.Size}
-	item := func(part string, size int64) SizeItem {
-		return SizeItem{Part: part, Plan: -1, Delegate: -1, Segment: -1, Size: size}
-	}
-	var items []SizeItem
-	add := func(it SizeItem) {
-		if it.Size > 0 {
-			items = append(items, it)
-		}
-	}
+	add := r.add
 	h := f.Header
 	clip := func(v uint64) int64 { return int64(min(v, uint64(f.Size))) }
 	end := clip(8)
-	add(item(PartPrefix, end))
+	add(newSizeItem(PartPrefix, end))
 	hEnd := max(end, clip(ptd.HeaderOffset+uint64(h.Length)))
-	add(item(PartHeader, hEnd-end))
+	add(newSizeItem(PartHeader, hEnd-end))
 	end = hEnd
 	fbStart := max(end, clip(h.FlatbufferOffset))
-	add(item(PartRegionPadding, fbStart-end))
+	add(newSizeItem(PartRegionPadding, fbStart-end))
 	fbEnd := fbStart
 	if h.FlatbufferOffset+h.FlatbufferSize >= h.FlatbufferOffset {
 		fbEnd = max(fbStart, clip(h.FlatbufferOffset+h.FlatbufferSize))
 	}
-	add(item(PartTables, fbEnd-fbStart))
+	add(newSizeItem(PartTables, fbEnd-fbStart))
 	end = fbEnd
 	users := make([][]string, len(f.Segments))
 	for _, nd := range f.NamedData {
@@ -506,7 +505,7 @@ func SizePTD(f *ptd.File) (*SizeReport, error) {
 			continue
 		}
 		if from > end {
-			add(item(PartPadding, from-end))
+			add(newSizeItem(PartPadding, from-end))
 		}
 		end = to
 		if legacy != nil && len(legacy[s.seg]) > 0 {
@@ -517,7 +516,7 @@ func SizePTD(f *ptd.File) (*SizeReport, error) {
 			}
 			order, bytesOf := splitAt(s.start, from, to, offs, func(k int) int { return k })
 			for _, k := range order {
-				it := item(PartUnreferenced, bytesOf[k])
+				it := newSizeItem(PartUnreferenced, bytesOf[k])
 				it.Segment = s.seg
 				if k >= 0 {
 					it.Part, it.Key = PartNamedData, ts[k].FullyQualifiedName
@@ -526,7 +525,7 @@ func SizePTD(f *ptd.File) (*SizeReport, error) {
 			}
 			continue
 		}
-		it := item(PartUnreferenced, to-from)
+		it := newSizeItem(PartUnreferenced, to-from)
 		it.Segment = s.seg
 		if u := users[s.seg]; len(u) > 0 {
 			it.Part, it.Key = PartNamedData, u[0]
@@ -535,13 +534,9 @@ func SizePTD(f *ptd.File) (*SizeReport, error) {
 		add(it)
 	}
 	if end < f.Size {
-		add(item(PartTrailing, f.Size-end))
+		add(newSizeItem(PartTrailing, f.Size-end))
 	}
-	r.Items = items
-	if total := r.Total(); total != r.Size {
-		return nil, fmt.Errorf("inspect: size breakdown sums to %d bytes, not the file's %d", total, r.Size)
-	}
-	return r, nil
+	return r.checked()
 }
 
 // sizeJSON is the JSON form of a SizeReport (docs/json.md, "--size"):

@@ -290,12 +290,7 @@ func (s *Summary) addDelegate(d *Delegate, m *MethodSummary, t *summaryTotals) {
 
 // planSummary is the summary of a decoded plan.
 func planSummary(ep *pte.ExecutionPlan) *MethodSummary {
-	m := &MethodSummary{Name: ep.Name, Inputs: len(ep.Inputs), Outputs: len(ep.Outputs)}
-	for _, c := range ep.Chains {
-		if c != nil {
-			m.Instructions += len(c.Instructions)
-		}
-	}
+	m := &MethodSummary{Name: ep.Name, Inputs: len(ep.Inputs), Outputs: len(ep.Outputs), Instructions: instructionCount(ep)}
 	for _, i := range ep.Outputs {
 		if i < 0 || int(i) >= len(ep.Values) || ep.Values[i] == nil {
 			continue
