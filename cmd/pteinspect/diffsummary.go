@@ -37,10 +37,10 @@ func writeDiffSummary(w io.Writer, names [2]string, s *inspect.DiffSummary, diff
 		writeMethodDiff(p, m)
 	}
 	if len(s.ExtraMethodsInA) > 0 {
-		p("Methods only in A: %s", strings.Join(escAll(s.ExtraMethodsInA), ", "))
+		p("Methods only in A: %s", strings.Join(each(s.ExtraMethodsInA, esc), ", "))
 	}
 	if len(s.ExtraMethodsInB) > 0 {
-		p("Methods only in B: %s", strings.Join(escAll(s.ExtraMethodsInB), ", "))
+		p("Methods only in B: %s", strings.Join(each(s.ExtraMethodsInB, esc), ", "))
 	}
 	if nd := s.NamedData; len(nd.OnlyInA)+len(nd.OnlyInB)+len(nd.Changed) > 0 {
 		p("Named data:")
@@ -106,7 +106,7 @@ const maxOtherLines = 20
 // listLine prints "  WHAT: a, b, c", or nothing when v is empty.
 func listLine(p func(string, ...any), what string, v []string) {
 	if len(v) > 0 {
-		p("  %s: %s", what, strings.Join(escAll(v), ", "))
+		p("  %s: %s", what, strings.Join(each(v, esc), ", "))
 	}
 }
 
@@ -275,7 +275,7 @@ func writeMethodDiff(p func(string, ...any), m *inspect.MethodDiff) {
 	listLine(p, "delegates only in A", m.DelegatesOnlyInA)
 	listLine(p, "delegates only in B", m.DelegatesOnlyInB)
 	if v := m.NonConstBufferSizes; v != nil {
-		p("  non_const_buffer_sizes: %s -> %s", int64s(v[0]), int64s(v[1]))
+		p("  non_const_buffer_sizes: %s -> %s", ints(v[0], ", "), ints(v[1], ", "))
 	}
 	if v := m.ValueCount; v != nil {
 		p("  values: %d -> %d", v[0], v[1])
@@ -341,22 +341,9 @@ func refText(r *inspect.TensorRef) string {
 	return s
 }
 
-// int64s formats a list as shape does: "[0, 32]".
-func int64s(v []int64) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = strconv.FormatInt(x, 10)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
 // usesText lists uses as "arg 0 of aten::add.out, arg 1 of ...".
 func usesText(us []inspect.Usage) string {
-	parts := make([]string, len(us))
-	for i, u := range us {
-		parts[i] = fmt.Sprintf("arg %d of %s", u.Arg, esc(u.Name))
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(each(us, func(u inspect.Usage) string { return fmt.Sprintf("arg %d of %s", u.Arg, esc(u.Name)) }), ", ")
 }
 
 // jsonText writes a field value compactly, as its JSON form.
@@ -405,7 +392,7 @@ func writeTensorDiff(p func(string, ...any), t *inspect.TensorDiff) {
 		p("        constant data: %d of %d elements differ, max |diff| %s, mean |diff| %s",
 			d.Differing, d.Elements, num(float64(d.MaxAbs)), num(float64(d.MeanAbs)))
 		for _, e := range d.Samples {
-			p("          %s (flat %d): %s -> %s", int64s(e.Index), e.Flat, num(float64(e.A)), num(float64(e.B)))
+			p("          %s (flat %d): %s -> %s", ints(e.Index, ", "), e.Flat, num(float64(e.A)), num(float64(e.B)))
 		}
 		if rest := d.Differing - int64(len(d.Samples)); rest > 0 {
 			p("          ... %d more", rest)

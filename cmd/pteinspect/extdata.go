@@ -176,12 +176,8 @@ func printPTD(w io.Writer, name string, doc *inspect.PTDDocument) {
 }
 
 // ints formats a list of integers as "[2 2]" (sep " ") or "[2, 2]".
-func ints[T int32 | int](s []T, sep string) string {
-	parts := make([]string, len(s))
-	for i, v := range s {
-		parts[i] = strconv.FormatInt(int64(v), 10)
-	}
-	return "[" + strings.Join(parts, sep) + "]"
+func ints[T int32 | int | int64](s []T, sep string) string {
+	return "[" + strings.Join(each(s, func(v T) string { return strconv.FormatInt(int64(v), 10) }), sep) + "]"
 }
 
 // printVerify prints findings as --verify does and returns its exit status.

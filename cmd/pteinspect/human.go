@@ -286,7 +286,7 @@ func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *op
 		t.row("header", "none")
 	}
 	t.row("version", strconv.FormatUint(uint64(p.Version), 10))
-	t.row("methods", fmt.Sprintf("%d: %s", f.Program.NumPlans(), joinOr(escAll(inspect.MethodNames(f)))))
+	t.row("methods", fmt.Sprintf("%d: %s", f.Program.NumPlans(), joinOr(each(inspect.MethodNames(f), esc))))
 	t.flush()
 
 	printSegments(w, doc)
@@ -435,31 +435,30 @@ func printIO(w io.Writer, what string, idx []int32, values []*pte.EValue) {
 	t := newTable(w, "    ")
 	t.row("VALUE", "TYPE", "DTYPE", "SHAPE", "DYNAMISM")
 	for _, i := range idx {
+		var typ, dtype, shape, dynamism string
 		if i < 0 || int(i) >= len(values) || values[i] == nil {
-			t.row(strconv.Itoa(int(i)), "(index out of range)", "", "", "")
-			continue
-		}
-		v := values[i].Val
-		switch x := v.(type) {
-		case nil:
-			t.row(strconv.Itoa(int(i)), "NONE", "", "", "")
-		case *pte.UnknownValue:
-			if x == nil {
-				t.row(strconv.Itoa(int(i)), "NONE", "", "", "")
-			} else {
-				t.row(strconv.Itoa(int(i)), "unknown tag "+strconv.Itoa(int(x.Tag)), "", "", "")
+			typ = "(index out of range)"
+		} else {
+			switch x := values[i].Val.(type) {
+			case nil:
+				typ = "NONE"
+			case *pte.UnknownValue:
+				typ = "NONE"
+				if x != nil {
+					typ = "unknown tag " + strconv.Itoa(int(x.Tag))
+				}
+			case *pte.Tensor:
+				typ = "Tensor (no table)"
+				if x != nil {
+					typ, dtype, shape, dynamism = "Tensor", x.ScalarType.String(), ints(x.Sizes, ", "), x.ShapeDynamism.String()
+				}
+			default:
+				// The other members' KernelType does not read the
+				// receiver, which may be nil in a damaged file.
+				typ = x.KernelType().String()
 			}
-		case *pte.Tensor:
-			if x == nil {
-				t.row(strconv.Itoa(int(i)), "Tensor (no table)", "", "", "")
-			} else {
-				t.row(strconv.Itoa(int(i)), "Tensor", x.ScalarType.String(), ints(x.Sizes, ", "), x.ShapeDynamism.String())
-			}
-		default:
-			// The other members' KernelType does not read the receiver,
-			// which may be nil in a damaged file.
-			t.row(strconv.Itoa(int(i)), v.KernelType().String(), "", "", "")
 		}
+		t.row(strconv.Itoa(int(i)), typ, dtype, shape, dynamism)
 	}
 	t.flush()
 }
@@ -629,19 +628,13 @@ func isPlain(s string) bool {
 }
 
 func quoteAll(s []string) string {
-	q := make([]string, len(s))
-	for i, x := range s {
-		q[i] = strconv.Quote(x)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return "[" + strings.Join(each(s, strconv.Quote), ", ") + "]"
 }
 
 func aliases(a []inspect.TRTAliasedIO) string {
-	parts := make([]string, len(a))
-	for i, x := range a {
-		parts[i] = fmt.Sprintf("%s <- %s (%s)", quoteValue(x.Output), quoteValue(x.Input), pyText(x.Kind))
-	}
-	return joinOr(parts)
+	return joinOr(each(a, func(x inspect.TRTAliasedIO) string {
+		return fmt.Sprintf("%s <- %s (%s)", quoteValue(x.Output), quoteValue(x.Input), pyText(x.Kind))
+	}))
 }
 
 func yesNo(b bool) string {

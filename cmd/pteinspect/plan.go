@@ -173,7 +173,7 @@ func printPlan(w io.Writer, f *pte.File, plan *executor.ProgramPlan, facts []eng
 			printDelegatePlan(w, &m, &d, pinnedDevice(ds, d.Index), lo)
 		}
 		if len(m.MissingOperators) > 0 {
-			fmt.Fprintf(w, "  operators without a kernel here (fail at execution, not load): %s\n", strings.Join(escAll(m.MissingOperators), ", "))
+			fmt.Fprintf(w, "  operators without a kernel here (fail at execution, not load): %s\n", strings.Join(each(m.MissingOperators, esc), ", "))
 		}
 	}
 	if sm := plan.ScratchMemory; sm != nil && sm.WithoutPool > 0 {

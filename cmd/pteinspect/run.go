@@ -394,7 +394,7 @@ func checkFilters(f *pte.File, o *options) error {
 			if o.method != "" {
 				where = " in method " + strconv.Quote(o.method)
 			}
-			return fmt.Errorf("%w %q%s (backends: %s)", inspect.ErrNoBackend, o.backend, where, joinOr(escAll(ids)))
+			return fmt.Errorf("%w %q%s (backends: %s)", inspect.ErrNoBackend, o.backend, where, joinOr(each(ids, esc)))
 		}
 	}
 	return nil

@@ -141,11 +141,7 @@ func backendsText(bs []inspect.BackendCount) string {
 	if len(bs) == 0 {
 		return "none"
 	}
-	parts := make([]string, len(bs))
-	for i, b := range bs {
-		parts[i] = strconv.Itoa(b.Count) + " " + esc(b.ID)
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(each(bs, func(b inspect.BackendCount) string { return strconv.Itoa(b.Count) + " " + esc(b.ID) }), ", ")
 }
 
 func problemsText(s *inspect.Summary) string {
@@ -158,11 +154,7 @@ func problemsText(s *inspect.Summary) string {
 func methodText(m *inspect.MethodSummary) string {
 	parts := []string{cli.Count(m.Inputs, "input"), cli.Count(m.Outputs, "output"), cli.Count(m.Instructions, "instruction")}
 	if len(m.Returns) > 0 {
-		r := make([]string, len(m.Returns))
-		for i, c := range m.Returns {
-			r[i] = c.Type + " " + escText(c.Value)
-		}
-		parts = append(parts, "returns "+strings.Join(r, ", "))
+		parts = append(parts, "returns "+strings.Join(each(m.Returns, func(c inspect.Constant) string { return c.Type + " " + escText(c.Value) }), ", "))
 	}
 	switch {
 	case m.Budgeted > 0 && m.Automatic > 0:
