@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -167,24 +168,17 @@ func engineSize(v *uint64) string {
 // engineSizes writes the engine sizes of a group of delegates: "N bytes",
 // or "N to M bytes".
 func engineSizes(g []groupItem) string {
-	lo, hi := "", ""
-	var min, max uint64
-	for i, it := range g {
-		v := it.trt.EngineSize[0]
-		if v == nil {
+	var sizes []uint64
+	for _, it := range g {
+		if it.trt.EngineSize[0] == nil {
 			return "some unreadable"
 		}
-		if i == 0 || *v < min {
-			min, lo = *v, engineSize(v)
-		}
-		if i == 0 || *v > max {
-			max, hi = *v, engineSize(v)
-		}
+		sizes = append(sizes, *it.trt.EngineSize[0])
 	}
-	if lo == hi {
-		return lo + " bytes each"
+	if lo, hi := slices.Min(sizes), slices.Max(sizes); lo != hi {
+		return fmt.Sprintf("%d to %d bytes", lo, hi)
 	}
-	return lo + " to " + hi + " bytes"
+	return fmt.Sprintf("%d bytes each", sizes[0])
 }
 
 // budgetChange writes a TensorRT delegate's budget: "budget X", or

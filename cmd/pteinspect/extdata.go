@@ -89,10 +89,7 @@ func runPTD(ctx context.Context, opener *input.Opener, name string, stdout, stde
 		if o.verify && errors.As(err, &fe) {
 			return printVerify(stdout, stderr, name, nil, []inspect.Problem{inspect.PTDFormatProblem(fe)}, o)
 		}
-		if o.json {
-			writeFailure(stdout, err, false)
-		}
-		return failErr(stderr, name, err)
+		return failure(stdout, stderr, name, o, err)
 	}
 	defer c.Close()
 	doc, err := inspect.BuildPTD(f, o.hash)

@@ -54,10 +54,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options, srcs []p
 	check.Prefetch(f) // the plan reads every blob's header and metadata
 	plan, err := executor.PlanProgram(f, opts)
 	if err != nil {
-		if o.json {
-			writeFailure(w, err, true)
-		}
-		return failErr(stderr, name, err)
+		return failure(w, stderr, name, o, err)
 	}
 	inspect.NarrowPlan(plan, o.method, o.backend)
 	code := exitOK

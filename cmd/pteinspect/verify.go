@@ -22,10 +22,7 @@ import (
 func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, stderr io.Writer, o *options, srcs []ptd.Source) int {
 	fail := func(err error) int {
 		warnUndo(stderr, o.undo, o.quiet)
-		if o.json {
-			writeFailure(stdout, err, false)
-		}
-		return failErr(stderr, name, err)
+		return failure(stdout, stderr, name, o, err)
 	}
 	probs := o.undoFindings()
 	var file *inspect.File // null in the JSON when the file does not open
