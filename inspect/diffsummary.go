@@ -214,7 +214,7 @@ type TRTDiff struct {
 // DiffSummaryOptions gives SummarizeDiff what the caller already has.
 type DiffSummaryOptions struct {
 	// Docs are both programs' documents built with Options.Hash (by
-	// BuildPair); nil: SummarizeDiff builds them.
+	// BuildDiffPair); nil: SummarizeDiff builds them.
 	Docs [2]*Document
 	// Differences is DiffDocuments of Docs; nil: SummarizeDiff computes it.
 	Differences []Difference
