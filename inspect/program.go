@@ -55,12 +55,6 @@ type Program struct {
 	Hash bool
 }
 
-// NewProgram returns the JSON form of p. With hash set, byte vectors carry
-// their SHA-256. p must not be nil.
-func NewProgram(p *pte.Program, hash bool) *Program {
-	return &Program{Program: p, Hash: hash}
-}
-
 // MarshalJSON writes the program's JSON form.
 func (p Program) MarshalJSON() ([]byte, error) {
 	if p.Program == nil {
