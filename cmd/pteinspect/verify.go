@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/ptd"
@@ -33,7 +34,7 @@ func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, s
 		if !errors.As(err, &fe) || errors.As(err, &le) {
 			return fail(err) // not a finding: this reader's limit
 		}
-		probs = append(probs, inspect.FormatProblem(pte.SeverityError, "", fe))
+		probs = append(probs, check.FormatProblem(pte.SeverityError, "", fe))
 	} else {
 		defer f.Close()
 		file = &inspect.File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier}
