@@ -79,10 +79,12 @@ func writeDiffSummary(w io.Writer, names [2]string, s *inspect.DiffSummary, diff
 			printGrouped(p, items, func(key string, g []groupItem) string {
 				return "engines unchanged (" + engineSizes(g) + "), " + key
 			})
-		}
-		for _, t := range s.TensorRT {
-			if !s.SpecsOnly {
-				writeTRTDiff(p, t)
+		} else {
+			for _, t := range s.TensorRT {
+				p("  %s", trtLine(t))
+				for _, c := range t.Specs {
+					p("    %s", specLine(c))
+				}
 			}
 		}
 	}
@@ -194,13 +196,6 @@ func budgetChange(t *inspect.TRTDiff) string {
 		return "budget " + a + " -> " + b
 	}
 	return "budget " + budget(t.Budget[0])
-}
-
-func writeTRTDiff(p func(string, ...any), t *inspect.TRTDiff) {
-	p("  %s", trtLine(t))
-	for _, c := range t.Specs {
-		p("    %s", specLine(c))
-	}
 }
 
 // delegateAt names a delegate: "METHOD delegate I".

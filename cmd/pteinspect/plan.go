@@ -34,22 +34,14 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options, srcs []p
 			return usageErr(stderr, "--backend-option %s: %v", s, err)
 		}
 	}
-	facts := engineFacts(o)
+	facts := engineFacts(o, &opts)
 	for i := range facts {
 		fc := &facts[i]
 		v, err := sizeFlag(fc.flag, *fc.value)
 		if err != nil {
 			return usageErr(stderr, "%v", err)
 		}
-		fc.stated = v
-		switch fc.fact {
-		case executor.FactStreamable:
-			opts.Streamable = v
-		case executor.FactScratch:
-			opts.Scratch = v
-		case executor.FactAutomatic:
-			opts.Automatic = v
-		}
+		fc.stated, *fc.option = v, v
 	}
 	check.Prefetch(f) // the plan reads every blob's header and metadata
 	plan, err := executor.PlanProgram(f, opts)
@@ -92,20 +84,22 @@ type engineFact struct {
 	what  string  // what it is, for people
 	flag  string  // the flag that states it
 	value *string // the flag's value, "" when not given
-	// stated is the value, nil when not given.
+	// stated is the value, nil when not given; option is where the plan's
+	// options take it.
 	stated *int64
+	option **int64
 	// unknown says what a plan without the fact lacks.
 	unknown string
 }
 
-func engineFacts(o *options) []engineFact {
+func engineFacts(o *options, po *executor.PlanOptions) []engineFact {
 	return []engineFact{
 		{fact: executor.FactStreamable, what: "streamable weight size", flag: "--streamable-bytes", value: &o.streamable,
-			unknown: "unknown, so applied budgets are open"},
+			option: &po.Streamable, unknown: "unknown, so applied budgets are open"},
 		{fact: executor.FactScratch, what: "activation scratch size", flag: "--scratch-bytes", value: &o.scratch,
-			unknown: "unknown, so scratch memory is open"},
+			option: &po.Scratch, unknown: "unknown, so scratch memory is open"},
 		{fact: executor.FactAutomatic, what: "automatic budget", flag: "--automatic-bytes", value: &o.automatic,
-			unknown: "TensorRT computes it on the device, so it is open"},
+			option: &po.Automatic, unknown: "TensorRT computes it on the device, so it is open"},
 	}
 }
 

@@ -385,7 +385,7 @@ func newMeter(stderr io.Writer, quiet bool, label string) *progress.Meter {
 // checkFilters makes sure --method and --delegate name something in f.
 func checkFilters(f *pte.File, o *options) error {
 	if o.method != "" && f.PlanIndex(o.method) < 0 {
-		return noMethod(f, o.method)
+		return fmt.Errorf("%w %q (methods: %s)", inspect.ErrNoMethod, o.method, joinOr(each(inspect.MethodNames(f), esc)))
 	}
 	if o.backend != "" {
 		ids := inspect.BackendIDs(f.Program, o.method)

@@ -38,8 +38,8 @@ func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, s
 	} else {
 		defer f.Close()
 		file = &inspect.File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier}
-		if o.method != "" && f.PlanIndex(o.method) < 0 {
-			return fail(noMethod(f, o.method))
+		if err := checkFilters(f, o); err != nil {
+			return fail(err) // --method: --verify takes no --delegate
 		}
 		var all []inspect.Problem
 		if len(srcs) > 0 {
