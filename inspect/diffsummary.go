@@ -461,9 +461,9 @@ func namedSegments(f *pte.File, d *Document) map[string]*Segment {
 	return out
 }
 
-// operatorName is an operator as upstream names it: NAME.OVERLOAD, or NAME
-// when the overload is empty.
-func operatorName(op *pte.Operator) string {
+// OperatorName is an operator as upstream names it: NAME.OVERLOAD, or NAME
+// when the overload is empty ("" for a nil operator).
+func OperatorName(op *pte.Operator) string {
 	if op == nil {
 		return ""
 	}
@@ -494,7 +494,7 @@ func usages(p *pte.ExecutionPlan) map[int32][]Usage {
 			case *pte.KernelCall:
 				name = fmt.Sprintf("operator#%d", x.OpIndex)
 				if x.OpIndex >= 0 && int(x.OpIndex) < len(p.Operators) && p.Operators[x.OpIndex] != nil {
-					name = operatorName(p.Operators[x.OpIndex])
+					name = OperatorName(p.Operators[x.OpIndex])
 				}
 				args = x.Args
 			case *pte.DelegateCall:
@@ -562,7 +562,7 @@ func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDi
 		var out []string
 		for _, op := range p.Operators {
 			if op != nil {
-				out = append(out, operatorName(op))
+				out = append(out, OperatorName(op))
 			}
 		}
 		return out

@@ -336,18 +336,8 @@ func printMethod(w io.Writer, m *inspect.MethodView, o *options) {
 	t := newTable(w, "  ")
 	t.row("values", strconv.Itoa(len(ep.Values)))
 	t.row("instructions", instructionCounts(ep.Chains))
-	ops := make([]string, 0, len(ep.Operators))
-	for _, op := range ep.Operators {
-		if op == nil {
-			continue
-		}
-		s := op.Name
-		if op.Overload != "" {
-			s += "." + op.Overload
-		}
-		ops = append(ops, esc(s))
-	}
-	t.row("operators", joinOr(ops))
+	ops := slices.DeleteFunc(slices.Clone(ep.Operators), func(op *pte.Operator) bool { return op == nil })
+	t.row("operators", joinOr(each(ops, func(op *pte.Operator) string { return esc(inspect.OperatorName(op)) })))
 	t.row("memory plan", memoryPlan(ep.NonConstBufferSizes))
 	t.flush()
 
