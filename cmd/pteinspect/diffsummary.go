@@ -232,11 +232,7 @@ func printGrouped(p func(string, ...any), items []groupItem, text func(key strin
 			p("  %s", g[0].single)
 			continue
 		}
-		var names []string
-		for _, it := range g[:min(len(g), groupShown)] {
-			names = append(names, it.where)
-		}
-		where := strings.Join(names, ", ")
+		where := strings.Join(each(g[:min(len(g), groupShown)], func(it groupItem) string { return it.where }), ", ")
 		if len(g) > groupShown {
 			where += fmt.Sprintf(" and %d more", len(g)-groupShown)
 		}

@@ -159,10 +159,7 @@ func printSize(w io.Writer, name string, r *inspect.SizeReport, long bool) {
 		for _, g := range groups[len(shown):] {
 			rest += g.Size
 		}
-		names := make([]string, 0, 3)
-		for _, g := range groups[len(shown):min(len(groups), len(shown)+3)] {
-			names = append(names, esc(g.Name))
-		}
+		names := each(groups[len(shown):min(len(groups), len(shown)+3)], func(g inspect.SizeGroup) string { return esc(g.Name) })
 		if len(groups)-len(shown) > 3 {
 			names = append(names, "...")
 		}

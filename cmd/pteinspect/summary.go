@@ -41,10 +41,7 @@ func printSummary(w io.Writer, name string, f *pte.File, s *inspect.Summary, doc
 	if doc.File.SHA256.Hex != "" {
 		t.row("sha256", doc.File.SHA256.Hex)
 	}
-	names := make([]string, 0, min(len(s.Methods), summaryNames))
-	for _, m := range s.Methods[:min(len(s.Methods), summaryNames)] {
-		names = append(names, esc(m.Name))
-	}
+	names := each(s.Methods[:min(len(s.Methods), summaryNames)], func(m *inspect.MethodSummary) string { return esc(m.Name) })
 	methods := fmt.Sprintf("%d: %s", s.MethodCount, strings.Join(names, ", "))
 	if s.MethodCount == 0 {
 		methods = "none"
