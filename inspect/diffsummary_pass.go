@@ -593,9 +593,8 @@ func scheduleConstants(tasks []*constTask) (order, left []*constTask) {
 		}
 		return out
 	}
-	sideA := func(t *constTask) constSource { return t.a }
-	sideB := func(t *constTask) constSource { return t.b }
-	onlyA, onlyB = fit(onlyA, sideA), fit(onlyB, sideB)
+	onlyA = fit(onlyA, func(t *constTask) constSource { return t.a })
+	onlyB = fit(onlyB, func(t *constTask) constSource { return t.b })
 	// The one-file tasks go before the first two-file task that starts
 	// after them on their file.
 	for _, t := range append(kept, nil) {

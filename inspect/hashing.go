@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/ptekit/ptekit/pte"
@@ -111,10 +112,7 @@ func newPass(rs []io.ReaderAt, spans []span, progress func(n int64)) (*pass, err
 	}
 	slices.Sort(p.bounds)
 	p.bounds = slices.Compact(p.bounds)
-	p.byStart = make([]*spanState, 0, len(p.states))
-	for _, st := range p.states {
-		p.byStart = append(p.byStart, st)
-	}
+	p.byStart = slices.Collect(maps.Values(p.states))
 	slices.SortFunc(p.byStart, func(x, y *spanState) int {
 		return cmp.Or(cmp.Compare(x.sp.off, y.sp.off), cmp.Compare(x.sp.n, y.sp.n))
 	})
