@@ -85,8 +85,7 @@ func runPTD(ctx context.Context, opener *input.Opener, name string, stdout, stde
 	}
 	f, c, err := openPTD(ctx, opener, name)
 	if err != nil {
-		var fe *ptd.FormatError
-		if o.verify && errors.As(err, &fe) {
+		if fe, ok := errors.AsType[*ptd.FormatError](err); ok && o.verify {
 			return printVerify(stdout, stderr, name, nil, []inspect.Problem{inspect.PTDFormatProblem(fe)}, o)
 		}
 		return failure(stdout, stderr, name, o, err)

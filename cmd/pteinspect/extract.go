@@ -122,9 +122,8 @@ func writeFailed(ctx context.Context, stderr io.Writer, name, output, what strin
 // (the input, or an existing file without --force) as a usage error; flag
 // names the option that named it (-o, --html) and what the output holds.
 func outputUsageErr(stderr io.Writer, flag, what, output string, err error) (int, bool) {
-	var ie *atomicfile.InputError
-	switch {
-	case errors.As(err, &ie):
+	switch ie, ok := errors.AsType[*atomicfile.InputError](err); {
+	case ok:
 		return usageErr(stderr, "%s %s; write the %s elsewhere", flag, esc(ie.Error()), what), true
 	case errors.Is(err, fs.ErrExist):
 		return usageErr(stderr, "-o %s exists; pass --force to replace it", esc(output)), true

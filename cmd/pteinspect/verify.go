@@ -29,9 +29,8 @@ func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, s
 	var file *inspect.File // null in the JSON when the file does not open
 	f, err := opener.Program(ctx, name)
 	if err != nil {
-		var fe *pte.FormatError
-		var le *pte.ProgramLimitError
-		if !errors.As(err, &fe) || errors.As(err, &le) {
+		fe, ok := errors.AsType[*pte.FormatError](err)
+		if _, limit := errors.AsType[*pte.ProgramLimitError](err); !ok || limit {
 			return fail(err) // not a finding: this reader's limit
 		}
 		probs = append(probs, check.FormatProblem(pte.SeverityError, "", fe))
