@@ -220,7 +220,10 @@ func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *op
 	t.row("methods", fmt.Sprintf("%d: %s", f.Program.NumPlans(), joinOr(each(inspect.MethodNames(f), esc))))
 	t.flush()
 
-	printSegments(w, doc)
+	printSegmentTable(w, len(doc.Segments), func(i int) segmentRow {
+		s := doc.Segments[i]
+		return segmentRow{s.Index, s.FileOffset, s.Size, s.Resolvable, "", s.UsedBy, s.SHA256}
+	})
 	// Printed: let them go before the methods are read (one per engine in
 	// a program of many small engines).
 	doc.Segments = nil
@@ -262,13 +265,6 @@ func printProblems(w io.Writer, probs []inspect.Problem) {
 	for _, p := range probs {
 		fmt.Fprintf(w, "  %s\n", escText(p.String()))
 	}
-}
-
-func printSegments(w io.Writer, doc *inspect.Document) {
-	printSegmentTable(w, len(doc.Segments), func(i int) segmentRow {
-		s := doc.Segments[i]
-		return segmentRow{s.Index, s.FileOffset, s.Size, s.Resolvable, "", s.UsedBy, s.SHA256}
-	})
 }
 
 // segmentRow is one line of a segments table, of a program or a .ptd file.
