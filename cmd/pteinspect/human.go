@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -308,17 +309,10 @@ func printSegmentTable(w io.Writer, n int, row func(i int) segmentRow) {
 		}
 		cells := []string{strconv.Itoa(s.index), off, compilespec.FormatSizeApprox(s.size), used}
 		if hashed {
-			cells = append(cells, hashText(s.sha256))
+			cells = append(cells, cmp.Or(s.sha256.Hex, "-"))
 		}
 		return cells
 	})
-}
-
-func hashText(d inspect.Digest) string {
-	if d.Hex == "" {
-		return "-"
-	}
-	return d.Hex
 }
 
 // printMethod prints one method of the --long view up to its delegates'
