@@ -36,7 +36,7 @@ func absentProgram() *pte.Program {
 // TestAbsentStringsJSON: absent strings are null, present empty ones are
 // "".
 func TestAbsentStringsJSON(t *testing.T) {
-	out, err := Marshal(NewProgram(absentProgram(), false))
+	out, err := Marshal(&Program{Program: absentProgram(), Hash: false})
 	require.NoError(t, err)
 	text := string(out)
 	for _, want := range []string{
@@ -53,7 +53,7 @@ func TestAbsentStringsJSON(t *testing.T) {
 	// A listed field with a value is present (the value wins).
 	p := absentProgram()
 	p.Plan(0).Name = "forward"
-	out, err = Marshal(NewProgram(p, false))
+	out, err = Marshal(&Program{Program: p, Hash: false})
 	require.NoError(t, err)
 	assert.Contains(t, string(out), `"name": "forward"`)
 	assert.Equal(t, 1, strings.Count(string(out), `"name": null`), "operator name only: %s", out)

@@ -407,19 +407,11 @@ func sameNumber(x, y string) bool {
 	return errx == nil && erry == nil && fx == fy
 }
 
+// remove deletes member key of the object n, if it has one.
 func (n *node) remove(key string) {
-	if n.kind != 'o' {
-		return
-	}
-	if _, ok := n.obj[key]; !ok {
-		return
-	}
-	delete(n.obj, key)
-	for i, k := range n.keys {
-		if k == key {
-			n.keys = append(n.keys[:i], n.keys[i+1:]...)
-			break
-		}
+	if _, ok := n.obj[key]; ok && n.kind == 'o' {
+		delete(n.obj, key)
+		n.keys = slices.DeleteFunc(n.keys, func(k string) bool { return k == key })
 	}
 }
 

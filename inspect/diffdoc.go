@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/ptekit/ptekit/pte"
 )
@@ -341,12 +343,7 @@ func matchRenames(a, b *viewer) {
 func equalExcept(a, b *node, k string) bool {
 	strip := func(n *node) *node {
 		c := *n
-		c.keys = nil
-		for _, key := range n.keys {
-			if key != k {
-				c.keys = append(c.keys, key)
-			}
-		}
+		c.keys = slices.DeleteFunc(slices.Clone(n.keys), func(key string) bool { return key == k })
 		return &c
 	}
 	d := differ{first: true}
@@ -505,12 +502,7 @@ func (v *viewer) users() (seg, inline map[int][]string) {
 // size and digest unless only delegates use it (their view has both).
 func storage(users []string, size *node, sha Digest) *node {
 	n := newObject()
-	onlyDelegates := len(users) > 0
-	for _, u := range users {
-		if len(u) < 8 || u[:8] != "methods[" {
-			onlyDelegates = false
-		}
-	}
+	onlyDelegates := len(users) > 0 && !slices.ContainsFunc(users, func(u string) bool { return !strings.HasPrefix(u, "methods[") })
 	if !onlyDelegates {
 		n.set("size", size)
 		if !sha.IsZero() {

@@ -214,7 +214,7 @@ type TRTDiff struct {
 // DiffSummaryOptions gives SummarizeDiff what the caller already has.
 type DiffSummaryOptions struct {
 	// Docs are both programs' documents built with Options.Hash (by
-	// BuildPair); nil: SummarizeDiff builds them.
+	// BuildDiffPair); nil: SummarizeDiff builds them.
 	Docs [2]*Document
 	// Differences is DiffDocuments of Docs; nil: SummarizeDiff computes it.
 	Differences []Difference
@@ -314,7 +314,7 @@ func (s *DiffSummary) delegates(da, db *Document) {
 		if y == nil || y.ID != x.ID {
 			continue
 		}
-		specs := orEmpty(diffSpecs(x, y))
+		specs := nonNil(diffSpecs(x, y))
 		s.SpecChanges = append(s.SpecChanges, specs...)
 		if x.TensorRT == nil || y.TensorRT == nil {
 			continue
@@ -461,9 +461,9 @@ func namedSegments(f *pte.File, d *Document) map[string]*Segment {
 	return out
 }
 
-// operatorName is an operator as upstream names it: NAME.OVERLOAD, or NAME
-// when the overload is empty.
-func operatorName(op *pte.Operator) string {
+// OperatorName is an operator as upstream names it: NAME.OVERLOAD, or NAME
+// when the overload is empty ("" for a nil operator).
+func OperatorName(op *pte.Operator) string {
 	if op == nil {
 		return ""
 	}
@@ -494,7 +494,7 @@ func usages(p *pte.ExecutionPlan) map[int32][]Usage {
 			case *pte.KernelCall:
 				name = fmt.Sprintf("operator#%d", x.OpIndex)
 				if x.OpIndex >= 0 && int(x.OpIndex) < len(p.Operators) && p.Operators[x.OpIndex] != nil {
-					name = operatorName(p.Operators[x.OpIndex])
+					name = OperatorName(p.Operators[x.OpIndex])
 				}
 				args = x.Args
 			case *pte.DelegateCall:
@@ -514,6 +514,7 @@ func usages(p *pte.ExecutionPlan) map[int32][]Usage {
 	return out
 }
 
+// instructionCount counts the instructions of every chain of p.
 func instructionCount(p *pte.ExecutionPlan) int {
 	n := 0
 	for _, ch := range p.Chains {
@@ -561,7 +562,7 @@ func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDi
 		var out []string
 		for _, op := range p.Operators {
 			if op != nil {
-				out = append(out, operatorName(op))
+				out = append(out, OperatorName(op))
 			}
 		}
 		return out
@@ -578,7 +579,7 @@ func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDi
 	m.OperatorsOnlyInA, m.OperatorsOnlyInB = onlyIn(ops(pa), ops(pb), false), onlyIn(ops(pb), ops(pa), false)
 	m.DelegatesOnlyInA, m.DelegatesOnlyInB = onlyIn(dels(pa), dels(pb), true), onlyIn(dels(pb), dels(pa), true)
 	if !slices.Equal(pa.NonConstBufferSizes, pb.NonConstBufferSizes) {
-		m.NonConstBufferSizes = &[2][]int64{orEmpty(pa.NonConstBufferSizes), orEmpty(pb.NonConstBufferSizes)}
+		m.NonConstBufferSizes = &[2][]int64{nonNil(pa.NonConstBufferSizes), nonNil(pb.NonConstBufferSizes)}
 	}
 	if len(pa.Values) != len(pb.Values) {
 		m.ValueCount = &[2]int{len(pa.Values), len(pb.Values)}
@@ -632,16 +633,9 @@ func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDi
 	return m, nil
 }
 
-func orEmpty[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
 func tensorRef(k int, t *pte.Tensor, u map[int32][]Usage) *TensorRef {
-	r := &TensorRef{Index: k, ScalarType: t.ScalarType.String(), Sizes: orEmpty(t.Sizes),
-		DataBufferIdx: t.DataBufferIdx, UsedBy: orEmpty(u[int32(k)])}
+	r := &TensorRef{Index: k, ScalarType: t.ScalarType.String(), Sizes: nonNil(t.Sizes),
+		DataBufferIdx: t.DataBufferIdx, UsedBy: nonNil(u[int32(k)])}
 	if t.ExtraTensorInfo != nil && t.ExtraTensorInfo.FullyQualifiedName != "" {
 		fqn := t.ExtraTensorInfo.FullyQualifiedName
 		r.FQN = &fqn
@@ -661,7 +655,7 @@ func typeName(v pte.Value) string {
 // diffValue compares two values that are not both tensors.
 func diffValue(k int, va, vb pte.Value, ua, ub map[int32][]Usage) *ValueDiff {
 	d := &ValueDiff{Index: k, TypeA: typeName(va), TypeB: typeName(vb), Fields: []FieldDiff{},
-		UsedByA: orEmpty(ua[int32(k)]), UsedByB: orEmpty(ub[int32(k)])}
+		UsedByA: nonNil(ua[int32(k)]), UsedByB: nonNil(ub[int32(k)])}
 	if d.TypeA != d.TypeB {
 		return d
 	}

@@ -122,8 +122,7 @@ func constantSource(f *pte.File, idx uint32) (constSource, error) {
 		}
 		seg, err := f.Segment(int(cs.SegmentIndex))
 		if err != nil {
-			var fe *pte.FormatError
-			if errors.As(err, &fe) {
+			if _, ok := errors.AsType[*pte.FormatError](err); ok {
 				return constSource{}, nil // no constant segment: no bytes
 			}
 			return constSource{}, err

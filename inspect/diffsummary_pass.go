@@ -59,10 +59,13 @@ func (c *cutDigest) write(b []byte) {
 // inFile says the source is a range of the file (not in memory).
 func (s constSource) inFile() bool { return !s.inline && s.n > 0 }
 
-// BuildDiffPair is BuildPair (with Options.Hash, which it sets) that also
-// compares, in the same pass, the constant data of the tensors at the same
-// method and value index of both programs: each file is read once, from
-// the front, in chunks; where a tensor's constant bytes are in both files
+// BuildDiffPair is Build of two files with the same options and
+// Options.Hash, which it sets, as diff needs them: each file is read once,
+// and when both have the same layout (the same segment ranges and size)
+// they are read together, the bytes they share hashed once. In the same
+// pass it compares the constant data of the tensors at the same method
+// and value index of both programs, reading each file from the front, in
+// chunks; where a tensor's constant bytes are in both files
 // the two ranges are read side by side (they may sit at different offsets
 // and have different sizes). Comparisons that cannot be made in one
 // forward pass over both files (pairings that cross, such as A's first
@@ -81,8 +84,7 @@ func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *Consta
 	}
 	o.Hash = true
 	if a == nil || b == nil || a.Program == nil || b.Program == nil {
-		da, db, err := BuildPair(a, b, &o)
-		return da, db, nil, err
+		return nil, nil, nil, errNoProgram
 	}
 	cmps, tasks, err := planConstants(a, b)
 	if err != nil {
@@ -591,9 +593,8 @@ func scheduleConstants(tasks []*constTask) (order, left []*constTask) {
 		}
 		return out
 	}
-	sideA := func(t *constTask) constSource { return t.a }
-	sideB := func(t *constTask) constSource { return t.b }
-	onlyA, onlyB = fit(onlyA, sideA), fit(onlyB, sideB)
+	onlyA = fit(onlyA, func(t *constTask) constSource { return t.a })
+	onlyB = fit(onlyB, func(t *constTask) constSource { return t.b })
 	// The one-file tasks go before the first two-file task that starts
 	// after them on their file.
 	for _, t := range append(kept, nil) {

@@ -74,8 +74,8 @@ func withInlineConstants(t testing.TB, base []byte, bufs ...[]float32) []byte {
 // summarizeCounting opens both programs through range recorders (the
 // reads of opening forgotten), summarizes them with BuildDiffPair's pass,
 // calls counted with the recorders and then checks that the summary is
-// the one reading every comparison again gives (BuildPair, then
-// SummarizeDiff without Constants).
+// the one reading every comparison again gives (BuildDiffPair's documents,
+// then SummarizeDiff without Constants).
 func summarizeCounting(t *testing.T, pair [2][]byte, counted func(files [2]*pte.File, reads [2]*testkit.RangeReaderAt, docs [2]*Document)) *DiffSummary {
 	t.Helper()
 	var files [2]*pte.File
@@ -88,7 +88,7 @@ func summarizeCounting(t *testing.T, pair [2][]byte, counted func(files [2]*pte.
 	got, err := SummarizeDiff(files[0], files[1], &DiffSummaryOptions{Docs: [2]*Document{da, db}, Constants: cc})
 	require.NoError(t, err)
 	counted(files, reads, [2]*Document{da, db})
-	pa, pb, err := BuildPair(files[0], files[1], &Options{Hash: true})
+	pa, pb, _, err := BuildDiffPair(files[0], files[1], nil)
 	require.NoError(t, err)
 	want, err := SummarizeDiff(files[0], files[1], &DiffSummaryOptions{Docs: [2]*Document{pa, pb}})
 	require.NoError(t, err)

@@ -10,7 +10,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/internal/jsonerr"
@@ -141,7 +140,7 @@ type Options struct {
 	Data *ptd.Resolution
 	// Progress, when not nil, is called as hashing goes on with the bytes
 	// read so far and the bytes to read in all (the file, read once for
-	// every digest; both files for BuildPair), so that a command can show
+	// every digest; both files for BuildDiffPair), so that a command can show
 	// progress.
 	Progress func(done, total int64)
 	// URL, when not empty, is where the file was read from, for the
@@ -175,28 +174,7 @@ func Build(f *pte.File, opts *Options) (*Document, error) {
 	return build(f, opts, nil)
 }
 
-// BuildPair is Build of two files with the same options, as diff needs
-// them. With Options.Hash each file is read once; when both have the same
-// layout (the same segment ranges and size) they are read together, and
-// the bytes they share are hashed once.
-func BuildPair(a, b *pte.File, opts *Options) (*Document, *Document, error) {
-	if opts != nil && opts.Hash && a.Program != nil && b.Program != nil {
-		ps, err := passPair(a, b, opts, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		return buildPair(a, b, opts, ps)
-	}
-	da, err := build(a, opts, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	db, err := build(b, opts, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	return da, db, nil
-}
+var errNoProgram = errors.New("inspect: file has no decoded program")
 
 // meterOf returns a function that counts bytes hashed and reports them to
 // progress (nil: none) against total.
@@ -237,7 +215,7 @@ func build(f *pte.File, opts *Options, pass *passed) (*Document, error) {
 	}
 	rest := *f.Program
 	rest.SetPlans(plans)
-	doc.Program = NewProgram(&rest, st.b.opts.Hash)
+	doc.Program = &Program{Program: &rest, Hash: st.b.opts.Hash}
 	return doc, nil
 }
 
@@ -277,7 +255,7 @@ func newStream(f *pte.File, opts *Options, pass *passed, segments bool) (*Stream
 	}
 	p := f.Program
 	if p == nil {
-		return nil, errors.New("inspect: file has no decoded program")
+		return nil, errNoProgram
 	}
 	b := &builder{f: f, r: f.ReaderAt(), opts: opts, reports: &blobReports{}}
 	if opts.Hash && pass == nil {
@@ -703,11 +681,7 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 			v = v[:MaxDocumentSpecValue]
 			raw.Size, raw.Truncated = len(cs.Value), true
 		}
-		raw.ValueHex = hex.EncodeToString(v)
-		if utf8.Valid(v) {
-			s := string(v)
-			raw.ValueUTF8 = &s
-		}
+		raw.ValueHex, raw.ValueUTF8 = hexAndText(v)
 		del.CompileSpecs = append(del.CompileSpecs, raw)
 	}
 

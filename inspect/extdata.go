@@ -94,7 +94,7 @@ func dataStatus(s ptd.Status) DataStatus {
 func NewExternalData(r *ptd.Resolution, method string) *ExternalData {
 	out := &ExternalData{Files: []*DataFile{}, Merge: dataStatus(r.Merge), Methods: []*DataMethod{}, Missing: []string{}}
 	for _, f := range r.Files {
-		out.Files = append(out.Files, &DataFile{Name: f.Name, DataStatus: dataStatus(f.Load), Keys: nonNilSlice(f.Keys), Legacy: f.Legacy})
+		out.Files = append(out.Files, &DataFile{Name: f.Name, DataStatus: dataStatus(f.Load), Keys: nonNil(f.Keys), Legacy: f.Legacy})
 	}
 	for _, m := range r.Methods {
 		if m.Name == "" && m.Tensors == nil || method != "" && m.Name != method {
@@ -124,28 +124,17 @@ func NewExternalData(r *ptd.Resolution, method string) *ExternalData {
 // memory-planned), without repeats, in first-use order: what a program
 // needs from data files. It reads one plan at a time (ptd.ResolveEach).
 func NeededKeys(p *pte.Program) []string {
-	var nk neededKeys
-	ptd.ResolveEach(p, nil, func(_ int, m *ptd.MethodResult) { nk.add(m) })
-	return nk.keys
-}
-
-// neededKeys collects the distinct keys of methods' tensor rows in order
-// of first appearance.
-type neededKeys struct {
-	keys []string
-	seen map[string]bool
-}
-
-func (nk *neededKeys) add(m *ptd.MethodResult) {
-	for _, row := range m.Tensors {
-		if !nk.seen[row.Key] {
-			if nk.seen == nil {
-				nk.seen = map[string]bool{}
+	var keys []string
+	seen := map[string]bool{}
+	ptd.ResolveEach(p, nil, func(_ int, m *ptd.MethodResult) {
+		for _, row := range m.Tensors {
+			if !seen[row.Key] {
+				seen[row.Key] = true
+				keys = append(keys, row.Key)
 			}
-			nk.seen[row.Key] = true
-			nk.keys = append(nk.keys, row.Key)
 		}
-	}
+	})
+	return keys
 }
 
 // DataProblems are the findings of resolving a program against its data
@@ -159,10 +148,7 @@ func DataProblems(r *ptd.Resolution, method string) []Problem {
 			out = append(out, statusProblem(f.Load, "", fmt.Sprintf("data[%d]", i), "data file "+f.Name+": "))
 		}
 	}
-	loaded := len(r.Files) > 0
-	for _, f := range r.Files {
-		loaded = loaded && f.Load.OK()
-	}
+	loaded := len(r.Files) > 0 && !slices.ContainsFunc(r.Files, func(f ptd.FileResult) bool { return !f.Load.OK() })
 	if loaded && !r.Merge.OK() {
 		out = append(out, statusProblem(r.Merge, "", "data", "merging the data files: "))
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/ptekit/ptekit/pte"
@@ -111,15 +112,9 @@ func newPass(rs []io.ReaderAt, spans []span, progress func(n int64)) (*pass, err
 	}
 	slices.Sort(p.bounds)
 	p.bounds = slices.Compact(p.bounds)
-	p.byStart = make([]*spanState, 0, len(p.states))
-	for _, st := range p.states {
-		p.byStart = append(p.byStart, st)
-	}
+	p.byStart = slices.Collect(maps.Values(p.states))
 	slices.SortFunc(p.byStart, func(x, y *spanState) int {
-		if x.sp.off != y.sp.off {
-			return cmp.Compare(x.sp.off, y.sp.off)
-		}
-		return cmp.Compare(x.sp.n, y.sp.n)
+		return cmp.Or(cmp.Compare(x.sp.off, y.sp.off), cmp.Compare(x.sp.n, y.sp.n))
 	})
 	return p, nil
 }
@@ -276,10 +271,7 @@ func (c *cursor) read(n int64) ([][]byte, error) {
 	if m <= 0 {
 		return nil, fmt.Errorf("inspect: hashing: no bytes to read at %d", c.pos)
 	}
-	if !c.activated {
-		c.p.activate(c.p.bounds[c.bi])
-		c.activated = true
-	}
+	c.activate()
 	if err := c.p.feedChunk(c.pos, m); err != nil {
 		return nil, err
 	}
@@ -290,6 +282,14 @@ func (c *cursor) read(n int64) ([][]byte, error) {
 	return c.out, nil
 }
 
+// activate makes the pass's active set that of the interval holding pos.
+func (c *cursor) activate() {
+	if !c.activated {
+		c.p.activate(c.p.bounds[c.bi])
+		c.activated = true
+	}
+}
+
 // skipTo reads (and hashes) the bytes up to offset to; bytes no span
 // covers are not read.
 func (c *cursor) skipTo(to int64) error {
@@ -298,11 +298,7 @@ func (c *cursor) skipTo(to int64) error {
 		if m <= 0 {
 			return fmt.Errorf("inspect: hashing: no bytes to read at %d", c.pos)
 		}
-		if !c.activated {
-			c.p.activate(c.p.bounds[c.bi])
-			c.activated = true
-		}
-		if len(c.p.active) == 0 {
+		if c.activate(); len(c.p.active) == 0 {
 			c.pos += m
 			continue
 		}

@@ -84,10 +84,10 @@ func TestHashSpanPair(t *testing.T) {
 	}
 }
 
-// TestBuildPairMatchesBuild: the documents of a pair, same layout or not,
-// are those Build gives each file alone, and BuildPair reads no byte of
-// either twice.
-func TestBuildPairMatchesBuild(t *testing.T) {
+// TestBuildDiffPairMatchesBuild: the documents of a pair, same layout or
+// not, are those Build gives each file alone, and BuildDiffPair reads no
+// byte of either twice.
+func TestBuildDiffPairMatchesBuild(t *testing.T) {
 	progs := genPrograms(t)
 	big := progs["large_engine"]
 	edited := bytes.Clone(big)
@@ -95,7 +95,7 @@ func TestBuildPairMatchesBuild(t *testing.T) {
 	for _, pair := range [][2][]byte{{big, big}, {big, edited}, {big, progs["two_methods"]}} {
 		fa, ra := openRecording(t, pair[0])
 		fb, rb := openRecording(t, pair[1])
-		da, db, err := BuildPair(fa, fb, &Options{Hash: true})
+		da, db, _, err := BuildDiffPair(fa, fb, nil)
 		require.NoError(t, err)
 		assertReadOnce(t, "first file", ra, fa.Size)
 		assertReadOnce(t, "second file", rb, fb.Size)

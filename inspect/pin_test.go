@@ -67,7 +67,7 @@ func TestCheckTargetDeviceMismatch(t *testing.T) {
 // each NUL is a warning.
 func TestCheckCStringIDsAndKeys(t *testing.T) {
 	f := rewriteProgram(t, trtCarrier(t), func(p *pte.Program, _ []*io.SectionReader) {
-		p.Plan(0).Delegates[0].ID = trtBackendID + "\x00x"
+		p.Plan(0).Delegates[0].ID = delegate.BackendID + "\x00x"
 		setSpec(p, compilespec.KeyWeightStreamingBudget+"\x00x", "lots")
 	})
 	doc, err := Build(f, nil)
@@ -95,6 +95,6 @@ func TestCheckCStringIDsAndKeys(t *testing.T) {
 	probs, err = Check(f)
 	require.NoError(t, err)
 	assert.NotEmpty(t, findProblems(probs, "init fails"), "%v", probs)
-	assert.True(t, delegate.IsTensorRT(trtBackendID))
+	assert.True(t, delegate.IsTensorRT(delegate.BackendID))
 	assert.False(t, delegate.IsTensorRT("TensorRTBackend2"))
 }

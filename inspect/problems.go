@@ -24,12 +24,6 @@ func UndoRecordProblem(msg string) Problem {
 	return Problem{Severity: SeverityWarning, Message: "undo-record: " + msg}
 }
 
-// FormatProblem returns the Problem for a format error of the reader, such
-// as the one pte.Open returns for a damaged file (check.FormatProblem).
-func FormatProblem(sev pte.Severity, method string, fe *pte.FormatError) Problem {
-	return check.FormatProblem(sev, method, fe)
-}
-
 // Check runs every check ptekit knows on an opened program: check.Program,
 // the verdict `pteinspect --verify` prints and export.Rebake refuses an
 // input on. The error is only for failures to read the file.

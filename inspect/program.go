@@ -55,28 +55,18 @@ type Program struct {
 	Hash bool
 }
 
-// NewProgram returns the JSON form of p. With hash set, byte vectors carry
-// their SHA-256. p must not be nil.
-func NewProgram(p *pte.Program, hash bool) *Program {
-	return &Program{Program: p, Hash: hash}
-}
-
 // MarshalJSON writes the program's JSON form.
 func (p Program) MarshalJSON() ([]byte, error) {
-	if p.Program == nil {
-		return []byte("null"), nil
-	}
-	w := &modelWriter{hash: p.Hash}
-	w.value(reflect.ValueOf(p.Program), false)
-	return w.buf, nil
+	return modelJSON{v: p.Program, hash: p.Hash}.MarshalJSON()
 }
 
 // modelJSON is a model value (a table, a vector of them, a scalar) whose
 // JSON form is modelWriter's, for the views that show a part of a program;
-// numbers says that a byte vector lists its numbers.
+// numbers says that a byte vector lists its numbers, hash that byte vectors
+// carry their SHA-256.
 type modelJSON struct {
-	v       any
-	numbers bool
+	v             any
+	numbers, hash bool
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -84,7 +74,7 @@ func (m modelJSON) MarshalJSON() ([]byte, error) {
 	if m.v == nil {
 		return []byte("null"), nil
 	}
-	w := &modelWriter{}
+	w := &modelWriter{hash: m.hash}
 	w.value(reflect.ValueOf(m.v), m.numbers)
 	return w.buf, nil
 }

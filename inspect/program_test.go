@@ -144,7 +144,7 @@ const everyKindJSON = `{
 }`
 
 func TestNewProgramMapsEverySchemaField(t *testing.T) {
-	got := NewProgram(everyKind(), true)
+	got := &Program{Program: everyKind(), Hash: true}
 	diffs, err := Diff(json.RawMessage(everyKindJSON), got)
 	require.NoError(t, err)
 	for _, d := range diffs {
@@ -153,7 +153,7 @@ func TestNewProgramMapsEverySchemaField(t *testing.T) {
 }
 
 func TestNewProgramWithoutHashOmitsDigests(t *testing.T) {
-	b, err := Marshal(NewProgram(everyKind(), false))
+	b, err := Marshal(&Program{Program: everyKind(), Hash: false})
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), "sha256")
 	assert.Contains(t, string(b), `"data": {
@@ -162,7 +162,7 @@ func TestNewProgramWithoutHashOmitsDigests(t *testing.T) {
 }
 
 func TestNewProgramKeyOrderIsSchemaOrder(t *testing.T) {
-	b, err := json.Marshal(NewProgram(&pte.Program{}, false))
+	b, err := json.Marshal(&Program{Program: &pte.Program{}, Hash: false})
 	require.NoError(t, err)
 	assert.Equal(t, `{"version":0,"execution_plan":null,"constant_buffer":null,"backend_delegate_data":null,`+
 		`"segments":null,"constant_segment":null,"mutable_data_segments":null,"named_data":null}`, string(b))

@@ -111,18 +111,11 @@ func newLayout(l *ptd.TensorLayout) *PTDLayout {
 		return nil
 	}
 	out := &PTDLayout{ScalarType: enum(l.ScalarType, int64(l.ScalarType)), ScalarTypeValue: int(l.ScalarType),
-		Sizes: nonNilSlice(l.Sizes), DimOrder: make([]int, len(l.DimOrder))}
+		Sizes: nonNil(l.Sizes), DimOrder: make([]int, len(l.DimOrder))}
 	for i, d := range l.DimOrder {
 		out.DimOrder[i] = int(d)
 	}
 	return out
-}
-
-func nonNilSlice[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }
 
 // BuildPTD returns the JSON form of an open .ptd file. With hash set it

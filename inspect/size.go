@@ -141,25 +141,14 @@ type segUse struct {
 func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 	p := f.Program
 	r := &SizeReport{Kind: "pte", Size: f.Size}
-	nplans := f.Program.NumPlans()
-	names := make([]string, nplans)
-	for i := range names {
-		names[i] = f.Program.PlanName(i)
-	}
-	add := func(it SizeItem) {
-		if it.Size > 0 {
-			r.Items = append(r.Items, it)
-		}
-	}
-	item := func(part string, size int64) SizeItem {
-		return SizeItem{Part: part, Plan: -1, Delegate: -1, Segment: -1, Size: size}
-	}
+	names := MethodNames(f)
+	add := r.add
 
 	// Who uses what: delegates first (in method and delegate order), then
 	// constants, mutable data and named data.
 	segUsers := make([][]segUse, len(p.Segments))
 	inlineUsers := make([][]segUse, len(p.BackendDelegateData))
-	for i := range nplans {
+	for i := range names {
 		for d, bd := range f.Program.PlanDelegates(i) {
 			if bd == nil || bd.Processed == nil {
 				continue
@@ -204,15 +193,15 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 
 	// The head and the flatbuffer region.
 	l := f.RegionLayout()
-	add(item(PartPrefix, l.Prefix))
-	add(item(PartHeader, l.Header))
-	add(item(PartTables, l.Tables))
-	add(item(PartVtables, l.Vtables))
-	add(item(PartConstantBuffer, l.ConstantBuffer))
+	add(newSizeItem(PartPrefix, -1, l.Prefix))
+	add(newSizeItem(PartHeader, -1, l.Header))
+	add(newSizeItem(PartTables, -1, l.Tables))
+	add(newSizeItem(PartVtables, -1, l.Vtables))
+	add(newSizeItem(PartConstantBuffer, -1, l.ConstantBuffer))
 	for j, n := range l.InlineDelegateData {
 		users := inlineUsers[j]
 		if len(users) == 0 {
-			add(item(PartUnusedInlineData, n))
+			add(newSizeItem(PartUnusedInlineData, -1, n))
 			continue
 		}
 		add(useItem(users[0], -1, n))
@@ -224,37 +213,23 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 			n    int64
 		}{{PartInstructions, pl.Instructions}, {PartValues, pl.Values}, {PartOperators, pl.Operators},
 			{PartDelegateTables, pl.Delegates}, {PartPlanTables, pl.Other}} {
-			it := item(part.name, part.n)
+			it := newSizeItem(part.name, -1, part.n)
 			it.Plan, it.Method = i, names[i]
 			add(it)
 		}
 	}
-	add(item(PartRegionPadding, l.Padding))
+	add(newSizeItem(PartRegionPadding, -1, l.Padding))
 
 	// The segment area: each segment's bytes that no earlier one holds,
 	// in file order; the gaps are padding, what follows the last one
 	// trailing bytes.
-	end := l.Size // bytes below end are counted
-	spans := segmentSpans(f)
-	for _, s := range spans {
-		from, to := max(s.start, end), s.end
-		if to <= from {
-			if users := segUsers[s.seg]; len(users) > 1 {
-				r.share(users[0].part, s.seg, -1, len(users), 0)
-			}
-			continue
-		}
-		if from > end {
-			add(item(PartPadding, from-end))
-		}
-		end = to
+	r.segmentArea(segmentSpans(f), l.Size, func(s segSpan, from, to int64) {
 		users := segUsers[s.seg]
 		switch {
+		case to == from:
 		case len(users) == 0:
-			it := item(PartUnreferenced, to-from)
-			it.Segment = s.seg
-			add(it)
-			continue
+			add(newSizeItem(PartUnreferenced, s.seg, to-from))
+			return
 		case s.seg == constSeg:
 			for _, it := range constantItems(f, names, s.seg, s.start, from, to) {
 				add(it)
@@ -265,15 +240,53 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 		if len(users) > 1 {
 			r.share(users[0].part, s.seg, -1, len(users), to-from)
 		}
-	}
-	if end < f.Size {
-		add(item(PartTrailing, f.Size-end))
-	}
+	})
 	if opts != nil && opts.Data != nil {
 		r.External = externalNeeds(opts.Data)
 	}
+	return r.checked()
+}
+
+// segmentArea counts the segment area, which starts at end: each span's
+// bytes that no earlier span holds, in file order, by what count makes of
+// them (the bytes from to to of span s; from == to when they are all
+// counted already), the gaps as padding, what follows the last as trailing
+// bytes.
+func (r *SizeReport) segmentArea(spans []segSpan, end int64, count func(s segSpan, from, to int64)) {
+	for _, s := range spans {
+		from, to := max(s.start, end), s.end
+		if to <= from {
+			count(s, from, from)
+			continue
+		}
+		if from > end {
+			r.add(newSizeItem(PartPadding, -1, from-end))
+		}
+		end = to
+		count(s, from, to)
+	}
+	if end < r.Size {
+		r.add(newSizeItem(PartTrailing, -1, r.Size-end))
+	}
+}
+
+// add lists it, unless it holds no byte.
+func (r *SizeReport) add(it SizeItem) {
+	if it.Size > 0 {
+		r.Items = append(r.Items, it)
+	}
+}
+
+// newSizeItem is an item of part of size bytes that belongs to no method
+// or delegate, and to segment seg (-1: none).
+func newSizeItem(part string, seg int, size int64) SizeItem {
+	return SizeItem{Part: part, Plan: -1, Delegate: -1, Segment: seg, Size: size}
+}
+
+// checked returns r when its items sum to its size, as every byte is
+// counted once by construction; a mismatch is a bug.
+func (r *SizeReport) checked() (*SizeReport, error) {
 	if total := r.Total(); total != r.Size {
-		// Every byte is counted once by construction; a mismatch is a bug.
 		return nil, fmt.Errorf("inspect: size breakdown sums to %d bytes, not the file's %d", total, r.Size)
 	}
 	return r, nil
@@ -456,29 +469,21 @@ func externalNeeds(res *ptd.Resolution) []SizeExternal {
 // trailing bytes. It reads no payload.
 func SizePTD(f *ptd.File) (*SizeReport, error) {
 	r := &SizeReport{Kind: "ptd", Size: f.Size}
-	item := func(part string, size int64) SizeItem {
-		return SizeItem{Part: part, Plan: -1, Delegate: -1, Segment: -1, Size: size}
-	}
-	var items []SizeItem
-	add := func(it SizeItem) {
-		if it.Size > 0 {
-			items = append(items, it)
-		}
-	}
+	add := r.add
 	h := f.Header
 	clip := func(v uint64) int64 { return int64(min(v, uint64(f.Size))) }
 	end := clip(8)
-	add(item(PartPrefix, end))
+	add(newSizeItem(PartPrefix, -1, end))
 	hEnd := max(end, clip(ptd.HeaderOffset+uint64(h.Length)))
-	add(item(PartHeader, hEnd-end))
+	add(newSizeItem(PartHeader, -1, hEnd-end))
 	end = hEnd
 	fbStart := max(end, clip(h.FlatbufferOffset))
-	add(item(PartRegionPadding, fbStart-end))
+	add(newSizeItem(PartRegionPadding, -1, fbStart-end))
 	fbEnd := fbStart
 	if h.FlatbufferOffset+h.FlatbufferSize >= h.FlatbufferOffset {
 		fbEnd = max(fbStart, clip(h.FlatbufferOffset+h.FlatbufferSize))
 	}
-	add(item(PartTables, fbEnd-fbStart))
+	add(newSizeItem(PartTables, -1, fbEnd-fbStart))
 	end = fbEnd
 	users := make([][]string, len(f.Segments))
 	for _, nd := range f.NamedData {
@@ -499,17 +504,11 @@ func SizePTD(f *ptd.File) (*SizeReport, error) {
 	spans := fileSpans(len(f.Segments), h.SegmentBaseOffset, f.Size, func(i int) (uint64, uint64, bool) {
 		return f.Segments[i].Offset, f.Segments[i].Size, true
 	})
-	for _, s := range spans {
-		from, to := max(s.start, end), s.end
-		if to <= from {
-			r.share(PartNamedData, s.seg, -1, len(users[s.seg]), 0)
-			continue
-		}
-		if from > end {
-			add(item(PartPadding, from-end))
-		}
-		end = to
-		if legacy != nil && len(legacy[s.seg]) > 0 {
+	r.segmentArea(spans, end, func(s segSpan, from, to int64) {
+		switch u := users[s.seg]; {
+		case to == from:
+			r.share(PartNamedData, s.seg, -1, len(u), 0)
+		case legacy != nil && len(legacy[s.seg]) > 0:
 			ts := legacy[s.seg]
 			offs := make([]uint64, len(ts))
 			for k, lt := range ts {
@@ -517,31 +516,22 @@ func SizePTD(f *ptd.File) (*SizeReport, error) {
 			}
 			order, bytesOf := splitAt(s.start, from, to, offs, func(k int) int { return k })
 			for _, k := range order {
-				it := item(PartUnreferenced, bytesOf[k])
-				it.Segment = s.seg
+				it := newSizeItem(PartUnreferenced, s.seg, bytesOf[k])
 				if k >= 0 {
 					it.Part, it.Key = PartNamedData, ts[k].FullyQualifiedName
 				}
 				add(it)
 			}
-			continue
+		default:
+			it := newSizeItem(PartUnreferenced, s.seg, to-from)
+			if len(u) > 0 {
+				it.Part, it.Key = PartNamedData, u[0]
+				r.share(PartNamedData, s.seg, -1, len(u), to-from)
+			}
+			add(it)
 		}
-		it := item(PartUnreferenced, to-from)
-		it.Segment = s.seg
-		if u := users[s.seg]; len(u) > 0 {
-			it.Part, it.Key = PartNamedData, u[0]
-			r.share(PartNamedData, s.seg, -1, len(u), to-from)
-		}
-		add(it)
-	}
-	if end < f.Size {
-		add(item(PartTrailing, f.Size-end))
-	}
-	r.Items = items
-	if total := r.Total(); total != r.Size {
-		return nil, fmt.Errorf("inspect: size breakdown sums to %d bytes, not the file's %d", total, r.Size)
-	}
-	return r, nil
+	})
+	return r.checked()
 }
 
 // sizeJSON is the JSON form of a SizeReport (docs/json.md, "--size"):

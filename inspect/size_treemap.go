@@ -90,16 +90,18 @@ func Treemap(r *SizeReport, opts *TreemapOptions) []TreemapBlock {
 			items int
 			size  int64
 		}
+		// The largest items alone; past MaxBlocks, the others summed by
+		// part and backend, and the smallest of those sums summed again.
 		var leaves []leaf
-		items := g.Items
-		if len(items) > o.MaxBlocks {
-			// The largest items alone; the others summed by part and
-			// backend, and the smallest of those sums summed again.
-			keep := o.MaxBlocks - max(o.MaxBlocks/4, 1)
-			for _, it := range items[:keep] {
-				leaves = append(leaves, leaf{it.Label(), 1, it.Size})
-			}
-			rest := SizeGroup{Items: items[keep:]}.Lines()
+		keep := len(g.Items)
+		if keep > o.MaxBlocks {
+			keep = o.MaxBlocks - max(o.MaxBlocks/4, 1)
+		}
+		for _, it := range g.Items[:keep] {
+			leaves = append(leaves, leaf{it.Label(), 1, it.Size})
+		}
+		if keep < len(g.Items) {
+			rest := SizeGroup{Items: g.Items[keep:]}.Lines()
 			room := o.MaxBlocks - keep
 			for k, l := range rest {
 				if k == room-1 && len(rest) > room {
@@ -113,10 +115,6 @@ func Treemap(r *SizeReport, opts *TreemapOptions) []TreemapBlock {
 					break
 				}
 				leaves = append(leaves, leaf{fmt.Sprintf("%d more: %s", l.Count, SizeLine{Part: l.Part, Backend: l.Backend}.Label()), l.Count, l.Size})
-			}
-		} else {
-			for _, it := range items {
-				leaves = append(leaves, leaf{it.Label(), 1, it.Size})
 			}
 		}
 		// The summed block may outgrow the items before it: keep the

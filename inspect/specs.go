@@ -44,37 +44,23 @@ func CompileSpecRows(p *pte.Program, method, backend string) iter.Seq[CompileSpe
 			if method != "" && name != method {
 				continue // not decoded
 			}
-			if !eachSpecRow(name, p.PlanDelegates(i), backend, yield) {
-				return
+			for di, d := range p.PlanDelegates(i) {
+				if !SelectsDelegate(d, backend) {
+					continue
+				}
+				for _, cs := range d.CompileSpecs {
+					if cs == nil {
+						continue
+					}
+					r := CompileSpecRow{Method: name, DelegateIndex: di, Backend: d.ID, Key: cs.Key, Decoded: DecodeSpec(cs.Key, cs.Value)}
+					r.ValueHex, r.ValueUTF8 = hexAndText(cs.Value)
+					if !yield(r) {
+						return
+					}
+				}
 			}
 		}
 	}
-}
-
-// eachSpecRow yields the compile spec rows of the delegates ds of the
-// method named method, those of backend when it is not empty; false when
-// yield stopped.
-func eachSpecRow(method string, ds []*pte.BackendDelegate, backend string, yield func(CompileSpecRow) bool) bool {
-	for di, d := range ds {
-		if !SelectsDelegate(d, backend) {
-			continue
-		}
-		for _, cs := range d.CompileSpecs {
-			if cs == nil {
-				continue
-			}
-			r := CompileSpecRow{Method: method, DelegateIndex: di, Backend: d.ID, Key: cs.Key,
-				ValueHex: hex.EncodeToString(cs.Value), Decoded: DecodeSpec(cs.Key, cs.Value)}
-			if utf8.Valid(cs.Value) {
-				s := string(cs.Value)
-				r.ValueUTF8 = &s
-			}
-			if !yield(r) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // DecodeSpec returns a compile spec value as a person wants to read it:
@@ -117,6 +103,15 @@ func SpecValueText(v []byte) string {
 		return strconv.Quote(string(v))
 	}
 	return hexValue(v)
+}
+
+// hexAndText returns v as lowercase hex and as text (nil when it is not
+// valid UTF-8): the value_hex and value_utf8 members.
+func hexAndText(v []byte) (hexText string, text *string) {
+	if s := string(v); utf8.ValidString(s) {
+		text = &s
+	}
+	return hex.EncodeToString(v), text
 }
 
 func hexValue(v []byte) string {

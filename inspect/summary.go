@@ -2,12 +2,13 @@ package inspect
 
 import (
 	"encoding/hex"
-	"github.com/ptekit/ptekit/delegate"
-	"github.com/ptekit/ptekit/internal/quote"
-	"github.com/ptekit/ptekit/pte"
+	"slices"
 	"strconv"
 
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/delegate"
+	"github.com/ptekit/ptekit/internal/quote"
+	"github.com/ptekit/ptekit/pte"
 )
 
 // Summary is what a person takes in at a glance about a program: its
@@ -290,12 +291,7 @@ func (s *Summary) addDelegate(d *Delegate, m *MethodSummary, t *summaryTotals) {
 
 // planSummary is the summary of a decoded plan.
 func planSummary(ep *pte.ExecutionPlan) *MethodSummary {
-	m := &MethodSummary{Name: ep.Name, Inputs: len(ep.Inputs), Outputs: len(ep.Outputs)}
-	for _, c := range ep.Chains {
-		if c != nil {
-			m.Instructions += len(c.Instructions)
-		}
-	}
+	m := &MethodSummary{Name: ep.Name, Inputs: len(ep.Inputs), Outputs: len(ep.Outputs), Instructions: instructionCount(ep)}
 	for _, i := range ep.Outputs {
 		if i < 0 || int(i) >= len(ep.Values) || ep.Values[i] == nil {
 			continue
@@ -343,14 +339,8 @@ func specValue(cs *CompileSpecRaw) []byte {
 // specOf returns the first compile spec of d whose key is key (with
 // ExecuTorch's C-string key comparison), or nil.
 func specOf(d *Delegate, key string) *CompileSpecRaw {
-	specs := make([]*pte.CompileSpec, len(d.CompileSpecs))
-	for i, cs := range d.CompileSpecs {
-		if cs != nil {
-			specs[i] = &pte.CompileSpec{Key: cs.Key}
-		}
-	}
-	if idx := compilespec.Find(specs, key); len(idx) > 0 {
-		return d.CompileSpecs[idx[0]]
+	if i := slices.IndexFunc(d.CompileSpecs, func(cs *CompileSpecRaw) bool { return cs != nil && compilespec.CKeyEqual(cs.Key, key) }); i >= 0 {
+		return d.CompileSpecs[i]
 	}
 	return nil
 }

@@ -137,7 +137,7 @@ func TestSummaryHostileValues(t *testing.T) {
 	assert.Equal(t, int64(math.MaxInt64), compilespec.AddSizes(math.MaxInt64-1, 5))
 
 	big := int64(math.MaxInt64 / 2)
-	doc := &Document{Program: NewProgram(programOf([]*pte.ExecutionPlan{{Name: "forward"}}), false)}
+	doc := &Document{Program: &Program{Program: programOf([]*pte.ExecutionPlan{{Name: "forward"}}), Hash: false}}
 	for i := range 3 {
 		doc.Delegates = append(doc.Delegates, &Delegate{Plan: "forward", DelegateIndex: i, ID: "X", Size: &big})
 	}

@@ -8,8 +8,6 @@ import (
 	"github.com/ptekit/ptekit/pte"
 )
 
-const trtBackendID = delegate.BackendID
-
 // TensorRT describes the payload of a TensorRTBackend delegate: its blob
 // header, its metadata as the exporter meant it, what the deployed C++
 // reader makes of it, and the differences between the two.
@@ -181,6 +179,7 @@ func cp[T any](p *T) *T {
 	return &v
 }
 
+// nonNil returns s, or an empty slice for nil: a list written [], not null.
 func nonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}

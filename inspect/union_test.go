@@ -37,7 +37,7 @@ func TestNewProgramNilUnionMembers(t *testing.T) {
 	var b []byte
 	require.NotPanics(t, func() {
 		var err error
-		b, err = Marshal(NewProgram(programOf([]*pte.ExecutionPlan{ep}), true))
+		b, err = Marshal(&Program{Program: programOf([]*pte.ExecutionPlan{ep}), Hash: true})
 		require.NoError(t, err)
 	})
 	var decoded struct {

@@ -50,7 +50,7 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 		return nil, err
 	}
 	doc := st.Document()
-	doc.Program = NewProgram(f.Program, st.b.opts.Hash)
+	doc.Program = &Program{Program: f.Program, Hash: st.b.opts.Hash}
 	method := st.b.opts.Method
 	plans := func(yield func(*pte.ExecutionPlan) bool) {
 		for i := range f.Program.NumPlans() {

@@ -57,7 +57,7 @@ func TestSchemaFieldsCarried(t *testing.T) {
 		compareTables(t, s, root, reflect.ValueOf(p).Elem(), reflect.ValueOf(q).Elem(), root.name)
 	})
 	t.Run("json", func(t *testing.T) {
-		b, err := json.Marshal(inspect.NewProgram(p, false))
+		b, err := json.Marshal(&inspect.Program{Program: p, Hash: false})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -194,25 +194,11 @@ func (d *diffRun) programs(ctx context.Context, opener *input.Opener) int {
 		return diffFail(d.stdout, d.stderr, err, d.asJSON)
 	}
 	if d.asJSON {
-		if diffs == nil {
-			diffs = []inspect.Difference{}
-		}
-		if err := inspect.Encode(d.stdout, struct {
-			Equal       bool                 `json:"equal"`
-			Differences []inspect.Difference `json:"differences"`
-			Summary     *inspect.DiffSummary `json:"summary"`
-		}{len(diffs) == 0, diffs, sum}); err != nil {
-			fmt.Fprintf(d.stderr, "pteinspect: diff: %v\n", err)
-			return exitUsage
-		}
-	} else {
-		writeDiffSummary(d.stdout, d.names, sum, plain)
-		writeLayout(d.stdout, diffs, plain)
+		return writeDiffJSON(d.stdout, d.stderr, diffs, sum)
 	}
-	if len(diffs) > 0 {
-		return exitFail
-	}
-	return exitOK
+	writeDiffSummary(d.stdout, d.names, sum, plain)
+	writeLayout(d.stdout, diffs, plain)
+	return diffStatus(diffs)
 }
 
 // writeLayout lists, after the summary, the differences --layout adds:
@@ -248,21 +234,30 @@ func diffFail(stdout, stderr io.Writer, err error, asJSON bool) int {
 // status: 1 when there are any.
 func printDiffs(stdout, stderr io.Writer, diffs []inspect.Difference, asJSON bool) int {
 	if asJSON {
-		if diffs == nil {
-			diffs = []inspect.Difference{}
-		}
-		if err := inspect.Encode(stdout, struct {
-			Equal       bool                 `json:"equal"`
-			Differences []inspect.Difference `json:"differences"`
-		}{len(diffs) == 0, diffs}); err != nil {
-			fmt.Fprintf(stderr, "pteinspect: diff: %v\n", err)
-			return exitUsage
-		}
-	} else {
-		for _, d := range diffs {
-			fmt.Fprintln(stdout, escText(d.String()))
-		}
+		return writeDiffJSON(stdout, stderr, diffs, nil)
 	}
+	for _, d := range diffs {
+		fmt.Fprintln(stdout, escText(d.String()))
+	}
+	return diffStatus(diffs)
+}
+
+// writeDiffJSON prints the --json document of a diff, with the change
+// summary when sum is not nil, and returns the exit status.
+func writeDiffJSON(stdout, stderr io.Writer, diffs []inspect.Difference, sum *inspect.DiffSummary) int {
+	if err := inspect.Encode(stdout, struct {
+		Equal       bool                 `json:"equal"`
+		Differences []inspect.Difference `json:"differences"`
+		Summary     *inspect.DiffSummary `json:"summary,omitempty"`
+	}{len(diffs) == 0, nonNil(diffs), sum}); err != nil {
+		fmt.Fprintf(stderr, "pteinspect: diff: %v\n", err)
+		return exitUsage
+	}
+	return diffStatus(diffs)
+}
+
+// diffStatus is the exit status of a diff that ran: 1 when the sides differ.
+func diffStatus(diffs []inspect.Difference) int {
 	if len(diffs) > 0 {
 		return exitFail
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,10 +38,10 @@ func writeDiffSummary(w io.Writer, names [2]string, s *inspect.DiffSummary, diff
 		writeMethodDiff(p, m)
 	}
 	if len(s.ExtraMethodsInA) > 0 {
-		p("Methods only in A: %s", strings.Join(escAll(s.ExtraMethodsInA), ", "))
+		p("Methods only in A: %s", strings.Join(each(s.ExtraMethodsInA, esc), ", "))
 	}
 	if len(s.ExtraMethodsInB) > 0 {
-		p("Methods only in B: %s", strings.Join(escAll(s.ExtraMethodsInB), ", "))
+		p("Methods only in B: %s", strings.Join(each(s.ExtraMethodsInB, esc), ", "))
 	}
 	if nd := s.NamedData; len(nd.OnlyInA)+len(nd.OnlyInB)+len(nd.Changed) > 0 {
 		p("Named data:")
@@ -78,10 +79,12 @@ func writeDiffSummary(w io.Writer, names [2]string, s *inspect.DiffSummary, diff
 			printGrouped(p, items, func(key string, g []groupItem) string {
 				return "engines unchanged (" + engineSizes(g) + "), " + key
 			})
-		}
-		for _, t := range s.TensorRT {
-			if !s.SpecsOnly {
-				writeTRTDiff(p, t)
+		} else {
+			for _, t := range s.TensorRT {
+				p("  %s", trtLine(t))
+				for _, c := range t.Specs {
+					p("    %s", specLine(c))
+				}
 			}
 		}
 	}
@@ -106,7 +109,7 @@ const maxOtherLines = 20
 // listLine prints "  WHAT: a, b, c", or nothing when v is empty.
 func listLine(p func(string, ...any), what string, v []string) {
 	if len(v) > 0 {
-		p("  %s: %s", what, strings.Join(escAll(v), ", "))
+		p("  %s: %s", what, strings.Join(each(v, esc), ", "))
 	}
 }
 
@@ -167,24 +170,17 @@ func engineSize(v *uint64) string {
 // engineSizes writes the engine sizes of a group of delegates: "N bytes",
 // or "N to M bytes".
 func engineSizes(g []groupItem) string {
-	lo, hi := "", ""
-	var min, max uint64
-	for i, it := range g {
-		v := it.trt.EngineSize[0]
-		if v == nil {
+	var sizes []uint64
+	for _, it := range g {
+		if it.trt.EngineSize[0] == nil {
 			return "some unreadable"
 		}
-		if i == 0 || *v < min {
-			min, lo = *v, engineSize(v)
-		}
-		if i == 0 || *v > max {
-			max, hi = *v, engineSize(v)
-		}
+		sizes = append(sizes, *it.trt.EngineSize[0])
 	}
-	if lo == hi {
-		return lo + " bytes each"
+	if lo, hi := slices.Min(sizes), slices.Max(sizes); lo != hi {
+		return fmt.Sprintf("%d to %d bytes", lo, hi)
 	}
-	return lo + " to " + hi + " bytes"
+	return fmt.Sprintf("%d bytes each", sizes[0])
 }
 
 // budgetChange writes a TensorRT delegate's budget: "budget X", or
@@ -200,13 +196,6 @@ func budgetChange(t *inspect.TRTDiff) string {
 		return "budget " + a + " -> " + b
 	}
 	return "budget " + budget(t.Budget[0])
-}
-
-func writeTRTDiff(p func(string, ...any), t *inspect.TRTDiff) {
-	p("  %s", trtLine(t))
-	for _, c := range t.Specs {
-		p("    %s", specLine(c))
-	}
 }
 
 // delegateAt names a delegate: "METHOD delegate I".
@@ -243,11 +232,7 @@ func printGrouped(p func(string, ...any), items []groupItem, text func(key strin
 			p("  %s", g[0].single)
 			continue
 		}
-		var names []string
-		for _, it := range g[:min(len(g), groupShown)] {
-			names = append(names, it.where)
-		}
-		where := strings.Join(names, ", ")
+		where := strings.Join(each(g[:min(len(g), groupShown)], func(it groupItem) string { return it.where }), ", ")
 		if len(g) > groupShown {
 			where += fmt.Sprintf(" and %d more", len(g)-groupShown)
 		}
@@ -275,7 +260,7 @@ func writeMethodDiff(p func(string, ...any), m *inspect.MethodDiff) {
 	listLine(p, "delegates only in A", m.DelegatesOnlyInA)
 	listLine(p, "delegates only in B", m.DelegatesOnlyInB)
 	if v := m.NonConstBufferSizes; v != nil {
-		p("  non_const_buffer_sizes: %s -> %s", int64s(v[0]), int64s(v[1]))
+		p("  non_const_buffer_sizes: %s -> %s", ints(v[0], ", "), ints(v[1], ", "))
 	}
 	if v := m.ValueCount; v != nil {
 		p("  values: %d -> %d", v[0], v[1])
@@ -341,22 +326,9 @@ func refText(r *inspect.TensorRef) string {
 	return s
 }
 
-// int64s formats a list as shape does: "[0, 32]".
-func int64s(v []int64) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = strconv.FormatInt(x, 10)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
 // usesText lists uses as "arg 0 of aten::add.out, arg 1 of ...".
 func usesText(us []inspect.Usage) string {
-	parts := make([]string, len(us))
-	for i, u := range us {
-		parts[i] = fmt.Sprintf("arg %d of %s", u.Arg, esc(u.Name))
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(each(us, func(u inspect.Usage) string { return fmt.Sprintf("arg %d of %s", u.Arg, esc(u.Name)) }), ", ")
 }
 
 // jsonText writes a field value compactly, as its JSON form.
@@ -405,7 +377,7 @@ func writeTensorDiff(p func(string, ...any), t *inspect.TensorDiff) {
 		p("        constant data: %d of %d elements differ, max |diff| %s, mean |diff| %s",
 			d.Differing, d.Elements, num(float64(d.MaxAbs)), num(float64(d.MeanAbs)))
 		for _, e := range d.Samples {
-			p("          %s (flat %d): %s -> %s", int64s(e.Index), e.Flat, num(float64(e.A)), num(float64(e.B)))
+			p("          %s (flat %d): %s -> %s", ints(e.Index, ", "), e.Flat, num(float64(e.A)), num(float64(e.B)))
 		}
 		if rest := d.Differing - int64(len(d.Samples)); rest > 0 {
 			p("          ... %d more", rest)

@@ -24,11 +24,12 @@ func esc(s string) string {
 	return strconv.Quote(s)
 }
 
-// escAll applies esc to each string.
-func escAll(s []string) []string {
+// each returns f of every element of s, for a list to join: each(names,
+// esc) escapes every name.
+func each[T any](s []T, f func(T) string) []string {
 	out := make([]string, len(s))
 	for i, x := range s {
-		out[i] = esc(x)
+		out[i] = f(x)
 	}
 	return out
 }

@@ -85,14 +85,10 @@ func runPTD(ctx context.Context, opener *input.Opener, name string, stdout, stde
 	}
 	f, c, err := openPTD(ctx, opener, name)
 	if err != nil {
-		var fe *ptd.FormatError
-		if o.verify && errors.As(err, &fe) {
+		if fe, ok := errors.AsType[*ptd.FormatError](err); ok && o.verify {
 			return printVerify(stdout, stderr, name, nil, []inspect.Problem{inspect.PTDFormatProblem(fe)}, o)
 		}
-		if o.json {
-			writeFailure(stdout, err, false)
-		}
-		return failErr(stderr, name, err)
+		return failure(stdout, stderr, name, o, err)
 	}
 	defer c.Close()
 	doc, err := inspect.BuildPTD(f, o.hash)
@@ -176,12 +172,8 @@ func printPTD(w io.Writer, name string, doc *inspect.PTDDocument) {
 }
 
 // ints formats a list of integers as "[2 2]" (sep " ") or "[2, 2]".
-func ints[T int32 | int](s []T, sep string) string {
-	parts := make([]string, len(s))
-	for i, v := range s {
-		parts[i] = strconv.FormatInt(int64(v), 10)
-	}
-	return "[" + strings.Join(parts, sep) + "]"
+func ints[T int32 | int | int64](s []T, sep string) string {
+	return "[" + strings.Join(each(s, func(v T) string { return strconv.FormatInt(int64(v), 10) }), sep) + "]"
 }
 
 // printVerify prints findings as --verify does and returns its exit status.

@@ -26,7 +26,7 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 	}
 	var out *atomicfile.File
 	if o.output != "-" {
-		if out, err = createOutput(ctx, name, o.output, o.force); err != nil {
+		if out, err = createOutput(ctx, []string{name}, o.output, o.force); err != nil {
 			if code, ok := outputUsageErr(stderr, "-o", "payload", o.output, err); ok {
 				return code
 			}
@@ -53,17 +53,16 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 		src = blob.Engine()
 		what = "TensorRT engine in the " + what
 	}
+	meter := newMeter(stderr, o.quiet, "pteinspect: extracting")
+	var r io.Reader = &progress.Reader{R: src, M: meter, Total: src.Size()}
 	if o.output == "-" {
-		meter := newMeter(stderr, o.quiet, "pteinspect: extracting")
-		_, err := io.Copy(stdout, &progress.Reader{R: src, M: meter, Total: src.Size()})
+		_, err := io.Copy(stdout, r)
 		meter.Done()
 		if err != nil {
 			return failErr(stderr, name, fmt.Errorf("writing %s: %w", what, err))
 		}
 		return exitOK
 	}
-	meter := newMeter(stderr, o.quiet, "pteinspect: extracting")
-	var r io.Reader = &progress.Reader{R: src, M: meter, Total: src.Size()}
 	if extractHook != nil {
 		r = &hookReader{r, ctx}
 	}
@@ -73,11 +72,7 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 		err = out.Commit()
 	}
 	if err != nil {
-		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
-			fmt.Fprintf(stderr, "pteinspect: interrupted; %s was not written\n", esc(o.output))
-			return ie.ExitCode()
-		}
-		return failErr(stderr, name, fmt.Errorf("writing %s: %w", what, err))
+		return writeFailed(ctx, stderr, name, o.output, what, err)
 	}
 	if !o.quiet {
 		fmt.Fprintf(stdout, "wrote %s (%s) to %s\n", compilespec.FormatSizeApprox(n), what, esc(o.output))
@@ -100,24 +95,35 @@ func (h *hookReader) Read(p []byte) (int, error) {
 	return h.r.Read(p)
 }
 
-// createOutput starts the --extract output file, which may not be the
-// input (by any name, even with --force) nor exist unless force. A URL
-// input is not a local file to protect.
-func createOutput(ctx context.Context, in, output string, force bool) (*atomicfile.File, error) {
+// createOutput starts an output file (of --extract, --html), which may not
+// be one of the inputs (by any name, even with --force) nor exist unless
+// force. Standard input and a URL input are not local files to protect.
+func createOutput(ctx context.Context, inputs []string, output string, force bool) (*atomicfile.File, error) {
 	opts := &atomicfile.Options{NoOverwrite: !force}
-	if in != "-" && !input.IsURL(in) {
-		opts.Inputs = []string{in}
+	for _, in := range inputs {
+		if in != "-" && !input.IsURL(in) {
+			opts.Inputs = append(opts.Inputs, in)
+		}
 	}
 	return atomicfile.CreateContext(ctx, output, opts)
+}
+
+// writeFailed reports a failure to write or commit output, which then
+// does not exist (an interrupt says so), and returns the exit status.
+func writeFailed(ctx context.Context, stderr io.Writer, name, output, what string, err error) int {
+	if ie := atomicfile.Interrupted(ctx, err); ie != nil {
+		fmt.Fprintf(stderr, "pteinspect: interrupted; %s was not written\n", esc(output))
+		return ie.ExitCode()
+	}
+	return failErr(stderr, name, fmt.Errorf("writing %s: %w", what, err))
 }
 
 // outputUsageErr reports an output refused for what the command line asks
 // (the input, or an existing file without --force) as a usage error; flag
 // names the option that named it (-o, --html) and what the output holds.
 func outputUsageErr(stderr io.Writer, flag, what, output string, err error) (int, bool) {
-	var ie *atomicfile.InputError
-	switch {
-	case errors.As(err, &ie):
+	switch ie, ok := errors.AsType[*atomicfile.InputError](err); {
+	case ok:
 		return usageErr(stderr, "%s %s; write the %s elsewhere", flag, esc(ie.Error()), what), true
 	case errors.Is(err, fs.ErrExist):
 		return usageErr(stderr, "-o %s exists; pass --force to replace it", esc(output)), true

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,16 +21,20 @@ import (
 )
 
 // table writes rows of cells aligned in columns, indented by indent,
-// exactly as text/tabwriter with padding 2 and no flags lays them out
-// (tabs and newlines in a cell split it as they would there), but without
-// its byte-by-byte state machine: -l prints a table per delegate. Rows are
-// held until flush.
+// exactly as text/tabwriter with padding 2 and no flags lays them out, but
+// without its byte-by-byte state machine: -l prints a table per delegate.
+// Rows are held until flush. A table whose rows all have the same number
+// of cells, none holding a byte tabwriter gives a meaning (a tab or
+// newline, which split a cell or a line there; an escape, a vertical tab
+// or a form feed, which the views escape before printing), is laid out
+// here as printAligned lays it out, which is then tabwriter's layout;
+// any other is handed to tabwriter.
 type table struct {
 	w      io.Writer
 	indent string
-	cells  []string    // every line's cells, one line after another
-	lines  []tableLine // where each line's cells end in cells
-	// bufs is where cells, lines and flush's work come from: taken from
+	cells  []string // every row's cells, one row after another
+	ends   []int    // where each row's cells end in cells
+	// bufs is where cells, ends and flush's buffer come from: taken from
 	// tableBufsPool at the first row, given back by flush.
 	bufs *tableBufs
 }
@@ -38,10 +43,9 @@ type table struct {
 // dozen small tables per method, and making their slices anew each time
 // was a sixth of what it allocated.
 type tableBufs struct {
-	cells      []string
-	lines      []tableLine
-	at, widths []int
-	buf        []byte
+	cells []string
+	ends  []int
+	buf   []byte
 }
 
 var tableBufsPool = sync.Pool{New: func() any { return new(tableBufs) }}
@@ -50,14 +54,6 @@ var tableBufsPool = sync.Pool{New: func() any { return new(tableBufs) }}
 // the few with thousands of rows (a segment per engine) would hold it.
 const maxPooledCells = 1 << 12
 
-// tableLine is one line of a table: its cells end at cells[end], and it
-// starts with the table's indent unless it continues a row that a newline
-// in a cell split (tabwriter sees the indent only before the row).
-type tableLine struct {
-	end      int
-	indented bool
-}
-
 func newTable(w io.Writer, indent string) *table {
 	return &table{w: w, indent: indent}
 }
@@ -65,104 +61,45 @@ func newTable(w io.Writer, indent string) *table {
 func (t *table) row(cols ...string) {
 	if t.bufs == nil {
 		t.bufs = tableBufsPool.Get().(*tableBufs)
-		t.cells, t.lines = t.bufs.cells[:0], t.bufs.lines[:0]
+		t.cells, t.ends = t.bufs.cells[:0], t.bufs.ends[:0]
 	}
-	if len(cols) > 0 && !slices.ContainsFunc(cols, splitsCell) {
-		t.cells = append(t.cells, cols...) // a copy: the caller may reuse cols
-		t.lines = append(t.lines, tableLine{end: len(t.cells), indented: true})
-		return
-	}
-	indented := true
-	for l := range strings.SplitSeq(strings.Join(cols, "\t"), "\n") {
-		t.cells = append(t.cells, strings.Split(l, "\t")...)
-		t.lines = append(t.lines, tableLine{end: len(t.cells), indented: indented})
-		indented = false
-	}
-}
-
-// splitsCell reports whether c holds a byte that ends a cell or a line.
-func splitsCell(c string) bool {
-	return strings.IndexByte(c, '\t') >= 0 || strings.IndexByte(c, '\n') >= 0
+	t.cells = append(t.cells, cols...) // a copy: the caller may reuse cols
+	t.ends = append(t.ends, len(t.cells))
 }
 
 // tablePadding is the space after the widest cell of a column.
 const tablePadding = 2
 
-// line returns the cells of line i and the indent before them.
-func (t *table) line(i int) (indent string, cells []string) {
-	start := 0
-	if i > 0 {
-		start = t.lines[i-1].end
-	}
-	if t.lines[i].indented {
-		indent = t.indent
-	}
-	return indent, t.cells[start:t.lines[i].end]
-}
-
 func (t *table) flush() {
-	n := len(t.lines)
-	if n == 0 {
+	if len(t.ends) == 0 {
 		return
 	}
 	defer t.release()
-	if slices.ContainsFunc(t.cells, tabwriterByte) {
-		// Bytes tabwriter gives a meaning of its own (an escape, a
-		// vertical tab, a form feed), which the views escape before
-		// printing: let tabwriter lay them out.
+	rows := func(yield func([]string) bool) {
+		start := 0
+		for _, end := range t.ends {
+			if !yield(t.cells[start:end]) {
+				return
+			}
+			start = end
+		}
+	}
+	plain := !slices.ContainsFunc(t.cells, tabwriterByte)
+	for i, end := range t.ends {
+		plain = plain && end == (i+1)*t.ends[0] // rows of one shape
+	}
+	if !plain {
 		tw := tabwriter.NewWriter(t.w, 0, 0, tablePadding, ' ', 0)
-		for i := range n {
-			indent, cells := t.line(i)
-			fmt.Fprintln(tw, indent+strings.Join(cells, "\t"))
+		for cells := range rows {
+			fmt.Fprintln(tw, t.indent+strings.Join(cells, "\t"))
 		}
 		tw.Flush()
 		return
 	}
-	// A column's width is set by the run of consecutive lines that have
-	// a cell in it ended by a tab, as tabwriter's column blocks are. Line
-	// i's widths are widths[at[i]:at[i+1]], one per cell but its last.
-	at := slices.Grow(t.bufs.at[:0], n+1)[:n+1]
-	t.bufs.at = at
-	at[0] = 0
-	for i := range n {
-		_, cells := t.line(i)
-		at[i+1] = at[i] + max(len(cells)-1, 0)
-	}
-	widths := slices.Grow(t.bufs.widths[:0], at[n])[:at[n]]
-	t.bufs.widths = widths
-	for j := 0; ; j++ {
-		any := false
-		for start := 0; start < n; {
-			if at[start+1]-at[start] <= j {
-				start++
-				continue
-			}
-			any = true
-			end, w := start, 0
-			for ; end < n && at[end+1]-at[end] > j; end++ {
-				w = max(w, t.cellWidth(end, j))
-			}
-			for k := start; k < end; k++ {
-				widths[at[k]+j] = w
-			}
-			start = end
-		}
-		if !any {
-			break
-		}
-	}
-	// The whole table in one buffer, sized for its widest padding.
-	size := len(t.cells) + n*len(t.indent)
-	for _, c := range t.cells {
-		size += len(c)
-	}
-	for _, w := range widths {
-		size += w + tablePadding
-	}
-	buf := slices.Grow(t.bufs.buf[:0], size)
-	for i := range n {
-		indent, cells := t.line(i)
-		buf = appendCells(buf, indent, cells, widths[at[i]:at[i+1]])
+	widths, _ := measureAligned(t.indent, rows)
+	buf := t.bufs.buf[:0]
+	for cells := range rows {
+		buf = appendCells(buf, t.indent, cells, widths)
 	}
 	t.w.Write(buf)
 	t.bufs.buf = buf
@@ -174,28 +111,23 @@ func (t *table) release() {
 	b := t.bufs
 	t.bufs = nil
 	clear(t.cells)
-	b.cells, b.lines = t.cells[:0], t.lines[:0]
-	t.cells, t.lines = nil, nil
+	b.cells, b.ends = t.cells[:0], t.ends[:0]
+	t.cells, t.ends = nil, nil
 	if cap(b.cells) <= maxPooledCells {
 		tableBufsPool.Put(b)
 	}
 }
 
-// cellWidth is the width of cell j of line i, the indent included in the
-// first.
-func (t *table) cellWidth(i, j int) int {
-	indent, cells := t.line(i)
-	w := utf8.RuneCountInString(cells[j])
-	if j == 0 {
-		w += utf8.RuneCountInString(indent)
-	}
-	return w
-}
-
-// tabwriterByte reports whether c holds a byte text/tabwriter treats
-// specially beyond tabs and newlines.
+// tabwriterByte reports whether c holds a byte text/tabwriter gives a
+// meaning of its own.
 func tabwriterByte(c string) bool {
-	return strings.IndexByte(c, tabwriter.Escape) >= 0 || strings.IndexByte(c, '\v') >= 0 || strings.IndexByte(c, '\f') >= 0
+	for i := range len(c) {
+		switch c[i] {
+		case '\t', '\n', '\v', '\f', tabwriter.Escape:
+			return true
+		}
+	}
+	return false
 }
 
 // appendCells appends a line of cells to buf, after indent, each cell but
@@ -286,10 +218,13 @@ func printHuman(w io.Writer, name string, f *pte.File, st *inspect.Stream, o *op
 		t.row("header", "none")
 	}
 	t.row("version", strconv.FormatUint(uint64(p.Version), 10))
-	t.row("methods", fmt.Sprintf("%d: %s", f.Program.NumPlans(), joinOr(escAll(inspect.MethodNames(f)))))
+	t.row("methods", fmt.Sprintf("%d: %s", f.Program.NumPlans(), joinOr(each(inspect.MethodNames(f), esc))))
 	t.flush()
 
-	printSegments(w, doc)
+	printSegmentTable(w, len(doc.Segments), func(i int) segmentRow {
+		s := doc.Segments[i]
+		return segmentRow{s.Index, s.FileOffset, s.Size, s.Resolvable, "", s.UsedBy, s.SHA256}
+	})
 	// Printed: let them go before the methods are read (one per engine in
 	// a program of many small engines).
 	doc.Segments = nil
@@ -333,13 +268,6 @@ func printProblems(w io.Writer, probs []inspect.Problem) {
 	}
 }
 
-func printSegments(w io.Writer, doc *inspect.Document) {
-	printSegmentTable(w, len(doc.Segments), func(i int) segmentRow {
-		s := doc.Segments[i]
-		return segmentRow{s.Index, s.FileOffset, s.Size, s.Resolvable, "", s.UsedBy, s.SHA256}
-	})
-}
-
 // segmentRow is one line of a segments table, of a program or a .ptd file.
 type segmentRow struct {
 	index      int
@@ -381,17 +309,10 @@ func printSegmentTable(w io.Writer, n int, row func(i int) segmentRow) {
 		}
 		cells := []string{strconv.Itoa(s.index), off, compilespec.FormatSizeApprox(s.size), used}
 		if hashed {
-			cells = append(cells, hashText(s.sha256))
+			cells = append(cells, cmp.Or(s.sha256.Hex, "-"))
 		}
 		return cells
 	})
-}
-
-func hashText(d inspect.Digest) string {
-	if d.Hex == "" {
-		return "-"
-	}
-	return d.Hex
 }
 
 // printMethod prints one method of the --long view up to its delegates'
@@ -405,18 +326,8 @@ func printMethod(w io.Writer, m *inspect.MethodView, o *options) {
 	t := newTable(w, "  ")
 	t.row("values", strconv.Itoa(len(ep.Values)))
 	t.row("instructions", instructionCounts(ep.Chains))
-	ops := make([]string, 0, len(ep.Operators))
-	for _, op := range ep.Operators {
-		if op == nil {
-			continue
-		}
-		s := op.Name
-		if op.Overload != "" {
-			s += "." + op.Overload
-		}
-		ops = append(ops, esc(s))
-	}
-	t.row("operators", joinOr(ops))
+	ops := slices.DeleteFunc(slices.Clone(ep.Operators), func(op *pte.Operator) bool { return op == nil })
+	t.row("operators", joinOr(each(ops, func(op *pte.Operator) string { return esc(inspect.OperatorName(op)) })))
 	t.row("memory plan", memoryPlan(ep.NonConstBufferSizes))
 	t.flush()
 
@@ -435,31 +346,30 @@ func printIO(w io.Writer, what string, idx []int32, values []*pte.EValue) {
 	t := newTable(w, "    ")
 	t.row("VALUE", "TYPE", "DTYPE", "SHAPE", "DYNAMISM")
 	for _, i := range idx {
+		var typ, dtype, shape, dynamism string
 		if i < 0 || int(i) >= len(values) || values[i] == nil {
-			t.row(strconv.Itoa(int(i)), "(index out of range)", "", "", "")
-			continue
-		}
-		v := values[i].Val
-		switch x := v.(type) {
-		case nil:
-			t.row(strconv.Itoa(int(i)), "NONE", "", "", "")
-		case *pte.UnknownValue:
-			if x == nil {
-				t.row(strconv.Itoa(int(i)), "NONE", "", "", "")
-			} else {
-				t.row(strconv.Itoa(int(i)), "unknown tag "+strconv.Itoa(int(x.Tag)), "", "", "")
+			typ = "(index out of range)"
+		} else {
+			switch x := values[i].Val.(type) {
+			case nil:
+				typ = "NONE"
+			case *pte.UnknownValue:
+				typ = "NONE"
+				if x != nil {
+					typ = "unknown tag " + strconv.Itoa(int(x.Tag))
+				}
+			case *pte.Tensor:
+				typ = "Tensor (no table)"
+				if x != nil {
+					typ, dtype, shape, dynamism = "Tensor", x.ScalarType.String(), ints(x.Sizes, ", "), x.ShapeDynamism.String()
+				}
+			default:
+				// The other members' KernelType does not read the
+				// receiver, which may be nil in a damaged file.
+				typ = x.KernelType().String()
 			}
-		case *pte.Tensor:
-			if x == nil {
-				t.row(strconv.Itoa(int(i)), "Tensor (no table)", "", "", "")
-			} else {
-				t.row(strconv.Itoa(int(i)), "Tensor", x.ScalarType.String(), ints(x.Sizes, ", "), x.ShapeDynamism.String())
-			}
-		default:
-			// The other members' KernelType does not read the receiver,
-			// which may be nil in a damaged file.
-			t.row(strconv.Itoa(int(i)), v.KernelType().String(), "", "", "")
 		}
+		t.row(strconv.Itoa(int(i)), typ, dtype, shape, dynamism)
 	}
 	t.flush()
 }
@@ -629,19 +539,13 @@ func isPlain(s string) bool {
 }
 
 func quoteAll(s []string) string {
-	q := make([]string, len(s))
-	for i, x := range s {
-		q[i] = strconv.Quote(x)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return "[" + strings.Join(each(s, strconv.Quote), ", ") + "]"
 }
 
 func aliases(a []inspect.TRTAliasedIO) string {
-	parts := make([]string, len(a))
-	for i, x := range a {
-		parts[i] = fmt.Sprintf("%s <- %s (%s)", quoteValue(x.Output), quoteValue(x.Input), pyText(x.Kind))
-	}
-	return joinOr(parts)
+	return joinOr(each(a, func(x inspect.TRTAliasedIO) string {
+		return fmt.Sprintf("%s <- %s (%s)", quoteValue(x.Output), quoteValue(x.Input), pyText(x.Kind))
+	}))
 }
 
 func yesNo(b bool) string {

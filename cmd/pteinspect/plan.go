@@ -34,30 +34,19 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options, srcs []p
 			return usageErr(stderr, "--backend-option %s: %v", s, err)
 		}
 	}
-	facts := engineFacts(o)
+	facts := engineFacts(o, &opts)
 	for i := range facts {
 		fc := &facts[i]
 		v, err := sizeFlag(fc.flag, *fc.value)
 		if err != nil {
 			return usageErr(stderr, "%v", err)
 		}
-		fc.stated = v
-		switch fc.fact {
-		case executor.FactStreamable:
-			opts.Streamable = v
-		case executor.FactScratch:
-			opts.Scratch = v
-		case executor.FactAutomatic:
-			opts.Automatic = v
-		}
+		fc.stated, *fc.option = v, v
 	}
 	check.Prefetch(f) // the plan reads every blob's header and metadata
 	plan, err := executor.PlanProgram(f, opts)
 	if err != nil {
-		if o.json {
-			writeFailure(w, err, true)
-		}
-		return failErr(stderr, name, err)
+		return failure(w, stderr, name, o, err)
 	}
 	inspect.NarrowPlan(plan, o.method, o.backend)
 	code := exitOK
@@ -95,20 +84,22 @@ type engineFact struct {
 	what  string  // what it is, for people
 	flag  string  // the flag that states it
 	value *string // the flag's value, "" when not given
-	// stated is the value, nil when not given.
+	// stated is the value, nil when not given; option is where the plan's
+	// options take it.
 	stated *int64
+	option **int64
 	// unknown says what a plan without the fact lacks.
 	unknown string
 }
 
-func engineFacts(o *options) []engineFact {
+func engineFacts(o *options, po *executor.PlanOptions) []engineFact {
 	return []engineFact{
 		{fact: executor.FactStreamable, what: "streamable weight size", flag: "--streamable-bytes", value: &o.streamable,
-			unknown: "unknown, so applied budgets are open"},
+			option: &po.Streamable, unknown: "unknown, so applied budgets are open"},
 		{fact: executor.FactScratch, what: "activation scratch size", flag: "--scratch-bytes", value: &o.scratch,
-			unknown: "unknown, so scratch memory is open"},
+			option: &po.Scratch, unknown: "unknown, so scratch memory is open"},
 		{fact: executor.FactAutomatic, what: "automatic budget", flag: "--automatic-bytes", value: &o.automatic,
-			unknown: "TensorRT computes it on the device, so it is open"},
+			option: &po.Automatic, unknown: "TensorRT computes it on the device, so it is open"},
 	}
 }
 
@@ -173,7 +164,7 @@ func printPlan(w io.Writer, f *pte.File, plan *executor.ProgramPlan, facts []eng
 			printDelegatePlan(w, &m, &d, pinnedDevice(ds, d.Index), lo)
 		}
 		if len(m.MissingOperators) > 0 {
-			fmt.Fprintf(w, "  operators without a kernel here (fail at execution, not load): %s\n", strings.Join(escAll(m.MissingOperators), ", "))
+			fmt.Fprintf(w, "  operators without a kernel here (fail at execution, not load): %s\n", strings.Join(each(m.MissingOperators, esc), ", "))
 		}
 	}
 	if sm := plan.ScratchMemory; sm != nil && sm.WithoutPool > 0 {

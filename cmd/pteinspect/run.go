@@ -385,7 +385,7 @@ func newMeter(stderr io.Writer, quiet bool, label string) *progress.Meter {
 // checkFilters makes sure --method and --delegate name something in f.
 func checkFilters(f *pte.File, o *options) error {
 	if o.method != "" && f.PlanIndex(o.method) < 0 {
-		return noMethod(f, o.method)
+		return fmt.Errorf("%w %q (methods: %s)", inspect.ErrNoMethod, o.method, joinOr(each(inspect.MethodNames(f), esc)))
 	}
 	if o.backend != "" {
 		ids := inspect.BackendIDs(f.Program, o.method)
@@ -394,7 +394,7 @@ func checkFilters(f *pte.File, o *options) error {
 			if o.method != "" {
 				where = " in method " + strconv.Quote(o.method)
 			}
-			return fmt.Errorf("%w %q%s (backends: %s)", inspect.ErrNoBackend, o.backend, where, joinOr(escAll(ids)))
+			return fmt.Errorf("%w %q%s (backends: %s)", inspect.ErrNoBackend, o.backend, where, joinOr(each(ids, esc)))
 		}
 	}
 	return nil

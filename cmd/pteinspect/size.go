@@ -11,7 +11,6 @@ import (
 
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
-	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/internal/cli"
 	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/ptd"
@@ -78,13 +77,7 @@ func runSize(ctx context.Context, opener *input.Opener, name string, stdout, std
 // writeSizeHTML writes the treemap page of r to o.html, atomically and
 // never over an input.
 func writeSizeHTML(ctx context.Context, name string, r *inspect.SizeReport, stdout, stderr io.Writer, o *options) int {
-	opts := &atomicfile.Options{}
-	for _, in := range append([]string{name}, o.data...) {
-		if in != "-" && !input.IsURL(in) {
-			opts.Inputs = append(opts.Inputs, in)
-		}
-	}
-	out, err := atomicfile.CreateContext(ctx, o.html, opts)
+	out, err := createOutput(ctx, append([]string{name}, o.data...), o.html, true)
 	if err != nil {
 		if code, ok := outputUsageErr(stderr, "--html", "page", o.html, err); ok {
 			return code
@@ -103,11 +96,7 @@ func writeSizeHTML(ctx context.Context, name string, r *inspect.SizeReport, stdo
 		err = out.Commit()
 	}
 	if err != nil {
-		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
-			fmt.Fprintf(stderr, "pteinspect: interrupted; %s was not written\n", esc(o.html))
-			return ie.ExitCode()
-		}
-		return failErr(stderr, name, fmt.Errorf("writing %s: %w", esc(o.html), err))
+		return writeFailed(ctx, stderr, name, o.html, esc(o.html), err)
 	}
 	if !o.quiet {
 		fmt.Fprintf(stdout, "wrote %s (treemap of %s) to %s\n", compilespec.FormatSizeApprox(page.Len()), esc(input.Display(name)), esc(o.html))
@@ -170,10 +159,7 @@ func printSize(w io.Writer, name string, r *inspect.SizeReport, long bool) {
 		for _, g := range groups[len(shown):] {
 			rest += g.Size
 		}
-		names := make([]string, 0, 3)
-		for _, g := range groups[len(shown):min(len(groups), len(shown)+3)] {
-			names = append(names, esc(g.Name))
-		}
+		names := each(groups[len(shown):min(len(groups), len(shown)+3)], func(g inspect.SizeGroup) string { return esc(g.Name) })
 		if len(groups)-len(shown) > 3 {
 			names = append(names, "...")
 		}

@@ -45,11 +45,6 @@ func runCompileSpecs(f *pte.File, name string, w io.Writer, stderr io.Writer, o 
 	return exitOK
 }
 
-// noMethod is the error of a --method that names no method of f.
-func noMethod(f *pte.File, name string) error {
-	return fmt.Errorf("%w %q (methods: %s)", inspect.ErrNoMethod, name, joinOr(escAll(inspect.MethodNames(f))))
-}
-
 func joinOr(s []string) string {
 	if len(s) == 0 {
 		return "none"

@@ -41,10 +41,7 @@ func printSummary(w io.Writer, name string, f *pte.File, s *inspect.Summary, doc
 	if doc.File.SHA256.Hex != "" {
 		t.row("sha256", doc.File.SHA256.Hex)
 	}
-	names := make([]string, 0, min(len(s.Methods), summaryNames))
-	for _, m := range s.Methods[:min(len(s.Methods), summaryNames)] {
-		names = append(names, esc(m.Name))
-	}
+	names := each(s.Methods[:min(len(s.Methods), summaryNames)], func(m *inspect.MethodSummary) string { return esc(m.Name) })
 	methods := fmt.Sprintf("%d: %s", s.MethodCount, strings.Join(names, ", "))
 	if s.MethodCount == 0 {
 		methods = "none"
@@ -141,11 +138,7 @@ func backendsText(bs []inspect.BackendCount) string {
 	if len(bs) == 0 {
 		return "none"
 	}
-	parts := make([]string, len(bs))
-	for i, b := range bs {
-		parts[i] = strconv.Itoa(b.Count) + " " + esc(b.ID)
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(each(bs, func(b inspect.BackendCount) string { return strconv.Itoa(b.Count) + " " + esc(b.ID) }), ", ")
 }
 
 func problemsText(s *inspect.Summary) string {
@@ -158,11 +151,7 @@ func problemsText(s *inspect.Summary) string {
 func methodText(m *inspect.MethodSummary) string {
 	parts := []string{cli.Count(m.Inputs, "input"), cli.Count(m.Outputs, "output"), cli.Count(m.Instructions, "instruction")}
 	if len(m.Returns) > 0 {
-		r := make([]string, len(m.Returns))
-		for i, c := range m.Returns {
-			r[i] = c.Type + " " + escText(c.Value)
-		}
-		parts = append(parts, "returns "+strings.Join(r, ", "))
+		parts = append(parts, "returns "+strings.Join(each(m.Returns, func(c inspect.Constant) string { return c.Type + " " + escText(c.Value) }), ", "))
 	}
 	switch {
 	case m.Budgeted > 0 && m.Automatic > 0:

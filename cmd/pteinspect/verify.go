@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/ptd"
@@ -22,26 +23,22 @@ import (
 func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, stderr io.Writer, o *options, srcs []ptd.Source) int {
 	fail := func(err error) int {
 		warnUndo(stderr, o.undo, o.quiet)
-		if o.json {
-			writeFailure(stdout, err, false)
-		}
-		return failErr(stderr, name, err)
+		return failure(stdout, stderr, name, o, err)
 	}
 	probs := o.undoFindings()
 	var file *inspect.File // null in the JSON when the file does not open
 	f, err := opener.Program(ctx, name)
 	if err != nil {
-		var fe *pte.FormatError
-		var le *pte.ProgramLimitError
-		if !errors.As(err, &fe) || errors.As(err, &le) {
+		fe, ok := errors.AsType[*pte.FormatError](err)
+		if _, limit := errors.AsType[*pte.ProgramLimitError](err); !ok || limit {
 			return fail(err) // not a finding: this reader's limit
 		}
-		probs = append(probs, inspect.FormatProblem(pte.SeverityError, "", fe))
+		probs = append(probs, check.FormatProblem(pte.SeverityError, "", fe))
 	} else {
 		defer f.Close()
 		file = &inspect.File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier}
-		if o.method != "" && f.PlanIndex(o.method) < 0 {
-			return fail(noMethod(f, o.method))
+		if err := checkFilters(f, o); err != nil {
+			return fail(err) // --method: --verify takes no --delegate
 		}
 		var all []inspect.Problem
 		if len(srcs) > 0 {

@@ -51,24 +51,18 @@ func (e *notFound) Error() string { return e.text }
 // New describes err, a failure to read, open or narrow a program.
 func New(err error) *Object {
 	out := &Object{Message: strings.Join(strings.Fields(err.Error()), " ")}
-	var fe *pte.FormatError
-	var re *executor.Error
-	var pe *ptd.FormatError
-	var nf *notFound
 	code := pte.CodeAccessFailed
-	switch {
-	case errors.As(err, &fe):
+	if fe, ok := errors.AsType[*pte.FormatError](err); ok {
 		code, out.Path, out.Offset = fe.Code, fe.Path, offset(fe.Off)
-	case errors.As(err, &pe):
+	} else if pe, ok := errors.AsType[*ptd.FormatError](err); ok {
 		code, out.Path, out.Offset = pe.Code, pe.Path, offset(pe.Off)
-	case errors.As(err, &re):
+	} else if re, ok := errors.AsType[*executor.Error](err); ok {
 		code = re.Code
-	case errors.As(err, &nf):
+	} else if _, ok := errors.AsType[*notFound](err); ok {
 		code = pte.CodeNotFound
 	}
 	out.Kind = executor.KindOf(code)
-	var ue *UsageError
-	if errors.As(err, &ue) {
+	if _, ok := errors.AsType[*UsageError](err); ok {
 		out.Kind = "usage"
 	}
 	return out

@@ -112,10 +112,6 @@ var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 	"inspect.Build": func(_ *testing.T, f *pte.File) string {
 		return answer(inspect.Build(f, &inspect.Options{Hash: true}))
 	},
-	"inspect.BuildPair": func(_ *testing.T, f *pte.File) string {
-		a, b, err := inspect.BuildPair(f, f, &inspect.Options{Hash: true})
-		return answer([]*inspect.Document{a, b}, err)
-	},
 	"inspect.BuildDiffPair": func(_ *testing.T, f *pte.File) string {
 		a, b, _, err := inspect.BuildDiffPair(f, f, nil)
 		return answer([]*inspect.Document{a, b}, err)
@@ -154,7 +150,9 @@ var fileFunctions = map[string]func(t *testing.T, f *pte.File) string{
 	"inspect.MethodNames": func(_ *testing.T, f *pte.File) string { return answer(inspect.MethodNames(f), nil) },
 	"inspect.BackendIDs":  func(_ *testing.T, f *pte.File) string { return answer(inspect.BackendIDs(f.Program, ""), nil) },
 	"inspect.NeededKeys":  func(_ *testing.T, f *pte.File) string { return answer(inspect.NeededKeys(f.Program), nil) },
-	"inspect.NewProgram":  func(_ *testing.T, f *pte.File) string { return answer(inspect.NewProgram(f.Program, true), nil) },
+	"inspect.Program": func(_ *testing.T, f *pte.File) string {
+		return answer(&inspect.Program{Program: f.Program, Hash: true}, nil)
+	},
 	"inspect.ParseDelegateRef": func(_ *testing.T, f *pte.File) string {
 		var out []any
 		for _, ref := range []string{"0:0", f.Program.PlanName(0) + ":0", "no such method:0"} {
