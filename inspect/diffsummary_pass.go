@@ -471,44 +471,54 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 // checkInlineOverlap refuses a program (side says which of a diff's, -1
 // for a program hashed alone) two of whose
 // inline byte vectors, constant buffers or delegate payloads, overlap
-// without being the same bytes. A flatbuffer may point vectors at
+// without being the same bytes, or two of whose segments do in the file.
+// A flatbuffer may point vectors at
 // overlapping bytes (ExecuTorch's verifier allows it, and no writer does
 // it): a vector of 1 MiB shifted by 4 bytes 2,000 times costs 8 KiB of
 // program but 2 GiB of bytes compared (each window with every buffer
 // paired with it) or hashed (each window's digest in the documents), which
-// bytes the same vectors share (bytesOf) do not save.
+// bytes the same vectors share (bytesOf) do not save. Segments are hashed
+// each (the documents give each one's digest) as the pass reads the file:
+// 2,000 such windows in the segment table cost the same 2 GiB.
 func checkInlineOverlap(f *pte.File, side int) error {
 	type vec struct {
 		id   bytesID
 		name string
 	}
-	var vecs []vec
+	var vecs, segs []vec
 	seen := map[bytesID]bool{}
-	add := func(b []byte, list string, i int) {
-		if len(b) == 0 {
-			return
-		}
-		id := bytesOf(constSource{inline: true, mem: b, n: int64(len(b))})
-		if !seen[id] {
+	add := func(to *[]vec, id bytesID, list string, i int) {
+		if id.n > 0 && !seen[id] {
 			seen[id] = true
-			vecs = append(vecs, vec{id, fmt.Sprintf("%s[%d]", list, i)})
+			*to = append(*to, vec{id, fmt.Sprintf("%s[%d]", list, i)})
 		}
+	}
+	inline := func(b []byte, list string, i int) {
+		add(&vecs, bytesOf(constSource{inline: true, mem: b, n: int64(len(b))}), list, i)
 	}
 	for i, buf := range f.Program.ConstantBuffer {
 		if buf != nil {
-			add(buf.Storage, "constant_buffer", i)
+			inline(buf.Storage, "constant_buffer", i)
 		}
 	}
 	for i, d := range f.Program.BackendDelegateData {
 		if d != nil {
-			add(d.Data, "backend_delegate_data", i)
+			inline(d.Data, "backend_delegate_data", i)
 		}
 	}
-	slices.SortFunc(vecs, func(x, y vec) int { return cmp.Or(cmp.Compare(x.id.at, y.id.at), cmp.Compare(x.id.n, y.id.n)) })
-	for i := 1; i < len(vecs); i++ {
-		// Sorted by start: vectors overlap only if two neighbours do.
-		if p := vecs[i-1]; vecs[i].id.at < p.id.at+p.id.n {
-			return &OverlapError{Side: side, First: p.name, Second: vecs[i].name}
+	b := &builder{f: f}
+	for i, s := range f.Program.Segments {
+		if off, ok := b.segmentRange(i); ok {
+			add(&segs, bytesID{at: int64(off), n: int64(s.Size)}, "segments", i)
+		}
+	}
+	for _, vecs := range [][]vec{vecs, segs} { // memory, then the file
+		slices.SortFunc(vecs, func(x, y vec) int { return cmp.Or(cmp.Compare(x.id.at, y.id.at), cmp.Compare(x.id.n, y.id.n)) })
+		for i := 1; i < len(vecs); i++ {
+			// Sorted by start: vectors overlap only if two neighbours do.
+			if p := vecs[i-1]; vecs[i].id.at < p.id.at+p.id.n {
+				return &OverlapError{Side: side, First: p.name, Second: vecs[i].name}
+			}
 		}
 	}
 	return nil
@@ -516,7 +526,8 @@ func checkInlineOverlap(f *pte.File, side int) error {
 
 // OverlapError is the refusal, by the diff or by a document with
 // Options.Hash, of a program two of whose inline byte
-// vectors (Program.constant_buffer, Program.backend_delegate_data)
+// vectors (Program.constant_buffer, Program.backend_delegate_data), or
+// two of whose segments (Program.segments, in the file),
 // overlap without being the same bytes: comparing or hashing each would
 // read the bytes they share once per vector, which a crafted program makes
 // quadratic in its size.
@@ -525,7 +536,7 @@ type OverlapError struct {
 	// alone.
 	Side int
 	// First and Second name two vectors that overlap, as
-	// "constant_buffer[3]" or "backend_delegate_data[0]".
+	// "constant_buffer[3]", "backend_delegate_data[0]" or "segments[2]".
 	First, Second string
 }
 
