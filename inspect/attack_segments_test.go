@@ -62,3 +62,53 @@ func TestOverlappingSegments(t *testing.T) {
 	_, _, _, err = BuildDiffPair(open(same), open(same), nil)
 	require.NoError(t, err)
 }
+
+// TestOverlappingConstantSegmentBuffers is an attack: the diff compares
+// the constant-segment buffers of tensors paired by value index, each
+// buffer running from its offset to the next one. A crafted offset table
+// (0, 4, end, 8, end, ...) makes every other buffer run to the segment's
+// end: 1,000 tensors over an 8 MiB segment took 41 s to diff with itself
+// (8 GB compared), quadratic in the program's size, which neither the
+// inline nor the segment refusal sees. Such a program is now refused
+// (OverlapError naming two constant_segment.offsets), before comparing
+// anything; a table whose offsets only repeat (empty buffers) still
+// diffs.
+func TestOverlappingConstantSegmentBuffers(t *testing.T) {
+	const count, elems = 100, 1 << 18
+	a := withConstantSegment(t, genPrograms(t)["segment"], ramp(elems, nil))
+	open := func(offset func(k int, end uint64) []uint64) *pte.File {
+		f, err := pte.NewFile(bytes.NewReader(a), int64(len(a)))
+		require.NoError(t, err)
+		t.Cleanup(func() { f.Close() })
+		p := f.Program
+		end := p.Segments[p.ConstantSegment.SegmentIndex].Size
+		offs := []uint64{0}
+		ep := p.Plan(0)
+		for k := range count {
+			offs = append(offs, offset(k, end)...)
+			ep.Values = append(ep.Values, &pte.EValue{Val: &pte.Tensor{
+				ScalarType: pte.ScalarTypeFLOAT, Sizes: []int32{int32(elems - k)}, DimOrder: []uint8{0}, DataBufferIdx: uint32(len(offs) - 2),
+			}})
+		}
+		p.ConstantSegment.Offsets = offs
+		return f
+	}
+	toEnd := func(k int, end uint64) []uint64 { return []uint64{uint64(4 * k), end} }
+	repeated := func(k int, end uint64) []uint64 { return []uint64{uint64(4 * k), uint64(4 * k)} }
+
+	_, _, _, err := BuildDiffPair(open(repeated), open(toEnd), nil)
+	oe, ok := errors.AsType[*OverlapError](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, 1, oe.Side)
+	assert.Contains(t, oe.First, "constant_segment.offsets[")
+	assert.Contains(t, oe.Second, "constant_segment.offsets[")
+	_, err = SummarizeDiff(open(toEnd), open(repeated), nil)
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, 0, oe.Side)
+
+	// The views that compare no constants read it as it is.
+	_, err = Build(open(toEnd), &Options{Hash: true})
+	require.NoError(t, err)
+	_, _, _, err = BuildDiffPair(open(repeated), open(repeated), nil)
+	require.NoError(t, err)
+}
