@@ -68,6 +68,9 @@ type smallFile struct {
 	size int64
 	dev  uint64
 	ino  uint64
+	// sum, when the bytes are not in the spool, is the SHA-256 of those
+	// read when it was opened.
+	sum *[sha256.Size]byte
 	// spool, when set, holds the file's bytes at off.
 	spool *engineSpool
 	off   int64
@@ -103,12 +106,18 @@ func readSmallEngine(path string, limit int64, buf []byte, spool *engineSpool, d
 			sf.spool = spool
 		}
 	}
+	if sf.spool == nil {
+		kept := sum
+		sf.sum = &kept
+	}
 	return sf, sum, true, nil
 }
 
 // ReadAt reads p at off from the bytes kept in the spool, or else opens
 // the file, checks that it is still the file stat saw (same device, inode
-// and size), reads p at off and closes it.
+// and size) holding the same bytes (their SHA-256: a file rewritten in
+// place keeps its inode and size, and the export compared it with the
+// others by the bytes first read), reads p at off and closes it.
 func (sf *smallFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &os.PathError{Op: "read", Path: sf.path, Err: unix.EINVAL}
@@ -135,7 +144,21 @@ func (sf *smallFile) ReadAt(p []byte, off int64) (int, error) {
 	if uint64(fst.Dev) != sf.dev || uint64(fst.Ino) != sf.ino || fst.Size != sf.size {
 		return 0, fmt.Errorf("%s changed during the export (was %d bytes, now %d, or another file)", sf.path, sf.size, fst.Size)
 	}
-	return preadFull(fd, sf.path, sf.size, p, off)
+	data := make([]byte, sf.size) // at most maxHeldEngine
+	if _, err := preadFull(fd, sf.path, sf.size, data, 0); err != nil {
+		return 0, err
+	}
+	if sha256.Sum256(data) != *sf.sum {
+		return 0, fmt.Errorf("%s changed during the export (its bytes are not those read when the export began)", sf.path)
+	}
+	if off >= sf.size {
+		return 0, io.EOF
+	}
+	n := copy(p, data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // preadFull reads p at off from fd, the file at path of size bytes; past
@@ -241,9 +264,9 @@ type engineSpool struct {
 	f       *os.File
 	at      map[[sha256.Size]byte]int64 // the offset of the bytes of each sum added
 	failed  bool                        // a write failed: the spool takes no more bytes
-	pending []byte // bytes added after the first flushed ones, not yet written
-	flushed int64  // bytes written to f
-	win     []byte // a window of f's bytes, read back at winOff
+	pending []byte                      // bytes added after the first flushed ones, not yet written
+	flushed int64                       // bytes written to f
+	win     []byte                      // a window of f's bytes, read back at winOff
 	winOff  int64
 }
 
