@@ -300,6 +300,7 @@ func build(p *Program, opts *Options) (_ *built, err error) {
 	if err != nil {
 		return nil, err
 	}
+	b.spool.seal()
 	mds, err := resolve(p, eng.blobs)
 	if err != nil {
 		return nil, err

@@ -68,6 +68,9 @@ type smallFile struct {
 	size int64
 	dev  uint64
 	ino  uint64
+	// sum, when the bytes are not in the spool, is the SHA-256 of those
+	// read when it was opened.
+	sum *[sha256.Size]byte
 	// spool, when set, holds the file's bytes at off.
 	spool *engineSpool
 	off   int64
@@ -96,18 +99,25 @@ func readSmallEngine(path string, limit int64, buf []byte, spool *engineSpool, d
 	if _, err := preadFull(fd, path, st.Size, data, 0); err != nil {
 		return nil, sum, false, err
 	}
+	sum = sha256.Sum256(data)
 	sf = &smallFile{path: path, size: st.Size, dev: uint64(st.Dev), ino: uint64(st.Ino), off: -1}
 	if spool != nil {
-		if sf.off = spool.add(data); sf.off >= 0 {
+		if sf.off = spool.add(data, sum); sf.off >= 0 {
 			sf.spool = spool
 		}
 	}
-	return sf, sha256.Sum256(data), true, nil
+	if sf.spool == nil {
+		kept := sum
+		sf.sum = &kept
+	}
+	return sf, sum, true, nil
 }
 
 // ReadAt reads p at off from the bytes kept in the spool, or else opens
 // the file, checks that it is still the file stat saw (same device, inode
-// and size), reads p at off and closes it.
+// and size) holding the same bytes (their SHA-256: a file rewritten in
+// place keeps its inode and size, and the export compared it with the
+// others by the bytes first read), reads p at off and closes it.
 func (sf *smallFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &os.PathError{Op: "read", Path: sf.path, Err: unix.EINVAL}
@@ -134,7 +144,21 @@ func (sf *smallFile) ReadAt(p []byte, off int64) (int, error) {
 	if uint64(fst.Dev) != sf.dev || uint64(fst.Ino) != sf.ino || fst.Size != sf.size {
 		return 0, fmt.Errorf("%s changed during the export (was %d bytes, now %d, or another file)", sf.path, sf.size, fst.Size)
 	}
-	return preadFull(fd, sf.path, sf.size, p, off)
+	data := make([]byte, sf.size) // at most maxHeldEngine
+	if _, err := preadFull(fd, sf.path, sf.size, data, 0); err != nil {
+		return 0, err
+	}
+	if sha256.Sum256(data) != *sf.sum {
+		return 0, fmt.Errorf("%s changed during the export (its bytes are not those read when the export began)", sf.path)
+	}
+	if off >= sf.size {
+		return 0, io.EOF
+	}
+	n := copy(p, data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // preadFull reads p at off from fd, the file at path of size bytes; past
@@ -229,12 +253,20 @@ func (d *engineDir) close() {
 // back in windows of spoolBuffer, in the order they were added, which is
 // the order the writer asks for them: one system call per batch either
 // way. They live in the page cache, not in the process.
+//
+// Bytes already in the spool (by their SHA-256) are not added again: a
+// manifest naming one engine by many paths (hard links, symbolic links,
+// other spellings) made it hold that engine once per path, 320 MB of
+// $TMPDIR (of memory, on a tmpfs) for 20,000 links to one 16 KiB engine
+// whose program is 4.7 MB. It holds at most the engine bytes the program
+// stores.
 type engineSpool struct {
 	f       *os.File
-	failed  bool   // a write failed: the spool takes no more bytes
-	pending []byte // bytes added after the first flushed ones, not yet written
-	flushed int64  // bytes written to f
-	win     []byte // a window of f's bytes, read back at winOff
+	at      map[[sha256.Size]byte]int64 // the offset of the bytes of each sum added
+	failed  bool                        // a write failed: the spool takes no more bytes
+	pending []byte                      // bytes added after the first flushed ones, not yet written
+	flushed int64                       // bytes written to f
+	win     []byte                      // a window of f's bytes, read back at winOff
 	winOff  int64
 }
 
@@ -263,9 +295,13 @@ func (s *engineSpool) create() error {
 	return nil
 }
 
-// add appends data to the spool and returns its offset there, or -1 when
-// the spool takes no more (a batch could not be written).
-func (s *engineSpool) add(data []byte) int64 {
+// add appends data, whose SHA-256 is sum, to the spool and returns its
+// offset there (that of the same bytes when they were added before, until
+// seal), or -1 when the spool takes no more (a batch could not be written).
+func (s *engineSpool) add(data []byte, sum [sha256.Size]byte) int64 {
+	if off, ok := s.at[sum]; ok {
+		return off
+	}
 	if s.failed || len(data) > spoolBuffer {
 		return -1
 	}
@@ -286,7 +322,19 @@ func (s *engineSpool) add(data []byte) int64 {
 	}
 	off := s.flushed + int64(len(s.pending))
 	s.pending = append(s.pending, data...)
+	if s.at == nil {
+		s.at = map[[sha256.Size]byte]int64{}
+	}
+	s.at[sum] = off
 	return off
+}
+
+// seal ends the adding: the spool lets go of its index of the sums added
+// (about 80 bytes per engine, which would stay through the write).
+func (s *engineSpool) seal() {
+	if s != nil {
+		s.at = nil
+	}
 }
 
 // readAt reads len(p) bytes at off, all of them bytes add was given

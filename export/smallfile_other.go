@@ -34,6 +34,8 @@ func newEngineSpool() *engineSpool { return nil }
 
 func (s *engineSpool) close() {}
 
+func (s *engineSpool) seal() {}
+
 // engineDir is, on Linux, the directory of the last small engine file
 // opened; there is none elsewhere.
 type engineDir struct{}

@@ -105,6 +105,20 @@ func TestSmallFileReadAt(t *testing.T) {
 	_, err = sf.ReadAt(buf, -1)
 	assert.Error(t, err)
 
+	// The file rewritten in place (same inode, same size) is refused: the
+	// export compared it with the others by the bytes it first read. (An
+	// attack: only its inode and size were checked, and the program got
+	// the new bytes where the dedup had decided by the old ones.)
+	changed := bytes.Clone(data)
+	changed[50] ^= 1
+	require.NoError(t, os.WriteFile(p, changed, 0o644))
+	_, err = sf.ReadAt(buf, 0)
+	assert.ErrorContains(t, err, "changed during the export")
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	n, err = sf.ReadAt(buf, 60)
+	require.NoError(t, err)
+	assert.Equal(t, data[60:100], buf[:n], "the same bytes written back")
+
 	// Another file put in its place, even of the same size, is refused.
 	other := writeEngineFiles(t, t.TempDir(), 100)[0]
 	require.NoError(t, os.Rename(other, p))

@@ -11,7 +11,8 @@
 // response's validators and size are compared with the first response's: an
 // object replaced while it is being read fails with KindChanged, never
 // yields a mix of two versions. A 206 without the ETag that pinned the
-// object (which RFC 9110 requires it to carry) fails with KindBadResponse.
+// object (which RFC 9110 requires it to carry), or with it made weak,
+// fails with KindBadResponse.
 //
 // A weak ETag, a Last-Modified of the same second as the Date, or no
 // validator cannot pin a range (RFC 9110 forbids a weak validator in

@@ -744,14 +744,21 @@ func (r *Reader) versionChange(resp *http.Response) string {
 
 // unvalidated says why resp, a 206 to a request pinned by the strong ETag
 // of the first answer, cannot be told to be of that version: it names no
-// ETag. RFC 9110 (section 15.3.7) requires a 206 to carry the ETag a 200
-// would; a server or proxy that drops it and ignores If-Match could
-// otherwise serve another version of the same size unnoticed.
+// ETag, or only that ETag made weak (W/). RFC 9110 (section 15.3.7)
+// requires a 206 to carry the ETag a 200 would, and only a strong one
+// says the bytes are the same (section 8.8.3.2); a server or proxy that
+// drops or weakens it and ignores If-Match could otherwise serve another
+// version of the same size unnoticed. (versionChange has refused any
+// other ETag.)
 func (r *Reader) unvalidated(resp *http.Response) string {
-	if r.etag != "" && resp.Header.Get("ETag") == "" {
+	switch et := resp.Header.Get("ETag"); {
+	case r.etag == "" || et == r.etag:
+		return ""
+	case et == "":
 		return fmt.Sprintf("the answer names no ETag where the first named %.80s: its bytes cannot be told to be of that version", r.etag)
+	default:
+		return fmt.Sprintf("the answer names the weak ETag %.80s where the first named the strong %.80s: its bytes cannot be told to be of that version", et, r.etag)
 	}
-	return ""
 }
 
 // readBody reads exactly len(dst) body bytes into dst and checks that the

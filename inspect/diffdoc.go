@@ -1,10 +1,13 @@
 package inspect
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
@@ -310,7 +313,11 @@ func digestNode(d Digest) *node {
 }
 
 // matchRenames gives a method that only b has the key of a method that
-// only a has when the two are equal but for their names.
+// only a has when the two are equal but for their names. Only methods
+// whose views have the same fingerprint (fingerprint, linear in their
+// size) are compared: comparing every pair made two programs of 100
+// methods each, named apart and equal but for a late value, take 5 s to
+// diff, and 1,000 methods 8 minutes, where the rest of the diff is linear.
 func matchRenames(a, b *viewer) {
 	inA := map[string]bool{}
 	for _, k := range a.keys {
@@ -320,23 +327,98 @@ func matchRenames(a, b *viewer) {
 	for _, k := range b.keys {
 		inB[k] = true
 	}
+	candidates := map[[sha256.Size]byte][]int{} // a's methods by fingerprint, in order
+	for i, ka := range a.keys {
+		if !inB[ka] && a.methods[i] != nil {
+			fp := fingerprint(a.methods[i], "name")
+			candidates[fp] = append(candidates[fp], i)
+		}
+	}
+	if len(candidates) == 0 {
+		return
+	}
 	used := map[int]bool{}
 	for j, kb := range b.keys {
 		if inA[kb] || b.methods[j] == nil {
 			continue
 		}
-		for i, ka := range a.keys {
-			if inB[ka] || used[i] || a.methods[i] == nil {
-				continue
-			}
-			if !equalExcept(a.methods[i], b.methods[j], "name") {
+		for _, i := range candidates[fingerprint(b.methods[j], "name")] {
+			if used[i] || !equalExcept(a.methods[i], b.methods[j], "name") {
 				continue
 			}
 			used[i] = true
-			b.keys[j] = ka
+			b.keys[j] = a.keys[i]
 			break
 		}
 	}
+}
+
+// fingerprint is a digest of object n opened in full, member skip left
+// out, that is the same for any two objects the walk finds no difference
+// between (so that only objects of one fingerprint need comparing):
+// members in the order of their keys, a member holding nothing (nil, as
+// the walk skips it) left out, numbers by value.
+func fingerprint(n *node, skip string) [sha256.Size]byte {
+	h := sha256.New()
+	var buf []byte
+	put := func(kind byte, s string) {
+		buf = binary.AppendUvarint(append(buf[:0], kind), uint64(len(s)))
+		h.Write(append(buf, s...))
+	}
+	var feed func(n *node, skip string)
+	feed = func(n *node, skip string) {
+		switch n = n.open(); n.kind {
+		case 'o', 'm':
+			keys := slices.Sorted(slices.Values(n.keys))
+			keys = slices.DeleteFunc(keys, func(k string) bool { return k == skip || n.obj[k] == nil })
+			put(n.kind, strconv.Itoa(len(keys)))
+			for _, k := range keys {
+				put('k', k)
+				feed(n.obj[k], "")
+			}
+		case 'a':
+			arr := n.arr
+			for len(arr) > 0 && arr[len(arr)-1] == nil {
+				arr = arr[:len(arr)-1] // the walk finds nothing past the other's end
+			}
+			put('a', strconv.Itoa(len(arr)))
+			for _, e := range arr {
+				if e == nil {
+					put('-', "")
+					continue
+				}
+				feed(e, "")
+			}
+		case 'n':
+			put('n', numberKey(n.str))
+		default:
+			put(n.kind, n.str)
+		}
+	}
+	feed(n, skip)
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// numberKey is the same text for JSON numbers sameNumber finds equal:
+// integers as big.Int writes them, others as float64s (zero unsigned).
+func numberKey(x string) string {
+	if !strings.ContainsAny(x, ".eE") {
+		var b big.Int
+		if _, ok := b.SetString(x, 10); ok {
+			return "i" + b.String()
+		}
+		return "?" + x
+	}
+	f, err := strconv.ParseFloat(x, 64)
+	if err != nil {
+		return "?" + x
+	}
+	if f == 0 {
+		f = 0 // -0 is 0
+	}
+	return "f" + strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 // equalExcept reports whether objects a and b are equal but for member k.

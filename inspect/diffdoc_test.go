@@ -3,6 +3,7 @@ package inspect
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -327,6 +328,9 @@ func FuzzDiffDocuments(f *testing.F) {
 			return
 		}
 		a, err := Build(pf, &Options{Hash: true})
+		if _, ok := errors.AsType[*OverlapError](err); ok {
+			return // hashing would read the overlapping bytes once for each
+		}
 		if err != nil {
 			t.Fatalf("Build: %v", err)
 		}

@@ -400,7 +400,7 @@ func constantResults(cmps map[dataKey]*dataCmp) *ConstantComparison {
 // the pass, one per pair of buffers.
 func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 	for i, f := range []*pte.File{a, b} {
-		if err := checkInlineOverlap(f, i); err != nil {
+		if err := cmp.Or(checkInlineOverlap(f, i), checkConstantSegmentOverlap(f, i)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -473,44 +473,93 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 // checkInlineOverlap refuses a program (side says which of a diff's, -1
 // for a program hashed alone) two of whose
 // inline byte vectors, constant buffers or delegate payloads, overlap
-// without being the same bytes. A flatbuffer may point vectors at
+// without being the same bytes, or two of whose segments do in the file.
+// A flatbuffer may point vectors at
 // overlapping bytes (ExecuTorch's verifier allows it, and no writer does
 // it): a vector of 1 MiB shifted by 4 bytes 2,000 times costs 8 KiB of
 // program but 2 GiB of bytes compared (each window with every buffer
 // paired with it) or hashed (each window's digest in the documents), which
-// bytes the same vectors share (bytesOf) do not save.
+// bytes the same vectors share (bytesOf) do not save. Segments are hashed
+// each (the documents give each one's digest) as the pass reads the file:
+// 2,000 such windows in the segment table cost the same 2 GiB.
 func checkInlineOverlap(f *pte.File, side int) error {
-	type vec struct {
-		id   bytesID
-		name string
-	}
-	var vecs []vec
-	seen := map[bytesID]bool{}
-	add := func(b []byte, list string, i int) {
-		if len(b) == 0 {
-			return
-		}
-		id := bytesOf(constSource{inline: true, mem: b, n: int64(len(b))})
-		if !seen[id] {
-			seen[id] = true
-			vecs = append(vecs, vec{id, fmt.Sprintf("%s[%d]", list, i)})
-		}
+	var vecs, segs namedRanges
+	inline := func(b []byte, list string, i int) {
+		vecs.add(bytesOf(constSource{inline: true, mem: b, n: int64(len(b))}), list, i)
 	}
 	for i, buf := range f.Program.ConstantBuffer {
 		if buf != nil {
-			add(buf.Storage, "constant_buffer", i)
+			inline(buf.Storage, "constant_buffer", i)
 		}
 	}
 	for i, d := range f.Program.BackendDelegateData {
 		if d != nil {
-			add(d.Data, "backend_delegate_data", i)
+			inline(d.Data, "backend_delegate_data", i)
 		}
 	}
-	slices.SortFunc(vecs, func(x, y vec) int { return cmp.Or(cmp.Compare(x.id.at, y.id.at), cmp.Compare(x.id.n, y.id.n)) })
-	for i := 1; i < len(vecs); i++ {
-		// Sorted by start: vectors overlap only if two neighbours do.
-		if p := vecs[i-1]; vecs[i].id.at < p.id.at+p.id.n {
-			return &OverlapError{Side: side, First: p.name, Second: vecs[i].name}
+	b := &builder{f: f}
+	for i, s := range f.Program.Segments {
+		if off, ok := b.segmentRange(i); ok {
+			segs.add(bytesID{at: int64(off), n: int64(s.Size)}, "segments", i)
+		}
+	}
+	return cmp.Or(vecs.overlap(side), segs.overlap(side)) // memory, then the file
+}
+
+// checkConstantSegmentOverlap is checkInlineOverlap for the buffers of
+// the constant segment, which the diff compares (constantSource): the
+// bytes from each offset to the next, disjoint when the offsets increase,
+// but a crafted table (0, 4, end, 8, end, ...) makes each buffer run to the
+// segment's end, and 1,000 such tensors of an 8 MiB segment took 41 s to
+// diff with themselves (8 GB compared).
+func checkConstantSegmentOverlap(f *pte.File, side int) error {
+	cs := f.Program.ConstantSegment
+	if cs == nil {
+		return nil
+	}
+	var bufs namedRanges
+	for i := range cs.Offsets {
+		s, err := constantSource(f, uint32(i))
+		if err != nil {
+			return err
+		}
+		bufs.add(bytesOf(s), "constant_segment.offsets", i)
+	}
+	return bufs.overlap(side)
+}
+
+// namedRanges are byte ranges (of memory, or of the file), each named,
+// without empty or repeated ones.
+type namedRanges struct {
+	seen map[bytesID]bool
+	list []namedRange
+}
+
+type namedRange struct {
+	id   bytesID
+	name string
+}
+
+// add adds the range id, named list[i], unless it is empty or already in.
+func (rs *namedRanges) add(id bytesID, list string, i int) {
+	if id.n <= 0 || rs.seen[id] {
+		return
+	}
+	if rs.seen == nil {
+		rs.seen = map[bytesID]bool{}
+	}
+	rs.seen[id] = true
+	rs.list = append(rs.list, namedRange{id, fmt.Sprintf("%s[%d]", list, i)})
+}
+
+// overlap returns an *OverlapError naming two of the ranges that overlap,
+// or nil.
+func (rs *namedRanges) overlap(side int) error {
+	slices.SortFunc(rs.list, func(x, y namedRange) int { return cmp.Or(cmp.Compare(x.id.at, y.id.at), cmp.Compare(x.id.n, y.id.n)) })
+	for i := 1; i < len(rs.list); i++ {
+		// Sorted by start: ranges overlap only if two neighbours do.
+		if p := rs.list[i-1]; rs.list[i].id.at < p.id.at+p.id.n {
+			return &OverlapError{Side: side, First: p.name, Second: rs.list[i].name}
 		}
 	}
 	return nil
@@ -518,7 +567,8 @@ func checkInlineOverlap(f *pte.File, side int) error {
 
 // OverlapError is the refusal, by the diff or by a document with
 // Options.Hash, of a program two of whose inline byte
-// vectors (Program.constant_buffer, Program.backend_delegate_data)
+// vectors (Program.constant_buffer, Program.backend_delegate_data), or
+// two of whose segments (Program.segments, in the file),
 // overlap without being the same bytes: comparing or hashing each would
 // read the bytes they share once per vector, which a crafted program makes
 // quadratic in its size.
@@ -527,7 +577,7 @@ type OverlapError struct {
 	// alone.
 	Side int
 	// First and Second name two vectors that overlap, as
-	// "constant_buffer[3]" or "backend_delegate_data[0]".
+	// "constant_buffer[3]", "backend_delegate_data[0]" or "segments[2]".
 	First, Second string
 }
 

@@ -3,6 +3,7 @@ package inspect
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
@@ -30,6 +31,9 @@ func FuzzBuild(f *testing.F) {
 			return
 		}
 		doc, err := Build(pf, &Options{Hash: true})
+		if _, ok := errors.AsType[*OverlapError](err); ok {
+			return // hashing would read the overlapping bytes once for each
+		}
 		if err != nil {
 			t.Fatalf("Build failed on an in-memory file: %v", err)
 		}

@@ -280,7 +280,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		if cli.BoolFlag(args, "json") {
 			writeFailure(stdout, &jsonerr.UsageError{Msg: cli.Plain(err.Error())})
 		}
-		fmt.Fprintf(stderr, "pteexport: %s (see pteexport --help)\n", cli.Plain(err.Error()))
+		fmt.Fprintf(stderr, "pteexport: %s (see pteexport --help)\n", cli.EscText(cli.Plain(err.Error())))
 		return 2
 	}
 	// With --json, standard output holds one JSON object whatever
@@ -289,7 +289,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		if c.jsonOut {
 			writeFailure(stdout, &failure{msg, err})
 		}
-		fmt.Fprintf(stderr, "pteexport: %s\n", msg)
+		fmt.Fprintf(stderr, "pteexport: %s\n", cli.EscText(msg))
 	}
 	switch {
 	case c.help:
@@ -321,7 +321,7 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	if !c.quiet {
 		for _, w := range res.Warnings {
-			fmt.Fprintf(stderr, "pteexport: %s\n", cli.Plain(w.String()))
+			fmt.Fprintf(stderr, "pteexport: %s\n", cli.EscText(cli.Plain(w.String())))
 		}
 	}
 	if c.jsonOut {

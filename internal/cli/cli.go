@@ -1,7 +1,8 @@
 // Package cli holds what ptekit's commands share about talking to people:
 // flag help without pflag's "[=true|false]" noise on boolean flags, the
-// --version line from the binary's build information, and the one-line
-// form of an error; and, for a command that runs as one batch, the
+// --version line from the binary's build information, the one-line
+// form of an error and the escaping of what it quotes (EscText); and, for
+// a command that runs as one batch, the
 // collector setting (TuneBatchGC).
 package cli
 
