@@ -101,6 +101,10 @@ type OpenOptions struct {
 	// Write's read-back check, which wants a verdict and reads the file
 	// again with positions only to report a refusal.
 	noPositions bool
+	// model, for Write's check, is the program the region was encoded
+	// from, taken as its decoding instead of decoding the region again
+	// (see writePlan.model). Set with noPositions, never with LazyPlans.
+	model *Program
 }
 
 // ProgramLimitError reports a flatbuffer region larger than
@@ -257,7 +261,11 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 	f.fbWarnings = v.Warnings
 	f.positions = opts == nil || !opts.noPositions
 	f.lazy = opts != nil && opts.LazyPlans
-	f.Program, f.dec = decodeProgramWith(f.region, v, f.positions, f.lazy)
+	if opts != nil && opts.model != nil {
+		f.Program, f.dec = opts.model, &fbDecoder{vec: map[any]uint32{}}
+	} else {
+		f.Program, f.dec = decodeProgramWith(f.region, v, f.positions, f.lazy)
+	}
 	if f.lazy {
 		f.Program.file = f
 	}

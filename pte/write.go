@@ -201,7 +201,7 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 	// A program of several methods is checked one plan at a time (each
 	// decoded, checked and let go of: 89 MB less at 65,536 methods); one
 	// plan is decoded whole either way, and lazily its delegates twice.
-	if err := pl.check(opts != nil && opts.Strict, p.NumPlans() > 1); err != nil {
+	if err := pl.check(opts != nil && opts.Strict, p.NumPlans() > 1, pl.model(p, opts != nil && opts.Dedup)); err != nil {
 		return nil, err
 	}
 	return pl, nil
