@@ -105,6 +105,10 @@ type OpenOptions struct {
 	// from, taken as its decoding instead of decoding the region again
 	// (see writePlan.model). Set with noPositions, never with LazyPlans.
 	model *Program
+	// region, for Write's check, is the flatbuffer region of the file
+	// read, already in memory: it is taken, when it is as long as the
+	// header says, instead of reading the region from the file.
+	region []byte
 }
 
 // ProgramLimitError reports a flatbuffer region larger than
@@ -248,10 +252,14 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 	}
 	// The region starts with the head already read: each byte is read
 	// once.
-	f.region = make([]byte, programSize)
-	if n := copy(f.region, head); n < len(f.region) {
-		if err := readFullAt(r, f.region[n:], int64(n)); err != nil {
-			return nil, fmt.Errorf("pte: reading %d-byte flatbuffer region: %w", programSize, err)
+	if opts != nil && uint64(len(opts.region)) == programSize {
+		f.region = opts.region
+	} else {
+		f.region = make([]byte, programSize)
+		if n := copy(f.region, head); n < len(f.region) {
+			if err := readFullAt(r, f.region[n:], int64(n)); err != nil {
+				return nil, fmt.Errorf("pte: reading %d-byte flatbuffer region: %w", programSize, err)
+			}
 		}
 	}
 	v, err := verifyProgramBuffer(f.region)

@@ -173,7 +173,8 @@ func Write(w io.Writer, p *Program, segments []*io.SectionReader, opts *WriteOpt
 // writePlan is everything decided before the first byte is written.
 type writePlan struct {
 	srcs        []*io.SectionReader
-	unique      []int // payload index of each written segment
+	unique      []int  // payload index of each written segment
+	region      []byte // the flatbuffer region: head, then flatbuffer
 	head        []byte
 	flatbuffer  []byte // without its first 8 bytes when head is set
 	info        *WriteInfo
@@ -330,9 +331,10 @@ func (pl *writePlan) encode(p *Program, refs *segmentRefs, sl *segmentLayout, al
 	// ExecuTorch reads 64 head bytes before anything else, so a shorter
 	// file cannot be loaded. Zeros after the tables are not part of any
 	// table, so a tiny program is simply padded.
-	if n := int(reserve) + len(fb); n < wrMinFileSize {
+	if n := len(fb); n < wrMinFileSize {
 		fb = append(fb, make([]byte, wrMinFileSize-n)...)
 	}
+	pl.region = fb
 	if !needHeader {
 		pl.flatbuffer = fb
 		pl.info.ProgramSize = int64(len(fb))
@@ -342,10 +344,10 @@ func (pl *writePlan) encode(p *Program, refs *segmentRefs, sl *segmentLayout, al
 	return pl.addHeader(fb, sl, align, sl.dataSize)
 }
 
-// addHeader places the extended header in front of the encoded program fb
-// and the segment base after it.
-func (pl *writePlan) addHeader(fb []byte, sl *segmentLayout, align, dataSize uint64) error {
-	programSize := uint64(len(fb)) + wrHeaderPad
+// addHeader fills the room encodeProgram left in the region for the
+// extended header and places the segment base after the region.
+func (pl *writePlan) addHeader(region []byte, sl *segmentLayout, align, dataSize uint64) error {
+	programSize := uint64(len(region))
 	base := sl.base(programSize, align)
 	h := &ExtendedHeader{
 		Magic:             "eh00",
@@ -357,9 +359,8 @@ func (pl *writePlan) addHeader(fb []byte, sl *segmentLayout, align, dataSize uin
 	if base+dataSize > math.MaxInt64 {
 		return fmt.Errorf("pte: write: file would be %d+%d bytes", base, dataSize)
 	}
-	head := make([]byte, 8+wrHeaderPad)
-	putHeader(head, fb, h)
-	pl.head, pl.flatbuffer, pl.segmentBase = head, fb[8:], base
+	putHeader(region, h)
+	pl.head, pl.flatbuffer, pl.segmentBase = region[:8+wrHeaderPad], region[8+wrHeaderPad:], base
 	pl.info.Header = h
 	pl.info.ProgramSize = int64(programSize)
 	pl.info.Size = int64(base + dataSize)

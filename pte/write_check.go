@@ -188,7 +188,13 @@ func (pl *writePlan) model(p *Program, dedup bool) *Program {
 
 // checkWith is check, reading the image with opts.
 func (pl *writePlan) checkWith(strict bool, opts *OpenOptions) error {
-	im := &planImage{parts: [][]byte{pl.head, pl.flatbuffer}, size: pl.info.Size}
+	im := &planImage{parts: [][]byte{pl.region}, size: pl.info.Size}
+	o := OpenOptions{region: pl.region}
+	if opts != nil {
+		o = *opts
+		o.region = pl.region
+	}
+	opts = &o
 	f, err := NewFileWith(im, im.size, opts)
 	if err != nil {
 		var fe *FormatError
