@@ -416,6 +416,7 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 	}
 	var plans []*pte.ExecutionPlan
 	var arena planArena // one for every method, reset for each
+	var tabs planTables
 	for mi, md := range mds {
 		// What is left of the method once it is planned is in prog and
 		// the entries: the build lets go of its methodDef and of its
@@ -459,7 +460,7 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 			entries = append(entries, e)
 			dels = append(dels, e.del)
 		}
-		plans = append(plans, executionPlan(md, dels))
+		plans = append(plans, executionPlan(md, dels, &tabs))
 	}
 	prog.SetPlans(plans)
 	return prog, res, entries, nil

@@ -6,19 +6,69 @@ import (
 	"github.com/ptekit/ptekit/pte"
 )
 
-// executionPlan builds the ExecutionPlan of md. delegates are the method's
-// delegates, one per call, in call order.
-func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.ExecutionPlan {
-	values := planValues(md)
+// planTables hands out the tables of the plans of a program, cut from
+// blocks shared by its methods: a program of many one-engine methods made
+// a dozen small allocations per method for them.
+type planTables struct {
+	values  chunks[*pte.EValue]
+	evs     chunks[pte.EValue]
+	tensors chunks[pte.Tensor]
+	allocs  chunks[pte.AllocationDetails]
+	int32s  chunks[int32]
+	uint8s  chunks[uint8]
+	instrs  chunks[*pte.Instruction]
+	calls   chunks[callTables]
+	fixed   chunks[fixedTables]
+}
+
+// callTables are the tables of one call's instruction.
+type callTables struct {
+	in pte.Instruction
+	dc pte.DelegateCall
+}
+
+// fixedTables are the tables every plan has once.
+type fixedTables struct {
+	ep     pte.ExecutionPlan
+	cm     pte.ContainerMetadata
+	chain  pte.Chain
+	chains [1]*pte.Chain
+	arenas [2]int64
+}
+
+// chunks hands out slices of T cut from blocks of chunkLen, each capped at
+// its length, so that an append to one copies it instead of running into
+// the next; a request longer than a quarter block is allocated alone. A
+// slice handed out is never nil, even empty (the encoder writes a nil
+// table as absent).
+type chunks[T any] struct{ free []T }
+
+const chunkLen = 256
+
+func (c *chunks[T]) take(n int) []T {
+	if n > len(c.free) || c.free == nil {
+		if n > chunkLen/4 {
+			return make([]T, n)
+		}
+		c.free = make([]T, chunkLen)
+	}
+	s := c.free[:n:n]
+	c.free = c.free[n:]
+	return s
+}
+
+// executionPlan builds the ExecutionPlan of md, its tables taken from tabs.
+// delegates are the method's delegates, one per call, in call order.
+func executionPlan(md *methodDef, delegates []*pte.BackendDelegate, tabs *planTables) *pte.ExecutionPlan {
+	values := planValues(md, tabs)
 	// The index lists (the method's and its chain's inputs and outputs,
 	// each call's arguments) share one slab, each capped so that an append
-	// to one cannot run into the next, and the plan's fixed tables are one
-	// allocation: an export of many one-engine methods pays per method.
+	// to one cannot run into the next.
 	nidx := 2 * (len(md.inputs) + len(md.outputs))
 	for _, c := range md.calls {
 		nidx += len(c.inputs) + len(c.outputs)
 	}
-	slab := make([]int32, 0, nidx)
+	slab := tabs.int32s.take(nidx)[:0]
 	indices := func(lists ...[]*tensorDef) []int32 {
 		start := len(slab)
 		for _, ts := range lists {
@@ -29,23 +79,14 @@ func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.Executi
 		return slab[start:len(slab):len(slab)]
 	}
 	inputs, outputs := indices(md.inputs), indices(md.outputs)
-	instrs := make([]*pte.Instruction, len(md.calls))
-	calls := make([]struct {
-		in pte.Instruction
-		dc pte.DelegateCall
-	}, len(md.calls))
+	instrs := tabs.instrs.take(len(md.calls))
+	calls := tabs.calls.take(len(md.calls))
 	for i, c := range md.calls {
 		calls[i].dc = pte.DelegateCall{DelegateIndex: int32(i), Args: indices(c.inputs, c.outputs)}
 		calls[i].in = pte.Instruction{Args: &calls[i].dc}
 		instrs[i] = &calls[i].in
 	}
-	fixed := &struct {
-		ep     pte.ExecutionPlan
-		cm     pte.ContainerMetadata
-		chain  pte.Chain
-		chains [1]*pte.Chain
-		arenas [2]int64
-	}{}
+	fixed := &tabs.fixed.take(1)[0]
 	fixed.cm = pte.ContainerMetadata{
 		EncodedInpStr: inputSpec(len(md.inputs)),
 		EncodedOutStr: outputSpec(len(md.outputs)),
@@ -72,16 +113,15 @@ func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.Executi
 }
 
 // planValues returns the method's values, one tensor each, planned in
-// memory arena 1. The tables of all values are allocated together, a few
-// slices per method instead of five objects per tensor.
-func planValues(md *methodDef) []*pte.EValue {
+// memory arena 1, their tables taken from tabs.
+func planValues(md *methodDef, tabs *planTables) []*pte.EValue {
 	n, dims := len(md.tensors), 0
 	for _, t := range md.tensors {
 		dims += len(t.sizes)
 	}
-	values := make([]*pte.EValue, n)
-	evs, tensors, allocs := make([]pte.EValue, n), make([]pte.Tensor, n), make([]pte.AllocationDetails, n)
-	sizes, orders := make([]int32, 0, dims), make([]uint8, 0, dims)
+	values := tabs.values.take(n)
+	evs, tensors, allocs := tabs.evs.take(n), tabs.tensors.take(n), tabs.allocs.take(n)
+	sizes, orders := tabs.int32s.take(dims)[:0], tabs.uint8s.take(dims)[:0]
 	for i, t := range md.tensors {
 		dyn := pte.TensorShapeDynamismSTATIC
 		if t.maxShape != nil {

@@ -49,7 +49,7 @@ func TestPlanMatchesUpstreamChain(t *testing.T) {
 	// vectors/pte/trt_two_engines_chain: values x, h, y planned at 0, 16, 32
 	// in one arena of 48 bytes; args are inputs then outputs.
 	md := resolveOne(t, chainMethod("forward", 2))
-	ep := executionPlan(md, []*pte.BackendDelegate{{}, {}})
+	ep := executionPlan(md, []*pte.BackendDelegate{{}, {}}, &planTables{})
 	assert.Equal(t, []int64{0, 48}, ep.NonConstBufferSizes)
 	assert.Equal(t, []int32{0}, ep.Inputs)
 	assert.Equal(t, []int32{2}, ep.Outputs)
@@ -113,7 +113,7 @@ func TestPlanAlignsAndDynamicBound(t *testing.T) {
 	md := resolveOne(t, m)
 	assert.Equal(t, []int64{0, 32, 48}, []int64{md.tensors[0].offset, md.tensors[1].offset, md.tensors[2].offset})
 	assert.Equal(t, int64(64), md.arena)
-	ep := executionPlan(md, []*pte.BackendDelegate{{}})
+	ep := executionPlan(md, []*pte.BackendDelegate{{}}, &planTables{})
 	ids := ep.Values[0].Val.(*pte.Tensor)
 	assert.Equal(t, pte.TensorShapeDynamismDYNAMIC_BOUND, ids.ShapeDynamism)
 	assert.Equal(t, []int32{1, 3}, ids.Sizes)
@@ -300,4 +300,31 @@ func TestDedupByContent(t *testing.T) {
 	assert.Equal(t, d[0].Processed.Index, d[1].Processed.Index)
 	assert.NotEqual(t, d[1].Processed.Index, d[2].Processed.Index)
 	assert.Len(t, f.Program.Segments, 4)
+}
+
+// TestChunks: the slices chunks hands out are never nil, are capped at
+// their length, and do not overlap.
+func TestChunks(t *testing.T) {
+	var c chunks[int32]
+	if s := c.take(0); s == nil {
+		t.Fatal("an empty slice is nil")
+	}
+	a, b := c.take(3), c.take(2)
+	if cap(a) != 3 || cap(b) != 2 {
+		t.Fatalf("caps %d, %d", cap(a), cap(b))
+	}
+	a = append(a, 7) // copies: b is not written
+	b[0], b[1] = 1, 2
+	if a[3] != 7 || b[0] != 1 {
+		t.Fatalf("a %v, b %v", a, b)
+	}
+	if big := c.take(chunkLen); len(big) != chunkLen {
+		t.Fatalf("a long slice has %d elements", len(big))
+	}
+	for range chunkLen {
+		if s := c.take(0); s == nil {
+			t.Fatal("an empty slice is nil")
+		}
+		c.take(1)
+	}
 }
