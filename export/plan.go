@@ -3,22 +3,23 @@ package export
 import (
 	"strings"
 
+	"github.com/ptekit/ptekit/internal/jsontree"
 	"github.com/ptekit/ptekit/pte"
 )
 
 // planTables hands out the tables of the plans of a program, cut from
 // blocks shared by its methods: a program of many one-engine methods made
-// a dozen small allocations per method for them.
+// ten small allocations per method for them.
 type planTables struct {
-	values  chunks[*pte.EValue]
-	evs     chunks[pte.EValue]
-	tensors chunks[pte.Tensor]
-	allocs  chunks[pte.AllocationDetails]
-	int32s  chunks[int32]
-	uint8s  chunks[uint8]
-	instrs  chunks[*pte.Instruction]
-	calls   chunks[callTables]
-	fixed   chunks[fixedTables]
+	values  jsontree.Slices[*pte.EValue]
+	evs     jsontree.Slices[pte.EValue]
+	tensors jsontree.Slices[pte.Tensor]
+	allocs  jsontree.Slices[pte.AllocationDetails]
+	int32s  jsontree.Slices[int32]
+	uint8s  jsontree.Slices[uint8]
+	instrs  jsontree.Slices[*pte.Instruction]
+	calls   jsontree.Slices[callTables]
+	fixed   jsontree.Blocks[fixedTables]
 }
 
 // callTables are the tables of one call's instruction.
@@ -36,27 +37,6 @@ type fixedTables struct {
 	arenas [2]int64
 }
 
-// chunks hands out slices of T cut from blocks of chunkLen, each capped at
-// its length, so that an append to one copies it instead of running into
-// the next; a request longer than a quarter block is allocated alone. A
-// slice handed out is never nil, even empty (the encoder writes a nil
-// table as absent).
-type chunks[T any] struct{ free []T }
-
-const chunkLen = 256
-
-func (c *chunks[T]) take(n int) []T {
-	if n > len(c.free) || c.free == nil {
-		if n > chunkLen/4 {
-			return make([]T, n)
-		}
-		c.free = make([]T, chunkLen)
-	}
-	s := c.free[:n:n]
-	c.free = c.free[n:]
-	return s
-}
-
 // executionPlan builds the ExecutionPlan of md, its tables taken from tabs.
 // delegates are the method's delegates, one per call, in call order.
 func executionPlan(md *methodDef, delegates []*pte.BackendDelegate, tabs *planTables) *pte.ExecutionPlan {
@@ -68,7 +48,7 @@ func executionPlan(md *methodDef, delegates []*pte.BackendDelegate, tabs *planTa
 	for _, c := range md.calls {
 		nidx += len(c.inputs) + len(c.outputs)
 	}
-	slab := tabs.int32s.take(nidx)[:0]
+	slab := tabs.int32s.Make(nidx)[:0]
 	indices := func(lists ...[]*tensorDef) []int32 {
 		start := len(slab)
 		for _, ts := range lists {
@@ -79,14 +59,14 @@ func executionPlan(md *methodDef, delegates []*pte.BackendDelegate, tabs *planTa
 		return slab[start:len(slab):len(slab)]
 	}
 	inputs, outputs := indices(md.inputs), indices(md.outputs)
-	instrs := tabs.instrs.take(len(md.calls))
-	calls := tabs.calls.take(len(md.calls))
+	instrs := tabs.instrs.Make(len(md.calls))
+	calls := tabs.calls.Make(len(md.calls))
 	for i, c := range md.calls {
 		calls[i].dc = pte.DelegateCall{DelegateIndex: int32(i), Args: indices(c.inputs, c.outputs)}
 		calls[i].in = pte.Instruction{Args: &calls[i].dc}
 		instrs[i] = &calls[i].in
 	}
-	fixed := &tabs.fixed.take(1)[0]
+	fixed := tabs.fixed.New()
 	fixed.cm = pte.ContainerMetadata{
 		EncodedInpStr: inputSpec(len(md.inputs)),
 		EncodedOutStr: outputSpec(len(md.outputs)),
@@ -119,9 +99,9 @@ func planValues(md *methodDef, tabs *planTables) []*pte.EValue {
 	for _, t := range md.tensors {
 		dims += len(t.sizes)
 	}
-	values := tabs.values.take(n)
-	evs, tensors, allocs := tabs.evs.take(n), tabs.tensors.take(n), tabs.allocs.take(n)
-	sizes, orders := tabs.int32s.take(dims)[:0], tabs.uint8s.take(dims)[:0]
+	values := tabs.values.Make(n)
+	evs, tensors, allocs := tabs.evs.Make(n), tabs.tensors.Make(n), tabs.allocs.Make(n)
+	sizes, orders := tabs.int32s.Make(dims)[:0], tabs.uint8s.Make(dims)[:0]
 	for i, t := range md.tensors {
 		dyn := pte.TensorShapeDynamismSTATIC
 		if t.maxShape != nil {

@@ -301,30 +301,3 @@ func TestDedupByContent(t *testing.T) {
 	assert.NotEqual(t, d[1].Processed.Index, d[2].Processed.Index)
 	assert.Len(t, f.Program.Segments, 4)
 }
-
-// TestChunks: the slices chunks hands out are never nil, are capped at
-// their length, and do not overlap.
-func TestChunks(t *testing.T) {
-	var c chunks[int32]
-	if s := c.take(0); s == nil {
-		t.Fatal("an empty slice is nil")
-	}
-	a, b := c.take(3), c.take(2)
-	if cap(a) != 3 || cap(b) != 2 {
-		t.Fatalf("caps %d, %d", cap(a), cap(b))
-	}
-	a = append(a, 7) // copies: b is not written
-	b[0], b[1] = 1, 2
-	if a[3] != 7 || b[0] != 1 {
-		t.Fatalf("a %v, b %v", a, b)
-	}
-	if big := c.take(chunkLen); len(big) != chunkLen {
-		t.Fatalf("a long slice has %d elements", len(big))
-	}
-	for range chunkLen {
-		if s := c.take(0); s == nil {
-			t.Fatal("an empty slice is nil")
-		}
-		c.take(1)
-	}
-}
