@@ -116,7 +116,8 @@ type built struct {
 	spool    *engineSpool
 	spooled  bool // the spool was asked for (it may be nil)
 	dir      engineDir
-	hash     hash.Hash // the sums of small engines' blobs
+	hash     hash.Hash         // the sums of small engines' blobs
+	meta     delegate.Metadata // a call's blob metadata, made in place (blobFor)
 	// The last blob prefix made, of lastMeta and an engine of lastSize
 	// bytes (see prefix).
 	lastMeta   *delegate.Metadata
@@ -437,7 +438,7 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 		// is let go of call by call (a method of 65,536 calls holds
 		// 40 MB of them).
 		md.m = &Method{Name: md.m.Name}
-		dels := []*pte.BackendDelegate{} // present even when empty: the runtime requires it
+		dels := tabs.delegates.Make(len(md.calls))[:0] // present even when empty: the runtime requires it
 		for _, cd := range md.calls {
 			e, err := b.blobFor(md, cd, eng.srcs[cd.call], eng.decoded[cd.call])
 			delete(eng.srcs, cd.call)
@@ -451,11 +452,9 @@ func (b *built) planMethods(mds []*methodDef, eng *engines, sp *specPlan) (*pte.
 			if err != nil {
 				return nil, nil, nil, cd.err(md.m, "", "cannot derive target_device from the engine's device", err)
 			}
-			e.del = &pte.BackendDelegate{
-				ID:           delegate.BackendID,
-				Processed:    &pte.BackendDelegateDataReference{},
-				CompileSpecs: specs,
-			}
+			dt := tabs.delegate.New()
+			dt.d = pte.BackendDelegate{ID: delegate.BackendID, Processed: &dt.ref, CompileSpecs: specs}
+			e.del = &dt.d
 			e.method, e.call, e.callName = md.m.Name, cd.index, cd.name
 			entries = append(entries, e)
 			dels = append(dels, e.del)
@@ -596,7 +595,12 @@ func (b *built) blobFor(md *methodDef, cd *callDef, src *source, blob *delegate.
 		return &blobEntry{sr: io.NewSectionReader(src.r, 0, src.size)}, nil
 	}
 	c := cd.call
-	meta := &delegate.Metadata{
+	// The metadata is made in b.meta, call after call: prefix keeps a
+	// copy of what it encodes.
+	meta := &b.meta
+	*meta = delegate.Metadata{
+		IOBindings:         meta.IOBindings[:0],
+		AliasedIO:          meta.AliasedIO[:0],
 		HardwareCompatible: c.HardwareCompatible,
 		DeviceID:           int64(c.DeviceID),
 		SerializedMetadata: c.SerializedMetadata,
@@ -647,7 +651,11 @@ func (b *built) prefix(meta *delegate.Metadata, size int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.lastMeta, b.lastSize, b.lastPrefix = meta, size, prefix
+	// meta may be made again in the same memory (b.meta): keep a copy.
+	// Shapes are only read.
+	last := *meta
+	last.IOBindings, last.AliasedIO = slices.Clone(meta.IOBindings), slices.Clone(meta.AliasedIO)
+	b.lastMeta, b.lastSize, b.lastPrefix = &last, size, prefix
 	return prefix, nil
 }
 

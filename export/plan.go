@@ -20,6 +20,15 @@ type planTables struct {
 	instrs  jsontree.Slices[*pte.Instruction]
 	calls   jsontree.Slices[callTables]
 	fixed   jsontree.Blocks[fixedTables]
+	// A plan's delegates and each delegate's tables.
+	delegates jsontree.Slices[*pte.BackendDelegate]
+	delegate  jsontree.Blocks[delegateTables]
+}
+
+// delegateTables are the tables of one delegate.
+type delegateTables struct {
+	d   pte.BackendDelegate
+	ref pte.BackendDelegateDataReference
 }
 
 // callTables are the tables of one call's instruction.
