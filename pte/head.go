@@ -51,8 +51,8 @@ func (f *File) EncodeHead(p *Program) ([]byte, error) {
 		SegmentBaseOffset: h.SegmentBaseOffset,
 		SegmentDataSize:   h.SegmentDataSize,
 	})
-	im := &planImage{parts: [][]byte{head}, size: f.Size}
-	if _, err := NewFile(im, im.size); err != nil {
+	im := &planImage{region: head, size: f.Size}
+	if _, err := NewFileWith(im, im.size, &OpenOptions{region: head}); err != nil {
 		var fe *FormatError
 		if !errors.As(err, &fe) {
 			return nil, fmt.Errorf("pte: encode head: reading the encoded program back: %w", err)

@@ -116,12 +116,12 @@ func (e *VerifyError) Unwrap() []error {
 }
 
 // planImage is the file a writePlan would produce, as an io.ReaderAt: the
-// head and the flatbuffer region, then zeros where padding and segment
-// payloads go. NewFile reads only the region, so the payloads themselves
-// are never needed.
+// flatbuffer region, then zeros where padding and segment payloads go.
+// NewFile reads only the region, so the payloads themselves are never
+// needed.
 type planImage struct {
-	parts [][]byte
-	size  int64
+	region []byte
+	size   int64
 }
 
 func (im *planImage) ReadAt(b []byte, off int64) (int, error) {
@@ -137,12 +137,8 @@ func (im *planImage) ReadAt(b []byte, off int64) (int, error) {
 		n, err = int(rest), io.EOF
 	}
 	clear(b[:n])
-	var pos int64
-	for _, p := range im.parts {
-		if lo, hi := max(off, pos), min(off+int64(n), pos+int64(len(p))); lo < hi {
-			copy(b[lo-off:hi-off], p[lo-pos:hi-pos])
-		}
-		pos += int64(len(p))
+	if off < int64(len(im.region)) {
+		copy(b[:n], im.region[off:])
 	}
 	return n, err
 }
@@ -188,7 +184,7 @@ func (pl *writePlan) model(p *Program, dedup bool) *Program {
 
 // checkWith is check, reading the image with opts.
 func (pl *writePlan) checkWith(strict bool, opts *OpenOptions) error {
-	im := &planImage{parts: [][]byte{pl.region}, size: pl.info.Size}
+	im := &planImage{region: pl.region, size: pl.info.Size}
 	o := OpenOptions{region: pl.region}
 	if opts != nil {
 		o = *opts

@@ -204,7 +204,7 @@ func TestPlanImage(t *testing.T) {
 	}
 	want := bytes.Clone(buf.Bytes())
 	clear(want[pl.segmentBase:])
-	im := &planImage{parts: [][]byte{pl.head, pl.flatbuffer}, size: pl.info.Size}
+	im := &planImage{region: pl.region, size: pl.info.Size}
 	got, err := io.ReadAll(io.NewSectionReader(im, 0, im.size+10))
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("image differs from the written file (%v)", err)
@@ -254,7 +254,7 @@ func TestWithHeaderRoom(t *testing.T) {
 	if &pl.region[8+wrHeaderPad] != &pl.flatbuffer[0] {
 		t.Error("the head and the flatbuffer written are not the region checked")
 	}
-	f, err := NewFileWith(&planImage{parts: [][]byte{pl.region}, size: pl.info.Size}, pl.info.Size, &OpenOptions{region: pl.region})
+	f, err := NewFileWith(&planImage{region: pl.region, size: pl.info.Size}, pl.info.Size, &OpenOptions{region: pl.region})
 	if err != nil {
 		t.Fatal(err)
 	}
