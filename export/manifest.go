@@ -401,43 +401,82 @@ type manifestReader struct {
 // Members are looked up by a scan of its few keys: a map per object cost
 // more than the rest of reading a manifest of many engines.
 type jobj struct {
-	path string
+	path mpath
 	v    *mval
 	t    *mtree
 }
 
-func (r *manifestReader) fail(v *mval, path, format string, args ...any) *ManifestError {
-	e := &ManifestError{Field: path, Msg: fmt.Sprintf(format, args...)}
+func (r *manifestReader) fail(v *mval, path mpath, format string, args ...any) *ManifestError {
+	e := &ManifestError{Field: path.String(), Msg: fmt.Sprintf(format, args...)}
 	if v != nil {
 		e.Line, e.Col = lineCol(r.data, int64(v.Off))
 	}
 	return e
 }
 
-func (r *manifestReader) wrongType(v *mval, path, want string) *ManifestError {
+func (r *manifestReader) wrongType(v *mval, path mpath, want string) *ManifestError {
 	return r.fail(v, path, "wrong JSON type: want %s, found %s", want, v.Kind)
 }
 
 // object checks that v is an object whose members are all in allowed.
-func (r *manifestReader) object(v *mval, path string, allowed ...string) (jobj, error) {
+func (r *manifestReader) object(v *mval, path mpath, allowed ...string) (jobj, error) {
 	if v.Kind != jsontree.Object {
 		return jobj{}, r.wrongType(v, path, "an object")
 	}
 	for _, m := range r.t.items(v) {
 		if k := r.t.names[m.name]; !slices.Contains(allowed, k) {
 			line, col := lineCol(r.data, int64(m.off))
-			return jobj{}, &ManifestError{Field: join(path, k), Line: line, Col: col,
+			return jobj{}, &ManifestError{Field: path.key(k).String(), Line: line, Col: col,
 				Msg: fmt.Sprintf("unknown member %s (known: %s)", quote.String(k), strings.Join(allowed, ", "))}
 		}
 	}
 	return jobj{path: path, v: v, t: r.t}, nil
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
+// mpath is where a value is in the manifest, such as
+// "methods[3].engines[0].inputs[1]": member names, each with the index of
+// an element under it, formatted only when an error names it (a manifest
+// of many engines made a dozen path strings per engine for errors that
+// did not happen).
+type mpath struct {
+	keys [6]string
+	idx  [6]int32 // 1 + the element index under keys[i], 0 for none
+	n    int
+}
+
+// key is the path of member k of the object at p.
+func (p mpath) key(k string) mpath {
+	if p.n == len(p.keys) {
+		p = mpath{keys: [6]string{p.String()}, n: 1} // deeper than any manifest member
 	}
-	return path + "." + key
+	p.keys[p.n], p.idx[p.n] = k, 0
+	p.n++
+	return p
+}
+
+// elem is the path of element i of the array at p.
+func (p mpath) elem(i int) mpath {
+	if p.n == 0 || p.idx[p.n-1] != 0 || i >= math.MaxInt32 {
+		return mpath{keys: [6]string{p.String() + "[" + strconv.Itoa(i) + "]"}, n: 1}
+	}
+	p.idx[p.n-1] = int32(i) + 1
+	return p
+}
+
+// String formats p: member names joined by dots, an element's index in
+// brackets ("a.Bool[3]").
+func (p mpath) String() string {
+	var b strings.Builder
+	for i, k := range p.keys[:p.n] {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(k)
+		if p.idx[i] != 0 {
+			b.WriteString("[" + strconv.Itoa(int(p.idx[i]-1)) + "]")
+		}
+	}
+	return b.String()
 }
 
 // get returns member k, nil when it is absent or null.
@@ -453,18 +492,13 @@ func (o jobj) get(k string) *mval {
 	return nil
 }
 
-// elemPath is the path of element i of the array at path ("a.Bool[3]").
-func elemPath(path string, i int) string {
-	return path + "[" + strconv.Itoa(i) + "]"
-}
-
 func (r *manifestReader) str(o jobj, k string) (string, error) {
 	v := o.get(k)
 	if v == nil {
 		return "", nil
 	}
 	if v.Kind != jsontree.String {
-		return "", r.wrongType(v, join(o.path, k), "a string")
+		return "", r.wrongType(v, o.path.key(k), "a string")
 	}
 	return r.t.text(v), nil
 }
@@ -475,13 +509,13 @@ func (r *manifestReader) boolean(o jobj, k string) (bool, error) {
 		return false, nil
 	}
 	if v.Kind != jsontree.Bool {
-		return false, r.wrongType(v, join(o.path, k), "true or false")
+		return false, r.wrongType(v, o.path.key(k), "true or false")
 	}
 	return v.Bool, nil
 }
 
 // integer reads v as a whole number in [lo, hi].
-func (r *manifestReader) integer(v *mval, path string, lo, hi int64) (int64, error) {
+func (r *manifestReader) integer(v *mval, path mpath, lo, hi int64) (int64, error) {
 	if v.Kind != jsontree.Number {
 		return 0, r.wrongType(v, path, "an integer")
 	}
@@ -500,7 +534,7 @@ func (r *manifestReader) array(o jobj, k string) ([]mmember, error) {
 		return nil, nil
 	}
 	if v.Kind != jsontree.Array {
-		return nil, r.wrongType(v, join(o.path, k), "an array")
+		return nil, r.wrongType(v, o.path.key(k), "an array")
 	}
 	if items := r.t.items(v); items != nil {
 		return items, nil
@@ -523,7 +557,7 @@ func (r *manifestReader) dims(o jobj, k string) ([]int64, error) {
 				continue
 			}
 		}
-		if out[i], err = r.integer(it, elemPath(join(o.path, k), i), math.MinInt64, math.MaxInt64); err != nil {
+		if out[i], err = r.integer(it, o.path.key(k).elem(i), math.MinInt64, math.MaxInt64); err != nil {
 			return nil, err
 		}
 	}
@@ -537,7 +571,7 @@ func (r *manifestReader) dtype(o jobj) (DType, error) {
 	}
 	dt := DType(s)
 	if _, err := dt.ScalarType(); err != nil {
-		return "", &ManifestError{Field: join(o.path, "dtype"), Msg: "bad dtype", Err: err,
+		return "", &ManifestError{Field: o.path.key("dtype").String(), Msg: "bad dtype", Err: err,
 			Line: r.line(o.get("dtype")), Col: r.col(o.get("dtype"))}
 	}
 	return dt, nil
@@ -547,7 +581,7 @@ func (r *manifestReader) line(v *mval) int { l, _ := lineCol(r.data, int64(v.Off
 func (r *manifestReader) col(v *mval) int  { _, c := lineCol(r.data, int64(v.Off)); return c }
 
 func (r *manifestReader) manifest(root *mval) (*Manifest, error) {
-	o, err := r.object(root, "", "methods", "compile_specs", "weight_streaming_budget_per_engine",
+	o, err := r.object(root, mpath{}, "methods", "compile_specs", "weight_streaming_budget_per_engine",
 		"target_device", "inline_delegate_data", "segment_alignment")
 	if err != nil {
 		return nil, err
@@ -558,13 +592,13 @@ func (r *manifestReader) manifest(root *mval) (*Manifest, error) {
 		return nil, err
 	}
 	if len(methods) == 0 {
-		return nil, r.fail(o.get("methods"), "methods", "at least one method is required")
+		return nil, r.fail(o.get("methods"), o.path.key("methods"), "at least one method is required")
 	}
 	if m.Options.CompileSpecs, err = r.specs(o, "compile_specs"); err != nil {
 		return nil, err
 	}
 	if v := o.get("weight_streaming_budget_per_engine"); v != nil {
-		if m.Options.WeightStreamingBudget, err = r.budget(v, "weight_streaming_budget_per_engine"); err != nil {
+		if m.Options.WeightStreamingBudget, err = r.budget(v, o.path.key("weight_streaming_budget_per_engine")); err != nil {
 			return nil, err
 		}
 	}
@@ -581,7 +615,7 @@ func (r *manifestReader) manifest(root *mval) (*Manifest, error) {
 		return nil, err
 	}
 	if v := o.get("segment_alignment"); v != nil {
-		n, err := r.integer(v, "segment_alignment", 1, MaxSegmentAlignment)
+		n, err := r.integer(v, o.path.key("segment_alignment"), 1, MaxSegmentAlignment)
 		if err != nil {
 			return nil, err
 		}
@@ -589,7 +623,7 @@ func (r *manifestReader) manifest(root *mval) (*Manifest, error) {
 	}
 	for i, item := range methods {
 		mv := r.t.at(item.val)
-		meth, err := r.method(mv, elemPath("methods", i))
+		meth, err := r.method(mv, o.path.key("methods").elem(i))
 		if err != nil {
 			return nil, err
 		}
@@ -598,7 +632,7 @@ func (r *manifestReader) manifest(root *mval) (*Manifest, error) {
 	return m, nil
 }
 
-func (r *manifestReader) method(v *mval, path string) (*Method, error) {
+func (r *manifestReader) method(v *mval, path mpath) (*Method, error) {
 	o, err := r.object(v, path, "name", "inputs", "outputs", "engines", "compile_specs")
 	if err != nil {
 		return nil, err
@@ -608,7 +642,7 @@ func (r *manifestReader) method(v *mval, path string) (*Method, error) {
 		return nil, err
 	}
 	if meth.Name == "" {
-		return nil, r.fail(v, join(path, "name"), "method name is required")
+		return nil, r.fail(v, path.key("name"), "method name is required")
 	}
 	if meth.CompileSpecs, err = r.specs(o, "compile_specs"); err != nil {
 		return nil, err
@@ -619,12 +653,12 @@ func (r *manifestReader) method(v *mval, path string) (*Method, error) {
 	}
 	for j, item := range inputs {
 		iv := r.t.at(item.val)
-		t, err := r.tensor(iv, elemPath(path+".inputs", j))
+		t, err := r.tensor(iv, path.key("inputs").elem(j))
 		if err != nil {
 			return nil, err
 		}
 		if t.DType == "" || t.Shape == nil {
-			return nil, r.fail(iv, elemPath(path+".inputs", j), "input %s needs \"dtype\" and \"shape\"", quote.String(t.Name))
+			return nil, r.fail(iv, path.key("inputs").elem(j), "input %s needs \"dtype\" and \"shape\"", quote.String(t.Name))
 		}
 		meth.Inputs = append(meth.Inputs, t)
 	}
@@ -634,7 +668,7 @@ func (r *manifestReader) method(v *mval, path string) (*Method, error) {
 	}
 	for j, item := range outputs {
 		ov := r.t.at(item.val)
-		t, err := r.tensor(ov, elemPath(path+".outputs", j))
+		t, err := r.tensor(ov, path.key("outputs").elem(j))
 		if err != nil {
 			return nil, err
 		}
@@ -646,7 +680,7 @@ func (r *manifestReader) method(v *mval, path string) (*Method, error) {
 	}
 	for j, item := range engines {
 		ev := r.t.at(item.val)
-		call, err := r.engine(ev, elemPath(path+".engines", j))
+		call, err := r.engine(ev, path.key("engines").elem(j))
 		if err != nil {
 			return nil, err
 		}
@@ -656,7 +690,7 @@ func (r *manifestReader) method(v *mval, path string) (*Method, error) {
 }
 
 // tensor reads a tensor object or a bare tensor name.
-func (r *manifestReader) tensor(v *mval, path string) (*Tensor, error) {
+func (r *manifestReader) tensor(v *mval, path mpath) (*Tensor, error) {
 	if v.Kind == jsontree.String {
 		if v.n == 0 && !v.spilled {
 			return nil, r.fail(v, path, "tensor name is empty")
@@ -675,7 +709,7 @@ func (r *manifestReader) tensor(v *mval, path string) (*Tensor, error) {
 		return nil, err
 	}
 	if t.Name == "" {
-		return nil, r.fail(v, join(path, "name"), "tensor name is required")
+		return nil, r.fail(v, path.key("name"), "tensor name is required")
 	}
 	if t.DType, err = r.dtype(o); err != nil {
 		return nil, err
@@ -691,7 +725,7 @@ func (r *manifestReader) tensor(v *mval, path string) (*Tensor, error) {
 
 // binding reads a binding object or a bare name (binding and tensor named
 // alike).
-func (r *manifestReader) binding(v *mval, path string) (*Binding, error) {
+func (r *manifestReader) binding(v *mval, path mpath) (*Binding, error) {
 	if v.Kind == jsontree.String {
 		return &Binding{Name: r.t.text(v)}, nil
 	}
@@ -721,7 +755,7 @@ func (r *manifestReader) binding(v *mval, path string) (*Binding, error) {
 	return b, nil
 }
 
-func (r *manifestReader) engine(v *mval, path string) (*EngineCall, error) {
+func (r *manifestReader) engine(v *mval, path mpath) (*EngineCall, error) {
 	o, err := r.object(v, path, "name", "engine", "blob", "device_id", "hardware_compatible",
 		"inputs", "outputs", "aliased_io", "serialized_metadata", "target_platform")
 	if err != nil {
@@ -746,9 +780,9 @@ func (r *manifestReader) engine(v *mval, path string) (*EngineCall, error) {
 	}
 	if dv := o.get("device_id"); dv != nil {
 		if blob != "" {
-			return nil, r.fail(dv, join(path, "device_id"), "a blob carries its own device_id")
+			return nil, r.fail(dv, path.key("device_id"), "a blob carries its own device_id")
 		}
-		n, err := r.integer(dv, join(path, "device_id"), 0, maxDeviceIndex)
+		n, err := r.integer(dv, path.key("device_id"), 0, maxDeviceIndex)
 		if err != nil {
 			return nil, err
 		}
@@ -768,7 +802,7 @@ func (r *manifestReader) engine(v *mval, path string) (*EngineCall, error) {
 
 // engineSource sets c.Engine from the call's "engine" or "blob" path
 // (relative to the manifest's directory), and its default name.
-func (r *manifestReader) engineSource(v *mval, path string, c *EngineCall, engine, blob string) error {
+func (r *manifestReader) engineSource(v *mval, path mpath, c *EngineCall, engine, blob string) error {
 	resolvePath := func(p string) string {
 		if filepath.IsAbs(p) || r.baseDir == "" {
 			return p
@@ -795,7 +829,7 @@ func (r *manifestReader) engineSource(v *mval, path string, c *EngineCall, engin
 }
 
 // bindings reads the call's "inputs" or "outputs" (kind) array.
-func (r *manifestReader) bindings(o jobj, path, kind string) ([]*Binding, error) {
+func (r *manifestReader) bindings(o jobj, path mpath, kind string) ([]*Binding, error) {
 	items, err := r.array(o, kind)
 	if err != nil {
 		return nil, err
@@ -803,7 +837,7 @@ func (r *manifestReader) bindings(o jobj, path, kind string) ([]*Binding, error)
 	var out []*Binding
 	for k, item := range items {
 		it := r.t.at(item.val)
-		b, err := r.binding(it, elemPath(path+"."+kind, k))
+		b, err := r.binding(it, path.key(kind).elem(k))
 		if err != nil {
 			return nil, err
 		}
@@ -814,7 +848,7 @@ func (r *manifestReader) bindings(o jobj, path, kind string) ([]*Binding, error)
 
 // aliasedIO reads the call's "aliased_io" array; a missing kind is
 // kv_cache_update.
-func (r *manifestReader) aliasedIO(o jobj, path string) ([]AliasedIO, error) {
+func (r *manifestReader) aliasedIO(o jobj, path mpath) ([]AliasedIO, error) {
 	aliases, err := r.array(o, "aliased_io")
 	if err != nil {
 		return nil, err
@@ -822,7 +856,7 @@ func (r *manifestReader) aliasedIO(o jobj, path string) ([]AliasedIO, error) {
 	var out []AliasedIO
 	for k, item := range aliases {
 		av := r.t.at(item.val)
-		ap := elemPath(path+".aliased_io", k)
+		ap := path.key("aliased_io").elem(k)
 		ao, err := r.object(av, ap, "output", "input", "kind")
 		if err != nil {
 			return nil, err
@@ -852,7 +886,7 @@ func (r *manifestReader) specs(o jobj, k string) ([]*pte.CompileSpec, error) {
 	var out []*pte.CompileSpec
 	for i, item := range items {
 		sv := r.t.at(item.val)
-		path := elemPath(join(o.path, k), i)
+		path := o.path.key(k).elem(i)
 		so, err := r.object(sv, path, "key", "value", "value_hex")
 		if err != nil {
 			return nil, err
@@ -881,7 +915,7 @@ func (r *manifestReader) specs(o jobj, k string) ([]*pte.CompileSpec, error) {
 				return nil, err
 			}
 			if v, err = hex.DecodeString(s); err != nil {
-				return nil, &ManifestError{Field: path + ".value_hex", Msg: "not hex", Err: err,
+				return nil, &ManifestError{Field: path.key("value_hex").String(), Msg: "not hex", Err: err,
 					Line: r.line(hexVal), Col: r.col(hexVal)}
 			}
 		default:
@@ -897,7 +931,7 @@ func (r *manifestReader) specs(o jobj, k string) ([]*pte.CompileSpec, error) {
 
 // budget reads a budget given as a JSON integer (bytes) or as a size
 // string ("4GiB", "auto"). "auto" yields compilespec.AutoBudget.
-func (r *manifestReader) budget(v *mval, path string) (compilespec.Budget, error) {
+func (r *manifestReader) budget(v *mval, path mpath) (compilespec.Budget, error) {
 	var s string
 	switch v.Kind {
 	case jsontree.String:
@@ -912,7 +946,7 @@ func (r *manifestReader) budget(v *mval, path string) (compilespec.Budget, error
 	}
 	b, err := compilespec.ParseBudgetSize(s)
 	if err != nil {
-		return compilespec.AutoBudget, &ManifestError{Field: path, Msg: "bad budget", Err: err, Line: r.line(v), Col: r.col(v)}
+		return compilespec.AutoBudget, &ManifestError{Field: path.String(), Msg: "bad budget", Err: err, Line: r.line(v), Col: r.col(v)}
 	}
 	return b, nil
 }

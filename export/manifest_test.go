@@ -218,3 +218,28 @@ func FuzzParseManifest(f *testing.F) {
 		verifyClean(t, buf.Bytes())
 	})
 }
+
+// TestManifestPath: a path is formatted as the member names joined by
+// dots, each element's index in brackets, however deep.
+func TestManifestPath(t *testing.T) {
+	p := mpath{}.key("methods").elem(3).key("engines").elem(0).key("inputs").elem(12).key("dtype")
+	if got, want := p.String(), "methods[3].engines[0].inputs[12].dtype"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := (mpath{}).key("segment_alignment").String(); got != "segment_alignment" {
+		t.Errorf("top-level member: %q", got)
+	}
+	deep, want := mpath{}, ""
+	for i := range 9 {
+		deep = deep.key("a").elem(i)
+		if i > 0 {
+			want += "."
+		}
+		want += fmt.Sprintf("a[%d]", i)
+	}
+	deep = deep.elem(7) // an array in an array
+	want += "[7]"
+	if got := deep.String(); got != want {
+		t.Errorf("deep path %q, want %q", got, want)
+	}
+}

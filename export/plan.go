@@ -3,22 +3,61 @@ package export
 import (
 	"strings"
 
+	"github.com/ptekit/ptekit/internal/jsontree"
 	"github.com/ptekit/ptekit/pte"
 )
 
-// executionPlan builds the ExecutionPlan of md. delegates are the method's
-// delegates, one per call, in call order.
-func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.ExecutionPlan {
-	values := planValues(md)
+// planTables hands out the tables of the plans of a program, cut from
+// blocks shared by its methods: a program of many one-engine methods made
+// ten small allocations per method for them.
+type planTables struct {
+	values  jsontree.Slices[*pte.EValue]
+	evs     jsontree.Slices[pte.EValue]
+	tensors jsontree.Slices[pte.Tensor]
+	allocs  jsontree.Slices[pte.AllocationDetails]
+	int32s  jsontree.Slices[int32]
+	uint8s  jsontree.Slices[uint8]
+	instrs  jsontree.Slices[*pte.Instruction]
+	calls   jsontree.Slices[callTables]
+	fixed   jsontree.Blocks[fixedTables]
+	// A plan's delegates and each delegate's tables.
+	delegates jsontree.Slices[*pte.BackendDelegate]
+	delegate  jsontree.Blocks[delegateTables]
+}
+
+// delegateTables are the tables of one delegate.
+type delegateTables struct {
+	d   pte.BackendDelegate
+	ref pte.BackendDelegateDataReference
+}
+
+// callTables are the tables of one call's instruction.
+type callTables struct {
+	in pte.Instruction
+	dc pte.DelegateCall
+}
+
+// fixedTables are the tables every plan has once.
+type fixedTables struct {
+	ep     pte.ExecutionPlan
+	cm     pte.ContainerMetadata
+	chain  pte.Chain
+	chains [1]*pte.Chain
+	arenas [2]int64
+}
+
+// executionPlan builds the ExecutionPlan of md, its tables taken from tabs.
+// delegates are the method's delegates, one per call, in call order.
+func executionPlan(md *methodDef, delegates []*pte.BackendDelegate, tabs *planTables) *pte.ExecutionPlan {
+	values := planValues(md, tabs)
 	// The index lists (the method's and its chain's inputs and outputs,
 	// each call's arguments) share one slab, each capped so that an append
-	// to one cannot run into the next, and the plan's fixed tables are one
-	// allocation: an export of many one-engine methods pays per method.
+	// to one cannot run into the next.
 	nidx := 2 * (len(md.inputs) + len(md.outputs))
 	for _, c := range md.calls {
 		nidx += len(c.inputs) + len(c.outputs)
 	}
-	slab := make([]int32, 0, nidx)
+	slab := tabs.int32s.Make(nidx)[:0]
 	indices := func(lists ...[]*tensorDef) []int32 {
 		start := len(slab)
 		for _, ts := range lists {
@@ -29,23 +68,14 @@ func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.Executi
 		return slab[start:len(slab):len(slab)]
 	}
 	inputs, outputs := indices(md.inputs), indices(md.outputs)
-	instrs := make([]*pte.Instruction, len(md.calls))
-	calls := make([]struct {
-		in pte.Instruction
-		dc pte.DelegateCall
-	}, len(md.calls))
+	instrs := tabs.instrs.Make(len(md.calls))
+	calls := tabs.calls.Make(len(md.calls))
 	for i, c := range md.calls {
 		calls[i].dc = pte.DelegateCall{DelegateIndex: int32(i), Args: indices(c.inputs, c.outputs)}
 		calls[i].in = pte.Instruction{Args: &calls[i].dc}
 		instrs[i] = &calls[i].in
 	}
-	fixed := &struct {
-		ep     pte.ExecutionPlan
-		cm     pte.ContainerMetadata
-		chain  pte.Chain
-		chains [1]*pte.Chain
-		arenas [2]int64
-	}{}
+	fixed := tabs.fixed.New()
 	fixed.cm = pte.ContainerMetadata{
 		EncodedInpStr: inputSpec(len(md.inputs)),
 		EncodedOutStr: outputSpec(len(md.outputs)),
@@ -72,16 +102,15 @@ func executionPlan(md *methodDef, delegates []*pte.BackendDelegate) *pte.Executi
 }
 
 // planValues returns the method's values, one tensor each, planned in
-// memory arena 1. The tables of all values are allocated together, a few
-// slices per method instead of five objects per tensor.
-func planValues(md *methodDef) []*pte.EValue {
+// memory arena 1, their tables taken from tabs.
+func planValues(md *methodDef, tabs *planTables) []*pte.EValue {
 	n, dims := len(md.tensors), 0
 	for _, t := range md.tensors {
 		dims += len(t.sizes)
 	}
-	values := make([]*pte.EValue, n)
-	evs, tensors, allocs := make([]pte.EValue, n), make([]pte.Tensor, n), make([]pte.AllocationDetails, n)
-	sizes, orders := make([]int32, 0, dims), make([]uint8, 0, dims)
+	values := tabs.values.Make(n)
+	evs, tensors, allocs := tabs.evs.Make(n), tabs.tensors.Make(n), tabs.allocs.Make(n)
+	sizes, orders := tabs.int32s.Make(dims)[:0], tabs.uint8s.Make(dims)[:0]
 	for i, t := range md.tensors {
 		dyn := pte.TensorShapeDynamismSTATIC
 		if t.maxShape != nil {

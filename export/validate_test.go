@@ -49,7 +49,7 @@ func TestPlanMatchesUpstreamChain(t *testing.T) {
 	// vectors/pte/trt_two_engines_chain: values x, h, y planned at 0, 16, 32
 	// in one arena of 48 bytes; args are inputs then outputs.
 	md := resolveOne(t, chainMethod("forward", 2))
-	ep := executionPlan(md, []*pte.BackendDelegate{{}, {}})
+	ep := executionPlan(md, []*pte.BackendDelegate{{}, {}}, &planTables{})
 	assert.Equal(t, []int64{0, 48}, ep.NonConstBufferSizes)
 	assert.Equal(t, []int32{0}, ep.Inputs)
 	assert.Equal(t, []int32{2}, ep.Outputs)
@@ -113,7 +113,7 @@ func TestPlanAlignsAndDynamicBound(t *testing.T) {
 	md := resolveOne(t, m)
 	assert.Equal(t, []int64{0, 32, 48}, []int64{md.tensors[0].offset, md.tensors[1].offset, md.tensors[2].offset})
 	assert.Equal(t, int64(64), md.arena)
-	ep := executionPlan(md, []*pte.BackendDelegate{{}})
+	ep := executionPlan(md, []*pte.BackendDelegate{{}}, &planTables{})
 	ids := ep.Values[0].Val.(*pte.Tensor)
 	assert.Equal(t, pte.TensorShapeDynamismDYNAMIC_BOUND, ids.ShapeDynamism)
 	assert.Equal(t, []int32{1, 3}, ids.Sizes)

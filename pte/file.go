@@ -101,6 +101,14 @@ type OpenOptions struct {
 	// Write's read-back check, which wants a verdict and reads the file
 	// again with positions only to report a refusal.
 	noPositions bool
+	// model, for Write's check, is the program the region was encoded
+	// from, taken as its decoding instead of decoding the region again
+	// (see writePlan.model). Set with noPositions, never with LazyPlans.
+	model *Program
+	// region, for Write's check, is the flatbuffer region of the file
+	// read, already in memory: it is taken, when it is as long as the
+	// header says, instead of reading the region from the file.
+	region []byte
 }
 
 // ProgramLimitError reports a flatbuffer region larger than
@@ -244,10 +252,14 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 	}
 	// The region starts with the head already read: each byte is read
 	// once.
-	f.region = make([]byte, programSize)
-	if n := copy(f.region, head); n < len(f.region) {
-		if err := readFullAt(r, f.region[n:], int64(n)); err != nil {
-			return nil, fmt.Errorf("pte: reading %d-byte flatbuffer region: %w", programSize, err)
+	if opts != nil && uint64(len(opts.region)) == programSize {
+		f.region = opts.region
+	} else {
+		f.region = make([]byte, programSize)
+		if n := copy(f.region, head); n < len(f.region) {
+			if err := readFullAt(r, f.region[n:], int64(n)); err != nil {
+				return nil, fmt.Errorf("pte: reading %d-byte flatbuffer region: %w", programSize, err)
+			}
 		}
 	}
 	v, err := verifyProgramBuffer(f.region)
@@ -257,7 +269,11 @@ func NewFileWith(r io.ReaderAt, size int64, opts *OpenOptions) (*File, error) {
 	f.fbWarnings = v.Warnings
 	f.positions = opts == nil || !opts.noPositions
 	f.lazy = opts != nil && opts.LazyPlans
-	f.Program, f.dec = decodeProgramWith(f.region, v, f.positions, f.lazy)
+	if opts != nil && opts.model != nil {
+		f.Program, f.dec = opts.model, &fbDecoder{vec: map[any]uint32{}}
+	} else {
+		f.Program, f.dec = decodeProgramWith(f.region, v, f.positions, f.lazy)
+	}
 	if f.lazy {
 		f.Program.file = f
 	}

@@ -36,25 +36,23 @@ func (f *File) EncodeHead(p *Program) ([]byte, error) {
 		return nil, err
 	}
 	refs := &segmentRefs{layout: f.Program.Segments, layoutPresent: f.Program.Segments != nil}
-	fb, err := encodeProgram(p, refs, wrHeaderPad)
+	head, err := encodeProgram(p, refs, wrHeaderPad)
 	if err != nil {
 		return nil, err
 	}
-	programSize := uint64(len(fb)) + wrHeaderPad
+	programSize := uint64(len(head))
 	if programSize > h.SegmentBaseOffset {
 		return nil, fmt.Errorf("%w: it needs %d bytes, the segment base is at %d", ErrNoHeadRoom, programSize, h.SegmentBaseOffset)
 	}
-	head := make([]byte, programSize)
-	putHeader(head, fb, &ExtendedHeader{
+	putHeader(head, &ExtendedHeader{
 		Magic:             magicEH00,
 		Length:            wrHeaderLength,
 		ProgramSize:       programSize,
 		SegmentBaseOffset: h.SegmentBaseOffset,
 		SegmentDataSize:   h.SegmentDataSize,
 	})
-	copy(head[8+wrHeaderPad:], fb[8:])
-	im := &planImage{parts: [][]byte{head}, size: f.Size}
-	if _, err := NewFile(im, im.size); err != nil {
+	im := &planImage{region: head, size: f.Size}
+	if _, err := NewFileWith(im, im.size, &OpenOptions{region: head}); err != nil {
 		var fe *FormatError
 		if !errors.As(err, &fe) {
 			return nil, fmt.Errorf("pte: encode head: reading the encoded program back: %w", err)
@@ -64,12 +62,10 @@ func (f *File) EncodeHead(p *Program) ([]byte, error) {
 	return head, nil
 }
 
-// putHeader writes the 8-byte prefix of the encoded program fb, moved past
-// the extended header (its root offset grows by wrHeaderPad), and h into
-// the first 8+wrHeaderPad bytes of head.
-func putHeader(head, fb []byte, h *ExtendedHeader) {
-	binary.LittleEndian.PutUint32(head[0:], binary.LittleEndian.Uint32(fb)+wrHeaderPad)
-	copy(head[4:8], fb[4:8])
+// putHeader writes h into the room encodeProgram left for it in region,
+// bytes [8, 8+wrHeaderPad).
+func putHeader(region []byte, h *ExtendedHeader) {
+	head := region[:8+wrHeaderPad]
 	copy(head[8:12], h.Magic)
 	binary.LittleEndian.PutUint32(head[12:], h.Length)
 	binary.LittleEndian.PutUint64(head[16:], h.ProgramSize)

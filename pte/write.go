@@ -174,7 +174,8 @@ func Write(w io.Writer, p *Program, segments []*io.SectionReader, opts *WriteOpt
 // writePlan is everything decided before the first byte is written.
 type writePlan struct {
 	srcs        []*io.SectionReader
-	unique      []int // payload index of each written segment
+	unique      []int  // payload index of each written segment
+	region      []byte // the flatbuffer region: head, then flatbuffer
 	head        []byte
 	flatbuffer  []byte // without its first 8 bytes when head is set
 	info        *WriteInfo
@@ -202,7 +203,7 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 	// A program of several methods is checked one plan at a time (each
 	// decoded, checked and let go of: 89 MB less at 65,536 methods); one
 	// plan is decoded whole either way, and lazily its delegates twice.
-	if err := pl.check(opts != nil && opts.Strict, p.NumPlans() > 1); err != nil {
+	if err := pl.check(opts != nil && opts.Strict, p.NumPlans() > 1, pl.model(p, opts != nil && opts.Dedup)); err != nil {
 		return nil, err
 	}
 	return pl, nil
@@ -331,9 +332,10 @@ func (pl *writePlan) encode(p *Program, refs *segmentRefs, sl *segmentLayout, al
 	// ExecuTorch reads 64 head bytes before anything else, so a shorter
 	// file cannot be loaded. Zeros after the tables are not part of any
 	// table, so a tiny program is simply padded.
-	if n := int(reserve) + len(fb); n < wrMinFileSize {
+	if n := len(fb); n < wrMinFileSize {
 		fb = append(fb, make([]byte, wrMinFileSize-n)...)
 	}
+	pl.region = fb
 	if !needHeader {
 		pl.flatbuffer = fb
 		pl.info.ProgramSize = int64(len(fb))
@@ -343,10 +345,10 @@ func (pl *writePlan) encode(p *Program, refs *segmentRefs, sl *segmentLayout, al
 	return pl.addHeader(fb, sl, align, sl.dataSize)
 }
 
-// addHeader places the extended header in front of the encoded program fb
-// and the segment base after it.
-func (pl *writePlan) addHeader(fb []byte, sl *segmentLayout, align, dataSize uint64) error {
-	programSize := uint64(len(fb)) + wrHeaderPad
+// addHeader fills the room encodeProgram left in the region for the
+// extended header and places the segment base after the region.
+func (pl *writePlan) addHeader(region []byte, sl *segmentLayout, align, dataSize uint64) error {
+	programSize := uint64(len(region))
 	base := sl.base(programSize, align)
 	h := &ExtendedHeader{
 		Magic:             "eh00",
@@ -358,9 +360,8 @@ func (pl *writePlan) addHeader(fb []byte, sl *segmentLayout, align, dataSize uin
 	if base+dataSize > math.MaxInt64 {
 		return fmt.Errorf("pte: write: file would be %d+%d bytes", base, dataSize)
 	}
-	head := make([]byte, 8+wrHeaderPad)
-	putHeader(head, fb, h)
-	pl.head, pl.flatbuffer, pl.segmentBase = head, fb[8:], base
+	putHeader(region, h)
+	pl.head, pl.flatbuffer, pl.segmentBase = region[:8+wrHeaderPad], region[8+wrHeaderPad:], base
 	pl.info.Header = h
 	pl.info.ProgramSize = int64(programSize)
 	pl.info.Size = int64(base + dataSize)

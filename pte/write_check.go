@@ -116,12 +116,12 @@ func (e *VerifyError) Unwrap() []error {
 }
 
 // planImage is the file a writePlan would produce, as an io.ReaderAt: the
-// head and the flatbuffer region, then zeros where padding and segment
-// payloads go. NewFile reads only the region, so the payloads themselves
-// are never needed.
+// flatbuffer region, then zeros where padding and segment payloads go.
+// NewFile reads only the region, so the payloads themselves are never
+// needed.
 type planImage struct {
-	parts [][]byte
-	size  int64
+	region []byte
+	size   int64
 }
 
 func (im *planImage) ReadAt(b []byte, off int64) (int, error) {
@@ -137,32 +137,60 @@ func (im *planImage) ReadAt(b []byte, off int64) (int, error) {
 		n, err = int(rest), io.EOF
 	}
 	clear(b[:n])
-	var pos int64
-	for _, p := range im.parts {
-		if lo, hi := max(off, pos), min(off+int64(n), pos+int64(len(p))); lo < hi {
-			copy(b[lo-off:hi-off], p[lo-pos:hi-pos])
-		}
-		pos += int64(len(p))
+	if off < int64(len(im.region)) {
+		copy(b[:n], im.region[off:])
 	}
 	return n, err
 }
 
 // check reads the planned file back with NewFile and, when strict, runs
-// Verify on it; any refusal becomes a *VerifyError. The first reading
-// records no table positions, which a program that loads never needs;
+// Verify on it; any refusal becomes a *VerifyError. It first reads the
+// region with model (when not nil) standing for its decoding: the bytes
+// are verified as NewFile verifies them (the FlatBuffers verifier, its
+// table limits, the head and header), and the checks of the program
+// (NewFile's and Verify's) run on the model the bytes were encoded from,
+// which decodes back to itself (the codec is lossless: TestWriteModelCheck
+// and FuzzWriteModelCheck compare the two verdicts), without the time and
+// garbage of decoding it again: a third of an export's check. Then, or
+// when model is nil or refuses it, it reads the region as NewFile would,
+// recording no table positions, which a program that loads never needs;
 // a refused one is read again with them, so that its findings give the
 // same offsets NewFile and Verify give for the written file. lazy reads
-// the first time with OpenOptions.LazyPlans.
-func (pl *writePlan) check(strict, lazy bool) error {
+// the region with OpenOptions.LazyPlans.
+func (pl *writePlan) check(strict, lazy bool, model *Program) error {
+	if model != nil && pl.checkWith(strict, &OpenOptions{noPositions: true, model: model}) == nil {
+		return nil
+	}
 	if pl.checkWith(strict, &OpenOptions{noPositions: true, LazyPlans: lazy}) == nil {
 		return nil
 	}
 	return pl.checkWith(strict, nil)
 }
 
+// model returns p as the planned region encodes it, for check, or nil
+// when the region holds what the model cannot stand for: inline constant
+// or delegate data, whose place in the region the checks look at, or
+// segment indices remapped by dedup. It is p with the segment table Write
+// computed.
+func (pl *writePlan) model(p *Program, dedup bool) *Program {
+	if dedup || len(p.ConstantBuffer) > 0 || len(p.BackendDelegateData) > 0 {
+		return nil
+	}
+	m := *p
+	m.file = nil
+	m.Segments = pl.info.Segments
+	return &m
+}
+
 // checkWith is check, reading the image with opts.
 func (pl *writePlan) checkWith(strict bool, opts *OpenOptions) error {
-	im := &planImage{parts: [][]byte{pl.head, pl.flatbuffer}, size: pl.info.Size}
+	im := &planImage{region: pl.region, size: pl.info.Size}
+	o := OpenOptions{region: pl.region}
+	if opts != nil {
+		o = *opts
+		o.region = pl.region
+	}
+	opts = &o
 	f, err := NewFileWith(im, im.size, opts)
 	if err != nil {
 		var fe *FormatError

@@ -204,7 +204,7 @@ func TestPlanImage(t *testing.T) {
 	}
 	want := bytes.Clone(buf.Bytes())
 	clear(want[pl.segmentBase:])
-	im := &planImage{parts: [][]byte{pl.head, pl.flatbuffer}, size: pl.info.Size}
+	im := &planImage{region: pl.region, size: pl.info.Size}
 	got, err := io.ReadAll(io.NewSectionReader(im, 0, im.size+10))
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("image differs from the written file (%v)", err)
@@ -223,5 +223,42 @@ func TestPlanImage(t *testing.T) {
 	}
 	if _, err := im.ReadAt(make([]byte, 1), -1); err == nil {
 		t.Errorf("negative offset accepted")
+	}
+}
+
+// TestWithHeaderRoom: the room for the extended header is made the same
+// way in the builder's unused bytes as in a copy, and the check reads the
+// region the writer writes without copying it.
+func TestWithHeaderRoom(t *testing.T) {
+	fb := []byte{16, 0, 0, 0, 'E', 'T', '1', '2', 1, 2, 3, 4, 5, 6, 7, 8}
+	want := append([]byte{16 + wrHeaderPad, 0, 0, 0, 'E', 'T', '1', '2'}, make([]byte, wrHeaderPad)...)
+	want = append(want, fb[8:]...)
+	for _, room := range []int{0, wrHeaderPad - 1, wrHeaderPad, wrHeaderPad + 8} {
+		buf := append(bytes.Repeat([]byte{0xEE}, room), fb...)
+		got := withHeaderRoom(buf, room, wrHeaderPad)
+		if !bytes.Equal(got, want) {
+			t.Errorf("room %d: got %v, want %v", room, got, want)
+		}
+		if inPlace := &got[len(got)-1] == &buf[len(buf)-1]; inPlace != (room >= wrHeaderPad) {
+			t.Errorf("room %d: made in the builder's bytes: %v", room, inPlace)
+		}
+	}
+	if got := withHeaderRoom(fb, 0, 0); !bytes.Equal(got, fb) {
+		t.Errorf("no room asked: got %v", got)
+	}
+
+	pl, err := planWrite(wrProgram(1), []*io.SectionReader{wrSection(nil), wrSection([]byte("engine"))}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &pl.region[8+wrHeaderPad] != &pl.flatbuffer[0] {
+		t.Error("the head and the flatbuffer written are not the region checked")
+	}
+	f, err := NewFileWith(&planImage{region: pl.region, size: pl.info.Size}, pl.info.Size, &OpenOptions{region: pl.region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &f.region[0] != &pl.region[0] {
+		t.Error("the check copied the region")
 	}
 }

@@ -298,19 +298,26 @@ const maxSliceBlock = 1024
 // Copy returns a copy of s: never nil, as an empty container's slice is
 // not.
 func (b *Slices[T]) Copy(s []T) []T {
-	n := len(s)
+	c := b.Make(len(s))
+	copy(c, s)
+	return c
+}
+
+// Make returns n zero Ts, cut from a block as Copy's copies are (and, like
+// them, never nil and with their own capacity): for a caller that fills
+// many small slices, such as the tables of an export's plans.
+func (b *Slices[T]) Make(n int) []T {
 	if n == 0 {
 		return make([]T, 0) // points at the runtime's zero base: no allocation
 	}
 	if n > maxSliceBlock/4 {
-		return append(make([]T, 0, n), s...)
+		return make([]T, n)
 	}
 	if len(b.l.free) < n {
 		b.l.take(n, maxSliceBlock)
 	}
 	c := b.l.free[:n:n]
 	b.l.free = b.l.free[n:]
-	copy(c, s)
 	return c
 }
 

@@ -451,3 +451,28 @@ type spanValues struct {
 func (b spanValues) Span(kind Kind, off, start, end int) *Value {
 	return b.Scalar(kind, off, string(b.data[start:end]), false)
 }
+
+// TestSlicesMake: Make hands out zero slices, never nil, each with its
+// own capacity, and a long one too.
+func TestSlicesMake(t *testing.T) {
+	var s Slices[int32]
+	if e := s.Make(0); e == nil || len(e) != 0 {
+		t.Fatalf("Make(0) = %#v", e)
+	}
+	a, b := s.Make(3), s.Make(2)
+	if len(a) != 3 || cap(a) != 3 || cap(b) != 2 || a[0] != 0 || b[1] != 0 {
+		t.Fatalf("a %v (cap %d), b %v (cap %d)", a, cap(a), b, cap(b))
+	}
+	a = append(a, 7) // copies: b is not written
+	b[0] = 1
+	if a[3] != 7 || b[0] != 1 {
+		t.Fatalf("a %v, b %v", a, b)
+	}
+	if long := s.Make(maxSliceBlock); len(long) != maxSliceBlock {
+		t.Fatalf("a long slice has %d elements", len(long))
+	}
+	s.Reset()
+	if c := s.Make(2); c[0] != 0 {
+		t.Errorf("a slice cut after Reset is not zero: %v", c)
+	}
+}
