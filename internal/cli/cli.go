@@ -180,9 +180,9 @@ const BatchGCPercent = 400
 // 100 the collector marks the growing heap again each time it doubles,
 // 11-14% of an export's wall time at 8192 to 65536 engines, for garbage
 // the exit would free anyway. BatchGCPercent collects a quarter as often
-// while the heap is small; once the live heap passes 4 MiB, each
-// collection sets GOGC so that the heap grows by at most 16 MiB
-// (batchGCHeadroom) or half the live heap, whichever is more (see
+// while the heap is small; once the live heap passes 2.5 MiB, each
+// collection sets GOGC so that the heap grows by at most 10 MiB
+// (batchGCHeadroom) and half of the live heap past 32 MiB (see
 // batchGCPercent): at 65,536 engines, five times the live heap was most
 // of an export's peak memory. A GOGC in the environment (lookup is
 // os.LookupEnv) is the user's choice and is kept: TuneBatchGC then

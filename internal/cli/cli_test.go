@@ -73,8 +73,9 @@ func TestTuneBatchGC(t *testing.T) {
 	}
 }
 
-// TestBatchGCPercent: the collector may let a small heap grow fivefold,
-// a large one by batchGCHeadroom, and never by less than half.
+// TestBatchGCPercent: the collector may let a small heap grow fivefold, a
+// larger one by batchGCHeadroom, and one past batchGCLarge also by half
+// of the rest, never by half of it all.
 func TestBatchGCPercent(t *testing.T) {
 	for _, c := range []struct {
 		live uint64
@@ -82,12 +83,14 @@ func TestBatchGCPercent(t *testing.T) {
 	}{
 		{0, BatchGCPercent},
 		{1 << 20, BatchGCPercent},
-		{4 << 20, BatchGCPercent},
-		{8 << 20, 200},
-		{16 << 20, 100},
-		{25 << 20, 64},
-		{32 << 20, minBatchGCPercent},
-		{1 << 40, minBatchGCPercent},
+		{5 << 19, BatchGCPercent},
+		{4 << 20, 250},
+		{10 << 20, 100},
+		{25 << 20, 40},
+		{32 << 20, 31},
+		{64 << 20, 40},  // 10 + 16 MiB
+		{128 << 20, 45}, // 10 + 48 MiB
+		{1 << 40, 49},
 	} {
 		assert.Equal(t, c.want, batchGCPercent(c.live), "live heap %d", c.live)
 	}
@@ -105,13 +108,14 @@ func TestBatchGCFollowsLiveHeap(t *testing.T) {
 	TuneBatchGC(func(string) (string, bool) { return "", false })
 	debug.SetGCPercent(300)
 	got := 300
-	for deadline := time.Now().Add(2 * time.Second); got != minBatchGCPercent && time.Now().Before(deadline); {
+	want := batchGCPercent(128 << 20) // 45, from 120 to 133 MiB live
+	for deadline := time.Now().Add(2 * time.Second); got != want && time.Now().Before(deadline); {
 		runtime.GC()
 		time.Sleep(time.Millisecond)
 		got = debug.SetGCPercent(300)
 	}
 	runtime.KeepAlive(live)
-	assert.Equal(t, minBatchGCPercent, got, "GC percent after a collection with 128 MiB live")
+	assert.Equal(t, want, got, "GC percent after a collection with 128 MiB live")
 	batchGCOn.Store(false)
 	runtime.GC()
 	runtime.GC()

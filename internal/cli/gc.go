@@ -8,31 +8,38 @@ import (
 )
 
 // batchGCHeadroom is how far a batch command's heap may grow past its live
-// heap before the next collection, once the live heap is past 4 MiB: at
-// BatchGCPercent the heap may reach five times the live heap, which at
-// 65,536 engines was most of an export's peak memory. It was 64 MiB,
-// which at 16,384 engines of 1 KiB was 4 KiB of peak memory per engine
-// by itself; and every page the heap grows by is a page fault, which
-// costs more than a collection of a small heap marks: at 16,384 engines,
-// 16 MiB instead of 64 took 15-20 us of CPU per engine less and 1-1.5
-// KiB less peak memory per engine (one method per engine, and a chain),
-// and at 65,536, where the heap's half is more, changed nothing.
-const batchGCHeadroom = 16 << 20
+// heap before the next collection while the live heap is small (up to
+// batchGCLarge), once it is past 2.5 MiB: at BatchGCPercent the heap may
+// reach five times the live heap, which at 65,536 engines was most of an
+// export's peak memory. It was 64 MiB, which at 16,384 engines of 1 KiB
+// was 4 KiB of peak memory per engine by itself; and every page the heap
+// grows by is a page fault, which costs more than a collection of a small
+// heap marks: at 16,384 engines, 16 MiB instead of 64 took 15-20 us of
+// CPU per engine less and 1-1.5 KiB less peak memory per engine. Then 10
+// MiB instead of 16 (with the half below starting past batchGCLarge, not
+// at 32 MiB of live heap as a floor of 50%): 3-4 MB less peak memory at
+// 16,384 engines of one method each, 6-7 MB with one method of 16,384
+// outputs, the CPU time within the noise of paired runs.
+const batchGCHeadroom = 10 << 20
 
-// minBatchGCPercent is the least GOGC batchGCPercent sets: a collection at
-// least every half of the live heap allocated, so that a large heap is
-// not marked again for each few MiB.
-const minBatchGCPercent = 50
+// batchGCLarge is the live heap past which the headroom also grows by half
+// of the rest: a collection at most every half of the live heap past it
+// allocated, so that a large heap is not marked again for each few MiB
+// (45% of a live heap of 128 MiB, tending to 50%).
+const batchGCLarge = 32 << 20
 
-// batchGCPercent is the GOGC for a live heap of live bytes: BatchGCPercent
-// while the heap is small (up to 4 MiB), then what lets the heap grow by
-// batchGCHeadroom, and no less than minBatchGCPercent.
+// batchGCPercent is the GOGC for a live heap of live bytes: what lets the
+// heap grow by batchGCHeadroom and half of the live heap past
+// batchGCLarge, and at most BatchGCPercent.
 func batchGCPercent(live uint64) int {
 	if live == 0 {
 		return BatchGCPercent
 	}
-	p := batchGCHeadroom * 100 / live
-	return int(max(minBatchGCPercent, min(p, BatchGCPercent)))
+	room := uint64(batchGCHeadroom)
+	if live > batchGCLarge {
+		room += (live - batchGCLarge) / 2
+	}
+	return int(min(room*100/live, BatchGCPercent))
 }
 
 // batchGCOn says whether the collector's setting follows the live heap
