@@ -19,7 +19,9 @@ import (
 // MiB instead of 16 (with the half below starting past batchGCLarge, not
 // at 32 MiB of live heap as a floor of 50%): 3-4 MB less peak memory at
 // 16,384 engines of one method each, 6-7 MB with one method of 16,384
-// outputs, the CPU time within the noise of paired runs.
+// outputs, for 5-7% more CPU time with one method per engine (more
+// collections, each with an idle mark worker on the other core) and
+// none past the noise in the other shapes (docs/performance.md, run 18).
 const batchGCHeadroom = 10 << 20
 
 // batchGCLarge is the live heap past which the headroom also grows by half
