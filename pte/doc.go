@@ -48,8 +48,7 @@
 // CongruentAnyReader, of any source not in memory, such as a URL) starts
 // instead where those bytes keep their file offset modulo 4096, at
 // most 4095 bytes further (a segment of WideCongruentMin, 2 MiB, or more:
-// modulo WideCongruence, 64 KiB, at most 65535 bytes further; of
-// HugeCongruentMin, 32 MiB, or more: modulo HugeCongruence, 1 MiB), and the
+// modulo WideCongruence, 64 KiB, at most 65535 bytes further), and the
 // base is moved (by less than that modulus, staying a multiple of the
 // alignment) to keep that true. The kernel can
 // then copy those bytes with copy_file_range, which shares blocks on XFS

@@ -47,9 +47,8 @@ type WriteOptions struct {
 	// largest, see Composite) starts at the first offset, from where
 	// ExecuTorch's rule puts it, at which that part lands at its source
 	// offset modulo 4096 (modulo WideCongruence, 64 KiB, for a payload of
-	// WideCongruentMin bytes or more, and HugeCongruence, 1 MiB, from
-	// HugeCongruentMin, which the kernel then copies as fast as cat does),
-	// and the segment base moves (by less than that modulus)
+	// WideCongruentMin bytes or more, which the kernel then copies as fast
+	// as cat does), and the segment base moves (by less than that modulus)
 	// to keep that true. Each such segment costs less than its modulus in
 	// padding; smaller ones are laid out as without the option.
 	// The base stays a multiple of SegmentAlignment; a moved segment is

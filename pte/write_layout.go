@@ -26,17 +26,6 @@ const WideCongruentMin = 2 << 20
 // WideCongruence is the modulus of a wide anchor (WideCongruentMin).
 const WideCongruence = 64 << 10
 
-// HugeCongruentMin is the smallest payload whose anchored part a
-// page-congruent layout places at its source offset modulo HugeCongruence.
-// A 256 MiB copy_file_range plus fsync took 380 ms with source and
-// destination 64 KiB apart against 364 ms 1 MiB apart (ext4,
-// docs/performance.md run 17); the padding, under 1 MiB, is under 3.2% of
-// such a part.
-const HugeCongruentMin = 32 << 20
-
-// HugeCongruence is the modulus of a huge anchor (HugeCongruentMin).
-const HugeCongruence = 1 << 20
-
 // MinHeadRoom is the smallest head room File.SegmentAlignment and
 // File.HeadRoom recognise, 1 KiB: less padding than that, beyond what the
 // alignment leaves, reads as another writer's layout.
@@ -63,16 +52,7 @@ type anchor struct {
 
 // modulus is what a's part keeps its source offset modulo.
 func (a anchor) modulus() uint64 {
-	return congruence(a.n)
-}
-
-// congruence is the modulus a page-congruent layout keeps a payload of n
-// bytes at: the page, WideCongruence or HugeCongruence.
-func congruence(n uint64) uint64 {
-	switch {
-	case n >= HugeCongruentMin:
-		return HugeCongruence
-	case n >= WideCongruentMin:
+	if a.n >= WideCongruentMin {
 		return WideCongruence
 	}
 	return shareAlign
@@ -109,8 +89,8 @@ type segmentLayout struct {
 	dataSize uint64 // end of the last segment
 	hasData  bool   // some segment holds a byte
 	// congruent is set when an anchored segment fixed the base's offset
-	// modulo mod to b0: mod is the largest anchor's modulus (congruence),
-	// at least the page size.
+	// modulo mod to b0: mod is WideCongruence when an anchor is wide,
+	// else the page size.
 	congruent bool
 	b0, mod   uint64
 	headRoom  uint64 // WriteOptions.HeadRoom, added to the program size by base
@@ -126,8 +106,8 @@ type segmentLayout struct {
 // kernel can copy (or share) those pages. The first anchored segment fixes
 // the base's offset modulo the page size (b0, a multiple of align, so the
 // base keeps its alignment) and moves by less than align; later ones move
-// by less than their modulus (congruence: a page, or more for a large
-// payload), modulo the largest of which the base is then fixed. A segment that errs
+// by less than a page, or a wide anchor's (WideCongruentMin) by less than
+// WideCongruence, modulo which the base is then fixed. A segment that errs
 // is reported by its position.
 func placeSegments(sizes []uint64, anchors []anchor, align uint64) (*segmentLayout, int, error) {
 	l := &segmentLayout{offsets: make([]uint64, len(sizes)), mod: shareAlign}
