@@ -21,7 +21,9 @@ import (
 // 16,384 engines of one method each, 6-7 MB with one method of 16,384
 // outputs, for 5-7% more CPU time with one method per engine (more
 // collections, each with an idle mark worker on the other core) and
-// none past the noise in the other shapes (docs/performance.md, runs 18 and 19).
+// none past the noise in the other shapes (paired whole-process runs of
+// pteexport with 16 and 10 MiB, round 11; docs/performance.md run 19 has
+// the result with the round's other changes, not this one alone).
 const batchGCHeadroom = 10 << 20
 
 // batchGCLarge is the live heap past which the headroom also grows by half
