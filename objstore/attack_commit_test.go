@@ -6,6 +6,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -140,4 +141,72 @@ func TestCreateCut(t *testing.T) {
 	srv.HoldAnswer(nil)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Empty(t, srv.Uploads(t, "programs"), "a stray upload")
+}
+
+// TestCommitCutAbortSaysYes is an attack: a Commit cut after the store
+// completed the upload asks the store to abort it, and took an abort that
+// succeeded as proof that nothing was written. A store that answers 204 to
+// the abort of an upload it already completed (S3 says NoSuchUpload; not
+// every S3-compatible store does) made Commit report that nothing was
+// written (pteexport: "was not written") while the new object was at the
+// key. An abort that succeeds is now checked against the key: the object
+// there with this upload's ETag is this upload's, written.
+func TestCommitCutAbortSaysYes(t *testing.T) {
+	srv := programsStore(t)
+	st, err := objstore.New(context.Background(), nil)
+	require.NoError(t, err)
+	body := bytes.Repeat([]byte("0123456789abcdef"), (objstore.DefaultPartSize*2+1000)/16)
+	isComplete := func(method, query string) bool {
+		return method == http.MethodPost && strings.Contains(query, "uploadId=")
+	}
+	for _, completed := range []bool{true, false} {
+		key := fmt.Sprintf("abort-yes-%t.bin", completed)
+		ctx, cancel := context.WithCancel(context.Background())
+		up, err := st.Create(ctx, objstore.Location{Bucket: "programs", Key: key}, nil)
+		require.NoError(t, err)
+		_, err = up.Write(body)
+		require.NoError(t, err)
+		if completed {
+			srv.HoldAnswer(func(r s3test.Request) time.Duration {
+				if isComplete(r.Method, r.Query) {
+					cancel()
+					return 5 * time.Second
+				}
+				return 0
+			})
+		}
+		var aborts atomic.Int32
+		srv.FailWith(func(r *http.Request) int {
+			switch {
+			case !completed && isComplete(r.Method, r.URL.RawQuery):
+				// Lost on the way: the store never completes it.
+				cancel()
+				time.Sleep(200 * time.Millisecond)
+				return http.StatusServiceUnavailable
+			case completed && r.Method == http.MethodDelete && strings.Contains(r.URL.RawQuery, "uploadId="):
+				// The store says yes to aborting what it completed.
+				aborts.Add(1)
+				return http.StatusNoContent
+			}
+			return 0
+		})
+		err = up.Commit()
+		srv.HoldAnswer(nil)
+		srv.FailWith(nil)
+		cancel()
+		require.ErrorIs(t, err, context.Canceled)
+		got, gerr := srv.Get("programs", key)
+		var ce *objstore.CutCommitError
+		if !completed {
+			require.Error(t, gerr, "nothing was completed")
+			require.False(t, errors.As(err, &ce), "nothing is at the key: %v", err)
+			continue
+		}
+		require.EqualValues(t, 1, aborts.Load(), "the cut Commit asked for an abort")
+		require.NoError(t, gerr)
+		require.Equal(t, body, got, "the store completed the upload")
+		require.ErrorAs(t, err, &ce, "the object at the key is this upload: the error must not say nothing was written")
+		require.True(t, ce.Written, "its ETag is this upload's: %v", err)
+		require.Contains(t, err.Error(), "was written")
+	}
 }

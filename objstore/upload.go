@@ -547,28 +547,32 @@ func (e *CutCommitError) Unwrap() error { return e.Err }
 
 // settle finds out, after a CompleteMultipartUpload that got no answer,
 // whether the store completed the upload, under its own time limit (the
-// Upload's context may have ended). An abort that succeeds means it did
-// not: cut is returned, nothing was written. An abort refused with
-// NoSuchUpload means the upload is gone, completed (or aborted by another
-// hand): the key's ETag and size say whether the object there is this
-// upload's, or that it cannot be known.
+// Upload's context may have ended). It aborts the upload, then looks at
+// the key: the object there with this upload's ETag is this upload's,
+// written, even when the store said yes to the abort (S3 refuses to abort
+// a completed upload with NoSuchUpload, but not every S3-compatible store
+// does). Otherwise an abort that succeeded means nothing was written: cut
+// is returned. An abort refused with NoSuchUpload means the upload is
+// gone, completed (or aborted by another hand): the key's ETag and size
+// say whether the object there is this upload's, or that it cannot be
+// known.
 func (u *Upload) settle(cut *StoreError) error {
 	u.done = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), abortTimeout)
 	defer cancel()
 	_, err := u.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key, UploadId: &u.id})
-	if err == nil {
-		return cut
-	}
+	aborted := err == nil
 	uncertain := &CutCommitError{Location: u.loc.String(), Err: cut}
-	if ae := storeError("AbortMultipartUpload", u.loc, err).(*StoreError); ae.Code != "NoSuchUpload" && ae.Status != http.StatusNotFound {
-		return uncertain
+	if !aborted {
+		if ae := storeError("AbortMultipartUpload", u.loc, err).(*StoreError); ae.Code != "NoSuchUpload" && ae.Status != http.StatusNotFound {
+			return uncertain
+		}
 	}
 	head, err := u.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key})
 	if err != nil {
 		var re *smithyhttp.ResponseError
-		if errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
-			return cut // aborted by another hand: nothing at the key
+		if aborted || errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
+			return cut // aborted (by us, or by another hand): nothing of ours at the key
 		}
 		return uncertain
 	}
@@ -577,6 +581,10 @@ func (u *Upload) settle(cut *StoreError) error {
 	switch {
 	case ok && got == want:
 		return &CutCommitError{Location: u.loc.String(), Written: true, ETag: want, Err: cut}
+	case aborted:
+		// The store said it had not completed the upload, and the
+		// object at the key does not say otherwise.
+		return cut
 	case head.ContentLength != nil && *head.ContentLength != u.size:
 		// Another object (an older one, another writer's): not of this
 		// upload's size.
