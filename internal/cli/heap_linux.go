@@ -33,13 +33,21 @@ const hugePage = 2 << 20
 // (vm.overcommit_memory 2: the n bytes, allocated if not touched, would
 // count against its limit), or when GODEBUG has disablethp=1 (the
 // runtime's own switch against huge pages for the heap). n is taken as at
-// most 4 GiB. It is best effort: a kernel without transparent huge pages,
-// or set to never use them, ignores the advice.
+// most 4 GiB and half the machine's memory (the kernel's default
+// overcommit refuses a single allocation past its memory and swap, which
+// the runtime cannot survive). It is best effort: a kernel without
+// transparent huge pages, or set to never use them, ignores the advice.
 func ReadyHeap(n int64) {
-	if !batchProcess.Load() || n < 8<<20 || thpDisabled(os.Getenv("GODEBUG")) || strictOvercommit() {
+	if !batchProcess.Load() || thpDisabled(os.Getenv("GODEBUG")) || strictOvercommit() {
 		return
 	}
-	n = min(n, 4<<30)
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return
+	}
+	if n = min(n, 4<<30, int64(si.Totalram)*int64(si.Unit)/2); n < 8<<20 {
+		return
+	}
 	b := make([]byte, n)
 	// The whole huge pages within b.
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
