@@ -186,8 +186,10 @@ const BatchGCPercent = 400
 // batchGCPercent): at 65,536 engines, five times the live heap was most
 // of an export's peak memory. A GOGC in the environment (lookup is
 // os.LookupEnv) is the user's choice and is kept: TuneBatchGC then
-// changes nothing and returns false.
+// changes nothing and returns false. Either way it marks the process as a
+// batch command's, which ReadyHeap needs.
 func TuneBatchGC(lookup func(string) (string, bool)) bool {
+	batchProcess.Store(true)
 	if _, ok := lookup("GOGC"); ok {
 		return false
 	}
