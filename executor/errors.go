@@ -49,7 +49,12 @@ var ErrOutcomeUnknown = errors.New("not read by ptekit, so the deployed load out
 
 // errorf returns an *Error with no location; callers fill it in.
 func errorf(code pte.Code, format string, args ...any) *Error {
-	return &Error{Code: code, Delegate: -1, Instruction: -1, Msg: fmt.Sprintf(format, args...)}
+	return wrapError(code, fmt.Sprintf(format, args...), nil)
+}
+
+// wrapError returns an *Error with no location whose cause is err.
+func wrapError(code pte.Code, msg string, err error) *Error {
+	return &Error{Code: code, Delegate: -1, Instruction: -1, Msg: msg, Err: err}
 }
 
 // Errorf returns an *Error with the given code and message. Backends use it
