@@ -123,12 +123,10 @@ func CodeOf(err error) pte.Code {
 	if err == nil {
 		return pte.CodeOk
 	}
-	var re *Error
-	if errors.As(err, &re) {
+	if re, ok := errors.AsType[*Error](err); ok {
 		return re.Code
 	}
-	var fe *pte.FormatError
-	if errors.As(err, &fe) {
+	if fe, ok := errors.AsType[*pte.FormatError](err); ok {
 		return fe.Code
 	}
 	return CodeInternal
@@ -137,8 +135,7 @@ func CodeOf(err error) pte.Code {
 // locate returns err as an *Error carrying the given location, keeping a
 // backend-supplied code. Fields already set are kept.
 func locate(err error, method string, delegate int, backend string) *Error {
-	var re *Error
-	if errors.As(err, &re) {
+	if re, ok := errors.AsType[*Error](err); ok {
 		out := *re
 		if out.Method == "" {
 			out.Method = method

@@ -248,8 +248,7 @@ var (
 // verifyErr turns a verifier failure into a *FormatError. ExecuTorch does
 // not verify .ptd flatbuffers, so its behaviour on such bytes is undefined.
 func verifyErr(err error, what string) error {
-	var e *fbverify.Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*fbverify.Error](err); ok {
 		return &FormatError{Off: e.Off, Path: e.Path, Code: pte.CodeInvalidExternal, Undefined: true,
 			Msg: e.Msg + " (" + what + "; ExecuTorch does not verify .ptd flatbuffers and would read out of bounds)"}
 	}
