@@ -182,8 +182,7 @@ func Delegate(f *pte.File, pi, di int, d *pte.BackendDelegate, report BlobReport
 	if rep.BothReject() {
 		p := Problem{Severity: SeverityError, Method: method, Path: path, Code: pte.CodeInvalidProgram.String(),
 			Message: rep.Err.Error() + "; the deployed C++ reader rejects it too (" + rep.Deployed.Reason + "), so TensorRTBackend init fails"}
-		var be *delegate.BlobError
-		if errors.As(rep.Err, &be) && be.Off >= 0 {
+		if be, ok := errors.AsType[*delegate.BlobError](rep.Err); ok && be.Off >= 0 {
 			p.Offset = at(be.Off)
 		}
 		out = append(out, p)

@@ -110,10 +110,8 @@ func parsePyInt(s string) (int, bool) {
 		return 0, false
 	}
 	s = strings.ReplaceAll(s, "_", "")
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < '0' || c > '9' {
-			return 0, false
-		}
+	if strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
 	}
 	n, err := strconv.Atoi(sign + s)
 	return n, err == nil

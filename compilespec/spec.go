@@ -125,8 +125,6 @@ func CKeyEqual(key, want string) bool {
 }
 
 func cString(s string) string {
-	if i := strings.IndexByte(s, 0); i >= 0 {
-		return s[:i]
-	}
+	s, _, _ = strings.Cut(s, "\x00")
 	return s
 }

@@ -192,21 +192,19 @@ func (b *Blob) Engine() *io.SectionReader {
 
 // TrailingBytes is the number of bytes after the end of the engine. The
 // upstream writer leaves none; both upstream readers ignore them.
-func (b *Blob) TrailingBytes() int64 { return trailingBytes(b.Size, &b.Header) }
+func (b *Blob) TrailingBytes() int64 {
+	end := uint64(b.Header.EngineOffset) + b.Header.EngineSize
+	if end < b.Header.EngineSize || end >= uint64(b.Size) {
+		return 0
+	}
+	return b.Size - int64(end)
+}
 
 func engineSection(r io.ReaderAt, h *Header) *io.SectionReader {
 	if r == nil {
 		r = noReader{}
 	}
 	return io.NewSectionReader(r, int64(h.EngineOffset), int64(min(h.EngineSize, math.MaxInt64)))
-}
-
-func trailingBytes(size int64, h *Header) int64 {
-	end := uint64(h.EngineOffset) + h.EngineSize
-	if end < h.EngineSize || end >= uint64(size) {
-		return 0
-	}
-	return size - int64(end)
 }
 
 // noReader is the reader of a Blob that was not decoded.

@@ -34,16 +34,15 @@ func Decode(r io.ReaderAt, size int64) (*Blob, error) {
 	if err != nil {
 		return nil, err
 	}
-	return strictBlob(r, size, &py.Header, py.MetadataRaw, &py.Metadata)
+	return py.strict()
 }
 
-// strictBlob applies the strict reading to metadata the Python reading
-// accepted.
-func strictBlob(r io.ReaderAt, size int64, h *Header, md []byte, py *PyMetadata) (*Blob, error) {
-	if len(py.Refused) > 0 {
-		return nil, py.Refused[0]
+// strict applies the strict reading to a blob the Python reading accepted.
+func (py *PyBlob) strict() (*Blob, error) {
+	if len(py.Metadata.Refused) > 0 {
+		return nil, py.Metadata.Refused[0]
 	}
-	return &Blob{Header: *h, Metadata: *py.strict(), MetadataRaw: md, Size: size, r: r}, nil
+	return &Blob{Header: py.Header, Metadata: *py.Metadata.strict(), MetadataRaw: py.MetadataRaw, Size: py.Size, r: py.r}, nil
 }
 
 // checkHeader applies the Python reader's header checks, in its order.

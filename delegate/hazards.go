@@ -172,22 +172,18 @@ func (l *hazardList) list() []Hazard {
 	return out
 }
 
+// hazards lists the hazards of the blob's readings: Hazards, and with py
+// (Check's), the Python reading's too.
 func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard {
 	if d == nil {
 		return nil
 	}
 	hz := &hazardList{}
-	hazardsTo(hz, b, decodeErr, py, d)
-	return hz.list()
-}
-
-// hazardsTo adds the hazards of the blob's readings to hz.
-func hazardsTo(hz *hazardList, b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) {
 	add := hz.add
 	if d.MetadataUnread {
 		add(HazardMetadataUnread, "the metadata is %d bytes, more than the %d ptekit reads; what the deployed reader, which has no limit, makes of it is unknown",
 			d.MetadataSize, MaxMetadataSize)
-		return
+		return hz.list()
 	}
 	if d.OK && d.EngineSizeWraps {
 		add(HazardEngineSizeWraps, "engine_size %d wraps engine_offset+engine_size past 2^64; the deployed reader accepts it and would hand TensorRT an engine far past the end of the blob", d.EngineSize)
@@ -213,12 +209,12 @@ func hazardsTo(hz *hazardList, b *Blob, decodeErr error, py *pyVerdict, d *Deplo
 			}
 			invalidAliases(hz, d)
 		}
-		return
+		return hz.list()
 	}
 	m := &b.Metadata
 	if !d.OK {
 		add(HazardDeployedRejects, "the deployed reader rejects this blob (%s); TensorRTBackend init would fail with InvalidProgram", d.Reason)
-		return
+		return hz.list()
 	}
 	compareNames(hz, HazardInputs, "input", m.Inputs(), d.Inputs, m.Outputs(), d.Outputs)
 	compareNames(hz, HazardOutputs, "output", m.Outputs(), d.Outputs, m.Inputs(), d.Inputs)
@@ -251,6 +247,7 @@ func hazardsTo(hz *hazardList, b *Blob, decodeErr error, py *pyVerdict, d *Deplo
 	if n := b.TrailingBytes(); n > 0 {
 		add(HazardTrailingBytes, "%d bytes after the engine are ignored by both readers", n)
 	}
+	return hz.list()
 }
 
 // invalidAliases adds a HazardAliasedIOInvalid for each reason
@@ -421,7 +418,7 @@ func Check(r io.ReaderAt, size int64) (*Report, error) {
 		rep.Err, rep.PythonErr = err, err
 	} else {
 		rep.Python = &PyBlob{Header: *h, Metadata: *py, MetadataRaw: md, Size: size, r: r}
-		rep.Blob, rep.Err = strictBlob(r, size, h, md, py)
+		rep.Blob, rep.Err = rep.Python.strict()
 	}
 	rep.Hazards = hazards(rep.Blob, rep.Err, &pyVerdict{rep.Python, rep.PythonErr}, rep.Deployed)
 	return rep, nil

@@ -128,9 +128,7 @@ func (r *Registry) RegisterBackend(id string, b Backend) error {
 // up to its first NUL byte: a delegate whose id is "TensorRTBackend\x00x"
 // reaches the backend registered as "TensorRTBackend".
 func (r *Registry) Backend(id string) (Backend, bool) {
-	if i := strings.IndexByte(id, 0); i >= 0 {
-		id = id[:i]
-	}
+	id, _, _ = strings.Cut(id, "\x00")
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	b, ok := r.backends[id]

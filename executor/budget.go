@@ -126,7 +126,7 @@ func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution,
 				res.Source = ""
 				res.Notes = append(res.Notes, msgEmptyOption)
 			case err != nil:
-				return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: msgMalformedOption, Err: err}
+				return res, wrapError(CodeInvalidProgram, msgMalformedOption, err)
 			default:
 				return Resolution{Source: SourceLoadOption, Explicit: true, Bytes: n}, nil
 			}
@@ -134,11 +134,9 @@ func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution,
 			if n, _ := v.Int(); n >= 0 {
 				return Resolution{Source: SourceLoadOption, Explicit: true, Bytes: int64(n)}, nil
 			}
-			return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
-				Msg: fmt.Sprintf("%s (got the int %s)", msgBadOptionType, v)}
+			return res, errorf(CodeInvalidProgram, "%s (got the int %s)", msgBadOptionType, v)
 		default:
-			return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
-				Msg: fmt.Sprintf("%s (got the %s %s)", msgBadOptionType, v.Kind(), v)}
+			return res, errorf(CodeInvalidProgram, "%s (got the %s %s)", msgBadOptionType, v.Kind(), v)
 		}
 	}
 	b, err := compilespec.SpecBudget(specs)
@@ -146,12 +144,11 @@ func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution,
 	switch {
 	case errors.As(err, &dup):
 		res.Source = SourceCompileSpec
-		return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
-			Msg: fmt.Sprintf("%s (compile_specs[%d] and compile_specs[%d])", msgDuplicateSpec, dup.Indices[0], dup.Indices[1])}
+		return res, errorf(CodeInvalidProgram, "%s (compile_specs[%d] and compile_specs[%d])", msgDuplicateSpec, dup.Indices[0], dup.Indices[1])
 	case err != nil:
 		res.Source = SourceCompileSpec
-		return res, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1,
-			Msg: fmt.Sprintf("%s (compile_specs[%d])", msgMalformedSpec, compilespec.Find(specs, compilespec.KeyWeightStreamingBudget)[0]), Err: err}
+		return res, wrapError(CodeInvalidProgram,
+			fmt.Sprintf("%s (compile_specs[%d])", msgMalformedSpec, compilespec.Find(specs, compilespec.KeyWeightStreamingBudget)[0]), err)
 	case b.IsAuto():
 		res.Source = SourceAutomatic
 		return res, nil

@@ -49,7 +49,12 @@ var ErrOutcomeUnknown = errors.New("not read by ptekit, so the deployed load out
 
 // errorf returns an *Error with no location; callers fill it in.
 func errorf(code pte.Code, format string, args ...any) *Error {
-	return &Error{Code: code, Delegate: -1, Instruction: -1, Msg: fmt.Sprintf(format, args...)}
+	return wrapError(code, fmt.Sprintf(format, args...), nil)
+}
+
+// wrapError returns an *Error with no location whose cause is err.
+func wrapError(code pte.Code, msg string, err error) *Error {
+	return &Error{Code: code, Delegate: -1, Instruction: -1, Msg: msg, Err: err}
 }
 
 // Errorf returns an *Error with the given code and message. Backends use it
@@ -118,12 +123,10 @@ func CodeOf(err error) pte.Code {
 	if err == nil {
 		return pte.CodeOk
 	}
-	var re *Error
-	if errors.As(err, &re) {
+	if re, ok := errors.AsType[*Error](err); ok {
 		return re.Code
 	}
-	var fe *pte.FormatError
-	if errors.As(err, &fe) {
+	if fe, ok := errors.AsType[*pte.FormatError](err); ok {
 		return fe.Code
 	}
 	return CodeInternal
@@ -132,8 +135,7 @@ func CodeOf(err error) pte.Code {
 // locate returns err as an *Error carrying the given location, keeping a
 // backend-supplied code. Fields already set are kept.
 func locate(err error, method string, delegate int, backend string) *Error {
-	var re *Error
-	if errors.As(err, &re) {
+	if re, ok := errors.AsType[*Error](err); ok {
 		out := *re
 		if out.Method == "" {
 			out.Method = method

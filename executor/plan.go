@@ -263,8 +263,7 @@ func planRegistry(f *pte.File, opts PlanOptions, factory EngineFactory) (*Regist
 func loadForPlan(f *pte.File, opts PlanOptions, reg *Registry, out *ProgramPlan) (*Program, error) {
 	cfg := Config{Registry: reg, Logger: opts.Logger, NoDeprecatedConstantBuffer: opts.NoDeprecatedConstantBuffer, DataFiles: opts.DataFiles}
 	prog, err := Load(f, cfg)
-	var re *Error
-	if errors.Is(err, ErrDataFiles) && errors.As(err, &re) {
+	if re, ok := errors.AsType[*Error](err); ok && errors.Is(err, ErrDataFiles) {
 		out.DataError = &PlanError{Kind: re.Kind(), Message: re.Error()}
 		cfg.DataFiles = nil
 		prog, err = Load(f, cfg)

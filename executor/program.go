@@ -116,8 +116,7 @@ func dataError(r *ptd.Resolution) *Error {
 	if st.Undefined {
 		what += " (ExecuTorch's loader has no check for this and crashes)"
 	}
-	return &Error{Code: st.Code, Delegate: -1, Instruction: -1, Msg: what,
-		Err: fmt.Errorf("%w: %w", ErrDataFiles, st.Err)}
+	return wrapError(st.Code, what, fmt.Errorf("%w: %w", ErrDataFiles, st.Err))
 }
 
 // Data returns how the program's EXTERNAL tensors and named data resolve
@@ -198,8 +197,7 @@ func (p *Program) LoadMethod(name string, opts *LoadOptions) (*Method, error) {
 func (p *Program) loadMethod(name string, opts *LoadOptions) (*Method, *Error) {
 	idx := p.file.PlanIndex(name)
 	if idx < 0 {
-		return nil, &Error{Code: CodeInvalidArgument, Method: name, Delegate: -1, Instruction: -1,
-			Msg: fmt.Sprintf("no such method (methods: %q)", p.MethodNames())}
+		return nil, methodError(name, CodeInvalidArgument, "", "no such method (methods: %q)", p.MethodNames())
 	}
 	ep := p.file.Program.Plan(idx)
 	m := &Method{prog: p, name: name, planIndex: idx, plan: ep,

@@ -158,7 +158,7 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	engine, err := b.factory.Deserialize(int(view.DeviceID), io.NewSectionReader(payload, int64(view.EngineOffset), int64(view.EngineSize)))
 	if err != nil || engine == nil {
 		log.Error("TensorRTBackend::init: failed to deserialize TensorRT engine", slog.Any("error", err))
-		return nil, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: "failed to deserialize TensorRT engine", Err: err}
+		return nil, wrapError(CodeInvalidProgram, "failed to deserialize TensorRT engine", err)
 	}
 	ok := false
 	defer func() {
@@ -202,7 +202,7 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	if err != nil || h.ctx == nil {
 		ictx.ReportPlan(clonePlan(&plan))
 		log.Error("TensorRTBackend::init: failed to create execution context", slog.Any("error", err))
-		return nil, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: "failed to create execution context", Err: err}
+		return nil, wrapError(CodeInvalidProgram, "failed to create execution context", err)
 	}
 	if err := checkEngineIO(log, engine, view, &plan); err != nil {
 		h.ctx.Close()
@@ -224,17 +224,15 @@ func readBlob(log *slog.Logger, payload *pte.Payload) (*delegate.DeployedView, e
 	}
 	view, err := delegate.ReadDeployed(payload, payload.Size())
 	if err != nil {
-		return nil, &Error{Code: CodeInvalidProgram, Delegate: -1, Instruction: -1, Msg: "failed to read TensorRT blob", Err: err}
+		return nil, wrapError(CodeInvalidProgram, "failed to read TensorRT blob", err)
 	}
 	if view.MetadataUnread {
 		// Not a parse failure: ptekit stopped short of what the deployed
 		// reader does, so the load outcome is unknown.
 		log.Warn("TensorRTBackend::init: TensorRT blob metadata not read by ptekit; the deployed load outcome is unknown",
 			slog.Uint64("metadata_size", uint64(view.MetadataSize)), slog.Int("limit", delegate.MaxMetadataSize))
-		return nil, &Error{Code: CodeNotSupported, Delegate: -1, Instruction: -1,
-			Msg: fmt.Sprintf("TensorRT blob metadata of %d bytes (at blob byte %d) is larger than the %d bytes ptekit reads",
-				view.MetadataSize, view.MetadataOffset, delegate.MaxMetadataSize),
-			Err: ErrOutcomeUnknown}
+		return nil, wrapError(CodeNotSupported, fmt.Sprintf("TensorRT blob metadata of %d bytes (at blob byte %d) is larger than the %d bytes ptekit reads",
+			view.MetadataSize, view.MetadataOffset, delegate.MaxMetadataSize), ErrOutcomeUnknown)
 	}
 	if why := view.InitRefusal(); why != "" {
 		// A wrapping engine range upstream accepts and hands TensorRT an
@@ -265,7 +263,7 @@ func checkEngineIO(log *slog.Logger, engine Engine, view *delegate.DeployedView,
 		msg := "the blob names no bindings, so its aliased_io is checked against the engine's own I/O tensor names, which ptekit cannot read"
 		log.Warn("TensorRTBackend::init: " + msg)
 		plan.Notes = append(plan.Notes, "load outcome unknown: "+msg)
-		return &Error{Code: CodeNotSupported, Delegate: -1, Instruction: -1, Msg: msg, Err: ErrOutcomeUnknown}
+		return wrapError(CodeNotSupported, msg, ErrOutcomeUnknown)
 	}
 	for _, a := range view.AliasedIO {
 		if !slices.Contains(view.Outputs, a.Output) || !slices.Contains(view.Inputs, a.Input) {

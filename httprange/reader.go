@@ -826,8 +826,7 @@ func (r *Reader) statusError(resp *http.Response, off, n int64) error {
 // doError turns an error of http.Client.Do, sent under rctx (ctx with the
 // request's own limits), into an *Error.
 func (r *Reader) doError(ctx, rctx context.Context, err error, off, n int64) error {
-	var e *Error
-	if errors.As(err, &e) { // from checkRedirect
+	if e, ok := errors.AsType[*Error](err); ok { // from checkRedirect
 		c := *e
 		c.Off, c.Len = off, n
 		return &c
@@ -839,8 +838,7 @@ func (r *Reader) doError(ctx, rctx context.Context, err error, off, n int64) err
 		return &Error{Kind: KindNetwork, URL: r.redacted, Off: off, Len: n, Err: se}
 	}
 	// A *url.Error quotes the whole URL, query included: keep its cause.
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
 	if msg := permanent(err); msg != "" {

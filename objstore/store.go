@@ -181,16 +181,13 @@ func (s *Store) bucketURL(bucket, region string) *url.URL {
 // escapeSegment escapes a path segment as SigV4's canonical URI does:
 // every byte but the unreserved ones (RFC 3986) as %XX.
 func escapeSegment(s string) string {
-	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	for _, c := range []byte(s) {
 		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
 			b.WriteByte(c)
-			continue
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
 		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
 	}
 	return b.String()
 }

@@ -134,12 +134,10 @@ func storeError(op string, loc Location, err error) error {
 		return nil
 	}
 	e := &StoreError{Op: op, Location: loc.String(), Err: err}
-	var api smithy.APIError
-	if errors.As(err, &api) && validCode(api.ErrorCode()) {
+	if api, ok := errors.AsType[smithy.APIError](err); ok && validCode(api.ErrorCode()) {
 		e.Code = api.ErrorCode()
 	}
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
+	if re, ok := errors.AsType[*smithyhttp.ResponseError](err); ok {
 		e.Status = re.HTTPStatusCode()
 	}
 	if e.Code == "" && e.Status == 0 {
@@ -200,8 +198,7 @@ func (s *Store) Create(ctx context.Context, loc Location, opts *UploadOptions) (
 			previous = v
 		}
 	case o.NoOverwrite:
-		var re *smithyhttp.ResponseError
-		if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusNotFound {
+		if re, ok := errors.AsType[*smithyhttp.ResponseError](err); !ok || re.HTTPStatusCode() != http.StatusNotFound {
 			return nil, storeError("HeadObject", loc, err)
 		}
 	default:
@@ -392,8 +389,7 @@ func (u *Upload) Assemble(src *Source, pieces []Piece, refused func(error)) erro
 			return err
 		}
 		err := u.copyRange(src, off, n)
-		var cr *CopyRefusedError
-		if errors.As(err, &cr) {
+		if _, ok := errors.AsType[*CopyRefusedError](err); ok {
 			if refused != nil {
 				refused(err)
 			}
@@ -570,8 +566,7 @@ func (u *Upload) settle(cut *StoreError) error {
 	}
 	head, err := u.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &u.loc.Bucket, Key: &u.loc.Key})
 	if err != nil {
-		var re *smithyhttp.ResponseError
-		if aborted || errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
+		if re, ok := errors.AsType[*smithyhttp.ResponseError](err); aborted || ok && re.HTTPStatusCode() == http.StatusNotFound {
 			return cut // aborted (by us, or by another hand): nothing of ours at the key
 		}
 		return uncertain

@@ -10,7 +10,6 @@ import (
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
-	"github.com/ptekit/ptekit/internal/fbs/flattensor"
 	"github.com/ptekit/ptekit/internal/fbverify"
 	"github.com/ptekit/ptekit/pte"
 )
@@ -249,8 +248,7 @@ var (
 // verifyErr turns a verifier failure into a *FormatError. ExecuTorch does
 // not verify .ptd flatbuffers, so its behaviour on such bytes is undefined.
 func verifyErr(err error, what string) error {
-	var e *fbverify.Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*fbverify.Error](err); ok {
 		return &FormatError{Off: e.Off, Path: e.Path, Code: pte.CodeInvalidExternal, Undefined: true,
 			Msg: e.Msg + " (" + what + "; ExecuTorch does not verify .ptd flatbuffers and would read out of bounds)"}
 	}
@@ -271,10 +269,14 @@ func (f *File) decode() error {
 		}
 	}
 	f.addWarnings(v)
-	root := flattensor.GetRootAsFlatTensor(f.region, 0)
-	f.Version = root.Version()
-	f.decodeSegments(root)
-	f.decodeNamedData(root)
+	root := tableAt(f.region, flatbuffers.GetUOffsetT(f.region))
+	f.Version = root.GetUint32Slot(vo(0), 0)
+	if segs, ok := tables(root, 1); ok {
+		f.decodeSegments(segs)
+	}
+	if nds, ok := tables(root, 2); ok {
+		f.decodeNamedData(nds)
+	}
 	// FlatTensorDataMap::load refuses a root without these vectors.
 	if f.NamedData == nil {
 		return &FormatError{Off: int64(f.RootOffset), Path: "named_data", Code: pte.CodeInvalidExternal, Msg: "FlatTensor has no named_data"}
@@ -287,46 +289,30 @@ func (f *File) decode() error {
 	return nil
 }
 
-// decodeSegments reads the segment table, if present.
-func (f *File) decodeSegments(root *flattensor.FlatTensor) {
-	if !hasField(root.Table(), 6) {
-		return
-	}
-	var seg flattensor.DataSegment
-	n := root.SegmentsLength()
-	f.Segments = make([]Segment, n)
-	f.segPos = make([]int64, n)
-	for i := range n {
-		root.Segments(&seg, i)
-		f.Segments[i] = Segment{Offset: seg.Offset(), Size: seg.Size()}
-		f.segPos[i] = int64(seg.Table().Pos)
+// decodeSegments reads the segment tables (DataSegment, the same in both
+// layouts).
+func (f *File) decodeSegments(segs []flatbuffers.Table) {
+	f.Segments = make([]Segment, len(segs))
+	f.segPos = make([]int64, len(segs))
+	for i, s := range segs {
+		f.Segments[i] = Segment{Offset: s.GetUint64Slot(vo(0), 0), Size: s.GetUint64Slot(vo(1), 0)}
+		f.segPos[i] = int64(s.Pos)
 	}
 }
 
-// decodeNamedData reads the named data entries and their tensor layouts,
-// if present.
-func (f *File) decodeNamedData(root *flattensor.FlatTensor) {
-	if !hasField(root.Table(), 8) {
-		return
-	}
-	n := root.NamedDataLength()
-	f.NamedData = make([]NamedData, n)
-	f.ndPos = make([]int64, n)
-	var nd flattensor.NamedData
-	var tl flattensor.TensorLayout
-	for i := range n {
-		root.NamedData(&nd, i)
-		e := NamedData{Key: string(nd.Key()), SegmentIndex: nd.SegmentIndex(), KeyAbsent: !hasField(nd.Table(), 4)}
-		if nd.TensorLayout(&tl) != nil {
-			l := &TensorLayout{ScalarType: pte.ScalarType(tl.ScalarType()),
-				Sizes: make([]int32, tl.SizesLength()), DimOrder: append([]uint8{}, tl.DimOrderBytes()...)}
-			for j := range l.Sizes {
-				l.Sizes[j] = tl.Sizes(j)
-			}
-			e.Layout = l
+// decodeNamedData reads the named data tables and their tensor layouts.
+func (f *File) decodeNamedData(nds []flatbuffers.Table) {
+	f.NamedData = make([]NamedData, len(nds))
+	f.ndPos = make([]int64, len(nds))
+	for i, nd := range nds {
+		key, absent := stringAt(nd, 0)
+		e := NamedData{Key: key, SegmentIndex: nd.GetUint32Slot(vo(1), 0), KeyAbsent: absent}
+		if o := flatbuffers.UOffsetT(nd.Offset(vo(2))); o != 0 {
+			l := layoutAt(tableAt(nd.Bytes, nd.Indirect(o+nd.Pos)), 0)
+			e.Layout = &l
 		}
 		f.NamedData[i] = e
-		f.ndPos[i] = int64(nd.Table().Pos)
+		f.ndPos[i] = int64(nd.Pos)
 	}
 }
 
@@ -408,9 +394,6 @@ func cString(s string) string {
 	s, _, _ = strings.Cut(s, "\x00")
 	return s
 }
-
-// hasField reports whether the vtable of t has a non-zero entry at vo.
-func hasField(t flatbuffers.Table, vo flatbuffers.VOffsetT) bool { return t.Offset(vo) != 0 }
 
 // addWarnings records what the verifier accepted but flagged.
 func (f *File) addWarnings(v *fbverify.Verifier) {

@@ -67,6 +67,33 @@ func tables(t flatbuffers.Table, slot int) ([]flatbuffers.Table, bool) {
 	return out, true
 }
 
+// stringAt is the string in slot of t, and whether it is absent ("").
+func stringAt(t flatbuffers.Table, slot int) (s string, absent bool) {
+	o := flatbuffers.UOffsetT(t.Offset(vo(slot)))
+	if o == 0 {
+		return "", true
+	}
+	return t.String(o + t.Pos), false
+}
+
+// layoutAt is the tensor layout whose scalar type, sizes and dim order are
+// slots first, first+1 and first+2 of t: a TensorLayout's from slot 0, an
+// older-layout TensorMetadata's from slot 1. Absent vectors are empty.
+func layoutAt(t flatbuffers.Table, first int) TensorLayout {
+	l := TensorLayout{ScalarType: pte.ScalarType(t.GetInt8Slot(vo(first), 0)), Sizes: []int32{}, DimOrder: []uint8{}}
+	if o := flatbuffers.UOffsetT(t.Offset(vo(first + 1))); o != 0 {
+		start := t.Vector(o)
+		l.Sizes = make([]int32, t.VectorLen(o))
+		for j := range l.Sizes {
+			l.Sizes[j] = t.GetInt32(start + flatbuffers.UOffsetT(4*j))
+		}
+	}
+	if o := flatbuffers.UOffsetT(t.Offset(vo(first + 2))); o != 0 {
+		l.DimOrder = append(l.DimOrder, t.ByteVector(o+t.Pos)...)
+	}
+	return l
+}
+
 // decodeLegacy fills f from an older-layout region v has verified.
 func (f *File) decodeLegacy(v *fbverify.Verifier) error {
 	f.addWarnings(v)
@@ -74,30 +101,12 @@ func (f *File) decodeLegacy(v *fbverify.Verifier) error {
 	f.Version = root.GetUint32Slot(vo(0), 0)
 	l := &LegacyLayout{TensorAlignment: root.GetUint32Slot(vo(1), 0)}
 	segs, _ := tables(root, 3)
-	f.Segments = make([]Segment, len(segs))
-	f.segPos = make([]int64, len(segs))
-	for i, s := range segs {
-		f.Segments[i] = Segment{Offset: s.GetUint64Slot(vo(0), 0), Size: s.GetUint64Slot(vo(1), 0)}
-		f.segPos[i] = int64(s.Pos)
-	}
+	f.decodeSegments(segs)
 	ts, hasTensors := tables(root, 2)
 	for _, t := range ts {
-		lt := LegacyTensor{SegmentIndex: t.GetUint32Slot(vo(4), 0), Offset: t.GetUint64Slot(vo(5), 0)}
-		if o := flatbuffers.UOffsetT(t.Offset(vo(0))); o != 0 {
-			lt.FullyQualifiedName = t.String(o + t.Pos)
-		}
-		lt.Layout.ScalarType = pte.ScalarType(t.GetInt8Slot(vo(1), 0))
-		if o := flatbuffers.UOffsetT(t.Offset(vo(2))); o != 0 {
-			start := t.Vector(o)
-			lt.Layout.Sizes = make([]int32, t.VectorLen(o))
-			for j := range lt.Layout.Sizes {
-				lt.Layout.Sizes[j] = t.GetInt32(start + flatbuffers.UOffsetT(4*j))
-			}
-		}
-		if o := flatbuffers.UOffsetT(t.Offset(vo(3))); o != 0 {
-			lt.Layout.DimOrder = append([]uint8{}, t.ByteVector(o+t.Pos)...)
-		}
-		l.Tensors = append(l.Tensors, lt)
+		name, _ := stringAt(t, 0)
+		l.Tensors = append(l.Tensors, LegacyTensor{FullyQualifiedName: name, Layout: layoutAt(t, 1),
+			SegmentIndex: t.GetUint32Slot(vo(4), 0), Offset: t.GetUint64Slot(vo(5), 0)})
 	}
 	f.Legacy = l
 	// Today's loader takes slot 2 (tensors) as named_data and slot 1

@@ -59,16 +59,14 @@ func statusOf(err error) Status {
 	if err == nil {
 		return Status{}
 	}
-	var fe *FormatError
-	if errors.As(err, &fe) {
+	if fe, ok := errors.AsType[*FormatError](err); ok {
 		return Status{Code: fe.Code, Undefined: fe.Undefined, Err: err}
 	}
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 		// FileDataLoader::from fails to open the file.
 		return Status{Code: pte.CodeAccessFailed, Err: err}
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if _, ok := errors.AsType[*fs.PathError](err); ok {
 		return Status{Code: pte.CodeAccessFailed, Err: err}
 	}
 	return Status{Code: pte.CodeInternal, Err: err}

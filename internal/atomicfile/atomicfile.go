@@ -201,8 +201,7 @@ func (f *File) writeErr(err error) error {
 	if f.ctx.Err() != nil {
 		return context.Cause(f.ctx)
 	}
-	var pe *fs.PathError
-	if f.tmp != "" && errors.As(err, &pe) && pe.Path == f.tmp {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok && f.tmp != "" && pe.Path == f.tmp {
 		pe.Path = f.path
 	}
 	return err
@@ -476,12 +475,10 @@ func notRegular(path string, st fs.FileInfo) error {
 // errnoOf strips the path from a *PathError or *LinkError so that a
 // message names only the paths the caller gave.
 func errnoOf(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		return pe.Err
 	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
+	if le, ok := errors.AsType[*os.LinkError](err); ok {
 		return le.Err
 	}
 	return err

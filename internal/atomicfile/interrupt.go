@@ -73,12 +73,9 @@ func NotifyInterrupt(parent context.Context) (ctx context.Context, stop func()) 
 // Interrupted returns the interrupt that err, or the cause of ctx when ctx
 // is non-nil, carries; nil when there is none.
 func Interrupted(ctx context.Context, err error) *InterruptError {
-	var ie *InterruptError
-	if errors.As(err, &ie) {
-		return ie
+	ie, ok := errors.AsType[*InterruptError](err)
+	if !ok && ctx != nil {
+		ie, _ = errors.AsType[*InterruptError](context.Cause(ctx))
 	}
-	if ctx != nil && errors.As(context.Cause(ctx), &ie) {
-		return ie
-	}
-	return nil
+	return ie
 }

@@ -25,10 +25,8 @@ func machine(tmp string) string {
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		kernel = strings.TrimSpace(string(data))
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Machine: %d CPUs (%s), Linux %s, %s file system in %s, %s, %s.\n",
+	return fmt.Sprintf("Machine: %d CPUs (%s), Linux %s, %s file system in %s, %s, %s.\n",
 		runtime.NumCPU(), cpu, kernel, fsType(tmp), tmp, runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	return b.String()
 }
 
 // fsType names the file system holding dir, from statfs(2)'s magic.

@@ -227,42 +227,28 @@ func bigRows(c *config, dir string, t tools) error {
 }
 
 func exportRow(c *config, t tools, in *bigInputs) error {
-	r, err := pairs(c.pairs,
+	return pairRow(c, fmt.Sprintf("export %d x %d MiB engines", c.engines, c.engineMiB), "`cat` + fsync",
 		cmdSpec{argv: []string{t.export, "--manifest", in.manifest, "-o", in.out}, output: in.out},
 		cmdSpec{argv: append([]string{"sh", "-c", `out=$1; shift; cat "$@" > "$out" && sync "$out"`, "sh", in.cpOut}, in.engines...), output: in.cpOut})
-	if err != nil {
-		return err
-	}
-	row(c, fmt.Sprintf("export %d x %d MiB engines", c.engines, c.engineMiB), "`cat` + fsync", r)
-	return nil
 }
 
 func rebakeRows(c *config, t tools, in *bigInputs, _ string) error {
-	r, err := pairs(c.pairs,
+	err := pairRow(c, fmt.Sprintf("re-bake %s program, budget added", size(fileSize(in.in))), "`cp` + fsync",
 		cmdSpec{argv: []string{t.export, "--from", in.in, "-o", in.out, "--weight-streaming-budget-per-engine", "4GiB"}, output: in.out},
 		cmdSpec{argv: []string{"sh", "-c", `cp "$1" "$2" && sync "$2"`, "sh", in.in, in.cpOut}, output: in.cpOut})
-	if err != nil {
-		return err
-	}
-	row(c, fmt.Sprintf("re-bake %s program, budget added", size(fileSize(in.in))), "`cp` + fsync", r)
-	if !offClock {
+	if err != nil || !offClock {
 		// Measured the outside way, each run above already deleted the
 		// previous run's output on the clock.
-		return nil
+		return err
 	}
 	// Replacing an existing output (a copy of the input, made and synced
 	// off the clock): the old file's blocks are freed when the new one is
 	// renamed over it, or truncated by cp.
-	r, err = pairs(c.pairs,
+	return pairRow(c, "the same over an existing copy of the input", "`cp` over it + fsync",
 		cmdSpec{argv: []string{t.export, "--from", in.in, "-o", in.out, "--weight-streaming-budget-per-engine", "4GiB", "--force"},
 			setup: [][]string{{"cp", in.in, in.out}}, output: in.out},
 		cmdSpec{argv: []string{"sh", "-c", `cp "$1" "$2" && sync "$2"`, "sh", in.in, in.cpOut},
 			setup: [][]string{{"cp", in.in, in.cpOut}}, output: in.cpOut})
-	if err != nil {
-		return err
-	}
-	row(c, "the same over an existing copy of the input", "`cp` over it + fsync", r)
-	return nil
 }
 
 // inPlaceRow: the program re-baked with a 1 GiB budget gets 4 GiB where it
@@ -270,15 +256,10 @@ func rebakeRows(c *config, t tools, in *bigInputs, _ string) error {
 // a fresh copy (made off the clock).
 func inPlaceRow(c *config, t tools, in *bigInputs, dir string) error {
 	ip := filepath.Join(dir, "inplace.pte")
-	r, err := pairs(c.pairs,
+	return pairRow(c, fmt.Sprintf("re-bake %s program `--in-place`, budget changed (head only)", size(fileSize(in.rebaked))), "`cp` + fsync",
 		cmdSpec{argv: []string{t.export, "--from", ip, "--in-place", "--weight-streaming-budget-per-engine", "4GiB"},
 			setup: [][]string{{"cp", in.rebaked, ip}}, cleanup: []string{ip}},
 		cmdSpec{argv: []string{"sh", "-c", `cp "$1" "$2" && sync "$2"`, "sh", in.rebaked, in.cpOut}, output: in.cpOut})
-	if err != nil {
-		return err
-	}
-	row(c, fmt.Sprintf("re-bake %s program `--in-place`, budget changed (head only)", size(fileSize(in.rebaked))), "`cp` + fsync", r)
-	return nil
 }
 
 func diffSameRow(c *config, t tools, in *bigInputs, dir string) error {
@@ -287,42 +268,34 @@ func diffSameRow(c *config, t tools, in *bigInputs, dir string) error {
 	if _, err := measure(cmdSpec{argv: []string{"cp", in.in, same}}); err != nil {
 		return err
 	}
-	r, err := pairs(c.pairs,
+	return pairRow(c, fmt.Sprintf("`diff` of two identical %s programs (one lockstep pass)", size(fileSize(in.in))), "`sha256sum` of both",
 		cmdSpec{argv: []string{t.inspect, "diff", in.in, same}},
 		cmdSpec{argv: []string{"sha256sum", in.in, same}})
-	if err != nil {
-		return err
-	}
-	row(c, fmt.Sprintf("`diff` of two identical %s programs (one lockstep pass)", size(fileSize(in.in))), "`sha256sum` of both", r)
-	return nil
 }
 
 func diffRow(c *config, t tools, in *bigInputs, _ string) error {
-	r, err := pairs(c.pairs,
+	return pairRow(c, fmt.Sprintf("`diff` of two %s programs", size(fileSize(in.in))), "`sha256sum` of both",
 		cmdSpec{argv: []string{t.inspect, "diff", in.in, in.rebaked}, okCodes: []int{1}},
 		cmdSpec{argv: []string{"sha256sum", in.in, in.rebaked}})
-	if err != nil {
-		return err
-	}
-	row(c, fmt.Sprintf("`diff` of two %s programs", size(fileSize(in.in))), "`sha256sum` of both", r)
-	return nil
 }
 
 func hashRow(c *config, t tools, in *bigInputs, _ string) error {
-	r, err := pairs(c.pairs,
+	return pairRow(c, fmt.Sprintf("`--json --hash` of a %s program", size(fileSize(in.in))), "`sha256sum`",
 		cmdSpec{argv: []string{t.inspect, "--json", "--hash", in.in}, okCodes: []int{1}},
 		cmdSpec{argv: []string{"sha256sum", in.in}})
+}
+
+// pairRow runs ours and base in pairs (see pairs) and writes the row of
+// work against baseline.
+func pairRow(c *config, work, baseline string, ours, base cmdSpec) error {
+	r, err := pairs(c.pairs, ours, base)
 	if err != nil {
 		return err
 	}
-	row(c, fmt.Sprintf("`--json --hash` of a %s program", size(fileSize(in.in))), "`sha256sum`", r)
-	return nil
-}
-
-func row(c *config, work, baseline string, r *pairResult) {
 	fmt.Fprintf(c.out, "| %s | %s | %s | %s | **%.2fx** | %s | %s / %s | %s / %s |\n", work,
 		dur(median(walls(r.ours))), baseline, dur(median(walls(r.base))), r.ratio(), r.spread(),
 		size(peak(r.ours)), size(peak(r.base)), size(reads(r.ours)), size(reads(r.base)))
+	return nil
 }
 
 func fileSize(p string) int64 {

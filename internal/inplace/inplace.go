@@ -209,10 +209,9 @@ func (e *Edit) WriteAt(b []byte, off int64) (bool, error) {
 		return false, e.backOut(undo, old, off, err)
 	}
 	hook(StepSynced)
-	if err := os.Remove(undo); err != nil {
+	if err := removeRecord(undo); err != nil {
 		return true, fmt.Errorf("%s: the edit is complete, but its undo record %s stays: %w", e.path, undo, err)
 	}
-	atomicfile.SyncDir(filepath.Dir(undo))
 	hook(StepUndoRemoved)
 	return true, nil
 }
@@ -259,6 +258,8 @@ func (e *Edit) backOut(undo string, old []byte, off int64, cause error) error {
 	return fmt.Errorf("%s: %w (the old bytes are back: the file is unchanged)", e.path, cause)
 }
 
+// rollback puts the old bytes back at off, syncs them and removes the
+// undo record: what an edit that failed, and a recovery, end with.
 func (e *Edit) rollback(undo string, old []byte, off int64) error {
 	if _, err := e.f.WriteAt(old, off); err != nil {
 		return err
@@ -266,6 +267,11 @@ func (e *Edit) rollback(undo string, old []byte, off int64) error {
 	if err := e.f.Sync(); err != nil {
 		return err
 	}
+	return removeRecord(undo)
+}
+
+// removeRecord removes the undo record and makes its removal durable.
+func removeRecord(undo string) error {
 	if err := os.Remove(undo); err != nil {
 		return err
 	}
@@ -341,20 +347,12 @@ func (e *Edit) recover() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if !isOld {
-		if err := e.guard(); err != nil {
-			return false, fmt.Errorf("%s: %w; the undo record %s stays", real, err, undo)
-		}
-		if _, err := f.WriteAt(r.Old, r.Off); err != nil {
-			return false, err
-		}
-		if err := f.Sync(); err != nil {
-			return false, err
-		}
+	if isOld {
+		err = removeRecord(undo)
+	} else if err = e.guard(); err != nil {
+		return false, fmt.Errorf("%s: %w; the undo record %s stays", real, err, undo)
+	} else {
+		err = e.rollback(undo, r.Old, r.Off)
 	}
-	if err := os.Remove(undo); err != nil {
-		return false, err
-	}
-	atomicfile.SyncDir(filepath.Dir(undo))
-	return true, nil
+	return err == nil, err
 }

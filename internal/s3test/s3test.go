@@ -136,7 +136,8 @@ func Start(t testing.TB, opts ...Option) *Server {
 			args = append(args, "--versioning-dir", versions)
 		}
 		cmd = exec.Command(bin, append(args, s.Dir)...)
-		cmd.Stdout, cmd.Stderr = &lockedWriter{w: s.Log}, &lockedWriter{w: s.Log}
+		// One writer for both: os/exec then has one goroutine at a time write.
+		cmd.Stdout, cmd.Stderr = s.Log, s.Log
 		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY=", "ROOT_SECRET_KEY=")
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting versitygw: %v", err)
@@ -430,17 +431,6 @@ func waitListening(addr string, limit time.Duration, exited chan struct{}) bool 
 		time.Sleep(50 * time.Millisecond)
 	}
 	return false
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 type countingReader struct {

@@ -332,8 +332,7 @@ func matchesFile(r *Record, path, undo string) error {
 // reason is the message of err without the record's name and advice,
 // which a Notice gives once.
 func reason(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Msg
 	}
 	return err.Error()
