@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/input"
@@ -261,7 +262,7 @@ func printProblems(w io.Writer, probs []inspect.Problem) {
 		fmt.Fprintf(w, "\nproblems: none\n")
 		return
 	}
-	errs := countErrors(probs)
+	_, errs, _ := check.FirstError(probs)
 	fmt.Fprintf(w, "\nproblems: %d error(s), %d warning(s)\n", errs, len(probs)-errs)
 	for _, p := range probs {
 		fmt.Fprintf(w, "  %s\n", escText(p.String()))
