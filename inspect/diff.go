@@ -268,9 +268,7 @@ type differ struct {
 	// compact compares lists of scalars that print in full on a line
 	// (shortLen bytes) as one value, so that a changed shape is one line.
 	compact bool
-	// first stops the walk at the first difference.
-	first bool
-	out   []Difference
+	out     []Difference
 }
 
 func (d *differ) add(path string, a, b *node) {
@@ -293,7 +291,7 @@ func (n *node) child(path, k string) string {
 }
 
 func (d *differ) walk(path string, a, b *node) {
-	if (a == nil && b == nil) || (d.first && len(d.out) > 0) ||
+	if (a == nil && b == nil) ||
 		a != nil && b != nil && a.kind == 'r' && b.kind == 'r' && sameModel(a, b) {
 		return
 	}
