@@ -363,27 +363,16 @@ func (n *node) shortScalars() bool {
 }
 
 func sameScalars(a, b []*node) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].kind != b[i].kind || !sameScalar(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y *node) bool { return x.kind == y.kind && sameScalar(x, y) })
 }
 
 // formatKey writes a key of a keyed list as it appears between brackets in
 // a path: as it is when that is unambiguous, else as a quoted Go string.
 func formatKey(k string) string {
-	if k == "" {
-		return `""`
-	}
-	for _, r := range k {
-		if r <= ' ' || r == '[' || r == ']' || r == '"' || r == 0x7f || r == utf8.RuneError {
-			return strconv.Quote(k)
-		}
+	if k == "" || strings.ContainsFunc(k, func(r rune) bool {
+		return r <= ' ' || r == '[' || r == ']' || r == '"' || r == 0x7f || r == utf8.RuneError
+	}) {
+		return strconv.Quote(k)
 	}
 	return k
 }
