@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -427,65 +426,46 @@ func (n *node) open() *node {
 	return o
 }
 
-// opened is what model value n opens to, before then.
+// opened is what model value n opens to, before then: a table's members
+// and a list's elements as model values in turn; a scalar, an enum, null
+// or a byte vector's summary as modelWriter writes it, read back.
 func (n *node) opened() *node {
 	v, w := n.rv, n.mw
-	if t := v.Type(); t.Implements(enumType) {
-		if e := v.Interface().(schemaEnum); e.Known() {
-			return newString(e.String())
-		}
-		return intNode(v)
-	}
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			return &node{kind: 'z'}
-		}
-		return w.model(v.Elem(), n.numbers).open()
-	case reflect.Struct:
-		return w.table(v)
-	case reflect.Slice:
-		if v.IsNil() {
-			return &node{kind: 'z'}
-		}
-		if v.Type().Elem().Kind() == reflect.Uint8 && !n.numbers {
-			sum := newObject().set("size", newNumber(int64(v.Len())))
-			if w.hash {
-				s := w.sum(v.Bytes())
-				sum.set("sha256", newString(hex.EncodeToString(s[:])))
+	if !v.Type().Implements(enumType) {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				return w.model(v.Elem(), n.numbers).open()
 			}
-			return sum
+		case reflect.Struct:
+			return w.table(v)
+		case reflect.Slice:
+			if !v.IsNil() && (v.Type().Elem().Kind() != reflect.Uint8 || n.numbers) {
+				list := &node{kind: 'a', arr: make([]*node, v.Len())}
+				for i := range list.arr {
+					list.arr[i] = w.model(v.Index(i), n.numbers)
+				}
+				return list
+			}
 		}
-		list := &node{kind: 'a', arr: make([]*node, v.Len())}
-		for i := range list.arr {
-			list.arr[i] = w.model(v.Index(i), n.numbers)
-		}
-		return list
-	case reflect.String:
-		// As JSON text reads back: a byte of invalid UTF-8 is U+FFFD.
-		s := v.String()
-		if !utf8.ValidString(s) {
-			s = string([]rune(s))
-		}
+	}
+	start := len(w.buf)
+	w.value(v, n.numbers)
+	text := string(w.buf[start:])
+	w.buf = w.buf[:start]
+	switch text[0] {
+	case '"':
+		s, _ := strconv.Unquote(text) // appendString's escapes are Go's
 		return newString(s)
-	case reflect.Bool:
-		return &node{kind: 'b', str: strconv.FormatBool(v.Bool())}
-	case reflect.Float32, reflect.Float64:
-		text := string(appendFloat(nil, v.Float()))
-		if text[0] == '"' {
-			return newString(text[1 : len(text)-1])
-		}
-		return &node{kind: 'n', str: text}
+	case 'n':
+		return &node{kind: 'z'}
+	case 't', 'f':
+		return &node{kind: 'b', str: text}
+	case '{':
+		sum, _ := parse([]byte(text))
+		return sum
 	}
-	return intNode(v)
-}
-
-// intNode is the number of an integer model value.
-func intNode(v reflect.Value) *node {
-	if v.CanInt() {
-		return newNumber(v.Int())
-	}
-	return newUint(v.Uint())
+	return &node{kind: 'n', str: text}
 }
 
 // table opens the model table v: its members as modelWriter.object writes
