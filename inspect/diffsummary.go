@@ -614,12 +614,18 @@ func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDi
 			}
 		}
 	}
-	if m.NameA == nil && len(m.OperatorsOnlyInA)+len(m.OperatorsOnlyInB)+len(m.DelegatesOnlyInA)+len(m.DelegatesOnlyInB) == 0 &&
-		m.NonConstBufferSizes == nil && m.ValueCount == nil && m.InstructionCount == nil &&
-		len(m.Tensors)+len(m.Values)+len(m.TensorsOnlyInA)+len(m.TensorsOnlyInB) == 0 {
+	if m.NameA == nil && m.NameOnly() {
 		return nil, nil
 	}
 	return m, nil
+}
+
+// NameOnly reports whether the methods differ in nothing the summary
+// compares but, maybe, their names.
+func (m *MethodDiff) NameOnly() bool {
+	return len(m.OperatorsOnlyInA)+len(m.OperatorsOnlyInB)+len(m.DelegatesOnlyInA)+len(m.DelegatesOnlyInB) == 0 &&
+		m.NonConstBufferSizes == nil && m.ValueCount == nil && m.InstructionCount == nil &&
+		len(m.Tensors)+len(m.Values)+len(m.TensorsOnlyInA)+len(m.TensorsOnlyInB) == 0
 }
 
 func tensorRef(k int, t *pte.Tensor, u map[int32][]Usage) *TensorRef {
