@@ -100,7 +100,7 @@ type modelWriter struct {
 	hash bool
 	// plans, when set, gives the plans of the Program written, in place
 	// of its own (a document written plan by plan, some left out).
-	plans iter.Seq[*pte.ExecutionPlan]
+	plans iter.Seq2[int, *pte.ExecutionPlan]
 	// sums are the digests of the larger byte vectors hashed, by where
 	// their bytes are: in a hostile file many vectors may alias the same
 	// bytes, hashed once. hashed counts the bytes hashed.
@@ -279,17 +279,11 @@ func (w *modelWriter) planList(p *pte.Program) {
 			w.buf = append(w.buf, "null"...)
 			return
 		}
-		plans = func(yield func(*pte.ExecutionPlan) bool) {
-			for _, ep := range p.Plans() {
-				if !yield(ep) {
-					return
-				}
-			}
-		}
+		plans = p.Plans()
 	}
 	w.buf = append(w.buf, '[')
 	n := 0
-	for ep := range plans {
+	for _, ep := range plans {
 		if n > 0 {
 			w.buf = append(w.buf, ',')
 		}
