@@ -103,6 +103,14 @@ func newNumber(v int64) *node { return &node{kind: 'n', str: strconv.FormatInt(v
 
 func newUint(v uint64) *node { return &node{kind: 'n', str: strconv.FormatUint(v, 10)} }
 
+// optNumber is the number *p, or nil (null) for nil.
+func optNumber[T int64 | uint64](p *T) *node {
+	if p == nil {
+		return nil
+	}
+	return &node{kind: 'n', str: fmt.Sprint(*p)}
+}
+
 // set sets member k of the object n.
 func (n *node) set(k string, v *node) *node {
 	if v == nil {
@@ -256,11 +264,7 @@ func (v *viewer) delegate(d *pte.BackendDelegate, s *Delegate) (*node, error) {
 		n.set("index", nil)
 	}
 	if s != nil {
-		if s.Size != nil {
-			n.set("size", newNumber(*s.Size))
-		} else {
-			n.set("size", nil)
-		}
+		n.set("size", optNumber(s.Size))
 		if !s.SHA256.IsZero() {
 			n.set("sha256", digestNode(s.SHA256))
 		}
