@@ -35,8 +35,10 @@ import (
 //
 // Slices keep the absent (null) / empty ([]) distinction of package pte.
 // A field added to the schema and to the model is carried with no change
-// here. The diff reads model values by these rules too (node.open in
-// diff.go; a rule added here goes there: TestModelNodeIsTheJSONForm).
+// here. The diff opens model values a level at a time (node.opened in
+// diff.go), a scalar, an enum, null or a byte vector's summary read back
+// from what this writer writes of it; a rule for tables, lists or unions
+// added here goes there too (TestModelNodeIsTheJSONForm).
 
 // unknownMembers are the union member types that stand for a tag the
 // schema does not know; their Tag field holds it.
