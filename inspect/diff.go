@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -268,9 +267,7 @@ type differ struct {
 	// compact compares lists of scalars that print in full on a line
 	// (shortLen bytes) as one value, so that a changed shape is one line.
 	compact bool
-	// first stops the walk at the first difference.
-	first bool
-	out   []Difference
+	out     []Difference
 }
 
 func (d *differ) add(path string, a, b *node) {
@@ -293,7 +290,7 @@ func (n *node) child(path, k string) string {
 }
 
 func (d *differ) walk(path string, a, b *node) {
-	if (a == nil && b == nil) || (d.first && len(d.out) > 0) ||
+	if (a == nil && b == nil) ||
 		a != nil && b != nil && a.kind == 'r' && b.kind == 'r' && sameModel(a, b) {
 		return
 	}
@@ -365,27 +362,16 @@ func (n *node) shortScalars() bool {
 }
 
 func sameScalars(a, b []*node) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].kind != b[i].kind || !sameScalar(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y *node) bool { return x.kind == y.kind && sameScalar(x, y) })
 }
 
 // formatKey writes a key of a keyed list as it appears between brackets in
 // a path: as it is when that is unambiguous, else as a quoted Go string.
 func formatKey(k string) string {
-	if k == "" {
-		return `""`
-	}
-	for _, r := range k {
-		if r <= ' ' || r == '[' || r == ']' || r == '"' || r == 0x7f || r == utf8.RuneError {
-			return strconv.Quote(k)
-		}
+	if k == "" || strings.ContainsFunc(k, func(r rune) bool {
+		return r <= ' ' || r == '[' || r == ']' || r == '"' || r == 0x7f || r == utf8.RuneError
+	}) {
+		return strconv.Quote(k)
 	}
 	return k
 }
@@ -440,65 +426,46 @@ func (n *node) open() *node {
 	return o
 }
 
-// opened is what model value n opens to, before then.
+// opened is what model value n opens to, before then: a table's members
+// and a list's elements as model values in turn; a scalar, an enum, null
+// or a byte vector's summary as modelWriter writes it, read back.
 func (n *node) opened() *node {
 	v, w := n.rv, n.mw
-	if t := v.Type(); t.Implements(enumType) {
-		if e := v.Interface().(schemaEnum); e.Known() {
-			return newString(e.String())
-		}
-		return intNode(v)
-	}
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			return &node{kind: 'z'}
-		}
-		return w.model(v.Elem(), n.numbers).open()
-	case reflect.Struct:
-		return w.table(v)
-	case reflect.Slice:
-		if v.IsNil() {
-			return &node{kind: 'z'}
-		}
-		if v.Type().Elem().Kind() == reflect.Uint8 && !n.numbers {
-			sum := newObject().set("size", newNumber(int64(v.Len())))
-			if w.hash {
-				s := w.sum(v.Bytes())
-				sum.set("sha256", newString(hex.EncodeToString(s[:])))
+	if !v.Type().Implements(enumType) {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				return w.model(v.Elem(), n.numbers).open()
 			}
-			return sum
+		case reflect.Struct:
+			return w.table(v)
+		case reflect.Slice:
+			if !v.IsNil() && (v.Type().Elem().Kind() != reflect.Uint8 || n.numbers) {
+				list := &node{kind: 'a', arr: make([]*node, v.Len())}
+				for i := range list.arr {
+					list.arr[i] = w.model(v.Index(i), n.numbers)
+				}
+				return list
+			}
 		}
-		list := &node{kind: 'a', arr: make([]*node, v.Len())}
-		for i := range list.arr {
-			list.arr[i] = w.model(v.Index(i), n.numbers)
-		}
-		return list
-	case reflect.String:
-		// As JSON text reads back: a byte of invalid UTF-8 is U+FFFD.
-		s := v.String()
-		if !utf8.ValidString(s) {
-			s = string([]rune(s))
-		}
+	}
+	start := len(w.buf)
+	w.value(v, n.numbers)
+	text := string(w.buf[start:])
+	w.buf = w.buf[:start]
+	switch text[0] {
+	case '"':
+		s, _ := strconv.Unquote(text) // appendString's escapes are Go's
 		return newString(s)
-	case reflect.Bool:
-		return &node{kind: 'b', str: strconv.FormatBool(v.Bool())}
-	case reflect.Float32, reflect.Float64:
-		text := string(appendFloat(nil, v.Float()))
-		if text[0] == '"' {
-			return newString(text[1 : len(text)-1])
-		}
-		return &node{kind: 'n', str: text}
+	case 'n':
+		return &node{kind: 'z'}
+	case 't', 'f':
+		return &node{kind: 'b', str: text}
+	case '{':
+		sum, _ := parse([]byte(text))
+		return sum
 	}
-	return intNode(v)
-}
-
-// intNode is the number of an integer model value.
-func intNode(v reflect.Value) *node {
-	if v.CanInt() {
-		return newNumber(v.Int())
-	}
-	return newUint(v.Uint())
+	return &node{kind: 'n', str: text}
 }
 
 // table opens the model table v: its members as modelWriter.object writes

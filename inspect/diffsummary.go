@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ptekit/ptekit/executor"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -461,18 +462,6 @@ func namedSegments(f *pte.File, d *Document) map[string]*Segment {
 	return out
 }
 
-// OperatorName is an operator as upstream names it: NAME.OVERLOAD, or NAME
-// when the overload is empty ("" for a nil operator).
-func OperatorName(op *pte.Operator) string {
-	if op == nil {
-		return ""
-	}
-	if op.Overload == "" {
-		return op.Name
-	}
-	return op.Name + "." + op.Overload
-}
-
 // usages maps each value index of plan p to the arguments it is passed as,
 // in instruction order.
 func usages(p *pte.ExecutionPlan) map[int32][]Usage {
@@ -494,7 +483,7 @@ func usages(p *pte.ExecutionPlan) map[int32][]Usage {
 			case *pte.KernelCall:
 				name = fmt.Sprintf("operator#%d", x.OpIndex)
 				if x.OpIndex >= 0 && int(x.OpIndex) < len(p.Operators) && p.Operators[x.OpIndex] != nil {
-					name = OperatorName(p.Operators[x.OpIndex])
+					name = executor.OperatorName(p.Operators[x.OpIndex])
 				}
 				args = x.Args
 			case *pte.DelegateCall:
@@ -562,7 +551,7 @@ func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDi
 		var out []string
 		for _, op := range p.Operators {
 			if op != nil {
-				out = append(out, OperatorName(op))
+				out = append(out, executor.OperatorName(op))
 			}
 		}
 		return out
@@ -625,12 +614,18 @@ func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDi
 			}
 		}
 	}
-	if m.NameA == nil && len(m.OperatorsOnlyInA)+len(m.OperatorsOnlyInB)+len(m.DelegatesOnlyInA)+len(m.DelegatesOnlyInB) == 0 &&
-		m.NonConstBufferSizes == nil && m.ValueCount == nil && m.InstructionCount == nil &&
-		len(m.Tensors)+len(m.Values)+len(m.TensorsOnlyInA)+len(m.TensorsOnlyInB) == 0 {
+	if m.NameA == nil && m.NameOnly() {
 		return nil, nil
 	}
 	return m, nil
+}
+
+// NameOnly reports whether the methods differ in nothing the summary
+// compares but, maybe, their names.
+func (m *MethodDiff) NameOnly() bool {
+	return len(m.OperatorsOnlyInA)+len(m.OperatorsOnlyInB)+len(m.DelegatesOnlyInA)+len(m.DelegatesOnlyInB) == 0 &&
+		m.NonConstBufferSizes == nil && m.ValueCount == nil && m.InstructionCount == nil &&
+		len(m.Tensors)+len(m.Values)+len(m.TensorsOnlyInA)+len(m.TensorsOnlyInB) == 0
 }
 
 func tensorRef(k int, t *pte.Tensor, u map[int32][]Usage) *TensorRef {

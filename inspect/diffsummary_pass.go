@@ -140,7 +140,7 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask) ([2]*passed, error
 		if err != nil {
 			return [2]*passed{}, err
 		}
-		c.p.keeps, c.p.mem = keeps[:], [][]byte{a.Region(), b.Region()}
+		c.keeps, c.mem = keeps[:], [][]byte{a.Region(), b.Region()}
 		for _, t := range order {
 			if err := t.run([2]*cursor{c, c}, [2]int{0, 1}); err != nil {
 				return [2]*passed{}, err
@@ -156,12 +156,12 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask) ([2]*passed, error
 		if err != nil {
 			return [2]*passed{}, err
 		}
-		ca.p.keeps, ca.p.mem = keeps[:1], [][]byte{a.Region()}
+		ca.keeps, ca.mem = keeps[:1], [][]byte{a.Region()}
 		cb, err := newCursor([]io.ReaderAt{b.ReaderAt()}, b.Size, rb, meter)
 		if err != nil {
 			return [2]*passed{}, err
 		}
-		cb.p.keeps, cb.p.mem = keeps[1:], [][]byte{b.Region()}
+		cb.keeps, cb.mem = keeps[1:], [][]byte{b.Region()}
 		for _, t := range order {
 			if err := t.run([2]*cursor{ca, cb}, [2]int{0, 0}); err != nil {
 				return [2]*passed{}, err

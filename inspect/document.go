@@ -227,8 +227,8 @@ func build(f *pte.File, opts *Options, pass *passed) (*Document, error) {
 type Stream struct {
 	b    *builder
 	doc  *Document
-	next int  // the next method index Next looks at
-	done bool // Next returned the last method; the problems are complete
+	next int  // the next method index Each looks at
+	done bool // Each passed the last method; the problems are complete
 }
 
 // MethodView is one method of a Stream: its index in the program, its
@@ -241,8 +241,8 @@ type MethodView struct {
 }
 
 // NewStream checks opts against f (ErrNoMethod, ErrNoBackend), hashes the
-// file with Options.Hash and builds the document's head and segments; Next
-// then gives the methods.
+// file with Options.Hash and builds the document's head and segments; Each
+// (or EachDelegate) then gives the methods.
 func NewStream(f *pte.File, opts *Options) (*Stream, error) {
 	return newStream(f, opts, nil, true)
 }
@@ -297,43 +297,31 @@ func newStream(f *pte.File, opts *Options, pass *passed, segments bool) (*Stream
 	return &Stream{b: b, doc: doc}, nil
 }
 
-// Next returns the next method Options.Method selects (every method when
-// empty), with its delegates, reading their payloads and checking them;
-// nil, nil after the last one.
-func (s *Stream) Next() (*MethodView, error) {
-	m := s.nextMethod()
-	if m == nil {
-		return nil, nil
-	}
-	if err := s.delegates(m, func(d *Delegate) error {
-		m.Delegates = append(m.Delegates, d)
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// Each calls fn with each method Next returns, until the last or an error
-// (Next's or fn's, which it returns).
+// Each calls fn with each method Options.Method selects (every method
+// when empty), in order, with its delegates, reading their payloads and
+// checking them, until the last or an error (the Stream's or fn's, which
+// it returns).
 func (s *Stream) Each(fn func(*MethodView) error) error {
-	for {
-		m, err := s.Next()
-		if err != nil || m == nil {
+	for m := s.nextMethod(); m != nil; m = s.nextMethod() {
+		if err := s.delegates(m, func(d *Delegate) error {
+			m.Delegates = append(m.Delegates, d)
+			return nil
+		}); err != nil {
 			return err
 		}
 		if err := fn(m); err != nil {
 			return err
 		}
 	}
+	return nil
 }
 
 // EachDelegate is Each for a view that holds one delegate at a time: for
-// each method Next would return it calls method with the MethodView
-// (Delegates nil), then delegate with each of the delegates Next would
+// each method Each would pass it calls method with the MethodView
+// (Delegates nil), then delegate with each of the delegates Each would
 // list, in order, keeping none of them; a method of 65536 engines then
 // costs one delegate's memory, not 65536. The problems and the document
-// are those Next makes. It stops at the first error, the Stream's (after
+// are those Each makes. It stops at the first error, the Stream's (after
 // method was called for the method it is in) or a callback's, and returns
 // it.
 func (s *Stream) EachDelegate(method func(*MethodView) error, delegate func(*MethodView, *Delegate) error) error {
@@ -433,7 +421,7 @@ func (s *Stream) finish() {
 }
 
 // Document returns the document built so far: file, extended header,
-// segments and problems, and external data once Next has returned nil
+// segments and problems, and external data once Each has passed the last method
 // (the problems are complete then). Delegates and Program are nil: a
 // Stream hands the delegates out method by method and keeps none.
 func (s *Stream) Document() *Document { return s.doc }

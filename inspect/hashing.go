@@ -71,15 +71,20 @@ func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64), keeps []*k
 	if err != nil {
 		return nil, nil, err
 	}
-	c.p.keeps, c.p.mem = keeps, mem
+	c.keeps, c.mem = keeps, mem
 	out, err := c.finish()
 	return out[0], out[1], err
 }
 
-// pass is the state of hashPass: the spans by start, the offsets where a
-// span starts or ends, the spans covering the current range, and one
-// chunk buffer per file.
-type pass struct {
+// cursor is a hashing pass over one file, or two files with the same
+// spans read in lockstep (as hashPass), read from the front at the
+// caller's pace: each read returns the next bytes of each file, already
+// fed to the digests of the spans covering them, so that the caller can
+// use them too (the diff summary compares constant data with them)
+// without reading them again. It holds the spans by start, the offsets
+// where a span starts or ends, the spans covering the current range, and
+// one chunk buffer per file.
+type cursor struct {
 	rs       []io.ReaderAt
 	progress func(n int64)
 	states   map[span]*spanState
@@ -93,63 +98,76 @@ type pass struct {
 	keeps []*keeper
 	// mem (nil, or one per reader) is each file's first bytes, already in
 	// memory: they are taken from there, not read.
-	mem [][]byte
+	mem  [][]byte
+	size int64
+	pos  int64
+	// bi is the interval of bounds holding pos; activated says the
+	// active set is that interval's.
+	bi        int
+	activated bool
+	out       [][]byte
 }
 
-// newPass checks the spans and prepares one state per distinct span; an
-// empty span needs no reading.
-func newPass(rs []io.ReaderAt, spans []span, progress func(n int64)) (*pass, error) {
-	p := &pass{rs: rs, progress: progress, states: map[span]*spanState{}, bufs: make([][]byte, len(rs))}
+// newCursor prepares a pass over the spans of each reader of rs (one or
+// two), files of size bytes (spans() always holds the whole file, so
+// every byte is covered): it checks the spans and prepares one state per
+// distinct span; an empty span needs no reading.
+func newCursor(rs []io.ReaderAt, size int64, spans []span, progress func(n int64)) (*cursor, error) {
+	c := &cursor{rs: rs, progress: progress, states: map[span]*spanState{}, bufs: make([][]byte, len(rs)), size: size, out: make([][]byte, len(rs))}
 	for _, sp := range spans {
 		if sp.n < 0 || sp.off < 0 || sp.off > 1<<62 || sp.n > 1<<62 {
 			return nil, fmt.Errorf("inspect: hashing: bad range %d+%d", sp.off, sp.n)
 		}
-		if _, ok := p.states[sp]; ok {
+		if _, ok := c.states[sp]; ok {
 			continue
 		}
-		p.states[sp] = &spanState{sp: sp, h: [2]hash.Hash{sha256.New()}, shared: true}
-		p.bounds = append(p.bounds, sp.off, sp.off+sp.n)
+		c.states[sp] = &spanState{sp: sp, h: [2]hash.Hash{sha256.New()}, shared: true}
+		c.bounds = append(c.bounds, sp.off, sp.off+sp.n)
 	}
-	slices.Sort(p.bounds)
-	p.bounds = slices.Compact(p.bounds)
-	p.byStart = slices.Collect(maps.Values(p.states))
-	slices.SortFunc(p.byStart, func(x, y *spanState) int {
+	slices.Sort(c.bounds)
+	c.bounds = slices.Compact(c.bounds)
+	c.byStart = slices.Collect(maps.Values(c.states))
+	slices.SortFunc(c.byStart, func(x, y *spanState) int {
 		return cmp.Or(cmp.Compare(x.sp.off, y.sp.off), cmp.Compare(x.sp.n, y.sp.n))
 	})
-	return p, nil
+	return c, nil
 }
 
-// activate makes the active set that of the bytes from lo to the next
-// bound: spans ended drop out, spans starting join. It reports whether
-// any span covers them.
-func (p *pass) activate(lo int64) bool {
-	p.active = slices.DeleteFunc(p.active, func(st *spanState) bool { return st.sp.off+st.sp.n <= lo })
-	for p.next < len(p.byStart) && p.byStart[p.next].sp.off <= lo {
-		if st := p.byStart[p.next]; st.sp.off+st.sp.n > lo {
-			p.active = append(p.active, st)
-		}
-		p.next++
+// activate makes the active set that of the interval holding pos (the
+// bytes from its bound to the next): spans ended drop out, spans starting
+// join.
+func (c *cursor) activate() {
+	if c.activated {
+		return
 	}
-	return len(p.active) > 0
+	c.activated = true
+	lo := c.bounds[c.bi]
+	c.active = slices.DeleteFunc(c.active, func(st *spanState) bool { return st.sp.off+st.sp.n <= lo })
+	for c.next < len(c.byStart) && c.byStart[c.next].sp.off <= lo {
+		if st := c.byStart[c.next]; st.sp.off+st.sp.n > lo {
+			c.active = append(c.active, st)
+		}
+		c.next++
+	}
 }
 
 // feedChunk reads n bytes at pos from every file and feeds them to the
 // active spans: once when the files agree on them.
-func (p *pass) feedChunk(pos, n int64) error {
-	for k, r := range p.rs {
-		if p.bufs[k] == nil {
-			p.bufs[k] = make([]byte, hashChunk)
+func (c *cursor) feedChunk(pos, n int64) error {
+	for k, r := range c.rs {
+		if c.bufs[k] == nil {
+			c.bufs[k] = make([]byte, hashChunk)
 		}
 		// Bytes already in memory (the region read at open) are not
 		// read again.
 		var got int
-		if k < len(p.mem) && pos < int64(len(p.mem[k])) {
-			got = copy(p.bufs[k][:n], p.mem[k][pos:])
+		if k < len(c.mem) && pos < int64(len(c.mem[k])) {
+			got = copy(c.bufs[k][:n], c.mem[k][pos:])
 		}
 		var err error
 		if int64(got) < n {
 			var m int
-			m, err = r.ReadAt(p.bufs[k][got:n], pos+int64(got))
+			m, err = r.ReadAt(c.bufs[k][got:n], pos+int64(got))
 			got += m
 		}
 		if int64(got) < n {
@@ -159,32 +177,32 @@ func (p *pass) feedChunk(pos, n int64) error {
 			return fmt.Errorf("inspect: hashing bytes %d..%d: %w", pos, pos+n, err)
 		}
 	}
-	for k, kp := range p.keeps {
-		kp.feed(pos, p.bufs[k][:n])
+	for k, kp := range c.keeps {
+		kp.feed(pos, c.bufs[k][:n])
 	}
-	for k, kp := range p.keeps {
-		kp.flowTo(pos, p.bufs[k][:n])
+	for k, kp := range c.keeps {
+		kp.flowTo(pos, c.bufs[k][:n])
 	}
-	same := len(p.rs) == 1 || bytes.Equal(p.bufs[0][:n], p.bufs[1][:n])
-	for _, st := range p.active {
-		if err := st.feed(p.bufs, n, same, len(p.rs)); err != nil {
+	same := len(c.rs) == 1 || bytes.Equal(c.bufs[0][:n], c.bufs[1][:n])
+	for _, st := range c.active {
+		if err := st.feed(c.bufs, n, same, len(c.rs)); err != nil {
 			return err
 		}
 	}
-	if p.progress != nil {
-		p.progress(n * int64(len(p.rs)))
+	if c.progress != nil {
+		c.progress(n * int64(len(c.rs)))
 	}
 	return nil
 }
 
 // sums returns the digests of every span, per file.
-func (p *pass) sums() [2]digests {
+func (c *cursor) sums() [2]digests {
 	var out [2]digests
-	for k := range p.rs {
-		out[k] = make(digests, len(p.states))
+	for k := range c.rs {
+		out[k] = make(digests, len(c.states))
 	}
-	for sp, st := range p.states {
-		for k := range p.rs {
+	for sp, st := range c.states {
+		for k := range c.rs {
 			h := st.h[0]
 			if !st.shared {
 				h = st.h[k]
@@ -224,44 +242,16 @@ func (st *spanState) feed(bufs [][]byte, n int64, same bool, files int) error {
 	return nil
 }
 
-// cursor is a hashing pass over one file, or two files with the same
-// spans read in lockstep (as hashPass), read from the front at the
-// caller's pace: each read returns the next bytes of each file, already
-// fed to the digests of the spans covering them, so that the caller can
-// use them too (the diff summary compares constant data with them)
-// without reading them again.
-type cursor struct {
-	p    *pass
-	size int64
-	pos  int64
-	// bi is the interval of p.bounds holding pos; activated says the
-	// active set is that interval's.
-	bi        int
-	activated bool
-	out       [][]byte
-}
-
-// newCursor prepares a pass over the spans of each reader of rs (one or
-// two), files of size bytes (spans() always holds the whole file, so
-// every byte is covered).
-func newCursor(rs []io.ReaderAt, size int64, spans []span, progress func(n int64)) (*cursor, error) {
-	p, err := newPass(rs, spans, progress)
-	if err != nil {
-		return nil, err
-	}
-	return &cursor{p: p, size: size, out: make([][]byte, len(rs))}, nil
-}
-
 // avail returns how many bytes the next read of at most n bytes returns:
 // reads stop at a chunk's size and at span bounds.
 func (c *cursor) avail(n int64) int64 {
-	for c.bi+1 < len(c.p.bounds) && c.p.bounds[c.bi+1] <= c.pos {
+	for c.bi+1 < len(c.bounds) && c.bounds[c.bi+1] <= c.pos {
 		c.bi, c.activated = c.bi+1, false
 	}
-	if c.bi+1 >= len(c.p.bounds) {
+	if c.bi+1 >= len(c.bounds) {
 		return 0 // past every span
 	}
-	return min(n, hashChunk, c.p.bounds[c.bi+1]-c.pos)
+	return min(n, hashChunk, c.bounds[c.bi+1]-c.pos)
 }
 
 // read reads the next bytes (avail(n) of them) of each file, hashes them
@@ -272,22 +262,14 @@ func (c *cursor) read(n int64) ([][]byte, error) {
 		return nil, fmt.Errorf("inspect: hashing: no bytes to read at %d", c.pos)
 	}
 	c.activate()
-	if err := c.p.feedChunk(c.pos, m); err != nil {
+	if err := c.feedChunk(c.pos, m); err != nil {
 		return nil, err
 	}
 	c.pos += m
 	for k := range c.out {
-		c.out[k] = c.p.bufs[k][:m]
+		c.out[k] = c.bufs[k][:m]
 	}
 	return c.out, nil
-}
-
-// activate makes the pass's active set that of the interval holding pos.
-func (c *cursor) activate() {
-	if !c.activated {
-		c.p.activate(c.p.bounds[c.bi])
-		c.activated = true
-	}
 }
 
 // skipTo reads (and hashes) the bytes up to offset to; bytes no span
@@ -298,7 +280,7 @@ func (c *cursor) skipTo(to int64) error {
 		if m <= 0 {
 			return fmt.Errorf("inspect: hashing: no bytes to read at %d", c.pos)
 		}
-		if c.activate(); len(c.p.active) == 0 {
+		if c.activate(); len(c.active) == 0 {
 			c.pos += m
 			continue
 		}
@@ -314,5 +296,5 @@ func (c *cursor) finish() ([2]digests, error) {
 	if err := c.skipTo(c.size); err != nil {
 		return [2]digests{}, err
 	}
-	return c.p.sums(), nil
+	return c.sums(), nil
 }

@@ -35,8 +35,10 @@ import (
 //
 // Slices keep the absent (null) / empty ([]) distinction of package pte.
 // A field added to the schema and to the model is carried with no change
-// here. The diff reads model values by these rules too (node.open in
-// diff.go; a rule added here goes there: TestModelNodeIsTheJSONForm).
+// here. The diff opens model values a level at a time (node.opened in
+// diff.go), a scalar, an enum, null or a byte vector's summary read back
+// from what this writer writes of it; a rule for tables, lists or unions
+// added here goes there too (TestModelNodeIsTheJSONForm).
 
 // unknownMembers are the union member types that stand for a tag the
 // schema does not know; their Tag field holds it.
@@ -100,7 +102,7 @@ type modelWriter struct {
 	hash bool
 	// plans, when set, gives the plans of the Program written, in place
 	// of its own (a document written plan by plan, some left out).
-	plans iter.Seq[*pte.ExecutionPlan]
+	plans iter.Seq2[int, *pte.ExecutionPlan]
 	// sums are the digests of the larger byte vectors hashed, by where
 	// their bytes are: in a hostile file many vectors may alias the same
 	// bytes, hashed once. hashed counts the bytes hashed.
@@ -279,17 +281,11 @@ func (w *modelWriter) planList(p *pte.Program) {
 			w.buf = append(w.buf, "null"...)
 			return
 		}
-		plans = func(yield func(*pte.ExecutionPlan) bool) {
-			for _, ep := range p.Plans() {
-				if !yield(ep) {
-					return
-				}
-			}
-		}
+		plans = p.Plans()
 	}
 	w.buf = append(w.buf, '[')
 	n := 0
-	for ep := range plans {
+	for _, ep := range plans {
 		if n > 0 {
 			w.buf = append(w.buf, ',')
 		}

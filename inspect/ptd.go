@@ -251,12 +251,6 @@ func ptdView(d *PTDDocument, layout bool) (*node, error) {
 	if d.FlatTensor != nil {
 		root.set("version", newUint(uint64(d.FlatTensor.Version)))
 	}
-	opt := func(p *uint64) *node {
-		if p == nil {
-			return nil
-		}
-		return newUint(*p)
-	}
 	keys := newKeyed()
 	for _, k := range d.NamedData {
 		n := newObject()
@@ -265,11 +259,11 @@ func ptdView(d *PTDDocument, layout bool) (*node, error) {
 			return nil, err
 		}
 		n.set("tensor_layout", l)
-		n.set("size", opt(k.Size))
+		n.set("size", optNumber(k.Size))
 		n.set("sha256", digestNode(k.SHA256))
 		if layout {
 			n.set("segment_index", newUint(uint64(k.SegmentIndex)))
-			n.set("file_offset", opt(k.FileOffset))
+			n.set("file_offset", optNumber(k.FileOffset))
 		}
 		keys.setUnique(k.Key, n)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // SizeGroup is the items of a SizeReport that belong together: one
@@ -89,10 +90,8 @@ func quoteLabel(s string) string {
 	if len(s) > 64 {
 		s = s[:64] + "…"
 	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '"' {
-			return fmt.Sprintf("%q", s)
-		}
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '"' }) {
+		return fmt.Sprintf("%q", s)
 	}
 	return s
 }
@@ -123,18 +122,7 @@ func (r *SizeReport) Groups() []SizeGroup {
 
 // Lines sums g's items by part and backend, largest first.
 func (g SizeGroup) Lines() []SizeLine {
-	at := map[[2]string]int{}
-	var ls []SizeLine
-	for _, it := range g.Items {
-		k, ok := at[[2]string{it.Part, it.Backend}]
-		if !ok {
-			k = len(ls)
-			at[[2]string{it.Part, it.Backend}] = k
-			ls = append(ls, SizeLine{Part: it.Part, Backend: it.Backend})
-		}
-		ls[k].Count++
-		ls[k].Size += it.Size
-	}
+	ls := sumLines(g.Items, func(it SizeItem) (SizeLine, bool) { return SizeLine{Part: it.Part, Backend: it.Backend}, true })
 	slices.SortStableFunc(ls, func(a, b SizeLine) int { return cmp.Compare(b.Size, a.Size) })
 	return ls
 }
@@ -143,23 +131,33 @@ func (g SizeGroup) Lines() []SizeLine {
 // of r by backend, largest first: Part is "", Count the number of
 // payloads counted (a shared one once).
 func (r *SizeReport) Backends() []SizeLine {
-	at := map[string]int{}
+	ls := sumLines(r.Items, func(it SizeItem) (SizeLine, bool) {
+		return SizeLine{Backend: it.Backend}, it.Part == PartDelegatePayload || it.Part == PartInlineDelegateData
+	})
+	slices.SortStableFunc(ls, func(a, b SizeLine) int {
+		return cmp.Or(cmp.Compare(b.Size, a.Size), cmp.Compare(a.Backend, b.Backend))
+	})
+	return ls
+}
+
+// sumLines sums the items line gives a line of (ok), alike lines (by part
+// and backend) summed into the first, in the order first met.
+func sumLines(items []SizeItem, line func(SizeItem) (SizeLine, bool)) []SizeLine {
+	at := map[SizeLine]int{}
 	var ls []SizeLine
-	for _, it := range r.Items {
-		if it.Part != PartDelegatePayload && it.Part != PartInlineDelegateData {
+	for _, it := range items {
+		l, ok := line(it)
+		if !ok {
 			continue
 		}
-		k, ok := at[it.Backend]
-		if !ok {
+		k, seen := at[l]
+		if !seen {
 			k = len(ls)
-			at[it.Backend] = k
-			ls = append(ls, SizeLine{Backend: it.Backend})
+			at[l] = k
+			ls = append(ls, l)
 		}
 		ls[k].Count++
 		ls[k].Size += it.Size
 	}
-	slices.SortStableFunc(ls, func(a, b SizeLine) int {
-		return cmp.Or(cmp.Compare(b.Size, a.Size), cmp.Compare(a.Backend, b.Backend))
-	})
 	return ls
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/quote"
@@ -150,13 +151,8 @@ func Summarize(f *pte.File, opts *Options) (*Summary, *Document, error) {
 
 // countProblems counts the errors and warnings of probs in s.
 func (s *Summary) countProblems(probs []Problem) {
-	for _, p := range probs {
-		if p.IsError() {
-			s.Errors++
-		} else {
-			s.Warnings++
-		}
-	}
+	_, s.Errors, _ = check.FirstError(probs)
+	s.Warnings = len(probs) - s.Errors
 }
 
 // summaryTotals is what adding delegates to a Summary keeps between them:

@@ -52,12 +52,12 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 	doc := st.Document()
 	doc.Program = &Program{Program: f.Program, Hash: st.b.opts.Hash}
 	method := st.b.opts.Method
-	plans := func(yield func(*pte.ExecutionPlan) bool) {
+	plans := func(yield func(int, *pte.ExecutionPlan) bool) {
 		for i := range f.Program.NumPlans() {
 			if method != "" && f.Program.PlanName(i) != method {
 				continue // not decoded
 			}
-			if ep := f.Program.Plan(i); ep != nil && !yield(ep) {
+			if ep := f.Program.Plan(i); ep != nil && !yield(i, ep) {
 				return
 			}
 		}
@@ -77,7 +77,7 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 // is not nil (doc.Delegates otherwise). The program (null when nil) is
 // written by modelWriter, its plans those plans gives (doc.Program's own
 // when nil), each handed to w once written.
-func writeDocument(w io.Writer, doc *Document, dels []byte, plans iter.Seq[*pte.ExecutionPlan]) error {
+func writeDocument(w io.Writer, doc *Document, dels []byte, plans iter.Seq2[int, *pte.ExecutionPlan]) error {
 	ind := &indenter{w: bufio.NewWriterSize(w, 64<<10)}
 	jw := newJSONWriter()
 	mw := &modelWriter{out: ind, plans: plans}

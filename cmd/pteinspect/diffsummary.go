@@ -248,7 +248,7 @@ func writeMethodDiff(p func(string, ...any), m *inspect.MethodDiff) {
 			where = fmt.Sprintf("%s is method %d in B", esc(*m.NameA), *m.IndexInB)
 		}
 		colon := ":"
-		if methodNameOnly(m) {
+		if m.NameOnly() {
 			colon = ""
 		}
 		p("Method %d: %s in A, %s in B (compared by index; %s)%s", m.Index, esc(*m.NameA), esc(*m.NameB), where, colon)
@@ -304,13 +304,6 @@ func writeMethodDiff(p func(string, ...any), m *inspect.MethodDiff) {
 			}
 		}
 	}
-}
-
-// methodNameOnly says the methods at m.Index differ in name only.
-func methodNameOnly(m *inspect.MethodDiff) bool {
-	return len(m.OperatorsOnlyInA)+len(m.OperatorsOnlyInB)+len(m.DelegatesOnlyInA)+len(m.DelegatesOnlyInB) == 0 &&
-		m.NonConstBufferSizes == nil && m.ValueCount == nil && m.InstructionCount == nil &&
-		len(m.Tensors)+len(m.Values)+len(m.TensorsOnlyInA)+len(m.TensorsOnlyInB) == 0
 }
 
 // refText names a tensor: index, constant or not, type and shape, name.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/cli"
@@ -99,7 +100,7 @@ func runPTD(ctx context.Context, opener *input.Opener, name string, stdout, stde
 		return printVerify(stdout, stderr, name, &doc.File, doc.Findings, o)
 	}
 	code := exitOK
-	if countErrors(doc.Findings) > 0 {
+	if _, _, bad := check.FirstError(doc.Findings); bad {
 		code = exitFail
 	}
 	w := bufio.NewWriter(stdout)
@@ -181,7 +182,7 @@ func ints[T int32 | int | int64](s []T, sep string) string {
 // In the JSON form "file" has the shape of the --json document's (nil: the
 // file does not open); the name as given is "name".
 func printVerify(stdout, stderr io.Writer, name string, file *inspect.File, probs []inspect.Problem, o *options) int {
-	errs := countErrors(probs)
+	_, errs, _ := check.FirstError(probs)
 	if o.json {
 		err := inspect.Encode(stdout, struct {
 			Name     string            `json:"name"`

@@ -14,7 +14,9 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/executor"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/input"
 	"github.com/ptekit/ptekit/pte"
@@ -261,7 +263,7 @@ func printProblems(w io.Writer, probs []inspect.Problem) {
 		fmt.Fprintf(w, "\nproblems: none\n")
 		return
 	}
-	errs := countErrors(probs)
+	_, errs, _ := check.FirstError(probs)
 	fmt.Fprintf(w, "\nproblems: %d error(s), %d warning(s)\n", errs, len(probs)-errs)
 	for _, p := range probs {
 		fmt.Fprintf(w, "  %s\n", escText(p.String()))
@@ -327,7 +329,7 @@ func printMethod(w io.Writer, m *inspect.MethodView, o *options) {
 	t.row("values", strconv.Itoa(len(ep.Values)))
 	t.row("instructions", instructionCounts(ep.Chains))
 	ops := slices.DeleteFunc(slices.Clone(ep.Operators), func(op *pte.Operator) bool { return op == nil })
-	t.row("operators", joinOr(each(ops, func(op *pte.Operator) string { return esc(inspect.OperatorName(op)) })))
+	t.row("operators", joinOr(each(ops, func(op *pte.Operator) string { return esc(executor.OperatorName(op)) })))
 	t.row("memory plan", memoryPlan(ep.NonConstBufferSizes))
 	t.flush()
 

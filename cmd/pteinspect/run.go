@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ptekit/ptekit/check"
 	"github.com/ptekit/ptekit/httprange"
 	"github.com/ptekit/ptekit/inspect"
 	"github.com/ptekit/ptekit/internal/cli"
@@ -367,7 +368,7 @@ func runDocument(f *pte.File, name string, w, stdout, stderr io.Writer, o *optio
 		}
 		printSummary(w, name, f, s, doc)
 	}
-	if countErrors(doc.Problems) > 0 {
+	if _, _, bad := check.FirstError(doc.Problems); bad {
 		return exitFail // the output is complete; the file is damaged
 	}
 	return exitOK

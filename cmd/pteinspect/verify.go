@@ -58,16 +58,6 @@ func runVerify(ctx context.Context, opener *input.Opener, name string, stdout, s
 	return printVerify(stdout, stderr, name, file, probs, o)
 }
 
-func countErrors(probs []inspect.Problem) int {
-	n := 0
-	for _, p := range probs {
-		if p.IsError() {
-			n++
-		}
-	}
-	return n
-}
-
 func nonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
