@@ -253,38 +253,40 @@ func (v *validator) addErr(sev Severity, err error) {
 // to the length of a hostile vector.
 const maxElemFindings = 8
 
-// elemFindings reports problems of the elements of one vector.
+// elemFindings reports problems of the elements of one vector, whose path
+// is path+field, path given to add and done (not kept: a path kept beside
+// the validator would be moved to the heap, which Write's check of every
+// method would pay for).
 type elemFindings struct {
 	v             *validator
 	sev           Severity
 	code          Code
 	off           int64
-	path          *fieldPath
-	field         string // the vector's path is path+field; an element's is path+field[k]
+	field         string
 	shown, hidden int
 }
 
 // elems starts the findings of the vector at path+field, a path joined
 // only when there is a finding: Write checks every vector it writes.
-func (v *validator) elems(sev Severity, code Code, off int64, path *fieldPath, field string) elemFindings {
-	return elemFindings{v: v, sev: sev, code: code, off: off, path: path, field: field}
+func (v *validator) elems(sev Severity, code Code, off int64, field string) elemFindings {
+	return elemFindings{v: v, sev: sev, code: code, off: off, field: field}
 }
 
-// add reports a problem of element k, or counts it once maxElemFindings
-// have been reported.
-func (e *elemFindings) add(k int, format string, args ...any) {
+// add reports a problem of element k of the vector at path+field, or
+// counts it once maxElemFindings have been reported.
+func (e *elemFindings) add(path *fieldPath, k int, format string, args ...any) {
 	if e.shown == maxElemFindings {
 		e.hidden++
 		return
 	}
 	e.shown++
-	e.v.add(e.sev, e.code, e.off, e.path.String()+e.field+"["+strconv.Itoa(k)+"]", format, args...)
+	e.v.add(e.sev, e.code, e.off, path.String()+e.field+"["+strconv.Itoa(k)+"]", format, args...)
 }
 
 // done reports how many element problems add did not list.
-func (e *elemFindings) done() {
+func (e *elemFindings) done(path *fieldPath) {
 	if e.hidden > 0 {
-		e.v.add(e.sev, e.code, e.off, e.path.String()+e.field, "%d more elements have problems like the ones listed", e.hidden)
+		e.v.add(e.sev, e.code, e.off, path.String()+e.field, "%d more elements have problems like the ones listed", e.hidden)
 	}
 }
 
@@ -341,13 +343,14 @@ func (v *validator) constantSegment() {
 					"constant data is in a segment but the file has no extended header: ExecuTorch would read it from file offset 0")
 			} else if uint64(cs.SegmentIndex) < uint64(len(p.Segments)) {
 				size := p.Segments[cs.SegmentIndex].Size
-				bad := v.elems(SeverityError, CodeInvalidArgument, f.posOf(cs), &fieldPath{name: "constant_segment.offsets", index: -1}, "")
+				path := &fieldPath{name: "constant_segment.offsets", index: -1}
+				bad := v.elems(SeverityError, CodeInvalidArgument, f.posOf(cs), "")
 				for k, o := range cs.Offsets {
 					if o > size {
-						bad.add(k, "offset %d is past the %d-byte constant segment", o, size)
+						bad.add(path, k, "offset %d is past the %d-byte constant segment", o, size)
 					}
 				}
-				bad.done()
+				bad.done(path)
 			}
 		}
 	}

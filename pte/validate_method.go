@@ -33,13 +33,13 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 	if ep.Outputs == nil {
 		v.add(SeverityError, CodeInvalidProgram, off, path.String()+".outputs", "method has no outputs")
 	}
-	bad := v.elems(SeverityError, CodeInvalidProgram, off, path, ".non_const_buffer_sizes")
+	bad := v.elems(SeverityError, CodeInvalidProgram, off, ".non_const_buffer_sizes")
 	for k, s := range ep.NonConstBufferSizes {
 		if s < 0 {
-			bad.add(k, "negative arena size %d", s)
+			bad.add(path, k, "negative arena size %d", s)
 		}
 	}
-	bad.done()
+	bad.done(path)
 	if len(ep.NonConstBufferSizes) > 0 && ep.NonConstBufferSizes[0] != 0 {
 		v.add(SeverityWarning, CodeOk, off, path.String()+".non_const_buffer_sizes[0]", "reserved entry 0 is %d, want 0", ep.NonConstBufferSizes[0])
 	}
@@ -50,20 +50,20 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 		}
 	}
 	n := len(ep.Values)
-	bad = v.elems(SeverityError, CodeInvalidProgram, off, path, ".inputs")
+	bad = v.elems(SeverityError, CodeInvalidProgram, off, ".inputs")
 	for k, x := range ep.Inputs {
 		if x < 0 || int(x) >= n {
-			bad.add(k, "input value index %d out of range (%d values); ExecuTorch loads the method but aborts in set_input", x, n)
+			bad.add(path, k, "input value index %d out of range (%d values); ExecuTorch loads the method but aborts in set_input", x, n)
 		}
 	}
-	bad.done()
-	bad = v.elems(SeverityError, CodeInvalidProgram, off, path, ".outputs")
+	bad.done(path)
+	bad = v.elems(SeverityError, CodeInvalidProgram, off, ".outputs")
 	for k, x := range ep.Outputs {
 		if x < 0 || int(x) >= n {
-			bad.add(k, "output value index %d out of range (%d values)", x, n)
+			bad.add(path, k, "output value index %d out of range (%d values)", x, n)
 		}
 	}
-	bad.done()
+	bad.done(path)
 	for k, ev := range ep.Values {
 		v.value(ep, path, k, ev)
 	}
@@ -117,13 +117,13 @@ func (v *validator) value(ep *ExecutionPlan, plan *fieldPath, k int, ev *EValue)
 			v.add(SeverityError, CodeInvalidProgram, off, path.String(), "IntList has no items")
 			return
 		}
-		bad := v.elems(SeverityError, CodeInvalidProgram, off, path, ".items")
+		bad := v.elems(SeverityError, CodeInvalidProgram, off, ".items")
 		for j, it := range x.Items {
 			if !valueIs(ep, it, isInt) {
-				bad.add(j, "item %d is not the index of an Int value", it)
+				bad.add(path, j, "item %d is not the index of an Int value", it)
 			}
 		}
-		bad.done()
+		bad.done(path)
 	case *TensorList:
 		if x == nil || x.Items == nil {
 			v.add(SeverityError, CodeInvalidProgram, off, path.String(), "TensorList has no items")
@@ -165,19 +165,19 @@ func isNilMember(x any) bool {
 // tensorItems checks list items: indices of earlier Tensor values (-1 = None
 // when optional).
 func (v *validator) tensorItems(ep *ExecutionPlan, path *fieldPath, self int, items []int32, optional bool) {
-	bad := v.elems(SeverityError, CodeInvalidProgram, v.posOf(ep.Values[self]), path, ".items")
+	bad := v.elems(SeverityError, CodeInvalidProgram, v.posOf(ep.Values[self]), ".items")
 	for j, it := range items {
 		if optional && it == -1 {
 			continue
 		}
 		switch {
 		case !valueIs(ep, int64(it), isTensor):
-			bad.add(j, "item %d is not the index of a Tensor value", it)
+			bad.add(path, j, "item %d is not the index of a Tensor value", it)
 		case int(it) >= self:
-			bad.add(j, "item %d does not precede the list (value %d); the runtime reads it before it exists", it, self)
+			bad.add(path, j, "item %d does not precede the list (value %d); the runtime reads it before it exists", it, self)
 		}
 	}
-	bad.done()
+	bad.done(path)
 }
 
 // tensor checks a Tensor as tensor_parser does, and its data source.
@@ -257,13 +257,13 @@ func (v *validator) tensorShape(off int64, path *fieldPath, t *Tensor) bool {
 	if rank > maxTensorRank {
 		v.add(SeverityError, CodeInvalidProgram, off, path.String()+".sizes", "rank %d exceeds the runtime limit %d", rank, maxTensorRank)
 	}
-	bad := v.elems(SeverityError, CodeInvalidProgram, off, path, ".sizes")
+	bad := v.elems(SeverityError, CodeInvalidProgram, off, ".sizes")
 	for d, s := range t.Sizes {
 		if s < 0 {
-			bad.add(d, "negative size %d", s)
+			bad.add(path, d, "negative size %d", s)
 		}
 	}
-	bad.done()
+	bad.done(path)
 	if t.DimOrder != nil {
 		if len(t.DimOrder) != rank {
 			v.add(SeverityError, CodeInvalidProgram, off, path.String()+".dim_order", "dim_order has %d entries for rank %d", len(t.DimOrder), rank)
@@ -445,13 +445,13 @@ func (v *validator) instructionArgs(a []int32, n, off int64, ipath *fieldPath) {
 	if a == nil {
 		v.add(SeverityError, CodeInvalidProgram, off, ipath.String()+".args", "instruction has no args")
 	}
-	bad := v.elems(SeverityError, CodeInvalidProgram, off, ipath, ".args")
+	bad := v.elems(SeverityError, CodeInvalidProgram, off, ".args")
 	for j, x := range a {
 		if x < 0 || int64(x) >= n {
-			bad.add(j, "value index %d out of range (%d values)", x, n)
+			bad.add(ipath, j, "value index %d out of range (%d values)", x, n)
 		}
 	}
-	bad.done()
+	bad.done(ipath)
 }
 
 // arena checks that a planned tensor (at path) fits its arena.
