@@ -438,15 +438,16 @@ func (f *File) segmentRange(i int, pathOf func() string, refOff int64) (off, siz
 // the file, and otherwise a *FormatError at the segment's table entry.
 func (f *File) segmentSpan(i int, base uint64) (int64, error) {
 	s := f.Program.Segments[i]
-	path := func() string { return fmt.Sprintf("segments[%d]", i) } // for errors only
-	pos := f.segmentPos(i)
+	// The path and the table's position are found only for an error:
+	// Verify and Write's check resolve every segment.
+	path := func() string { return fmt.Sprintf("segments[%d]", i) }
 	start := base + s.Offset
 	if start < s.Offset || start+s.Size < start {
-		return 0, &FormatError{Off: pos, Path: path(),
+		return 0, &FormatError{Off: f.segmentPos(i), Path: path(),
 			Msg: fmt.Sprintf("segment base %d + offset %d + size %d overflows", base, s.Offset, s.Size), Code: CodeInvalidProgram}
 	}
 	if start+s.Size > uint64(f.Size) {
-		return 0, &FormatError{Off: pos, Path: path(),
+		return 0, &FormatError{Off: f.segmentPos(i), Path: path(),
 			Msg:  fmt.Sprintf("segment bytes [%d, %d) run past the end of the %d-byte file", start, start+s.Size, f.Size),
 			Code: CodeInvalidArgument}
 	}
@@ -470,55 +471,78 @@ func (f *File) Segment(i int) (*Payload, error) {
 // CodeInvalidArgument; the others carry the error class ExecuTorch reports
 // when it initializes that delegate.
 func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
-	pl, err := f.delegateData(plan, delegate, false)
+	ref, err := f.delegateRef(plan, delegate)
+	if err != nil {
+		return nil, err
+	}
+	if ref.inline != nil {
+		return f.regionPayload(ref.inline.Data, ref.start, ref.known), nil
+	}
+	return &Payload{SectionReader: io.NewSectionReader(f.r, ref.off, ref.size), FileOffset: ref.off}, nil
+}
+
+// dataRef is where a delegate's processed data is: an entry of
+// backend_delegate_data (inline; start is its place in the region when
+// known) or a range of the file.
+type dataRef struct {
+	inline    *BackendDelegateInlineData
+	start     uint32
+	known     bool
+	off, size int64
+}
+
+// delegateRef is DelegateData without the Payload, for Verify, which
+// only asks whether every delegate's data can be found.
+func (f *File) delegateRef(plan, delegate int) (dataRef, error) {
+	ref, err := f.delegateRefAt(plan, delegate, false)
 	if err != nil && f.lazy && f.positions {
 		// A lazily read delegate's positions are recorded only to say
 		// where a refusal is: Verify and the views ask for every one.
-		return f.delegateData(plan, delegate, true)
+		return f.delegateRefAt(plan, delegate, true)
 	}
-	return pl, err
+	return ref, err
 }
 
-// delegateData is DelegateData, recording the delegate's positions when
+// delegateRefAt is delegateRef, recording the delegate's positions when
 // positions is set (a File read whole knows them anyway).
-func (f *File) delegateData(plan, delegate int, positions bool) (*Payload, error) {
+func (f *File) delegateRefAt(plan, delegate int, positions bool) (dataRef, error) {
 	p := f.Program
 	d, dec, err := f.delegateAt(plan, delegate, positions)
 	if err != nil {
-		return nil, err
+		return dataRef{}, err
 	}
 	// Built only for an error: Verify asks for every delegate's data.
 	path := func() string { return fmt.Sprintf("execution_plan[%d].delegates[%d].processed", plan, delegate) }
 	if d.Processed == nil {
-		return nil, &FormatError{Off: dec.posOf(d), Path: path(), Msg: "delegate has no processed data reference", Code: CodeInvalidProgram}
+		return dataRef{}, &FormatError{Off: dec.posOf(d), Path: path(), Msg: "delegate has no processed data reference", Code: CodeInvalidProgram}
 	}
 	ref := d.Processed
 	switch ref.Location {
 	case DataLocationINLINE:
 		if p.BackendDelegateData == nil {
-			return nil, &FormatError{Off: dec.posOf(ref), Path: path() + ".location",
+			return dataRef{}, &FormatError{Off: dec.posOf(ref), Path: path() + ".location",
 				Msg: "INLINE delegate data but the program has no backend_delegate_data", Code: CodeInvalidProgram}
 		}
 		if uint64(ref.Index) >= uint64(len(p.BackendDelegateData)) {
-			return nil, &FormatError{Off: dec.posOf(ref), Path: path() + ".index",
+			return dataRef{}, &FormatError{Off: dec.posOf(ref), Path: path() + ".index",
 				Msg:  fmt.Sprintf("INLINE index %d out of range (%d backend_delegate_data entries)", ref.Index, len(p.BackendDelegateData)),
 				Code: CodeNotFound}
 		}
 		bd := p.BackendDelegateData[ref.Index]
 		if bd == nil || bd.Data == nil {
-			return nil, &FormatError{Off: f.posOf(bd), Path: fmt.Sprintf("backend_delegate_data[%d].data", ref.Index),
+			return dataRef{}, &FormatError{Off: f.posOf(bd), Path: fmt.Sprintf("backend_delegate_data[%d].data", ref.Index),
 				Msg: "inline delegate data is absent", Code: CodeInvalidProgram}
 		}
 		start, known := f.dec.vec[bd]
-		return f.regionPayload(bd.Data, start, known), nil
+		return dataRef{inline: bd, start: start, known: known}, nil
 	case DataLocationSEGMENT:
 		off, size, err := f.segmentRange(int(ref.Index), func() string { return path() + ".index" }, dec.posOf(ref))
 		if err != nil {
-			return nil, err
+			return dataRef{}, err
 		}
-		return &Payload{SectionReader: io.NewSectionReader(f.r, off, size), FileOffset: off}, nil
+		return dataRef{off: off, size: size}, nil
 	}
-	return nil, &FormatError{Off: dec.posOf(ref), Path: path() + ".location",
+	return dataRef{}, &FormatError{Off: dec.posOf(ref), Path: path() + ".location",
 		Msg: fmt.Sprintf("unknown data location %d", ref.Location), Code: CodeInternal}
 }
 

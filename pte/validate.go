@@ -5,6 +5,7 @@ import (
 	"github.com/ptekit/ptekit/internal/quote"
 	"math/bits"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -201,14 +202,39 @@ func (v *validator) add(sev Severity, code Code, off int64, path, format string,
 		Err: &FormatError{Off: off, Path: path, Msg: fmt.Sprintf(format, args...), Code: code}})
 }
 
+// fieldPath is the path of a model field in a finding, such as
+// execution_plan[2].values[0].val: the path of up, name (".values"), then
+// [index] when index is not negative, then tail (".val"). It is joined
+// only when a finding names it (String): Write verifies every method it
+// writes, and joining every value's, delegate's and instruction's path up
+// front was a third of Verify's time in an export of one engine per
+// method.
+type fieldPath struct {
+	up         *fieldPath
+	name, tail string
+	index      int
+}
+
+// String joins the path.
+func (p *fieldPath) String() string {
+	if p == nil {
+		return ""
+	}
+	s := p.up.String() + p.name
+	if p.index >= 0 {
+		s += "[" + strconv.Itoa(p.index) + "]"
+	}
+	return s + p.tail
+}
+
 // text warns when a name or key s at path is not valid UTF-8: ExecuTorch
 // compares such strings byte by byte and is fine with them, but a tool that
 // prints them (or a JSON report) cannot show them faithfully, and a user
 // cannot type them to select a method or backend. The path is path+field,
 // joined only for a finding.
-func (v *validator) text(off int64, path, field, what, s string) {
+func (v *validator) text(off int64, path *fieldPath, field, what, s string) {
 	if !utf8.ValidString(s) {
-		v.add(SeverityWarning, CodeOk, off, path+field, "%s %s is not valid UTF-8", what, quote.String(s))
+		v.add(SeverityWarning, CodeOk, off, path.String()+field, "%s %s is not valid UTF-8", what, quote.String(s))
 	}
 }
 
@@ -227,37 +253,40 @@ func (v *validator) addErr(sev Severity, err error) {
 // to the length of a hostile vector.
 const maxElemFindings = 8
 
-// elemFindings reports problems of the elements of one vector.
+// elemFindings reports problems of the elements of one vector, whose path
+// is path+field, path given to add and done (not kept: a path kept beside
+// the validator would be moved to the heap, which Write's check of every
+// method would pay for).
 type elemFindings struct {
 	v             *validator
 	sev           Severity
 	code          Code
 	off           int64
-	path, field   string // the vector's path is path+field; an element's is path+field[k]
+	field         string
 	shown, hidden int
 }
 
 // elems starts the findings of the vector at path+field, a path joined
 // only when there is a finding: Write checks every vector it writes.
-func (v *validator) elems(sev Severity, code Code, off int64, path, field string) elemFindings {
-	return elemFindings{v: v, sev: sev, code: code, off: off, path: path, field: field}
+func (v *validator) elems(sev Severity, code Code, off int64, field string) elemFindings {
+	return elemFindings{v: v, sev: sev, code: code, off: off, field: field}
 }
 
-// add reports a problem of element k, or counts it once maxElemFindings
-// have been reported.
-func (e *elemFindings) add(k int, format string, args ...any) {
+// add reports a problem of element k of the vector at path+field, or
+// counts it once maxElemFindings have been reported.
+func (e *elemFindings) add(path *fieldPath, k int, format string, args ...any) {
 	if e.shown == maxElemFindings {
 		e.hidden++
 		return
 	}
 	e.shown++
-	e.v.add(e.sev, e.code, e.off, fmt.Sprintf("%s%s[%d]", e.path, e.field, k), format, args...)
+	e.v.add(e.sev, e.code, e.off, path.String()+e.field+"["+strconv.Itoa(k)+"]", format, args...)
 }
 
 // done reports how many element problems add did not list.
-func (e *elemFindings) done() {
+func (e *elemFindings) done(path *fieldPath) {
 	if e.hidden > 0 {
-		e.v.add(e.sev, e.code, e.off, e.path+e.field, "%d more elements have problems like the ones listed", e.hidden)
+		e.v.add(e.sev, e.code, e.off, path.String()+e.field, "%d more elements have problems like the ones listed", e.hidden)
 	}
 }
 
@@ -284,7 +313,7 @@ func (v *validator) segments() {
 				"segment holds %d bytes but the file has no extended header, so ExecuTorch cannot locate it", s.Size)
 			continue
 		}
-		if _, err := f.Segment(i); err != nil {
+		if _, _, err := f.segmentRange(i, func() string { return fmt.Sprintf("segments[%d]", i) }, -1); err != nil {
 			v.addErr(SeverityError, err)
 		}
 	}
@@ -314,13 +343,14 @@ func (v *validator) constantSegment() {
 					"constant data is in a segment but the file has no extended header: ExecuTorch would read it from file offset 0")
 			} else if uint64(cs.SegmentIndex) < uint64(len(p.Segments)) {
 				size := p.Segments[cs.SegmentIndex].Size
-				bad := v.elems(SeverityError, CodeInvalidArgument, f.posOf(cs), "constant_segment.offsets", "")
+				path := &fieldPath{name: "constant_segment.offsets", index: -1}
+				bad := v.elems(SeverityError, CodeInvalidArgument, f.posOf(cs), "")
 				for k, o := range cs.Offsets {
 					if o > size {
-						bad.add(k, "offset %d is past the %d-byte constant segment", o, size)
+						bad.add(path, k, "offset %d is past the %d-byte constant segment", o, size)
 					}
 				}
-				bad.done()
+				bad.done(path)
 			}
 		}
 	}
@@ -350,7 +380,7 @@ func (v *validator) namedData() {
 	seen := map[string]int{}
 	for i, nd := range p.NamedData {
 		path := fmt.Sprintf("named_data[%d]", i)
-		v.text(f.posOf(nd), path, ".key", "named data key", nd.Key)
+		v.text(f.posOf(nd), &fieldPath{name: path, index: -1}, ".key", "named data key", nd.Key)
 		if isAbsent(nd.Absent, "key", nd.Key) {
 			v.add(SeverityError, CodeInvalidArgument, f.posOf(nd), path+".key",
 				"named data has no key: ExecuTorch fails every lookup that reaches this entry")

@@ -239,9 +239,13 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 		}
 		sl.headRoom = opts.HeadRoom
 	}
+	// One allocation for the table rather than one per segment (65,536
+	// for an export of as many engines).
 	layout := make([]*DataSegment, len(pl.unique))
+	segs := make([]DataSegment, len(pl.unique))
 	for k := range layout {
-		layout[k] = &DataSegment{Offset: sl.offsets[k], Size: sizes[k]}
+		segs[k] = DataSegment{Offset: sl.offsets[k], Size: sizes[k]}
+		layout[k] = &segs[k]
 	}
 	present := p.Segments != nil || len(layout) > 0
 	if !present {

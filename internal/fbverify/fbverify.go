@@ -186,8 +186,8 @@ type Verifier struct {
 	vecBytes  uint64  // bytes of distinct vectors and strings
 	copyBytes uint64  // bytes of copied vectors, once per reference
 	seen      []uint8 // seen* bits by position/4 of a vector's length prefix
-	// shared lists the positions of shared strings, ascending, once
-	// verification is done (seen is dropped then).
+	// shared lists the positions of shared strings, as they are found,
+	// then ascending once verification is done (seen is dropped then).
 	shared []uint32
 	// paths holds the path nodes (see child): a table level adds at most
 	// a field and an element.
@@ -223,13 +223,10 @@ func Verify(buf []byte, root *Table) (*Verifier, error) {
 	if err := v.table(r, root, nil); err != nil {
 		return nil, err
 	}
-	// A decoder needs only the shared strings: keep their positions and
-	// let the per-position bits (a quarter of the buffer's size) go.
-	for i, bits := range v.seen {
-		if bits&seenShared != 0 {
-			v.shared = append(v.shared, uint32(i)*4)
-		}
-	}
+	// A decoder needs only the shared strings, listed as they were found
+	// (not by a pass over the bits): let the per-position bits (a quarter
+	// of the buffer's size) go.
+	slices.Sort(v.shared)
 	v.seen = nil
 	return v, nil
 }
@@ -324,16 +321,18 @@ func (v *Verifier) table(pos uint64, t *Table, p *path) error {
 			}
 			continue
 		}
-		fp := v.child(p, f.Name, -1)
 		abs := pos + fo
-		if err := v.fieldPlace(abs, vt+vo, fo, f, t, fp); err != nil {
+		if err := v.fieldPlace(abs, vt+vo, fo, f, t, p); err != nil {
 			return err
 		}
-		if f.Kind == KindUnionType {
+		switch f.Kind {
+		case KindScalar:
+			continue
+		case KindUnionType:
 			unionTag = v.buf[abs]
 			continue
 		}
-		if err := v.fieldValue(abs, f, unionTag, fp); err != nil {
+		if err := v.fieldValue(abs, f, unionTag, v.child(p, f.Name, -1)); err != nil {
 			return err
 		}
 	}
@@ -385,22 +384,24 @@ func (v *Verifier) vtable(pos uint64, t *Table, p *path) (vt, size uint64, err e
 	return vt, size, nil
 }
 
-// fieldPlace checks that a present field of table t, at abs (its vtable
-// entry at entry, holding offset fo), lies within the buffer and is aligned.
-func (v *Verifier) fieldPlace(abs, entry, fo uint64, f *Field, t *Table, fp *path) error {
+// fieldPlace checks that a present field f of table t (at path p), at abs
+// (its vtable entry at entry, holding offset fo), lies within the buffer
+// and is aligned. The field's path is made only for a finding: most
+// fields are scalars, which need no path to be verified.
+func (v *Verifier) fieldPlace(abs, entry, fo uint64, f *Field, t *Table, p *path) error {
 	width := uint64(4)
 	if f.Kind == KindScalar || f.Kind == KindUnionType {
 		width = uint64(f.Size)
 	}
 	if !v.within(abs, width) {
-		return v.fail(entry, fp, "field offset %d puts the field outside the flatbuffer", fo)
+		return v.fail(entry, v.child(p, f.Name, -1), "field offset %d puts the field outside the flatbuffer", fo)
 	}
 	if fo < 4 {
 		// The C++ verifier only bounds fields by the buffer.
-		v.warn(entry, fp, "field offset %d overlaps the %s table's own vtable offset", fo, t.Name)
+		v.warn(entry, v.child(p, f.Name, -1), "field offset %d overlaps the %s table's own vtable offset", fo, t.Name)
 	}
 	if abs%width != 0 {
-		return v.fail(abs, fp, "field at byte %d is not %d-byte aligned", abs, width)
+		return v.fail(abs, v.child(p, f.Name, -1), "field at byte %d is not %d-byte aligned", abs, width)
 	}
 	return nil
 }
@@ -506,7 +507,10 @@ func (v *Verifier) vector(pos, elem uint64, copied bool, p *path) (uint64, error
 // RULES (C++ VerifyString): a byte vector followed by a NUL inside the buffer.
 func (v *Verifier) string(pos uint64, p *path) error {
 	if pos%4 == 0 && v.within(pos, 4) && v.seen[pos/4]&seenString != 0 {
-		v.seen[pos/4] |= seenShared
+		if v.seen[pos/4]&seenShared == 0 {
+			v.seen[pos/4] |= seenShared
+			v.shared = append(v.shared, uint32(pos))
+		}
 		return nil
 	}
 	n, err := v.vector(pos, 1, false, p)
