@@ -32,13 +32,16 @@ const hugePage = 2 << 20
 // 8 MiB (2,048 faults), when the system does not overcommit memory
 // (vm.overcommit_memory 2: the n bytes, allocated if not touched, would
 // count against its limit), or when GODEBUG has disablethp=1 (the
-// runtime's own switch against huge pages for the heap). n is taken as at
+// runtime's own switch against huge pages for the heap), or when the
+// process's address space or data is limited (RLIMIT_AS, RLIMIT_DATA: the
+// n bytes count against them untouched, and a runtime whose heap cannot
+// grow dies). n is taken as at
 // most 4 GiB and half the machine's memory (the kernel's default
 // overcommit refuses a single allocation past its memory and swap, which
 // the runtime cannot survive). It is best effort: a kernel without
 // transparent huge pages, or set to never use them, ignores the advice.
 func ReadyHeap(n int64) {
-	if !batchProcess.Load() || thpDisabled(os.Getenv("GODEBUG")) || strictOvercommit() {
+	if !batchProcess.Load() || thpDisabled(os.Getenv("GODEBUG")) || strictOvercommit() || addressSpaceLimited() {
 		return
 	}
 	var si unix.Sysinfo_t
@@ -64,6 +67,19 @@ func ReadyHeap(n int64) {
 func strictOvercommit() bool {
 	b, err := os.ReadFile("/proc/sys/vm/overcommit_memory")
 	return err == nil && strings.TrimSpace(string(b)) == "2"
+}
+
+// addressSpaceLimited reports whether the process's address space or data
+// segment has a limit (ulimit -v, ulimit -d), or whether it cannot be
+// told.
+func addressSpaceLimited() bool {
+	for _, r := range []int{unix.RLIMIT_AS, unix.RLIMIT_DATA} {
+		var l unix.Rlimit
+		if unix.Getrlimit(r, &l) != nil || l.Cur != unix.RLIM_INFINITY {
+			return true
+		}
+	}
+	return false
 }
 
 // thpDisabled reports whether godebug (GODEBUG's value) sets

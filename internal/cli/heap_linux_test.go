@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // hugePageAdvised reports whether the byte at addr is in a mapping that
@@ -60,18 +61,22 @@ func TestReadyHeap(t *testing.T) {
 		// ReadyHeap must then do no harm, which the cases still check.
 		t.Logf("ReadyHeap gives no advice here (transparent huge pages: %v; strict overcommit: %t)", thpErr, strictOvercommit())
 	}
+	advises = advises && !addressSpaceLimited()
 	for _, c := range []struct {
 		optIn   bool
 		godebug string
+		limit   bool // the child limits its data segment (to far more than it uses)
 		want    bool
-	}{{false, "", false}, {true, "disablethp=1", false}, {true, "", advises}, {true, "disablethp=0", advises}} {
+	}{{false, "", false, false}, {true, "disablethp=1", false, false}, {true, "", false, advises}, {true, "disablethp=0", false, advises},
+		{true, "", true, false}} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestReadyHeapChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "PTEKIT_READYHEAP_CHILD="+strconv.FormatBool(c.optIn), "GODEBUG="+c.godebug)
+		cmd.Env = append(os.Environ(), "PTEKIT_READYHEAP_CHILD="+strconv.FormatBool(c.optIn), "GODEBUG="+c.godebug,
+			"PTEKIT_READYHEAP_LIMIT="+strconv.FormatBool(c.limit))
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		m := regexp.MustCompile(`advised=(true|false)`).FindSubmatch(out)
 		require.NotNil(t, m, "%s", out)
-		assert.Equal(t, strconv.FormatBool(c.want), string(m[1]), "opted in %t, GODEBUG=%q: is a fresh allocation after ReadyHeap advised huge pages?", c.optIn, c.godebug)
+		assert.Equal(t, strconv.FormatBool(c.want), string(m[1]), "opted in %t, GODEBUG=%q, data limited %t: is a fresh allocation after ReadyHeap advised huge pages?", c.optIn, c.godebug, c.limit)
 	}
 }
 
@@ -84,6 +89,12 @@ func TestReadyHeapChild(t *testing.T) {
 		return
 	}
 	batchProcess.Store(opt == "true")
+	if os.Getenv("PTEKIT_READYHEAP_LIMIT") == "true" {
+		var l unix.Rlimit
+		require.NoError(t, unix.Getrlimit(unix.RLIMIT_DATA, &l))
+		l.Cur = min(l.Max, 1<<40)
+		require.NoError(t, unix.Setrlimit(unix.RLIMIT_DATA, &l))
+	}
 	ReadyHeap(64 << 20)
 	fresh := make([]byte, 16<<20)
 	in := hugePageAdvised(t, uintptr(unsafe.Pointer(&fresh[len(fresh)/2])))
