@@ -21,10 +21,10 @@ const hugePage = 2 << 20
 // them, so that the heap grows into that range. Go's runtime gives its
 // heap no such advice, and with the kernel's usual setting
 // (/sys/kernel/mm/transparent_hugepage/enabled: madvise) each 4 KiB page
-// the heap first touches is then a page fault of its own: 13 us each on
+// the heap first touches is then a page fault of its own: 12.5 us each on
 // the virtual machines the benchmarks run on (a quarter of an export's
-// CPU time at 65,536 engines), against 0.35 us per 4 KiB when the kernel
-// maps 2 MiB at once. The cost is memory touched in 2 MiB steps: peak
+// CPU time at 65,536 engines), against 0.3-0.6 us per 4 KiB when the
+// kernel maps 2 MiB at once (BenchmarkPageTouch). The cost is memory touched in 2 MiB steps: peak
 // RSS grew by 1-8% in the exports measured.
 //
 // ReadyHeap does nothing unless TuneBatchGC ran (it changes the whole

@@ -111,3 +111,42 @@ func TestThpDisabled(t *testing.T) {
 		assert.Equal(t, want, thpDisabled(godebug), "GODEBUG=%q", godebug)
 	}
 }
+
+// BenchmarkPageTouch is what ReadyHeap is for: the cost of a first touch of
+// fresh anonymous memory, per 4 KiB page, when each page faults on its own,
+// when one mmap populates them all, and when the kernel backs them with
+// huge pages (MADV_HUGEPAGE). Run: go test -run '^$' -bench PageTouch
+// ./internal/cli (the figures in docs/performance.md).
+func BenchmarkPageTouch(b *testing.B) {
+	const size = 64 << 20
+	const page = 4096
+	for _, c := range []struct {
+		name   string
+		flags  int
+		advise bool
+	}{{"4KiB-faults", 0, false}, {"populated", unix.MAP_POPULATE, false}, {"huge-pages", 0, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				// Room to align the range to a huge page.
+				m, err := unix.Mmap(-1, 0, size+hugePage, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE|c.flags)
+				if err != nil {
+					b.Fatal(err)
+				}
+				off := int((hugePage - uintptr(unsafe.Pointer(&m[0]))%hugePage) % hugePage)
+				mem := m[off : off+size]
+				if c.advise {
+					if err := unix.Madvise(mem, unix.MADV_HUGEPAGE); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for i := 0; i < size; i += page {
+					mem[i] = 1
+				}
+				if err := unix.Munmap(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(size/page), "ns/page")
+		})
+	}
+}
