@@ -46,9 +46,9 @@ type config struct {
 	views bool
 	out   io.Writer
 	// floors holds the median and the largest peak RSS of each view (by
-	// shape and view name) on the one-engine program, when the scale rows
-	// include N = 1: what the process costs whatever the program, to
-	// report memory above it.
+	// shape and view name), and the export's CPU time in microseconds, on
+	// the one-engine program, when the scale rows include N = 1: what the
+	// process costs whatever the program, to report what an engine adds.
 	floors map[string][2]int64
 }
 

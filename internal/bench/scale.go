@@ -46,7 +46,7 @@ func scaleRows(c *config, dir string, t tools) error {
 		fmt.Fprintf(c.out, " Each export is also run with the reference pteexport, %s, in the same rounds (the order rotating: ours, `cat`, reference, then starting one further): \"ref CPU / engine\" and \"ref RSS / engine\" are its median CPU and largest peak over N, \"CPU ours / ref\" the median of the per-round ratios of CPU time, and \"output\" says whether the two programs are byte-identical.", c.refName)
 	}
 	fmt.Fprint(c.out, "\n\n")
-	cols := []string{"N", "shape", "export", "per engine", "CPU / engine", "`cat` + fsync", "ratio", "export peak RSS", "RSS / engine (above 1 engine)", "program", "program region"}
+	cols := []string{"N", "shape", "export", "per engine", "CPU / engine (above 1 engine)", "`cat` + fsync", "ratio", "export peak RSS", "RSS / engine (above 1 engine)", "program", "program region"}
 	if t.refExport != "" {
 		cols = append(cols, "ref CPU / engine", "ref RSS / engine", "CPU ours / ref", "output")
 	}
@@ -149,7 +149,7 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 	region := programRegion(out)
 	ow := median(walls(r.ours))
 	fmt.Fprintf(c.out, "| %d | %s | %s | %s | %s | %s | %.2fx | %s | %s | %s | %s |",
-		n, shape, dur(ow), perEngine(ow, n), perEngine(median(cpus(r.ours)), n), dur(median(walls(r.base))), r.ratio(),
+		n, shape, dur(ow), perEngine(ow, n), c.exportCPU(shape, n, median(cpus(r.ours))), dur(median(walls(r.base))), r.ratio(),
 		size(peak(r.ours)), c.exportRSS(shape, n, peak(r.ours)), size(fileSize(out)), size(region))
 	if t.refExport != "" {
 		ref := runs[2]
@@ -223,10 +223,7 @@ func (c *config) aboveFloor(shape, view string, n int, runs []sample, region int
 	key := shape + "\x00" + view
 	med, top := medianRSS(runs), peak(runs)
 	if n == 1 {
-		if c.floors == nil {
-			c.floors = map[string][2]int64{}
-		}
-		c.floors[key] = [2]int64{med, top}
+		c.setFloor(key, med, top)
 		return "(floor)"
 	}
 	floor, ok := c.floors[key]
@@ -237,16 +234,38 @@ func (c *config) aboveFloor(shape, view string, n int, runs []sample, region int
 	return fmt.Sprintf("%.1fx (%.1fx)", over(med, floor[0]), over(top, floor[1]))
 }
 
+// exportCPU returns an export's median CPU time per engine, and in
+// parentheses its CPU less the one-engine export's of the shape (recorded
+// here when n is 1) per engine, when the run has N = 1.
+func (c *config) exportCPU(shape string, n int, sec float64) string {
+	key := shape + "\x00exportcpu"
+	us := int64(sec * 1e6)
+	if n == 1 {
+		c.setFloor(key, us, us)
+		return perEngine(sec, n) + " (floor)"
+	}
+	per := perEngine(sec, n)
+	if floor, ok := c.floors[key]; ok {
+		per += " (" + perEngine(float64(max(us-floor[0], 0))/1e6, n) + ")"
+	}
+	return per
+}
+
+// setFloor records the median and the largest of a one-engine run under key.
+func (c *config) setFloor(key string, med, top int64) {
+	if c.floors == nil {
+		c.floors = map[string][2]int64{}
+	}
+	c.floors[key] = [2]int64{med, top}
+}
+
 // exportRSS returns an export's peak RSS per engine, and in parentheses
 // its peak less the one-engine export's of the shape (recorded here when
 // n is 1) per engine, when the run has N = 1.
 func (c *config) exportRSS(shape string, n int, rss int64) string {
 	key := shape + "\x00export"
 	if n == 1 {
-		if c.floors == nil {
-			c.floors = map[string][2]int64{}
-		}
-		c.floors[key] = [2]int64{rss, rss}
+		c.setFloor(key, rss, rss)
 		return size(rss) + " (floor)"
 	}
 	per := size(rss / int64(n))
