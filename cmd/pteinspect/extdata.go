@@ -238,7 +238,7 @@ func printExternalData(w io.Writer, f *pte.File, ext *inspect.ExternalData) {
 		if f.OK && f.Legacy {
 			state += " (older layout: ExecuTorch misreads it)"
 		}
-		t.row(fmt.Sprintf("[%d]", i), esc(f.Name), state)
+		t.row(fmt.Sprintf("[%d]", i), esc(f.Name), escText(state))
 	}
 	t.flush()
 	if len(ext.Files) > 0 && !ext.Merge.OK {
