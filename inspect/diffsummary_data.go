@@ -71,16 +71,23 @@ func bytesOf(s constSource) bytesID {
 	return bytesID{at: s.off, n: s.n}
 }
 
-// elementsCompared is how many elements of two buffers of na and nb bytes
-// a tensor of type st and numel elements compares: those of the tensor
-// both buffers hold, none for a type upstream does not decode or an
-// unknown count (hasNum false).
-func elementsCompared(na, nb int64, st pte.ScalarType, numel int64, hasNum bool) int64 {
-	dec, es, _ := elementDecoder(st)
-	if dec == nil || !hasNum {
-		return 0
+// tensorComparison returns the constant buffers of tensor ta of a and
+// tensor tb of b, and the comparison of them the summary makes: A's type,
+// and as many elements as the tensor has and both buffers hold (none for a
+// type upstream does not decode or an unknown count).
+func tensorComparison(a, b *pte.File, ta, tb *pte.Tensor) (sa, sb constSource, key dataKey, err error) {
+	if sa, err = constantSource(a, ta.DataBufferIdx); err != nil {
+		return sa, sb, key, err
 	}
-	return min(numel, na/es, nb/es)
+	if sb, err = constantSource(b, tb.DataBufferIdx); err != nil {
+		return sa, sb, key, err
+	}
+	key = dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType}
+	numel, hasNum := numElements(ta.Sizes)
+	if dec, es, _ := elementDecoder(ta.ScalarType); dec != nil && hasNum {
+		key.n = min(numel, sa.n/es, sb.n/es)
+	}
+	return sa, sb, key, nil
 }
 
 type dataResult struct {
@@ -147,21 +154,14 @@ func constantSource(f *pte.File, idx uint32) (constSource, error) {
 // tensor compares two tensors at value index k; nil when they agree.
 func (c *constComparer) tensor(k int, ta, tb *pte.Tensor, ua, ub map[int32][]Usage) (*TensorDiff, error) {
 	d := &TensorDiff{A: tensorRef(k, ta, ua), B: tensorRef(k, tb, ub), Fields: fieldDiffs(reflect.ValueOf(ta).Elem(), reflect.ValueOf(tb).Elem())}
-	sa, err := constantSource(c.f[0], ta.DataBufferIdx)
-	if err != nil {
-		return nil, err
-	}
-	sb, err := constantSource(c.f[1], tb.DataBufferIdx)
+	sa, sb, key, err := tensorComparison(c.f[0], c.f[1], ta, tb)
 	if err != nil {
 		return nil, err
 	}
 	d.ByteSizeA, d.ByteSizeB = sa.n, sb.n
-	numel, hasNum := numElements(ta.Sizes)
-	n := elementsCompared(sa.n, sb.n, ta.ScalarType, numel, hasNum)
-	key := dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType, n: n}
 	res, ok := c.done[key]
 	if !ok {
-		res, err = c.compare(sa, sb, ta.ScalarType, n)
+		res, err = c.compare(sa, sb, ta.ScalarType, key.n)
 		if err != nil {
 			return nil, fmt.Errorf("inspect: diff summary: constant data of value %d: %w", k, err)
 		}
@@ -299,7 +299,7 @@ func newDataCmp(na, nb int64, st pte.ScalarType) *dataCmp {
 	return d
 }
 
-// want asks for the comparison of the first n elements (elementsCompared),
+// want asks for the comparison of the first n elements (tensorComparison),
 // before any byte is fed.
 func (d *dataCmp) want(n int64) {
 	d.cuts, d.sorted = append(d.cuts, n), false

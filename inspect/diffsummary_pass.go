@@ -94,7 +94,11 @@ func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *Consta
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	da, db, err := buildPair(a, b, &o, ps)
+	da, err := build(a, &o, ps[0])
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	db, err := build(b, &o, ps[1])
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -121,59 +125,62 @@ var notCompared = fmt.Sprintf("the buffers come in another order in B than in A 
 // both sides it held or hashed.
 func passPair(a, b *pte.File, o *Options, tasks []*constTask) ([2]*passed, error) {
 	meter := meterOf(o.Progress, a.Size+b.Size)
-	ra, rb := (&builder{f: a}).spans(), (&builder{f: b}).spans()
+	spans := [2][]span{(&builder{f: a}).spans(), (&builder{f: b}).spans()}
 	keeps := [2]*keeper{newKeep(), newKeep()}
 	wantHeads(a, keeps[0])
 	wantHeads(b, keeps[1])
-	var sums [2]digests
-	var held, flowing, hashed []*constTask
-	if slices.Equal(ra, rb) && !slices.ContainsFunc(tasks, func(t *constTask) bool {
+	var order, held, flowing, hashed []*constTask
+	// groups are the files each cursor reads: both in lockstep, or one
+	// each.
+	groups := [][]*pte.File{{a}, {b}}
+	if slices.Equal(spans[0], spans[1]) && !slices.ContainsFunc(tasks, func(t *constTask) bool {
 		return t.a.inFile() && t.b.inFile() && t.a.off != t.b.off
 	}) {
 		// The same layout, and every pairing at the same offset in both:
 		// both files in lockstep, the bytes they share hashed once.
-		order, left := scheduleLockstep(tasks)
+		groups = [][]*pte.File{{a, b}}
+		var left []*constTask
+		order, left = scheduleLockstep(tasks)
 		// Both files are read at the same offsets, at the same time.
 		at := func(x int64) int64 { return x }
 		held, flowing, hashed = holdTasks(left, keeps, [2]func(int64) int64{at, at})
-		c, err := newCursor([]io.ReaderAt{a.ReaderAt(), b.ReaderAt()}, a.Size, ra, meter)
-		if err != nil {
-			return [2]*passed{}, err
-		}
-		c.keeps, c.mem = keeps[:], [][]byte{a.Region(), b.Region()}
-		for _, t := range order {
-			if err := t.run([2]*cursor{c, c}, [2]int{0, 1}); err != nil {
-				return [2]*passed{}, err
-			}
-		}
-		if sums, err = c.finish(); err != nil {
-			return [2]*passed{}, err
-		}
 	} else {
-		order, left := scheduleConstants(tasks)
+		var left []*constTask
+		order, left = scheduleConstants(tasks)
 		held, flowing, hashed = holdTasks(left, keeps, stepsOf(order))
-		ca, err := newCursor([]io.ReaderAt{a.ReaderAt()}, a.Size, ra, meter)
+	}
+	// cs[i] reads side i, as file lanes[i] of its cursor.
+	var cs [2]*cursor
+	var lanes [2]int
+	side := 0
+	for _, g := range groups {
+		var rs []io.ReaderAt
+		var mem [][]byte
+		for _, f := range g {
+			rs, mem = append(rs, f.ReaderAt()), append(mem, f.Region())
+		}
+		c, err := newCursor(rs, g[0].Size, spans[side], meter)
 		if err != nil {
 			return [2]*passed{}, err
 		}
-		ca.keeps, ca.mem = keeps[:1], [][]byte{a.Region()}
-		cb, err := newCursor([]io.ReaderAt{b.ReaderAt()}, b.Size, rb, meter)
+		c.keeps, c.mem = keeps[side:side+len(g)], mem
+		for lane := range g {
+			cs[side], lanes[side] = c, lane
+			side++
+		}
+	}
+	for _, t := range order {
+		if err := t.run(cs, lanes); err != nil {
+			return [2]*passed{}, err
+		}
+	}
+	var sums [2]digests
+	for side := 0; side < 2; side += len(cs[side].rs) {
+		d, err := cs[side].finish()
 		if err != nil {
 			return [2]*passed{}, err
 		}
-		cb.keeps, cb.mem = keeps[1:], [][]byte{b.Region()}
-		for _, t := range order {
-			if err := t.run([2]*cursor{ca, cb}, [2]int{0, 0}); err != nil {
-				return [2]*passed{}, err
-			}
-		}
-		for i, c := range []*cursor{ca, cb} {
-			d, err := c.finish()
-			if err != nil {
-				return [2]*passed{}, err
-			}
-			sums[i] = d[0]
-		}
+		copy(sums[side:], d[:len(cs[side].rs)])
 	}
 	for _, t := range flowing {
 		if t.err == nil && t.fed != t.limit {
@@ -194,19 +201,6 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask) ([2]*passed, error
 		}
 	}
 	return [2]*passed{{sums: sums[0], keep: keeps[0]}, {sums: sums[1], keep: keeps[1]}}, nil
-}
-
-// buildPair builds both documents after a pass.
-func buildPair(a, b *pte.File, o *Options, ps [2]*passed) (*Document, *Document, error) {
-	da, err := build(a, o, ps[0])
-	if err != nil {
-		return nil, nil, err
-	}
-	db, err := build(b, o, ps[1])
-	if err != nil {
-		return nil, nil, err
-	}
-	return da, db, nil
 }
 
 // holdTasks arranges the tasks the pass cannot make as it reads one
@@ -425,11 +419,7 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 			if !okA || !okB || ta == nil || tb == nil {
 				continue
 			}
-			sa, err := constantSource(a, ta.DataBufferIdx)
-			if err != nil {
-				return nil, nil, err
-			}
-			sb, err := constantSource(b, tb.DataBufferIdx)
+			sa, sb, key, err := tensorComparison(a, b, ta, tb)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -440,10 +430,8 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 				byType[pk] = r
 				readings = append(readings, r)
 			}
-			numel, hasNum := numElements(ta.Sizes)
-			n := elementsCompared(sa.n, sb.n, ta.ScalarType, numel, hasNum)
-			r.d.want(n)
-			cmps[dataKey{a: ta.DataBufferIdx, b: tb.DataBufferIdx, st: ta.ScalarType, n: n}] = r.d
+			r.d.want(key.n)
+			cmps[key] = r.d
 		}
 	}
 	// One task per pair of buffers, for all its types.
