@@ -147,7 +147,7 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	if err != nil {
 		return nil, err
 	}
-	plan := Plan{Device: int(view.DeviceID), Inputs: view.Inputs, Outputs: view.Outputs, Source: SourceAutomatic}
+	plan := Plan{Device: int(view.DeviceID), Inputs: view.Inputs, Outputs: view.Outputs, BudgetPlan: BudgetPlan{Source: SourceAutomatic}}
 	if len(view.Inputs) == 0 && len(view.Outputs) == 0 {
 		plan.Notes = append(plan.Notes, "the blob names no bindings: upstream infers them from the engine's I/O tensor names, so whether the load succeeds depends on the engine (not modelled here); aliased_io is checked against the inferred names after that")
 	}
