@@ -92,35 +92,14 @@ func (o *EncodeOptions) MarshalMetadata(m *Metadata) ([]byte, error) {
 	return js, nil
 }
 
-// Encode writes the blob to w and returns the number of bytes written.
+// Encode writes the blob to w and returns the number of bytes written:
+// what NewBlobReader serves, copied.
 func (o *EncodeOptions) Encode(w io.Writer, m *Metadata, engine io.ReaderAt, engineSize int64) (int64, error) {
-	prefix, err := o.Prefix(m, engineSize)
+	r, err := o.NewBlobReader(m, engine, engineSize)
 	if err != nil {
 		return 0, err
 	}
-	if err := checkEngine(engine, engineSize); err != nil {
-		return 0, err
-	}
-	n, err := w.Write(prefix)
-	written := int64(n)
-	if err != nil {
-		return written, err
-	}
-	if engineSize == 0 {
-		return written, nil
-	}
-	c, err := io.Copy(w, io.NewSectionReader(engine, 0, engineSize))
-	written += c
-	if err != nil {
-		if _, isEngine := err.(*EngineError); isEngine {
-			return written, err
-		}
-		return written, fmt.Errorf("trt blob: copying engine: %w", err)
-	}
-	if c != engineSize {
-		return written, shortEngine(c, engineSize)
-	}
-	return written, nil
+	return io.Copy(w, r)
 }
 
 // NewBlobReader returns the blob as a reader that serves the header and

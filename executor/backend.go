@@ -53,28 +53,26 @@ func (c *InitContext) RuntimeSpec(key string) (OptionValue, bool) {
 // code NotFound when there is none, and one with code InvalidArgument when
 // the first match holds another type.
 func (c *InitContext) RuntimeString(key string) (string, error) {
-	v, ok := c.RuntimeSpec(key)
-	if !ok {
-		return "", errorf(CodeNotFound, "no runtime option %q", key)
-	}
-	s, ok := v.Str()
-	if !ok {
-		return "", errorf(CodeInvalidArgument, "runtime option %q is a %s, not a string", key, v.Kind())
-	}
-	return s, nil
+	return runtimeSpec(c, key, OptionValue.Str, "a string")
 }
 
 // RuntimeInt is RuntimeString for int options (get_runtime_spec<int>).
 func (c *InitContext) RuntimeInt(key string) (int32, error) {
+	return runtimeSpec(c, key, OptionValue.Int, "an int")
+}
+
+// runtimeSpec is get_runtime_spec<T>, T being what get reads (want names it).
+func runtimeSpec[T any](c *InitContext, key string, get func(OptionValue) (T, bool), want string) (T, error) {
+	var zero T
 	v, ok := c.RuntimeSpec(key)
 	if !ok {
-		return 0, errorf(CodeNotFound, "no runtime option %q", key)
+		return zero, errorf(CodeNotFound, "no runtime option %q", key)
 	}
-	n, ok := v.Int()
+	x, ok := get(v)
 	if !ok {
-		return 0, errorf(CodeInvalidArgument, "runtime option %q is a %s, not an int", key, v.Kind())
+		return zero, errorf(CodeInvalidArgument, "runtime option %q is a %s, not %s", key, v.Kind(), want)
 	}
-	return n, nil
+	return x, nil
 }
 
 // ReportPlan records the plan of the delegate being initialized, so that it

@@ -36,25 +36,9 @@ type Plan struct {
 	Inputs  []string `json:"inputs"`
 	Outputs []string `json:"outputs"`
 
-	// Source is where the budget came from.
-	Source BudgetSource `json:"source"`
-	// Requested is the explicit budget in bytes (nil for automatic).
-	Requested *int64 `json:"requested"`
-	// Streamable is the engine's streamable weight size.
-	Streamable *int64 `json:"streamable"`
-	// Applied is the budget in force on the engine: Requested clamped to
-	// Streamable, or the automatic budget, or 0 after the automatic
-	// fallback. Nil in exactly three cases: the budget could not be
-	// resolved (the load fails; Reason says why), Streaming is false (the
-	// engine has nothing streamable; no budget applies and every weight
-	// stays resident), or the value depends on an engine fact nobody
-	// stated (listed in Assumed).
-	Applied *int64 `json:"applied"`
-	// Streaming is true when the engine streams weights (streamable size >
-	// 0), false when it has nothing streamable, nil when that is unknown.
-	Streaming *bool `json:"streaming"`
-	// Reason explains the outcome in one sentence.
-	Reason string `json:"reason"`
+	// BudgetPlan is the weight streaming decision; the facts its figures
+	// needed but nobody stated are in Assumed.
+	BudgetPlan
 	// Notes lists other decisions worth knowing, such as an empty load-time
 	// option that was ignored.
 	Notes []string `json:"notes,omitempty"`

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/internal/quote"
 	"strconv"
 	"strings"
@@ -13,10 +14,10 @@ const (
 	// MaxOptionKeyLen is the longest option key: keys live in a 64-byte C
 	// string buffer.
 	MaxOptionKeyLen = 63
-	// MaxOptionStringLen is the longest string option value: values live in
-	// a 256-byte C string buffer. ExecuTorch truncates longer strings
-	// silently; this package refuses them.
-	MaxOptionStringLen = 255
+	// MaxOptionStringLen is the longest string option value, the one limit
+	// compilespec.MaxOptionStringLen states. ExecuTorch truncates longer
+	// strings silently; this package refuses them.
+	MaxOptionStringLen = compilespec.MaxOptionStringLen
 	// MaxBackendIDLen is the longest backend id a LoadOptions entry may
 	// address.
 	MaxBackendIDLen = 63

@@ -334,8 +334,8 @@ func delegatePlan(di int, backend string, modelled bool, p *Plan, loaded bool, o
 	if p != nil {
 		dev := p.Device
 		dp.Device = &dev
-		dp.Budget = &BudgetPlan{Source: p.Source, Requested: p.Requested, Applied: p.Applied,
-			Streaming: p.Streaming, Streamable: p.Streamable, Reason: p.Reason}
+		b := p.BudgetPlan
+		dp.Budget = &b
 		dp.Inputs, dp.Outputs = p.Inputs, p.Outputs
 		dp.Scratch, dp.SharedScratch, dp.Notes = p.Scratch, p.SharedScratch, p.Notes
 		for _, a := range p.Assumed {

@@ -241,21 +241,21 @@ func (m *Method) initDelegates(opts *LoadOptions, data *ptd.MethodResult) *Error
 			e.Delegate = di
 			return e
 		}
+		log := m.log.With(slog.Int("delegate", di), slog.String("backend", d.ID))
 		b, ok := m.prog.reg.Backend(d.ID)
 		if !ok {
-			m.log.Error("backend is not registered", slog.Int("delegate", di), slog.String("backend", d.ID))
+			log.Error("backend is not registered")
 			return at(CodeNotFound, "backend %s is not registered", d.ID)
 		}
 		if !b.IsAvailable() {
-			m.log.Error("backend is not available", slog.Int("delegate", di), slog.String("backend", d.ID))
+			log.Error("backend is not available")
 			return at(CodeNotFound, "backend %s is not available", d.ID)
 		}
 		payload, err := m.prog.file.DelegateData(m.planIndex, di)
 		if err != nil {
 			e := locate(err, m.name, di, d.ID)
 			e.Msg = "cannot read the delegate payload"
-			m.log.Error("failed to load data for backend", slog.Int("delegate", di), slog.String("backend", d.ID),
-				slog.String("code", e.Code.String()), slog.Any("error", err))
+			log.Error("failed to load data for backend", slog.String("code", e.Code.String()), slog.Any("error", err))
 			return e
 		}
 		if e := checkDelegateEntry(m.name, di, d); e != nil {
@@ -265,7 +265,7 @@ func (m *Method) initDelegates(opts *LoadOptions, data *ptd.MethodResult) *Error
 		ictx := &InitContext{
 			Method: m.name, DelegateIndex: di, BackendID: d.ID,
 			RuntimeSpecs: opts.Options(d.ID),
-			Logger:       m.log.With(slog.Int("delegate", di), slog.String("backend", d.ID)),
+			Logger:       log,
 			plans:        &m.plans,
 		}
 		m.planMu.Lock() // ReportPlan appends to m.plans
@@ -273,8 +273,7 @@ func (m *Method) initDelegates(opts *LoadOptions, data *ptd.MethodResult) *Error
 		m.planMu.Unlock()
 		if err != nil {
 			e := locate(err, m.name, di, d.ID)
-			m.log.Error("backend init failed", slog.Int("delegate", di), slog.String("backend", d.ID),
-				slog.String("code", e.Code.String()), slog.String("error", e.Error()))
+			log.Error("backend init failed", slog.String("code", e.Code.String()), slog.String("error", e.Error()))
 			return e
 		}
 		m.delegates = append(m.delegates, delegateState{id: d.ID, backend: b, handle: h})

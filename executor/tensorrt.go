@@ -147,7 +147,7 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	if err != nil {
 		return nil, err
 	}
-	plan := Plan{Device: int(view.DeviceID), Inputs: view.Inputs, Outputs: view.Outputs, Source: SourceAutomatic}
+	plan := Plan{Device: int(view.DeviceID), Inputs: view.Inputs, Outputs: view.Outputs, BudgetPlan: BudgetPlan{Source: SourceAutomatic}}
 	if len(view.Inputs) == 0 && len(view.Outputs) == 0 {
 		plan.Notes = append(plan.Notes, "the blob names no bindings: upstream infers them from the engine's I/O tensor names, so whether the load succeeds depends on the engine (not modelled here); aliased_io is checked against the inferred names after that")
 	}
@@ -166,6 +166,9 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 			engine.Close()
 		}
 	}()
+	// From here on every outcome is reported, as it stands when Init
+	// returns: a failure's plan says how far the engine got.
+	defer ictx.ReportPlan(&plan)
 
 	res, err := ResolveBudget(ictx.RuntimeSpecs, specs)
 	for _, n := range res.Notes {
@@ -179,11 +182,9 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 		if e.Err != nil {
 			plan.Reason += ": " + e.Err.Error()
 		}
-		ictx.ReportPlan(clonePlan(&plan))
 		return nil, e
 	}
 	if err := applyBudget(log, engine, res, &plan); err != nil {
-		ictx.ReportPlan(clonePlan(&plan))
 		return nil, err
 	}
 
@@ -200,16 +201,13 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	}
 	h.ctx, err = engine.CreateContext(ContextOptions{UserManagedScratch: plan.SharedScratch})
 	if err != nil || h.ctx == nil {
-		ictx.ReportPlan(clonePlan(&plan))
 		log.Error("TensorRTBackend::init: failed to create execution context", slog.Any("error", err))
 		return nil, wrapError(CodeInvalidProgram, "failed to create execution context", err)
 	}
 	if err := checkEngineIO(log, engine, view, &plan); err != nil {
 		h.ctx.Close()
-		ictx.ReportPlan(clonePlan(&plan))
 		return nil, err
 	}
-	ictx.ReportPlan(clonePlan(&plan))
 	log.Info("TensorRTBackend::init: TensorRT engine ready",
 		slog.Int("inputs", len(view.Inputs)), slog.Int("outputs", len(view.Outputs)), slog.Bool("shared_scratch", plan.SharedScratch))
 	ok = true
@@ -313,13 +311,6 @@ func appendOnce(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
-}
-
-func clonePlan(p *Plan) *Plan {
-	c := *p
-	c.Notes = append([]string(nil), p.Notes...)
-	c.Assumed = append([]string(nil), p.Assumed...)
-	return &c
 }
 
 // applyBudget applies a resolved budget to engine the way

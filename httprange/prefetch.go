@@ -236,17 +236,16 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	if r.unvalidated(resp) != "" {
 		return got, nil // single requests refuse it
 	}
-	body := countingReader{resp.Body, &r.bodyBytes}
 	ans := rangeAnswer{r: r, batch: batch, got: got, first: first, span: span, status: resp.StatusCode}
 	mt, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/byteranges" || params["boundary"] == "" {
 		// One range answered (the first, or several merged): a server
 		// that answers one range per request.
 		r.noMulti.Store(true)
-		_, err := ans.take(resp.Header.Get("Content-Range"), body)
+		_, err := ans.take(resp.Header.Get("Content-Range"), resp.Body)
 		return got, err
 	}
-	mr := multipart.NewReader(body, params["boundary"])
+	mr := multipart.NewReader(resp.Body, params["boundary"])
 	for range batch {
 		part, err := mr.NextPart()
 		if err != nil {

@@ -519,7 +519,7 @@ func (r *Reader) send(ctx context.Context, req *http.Request, off, n int64) (*ht
 		cancel(nil)
 		return nil, r.doError(ctx, rctx, err, off, n)
 	}
-	resp.Body = &idleBody{rc: resp.Body, limit: r.opts.IdleTimeout, ctx: rctx, cancel: cancel}
+	resp.Body = &idleBody{rc: resp.Body, limit: r.opts.IdleTimeout, ctx: rctx, cancel: cancel, count: &r.bodyBytes}
 	return resp, nil
 }
 
@@ -535,21 +535,24 @@ func (e *stallError) Error() string {
 }
 
 // idleBody is a response body each of whose reads must return within
-// limit (0: no limit); a read that does not cancels the request.
+// limit (0: no limit); a read that does not cancels the request. It adds
+// the bytes read to count (Stats.Bytes).
 type idleBody struct {
 	rc     io.ReadCloser
 	limit  time.Duration
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	count  *atomic.Int64
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
-	if b.limit <= 0 {
-		return b.rc.Read(p)
+	var t *time.Timer
+	if b.limit > 0 {
+		t = time.AfterFunc(b.limit, func() { b.cancel(&stallError{"no body data", b.limit}) })
 	}
-	t := time.AfterFunc(b.limit, func() { b.cancel(&stallError{"no body data", b.limit}) })
 	n, err := b.rc.Read(p)
-	if !t.Stop() && err != nil && err != io.EOF {
+	b.count.Add(int64(n))
+	if t != nil && !t.Stop() && err != nil && err != io.EOF {
 		// The limit passed: say so rather than "context canceled".
 		err = context.Cause(b.ctx)
 	}
@@ -569,7 +572,6 @@ func (r *Reader) openOnce(ctx context.Context, n int64) error {
 		return err
 	}
 	defer resp.Body.Close()
-	body := countingReader{resp.Body, &r.bodyBytes}
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
 		start, end, total, ok := parseContentRange(resp.Header.Get("Content-Range"))
@@ -580,7 +582,7 @@ func (r *Reader) openOnce(ctx context.Context, n int64) error {
 			return r.respError(KindBadResponse, resp, 0, n, "Content-Range %q does not answer the range asked for", resp.Header.Get("Content-Range"))
 		}
 		data := make([]byte, end+1)
-		if err := r.readBody(ctx, resp, body, data, 0); err != nil {
+		if err := r.readBody(ctx, resp, data, 0); err != nil {
 			return err
 		}
 		r.pin(resp)
@@ -593,7 +595,7 @@ func (r *Reader) openOnce(ctx context.Context, n int64) error {
 		r.mu.Unlock()
 		return nil
 	case http.StatusOK:
-		return r.openWhole(ctx, resp, body, n)
+		return r.openWhole(ctx, resp, n)
 	case http.StatusRequestedRangeNotSatisfiable:
 		// The answer for an empty object: no byte 0 to send.
 		if _, _, total, ok := parseContentRange(resp.Header.Get("Content-Range")); ok && total == 0 {
@@ -609,7 +611,7 @@ func (r *Reader) openOnce(ctx context.Context, n int64) error {
 // openWhole handles a 200 to the first request: the server ignored Range.
 // The object is kept in memory if it is at most MaxBodyFallback bytes and
 // refused otherwise, before its body is read.
-func (r *Reader) openWhole(ctx context.Context, resp *http.Response, body io.Reader, n int64) error {
+func (r *Reader) openWhole(ctx context.Context, resp *http.Response, n int64) error {
 	limit := r.opts.MaxBodyFallback
 	refuse := func(size string) error {
 		return r.respError(KindNoRangeSupport, resp, 0, n, "the server ignored Range and sent the whole object (%s); objects are read that way only up to %d bytes (Options.MaxBodyFallback)", size, limit)
@@ -617,7 +619,7 @@ func (r *Reader) openWhole(ctx context.Context, resp *http.Response, body io.Rea
 	if resp.ContentLength > limit {
 		return refuse(fmt.Sprintf("%d bytes", resp.ContentLength))
 	}
-	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return r.bodyError(ctx, resp, err, 0, 0, fmt.Sprintf("body ended after %d bytes", len(data)))
 	}
@@ -701,7 +703,7 @@ func (r *Reader) getOnce(ctx context.Context, dst []byte, off int64) error {
 		if start != off || end != off+n-1 {
 			return r.respError(KindBadResponse, resp, off, n, "Content-Range %q does not answer the range asked for", cr)
 		}
-		if err := r.readBody(ctx, resp, countingReader{resp.Body, &r.bodyBytes}, dst, off); err != nil {
+		if err := r.readBody(ctx, resp, dst, off); err != nil {
 			return err
 		}
 		if msg := r.unvalidated(resp); msg != "" {
@@ -763,16 +765,16 @@ func (r *Reader) unvalidated(resp *http.Response) string {
 
 // readBody reads exactly len(dst) body bytes into dst and checks that the
 // body holds no more.
-func (r *Reader) readBody(ctx context.Context, resp *http.Response, body io.Reader, dst []byte, off int64) error {
+func (r *Reader) readBody(ctx context.Context, resp *http.Response, dst []byte, off int64) error {
 	n := int64(len(dst))
 	if resp.ContentLength >= 0 && resp.ContentLength != n {
 		return r.respError(KindBadResponse, resp, off, n, "Content-Length %d does not match the %d-byte range", resp.ContentLength, n)
 	}
-	if k, err := io.ReadFull(body, dst); err != nil {
+	if k, err := io.ReadFull(resp.Body, dst); err != nil {
 		return r.bodyError(ctx, resp, err, off, n, fmt.Sprintf("body ended after %d of %d bytes", k, n))
 	}
 	var extra [1]byte
-	if k, _ := io.ReadFull(body, extra[:]); k > 0 {
+	if k, _ := io.ReadFull(resp.Body, extra[:]); k > 0 {
 		return r.respError(KindBadResponse, resp, off, n, "body is longer than the %d-byte range", n)
 	}
 	return nil
@@ -978,16 +980,4 @@ type countingTransport struct {
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.n.Add(1)
 	return t.base.RoundTrip(req)
-}
-
-// countingReader counts the bytes read from a response body.
-type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (c countingReader) Read(p []byte) (int, error) {
-	k, err := c.r.Read(p)
-	c.n.Add(int64(k))
-	return k, err
 }

@@ -320,24 +320,23 @@ func (f *File) decodeNamedData(nds []flatbuffers.Table) {
 // entry: an absent key or layout, mismatched dim_order, a bad segment index.
 func (f *File) checkNamedData() {
 	for i, nd := range f.NamedData {
+		add := func(sev pte.Severity, field string, code pte.Code, undefined bool, msg string) {
+			f.Findings = append(f.Findings, Finding{Severity: sev, Err: &FormatError{Off: f.ndPos[i],
+				Path: fmt.Sprintf("named_data[%d].%s", i, field), Code: code, Undefined: undefined, Msg: msg}})
+		}
 		if nd.KeyAbsent {
-			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityError, Err: &FormatError{Off: f.ndPos[i],
-				Path: fmt.Sprintf("named_data[%d].key", i), Code: pte.CodeInvalidExternal, Undefined: true,
-				Msg: "key is absent: ExecuTorch dereferences null when it lists or looks up keys"}})
+			add(pte.SeverityError, "key", pte.CodeInvalidExternal, true, "key is absent: ExecuTorch dereferences null when it lists or looks up keys")
 		}
 		if nd.Layout == nil {
-			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityWarning, Err: &FormatError{Off: f.ndPos[i],
-				Path: fmt.Sprintf("named_data[%d].tensor_layout", i), Code: pte.CodeOk,
-				Msg: fmt.Sprintf("key %q has no tensor_layout: ExecuTorch crashes if a program asks for its layout", nd.Key)}})
+			add(pte.SeverityWarning, "tensor_layout", pte.CodeOk, false,
+				fmt.Sprintf("key %q has no tensor_layout: ExecuTorch crashes if a program asks for its layout", nd.Key))
 		} else if len(nd.Layout.DimOrder) != len(nd.Layout.Sizes) {
-			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityWarning, Err: &FormatError{Off: f.ndPos[i],
-				Path: fmt.Sprintf("named_data[%d].tensor_layout.dim_order", i), Code: pte.CodeOk,
-				Msg: fmt.Sprintf("%d dim_order entries for %d sizes", len(nd.Layout.DimOrder), len(nd.Layout.Sizes))}})
+			add(pte.SeverityWarning, "tensor_layout.dim_order", pte.CodeOk, false,
+				fmt.Sprintf("%d dim_order entries for %d sizes", len(nd.Layout.DimOrder), len(nd.Layout.Sizes)))
 		}
 		if nd.SegmentIndex >= uint32(len(f.Segments)) {
-			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityError, Err: &FormatError{Off: f.ndPos[i],
-				Path: fmt.Sprintf("named_data[%d].segment_index", i), Code: pte.CodeInvalidExternal,
-				Msg: fmt.Sprintf("segment index %d out of range (%d segments)", nd.SegmentIndex, len(f.Segments))}})
+			add(pte.SeverityError, "segment_index", pte.CodeInvalidExternal, false,
+				fmt.Sprintf("segment index %d out of range (%d segments)", nd.SegmentIndex, len(f.Segments)))
 		}
 	}
 }

@@ -62,11 +62,8 @@ func statusOf(err error) Status {
 	if fe, ok := errors.AsType[*FormatError](err); ok {
 		return Status{Code: fe.Code, Undefined: fe.Undefined, Err: err}
 	}
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-		// FileDataLoader::from fails to open the file.
-		return Status{Code: pte.CodeAccessFailed, Err: err}
-	}
-	if _, ok := errors.AsType[*fs.PathError](err); ok {
+	if _, ok := errors.AsType[*fs.PathError](err); ok || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		// FileDataLoader::from fails to open or read the file.
 		return Status{Code: pte.CodeAccessFailed, Err: err}
 	}
 	return Status{Code: pte.CodeInternal, Err: err}
@@ -451,10 +448,8 @@ func compareLayout(row *TensorRow, t *pte.Tensor, l *TensorLayout, f *File, entr
 			Path: fmt.Sprintf("named_data[%d].tensor_layout.dim_order", entry), Code: pte.CodeInvalidExternal, Undefined: true,
 			Msg: fmt.Sprintf("key %q: %d dim_order entries for rank %d: ExecuTorch reads past the vector", row.Key, len(l.DimOrder), len(l.Sizes))}}
 	}
-	for i := range l.Sizes {
-		if l.Sizes[i] != t.Sizes[i] {
-			return bad("sizes %v, program wants %v", l.Sizes, t.Sizes)
-		}
+	if !slices.Equal(l.Sizes, t.Sizes) {
+		return bad("sizes %v, program wants %v", l.Sizes, t.Sizes)
 	}
 	for i := range l.Sizes {
 		if i >= len(t.DimOrder) || l.DimOrder[i] != t.DimOrder[i] {

@@ -54,11 +54,10 @@ func checkInputs(output string, out fs.FileInfo, inputs []string) ([]input, erro
 			}
 			continue
 		}
-		ins = append(ins, input{in, st})
-		if out == nil || !os.SameFile(out, st) {
-			continue
+		if out != nil && os.SameFile(out, st) {
+			return nil, newInputError(output, in)
 		}
-		return nil, newInputError(output, in)
+		ins = append(ins, input{in, st})
 	}
 	return ins, nil
 }
