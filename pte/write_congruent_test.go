@@ -40,7 +40,7 @@ func TestWritePageCongruent(t *testing.T) {
 		t.Run(fmt.Sprint(align), func(t *testing.T) {
 			var kernel int64
 			if copyFileRangeSupported {
-				testHookKernelCopy = func(n int64) { kernel += n }
+				testHookKernelCopy = func(_, n int64) { kernel += n }
 				t.Cleanup(func() { testHookKernelCopy = nil })
 			}
 			out := filepath.Join(dir, fmt.Sprintf("out%d.pte", align))

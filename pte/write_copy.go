@@ -151,9 +151,9 @@ func nested(ra io.ReaderAt, depth int) bool {
 // when the source and destination offsets agree modulo it.
 const shareAlign = 4096
 
-// testHookKernelCopy, when set by a test, is told how many bytes each
-// copy_file_range call copied.
-var testHookKernelCopy func(n int64)
+// testHookKernelCopy, when set by a test, is told where in the output
+// each copy_file_range call started and how many bytes it copied.
+var testHookKernelCopy func(at, n int64)
 
 // payloadCopier copies segment payloads to cw. Into an *os.File a source
 // is split into its parts (see Composite), and a part that is a file
@@ -236,20 +236,34 @@ func (c *payloadCopier) copy(src *io.SectionReader, n int64) error {
 // kernelCopy copies n bytes of in at off to dst with copy_file_range, in
 // steps of earlyWritebackStep when writeback is to start early, so that a
 // single large payload is written back while it is still being copied.
+//
+// The first call ends where the output reaches a multiple of
+// WideCongruence. The kernel moves the bytes of one call through a pipe in
+// 64 KiB pieces counted from where the call starts; pieces that straddle
+// 64 KiB boundaries of the output (a segment whose blob header puts its
+// start a few hundred bytes before its engine's aligned offset) leave the
+// output's page cache in small folios, which take longer to write back and
+// to free when the file is later deleted: a re-bake of 8 engines of 64 MiB
+// spent 30-50 ms more on its fsync and its output 35 ms more on being
+// deleted than the same bytes copied from aligned starts.
 func (c *payloadCopier) kernelCopy(dst *os.File, in syscall.Conn, off, n int64) (int64, error) {
 	step := n
 	if c.writeback {
 		step = earlyWritebackStep
 	}
+	lead := (WideCongruence - c.cw.pos%WideCongruence) % WideCongruence
 	var done int64
 	for done < n {
 		want := min(step, n-done)
+		if done == 0 && lead > 0 {
+			want = min(want, lead)
+		}
 		k, err := copyFileRange(dst, in, off+done, want)
+		if testHookKernelCopy != nil {
+			testHookKernelCopy(c.cw.pos, k)
+		}
 		done += k
 		c.cw.pos += k
-		if testHookKernelCopy != nil {
-			testHookKernelCopy(k)
-		}
 		if err != nil || k < want {
 			return done, err // an error, or the end of in: the caller reads the rest
 		}

@@ -3,6 +3,7 @@ package pte
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -265,7 +266,7 @@ func TestWriteKernelCopiesCongruentParts(t *testing.T) {
 		t.Skip("no copy_file_range on this platform")
 	}
 	var kernel int64
-	testHookKernelCopy = func(n int64) { kernel += n }
+	testHookKernelCopy = func(_, n int64) { kernel += n }
 	t.Cleanup(func() { testHookKernelCopy = nil })
 	dir := t.TempDir()
 	data := cpPattern(1<<20+5*shareAlign, 8)
@@ -466,6 +467,61 @@ func TestEarlyWriteback(t *testing.T) {
 		}
 		if got, err := os.ReadFile(out); err != nil || !bytes.Contains(got, big) {
 			t.Errorf("%s: the payload was not written whole (error %v)", c.name, err)
+		}
+	}
+}
+
+// TestKernelCopyStartsAligned checks that a payload the kernel copies
+// from an offset off a 64 KiB boundary of the output (a blob whose head
+// precedes its aligned engine) is copied by a first call that ends at the
+// boundary and then by calls that each start on one, with and without
+// early writeback, and that the output's bytes are the payload's.
+func TestKernelCopyStartsAligned(t *testing.T) {
+	if !copyFileRangeSupported {
+		t.Skip("no copy_file_range on this platform")
+	}
+	step := earlyWritebackStep
+	earlyWritebackStep = 2 * WideCongruence
+	t.Cleanup(func() { earlyWritebackStep = step })
+	dir := t.TempDir()
+	data := cpPattern(3*WideCongruence+4*shareAlign, 5)
+	f := cpFile(t, dir, "engine.bin", data)
+	const head = 288 // a blob head: the payload starts this far before a page
+	src := io.NewSectionReader(f, shareAlign-head, int64(len(data))-(shareAlign-head))
+	for _, writeback := range []bool{false, true} {
+		type call struct{ at, n int64 }
+		var calls []call
+		testHookKernelCopy = func(at, n int64) { calls = append(calls, call{at, n}) }
+		t.Cleanup(func() { testHookKernelCopy = nil })
+		out := filepath.Join(dir, fmt.Sprintf("out-%v.pte", writeback))
+		o, err := os.Create(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := Write(o, wrProgram(1), []*io.SectionReader{wrSection(nil), src}, &WriteOptions{SegmentAlignment: 16, PageCongruent: true, EarlyWriteback: writeback})
+		o.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(calls) < 2 {
+			t.Fatalf("writeback %v: %d copy_file_range calls (%v), want a lead-in and the aligned rest", writeback, len(calls), calls)
+		}
+		if calls[0].at%WideCongruence == 0 || (calls[0].at+calls[0].n)%WideCongruence != 0 {
+			t.Errorf("writeback %v: first call copies [%d, %d), want it to end at the first 64 KiB boundary after an unaligned start", writeback, calls[0].at, calls[0].at+calls[0].n)
+		}
+		for _, c := range calls[1:] {
+			if c.at%WideCongruence != 0 {
+				t.Errorf("writeback %v: a later call starts at %d, off a 64 KiB boundary (calls %v)", writeback, c.at, calls)
+			}
+		}
+		got, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg := info.Segments[info.SegmentIndex[1]]
+		at := info.Header.SegmentBaseOffset + seg.Offset
+		if want := data[shareAlign-head:]; !bytes.Equal(got[at:at+seg.Size], want) {
+			t.Errorf("writeback %v: the segment's bytes differ from the payload's", writeback)
 		}
 	}
 }
