@@ -10,8 +10,9 @@
 // of the per-pair ratios, each side's median wall time, its peak RSS (the
 // ru_maxrss wait4 reports, children included; at least that of the small
 // launcher process, reported with the results) and the bytes it read
-// (/proc/PID/io rchar: bytes passed through read(2) and friends, which
-// copy_file_range does not count). The scale rows export N engines of
+// (/proc/PID/io rchar: bytes passed through read(2) and friends, and
+// through copy_file_range too, so it counts what the kernel copied
+// without user space seeing it). The scale rows export N engines of
 // 1 KiB and time the views of the result.
 //
 // Inputs are built in a temporary directory (-tmp, default $TMPDIR) and

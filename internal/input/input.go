@@ -1,9 +1,11 @@
 // Package input opens the inputs of ptekit's commands: a file path, "-"
-// for standard input, or an http:// or https:// URL read with range
-// requests (package httprange). Both commands open every input through
-// Open, so a URL is accepted wherever a path is, with the same flags
-// (--header, --timeout), the same credentials from the environment, and
-// the same exit codes and hints for transport failures.
+// for standard input, an http:// or https:// URL read with range
+// requests (package httprange), or an s3://bucket/key location read the
+// same way with requests signed by package objstore. Both commands open
+// every input through Open, so a URL or an s3:// location is accepted
+// wherever a path is, with the same flags (--header, --timeout), the same
+// credentials from the environment, and the same exit codes and hints for
+// transport failures.
 package input
 
 import (
