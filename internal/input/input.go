@@ -13,16 +13,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ptekit/ptekit/compilespec"
 	"io"
 	"maps"
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/ptekit/ptekit/compilespec"
 	"github.com/ptekit/ptekit/httprange"
 	"github.com/ptekit/ptekit/internal/atomicfile"
 	"github.com/ptekit/ptekit/internal/undorecord"
@@ -108,14 +109,15 @@ func programLimits(getenv func(string) string) (pte.OpenOptions, error) {
 
 // ExplainLimit adds to an error from opening a program how to raise the
 // limit, when the limit is what failed; other errors are returned as they
-// are.
+// are. The suggested setting has no space ("2.264KB"), so that it can be
+// pasted into a shell as it is.
 func ExplainLimit(err error) error {
 	var le *pte.ProgramLimitError
 	if !errors.As(err, &le) {
 		return err
 	}
 	return fmt.Errorf("%w (the program's flatbuffer region of %s is over the limit of %s; set %s=%s to read it)",
-		err, compilespec.FormatSizeApprox(le.Size), compilespec.FormatSizeApprox(le.Limit), EnvMaxProgramSize, compilespec.FormatSize(int64(min(le.Size, 1<<31))))
+		err, compilespec.FormatSizeApprox(le.Size), compilespec.FormatSizeApprox(le.Limit), EnvMaxProgramSize, strings.ReplaceAll(compilespec.FormatSize(int64(min(le.Size, 1<<31))), " ", ""))
 }
 
 // Opener returns an Opener for these flags, with the environment's

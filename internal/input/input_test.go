@@ -307,3 +307,27 @@ func TestStdinChunks(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 	require.Equal(t, data, all[:n])
 }
+
+// TestExplainLimitSuggestsAPastableSetting checks that the setting
+// ExplainLimit suggests is one shell word that, read back as
+// PTEKIT_MAX_PROGRAM_SIZE, admits the program.
+func TestExplainLimitSuggestsAPastableSetting(t *testing.T) {
+	for _, size := range []uint64{2264, 3 << 20, 1<<20 + 1, 5 << 30} {
+		le := &pte.ProgramLimitError{Size: size, Limit: 1024, Err: &pte.FormatError{Msg: "over the limit"}}
+		msg := ExplainLimit(le).Error()
+		_, after, ok := strings.Cut(msg, EnvMaxProgramSize+"=")
+		if !ok {
+			t.Fatalf("size %d: no setting suggested in %q", size, msg)
+		}
+		word, _, _ := strings.Cut(after, " ")
+		opts, err := programLimits(func(k string) string {
+			if k == EnvMaxProgramSize {
+				return word
+			}
+			return ""
+		})
+		if err != nil || uint64(opts.MaxProgramSize) < min(size, 1<<31) {
+			t.Errorf("size %d: suggested %s=%s (in %q) reads back as %d, %v", size, EnvMaxProgramSize, word, msg, opts.MaxProgramSize, err)
+		}
+	}
+}
