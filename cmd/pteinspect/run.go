@@ -107,7 +107,7 @@ func newFlagSet(o *options) *pflag.FlagSet {
 	fs.BoolVar(&o.engine, "engine", false, "with --extract, write the TensorRT engine inside the payload")
 	fs.BoolVar(&o.plan, "plan", false, "print the per-engine load plan (budget, device, bindings) without a GPU")
 	fs.BoolVar(&o.size, "size", false, "show where the bytes go: every byte of the file by method, backend and part (--long, --json, --html)")
-	fs.StringVar(&o.html, "html", "", "with --size, write a self-contained treemap page to `FILE`")
+	fs.StringVar(&o.html, "html", "", "with --size, write a self-contained treemap page to `FILE` (replacing it)")
 	fs.StringArrayVar(&o.data, "data", nil, "load the program with external data `FILE.ptd` (repeatable, in order) and show where each external tensor comes from")
 	fs.StringArrayVar(&o.backendOptions, "backend-option", nil, "with --plan, a load-time option `BACKEND:KEY=VALUE` (repeatable)")
 	fs.StringVar(&o.streamable, "streamable-bytes", "", "with --plan, the engines' streamable weight `SIZE` (e.g. 2GiB)")
@@ -173,9 +173,12 @@ func hint(name string, err error) string {
 		return h
 	}
 	var fe *pte.FormatError
+	var le *pte.ProgramLimitError
 	switch {
 	case errors.As(err, &fe) && fe.Path == "file_identifier":
 		return "" // the message says what the file is
+	case errors.As(err, &le):
+		return "" // the message says how to raise the limit; --verify could not open it either
 	case errors.As(err, &fe):
 		return " (hint: pteinspect --verify " + esc(name) + " lists every problem found)"
 	case errors.Is(err, os.ErrNotExist):
