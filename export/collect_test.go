@@ -10,8 +10,8 @@ import (
 // TestHoldBuildMemory: before the write, a process holding more than
 // collectAbove collects and limits its memory to what it holds (the
 // encoder's pages then come from the build's garbage, not from fresh
-// memory) until done; a small one does neither, and a lower limit set
-// by the caller is kept.
+// memory) until done; a small one does neither, one with inline data is
+// only collected, and a lower limit set by the caller is kept.
 func TestHoldBuildMemory(t *testing.T) {
 	numGC := func() uint32 {
 		var ms runtime.MemStats
@@ -23,7 +23,7 @@ func TestHoldBuildMemory(t *testing.T) {
 	debug.SetMemoryLimit(math.MaxInt64)
 	debug.FreeOSMemory() // a heap of nothing but the test's
 	before := numGC()
-	holdBuildMemory(0)()
+	holdBuildMemory(false)()
 	if n := numGC(); n != before {
 		t.Errorf("a small heap was collected (%d collections)", n-before)
 	}
@@ -35,14 +35,14 @@ func TestHoldBuildMemory(t *testing.T) {
 		held[i] = byte(i)
 	}
 	before = numGC()
-	done := holdBuildMemory(1 << 20)
+	done := holdBuildMemory(false)
 	if n := numGC(); n == before {
 		t.Errorf("a heap past %d bytes was not collected", collectAbove)
 	}
-	if l := limit(); l < int64(len(held))+1<<20 || l == math.MaxInt64 {
+	if l := limit(); l < int64(len(held)) || l == math.MaxInt64 {
 		t.Errorf("memory limit %d while %d bytes are held", l, len(held))
 	}
-	holdBuildMemory(0)() // another export meanwhile leaves it alone
+	holdBuildMemory(false)() // another export meanwhile leaves it alone
 	if l := limit(); l == math.MaxInt64 {
 		t.Error("a second export lifted the first one's limit")
 	}
@@ -50,8 +50,16 @@ func TestHoldBuildMemory(t *testing.T) {
 	if l := limit(); l != math.MaxInt64 {
 		t.Errorf("limit %d left after the write", l)
 	}
+	before = numGC()
+	holdBuildMemory(true)()
+	if n := numGC(); n == before {
+		t.Error("a heap with inline data was not collected")
+	}
+	if l := limit(); l != math.MaxInt64 {
+		t.Errorf("a heap with inline data was limited to %d bytes", l)
+	}
 	debug.SetMemoryLimit(32 << 20)
-	holdBuildMemory(0)()
+	holdBuildMemory(false)()
 	if l := limit(); l != 32<<20 {
 		t.Errorf("the caller's lower limit became %d", l)
 	}

@@ -111,7 +111,6 @@ type built struct {
 	headRoom uint64 // Options.HeadRoom in bytes
 	result   *Result
 	total    int64 // expected output size, for progress
-	inline   int64 // bytes of delegate data stored inline
 	progress func(written, total int64)
 	files    fileSet
 	held     int64  // bytes of engine files held in memory
@@ -138,7 +137,7 @@ type built struct {
 func (b *built) writeTo(w io.Writer, synced bool) (int64, error) {
 	prog := b.prog
 	b.prog = nil
-	defer holdBuildMemory(b.inline)()
+	defer holdBuildMemory(len(prog.BackendDelegateData) > 0)()
 	info, err := pte.Write(w, prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, HeadRoom: b.headRoom, Strict: true, PageCongruent: true, EarlyWriteback: synced})
 	if err != nil {
 		return 0, err
@@ -166,8 +165,7 @@ var buildMemory sync.Mutex
 
 // holdBuildMemory collects the build's garbage before a large program is
 // encoded, when the process holds more than collectAbove, and until done
-// is called keeps it from holding more than it does then plus extra bytes
-// (inline delegate data, which the encoder copies): a memory limit
+// is called keeps it from holding more than it does then: a memory limit
 // (debug.SetMemoryLimit) at that size makes the runtime give free pages
 // back as the encoder, the check and the copy take new ones, instead of
 // holding both (at 65,536 engines 60-80 MB of peak RSS, one method per
@@ -177,8 +175,12 @@ var buildMemory sync.Mutex
 // hold live data, each of whose 4 KiB pages is then slow at its next touch
 // (pte's first walk of the plans went from 0.03% to 1.7% of an export's
 // CPU): paired whole-process runs, one method per engine, 0.88x the CPU
-// at 16,384 engines and 0.91x at 65,536, peak RSS unchanged.
-func holdBuildMemory(extra int64) (done func()) {
+// at 16,384 engines and 0.91x at 65,536, peak RSS unchanged. A program
+// with inline data is only collected: the encoder copies that data, more
+// than the free pages, and a limit the heap has to pass makes the
+// collector run again and again (six engines of 20 MiB inline: 1.2 -> 1.5
+// s of CPU).
+func holdBuildMemory(inline bool) (done func()) {
 	ms := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(ms)
 	if ms[0].Value.Kind() != metrics.KindUint64 || ms[1].Value.Kind() != metrics.KindUint64 {
@@ -189,16 +191,15 @@ func holdBuildMemory(extra int64) (done func()) {
 		return func() {}
 	}
 	runtime.GC()
-	if !buildMemory.TryLock() {
+	if inline || !buildMemory.TryLock() {
 		return func() {}
 	}
-	limit := held + extra
 	old := debug.SetMemoryLimit(-1) // reads it
-	if limit >= old {
+	if held >= old {
 		buildMemory.Unlock()
 		return func() {}
 	}
-	debug.SetMemoryLimit(limit)
+	debug.SetMemoryLimit(held)
 	return func() {
 		debug.SetMemoryLimit(old)
 		buildMemory.Unlock()
@@ -533,7 +534,7 @@ func (b *built) place(prog *pte.Program, entries []*blobEntry, opts *Options) er
 	if align == 0 {
 		align = pte.DefaultSegmentAlignment
 	}
-	b.inline, b.total = inline, inline+4096
+	b.total = inline + 4096
 	for _, s := range b.segments {
 		b.total += s.Size() + align
 	}
