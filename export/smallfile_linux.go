@@ -320,6 +320,13 @@ func (s *engineSpool) add(data []byte, sum [sha256.Size]byte) int64 {
 		s.flushed += int64(len(s.pending))
 		s.pending = s.pending[:0]
 	}
+	if s.pending == nil {
+		// A batch's buffer, made once: appending grew it through every
+		// size up to spoolBuffer, a new buffer each time, which was a
+		// megabyte of fresh pages (330 page faults of 12.5 us) in an
+		// export of 1,024 engines.
+		s.pending = make([]byte, 0, spoolBuffer)
+	}
 	off := s.flushed + int64(len(s.pending))
 	s.pending = append(s.pending, data...)
 	if s.at == nil {
@@ -330,11 +337,25 @@ func (s *engineSpool) add(data []byte, sum [sha256.Size]byte) int64 {
 }
 
 // seal ends the adding: the spool lets go of its index of the sums added
-// (about 80 bytes per engine, which would stay through the write).
+// (about 80 bytes per engine, which would stay through the write), and,
+// once it has a file, writes the last batch there, so that the batch's
+// buffer becomes the window the bytes are read back through instead of a
+// second buffer of the same size (256 KiB of fresh pages, 64 page faults
+// of 12.5 us). A batch that cannot be written stays readable in memory.
 func (s *engineSpool) seal() {
-	if s != nil {
-		s.at = nil
+	if s == nil {
+		return
 	}
+	s.at = nil
+	if s.f == nil || s.failed || len(s.pending) == 0 {
+		return
+	}
+	if _, err := s.f.WriteAt(s.pending, s.flushed); err != nil {
+		s.failed = true
+		return
+	}
+	s.flushed += int64(len(s.pending))
+	s.win, s.pending = s.pending[:0], nil
 }
 
 // readAt reads len(p) bytes at off, all of them bytes add was given

@@ -58,6 +58,12 @@ func TestEngineSpool(t *testing.T) {
 	require.NotEmpty(t, s.pending, "the last batch is pending")
 	check(s, offs, forward)
 	check(s, offs, backward)
+	// Sealed, the last batch is written and its buffer is the window.
+	s.seal()
+	assert.Empty(t, s.pending, "the last batch is written")
+	assert.Equal(t, spoolBuffer, cap(s.win), "the window is the batch's buffer")
+	check(s, offs, backward)
+	check(s, offs, forward)
 
 	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
 	s = newEngineSpool()

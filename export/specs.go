@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"fmt"
 	"github.com/ptekit/ptekit/internal/quote"
 	"slices"
@@ -144,6 +145,12 @@ func delegateSpecs(extra []*pte.CompileSpec, sp *specPlan, deviceID int64) ([]*p
 		specs = append(specs, &pte.CompileSpec{Key: compilespec.KeyTargetDevice, Value: v})
 	}
 	return specs, nil
+}
+
+// sameSpecs reports whether a and b hold the same keys and values, in
+// order: what delegateSpecs makes of them is then the same.
+func sameSpecs(a, b []*pte.CompileSpec) bool {
+	return slices.EqualFunc(a, b, func(x, y *pte.CompileSpec) bool { return x.Key == y.Key && bytes.Equal(x.Value, y.Value) })
 }
 
 // methodWarnings returns the warnings for one method; pin is the

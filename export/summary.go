@@ -30,26 +30,45 @@ func summarize(p *pte.Program, res *Result) []Warning {
 	if plans > 0 {
 		res.Methods = make([]MethodSummary, 0, plans) // nil when there are none, as before
 	}
+	// Every method's engines are cut from one slice, and a delegate
+	// holding the same spec list as the last (planMethods shares them)
+	// has the same summary: at 65,536 one-engine methods, four
+	// allocations per engine.
+	engines := make([]EngineSummary, 0, n)
+	var last struct {
+		specs []*pte.CompileSpec
+		es    EngineSummary
+		b     compilespec.Budget
+		w     string
+	}
 	for _, ep := range p.Plans() {
 		if ep == nil {
 			continue
 		}
-		ms := MethodSummary{Name: ep.Name, PlannedBytes: plannedBytes(ep), Engines: make([]EngineSummary, 0, len(ep.Delegates))}
+		ms := MethodSummary{Name: ep.Name, PlannedBytes: plannedBytes(ep)}
+		start := len(engines)
 		for i, d := range ep.Delegates {
 			if d == nil || !delegate.IsTensorRT(d.ID) {
 				continue
 			}
-			es, b, w := engineSummary(d.CompileSpecs)
-			if k := len(devices); k > 0 && es.TargetDevice == devices[k-1] {
-				es.TargetDevice = devices[k-1] // one string for a run of delegates on one device
+			es, b, w := last.es, last.b, last.w
+			if len(d.CompileSpecs) == 0 || len(last.specs) != len(d.CompileSpecs) || &last.specs[0] != &d.CompileSpecs[0] {
+				es, b, w = engineSummary(d.CompileSpecs)
+				if k := len(devices); k > 0 && es.TargetDevice == devices[k-1] {
+					es.TargetDevice = devices[k-1] // one string for a run of delegates on one device
+				}
+				last.specs, last.es, last.b, last.w = d.CompileSpecs, es, b, w
+			} else if es.Budget != nil {
+				es.Budget = b.Ptr() // each engine's own
 			}
 			if w != "" {
 				ws = append(ws, Warning{Kind: WarnBadBudgetSpec, Method: ep.Name, Msg: fmt.Sprintf("delegates[%d]: %s", i, w)})
 			}
-			ms.Engines = append(ms.Engines, es)
+			engines = append(engines, es)
 			budgets = append(budgets, b)
 			devices = append(devices, es.TargetDevice)
 		}
+		ms.Engines = engines[start:len(engines):len(engines)]
 		ms.Delegates = len(ms.Engines)
 		res.Delegates += ms.Delegates
 		res.Methods = append(res.Methods, ms)

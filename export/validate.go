@@ -251,8 +251,10 @@ func (r *methodResolver) declare(call int, name string, dt DType, shape, maxShap
 		}
 		nbytes *= int64(s)
 	}
-	t := &tensorDef{name: name, dtype: dt, scalar: scalar, shape: slices.Clone(shape),
-		maxShape: slices.Clone(maxShape), sizes: sizes, nbytes: nbytes,
+	// The shapes are the method's own, only read while the export runs:
+	// cloning them was two allocations per tensor.
+	t := &tensorDef{name: name, dtype: dt, scalar: scalar, shape: shape,
+		maxShape: maxShape, sizes: sizes, nbytes: nbytes,
 		value: int32(len(md.tensors)), produced: call, lastUse: call}
 	md.add(t)
 	return t, nil
