@@ -5,13 +5,16 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+
+	"github.com/ptekit/ptekit/internal/batch"
 )
 
 // TestHoldBuildMemory: before the write, a process holding more than
 // collectAbove collects and limits its memory to what it holds (the
 // encoder's pages then come from the build's garbage, not from fresh
 // memory) until done; a small one does neither, one with inline data is
-// only collected, and a lower limit set by the caller is kept.
+// only collected, and a lower limit set by the caller is kept. Without
+// batch tuning asked for by a main, the limit is never set.
 func TestHoldBuildMemory(t *testing.T) {
 	numGC := func() uint32 {
 		var ms runtime.MemStats
@@ -34,8 +37,19 @@ func TestHoldBuildMemory(t *testing.T) {
 	for i := range held {
 		held[i] = byte(i)
 	}
+	defer batch.Set(batch.Set(false))
 	before = numGC()
 	done := holdBuildMemory(false)
+	if n := numGC(); n == before {
+		t.Errorf("a heap past %d bytes was not collected outside a batch command", collectAbove)
+	}
+	if l := limit(); l != math.MaxInt64 {
+		t.Errorf("a library caller's process was limited to %d bytes", l)
+	}
+	done()
+	batch.Set(true)
+	before = numGC()
+	done = holdBuildMemory(false)
 	if n := numGC(); n == before {
 		t.Errorf("a heap past %d bytes was not collected", collectAbove)
 	}

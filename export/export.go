@@ -18,6 +18,7 @@ import (
 
 	"github.com/ptekit/ptekit/delegate"
 	"github.com/ptekit/ptekit/internal/atomicfile"
+	"github.com/ptekit/ptekit/internal/batch"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -179,7 +180,10 @@ var buildMemory sync.Mutex
 // with inline data is only collected: the encoder copies that data, more
 // than the free pages, and a limit the heap has to pass makes the
 // collector run again and again (six engines of 20 MiB inline: 1.2 -> 1.5
-// s of CPU).
+// s of CPU). The limit is process-wide, so it is set only in a process
+// whose main asked for batch tuning (internal/batch); a program that
+// merely imports export keeps its own settings and only gets the
+// collection.
 func holdBuildMemory(inline bool) (done func()) {
 	ms := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(ms)
@@ -191,7 +195,7 @@ func holdBuildMemory(inline bool) (done func()) {
 		return func() {}
 	}
 	runtime.GC()
-	if inline || !buildMemory.TryLock() {
+	if inline || !batch.Enabled() || !buildMemory.TryLock() {
 		return func() {}
 	}
 	old := debug.SetMemoryLimit(-1) // reads it

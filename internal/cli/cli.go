@@ -17,6 +17,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
+
+	"github.com/ptekit/ptekit/internal/batch"
 )
 
 // FlagUsages formats fs's flags for --help, one per line: "-o, --output
@@ -187,9 +189,9 @@ const BatchGCPercent = 400
 // of an export's peak memory. A GOGC in the environment (lookup is
 // os.LookupEnv) is the user's choice and is kept: TuneBatchGC then
 // changes nothing and returns false. Either way it marks the process as a
-// batch command's, which ReadyHeap needs.
+// batch command's (internal/batch), which ReadyHeap and export need.
 func TuneBatchGC(lookup func(string) (string, bool)) bool {
-	batchProcess.Store(true)
+	batch.Set(true)
 	if _, ok := lookup("GOGC"); ok {
 		return false
 	}

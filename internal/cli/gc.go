@@ -46,10 +46,6 @@ func batchGCPercent(live uint64) int {
 	return int(min(room*100/live, BatchGCPercent))
 }
 
-// batchProcess says that main called TuneBatchGC: the process is a batch
-// command's, whose heap ReadyHeap may prepare.
-var batchProcess atomic.Bool
-
 // batchGCOn says whether the collector's setting follows the live heap
 // (TuneBatchGC starts it; tests stop it).
 var batchGCOn atomic.Bool

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ptekit/ptekit/internal/batch"
 )
 
 // hugePage is the size of an x86-64 or arm64 (4 KiB granule) transparent
@@ -41,7 +43,7 @@ const hugePage = 2 << 20
 // the runtime cannot survive). It is best effort: a kernel without
 // transparent huge pages, or set to never use them, ignores the advice.
 func ReadyHeap(n int64) {
-	if !batchProcess.Load() || thpDisabled(os.Getenv("GODEBUG")) || strictOvercommit() || addressSpaceLimited() {
+	if !batch.Enabled() || thpDisabled(os.Getenv("GODEBUG")) || strictOvercommit() || addressSpaceLimited() {
 		return
 	}
 	var si unix.Sysinfo_t

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/ptekit/ptekit/internal/batch"
 )
 
 // hugePageAdvised reports whether the byte at addr is in a mapping that
@@ -88,7 +90,7 @@ func TestReadyHeapChild(t *testing.T) {
 	if opt == "" {
 		return
 	}
-	batchProcess.Store(opt == "true")
+	batch.Set(opt == "true")
 	if os.Getenv("PTEKIT_READYHEAP_LIMIT") == "true" {
 		var l unix.Rlimit
 		require.NoError(t, unix.Getrlimit(unix.RLIMIT_DATA, &l))
