@@ -36,7 +36,8 @@ type RebakeOptions struct {
 	// and a WarnLayout warning says so. Either way the output is laid out
 	// page-congruently (pte.WriteOptions.PageCongruent): when the head
 	// grows, a base followed by segments of 64 KiB or more moves by a
-	// multiple of 4096 bytes, so that their pages are copied (or shared)
+	// multiple of 4096 bytes (of 64 KiB when a segment is 2 MiB or more:
+	// pte.WideCongruentMin), so that their pages are copied (or shared)
 	// by the kernel.
 	SegmentAlignment uint64
 	// Progress, when non-nil, is called as output bytes are written, with

@@ -2,8 +2,9 @@
 // flag help without pflag's "[=true|false]" noise on boolean flags, the
 // --version line from the binary's build information, the one-line
 // form of an error and the escaping of what it quotes (EscText); and, for
-// a command that runs as one batch, the
-// collector setting (TuneBatchGC).
+// a command that runs as one batch, the collector setting (TuneBatchGC,
+// which also records the opt-in in internal/batch) and a heap advised to
+// use huge pages (ReadyHeap).
 package cli
 
 import (
