@@ -3,10 +3,11 @@ package export
 import (
 	"bytes"
 	"fmt"
-	"github.com/ptekit/ptekit/internal/quote"
 	"slices"
+	"strings"
 
 	"github.com/ptekit/ptekit/compilespec"
+	"github.com/ptekit/ptekit/internal/quote"
 	"github.com/ptekit/ptekit/pte"
 )
 
@@ -176,10 +177,12 @@ func methodWarnings(md *methodDef, pin []byte, sp *specPlan) []Warning {
 }
 
 // deviceWarnings warns when a pinned target_device disagrees with the
-// device an engine was built for.
+// device an engine was built for. The warning is a sentence for people
+// (the --json document's message is the line standard error shows), so
+// it leaves out the Go package name the error starts with.
 func deviceWarnings(method, engine string, pin []byte, deviceID int64) []Warning {
 	if err := compilespec.CheckTargetDevice(pin, int(deviceID)); err != nil {
-		return []Warning{{Kind: WarnDeviceMismatch, Method: method, Msg: fmt.Sprintf("engine %s: %v", engine, err)}}
+		return []Warning{{Kind: WarnDeviceMismatch, Method: method, Msg: fmt.Sprintf("engine %s: %s", engine, strings.TrimPrefix(err.Error(), "compilespec: "))}}
 	}
 	return nil
 }

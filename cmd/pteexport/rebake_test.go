@@ -160,6 +160,8 @@ func TestRebakeCLIReportsKeptBudget(t *testing.T) {
 	assert.Equal(t, "cuda:1", *sum.TargetDevice)
 	require.Len(t, sum.Warnings, 1)
 	assert.Equal(t, "device-mismatch", sum.Warnings[0].Kind)
+	// --json says what standard error says, in the same words.
+	assert.Equal(t, fmt.Sprintf("pteexport: warning: method %q: %s\n", sum.Warnings[0].Method, sum.Warnings[0].Message), r.stderr)
 
 	// Budgets that differ per delegate are kept and said to differ.
 	mixed := carrier(t, &export.Options{WeightStreamingBudget: testprog.Budget(budget)}, 300, 333)
