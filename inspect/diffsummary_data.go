@@ -435,41 +435,32 @@ func unravel(e int64, sizes []int32) []int64 {
 // elements compare by value: -0 equals +0, NaN equals nothing); nil for a
 // type upstream does not decode.
 func elementDecoder(st pte.ScalarType) (dec func([]byte) float64, size int64, isFloat bool) {
-	le := binary.LittleEndian
-	switch st {
-	case pte.ScalarTypeBYTE:
-		return func(b []byte) float64 { return float64(b[0]) }, 1, false
-	case pte.ScalarTypeCHAR:
-		return func(b []byte) float64 { return float64(int8(b[0])) }, 1, false
-	case pte.ScalarTypeBOOL:
-		return func(b []byte) float64 {
-			if b[0] != 0 {
-				return 1
-			}
-			return 0
-		}, 1, false
-	case pte.ScalarTypeSHORT:
-		return func(b []byte) float64 { return float64(int16(le.Uint16(b))) }, 2, false
-	case pte.ScalarTypeUINT16:
-		return func(b []byte) float64 { return float64(le.Uint16(b)) }, 2, false
-	case pte.ScalarTypeINT:
-		return func(b []byte) float64 { return float64(int32(le.Uint32(b))) }, 4, false
-	case pte.ScalarTypeUINT32:
-		return func(b []byte) float64 { return float64(le.Uint32(b)) }, 4, false
-	case pte.ScalarTypeLONG:
-		return func(b []byte) float64 { return float64(int64(le.Uint64(b))) }, 8, false
-	case pte.ScalarTypeUINT64:
-		return func(b []byte) float64 { return float64(le.Uint64(b)) }, 8, false
-	case pte.ScalarTypeHALF:
-		return func(b []byte) float64 { return halfToFloat(le.Uint16(b)) }, 2, true
-	case pte.ScalarTypeBFLOAT16:
-		return func(b []byte) float64 { return float64(math.Float32frombits(uint32(le.Uint16(b)) << 16)) }, 2, true
-	case pte.ScalarTypeFLOAT:
-		return func(b []byte) float64 { return float64(math.Float32frombits(le.Uint32(b))) }, 4, true
-	case pte.ScalarTypeDOUBLE:
-		return func(b []byte) float64 { return math.Float64frombits(le.Uint64(b)) }, 8, true
+	if d, ok := decoders[st]; ok {
+		return d.dec, d.size, d.isFloat
 	}
 	return nil, 1, false
+}
+
+var le = binary.LittleEndian
+
+var decoders = map[pte.ScalarType]struct {
+	dec     func([]byte) float64
+	size    int64
+	isFloat bool
+}{
+	pte.ScalarTypeBYTE:     {func(b []byte) float64 { return float64(b[0]) }, 1, false},
+	pte.ScalarTypeCHAR:     {func(b []byte) float64 { return float64(int8(b[0])) }, 1, false},
+	pte.ScalarTypeBOOL:     {func(b []byte) float64 { return float64(min(b[0], 1)) }, 1, false},
+	pte.ScalarTypeSHORT:    {func(b []byte) float64 { return float64(int16(le.Uint16(b))) }, 2, false},
+	pte.ScalarTypeUINT16:   {func(b []byte) float64 { return float64(le.Uint16(b)) }, 2, false},
+	pte.ScalarTypeINT:      {func(b []byte) float64 { return float64(int32(le.Uint32(b))) }, 4, false},
+	pte.ScalarTypeUINT32:   {func(b []byte) float64 { return float64(le.Uint32(b)) }, 4, false},
+	pte.ScalarTypeLONG:     {func(b []byte) float64 { return float64(int64(le.Uint64(b))) }, 8, false},
+	pte.ScalarTypeUINT64:   {func(b []byte) float64 { return float64(le.Uint64(b)) }, 8, false},
+	pte.ScalarTypeHALF:     {func(b []byte) float64 { return halfToFloat(le.Uint16(b)) }, 2, true},
+	pte.ScalarTypeBFLOAT16: {func(b []byte) float64 { return float64(math.Float32frombits(uint32(le.Uint16(b)) << 16)) }, 2, true},
+	pte.ScalarTypeFLOAT:    {func(b []byte) float64 { return float64(math.Float32frombits(le.Uint32(b))) }, 4, true},
+	pte.ScalarTypeDOUBLE:   {func(b []byte) float64 { return math.Float64frombits(le.Uint64(b)) }, 8, true},
 }
 
 // halfToFloat converts an IEEE 754 binary16 value to float64.

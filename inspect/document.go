@@ -209,10 +209,7 @@ func build(f *pte.File, opts *Options, pass *passed) (*Document, error) {
 		return nil, err
 	}
 	doc := st.Document()
-	doc.Delegates = dels
-	if doc.Delegates == nil {
-		doc.Delegates = []*Delegate{}
-	}
+	doc.Delegates = nonNil(dels)
 	rest := *f.Program
 	rest.SetPlans(plans)
 	doc.Program = &Program{Program: &rest, Hash: st.b.opts.Hash}
@@ -449,13 +446,8 @@ func (b *builder) head() (*Document, error) {
 		File: File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier, URL: b.opts.URL},
 	}
 	if h := f.Header; h != nil {
-		doc.ExtendedHeader = &ExtendedHeader{
-			Magic:             h.Magic,
-			Length:            h.Length,
-			ProgramSize:       h.ProgramSize,
-			SegmentBaseOffset: h.SegmentBaseOffset,
-			SegmentDataSize:   h.SegmentDataSize,
-		}
+		eh := ExtendedHeader(*h)
+		doc.ExtendedHeader = &eh
 	}
 	if b.opts.Hash {
 		d, err := b.hashRange(0, f.Size)

@@ -38,11 +38,16 @@ type passed struct {
 func passFile(f *pte.File, spans []span, progress func(n int64)) (*passed, error) {
 	k := newKeep()
 	wantHeads(f, k)
-	sums, _, err := hashPass([]io.ReaderAt{f.ReaderAt()}, spans, progress, []*keeper{k}, [][]byte{f.Region()})
+	c, err := newCursor([]io.ReaderAt{f.ReaderAt()}, f.Size, spans, progress)
 	if err != nil {
 		return nil, err
 	}
-	return &passed{sums: sums, keep: k}, nil
+	c.keeps, c.mem = []*keeper{k}, [][]byte{f.Region()}
+	sums, err := c.finish()
+	if err != nil {
+		return nil, err
+	}
+	return &passed{sums: sums[0], keep: k}, nil
 }
 
 // spanState is the hashing of one span in one or two files: shared while
@@ -53,31 +58,9 @@ type spanState struct {
 	shared bool
 }
 
-// hashPass returns the SHA-256 of every span of each reader of rs (one, or
-// two files with the same spans, read in lockstep: as long as a span's
-// bytes are the same in both files they are hashed once, for both),
-// reading each byte at most once: the spans (which may overlap, as the
-// whole file overlaps each segment) are hashed together in one pass from
-// the front. It calls progress (when not nil) with the bytes read after
-// each chunk, and gives the bytes read to keeps (nil, or one per reader);
-// each reader's first bytes are taken from mem (nil, or one per reader)
-// instead.
-func hashPass(rs []io.ReaderAt, spans []span, progress func(n int64), keeps []*keeper, mem [][]byte) (digests, digests, error) {
-	var end int64
-	for _, sp := range spans {
-		end = max(end, sp.off+sp.n)
-	}
-	c, err := newCursor(rs, end, spans, progress)
-	if err != nil {
-		return nil, nil, err
-	}
-	c.keeps, c.mem = keeps, mem
-	out, err := c.finish()
-	return out[0], out[1], err
-}
-
 // cursor is a hashing pass over one file, or two files with the same
-// spans read in lockstep (as hashPass), read from the front at the
+// spans read in lockstep (as long as a span's bytes are the same in both
+// files they are hashed once, for both), read from the front at the
 // caller's pace: each read returns the next bytes of each file, already
 // fed to the digests of the spans covering them, so that the caller can
 // use them too (the diff summary compares constant data with them)

@@ -39,19 +39,33 @@ func randomBytes(n int, seed uint64) []byte {
 	return b
 }
 
+// hashPass hashes the spans of rs in one cursor pass.
+func hashPass(rs []io.ReaderAt, spans []span) (digests, digests, error) {
+	var end int64
+	for _, sp := range spans {
+		end = max(end, sp.off+sp.n)
+	}
+	c, err := newCursor(rs, end, spans, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := c.finish()
+	return out[0], out[1], err
+}
+
 func TestHashSpansOnePass(t *testing.T) {
 	data := randomBytes(3*hashChunk+12345, 1)
 	size := int64(len(data))
 	spans := []span{{0, size}, {100, 5000}, {100, 5000}, {4000, 2 * hashChunk}, {size - 7, 7}, {50, 0}, {3 * hashChunk, 12345}}
 	r := &countReads{b: data}
-	got, _, err := hashPass([]io.ReaderAt{r}, spans, nil, nil, nil)
+	got, _, err := hashPass([]io.ReaderAt{r}, spans)
 	require.NoError(t, err)
 	for _, sp := range spans {
 		assert.Equal(t, sumOf(data[sp.off:sp.off+sp.n]), got[sp], "span %v", sp)
 	}
 	assert.Equal(t, size, r.n.Load(), "every byte read exactly once")
 
-	_, _, err = hashPass([]io.ReaderAt{r}, []span{{size - 10, 20}}, nil, nil, nil)
+	_, _, err = hashPass([]io.ReaderAt{r}, []span{{size - 10, 20}})
 	assert.ErrorContains(t, err, "hashing bytes")
 }
 
@@ -72,7 +86,7 @@ func TestHashSpanPair(t *testing.T) {
 			b := bytes.Clone(a)
 			tc.edit(b)
 			ra, rb := &countReads{b: a}, &countReads{b: b}
-			da, db, err := hashPass([]io.ReaderAt{ra, rb}, spans, nil, nil, nil)
+			da, db, err := hashPass([]io.ReaderAt{ra, rb}, spans)
 			require.NoError(t, err)
 			for _, sp := range spans {
 				assert.Equal(t, sumOf(a[sp.off:sp.off+sp.n]), da[sp], "a %v", sp)
