@@ -99,16 +99,14 @@ func newKeyed() *node { return &node{kind: 'm', obj: map[string]*node{}} }
 
 func newString(s string) *node { return &node{kind: 's', str: s} }
 
-func newNumber(v int64) *node { return &node{kind: 'n', str: strconv.FormatInt(v, 10)} }
-
-func newUint(v uint64) *node { return &node{kind: 'n', str: strconv.FormatUint(v, 10)} }
+func newNumber[T int64 | uint64](v T) *node { return &node{kind: 'n', str: fmt.Sprint(v)} }
 
 // optNumber is the number *p, or nil (null) for nil.
 func optNumber[T int64 | uint64](p *T) *node {
 	if p == nil {
 		return nil
 	}
-	return &node{kind: 'n', str: fmt.Sprint(*p)}
+	return newNumber(*p)
 }
 
 // set sets member k of the object n.
@@ -256,13 +254,11 @@ func (v *viewer) delegate(d *pte.BackendDelegate, s *Delegate) (*node, error) {
 		return &node{kind: 'z'}, nil
 	}
 	n := newObject().set("id", newString(d.ID))
+	var loc, idx *node
 	if r := d.Processed; r != nil {
-		n.set("location", newString(location(r.Location).String()))
-		n.set("index", newNumber(int64(r.Index)))
-	} else {
-		n.set("location", nil)
-		n.set("index", nil)
+		loc, idx = newString(location(r.Location).String()), newNumber(int64(r.Index))
 	}
+	n.set("location", loc).set("index", idx)
 	if s != nil {
 		n.set("size", optNumber(s.Size))
 		if !s.SHA256.IsZero() {
@@ -450,19 +446,16 @@ func (v *viewer) header() *node {
 		file.set("size", newNumber(doc.File.Size))
 		file.set("root_offset", newNumber(int64(doc.File.RootOffset)))
 	}
-	root := newObject().set("file", file)
+	var eh *node
 	if h := doc.ExtendedHeader; h != nil {
-		eh := newObject().set("magic", newString(h.Magic)).set("length", newNumber(int64(h.Length)))
+		eh = newObject().set("magic", newString(h.Magic)).set("length", newNumber(int64(h.Length)))
 		if v.layout {
-			eh.set("program_size", newUint(h.ProgramSize))
-			eh.set("segment_base_offset", newUint(h.SegmentBaseOffset))
-			eh.set("segment_data_size", newUint(h.SegmentDataSize))
+			eh.set("program_size", newNumber(h.ProgramSize))
+			eh.set("segment_base_offset", newNumber(h.SegmentBaseOffset))
+			eh.set("segment_data_size", newNumber(h.SegmentDataSize))
 		}
-		root.set("extended_header", eh)
-	} else {
-		root.set("extended_header", nil)
 	}
-	return root.set("version", newNumber(int64(doc.Program.Version)))
+	return newObject().set("file", file).set("extended_header", eh).set("version", newNumber(int64(doc.Program.Version)))
 }
 
 // segments is the segments array; users names what refers to each.
@@ -475,10 +468,10 @@ func (v *viewer) segments(users map[int][]string) *node {
 			// only depends on the header.
 			sha = Digest{}
 		}
-		n := storage(users[i], newUint(s.Size), sha)
+		n := storage(users[i], newNumber(s.Size), sha)
 		if v.layout {
-			n.set("offset", newUint(s.Offset))
-			n.set("file_offset", newUint(s.FileOffset))
+			n.set("offset", newNumber(s.Offset))
+			n.set("file_offset", newNumber(s.FileOffset))
 			n.set("resolvable", &node{kind: 'b', str: strconv.FormatBool(s.Resolvable)})
 		}
 		segs.arr = append(segs.arr, n)

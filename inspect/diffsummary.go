@@ -288,8 +288,7 @@ func SummarizeDiff(a, b *pte.File, opts *DiffSummaryOptions) (*DiffSummary, erro
 		}
 		if md != nil {
 			if md.NameA != nil {
-				j := b.PlanIndex(*md.NameA)
-				md.IndexInB = &j
+				md.IndexInB = new(b.PlanIndex(*md.NameA))
 			}
 			s.Methods = append(s.Methods, md)
 		}
@@ -397,12 +396,10 @@ func diffSpecs(x, y *Delegate) []SpecChange {
 		}
 		c := SpecChange{MethodIndex: x.PlanIndex, Method: x.Plan, DelegateIndex: x.DelegateIndex, Backend: x.ID, Key: k}
 		if okA {
-			t := specText(a)
-			c.A = &t
+			c.A = new(specText(a))
 		}
 		if okB {
-			t := specText(b)
-			c.B = &t
+			c.B = new(specText(b))
 		}
 		out = append(out, c)
 	}
@@ -471,14 +468,11 @@ func usages(p *pte.ExecutionPlan) map[int32][]Usage {
 			continue
 		}
 		for _, ins := range ch.Instructions {
-			if ins == nil {
+			if ins == nil || isNil(ins.Args) {
 				continue
 			}
 			var name string
 			var args []int32
-			if isNil(ins.Args) {
-				continue
-			}
 			switch x := ins.Args.(type) {
 			case *pte.KernelCall:
 				name = fmt.Sprintf("operator#%d", x.OpIndex)
@@ -544,26 +538,11 @@ func onlyIn(x, y []string, repeats bool) []string {
 func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDiff, error) {
 	m := &MethodDiff{Index: i, Name: pa.Name}
 	if pa.Name != pb.Name {
-		na, nb := pa.Name, pb.Name
-		m.NameA, m.NameB = &na, &nb
+		m.NameA, m.NameB = new(pa.Name), new(pb.Name)
 	}
-	ops := func(p *pte.ExecutionPlan) []string {
-		var out []string
-		for _, op := range p.Operators {
-			if op != nil {
-				out = append(out, executor.OperatorName(op))
-			}
-		}
-		return out
-	}
+	ops := func(p *pte.ExecutionPlan) []string { return names(p.Operators, executor.OperatorName) }
 	dels := func(p *pte.ExecutionPlan) []string {
-		var out []string
-		for _, d := range p.Delegates {
-			if d != nil {
-				out = append(out, d.ID)
-			}
-		}
-		return out
+		return names(p.Delegates, func(d *pte.BackendDelegate) string { return d.ID })
 	}
 	m.OperatorsOnlyInA, m.OperatorsOnlyInB = onlyIn(ops(pa), ops(pb), false), onlyIn(ops(pb), ops(pa), false)
 	m.DelegatesOnlyInA, m.DelegatesOnlyInB = onlyIn(dels(pa), dels(pb), true), onlyIn(dels(pb), dels(pa), true)
@@ -580,13 +559,7 @@ func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDi
 	m.Tensors, m.Values = []*TensorDiff{}, []*ValueDiff{}
 	m.TensorsOnlyInA, m.TensorsOnlyInB = []*TensorRef{}, []*TensorRef{}
 	for k := range max(len(pa.Values), len(pb.Values)) {
-		var va, vb pte.Value
-		if k < len(pa.Values) && pa.Values[k] != nil {
-			va = pa.Values[k].Val
-		}
-		if k < len(pb.Values) && pb.Values[k] != nil {
-			vb = pb.Values[k].Val
-		}
+		va, vb := valueAt(pa, k), valueAt(pb, k)
 		// A tensor whose table is absent compares as a value.
 		ta, isTA := va.(*pte.Tensor)
 		tb, isTB := vb.(*pte.Tensor)
@@ -620,6 +593,25 @@ func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDi
 	return m, nil
 }
 
+// names returns name of each element of list that is not nil.
+func names[T any](list []*T, name func(*T) string) []string {
+	var out []string
+	for _, x := range list {
+		if x != nil {
+			out = append(out, name(x))
+		}
+	}
+	return out
+}
+
+// valueAt is value k of p, nil past its values or for an absent one.
+func valueAt(p *pte.ExecutionPlan, k int) pte.Value {
+	if k < len(p.Values) && p.Values[k] != nil {
+		return p.Values[k].Val
+	}
+	return nil
+}
+
 // NameOnly reports whether the methods differ in nothing the summary
 // compares but, maybe, their names.
 func (m *MethodDiff) NameOnly() bool {
@@ -632,8 +624,7 @@ func tensorRef(k int, t *pte.Tensor, u map[int32][]Usage) *TensorRef {
 	r := &TensorRef{Index: k, ScalarType: t.ScalarType.String(), Sizes: nonNil(t.Sizes),
 		DataBufferIdx: t.DataBufferIdx, UsedBy: nonNil(u[int32(k)])}
 	if t.ExtraTensorInfo != nil && t.ExtraTensorInfo.FullyQualifiedName != "" {
-		fqn := t.ExtraTensorInfo.FullyQualifiedName
-		r.FQN = &fqn
+		r.FQN = new(t.ExtraTensorInfo.FullyQualifiedName)
 	}
 	return r
 }

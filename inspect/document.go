@@ -25,13 +25,11 @@ type Document struct {
 	Segments       []*Segment      `json:"segments"`
 	Delegates      []*Delegate     `json:"delegates"`
 	Program        *Program        `json:"program"`
-	// Problems lists what Check finds (narrowed like the rest by
-	// Options.Method); [] when nothing. An addition to the original five
-	// members.
+	// Problems lists what Check finds (narrowed by Options.Method); []
+	// when nothing.
 	Problems []Problem `json:"problems"`
 	// ExternalData is where the EXTERNAL tensors come from given
-	// Options.Data; absent without data files, so the form of a program
-	// inspected alone is unchanged.
+	// Options.Data; absent without data files.
 	ExternalData *ExternalData `json:"external_data,omitempty"`
 }
 
@@ -43,8 +41,7 @@ type File struct {
 	FileIdentifier string `json:"file_identifier"` // bytes 4..8, "ET12"
 	// URL is where a program read over HTTP came from, without user
 	// information, query and fragment (which may carry credentials);
-	// absent for a local file. Build takes it from Options.URL: the
-	// caller knows the source (pteinspect sets it for a URL input).
+	// absent for a local file (Options.URL).
 	URL string `json:"url,omitempty"`
 }
 
@@ -139,18 +136,15 @@ type Options struct {
 	// notices that tensor data is external (see CheckData).
 	Data *ptd.Resolution
 	// Progress, when not nil, is called as hashing goes on with the bytes
-	// read so far and the bytes to read in all (the file, read once for
-	// every digest; both files for BuildDiffPair), so that a command can show
-	// progress.
+	// read so far and the bytes to read in all (both files for
+	// BuildDiffPair).
 	Progress func(done, total int64)
 	// URL, when not empty, is where the file was read from, for the
 	// document's file.url (see File.URL): the caller knows the source.
 	URL string
 	// SummaryMethods, when positive, makes Summarize keep only the first
-	// SummaryMethods entries of Summary.Methods (Summary.MethodCount and
-	// the totals still count every method), so that a one-screen view of
-	// a program with many methods holds a screenful of them. The other
-	// views ignore it.
+	// SummaryMethods entries of Summary.Methods (the totals still count
+	// every method). The other views ignore it.
 	SummaryMethods int
 	// Findings are problems the caller found about the file from outside
 	// it, such as an undo record beside it (UndoRecordProblem); every view
@@ -197,10 +191,7 @@ func build(f *pte.File, opts *Options, pass *passed) (*Document, error) {
 		return nil, err
 	}
 	var dels []*Delegate
-	// The plans are the stream's, read through the File, however it was
-	// opened (an opened program always has the vector, so it is present,
-	// maybe empty).
-	plans := []*pte.ExecutionPlan{}
+	plans := []*pte.ExecutionPlan{} // present, maybe empty
 	if err := st.Each(func(m *MethodView) error {
 		dels = append(dels, m.Delegates...)
 		plans = append(plans, m.Plan)
@@ -217,10 +208,9 @@ func build(f *pte.File, opts *Options, pass *passed) (*Document, error) {
 }
 
 // A Stream builds the inspection document of a file method by method, for
-// views that print each method as it comes and keep only what they show:
-// memory then stays that of one method's delegates, not of every
-// delegate's. Build is a Stream whose delegates are all kept, with the
-// program member added.
+// views that print each method as it comes and keep only what they show.
+// Build is a Stream whose delegates are all kept, with the program member
+// added.
 type Stream struct {
 	b    *builder
 	doc  *Document
@@ -316,17 +306,10 @@ func (s *Stream) Each(fn func(*MethodView) error) error {
 // EachDelegate is Each for a view that holds one delegate at a time: for
 // each method Each would pass it calls method with the MethodView
 // (Delegates nil), then delegate with each of the delegates Each would
-// list, in order, keeping none of them; a method of 65536 engines then
-// costs one delegate's memory, not 65536. The problems and the document
-// are those Each makes. It stops at the first error, the Stream's (after
-// method was called for the method it is in) or a callback's, and returns
-// it.
+// list, in order, keeping none of them. The problems and the document are
+// those Each makes. It stops at the first error and returns it.
 func (s *Stream) EachDelegate(method func(*MethodView) error, delegate func(*MethodView, *Delegate) error) error {
-	for {
-		m := s.nextMethod()
-		if m == nil {
-			return nil
-		}
+	for m := s.nextMethod(); m != nil; m = s.nextMethod() {
 		if err := method(m); err != nil {
 			return err
 		}
@@ -334,6 +317,7 @@ func (s *Stream) EachDelegate(method func(*MethodView) error, delegate func(*Met
 			return err
 		}
 	}
+	return nil
 }
 
 // nextMethod returns the next method Options.Method selects, without its
@@ -418,9 +402,8 @@ func (s *Stream) finish() {
 }
 
 // Document returns the document built so far: file, extended header,
-// segments and problems, and external data once Each has passed the last method
-// (the problems are complete then). Delegates and Program are nil: a
-// Stream hands the delegates out method by method and keeps none.
+// segments and problems, and external data once Each has passed the last
+// method. Delegates and Program are nil.
 func (s *Stream) Document() *Document { return s.doc }
 
 // checkSelection refuses an Options.Method or Options.Backend that names
@@ -446,8 +429,7 @@ func (b *builder) head() (*Document, error) {
 		File: File{Size: f.Size, RootOffset: f.RootOffset, FileIdentifier: f.Identifier, URL: b.opts.URL},
 	}
 	if h := f.Header; h != nil {
-		eh := ExtendedHeader(*h)
-		doc.ExtendedHeader = &eh
+		doc.ExtendedHeader = new(ExtendedHeader(*h))
 	}
 	if b.opts.Hash {
 		d, err := b.hashRange(0, f.Size)
@@ -557,14 +539,12 @@ func (b *builder) segments() ([]*Segment, error) {
 			seg.Offset, seg.Size = s.Offset, s.Size
 		}
 		if b.opts.Hash {
+			seg.SHA256 = Digest{Unavailable: true}
 			if ok {
-				d, err := b.hashRange(int64(off), int64(s.Size))
-				if err != nil {
+				var err error
+				if seg.SHA256, err = b.hashRange(int64(off), int64(s.Size)); err != nil {
 					return nil, err
 				}
-				seg.SHA256 = d
-			} else {
-				seg.SHA256 = Digest{Unavailable: true}
 			}
 		}
 		out[i] = seg
@@ -598,7 +578,7 @@ func (b *builder) segments() ([]*Segment, error) {
 }
 
 // payload locates a delegate's processed bytes: in memory for INLINE, a
-// file range for SEGMENT. ok is false when the reference cannot be followed.
+// file range for SEGMENT.
 type payload struct {
 	inline []byte
 	r      io.ReaderAt
@@ -647,9 +627,7 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 		CompileSpecs:  make([]*CompileSpecRaw, 0, len(d.CompileSpecs)),
 	}
 	if ref := d.Processed; ref != nil {
-		loc := location(ref.Location)
-		idx := ref.Index
-		del.Location, del.Index = &loc, &idx
+		del.Location, del.Index = new(location(ref.Location)), new(ref.Index)
 	}
 	for _, cs := range d.CompileSpecs {
 		if cs == nil {
@@ -685,18 +663,16 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 		}
 		del.TensorRT = newTensorRT(rep, size)
 	}
-	var magic string
 	if rep != nil && size >= delegate.HeaderSize {
-		magic = latin1(rep.Deployed.Magic[:])
+		del.Magic = new(latin1(rep.Deployed.Magic[:]))
 	} else {
 		var head [4]byte
 		n, err := r.ReadAt(head[:min(4, size)], 0)
 		if err != nil && !(errors.Is(err, io.EOF) && int64(n) == min(4, size)) {
 			return nil, fmt.Errorf("inspect: execution_plan[%d].delegates[%d]: reading payload: %w", pi, di, err)
 		}
-		magic = latin1(head[:n])
+		del.Magic = new(latin1(head[:n]))
 	}
-	del.Magic = &magic
 	if b.opts.Hash {
 		// A segment's digest is known from the file's one pass.
 		if pl.r != nil {

@@ -107,8 +107,7 @@ func NewExternalData(r *ptd.Resolution, method string) *ExternalData {
 				dt.File = &r.Files[row.File].Name
 			}
 			if row.Offset >= 0 {
-				off, size := row.Offset, row.Size
-				dt.Offset, dt.Size = &off, &size
+				dt.Offset, dt.Size = new(row.Offset), new(row.Size)
 			}
 			if row.File < 0 && !slices.Contains(out.Missing, row.Key) {
 				out.Missing = append(out.Missing, row.Key)

@@ -146,8 +146,7 @@ func BuildPTD(f *ptd.File, hash bool) (*PTDDocument, error) {
 		doc.Findings = append(doc.Findings, dataProblem(fd.Severity, fd.Err))
 	}
 	if f.Legacy != nil {
-		msg := "the FlatTensor is in the layout used before 2025-06 (same identifier and version): today's ExecuTorch misreads it and upstream's tooling cannot decode it"
-		doc.FlatTensorError = &msg
+		doc.FlatTensorError = new("the FlatTensor is in the layout used before 2025-06 (same identifier and version): today's ExecuTorch misreads it and upstream's tooling cannot decode it")
 		lg := &PTDLegacy{TensorAlignment: f.Legacy.TensorAlignment, Tensors: []*PTDLegacyTensor{}}
 		for _, t := range f.Legacy.Tensors {
 			lg.Tensors = append(lg.Tensors, &PTDLegacyTensor{FullyQualifiedName: t.FullyQualifiedName,
@@ -180,7 +179,7 @@ func BuildPTD(f *ptd.File, hash bool) (*PTDDocument, error) {
 		k := &PTDKey{Key: nd.Key, SegmentIndex: nd.SegmentIndex, TensorLayout: newLayout(nd.Layout)}
 		if nd.Layout != nil {
 			if n, ok := nd.Layout.Bytes(); ok {
-				k.Bytes = &n
+				k.Bytes = new(n)
 			}
 		}
 		if int(nd.SegmentIndex) < len(doc.Segments) {
@@ -205,8 +204,7 @@ func dataProblem(sev pte.Severity, fe *ptd.FormatError) Problem {
 		p.Message += " (ExecuTorch has no check for this: its behaviour is undefined)"
 	}
 	if fe.Off >= 0 {
-		off := fe.Off
-		p.Offset = &off
+		p.Offset = new(fe.Off)
 	}
 	return p
 }
@@ -249,7 +247,7 @@ func ptdView(d *PTDDocument, layout bool) (*node, error) {
 	}
 	root.set("format", newString(format))
 	if d.FlatTensor != nil {
-		root.set("version", newUint(uint64(d.FlatTensor.Version)))
+		root.set("version", newNumber(uint64(d.FlatTensor.Version)))
 	}
 	keys := newKeyed()
 	for _, k := range d.NamedData {
@@ -262,7 +260,7 @@ func ptdView(d *PTDDocument, layout bool) (*node, error) {
 		n.set("size", optNumber(k.Size))
 		n.set("sha256", digestNode(k.SHA256))
 		if layout {
-			n.set("segment_index", newUint(uint64(k.SegmentIndex)))
+			n.set("segment_index", newNumber(uint64(k.SegmentIndex)))
 			n.set("file_offset", optNumber(k.FileOffset))
 		}
 		keys.setUnique(k.Key, n)

@@ -165,8 +165,7 @@ func newTensorRT(rep *delegate.Report, size int64) *TensorRT {
 }
 
 func (t *TensorRT) setHeader(magic [4]byte, mo, ms, eo *uint32, es *uint64) {
-	m := latin1(magic[:])
-	t.Magic = &m
+	t.Magic = new(latin1(magic[:]))
 	t.MetadataOffset, t.MetadataSize, t.EngineOffset, t.EngineSize = cp(mo), cp(ms), cp(eo), cp(es)
 }
 
