@@ -83,16 +83,11 @@ func (f *Float) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
-		switch s {
-		case "nan":
-			*f = Float(math.NaN())
-		case "inf":
-			*f = Float(math.Inf(1))
-		case "-inf":
-			*f = Float(math.Inf(-1))
-		default:
+		v, ok := map[string]float64{"nan": math.NaN(), "inf": math.Inf(1), "-inf": math.Inf(-1)}[s]
+		if !ok {
 			return fmt.Errorf("inspect: bad double %q", s)
 		}
+		*f = Float(v)
 		return nil
 	}
 	var v float64
@@ -111,12 +106,6 @@ func appendFloat(dst []byte, v float64) []byte {
 		return append(dst, `"inf"`...)
 	case math.IsInf(v, -1):
 		return append(dst, `"-inf"`...)
-	}
-	if v == 0 {
-		if math.Signbit(v) {
-			return append(dst, "-0.0"...)
-		}
-		return append(dst, "0.0"...)
 	}
 	// The decimal exponent of the shortest representation decides the form.
 	e := strconv.AppendFloat(nil, v, 'e', -1, 64)

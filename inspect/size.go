@@ -154,33 +154,28 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 				continue
 			}
 			u := segUse{part: PartDelegatePayload, plan: i, backend: bd.ID, delegate: d}
-			idx := int64(bd.Processed.Index)
 			switch bd.Processed.Location {
 			case pte.DataLocationSEGMENT:
-				if idx < int64(len(segUsers)) {
-					segUsers[idx] = append(segUsers[idx], u)
-				}
+				appendAt(segUsers, bd.Processed.Index, u)
 			case pte.DataLocationINLINE:
-				if idx < int64(len(inlineUsers)) {
-					u.part = PartInlineDelegateData
-					inlineUsers[idx] = append(inlineUsers[idx], u)
-				}
+				u.part = PartInlineDelegateData
+				appendAt(inlineUsers, bd.Processed.Index, u)
 			}
 		}
 	}
 	constSeg := -1
-	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 && int64(cs.SegmentIndex) < int64(len(segUsers)) {
+	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 &&
+		appendAt(segUsers, cs.SegmentIndex, segUse{part: PartConstants, plan: -1, delegate: -1}) {
 		constSeg = int(cs.SegmentIndex)
-		segUsers[constSeg] = append(segUsers[constSeg], segUse{part: PartConstants, plan: -1, delegate: -1})
 	}
 	for _, m := range p.MutableDataSegments {
-		if m != nil && int64(m.SegmentIndex) < int64(len(segUsers)) {
-			segUsers[m.SegmentIndex] = append(segUsers[m.SegmentIndex], segUse{part: PartMutableData, plan: -1, delegate: -1})
+		if m != nil {
+			appendAt(segUsers, m.SegmentIndex, segUse{part: PartMutableData, plan: -1, delegate: -1})
 		}
 	}
 	for _, nd := range p.NamedData {
-		if nd != nil && int64(nd.SegmentIndex) < int64(len(segUsers)) {
-			segUsers[nd.SegmentIndex] = append(segUsers[nd.SegmentIndex], segUse{part: PartNamedData, plan: -1, delegate: -1, key: nd.Key})
+		if nd != nil {
+			appendAt(segUsers, nd.SegmentIndex, segUse{part: PartNamedData, plan: -1, delegate: -1, key: nd.Key})
 		}
 	}
 	useItem := func(u segUse, seg int, size int64) SizeItem {
@@ -213,9 +208,7 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 			n    int64
 		}{{PartInstructions, pl.Instructions}, {PartValues, pl.Values}, {PartOperators, pl.Operators},
 			{PartDelegateTables, pl.Delegates}, {PartPlanTables, pl.Other}} {
-			it := newSizeItem(part.name, -1, part.n)
-			it.Plan, it.Method = i, names[i]
-			add(it)
+			add(useItem(segUse{part: part.name, plan: i, delegate: -1}, -1, part.n))
 		}
 	}
 	add(newSizeItem(PartRegionPadding, -1, l.Padding))
@@ -231,8 +224,9 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 			add(newSizeItem(PartUnreferenced, s.seg, to-from))
 			return
 		case s.seg == constSeg:
-			for _, it := range constantItems(f, names, s.seg, s.start, from, to) {
-				add(it)
+			order, bytesOf := constantOwners(f, len(names), s.start, from, to)
+			for _, plan := range order {
+				add(useItem(segUse{part: PartConstants, plan: plan, delegate: -1}, s.seg, bytesOf[plan]))
 			}
 		default:
 			add(useItem(users[0], s.seg, to-from))
@@ -245,6 +239,15 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 		r.External = externalNeeds(opts.Data)
 	}
 	return r.checked()
+}
+
+// appendAt appends v to lists[i] when i is in range, and says whether it is.
+func appendAt[T any](lists [][]T, i uint32, v T) bool {
+	ok := int64(i) < int64(len(lists))
+	if ok {
+		lists[i] = append(lists[i], v)
+	}
+	return ok
 }
 
 // segmentArea counts the segment area, which starts at end: each span's
@@ -346,17 +349,14 @@ func fileSpans(n int, base uint64, size int64, seg func(i int) (off, n uint64, o
 	return spans
 }
 
-// constantItems splits the counted bytes [from, to) of the constant
-// segment (which starts at start) by the method that first uses each
-// constant; bytes no method uses are the program's.
-func constantItems(f *pte.File, names []string, seg int, start, from, to int64) []SizeItem {
+// constantOwners splits the counted bytes [from, to) of the constant
+// segment (which starts at start) by the method (of plans) that first uses
+// each constant; bytes no method uses are the program's (-1), as splitAt.
+func constantOwners(f *pte.File, plans int, start, from, to int64) (order []int, bytesOf map[int]int64) {
 	offs := f.Program.ConstantSegment.Offsets
 	// owner[k]: the first plan whose tensors use constant index k.
-	owner := make([]int, len(offs))
-	for k := range owner {
-		owner[k] = -1
-	}
-	for i := range names {
+	owner := slices.Repeat([]int{-1}, len(offs))
+	for i := range plans {
 		for _, ev := range f.Program.PlanValues(i) {
 			t, ok := ev.Val.(*pte.Tensor)
 			if !ok || t.AllocationInfo != nil || t.DataBufferIdx == 0 || int64(t.DataBufferIdx) >= int64(len(owner)) {
@@ -372,16 +372,7 @@ func constantItems(f *pte.File, names []string, seg int, start, from, to int64) 
 	}
 	// Each distinct offset starts an entry running to the next one; the
 	// entry goes to the first plan using any index at that offset.
-	order, bytesOf := splitAt(start, from, to, offs, func(k int) int { return owner[k] })
-	items := make([]SizeItem, 0, len(order))
-	for _, plan := range order {
-		it := SizeItem{Part: PartConstants, Plan: -1, Delegate: -1, Segment: seg, Size: bytesOf[plan]}
-		if plan >= 0 {
-			it.Plan, it.Method = plan, names[plan]
-		}
-		items = append(items, it)
-	}
-	return items
+	return splitAt(start, from, to, offs, func(k int) int { return owner[k] })
 }
 
 // splitAt divides the counted bytes [from, to) of an area that starts at
@@ -487,18 +478,14 @@ func SizePTD(f *ptd.File) (*SizeReport, error) {
 	end = fbEnd
 	users := make([][]string, len(f.Segments))
 	for _, nd := range f.NamedData {
-		if int64(nd.SegmentIndex) < int64(len(users)) {
-			users[nd.SegmentIndex] = append(users[nd.SegmentIndex], nd.Key)
-		}
+		appendAt(users, nd.SegmentIndex, nd.Key)
 	}
 	// The older layout packs tensors into segments at offsets.
 	var legacy [][]ptd.LegacyTensor
 	if f.Legacy != nil {
 		legacy = make([][]ptd.LegacyTensor, len(f.Segments))
 		for _, lt := range f.Legacy.Tensors {
-			if int64(lt.SegmentIndex) < int64(len(legacy)) {
-				legacy[lt.SegmentIndex] = append(legacy[lt.SegmentIndex], lt)
-			}
+			appendAt(legacy, lt.SegmentIndex, lt)
 		}
 	}
 	spans := fileSpans(len(f.Segments), h.SegmentBaseOffset, f.Size, func(i int) (uint64, uint64, bool) {
