@@ -320,21 +320,22 @@ func (d *differ) walk(path string, a, b *node) {
 			}
 			return
 		}
-		for i := 0; i < max(len(a.arr), len(b.arr)); i++ {
-			var ea, eb *node
-			if i < len(a.arr) {
-				ea = a.arr[i]
-			}
-			if i < len(b.arr) {
-				eb = b.arr[i]
-			}
-			d.walk(path+"["+strconv.Itoa(i)+"]", ea, eb)
+		for i := range max(len(a.arr), len(b.arr)) {
+			d.walk(path+"["+strconv.Itoa(i)+"]", at(a.arr, i), at(b.arr, i))
 		}
 	default:
 		if !sameScalar(a, b) {
 			d.add(path, a, b)
 		}
 	}
+}
+
+// at is s[i], or the zero value past the end of s.
+func at[T any](s []T, i int) (v T) {
+	if i < len(s) {
+		v = s[i]
+	}
+	return v
 }
 
 // sameScalar compares two scalar nodes of the same kind.

@@ -67,17 +67,16 @@ func DiffDocuments(a, b *Document, opts *DiffOptions) ([]Difference, error) {
 	if opts == nil {
 		opts = &DiffOptions{}
 	}
-	va, err := newViewer(a, opts.Layout)
-	if err != nil {
-		return nil, err
+	var vs [2]*viewer
+	for i, doc := range []*Document{a, b} {
+		var err error
+		if vs[i], err = newViewer(doc, opts.Layout); err != nil {
+			return nil, err
+		}
 	}
-	vb, err := newViewer(b, opts.Layout)
-	if err != nil {
-		return nil, err
-	}
-	matchRenames(va, vb)
+	matchRenames(vs[0], vs[1])
 	d := differ{compact: true}
-	d.walk("", va.root(), vb.root())
+	d.walk("", vs[0].root(), vs[1].root())
 	return d.out, nil
 }
 

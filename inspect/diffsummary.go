@@ -606,8 +606,8 @@ func names[T any](list []*T, name func(*T) string) []string {
 
 // valueAt is value k of p, nil past its values or for an absent one.
 func valueAt(p *pte.ExecutionPlan, k int) pte.Value {
-	if k < len(p.Values) && p.Values[k] != nil {
-		return p.Values[k].Val
+	if ev := at(p.Values, k); ev != nil {
+		return ev.Val
 	}
 	return nil
 }

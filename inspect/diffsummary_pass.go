@@ -64,19 +64,12 @@ func (s constSource) inFile() bool { return !s.inline && s.n > 0 }
 // and when both have the same layout (the same segment ranges and size)
 // they are read together, the bytes they share hashed once. In the same
 // pass it compares the constant data of the tensors at the same method
-// and value index of both programs, reading each file from the front, in
-// chunks; where a tensor's constant bytes are in both files
-// the two ranges are read side by side (they may sit at different offsets
-// and have different sizes). Comparisons that cannot be made in one
-// forward pass over both files (pairings that cross, such as A's first
-// buffer against B's second and A's second against B's first, or two
-// pairings sharing some bytes with different partners) keep the side the
-// pass reads first in memory and are made as it reads the other (holdTasks),
-// up to heldBudget bytes kept; the others are compared by the SHA-256 of
-// each side, taken as the pass reads it. The region read at open is taken
-// from the File, and the heads of delegate payloads the documents show are
-// kept from the pass: every byte of each file is read at most once,
-// opening included.
+// and value index of both programs, the two ranges read side by side.
+// Comparisons that cannot be made in one forward pass over both files
+// (pairings that cross) keep the side the pass reads first in memory and
+// are made as it reads the other (holdTasks), up to heldBudget bytes kept;
+// the others are compared by the SHA-256 of each side. Every byte of each
+// file is read at most once, opening included.
 func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *ConstantComparison, error) {
 	o := Options{}
 	if opts != nil {
@@ -94,15 +87,13 @@ func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *Consta
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	da, err := build(a, &o, ps[0])
-	if err != nil {
-		return nil, nil, nil, err
+	var docs [2]*Document
+	for i, f := range []*pte.File{a, b} {
+		if docs[i], err = build(f, &o, ps[i]); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	db, err := build(b, &o, ps[1])
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return da, db, constantResults(cmps), nil
+	return docs[0], docs[1], constantResults(cmps), nil
 }
 
 // heldBudget bounds the constant bytes BuildDiffPair keeps in memory for
@@ -131,24 +122,23 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask) ([2]*passed, error
 	wantHeads(b, keeps[1])
 	var order, held, flowing, hashed []*constTask
 	// groups are the files each cursor reads: both in lockstep, or one
-	// each.
+	// each; when says at which point of the pass each byte is read.
 	groups := [][]*pte.File{{a}, {b}}
+	var left []*constTask
+	var when [2]func(int64) int64
 	if slices.Equal(spans[0], spans[1]) && !slices.ContainsFunc(tasks, func(t *constTask) bool {
 		return t.a.inFile() && t.b.inFile() && t.a.off != t.b.off
 	}) {
-		// The same layout, and every pairing at the same offset in both:
-		// both files in lockstep, the bytes they share hashed once.
+		// The same layout, and every pairing at the same offset in both.
 		groups = [][]*pte.File{{a, b}}
-		var left []*constTask
 		order, left = scheduleLockstep(tasks)
-		// Both files are read at the same offsets, at the same time.
 		at := func(x int64) int64 { return x }
-		held, flowing, hashed = holdTasks(left, keeps, [2]func(int64) int64{at, at})
+		when = [2]func(int64) int64{at, at}
 	} else {
-		var left []*constTask
 		order, left = scheduleConstants(tasks)
-		held, flowing, hashed = holdTasks(left, keeps, stepsOf(order))
+		when = stepsOf(order)
 	}
+	held, flowing, hashed = holdTasks(left, keeps, when)
 	// cs[i] reads side i, as file lanes[i] of its cursor.
 	var cs [2]*cursor
 	var lanes [2]int

@@ -178,24 +178,6 @@ func (c *cursor) feedChunk(pos, n int64) error {
 	return nil
 }
 
-// sums returns the digests of every span, per file.
-func (c *cursor) sums() [2]digests {
-	var out [2]digests
-	for k := range c.rs {
-		out[k] = make(digests, len(c.states))
-	}
-	for sp, st := range c.states {
-		for k := range c.rs {
-			h := st.h[0]
-			if !st.shared {
-				h = st.h[k]
-			}
-			out[k][sp] = Digest{Hex: hex.EncodeToString(h.Sum(nil))}
-		}
-	}
-	return out
-}
-
 // feed adds the first n bytes of each file's buffer to the span's hash:
 // once when they are the same and the span is still shared, else per file
 // (splitting a shared hash into two copies of its state first).
@@ -274,10 +256,22 @@ func (c *cursor) skipTo(to int64) error {
 	return nil
 }
 
-// finish reads the rest of the files and returns their digests.
+// finish reads the rest of the files and returns the digests of every
+// span, per file.
 func (c *cursor) finish() ([2]digests, error) {
+	var out [2]digests
 	if err := c.skipTo(c.size); err != nil {
-		return [2]digests{}, err
+		return out, err
 	}
-	return c.sums(), nil
+	for k := range c.rs {
+		out[k] = make(digests, len(c.states))
+		for sp, st := range c.states {
+			h := st.h[0]
+			if !st.shared {
+				h = st.h[k]
+			}
+			out[k][sp] = Digest{Hex: hex.EncodeToString(h.Sum(nil))}
+		}
+	}
+	return out, nil
 }

@@ -225,16 +225,15 @@ func DiffPTD(a, b *PTDDocument, opts *DiffOptions) ([]Difference, error) {
 	if opts == nil {
 		opts = &DiffOptions{}
 	}
-	ra, err := ptdView(a, opts.Layout)
-	if err != nil {
-		return nil, err
-	}
-	rb, err := ptdView(b, opts.Layout)
-	if err != nil {
-		return nil, err
+	var rs [2]*node
+	for i, doc := range []*PTDDocument{a, b} {
+		var err error
+		if rs[i], err = ptdView(doc, opts.Layout); err != nil {
+			return nil, err
+		}
 	}
 	d := differ{compact: true}
-	d.walk("", ra, rb)
+	d.walk("", rs[0], rs[1])
 	return d.out, nil
 }
 
