@@ -561,19 +561,18 @@ func diffMethod(i int, pa, pb *pte.ExecutionPlan, cmp *constComparer) (*MethodDi
 	for k := range max(len(pa.Values), len(pb.Values)) {
 		va, vb := valueAt(pa, k), valueAt(pb, k)
 		// A tensor whose table is absent compares as a value.
-		ta, isTA := va.(*pte.Tensor)
-		tb, isTB := vb.(*pte.Tensor)
-		isTA, isTB = isTA && ta != nil, isTB && tb != nil
+		ta, _ := va.(*pte.Tensor)
+		tb, _ := vb.(*pte.Tensor)
 		switch {
 		case k >= len(pb.Values):
-			if isTA {
+			if ta != nil {
 				m.TensorsOnlyInA = append(m.TensorsOnlyInA, tensorRef(k, ta, ua))
 			}
 		case k >= len(pa.Values):
-			if isTB {
+			if tb != nil {
 				m.TensorsOnlyInB = append(m.TensorsOnlyInB, tensorRef(k, tb, ub))
 			}
-		case isTA && isTB:
+		case ta != nil && tb != nil:
 			td, err := cmp.tensor(k, ta, tb, ua, ub)
 			if err != nil {
 				return nil, err

@@ -237,14 +237,12 @@ func (c *constComparer) compare(a, b constSource, st pte.ScalarType, n int64) (*
 	}
 	for pos := int64(0); pos < d.limit; pos += compareChunk {
 		m := min(int64(compareChunk), d.limit-pos)
-		ba, bb := c.bufs[0][:m], c.bufs[1][:m]
-		if _, err := io.ReadFull(io.NewSectionReader(a.r, a.off+pos, m), ba); err != nil {
-			return nil, fmt.Errorf("reading A's bytes %d..%d: %w", a.off+pos, a.off+pos+m, err)
+		for i, s := range [2]constSource{a, b} {
+			if _, err := io.ReadFull(io.NewSectionReader(s.r, s.off+pos, m), c.bufs[i][:m]); err != nil {
+				return nil, fmt.Errorf("reading %s's bytes %d..%d: %w", "AB"[i:i+1], s.off+pos, s.off+pos+m, err)
+			}
 		}
-		if _, err := io.ReadFull(io.NewSectionReader(b.r, b.off+pos, m), bb); err != nil {
-			return nil, fmt.Errorf("reading B's bytes %d..%d: %w", b.off+pos, b.off+pos+m, err)
-		}
-		d.feed(ba, bb)
+		d.feed(c.bufs[0][:m], c.bufs[1][:m])
 	}
 	return d.result(n), nil
 }

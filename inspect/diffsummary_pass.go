@@ -401,12 +401,9 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 			continue // SummarizeDiff reports it
 		}
 		for k := range min(len(pa.Values), len(pb.Values)) {
-			if pa.Values[k] == nil || pb.Values[k] == nil {
-				continue
-			}
-			ta, okA := pa.Values[k].Val.(*pte.Tensor)
-			tb, okB := pb.Values[k].Val.(*pte.Tensor)
-			if !okA || !okB || ta == nil || tb == nil {
+			ta, _ := valueAt(pa, k).(*pte.Tensor)
+			tb, _ := valueAt(pb, k).(*pte.Tensor)
+			if ta == nil || tb == nil {
 				continue
 			}
 			sa, sb, key, err := tensorComparison(a, b, ta, tb)

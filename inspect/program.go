@@ -186,10 +186,9 @@ func (w *modelWriter) value(v reflect.Value, numbers bool) {
 		w.buf = appendString(w.buf, v.String())
 	case reflect.Bool:
 		w.buf = strconv.AppendBool(w.buf, v.Bool())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		w.buf = strconv.AppendInt(w.buf, v.Int(), 10)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		w.buf = strconv.AppendUint(w.buf, v.Uint(), 10)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		w.number(v)
 	case reflect.Float32, reflect.Float64:
 		w.buf = appendFloat(w.buf, v.Float())
 	default:
@@ -376,13 +375,12 @@ func tableFields(t reflect.Type) *tableLayout {
 			}
 			continue
 		}
-		sf := t.Field(i)
 		l.list = append(l.list, &tableField{
 			index:   i,
 			name:    name,
 			key:     strconv.Quote(name) + ":",
 			typeKey: strconv.Quote(name+"_type") + ":",
-			union:   sf.Type.Kind() == reflect.Interface,
+			union:   t.Field(i).Type.Kind() == reflect.Interface,
 			numbers: numbers,
 			plans:   t == reflect.TypeFor[pte.Program]() && name == "execution_plan",
 		})

@@ -51,21 +51,15 @@ func (it SizeItem) GroupName() string {
 		}
 		return "method " + it.Method
 	}
-	switch it.Part {
-	case PartPrefix, PartHeader:
-		return "header"
-	case PartConstants:
-		return "constants"
-	case PartMutableData:
-		return "mutable data"
-	case PartNamedData:
-		return "named data"
-	case PartUnreferenced:
-		return "unreferenced segments"
-	case PartPadding, PartTrailing, PartRegionPadding:
-		return "padding"
-	}
-	return "program tables"
+	return cmp.Or(programGroups[it.Part], "program tables")
+}
+
+// programGroups names the group of each part of the program's that is not
+// in "program tables".
+var programGroups = map[string]string{
+	PartPrefix: "header", PartHeader: "header", PartConstants: "constants", PartMutableData: "mutable data",
+	PartNamedData: "named data", PartUnreferenced: "unreferenced segments",
+	PartPadding: "padding", PartTrailing: "padding", PartRegionPadding: "padding",
 }
 
 // Label names the item within its group (which names the method): its

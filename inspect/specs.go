@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -87,22 +88,14 @@ func DecodeSpec(key string, value []byte) string {
 // when they need it, and as hex otherwise ("hex:...", shortened past 32
 // bytes).
 func SpecValueText(v []byte) string {
-	if utf8.Valid(v) {
-		plain := len(v) > 0
-		for _, r := range string(v) {
-			if !unicode.IsPrint(r) || r == ' ' || r == '"' {
-				plain = false
-			}
-			if !unicode.IsPrint(r) && r != ' ' && r != '\t' {
-				return hexValue(v)
-			}
-		}
-		if plain {
-			return string(v)
-		}
-		return strconv.Quote(string(v))
+	s := string(v)
+	switch {
+	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' && r != '\t' }):
+		return hexValue(v)
+	case s != "" && !strings.ContainsAny(s, " \"\t"):
+		return s
 	}
-	return hexValue(v)
+	return strconv.Quote(s)
 }
 
 // hexAndText returns v as lowercase hex and as text (nil when it is not
