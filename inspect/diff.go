@@ -330,9 +330,9 @@ func (d *differ) walk(path string, a, b *node) {
 	}
 }
 
-// at is s[i], or the zero value past the end of s.
+// at is s[i], or the zero value when i is out of range.
 func at[T any](s []T, i int) (v T) {
-	if i < len(s) {
+	if 0 <= i && i < len(s) {
 		v = s[i]
 	}
 	return v

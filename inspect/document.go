@@ -396,9 +396,7 @@ func (s *Stream) finish() {
 		doc.Problems = append(slices.DeleteFunc(doc.Problems, isExternalNotice), DataProblems(opts.Data, opts.Method)...)
 		doc.ExternalData = NewExternalData(opts.Data, opts.Method)
 	}
-	if doc.Problems == nil {
-		doc.Problems = []Problem{}
-	}
+	doc.Problems = nonNil(doc.Problems)
 }
 
 // Document returns the document built so far: file, extended header,

@@ -55,14 +55,13 @@ func (k *keeper) want(off, n int64, then func(k *keeper, data []byte)) {
 		return
 	}
 	if x := k.asked[span{off, n}]; x != nil {
-		if then == nil {
-			return
-		}
-		if x.got == x.n {
+		switch {
+		case then == nil:
+		case x.got == x.n:
 			then(k, x.data)
-			return
+		default:
+			x.then = append(x.then, then)
 		}
-		x.then = append(x.then, then)
 		return
 	}
 	x := &kept{off: off, n: n}

@@ -106,10 +106,9 @@ type DelegateGroup struct {
 
 // Summarize summarises the document Build(f, opts) makes, without
 // building that document: it reads the delegates one at a time
-// (Stream.EachDelegate) and keeps only the summary, so that its memory does
-// not grow with each delegate's detail, also in a method of many engines. It also returns the Stream's document (head,
-// problems, external data; no segments, delegates or program), for what
-// the view shows besides the summary.
+// (Stream.EachDelegate) and keeps only the summary. It also returns the
+// Stream's document (head, problems, external data; no segments, delegates
+// or program), for what the view shows besides the summary.
 func Summarize(f *pte.File, opts *Options) (*Summary, *Document, error) {
 	st, err := newStream(f, opts, nil, false)
 	if err != nil {
@@ -119,13 +118,13 @@ func Summarize(f *pte.File, opts *Options) (*Summary, *Document, error) {
 	var t summaryTotals
 	keep := st.b.opts.SummaryMethods
 	var m *MethodSummary // the method whose delegates come
-	// endMethod drops what only adding m's delegates needed.
+	// endMethod drops the method's groups and what only adding to them
+	// needed.
 	endMethod := func() {
-		if m != nil {
-			for _, g := range m.Groups {
-				g.stored = nil
-			}
+		for _, g := range t.groups {
+			g.stored = nil
 		}
+		clear(t.groups)
 	}
 	if err := st.EachDelegate(func(mv *MethodView) error {
 		endMethod()
@@ -135,7 +134,6 @@ func Summarize(f *pte.File, opts *Options) (*Summary, *Document, error) {
 			m.Index = mv.Index
 			s.Methods = append(s.Methods, m)
 		}
-		clear(t.groups) // groups are per method
 		return nil
 	}, func(_ *MethodView, d *Delegate) error {
 		s.addDelegate(d, m, &t)
@@ -261,14 +259,12 @@ func (s *Summary) addDelegate(d *Delegate, m *MethodSummary, t *summaryTotals) {
 	k := groupKey{d.PlanIndex, d.ID, budget, delegateDevice(d)}
 	g := t.groups[k]
 	if g == nil {
-		g = &DelegateGroup{ID: d.ID, Budget: budget, BudgetBytes: budgetBytes, Device: k.device, First: d.DelegateIndex}
+		g = &DelegateGroup{ID: d.ID, Budget: budget, BudgetBytes: budgetBytes, Device: k.device, First: d.DelegateIndex,
+			stored: &storageSet{}}
 		t.groups[k] = g
 		m.Groups = append(m.Groups, g)
 	}
 	g.Count++
-	if g.stored == nil {
-		g.stored = &storageSet{}
-	}
 	if k, ok := storageOf(d); !ok || g.stored.add(k) {
 		g.Payloads = compilespec.AddSizes(g.Payloads, size)
 	}
@@ -289,10 +285,7 @@ func (s *Summary) addDelegate(d *Delegate, m *MethodSummary, t *summaryTotals) {
 func planSummary(ep *pte.ExecutionPlan) *MethodSummary {
 	m := &MethodSummary{Name: ep.Name, Inputs: len(ep.Inputs), Outputs: len(ep.Outputs), Instructions: instructionCount(ep)}
 	for _, i := range ep.Outputs {
-		if i < 0 || int(i) >= len(ep.Values) || ep.Values[i] == nil {
-			continue
-		}
-		if c, ok := constant(ep.Values[i].Val); ok {
+		if c, ok := constant(valueAt(ep, int(i))); ok {
 			m.Returns = append(m.Returns, c)
 		}
 	}

@@ -62,11 +62,8 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 			}
 		}
 	}
-	list := dels.Bytes()
-	if list == nil {
-		list = []byte{} // no delegates: [], not doc.Delegates' null
-	}
-	err = writeDocument(w, doc, list, plans)
+	// No delegates: [], not doc.Delegates' null.
+	err = writeDocument(w, doc, nonNil(dels.Bytes()), plans)
 	doc.Program = nil
 	return doc, err
 }
