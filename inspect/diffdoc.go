@@ -184,8 +184,7 @@ func newViewer(doc *Document, layout bool) (*viewer, error) {
 // method is the view of a method given the summary of each delegate:
 // its plan, with unions named by their member and operators keyed by
 // name, and the view of its delegates. The plan's members stay model
-// values, opened (and so rewritten) only where the two sides differ: most
-// methods of two builds of one model differ in their delegates alone.
+// values, opened (and so rewritten) only where the two sides differ.
 func (v *viewer) method(ep *pte.ExecutionPlan, summary func(di int) *Delegate) (*node, error) {
 	plan := *ep
 	plan.Delegates = nil
@@ -313,10 +312,8 @@ func digestNode(d Digest) *node {
 
 // matchRenames gives a method that only b has the key of a method that
 // only a has when the two are equal but for their names: when their views
-// have the same fingerprint (linear in their size). Walking every pair made
-// two programs of 100 methods each, named apart and equal but for a late
-// value, take 5 s to diff, and 1,000 methods 8 minutes, where the rest of
-// the diff is linear.
+// have the same fingerprint (linear in their size, where walking every
+// pair is quadratic in the number of methods).
 func matchRenames(a, b *viewer) {
 	inA := map[string]bool{}
 	for _, k := range a.keys {
@@ -348,11 +345,9 @@ func matchRenames(a, b *viewer) {
 }
 
 // fingerprint is a digest of object n opened in full, member skip left
-// out, of an unambiguous encoding of what the walk compares (members in
-// the order of their keys, a member holding nothing (nil, as the walk
-// skips it) left out, numbers by value): two objects have the same
-// fingerprint when the walk finds no difference between them, and else
-// only by a collision of SHA-256.
+// out, of an unambiguous encoding of what the walk compares (members by
+// key, nil members left out, numbers by value): two objects have the same
+// fingerprint when the walk finds no difference between them.
 func fingerprint(n *node, skip string) [sha256.Size]byte {
 	h := sha256.New()
 	var buf []byte

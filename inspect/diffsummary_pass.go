@@ -24,7 +24,7 @@ type ConstantComparison struct {
 // every decoding of the same two buffers (comparisons), fed the first
 // limit bytes of each.
 type constTask struct {
-	a, b  constSource
+	src   [2]constSource // A's and B's
 	limit int64
 	cmps  []*dataCmp
 	// fed counts the bytes of a task made as the pass reads one side
@@ -97,23 +97,17 @@ func BuildDiffPair(a, b *pte.File, opts *Options) (*Document, *Document, *Consta
 }
 
 // heldBudget bounds the constant bytes BuildDiffPair keeps in memory for
-// the comparisons its forward pass cannot make as it reads (crossing
-// pairings). Exact element statistics of two buffers need both at once,
-// and the digests of the segments holding them need each file read in
-// order, so a crossing pairing beyond it is compared by the digests of its
-// two sides alone: exact when they are equal, and when they differ its
-// elements are not compared (DataDiff.NotCompared), rather than read
-// twice.
+// the crossing pairings. Beyond it a pairing is compared by the digests of
+// its two sides alone: exact when they are equal, and when they differ its
+// elements are not compared (DataDiff.NotCompared), rather than read twice.
 var heldBudget int64 = 256 << 20
 
 // notCompared is DataDiff.NotCompared for a pairing beyond heldBudget.
 var notCompared = fmt.Sprintf("the buffers come in another order in B than in A and, with the other such pairings, exceed the %s the diff holds in memory", compilespec.FormatSize(heldBudget))
 
-// passPair reads both files once, hashing their spans (with the same
-// layout in lockstep, the bytes they share hashed once), making the
-// constant comparison tasks it can as it goes and keeping what the others
-// (holdTasks) and the documents need; it then makes the comparisons whose
-// both sides it held or hashed.
+// passPair reads both files once, hashing their spans, making the constant
+// comparison tasks it can as it goes and keeping what the others
+// (holdTasks) and the documents need; then it makes the others.
 func passPair(a, b *pte.File, o *Options, tasks []*constTask) ([2]*passed, error) {
 	meter := meterOf(o.Progress, a.Size+b.Size)
 	spans := [2][]span{(&builder{f: a}).spans(), (&builder{f: b}).spans()}
@@ -127,7 +121,7 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask) ([2]*passed, error
 	var left []*constTask
 	var when [2]func(int64) int64
 	if slices.Equal(spans[0], spans[1]) && !slices.ContainsFunc(tasks, func(t *constTask) bool {
-		return t.a.inFile() && t.b.inFile() && t.a.off != t.b.off
+		return t.src[0].inFile() && t.src[1].inFile() && t.src[0].off != t.src[1].off
 	}) {
 		// The same layout, and every pairing at the same offset in both.
 		groups = [][]*pte.File{{a, b}}
@@ -196,31 +190,28 @@ func passPair(a, b *pte.File, o *Options, tasks []*constTask) ([2]*passed, error
 // holdTasks arranges the tasks the pass cannot make as it reads one
 // range of each file beside the other: one with a side in memory, or
 // whose side in one file the pass reads wholly before it begins the other
-// (when says at which point of the pass each byte of each file is read),
-// is made as the pass reads that other side (flowing), the first side held
-// until then; the others are held whole, both sides, and made after the
-// pass (held). Holding stops at heldBudget bytes: the tasks beyond it have
-// each side hashed as the pass reads it, and are compared by their digests
-// after the pass (hashed).
+// (when says at which point of the pass each byte is read), is made as the
+// pass reads that other side (flowing), the first side held until then;
+// the others are held whole and made after the pass (held). Past
+// heldBudget bytes held, each side is hashed instead (hashed).
 func holdTasks(tasks []*constTask, keeps [2]*keeper, when [2]func(int64) int64) (held, flowing, hashed []*constTask) {
 	budget := heldBudget
 	for _, t := range tasks {
-		srcs := [2]constSource{t.a, t.b}
 		// flow is the side the task is made on as it is read, -1 for
 		// none: both are held.
 		flow := -1
 		switch {
-		case !t.a.inFile():
+		case !t.src[0].inFile():
 			flow = 1
-		case !t.b.inFile():
+		case !t.src[1].inFile():
 			flow = 0
-		case when[0](t.a.off+t.limit-1) < when[1](t.b.off):
+		case when[0](t.src[0].off+t.limit-1) < when[1](t.src[1].off):
 			flow = 1
-		case when[1](t.b.off+t.limit-1) < when[0](t.a.off):
+		case when[1](t.src[1].off+t.limit-1) < when[0](t.src[0].off):
 			flow = 0
 		}
 		var need int64
-		for i, s := range srcs {
+		for i, s := range t.src {
 			if s.inFile() && i != flow {
 				need += t.limit
 			}
@@ -231,7 +222,7 @@ func holdTasks(tasks []*constTask, keeps [2]*keeper, when [2]func(int64) int64) 
 			continue
 		}
 		budget -= need
-		for i, s := range srcs {
+		for i, s := range t.src {
 			if s.inFile() && i != flow {
 				keeps[i].want(s.off, t.limit, nil)
 			}
@@ -255,7 +246,7 @@ func (t *constTask) hash(keeps [2]*keeper) {
 	}
 	slices.Sort(cuts)
 	cuts = slices.Compact(cuts)
-	for i, s := range [2]constSource{t.a, t.b} {
+	for i, s := range t.src {
 		c := &cutDigest{h: sha256.New(), cuts: cuts}
 		t.sums[i] = c
 		keeps[i].pass(s.off, t.limit, func(_ int64, b []byte) { c.write(b) })
@@ -269,7 +260,7 @@ func (t *constTask) compareSums() error {
 		i, _ := slices.BinarySearch(t.sums[0].cuts, d.limit)
 		for side, c := range t.sums {
 			if i >= len(c.sums) {
-				s := [2]constSource{t.a, t.b}[side]
+				s := t.src[side]
 				return fmt.Errorf("inspect: diff: constant bytes %d..%d of %s were not read", s.off, s.off+d.limit, "AB"[side:side+1])
 			}
 		}
@@ -287,8 +278,7 @@ func (t *constTask) compareSums() error {
 // flow makes the task as the pass reads its side side, the other taken
 // from memory or from what keeps held of it.
 func (t *constTask) flow(keeps [2]*keeper, side int) {
-	srcs := [2]constSource{t.a, t.b}
-	s, o := srcs[side], srcs[1-side]
+	s, o := t.src[side], t.src[1-side]
 	other := o.mem
 	keeps[side].pass(s.off, t.limit, func(off int64, b []byte) {
 		if t.err != nil {
@@ -314,18 +304,16 @@ func (t *constTask) flow(keeps [2]*keeper, side int) {
 	})
 }
 
-// stepsOf returns, for a pass over two files by two cursors that make the
-// tasks of order in turn (each moving its cursors to its ranges and reading
-// them) and then read the rest of A and then the rest of B, at which step
-// each byte of each file is read: the index in order of the task whose
-// reading reaches it, len(order) for the rest of A, len(order)+1 for B's.
-// Within a step both cursors move, so only a smaller step is surely
-// earlier.
+// stepsOf returns, for a pass by two cursors that make the tasks of order
+// in turn and then read the rest of A and then of B, at which step each
+// byte of each file is read: the index in order of the task whose reading
+// reaches it, len(order) for the rest of A, len(order)+1 for B's. Within a
+// step both cursors move, so only a smaller step is surely earlier.
 func stepsOf(order []*constTask) [2]func(int64) int64 {
 	var ends [2][]int64
 	var steps [2][]int64
 	for i, t := range order {
-		for side, s := range [2]constSource{t.a, t.b} {
+		for side, s := range t.src {
 			if s.inFile() {
 				ends[side] = append(ends[side], s.off+t.limit)
 				steps[side] = append(steps[side], int64(i))
@@ -350,7 +338,7 @@ func stepsOf(order []*constTask) [2]func(int64) int64 {
 // runHeld makes a task from the bytes keeps held of it (and memory).
 func (t *constTask) runHeld(keeps [2]*keeper) error {
 	var bufs [2][]byte
-	for i, s := range [2]constSource{t.a, t.b} {
+	for i, s := range t.src {
 		if !s.inFile() {
 			bufs[i] = s.mem[:t.limit]
 			continue
@@ -377,11 +365,10 @@ func constantResults(cmps map[dataKey]*dataCmp) *ConstantComparison {
 	return c
 }
 
-// planConstants lists the comparisons SummarizeDiff makes (tensors at the
-// same method and value index of both programs), one reading of each pair
-// of buffers as each type (pairKey) giving those of every element count:
-// those needing no file byte are made here; the others become tasks for
-// the pass, one per pair of buffers.
+// planConstants lists the comparisons SummarizeDiff makes, one reading of
+// each pair of buffers as each type (pairKey) giving those of every
+// element count: those needing no file byte are made here; the others
+// become tasks for the pass, one per pair of buffers.
 func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 	for i, f := range []*pte.File{a, b} {
 		if err := cmp.Or(checkInlineOverlap(f, i), checkConstantSegmentOverlap(f, i)); err != nil {
@@ -434,7 +421,7 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 			p := pair{bytesOf(r.sa), bytesOf(r.sb)}
 			t := byPair[p]
 			if t == nil {
-				t = &constTask{a: r.sa, b: r.sb}
+				t = &constTask{src: [2]constSource{r.sa, r.sb}}
 				byPair[p] = t
 				tasks = append(tasks, t)
 			}
@@ -446,17 +433,10 @@ func planConstants(a, b *pte.File) (map[dataKey]*dataCmp, []*constTask, error) {
 }
 
 // checkInlineOverlap refuses a program (side says which of a diff's, -1
-// for a program hashed alone) two of whose
-// inline byte vectors, constant buffers or delegate payloads, overlap
-// without being the same bytes, or two of whose segments do in the file.
-// A flatbuffer may point vectors at
-// overlapping bytes (ExecuTorch's verifier allows it, and no writer does
-// it): a vector of 1 MiB shifted by 4 bytes 2,000 times costs 8 KiB of
-// program but 2 GiB of bytes compared (each window with every buffer
-// paired with it) or hashed (each window's digest in the documents), which
-// bytes the same vectors share (bytesOf) do not save. Segments are hashed
-// each (the documents give each one's digest) as the pass reads the file:
-// 2,000 such windows in the segment table cost the same 2 GiB.
+// for a program hashed alone) two of whose inline byte vectors, or two of
+// whose segments, overlap without being the same bytes. ExecuTorch's
+// verifier allows it, and a vector of 1 MiB shifted by 4 bytes 2,000 times
+// costs 8 KiB of program but 2 GiB of bytes compared or hashed.
 func checkInlineOverlap(f *pte.File, side int) error {
 	var vecs, segs namedRanges
 	inline := func(b []byte, list string, i int) {
@@ -482,11 +462,9 @@ func checkInlineOverlap(f *pte.File, side int) error {
 }
 
 // checkConstantSegmentOverlap is checkInlineOverlap for the buffers of
-// the constant segment, which the diff compares (constantSource): the
-// bytes from each offset to the next, disjoint when the offsets increase,
-// but a crafted table (0, 4, end, 8, end, ...) makes each buffer run to the
-// segment's end, and 1,000 such tensors of an 8 MiB segment took 41 s to
-// diff with themselves (8 GB compared).
+// the constant segment (constantSource): disjoint when the offsets
+// increase, but a crafted table (0, 4, end, 8, end, ...) makes each buffer
+// run to the segment's end.
 func checkConstantSegmentOverlap(f *pte.File, side int) error {
 	cs := f.Program.ConstantSegment
 	if cs == nil {
@@ -541,12 +519,9 @@ func (rs *namedRanges) overlap(side int) error {
 }
 
 // OverlapError is the refusal, by the diff or by a document with
-// Options.Hash, of a program two of whose inline byte
-// vectors (Program.constant_buffer, Program.backend_delegate_data), or
-// two of whose segments (Program.segments, in the file),
-// overlap without being the same bytes: comparing or hashing each would
-// read the bytes they share once per vector, which a crafted program makes
-// quadratic in its size.
+// Options.Hash, of a program two of whose inline byte vectors, or two of
+// whose segments, overlap without being the same bytes: comparing or
+// hashing each would be quadratic in the program's size.
 type OverlapError struct {
 	// Side is the program: 0 for A, 1 for B, -1 for a program hashed
 	// alone.
@@ -571,69 +546,65 @@ func (e *OverlapError) Error() string {
 // overlap, and tasks reading both files must come in the same order in
 // both), and the others.
 func scheduleConstants(tasks []*constTask) (order, left []*constTask) {
-	var both, onlyA, onlyB []*constTask
+	var both []*constTask
+	var one [2][]*constTask // reading A alone, B alone
 	for _, t := range tasks {
 		switch {
-		case t.a.inFile() && t.b.inFile():
+		case t.src[0].inFile() && t.src[1].inFile():
 			both = append(both, t)
-		case t.a.inFile():
-			onlyA = append(onlyA, t)
+		case t.src[0].inFile():
+			one[0] = append(one[0], t)
 		default:
-			onlyB = append(onlyB, t)
+			one[1] = append(one[1], t)
 		}
 	}
-	var dropped []*constTask
-	drop := func(t *constTask) { dropped = append(dropped, t) }
 	// Both files: ordered by A's offset, kept while B's offsets go on
 	// forward too.
 	slices.SortStableFunc(both, func(x, y *constTask) int {
-		return cmp.Or(cmp.Compare(x.a.off, y.a.off), cmp.Compare(x.b.off, y.b.off))
+		return cmp.Or(cmp.Compare(x.src[0].off, y.src[0].off), cmp.Compare(x.src[1].off, y.src[1].off))
 	})
 	var kept []*constTask
 	var endA, endB int64
 	for _, t := range both {
-		if t.a.off < endA || t.b.off < endB {
-			drop(t)
+		if t.src[0].off < endA || t.src[1].off < endB {
+			left = append(left, t)
 			continue
 		}
 		kept = append(kept, t)
-		endA, endB = t.a.off+t.limit, t.b.off+t.limit
+		endA, endB = t.src[0].off+t.limit, t.src[1].off+t.limit
 	}
 	// One file: kept where they overlap nothing kept on that file.
-	fit := func(one []*constTask, side func(*constTask) constSource) []*constTask {
-		slices.SortStableFunc(one, func(x, y *constTask) int { return cmp.Compare(side(x).off, side(y).off) })
+	for side := range one {
+		slices.SortStableFunc(one[side], func(x, y *constTask) int { return cmp.Compare(x.src[side].off, y.src[side].off) })
 		var out []*constTask
 		var end int64
-		for _, t := range one {
-			s := side(t)
+		for _, t := range one[side] {
+			s := t.src[side]
 			// The last kept two-file task starting before this one ends
 			// is the only one that may overlap it.
-			i, _ := slices.BinarySearchFunc(kept, s.off+t.limit, func(k *constTask, x int64) int { return cmp.Compare(side(k).off, x) })
-			if s.off < end || (i > 0 && side(kept[i-1]).off+kept[i-1].limit > s.off) {
-				drop(t)
+			i, _ := slices.BinarySearchFunc(kept, s.off+t.limit, func(k *constTask, x int64) int { return cmp.Compare(k.src[side].off, x) })
+			if s.off < end || (i > 0 && kept[i-1].src[side].off+kept[i-1].limit > s.off) {
+				left = append(left, t)
 				continue
 			}
 			out = append(out, t)
 			end = s.off + t.limit
 		}
-		return out
+		one[side] = out
 	}
-	onlyA = fit(onlyA, func(t *constTask) constSource { return t.a })
-	onlyB = fit(onlyB, func(t *constTask) constSource { return t.b })
 	// The one-file tasks go before the first two-file task that starts
 	// after them on their file.
 	for _, t := range append(kept, nil) {
-		for len(onlyA) > 0 && (t == nil || onlyA[0].a.off < t.a.off) {
-			order, onlyA = append(order, onlyA[0]), onlyA[1:]
-		}
-		for len(onlyB) > 0 && (t == nil || onlyB[0].b.off < t.b.off) {
-			order, onlyB = append(order, onlyB[0]), onlyB[1:]
+		for side := range one {
+			for len(one[side]) > 0 && (t == nil || one[side][0].src[side].off < t.src[side].off) {
+				order, one[side] = append(order, one[side][0]), one[side][1:]
+			}
 		}
 		if t != nil {
 			order = append(order, t)
 		}
 	}
-	return order, dropped
+	return order, left
 }
 
 // scheduleLockstep is scheduleConstants for a pass reading both files at
@@ -642,10 +613,10 @@ func scheduleConstants(tasks []*constTask) (order, left []*constTask) {
 // not overlap, and the others.
 func scheduleLockstep(tasks []*constTask) (kept, left []*constTask) {
 	at := func(t *constTask) int64 {
-		if t.a.inFile() {
-			return t.a.off
+		if t.src[0].inFile() {
+			return t.src[0].off
 		}
-		return t.b.off
+		return t.src[1].off
 	}
 	slices.SortStableFunc(tasks, func(x, y *constTask) int { return cmp.Compare(at(x), at(y)) })
 	var end int64
@@ -664,8 +635,7 @@ func scheduleLockstep(tasks []*constTask) (kept, left []*constTask) {
 // after the bytes before them, lane giving the file of a cursor reading
 // two; the others from memory) and feeds them to its comparisons.
 func (t *constTask) run(cs [2]*cursor, lane [2]int) error {
-	srcs := [2]constSource{t.a, t.b}
-	for i, s := range srcs {
+	for i, s := range t.src {
 		if s.inFile() {
 			if err := cs[i].skipTo(s.off); err != nil {
 				return err
@@ -674,7 +644,7 @@ func (t *constTask) run(cs [2]*cursor, lane [2]int) error {
 	}
 	for p := int64(0); p < t.limit; {
 		m := t.limit - p
-		for i, s := range srcs {
+		for i, s := range t.src {
 			if !s.inFile() {
 				continue
 			}
@@ -685,12 +655,12 @@ func (t *constTask) run(cs [2]*cursor, lane [2]int) error {
 		}
 		var got [2][][]byte
 		var bufs [2][]byte
-		for i, s := range srcs {
+		for i, s := range t.src {
 			switch {
 			case !s.inFile():
 				bufs[i] = s.mem[p : p+m]
 				continue
-			case i == 1 && cs[1] == cs[0] && srcs[0].inFile():
+			case i == 1 && cs[1] == cs[0] && t.src[0].inFile():
 				got[1] = got[0] // one read of both files
 			default:
 				r, err := cs[i].read(m)

@@ -59,14 +59,10 @@ type spanState struct {
 }
 
 // cursor is a hashing pass over one file, or two files with the same
-// spans read in lockstep (as long as a span's bytes are the same in both
-// files they are hashed once, for both), read from the front at the
-// caller's pace: each read returns the next bytes of each file, already
-// fed to the digests of the spans covering them, so that the caller can
-// use them too (the diff summary compares constant data with them)
-// without reading them again. It holds the spans by start, the offsets
-// where a span starts or ends, the spans covering the current range, and
-// one chunk buffer per file.
+// spans read in lockstep (a span's bytes hashed once while they are the
+// same in both), read from the front at the caller's pace: each read
+// returns the next bytes of each file, already fed to the digests of the
+// spans covering them, for the caller to use too.
 type cursor struct {
 	rs       []io.ReaderAt
 	progress func(n int64)

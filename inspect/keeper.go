@@ -11,13 +11,11 @@ import (
 )
 
 // keeper holds bytes of a file that a hashing pass reads and something after
-// the pass needs again: the heads of delegate payloads (a TensorRT blob's
-// header, last byte and metadata, which the document reads) and constant
+// the pass needs again: the heads of delegate payloads and constant
 // buffers the diff compares after the pass. Each range is asked for before
 // the pass reaches it (want), filled as the pass goes by, and then read
-// from memory (reader): the file is not read again. A range asked for after
-// its first bytes went by is kept when ranges held have those bytes, and
-// otherwise not: reading it reads the file.
+// from memory (reader). A range asked for after its first bytes went by is
+// kept only when ranges held have those bytes.
 type keeper struct {
 	store lane    // ranges held
 	flow  lane    // ranges handed on (pass)
@@ -238,10 +236,8 @@ func (h *keptHeap) Pop() any {
 }
 
 // headBudget bounds the metadata of TensorRT blobs wantHeads has a keeper
-// hold. A header may claim up to delegate.MaxMetadataSize of metadata and
-// segments may overlap, so a small file can claim a great deal of distinct
-// metadata; the metadata beyond the budget is read from the file when the
-// document needs it, one blob at a time, rather than all held at once.
+// hold: a small file can claim a great deal of distinct metadata, and the
+// metadata beyond the budget is read from the file one blob at a time.
 // Real metadata is a few KiB per engine.
 var headBudget int64 = 256 << 20
 

@@ -85,7 +85,7 @@ func TestHoldTasks(t *testing.T) {
 	task := func(a, b constSource) *constTask {
 		d := newDataCmp(100, 100, pte.ScalarTypeFLOAT)
 		d.want(25)
-		return &constTask{a: a, b: b, limit: 100, cmps: []*dataCmp{d}}
+		return &constTask{src: [2]constSource{a, b}, limit: 100, cmps: []*dataCmp{d}}
 	}
 	// Byte x of A is read at step x/1000, of B at step x/1000 too.
 	step := func(x int64) int64 { return x / 1000 }
