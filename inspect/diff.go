@@ -255,13 +255,6 @@ func (n *node) write(b *bytes.Buffer) {
 	}
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
 // differ walks two node trees and collects their differences.
 type differ struct {
 	// compact compares lists of scalars that print in full on a line
@@ -283,10 +276,13 @@ func (d *differ) add(path string, a, b *node) {
 
 // child returns the path of member k of n.
 func (n *node) child(path, k string) string {
-	if n.kind == 'm' {
+	switch {
+	case n.kind == 'm':
 		return path + "[" + formatKey(k) + "]"
+	case path == "":
+		return k
 	}
-	return join(path, k)
+	return path + "." + k
 }
 
 func (d *differ) walk(path string, a, b *node) {

@@ -260,8 +260,13 @@ func newStream(f *pte.File, opts *Options, pass *passed, segments bool) (*Stream
 		// What the pass read is read from memory, not the file again.
 		b.sums, b.r = pass.sums, pass.keep.reader(b.r)
 	}
-	if err := checkSelection(f, opts); err != nil {
-		return nil, err
+	if opts.Method != "" && f.PlanIndex(opts.Method) < 0 {
+		return nil, fmt.Errorf("inspect: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(MethodNames(f), ", "))
+	}
+	if opts.Backend != "" {
+		if ids := BackendIDs(f.Program, opts.Method); !slices.Contains(ids, opts.Backend) {
+			return nil, fmt.Errorf("inspect: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
+		}
 	}
 	if pass == nil {
 		// After a pass the heads are in memory: fetching them ahead
@@ -403,21 +408,6 @@ func (s *Stream) finish() {
 // segments and problems, and external data once Each has passed the last
 // method. Delegates and Program are nil.
 func (s *Stream) Document() *Document { return s.doc }
-
-// checkSelection refuses an Options.Method or Options.Backend that names
-// nothing in f.
-func checkSelection(f *pte.File, opts *Options) error {
-	if opts.Method != "" && f.PlanIndex(opts.Method) < 0 {
-		return fmt.Errorf("inspect: %w %q (methods: %s)", ErrNoMethod, opts.Method, strings.Join(MethodNames(f), ", "))
-	}
-	if opts.Backend != "" {
-		ids := BackendIDs(f.Program, opts.Method)
-		if !slices.Contains(ids, opts.Backend) {
-			return fmt.Errorf("inspect: %w %q (backends: %s)", ErrNoBackend, opts.Backend, orNone(ids))
-		}
-	}
-	return nil
-}
 
 // head returns the document with its file and extended header facts (and
 // the file's digest with Options.Hash).

@@ -216,7 +216,15 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 	// The segment area: each segment's bytes that no earlier one holds,
 	// in file order; the gaps are padding, what follows the last one
 	// trailing bytes.
-	r.segmentArea(segmentSpans(f), l.Size, func(s segSpan, from, to int64) {
+	// Without a segment base the segments have no place in the file.
+	var spans []segSpan
+	if h := f.Header; h != nil && h.SegmentBaseOffset != 0 {
+		spans = fileSpans(len(p.Segments), h.SegmentBaseOffset, f.Size, func(i int) (uint64, uint64, bool) {
+			s := p.Segments[i]
+			return s.Offset, s.Size, s != nil
+		})
+	}
+	r.segmentArea(spans, l.Size, func(s segSpan, from, to int64) {
 		users := segUsers[s.seg]
 		switch {
 		case to == from:
@@ -311,21 +319,9 @@ type segSpan struct {
 	start, end int64
 }
 
-// segmentSpans returns the file ranges of f's segments, clipped to the
-// file, ordered by start (then index). Without a segment base the
-// segments have no place in the file and none is returned.
-func segmentSpans(f *pte.File) []segSpan {
-	if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
-		return nil
-	}
-	return fileSpans(len(f.Program.Segments), f.Header.SegmentBaseOffset, f.Size, func(i int) (uint64, uint64, bool) {
-		s := f.Program.Segments[i]
-		return s.Offset, s.Size, s != nil
-	})
-}
-
 // fileSpans places n segments (offset and size of each, relative to base)
-// in a file of size bytes, clipped to it and ordered by start.
+// in a file of size bytes, clipped to it and ordered by start (then
+// index).
 func fileSpans(n int, base uint64, size int64, seg func(i int) (off, n uint64, ok bool)) []segSpan {
 	spans := make([]segSpan, 0, n)
 	for i := range n {

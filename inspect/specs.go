@@ -90,12 +90,15 @@ func DecodeSpec(key string, value []byte) string {
 func SpecValueText(v []byte) string {
 	s := string(v)
 	switch {
-	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' && r != '\t' }):
-		return hexValue(v)
-	case s != "" && !strings.ContainsAny(s, " \"\t"):
-		return s
+	case utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' && r != '\t' }):
+		if s != "" && !strings.ContainsAny(s, " \"\t") {
+			return s
+		}
+		return strconv.Quote(s)
+	case len(v) > 32:
+		return fmt.Sprintf("hex:%s... (%d bytes)", hex.EncodeToString(v[:32]), len(v))
 	}
-	return strconv.Quote(s)
+	return "hex:" + hex.EncodeToString(v)
 }
 
 // hexAndText returns v as lowercase hex and as text (nil when it is not
@@ -105,12 +108,4 @@ func hexAndText(v []byte) (hexText string, text *string) {
 		text = &s
 	}
 	return hex.EncodeToString(v), text
-}
-
-func hexValue(v []byte) string {
-	const max = 32
-	if len(v) <= max {
-		return "hex:" + hex.EncodeToString(v)
-	}
-	return fmt.Sprintf("hex:%s... (%d bytes)", hex.EncodeToString(v[:max]), len(v))
 }
