@@ -433,9 +433,9 @@ func diffNamedData(a, b *pte.File, da, db *Document) NamedDataDiff {
 			out.OnlyInB = append(out.OnlyInB, k)
 		}
 	}
-	slices.Sort(out.OnlyInA)
-	slices.Sort(out.OnlyInB)
-	slices.Sort(out.Changed)
+	for _, l := range [][]string{out.OnlyInA, out.OnlyInB, out.Changed} {
+		slices.Sort(l)
+	}
 	return out
 }
 
@@ -450,11 +450,7 @@ func namedSegments(f *pte.File, d *Document) map[string]*Segment {
 		if _, ok := out[nd.Key]; ok {
 			continue
 		}
-		var seg *Segment
-		if i := int(nd.SegmentIndex); uint64(nd.SegmentIndex) < uint64(len(d.Segments)) {
-			seg = d.Segments[i]
-		}
-		out[nd.Key] = seg
+		out[nd.Key] = at(d.Segments, int(nd.SegmentIndex))
 	}
 	return out
 }
@@ -476,14 +472,14 @@ func usages(p *pte.ExecutionPlan) map[int32][]Usage {
 			switch x := ins.Args.(type) {
 			case *pte.KernelCall:
 				name = fmt.Sprintf("operator#%d", x.OpIndex)
-				if x.OpIndex >= 0 && int(x.OpIndex) < len(p.Operators) && p.Operators[x.OpIndex] != nil {
-					name = executor.OperatorName(p.Operators[x.OpIndex])
+				if op := at(p.Operators, int(x.OpIndex)); op != nil {
+					name = executor.OperatorName(op)
 				}
 				args = x.Args
 			case *pte.DelegateCall:
 				name = fmt.Sprintf("delegate#%d", x.DelegateIndex)
-				if x.DelegateIndex >= 0 && int(x.DelegateIndex) < len(p.Delegates) && p.Delegates[x.DelegateIndex] != nil {
-					name = "delegate:" + p.Delegates[x.DelegateIndex].ID
+				if d := at(p.Delegates, int(x.DelegateIndex)); d != nil {
+					name = "delegate:" + d.ID
 				}
 				args = x.Args
 			default:

@@ -109,11 +109,11 @@ func newConstComparer(a, b *pte.File, da, db *Document, pre *ConstantComparison)
 // constSegment returns the document's segment that holds f's constant
 // segment.
 func constSegment(f *pte.File, d *Document) (*Segment, bool) {
-	cs := f.Program.ConstantSegment
-	if cs == nil || uint64(cs.SegmentIndex) >= uint64(len(d.Segments)) || d.Segments[cs.SegmentIndex] == nil {
-		return nil, false
+	if cs := f.Program.ConstantSegment; cs != nil {
+		s := at(d.Segments, int(cs.SegmentIndex))
+		return s, s != nil
 	}
-	return d.Segments[cs.SegmentIndex], true
+	return nil, false
 }
 
 // constantSource returns where constant buffer idx of f is, as upstream

@@ -73,11 +73,7 @@ func Treemap(r *SizeReport, opts *TreemapOptions) []TreemapBlock {
 		groups = append(groups[:o.MaxGroups-1:o.MaxGroups-1], other)
 	}
 	var blocks []TreemapBlock
-	sizes := make([]float64, len(groups))
-	for i, g := range groups {
-		sizes[i] = float64(g.Size)
-	}
-	for i, gr := range squarify(sizes, rect{0, 0, o.Width, o.Height}) {
+	for i, gr := range squarify(len(groups), func(i int) int64 { return groups[i].Size }, rect{0, 0, o.Width, o.Height}) {
 		g := groups[i]
 		blocks = append(blocks, TreemapBlock{Group: g.Name, Label: g.Name, Items: len(g.Items), Size: g.Size,
 			X: gr.x, Y: gr.y, W: gr.w, H: gr.h})
@@ -120,11 +116,7 @@ func Treemap(r *SizeReport, opts *TreemapOptions) []TreemapBlock {
 		// The summed block may outgrow the items before it: keep the
 		// order by size, which squarify needs.
 		slices.SortStableFunc(leaves, func(a, b leaf) int { return cmp.Compare(b.size, a.size) })
-		ls := make([]float64, len(leaves))
-		for k, l := range leaves {
-			ls[k] = float64(l.size)
-		}
-		for k, lr := range squarify(ls, inner) {
+		for k, lr := range squarify(len(leaves), func(k int) int64 { return leaves[k].size }, inner) {
 			blocks = append(blocks, TreemapBlock{Group: g.Name, Label: leaves[k].label, Items: leaves[k].items,
 				Size: leaves[k].size, Leaf: true, X: lr.x, Y: lr.y, W: lr.w, H: lr.h})
 		}
@@ -134,22 +126,23 @@ func Treemap(r *SizeReport, opts *TreemapOptions) []TreemapBlock {
 
 type rect struct{ x, y, w, h float64 }
 
-// squarify places sizes (largest first) in r, each rectangle's area
-// proportional to its size, rows chosen to keep aspect ratios near 1.
-// Zero sizes get empty rectangles.
-func squarify(sizes []float64, r rect) []rect {
-	out := make([]rect, len(sizes))
+// squarify places n sizes (size(i), largest first) in r, each
+// rectangle's area proportional to its size, rows chosen to keep aspect
+// ratios near 1. Zero sizes get empty rectangles.
+func squarify(n int, size func(i int) int64, r rect) []rect {
+	out := make([]rect, n)
+	areas := make([]float64, n)
 	var total float64
-	for _, s := range sizes {
-		total += max(s, 0)
+	for i := range areas {
+		areas[i] = max(float64(size(i)), 0)
+		total += areas[i]
 	}
 	if total <= 0 || r.w <= 0 || r.h <= 0 {
 		return out
 	}
 	scale := r.w * r.h / total
-	areas := make([]float64, len(sizes))
-	for i, s := range sizes {
-		areas[i] = max(s, 0) * scale
+	for i := range areas {
+		areas[i] *= scale
 	}
 	start := 0
 	for start < len(areas) {
