@@ -125,15 +125,6 @@ func (r *SizeReport) Total() int64 {
 	return n
 }
 
-// segUse is one use of a segment or an inline data entry.
-type segUse struct {
-	part     string
-	plan     int
-	backend  string
-	delegate int
-	key      string
-}
-
 // Size accounts for every byte of the program f: the header, the
 // flatbuffer region by method and part (pte.File.RegionLayout), each
 // segment by what uses it, padding and trailing bytes. It reads no
@@ -143,47 +134,54 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 	r := &SizeReport{Kind: "pte", Size: f.Size}
 	names := MethodNames(f)
 	add := r.add
+	// item is an item of part of method plan (-1: the program's).
+	item := func(part string, plan, seg int, size int64) SizeItem {
+		it := newSizeItem(part, seg, size)
+		if plan >= 0 {
+			it.Plan, it.Method = plan, names[plan]
+		}
+		return it
+	}
+	// use adds u, a user's item, for size bytes of segment seg.
+	use := func(u SizeItem, seg int, size int64) {
+		u.Segment, u.Size = seg, size
+		add(u)
+	}
 
 	// Who uses what: delegates first (in method and delegate order), then
 	// constants, mutable data and named data.
-	segUsers := make([][]segUse, len(p.Segments))
-	inlineUsers := make([][]segUse, len(p.BackendDelegateData))
+	segUsers := make([][]SizeItem, len(p.Segments))
+	inlineUsers := make([][]SizeItem, len(p.BackendDelegateData))
 	for i := range names {
 		for d, bd := range f.Program.PlanDelegates(i) {
 			if bd == nil || bd.Processed == nil {
 				continue
 			}
-			u := segUse{part: PartDelegatePayload, plan: i, backend: bd.ID, delegate: d}
+			u := item(PartDelegatePayload, i, -1, 0)
+			u.Backend, u.Delegate = bd.ID, d
 			switch bd.Processed.Location {
 			case pte.DataLocationSEGMENT:
 				appendAt(segUsers, bd.Processed.Index, u)
 			case pte.DataLocationINLINE:
-				u.part = PartInlineDelegateData
+				u.Part = PartInlineDelegateData
 				appendAt(inlineUsers, bd.Processed.Index, u)
 			}
 		}
 	}
 	constSeg := -1
 	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 &&
-		appendAt(segUsers, cs.SegmentIndex, segUse{part: PartConstants, plan: -1, delegate: -1}) {
+		appendAt(segUsers, cs.SegmentIndex, newSizeItem(PartConstants, -1, 0)) {
 		constSeg = int(cs.SegmentIndex)
 	}
 	for _, m := range p.MutableDataSegments {
 		if m != nil {
-			appendAt(segUsers, m.SegmentIndex, segUse{part: PartMutableData, plan: -1, delegate: -1})
+			appendAt(segUsers, m.SegmentIndex, newSizeItem(PartMutableData, -1, 0))
 		}
 	}
 	for _, nd := range p.NamedData {
 		if nd != nil {
-			appendAt(segUsers, nd.SegmentIndex, segUse{part: PartNamedData, plan: -1, delegate: -1, key: nd.Key})
+			appendAt(segUsers, nd.SegmentIndex, SizeItem{Part: PartNamedData, Plan: -1, Delegate: -1, Key: nd.Key})
 		}
-	}
-	useItem := func(u segUse, seg int, size int64) SizeItem {
-		it := SizeItem{Part: u.part, Plan: -1, Backend: u.backend, Delegate: u.delegate, Key: u.key, Segment: seg, Size: size}
-		if u.plan >= 0 {
-			it.Plan, it.Method = u.plan, names[u.plan]
-		}
-		return it
 	}
 
 	// The head and the flatbuffer region.
@@ -199,7 +197,7 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 			add(newSizeItem(PartUnusedInlineData, -1, n))
 			continue
 		}
-		add(useItem(users[0], -1, n))
+		use(users[0], -1, n)
 		r.share(PartInlineDelegateData, -1, j, len(users), n)
 	}
 	for i, pl := range l.Plans {
@@ -208,7 +206,7 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 			n    int64
 		}{{PartInstructions, pl.Instructions}, {PartValues, pl.Values}, {PartOperators, pl.Operators},
 			{PartDelegateTables, pl.Delegates}, {PartPlanTables, pl.Other}} {
-			add(useItem(segUse{part: part.name, plan: i, delegate: -1}, -1, part.n))
+			add(item(part.name, i, -1, part.n))
 		}
 	}
 	add(newSizeItem(PartRegionPadding, -1, l.Padding))
@@ -234,13 +232,13 @@ func Size(f *pte.File, opts *SizeOptions) (*SizeReport, error) {
 		case s.seg == constSeg:
 			order, bytesOf := constantOwners(f, len(names), s.start, from, to)
 			for _, plan := range order {
-				add(useItem(segUse{part: PartConstants, plan: plan, delegate: -1}, s.seg, bytesOf[plan]))
+				add(item(PartConstants, plan, s.seg, bytesOf[plan]))
 			}
 		default:
-			add(useItem(users[0], s.seg, to-from))
+			use(users[0], s.seg, to-from)
 		}
 		if len(users) > 1 {
-			r.share(users[0].part, s.seg, -1, len(users), to-from)
+			r.share(users[0].Part, s.seg, -1, len(users), to-from)
 		}
 	})
 	if opts != nil && opts.Data != nil {
