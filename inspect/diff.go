@@ -103,7 +103,7 @@ func Diff(a, b any) ([]Difference, error) {
 }
 
 // node is a JSON value as the diff compares it, with its object members
-// in order: read from text, built by a view, or a model value.
+// in order.
 type node struct {
 	// kind is 'o' object, 'a' array, 's' string, 'n' number, 'b' bool,
 	// 'z' null, 'm' for a list matched by key: written as an object, its
@@ -133,8 +133,7 @@ type node struct {
 }
 
 // toNode returns the JSON form of v as a node tree: v itself when it is
-// raw JSON (json.RawMessage or []byte, checked first), else what
-// json.Marshal makes of it.
+// raw JSON (json.RawMessage or []byte), else what json.Marshal makes of it.
 func toNode(v any) (*node, error) {
 	switch x := v.(type) {
 	case json.RawMessage:
@@ -176,8 +175,7 @@ const maxDepth = 200
 
 var errTooDeep = fmt.Errorf("JSON nested deeper than %d", maxDepth)
 
-// nodeBuilder makes nodes as jsontree reads the text, from blocks: this
-// is the inner loop of Diff.
+// nodeBuilder makes nodes as jsontree reads the text, from blocks.
 type nodeBuilder struct {
 	nodes jsontree.Blocks[node]
 	elems jsontree.Slices[*node]
@@ -410,8 +408,7 @@ func (w *modelWriter) model(v reflect.Value, numbers bool) *node {
 }
 
 // open returns the node a model value n stands for, one level deep, as
-// modelWriter writes it (see program.go): the members of a table and the
-// elements of a list are model values in turn. Any other node is its own.
+// modelWriter writes it. Any other node is its own.
 func (n *node) open() *node {
 	if n == nil || n.kind != 'r' {
 		return n

@@ -155,10 +155,7 @@ type DataDiff struct {
 	Samples []ElementDiff `json:"samples"`
 	// NotCompared, when not empty, says why the elements were not
 	// compared (Differing, the differences and Samples are then zero and
-	// empty; Elements is what would have been compared): the bytes
-	// differ, but comparing
-	// the elements would have meant holding more in memory than the diff
-	// does, or reading a byte twice.
+	// empty; Elements is what would have been compared).
 	NotCompared string `json:"not_compared,omitempty"`
 }
 
@@ -228,11 +225,9 @@ type DiffSummaryOptions struct {
 // SummarizeDiff compares two programs and returns the change summary.
 // Plans are read one method at a time from each file. Payload digests come
 // from the documents and the constant data comparisons from the pass that
-// built them (BuildDiffPair, one pass over each file; without Docs
-// SummarizeDiff makes it). When Docs come without Constants, each
-// comparison reads the tensor's constant bytes again, both sides side by
-// side in chunks, only when they may differ: when the constant segments'
-// digests or the tensor's byte ranges differ.
+// built them (BuildDiffPair; without Docs SummarizeDiff makes it). When
+// Docs come without Constants, each comparison reads the tensor's constant
+// bytes again, only when they may differ.
 func SummarizeDiff(a, b *pte.File, opts *DiffSummaryOptions) (*DiffSummary, error) {
 	if a == nil || b == nil || a.Program == nil || b.Program == nil {
 		return nil, errors.New("inspect: diff summary: both files need a program")

@@ -37,9 +37,9 @@ type constSource struct {
 }
 
 // dataKey is a comparison: both buffer indices, how to decode them (A's
-// type) and how many elements are compared. The samples' indices, which
-// follow A's shape, are each tensor's (unravel): tensors of other shapes
-// with the same element count share the comparison.
+// type) and how many elements are compared; tensors of other shapes with
+// the same element count share it (the samples' indices are unravelled
+// per tensor).
 type dataKey struct {
 	a, b uint32
 	st   pte.ScalarType
@@ -48,8 +48,7 @@ type dataKey struct {
 
 // pairKey is a pair of buffers compared as one type: one reading of them
 // gives the comparison of every element count (dataKey) asked for.
-// Buffers are the same when their bytes are (bytesOf): in a hostile file
-// many buffers may name the same bytes, which are then compared once.
+// Buffers are the same when their bytes are (bytesOf).
 type pairKey struct {
 	a, b bytesID
 	st   pte.ScalarType
@@ -265,8 +264,7 @@ type dataCmp struct {
 	// cuts are the counts asked for, and snaps the statistics before
 	// each of them, taken as the elements go by. cuts is sorted and
 	// without repeats once sorted is set (sortCuts, before the first
-	// byte is fed): counts are asked for in any order, and inserting each
-	// in place cost time quadratic in their number.
+	// byte is fed).
 	cuts   []int64
 	sorted bool
 	snaps  []dataSnap

@@ -164,10 +164,8 @@ func Marshal(v any) ([]byte, error) {
 }
 
 // Encode writes the JSON form of v to w, as Marshal does. The value is
-// encoded compact and indented on its way to w, so that the indented text
-// (twice the size of the compact one for a program of many methods) is
-// never held in memory; a *Document is written as WriteJSON writes it,
-// plan by plan, so that its compact text is not held either.
+// indented on its way to w, so that the indented text is never held in
+// memory; a *Document is written plan by plan, as WriteJSON writes it.
 func Encode(w io.Writer, v any) error {
 	if doc, ok := v.(*Document); ok && doc != nil {
 		return writeDocument(w, doc, nil, nil)

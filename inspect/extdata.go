@@ -180,9 +180,8 @@ func statusProblem(s ptd.Status, method, path, prefix string) Problem {
 }
 
 // isExternalNotice reports whether p is the reader's notice that a tensor's
-// data is external (pte.File.Verify; its code is what ExecuTorch returns
-// without a data map),
-// which a resolution against data files replaces.
+// data is external (pte.File.Verify), which a resolution against data
+// files replaces.
 func isExternalNotice(p Problem) bool {
 	return p.Severity == SeverityWarning && strings.HasSuffix(p.Path, ".extra_tensor_info") &&
 		(p.Code == pte.CodeInvalidState.String() || p.Code == pte.CodeInvalidExternal.String())

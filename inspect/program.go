@@ -37,11 +37,9 @@ import (
 //     whose tag is then written as a number).
 //
 // Slices keep the absent (null) / empty ([]) distinction of package pte.
-// A field added to the schema and to the model is carried with no change
-// here. The diff opens model values a level at a time (node.opened in
-// diff.go), a scalar, an enum, null or a byte vector's summary read back
-// from what this writer writes of it; a rule for tables, lists or unions
-// added here goes there too (TestModelNodeIsTheJSONForm).
+// The diff opens model values a level at a time (node.opened in diff.go);
+// a rule for tables, lists or unions added here goes there too
+// (TestModelNodeIsTheJSONForm).
 
 // unknownMembers are the union member types that stand for a tag the
 // schema does not know; their Tag field holds it.
@@ -52,8 +50,7 @@ var unknownMembers = map[reflect.Type]bool{
 
 // Program is the JSON form of a pte.Program: its MarshalJSON writes the
 // program with modelWriter. Build's document holds the methods it
-// selected as its plans and the File's other fields; the tables are
-// the File's own (decoded plans included), not copies: change a copy.
+// selected as its plans; the tables are the File's own, not copies.
 type Program struct {
 	*pte.Program
 	// Hash adds the SHA-256 of each byte vector to its summary.
@@ -96,8 +93,7 @@ func unionMember(member any) modelJSON {
 }
 
 // modelWriter appends the compact JSON form of model values to buf,
-// handing it to out (when set) whenever it grows past flushAt, so that a
-// program of any size is written in pieces of that size.
+// handing it to out (when set) whenever it grows past flushAt.
 type modelWriter struct {
 	buf  []byte
 	out  io.Writer
@@ -107,8 +103,8 @@ type modelWriter struct {
 	// of its own (a document written plan by plan, some left out).
 	plans iter.Seq2[int, *pte.ExecutionPlan]
 	// sums are the digests of the larger byte vectors hashed, by where
-	// their bytes are: in a hostile file many vectors may alias the same
-	// bytes, hashed once. hashed counts the bytes hashed.
+	// their bytes are, so that aliased bytes are hashed once. hashed counts
+	// the bytes hashed.
 	sums   map[bytesID][sha256.Size]byte
 	hashed int64
 }

@@ -11,11 +11,9 @@ import (
 	"github.com/ptekit/ptekit/compilespec"
 )
 
-// sizePageScript runs in the browser once the page is laid out: it
-// writes each block's rendered size into data-rendered-w and
-// data-rendered-h, and the number of blocks measured into the body's
-// data-rendered, so a headless browser's DOM dump shows what it drew. The
-// page needs no script to be read.
+// sizePageScript records each block's rendered size (data-rendered-w,
+// data-rendered-h) and the number measured (the body's data-rendered), so
+// a headless browser's DOM dump shows what it drew.
 const sizePageScript = `(function () {
   var n = 0;
   document.querySelectorAll("rect[data-size]").forEach(function (r) {

@@ -35,9 +35,7 @@ type CompileSpecRow struct {
 // CompileSpecRows yields the compile specs of p's delegates in file order,
 // only those of the method named method and of backend id backend when
 // they are not empty, reading only the delegates of one method at a time
-// (pte.Program.PlanDelegates): a program opened with
-// pte.OpenOptions.LazyPlans is never decoded whole, and the rows need not
-// be held.
+// (pte.Program.PlanDelegates).
 func CompileSpecRows(p *pte.Program, method, backend string) iter.Seq[CompileSpecRow] {
 	return func(yield func(CompileSpecRow) bool) {
 		for i := range p.NumPlans() {

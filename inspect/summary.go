@@ -14,10 +14,8 @@ import (
 
 // Summary is what a person takes in at a glance about a program: its
 // methods, its delegates grouped where they are alike, payload sizes,
-// weight streaming budgets and how many problems the checks found.
-// pteinspect's default view prints it; the per-delegate detail stays in the
-// Document. Summarize builds it in time and memory linear in the number of
-// methods and delegates.
+// weight streaming budgets and how many problems the checks found
+// (pteinspect's default view).
 type Summary struct {
 	Size int64 // file size in bytes
 	// Methods lists every method of the document, in order; only the first
@@ -171,9 +169,8 @@ type storageKey struct{ location, index int64 }
 const maxDenseStorage = 1 << 20
 
 // storageSet is a set of storages, a bit per index for INLINE and SEGMENT
-// (dense: a program of many engines has a segment each) from the first
-// index added on, and a map for the rest, so that counting 65536 payloads
-// once takes 8 KiB, not megabytes, and a group of one delegate one word.
+// from the first index added on, and a map for the rest: counting 65536
+// payloads once takes 8 KiB, not megabytes.
 type storageSet struct {
 	// bits[l] has a bit per index from base[l], for location l (INLINE,
 	// SEGMENT).

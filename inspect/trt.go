@@ -34,13 +34,10 @@ type TensorRT struct {
 
 // TRTMetadata is the metadata of a blob as upstream's Python reader holds
 // it (delegate.PyMetadata): every value keeps the JSON type the blob gives
-// it, because that reader checks no types. For a blob the exporter wrote,
-// names and strings are string, flags bool and numbers json.Number; a blob
-// with confused types (is_input 1, device_id "0") shows them as they are,
-// and its TensorRT.Hazards say what each reader makes of them. Values are
-// nil (null), bool, json.Number, string, []any or map[string]any; the
-// non-finite numbers Python accepts are the strings "nan", "inf" and
-// "-inf", as in the program member.
+// it, because that reader checks no types (TensorRT.Hazards say what each
+// reader makes of confused ones). Values are nil, bool, json.Number,
+// string, []any or map[string]any; the non-finite numbers Python accepts
+// are the strings "nan", "inf" and "-inf".
 type TRTMetadata struct {
 	IOBindings         []TRTBinding   `json:"io_bindings"`
 	AliasedIO          []TRTAliasedIO `json:"aliased_io"`
@@ -97,10 +94,8 @@ func (d *Deployed) MarshalJSON() ([]byte, error) {
 
 // blobReports keeps the delegate.Check report of the last delegate payload
 // a view has read, by its reference, so that a view that shows a blob and
-// checks it (Build: the delegate and its problems, in one pass) reads it
-// once. Only one report is held: a report is about 1.4 KiB, and keeping one
-// per blob made the views' memory grow with the engine count. A nil
-// *blobReports keeps nothing.
+// checks it reads it once. Only one report is held, so that memory does
+// not grow with the engine count. A nil *blobReports keeps nothing.
 type blobReports struct {
 	ref pte.BackendDelegateDataReference
 	rep *delegate.Report

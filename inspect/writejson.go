@@ -14,26 +14,20 @@ import (
 
 // WriteJSON writes the document Build makes of f to w, byte for byte as
 // Encode writes it, without holding the document: the program's plans are
-// fetched and written one at a time, so that a program opened with
-// pte.OpenOptions.LazyPlans costs its region, its delegates and one
-// method, not the program's whole JSON. (The delegates come before the
-// program in the document and are read, with their problems, before
-// anything is written: an error reading them leaves w untouched, as
-// Build's does.) It is Encode's writer, writeDocument, given the plans as
-// the File has them.
+// fetched and written one at a time. The delegates are read, with their
+// problems, before anything is written: an error reading them leaves w
+// untouched.
 //
 // It returns the document without its delegates and program: the head,
-// the problems and the external data, for the caller to judge. An error
-// once writing has begun (w's, in practice) comes with that document too,
-// so that a caller can tell that w may hold part of the text; before, the
-// document is nil.
+// the problems and the external data. An error once writing has begun
+// comes with that document too, so that a caller can tell that w may hold
+// part of the text; before, the document is nil.
 func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 	st, err := newStream(f, opts, nil, true)
 	if err != nil {
 		return nil, err
 	}
-	// The delegates, encoded compact as they come: a few hundred bytes
-	// each, where their values are several times that.
+	// The delegates, encoded compact as they come.
 	jw := newJSONWriter()
 	var dels bytes.Buffer
 	if err := st.EachDelegate(func(*MethodView) error { return nil }, func(_ *MethodView, d *Delegate) error {
