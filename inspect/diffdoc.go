@@ -254,7 +254,7 @@ func (v *viewer) delegate(d *pte.BackendDelegate, s *Delegate) (*node, error) {
 	n := newObject().set("id", newString(d.ID))
 	var loc, idx *node
 	if r := d.Processed; r != nil {
-		loc, idx = newString(location(r.Location).String()), newNumber(int64(r.Index))
+		loc, idx = newString(enum(r.Location, int64(r.Location)).String()), newNumber(int64(r.Index))
 	}
 	n.set("location", loc).set("index", idx)
 	if s != nil {

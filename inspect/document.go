@@ -510,11 +510,11 @@ func (b *builder) hashRange(off, n int64) (Digest, error) {
 	if d, ok := b.sums[span{off, n}]; ok {
 		return d, nil
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(b.r, off, n)); err != nil {
-		return Digest{}, fmt.Errorf("inspect: hashing bytes %d..%d: %w", off, off+n, err)
+	d, err := digestOf(io.NewSectionReader(b.r, off, n))
+	if err != nil {
+		return d, fmt.Errorf("inspect: hashing bytes %d..%d: %w", off, off+n, err)
 	}
-	return Digest{Hex: hex.EncodeToString(h.Sum(nil))}, nil
+	return d, nil
 }
 
 func (b *builder) segments() ([]*Segment, error) {
@@ -615,7 +615,7 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 		CompileSpecs:  make([]*CompileSpecRaw, 0, len(d.CompileSpecs)),
 	}
 	if ref := d.Processed; ref != nil {
-		del.Location, del.Index = new(location(ref.Location)), new(ref.Index)
+		del.Location, del.Index = new(enum(ref.Location, int64(ref.Location))), new(ref.Index)
 	}
 	for _, cs := range d.CompileSpecs {
 		if cs == nil {
@@ -674,11 +674,6 @@ func (b *builder) delegate(pi int, plan string, di int, d *pte.BackendDelegate) 
 		}
 	}
 	return del, nil
-}
-
-// location is the JSON form of a delegate payload's location.
-func location(l pte.DataLocation) Enum {
-	return enum(l, int64(l))
 }
 
 // latin1 maps each byte to the code point of the same value.

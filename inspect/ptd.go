@@ -128,15 +128,8 @@ func BuildPTD(f *ptd.File, hash bool) (*PTDDocument, error) {
 			FlatbufferSize: h.FlatbufferSize, SegmentBaseOffset: h.SegmentBaseOffset, SegmentDataSize: h.SegmentDataSize, Valid: true},
 		Segments: []*PTDSegment{}, NamedData: []*PTDKey{}, Findings: []Problem{},
 	}
-	digest := func(r io.Reader) (Digest, error) {
-		sum := sha256.New()
-		if _, err := io.Copy(sum, r); err != nil {
-			return Digest{}, err
-		}
-		return Digest{Hex: hex.EncodeToString(sum.Sum(nil))}, nil
-	}
 	if hash {
-		d, err := digest(io.NewSectionReader(f.ReaderAt(), 0, f.Size))
+		d, err := digestOf(io.NewSectionReader(f.ReaderAt(), 0, f.Size))
 		if err != nil {
 			return nil, fmt.Errorf("inspect: hashing the file: %w", err)
 		}
@@ -164,7 +157,7 @@ func BuildPTD(f *ptd.File, hash bool) (*PTDDocument, error) {
 		if hash {
 			if err != nil {
 				ds.SHA256 = Digest{Unavailable: true}
-			} else if ds.SHA256, err = digest(p); err != nil {
+			} else if ds.SHA256, err = digestOf(p); err != nil {
 				return nil, fmt.Errorf("inspect: hashing segment %d: %w", i, err)
 			}
 		}
@@ -192,6 +185,15 @@ func BuildPTD(f *ptd.File, hash bool) (*PTDDocument, error) {
 		doc.NamedData = append(doc.NamedData, k)
 	}
 	return doc, nil
+}
+
+// digestOf returns the SHA-256 of what r reads.
+func digestOf(r io.Reader) (Digest, error) {
+	sum := sha256.New()
+	if _, err := io.Copy(sum, r); err != nil {
+		return Digest{}, err
+	}
+	return Digest{Hex: hex.EncodeToString(sum.Sum(nil))}, nil
 }
 
 // dataProblem makes a Problem of a .ptd format error or finding.
