@@ -439,6 +439,7 @@ func elementDecoder(st pte.ScalarType) (dec func([]byte) float64, size int64, is
 
 var le = binary.LittleEndian
 
+// decoders are the element types upstream decodes (elementDecoder).
 var decoders = map[pte.ScalarType]struct {
 	dec     func([]byte) float64
 	size    int64

@@ -310,8 +310,7 @@ func (t *constTask) flow(keeps [2]*keeper, side int) {
 // reaches it, len(order) for the rest of A, len(order)+1 for B's. Within a
 // step both cursors move, so only a smaller step is surely earlier.
 func stepsOf(order []*constTask) [2]func(int64) int64 {
-	var ends [2][]int64
-	var steps [2][]int64
+	var ends, steps [2][]int64
 	for i, t := range order {
 		for side, s := range t.src {
 			if s.inFile() {

@@ -229,9 +229,8 @@ func (h keptHeap) Less(i, j int) bool { return h[i].off < h[j].off }
 func (h keptHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *keptHeap) Push(x any)        { *h = append(*h, x.(*kept)) }
 func (h *keptHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+	x := (*h)[len(*h)-1]
+	*h = (*h)[:len(*h)-1]
 	return x
 }
 

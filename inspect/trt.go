@@ -169,8 +169,7 @@ func cp[T any](p *T) *T {
 	if p == nil {
 		return nil
 	}
-	v := *p
-	return &v
+	return new(*p)
 }
 
 // nonNil returns s, or an empty slice for nil: a list written [], not null.
