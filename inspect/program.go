@@ -255,17 +255,15 @@ func (w *modelWriter) object(v reflect.Value) {
 			w.union(f, fv)
 			continue
 		}
-		if f.plans {
-			w.buf = append(w.buf, f.key...)
-			w.planList(v.Addr().Interface().(*pte.Program))
-			continue
-		}
 		w.buf = append(w.buf, f.key...)
-		if fields.isNull(v, f) {
+		switch {
+		case f.plans:
+			w.planList(v.Addr().Interface().(*pte.Program))
+		case fields.isNull(v, f):
 			w.buf = append(w.buf, "null"...)
-			continue
+		default:
+			w.value(fv, f.numbers)
 		}
-		w.value(fv, f.numbers)
 	}
 	w.buf = append(w.buf, '}')
 }
