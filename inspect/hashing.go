@@ -88,9 +88,8 @@ type cursor struct {
 }
 
 // newCursor prepares a pass over the spans of each reader of rs (one or
-// two), files of size bytes (spans() always holds the whole file, so
-// every byte is covered): it checks the spans and prepares one state per
-// distinct span; an empty span needs no reading.
+// two), files of size bytes: it checks the spans and prepares one state per
+// distinct span.
 func newCursor(rs []io.ReaderAt, size int64, spans []span, progress func(n int64)) (*cursor, error) {
 	c := &cursor{rs: rs, progress: progress, states: map[span]*spanState{}, bufs: make([][]byte, len(rs)), size: size, out: make([][]byte, len(rs))}
 	for _, sp := range spans {

@@ -96,10 +96,9 @@ func (k *keeper) insertDone(x *kept) {
 }
 
 // pass asks for the n bytes at off to be handed to sink, piece by piece,
-// in order, as the pass reads them (off: where the piece starts), held by
-// nobody. The pass hands them on after every keeper has held its bytes of
-// the same read (flow after feed), so that sink may use bytes held from
-// the other file.
+// in order, as the pass reads them, held by nobody. The pass hands them on
+// after every keeper has held its bytes of the same read, so that sink may
+// use bytes held from the other file.
 func (k *keeper) pass(off, n int64, sink func(off int64, b []byte)) {
 	if n > 0 && off >= 0 {
 		heap.Push(&k.flow.waiting, &kept{off: off, n: n, sink: sink})
@@ -241,10 +240,9 @@ func (h *keptHeap) Pop() any {
 var headBudget int64 = 256 << 20
 
 // wantHeads asks k for what the document reads of f's delegate payloads in
-// the file (an inline payload is in memory): the first bytes of each (its
-// magic, a TensorRT blob's header) and of each TensorRT blob its last byte
-// and, once the header is known, its metadata (within headBudget): what
-// delegate.Check reads.
+// the file: the first bytes of each and of each TensorRT blob its last
+// byte and, once the header is known, its metadata (within headBudget):
+// what delegate.Check reads.
 func wantHeads(f *pte.File, k *keeper) {
 	b := &builder{f: f, r: f.ReaderAt()}
 	budget := headBudget

@@ -399,9 +399,7 @@ func appendString(dst []byte, s string) []byte {
 }
 
 // isNil reports whether a union member is absent: a nil interface or a nil
-// pointer of a member type. (A damaged file can set a union tag and leave
-// the member table out; package pte then holds a nil pointer of the
-// member's type.)
+// pointer of a member type (a damaged file's tag without its table).
 func isNil(member any) bool {
 	if member == nil {
 		return true

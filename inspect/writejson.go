@@ -63,11 +63,10 @@ func WriteJSON(w io.Writer, f *pte.File, opts *Options) (*Document, error) {
 }
 
 // writeDocument writes doc to w as Encode does: its members in the order
-// of Document's fields, each encoded by encoding/json but for two. The
-// delegates are dels, their compact JSON without the brackets, when dels
-// is not nil (doc.Delegates otherwise). The program (null when nil) is
-// written by modelWriter, its plans those plans gives (doc.Program's own
-// when nil), each handed to w once written.
+// of Document's fields, each encoded by encoding/json but the delegates,
+// dels (their compact JSON without the brackets) when not nil, and the
+// program, written by modelWriter with the plans plans gives (its own when
+// nil).
 func writeDocument(w io.Writer, doc *Document, dels []byte, plans iter.Seq2[int, *pte.ExecutionPlan]) error {
 	ind := &indenter{w: bufio.NewWriterSize(w, 64<<10)}
 	jw := newJSONWriter()
