@@ -263,11 +263,11 @@ func (v *viewer) delegate(d *pte.BackendDelegate, s *Delegate) (*node, error) {
 			n.set("sha256", digestNode(s.SHA256))
 		}
 	}
+	specs := newKeyed()
 	switch {
 	case d.CompileSpecs == nil:
-		n.set("compile_specs", nil)
+		specs = nil
 	case s != nil && len(s.CompileSpecs) == len(d.CompileSpecs):
-		specs := newKeyed()
 		for _, cs := range s.CompileSpecs {
 			val := newObject().set("hex", newString(cs.ValueHex))
 			if cs.ValueUTF8 != nil {
@@ -275,17 +275,15 @@ func (v *viewer) delegate(d *pte.BackendDelegate, s *Delegate) (*node, error) {
 			}
 			specs.setUnique(cs.Key, val)
 		}
-		n.set("compile_specs", specs)
 	default:
-		specs := newKeyed()
 		for _, cs := range d.CompileSpecs {
 			if cs == nil {
 				continue
 			}
 			specs.setUnique(cs.Key, v.model(cs.Value))
 		}
-		n.set("compile_specs", specs)
 	}
+	n.set("compile_specs", specs)
 	if s != nil && s.TensorRT != nil {
 		t, err := jsonNode(s.TensorRT)
 		if err != nil {

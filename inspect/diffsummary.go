@@ -245,11 +245,10 @@ func SummarizeDiff(a, b *pte.File, opts *DiffSummaryOptions) (*DiffSummary, erro
 		o.Differences, o.Constants = nil, cc
 	}
 	if o.Differences == nil {
-		d, err := DiffDocuments(o.Docs[0], o.Docs[1], nil)
-		if err != nil {
+		var err error
+		if o.Differences, err = DiffDocuments(o.Docs[0], o.Docs[1], nil); err != nil {
 			return nil, err
 		}
-		o.Differences = d
 	}
 	da, db := o.Docs[0], o.Docs[1]
 	s := &DiffSummary{
