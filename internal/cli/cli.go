@@ -53,17 +53,18 @@ func FlagUsages(fs *pflag.FlagSet) string {
 	return b.String()
 }
 
-// Version returns the --version line of command cmd: the module version
-// and the VCS revision the binary was built from, as the Go toolchain
-// recorded them ("pteinspect github.com/ptekit/ptekit v1.2.0 (revision
-// 0123abcd, 2026-12-03T08:00:00Z)"); "(devel)" and "revision unknown" when
-// the build recorded none (go run, -buildvcs=false).
-func Version(cmd string) string {
+// PrintVersion writes the --version line of command cmd to w: the module
+// version and the VCS revision the binary was built from, as the Go
+// toolchain recorded them ("pteinspect github.com/ptekit/ptekit v1.2.0
+// (revision 0123abcd, 2026-12-03T08:00:00Z)"); "(devel)" and "revision
+// unknown" when the build recorded none (go run, -buildvcs=false).
+func PrintVersion(w io.Writer, cmd string) {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return cmd + " (no build information)"
+		fmt.Fprintln(w, cmd+" (no build information)")
+		return
 	}
-	return versionLine(cmd, info)
+	fmt.Fprintln(w, versionLine(cmd, info))
 }
 
 func versionLine(cmd string, info *debug.BuildInfo) string {
@@ -166,11 +167,6 @@ func BoolFlag(args []string, name string) bool {
 		}
 	}
 	return false
-}
-
-// PrintVersion writes Version(cmd) and a newline to w.
-func PrintVersion(w io.Writer, cmd string) {
-	fmt.Fprintln(w, Version(cmd))
 }
 
 // BatchGCPercent is the collector's GOGC for a batch command (see
