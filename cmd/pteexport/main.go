@@ -327,7 +327,9 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 	}
 	if c.jsonOut {
-		if err := writeSummary(stdout, res); err != nil {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res.Summary()); err != nil {
 			fmt.Fprintf(stderr, "pteexport: %v\n", err)
 			return 1
 		}
@@ -602,12 +604,6 @@ func writeFailure(w io.Writer, err error) {
 	f := jsonerr.New(err)
 	f.Message = cli.Message(err) // the message standard error shows
 	jsonerr.Write(w, f)
-}
-
-func writeSummary(w io.Writer, res *export.Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res.Summary())
 }
 
 // progressHook, when non-nil, is called with the run's context on every

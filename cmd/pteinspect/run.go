@@ -305,16 +305,15 @@ func runProgram(ctx context.Context, opener *input.Opener, name string, stdout, 
 
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
+	if o.extract != "" || o.plan || o.compileSpecs {
+		warnUndo(stderr, o.undo, o.quiet) // views without problems
+	}
 	switch {
 	case o.extract != "":
-		w.Flush()
-		warnUndo(stderr, o.undo, o.quiet)
 		return runExtract(ctx, f, name, stdout, stderr, o)
 	case o.plan:
-		warnUndo(stderr, o.undo, o.quiet)
 		return runPlan(f, name, w, stderr, o, srcs)
 	case o.compileSpecs:
-		warnUndo(stderr, o.undo, o.quiet)
 		return runCompileSpecs(f, name, w, stderr, o)
 	}
 	return runDocument(f, name, w, stdout, stderr, o, srcs)
