@@ -273,10 +273,6 @@ func headRoomOption(s string) (int64, error) {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := atomicfile.NotifyInterrupt(context.Background())
 	defer stop()
-	return runContext(ctx, args, stdin, stdout, stderr)
-}
-
-func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c, fs, err := parseArgs(args)
 	if err != nil {
 		if cli.BoolFlag(args, "json") {

@@ -258,11 +258,7 @@ func runHelp(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // ok is false, run is done (help, version or a usage error) with code.
 func parseArgs(args []string, o *options, stdout, stderr io.Writer) (name string, code int, ok bool) {
 	fs := newFlagSet(o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			printUsage(stdout, fs)
-			return "", exitOK, false
-		}
+	if err := fs.Parse(args); err != nil { // not pflag.ErrHelp: --help is a flag of ours
 		return "", usageErr(stderr, "%v", err), false
 	}
 	if help, _ := fs.GetBool("help"); help {
