@@ -42,9 +42,7 @@ func FlagUsages(fs *pflag.FlagSet) string {
 		if f.Value.Type() != "bool" && name != "" {
 			head += " " + name
 		}
-		switch f.DefValue {
-		case "", "false", "0", "0s", "[]":
-		default:
+		if !slices.Contains([]string{"", "false", "0", "0s", "[]"}, f.DefValue) {
 			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", head, usage)
@@ -113,17 +111,12 @@ var packages = []string{"export", "rebake", "pte", "ptd", "compilespec", "execut
 // directory").
 func Message(err error) string {
 	s := err.Error()
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		plain := ""
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		switch {
 		case errors.Is(pe.Err, fs.ErrNotExist):
-			plain = pe.Path + " does not exist"
+			s = strings.Replace(s, pe.Error(), pe.Path+" does not exist", 1)
 		case errors.Is(pe.Err, fs.ErrPermission):
-			plain = pe.Path + ": permission denied"
-		}
-		if plain != "" {
-			s = strings.Replace(s, pe.Error(), plain, 1)
+			s = strings.Replace(s, pe.Error(), pe.Path+": permission denied", 1)
 		}
 	}
 	return Plain(s)

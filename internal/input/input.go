@@ -112,8 +112,8 @@ func programLimits(getenv func(string) string) (pte.OpenOptions, error) {
 // are. The suggested setting has no space ("2.264KB"), so that it can be
 // pasted into a shell as it is.
 func ExplainLimit(err error) error {
-	var le *pte.ProgramLimitError
-	if !errors.As(err, &le) {
+	le, ok := errors.AsType[*pte.ProgramLimitError](err)
+	if !ok {
 		return err
 	}
 	return fmt.Errorf("%w (the program's flatbuffer region of %s is over the limit of %s; set %s=%s to read it)",
