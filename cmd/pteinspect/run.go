@@ -341,30 +341,26 @@ func runDocument(f *pte.File, name string, w, stdout, stderr io.Writer, o *optio
 		// standard output.
 		doc, err = inspect.WriteJSON(w, f, bo)
 		meter.Done()
-		if err != nil {
-			if doc == nil {
-				return failure(stdout, stderr, name, o, err)
-			}
+		if err != nil && doc != nil {
 			return failErr(stderr, name, err) // writing began
 		}
 	case o.long:
 		var st *inspect.Stream
 		st, err = inspect.NewStream(f, bo)
 		meter.Done()
-		if err != nil {
-			return failure(stdout, stderr, name, o, err)
-		}
-		if doc, err = printHuman(w, name, f, st, o); err != nil {
-			return failure(stdout, stderr, name, o, err)
+		if err == nil {
+			doc, err = printHuman(w, name, f, st, o)
 		}
 	default:
 		var s *inspect.Summary
 		s, doc, err = inspect.Summarize(f, bo)
 		meter.Done()
-		if err != nil {
-			return failure(stdout, stderr, name, o, err)
+		if err == nil {
+			printSummary(w, name, f, s, doc)
 		}
-		printSummary(w, name, f, s, doc)
+	}
+	if err != nil {
+		return failure(stdout, stderr, name, o, err)
 	}
 	if _, _, bad := check.FirstError(doc.Problems); bad {
 		return exitFail // the output is complete; the file is damaged
