@@ -12,9 +12,11 @@ import (
 // batchGCLarge), once it is past 2.5 MiB: at BatchGCPercent the heap may
 // reach five times the live heap, which at 65,536 engines was most of an
 // export's peak memory, and every page the heap grows by is a page fault,
-// which costs more than a collection of a small heap marks. 10 MiB rather
-// than 16 saved 3-7 MB of peak memory at 16,384 engines for 5-7% more CPU
-// time with one method per engine (docs/performance.md, run 19).
+// which costs more than a collection of a small heap marks (16 MiB rather
+// than 64 took 15-20 us of CPU and 1-1.5 KiB of peak memory less per
+// engine at 16,384 engines). 10 MiB rather than 16 saved 3-7 MB of peak
+// memory there, for 5-7% more CPU time with one method per engine and none
+// past the noise in other shapes (paired runs of pteexport, round 11).
 const batchGCHeadroom = 10 << 20
 
 // batchGCLarge is the live heap past which the headroom also grows by half
