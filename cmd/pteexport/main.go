@@ -360,10 +360,10 @@ func failed(ctx context.Context, c *config, err error, fail func(string, error))
 	cut, isCut := errors.AsType[*objstore.CutCommitError](err)
 	switch {
 	case errors.Is(err, context.Canceled):
+		// When the store completed (or may have completed) the upload as
+		// the interrupt cut the request (isCut), say what is at the key.
 		switch {
 		case isCut && cut.Written:
-			// The store completed (or may have completed) the upload
-			// as the interrupt cut the request: say what is at the key.
 			fail(fmt.Sprintf("interrupted, but %s was written: the store completed the upload (ETag %s) as the request was cut; the object is whole", c.output, cut.ETag), err)
 		case isCut:
 			fail(fmt.Sprintf("interrupted; %s may have been written: the store completed the upload or not as the request was cut, "+

@@ -51,8 +51,8 @@ func (r *report) event(e event) {
 			r.out[k] = append(r.out[k], e.Output)
 		}
 	case "fail":
-		// A package's: output outside any test (a panic in TestMain, a
-		// timeout, the FAIL line).
+		// A test's output, or a package's outside any test (a panic in
+		// TestMain, a timeout, the FAIL line).
 		r.failed = true
 		for _, l := range r.out[k] {
 			fmt.Fprint(r.w, l)
