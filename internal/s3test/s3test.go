@@ -124,11 +124,12 @@ func Start(t testing.TB, opts ...Option) *Server {
 	s := &Server{Dir: t.TempDir(), AccessKey: "ptekit-test-" + randHex(4), SecretKey: randHex(20), Log: &bytes.Buffer{}}
 	var backend string
 	for try := 0; ; try++ {
-		port, err := freePort()
+		l, err := net.Listen("tcp", "127.0.0.1:0") // a free port, for the server
 		if err != nil {
 			t.Fatal(err)
 		}
-		backend = "127.0.0.1:" + port
+		backend = l.Addr().String()
+		l.Close()
 		args := []string{"--access", s.AccessKey, "--secret", s.SecretKey, "--region", Region, "--port", backend, "--quiet", "posix"}
 		if c.versioned {
 			args = append(args, "--versioning-dir", versions)
@@ -400,16 +401,6 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	_, port, err := net.SplitHostPort(l.Addr().String())
-	return port, err
 }
 
 func waitListening(addr string, limit time.Duration, exited chan struct{}) bool {
