@@ -56,6 +56,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/ptekit/ptekit/compilespec"
@@ -272,10 +273,6 @@ func headRoomOption(s string) (int64, error) {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := atomicfile.NotifyInterrupt(context.Background())
 	defer stop()
-	return runContext(ctx, args, stdin, stdout, stderr)
-}
-
-func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c, fs, err := parseArgs(args)
 	if err != nil {
 		if cli.BoolFlag(args, "json") {
@@ -326,7 +323,9 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 	}
 	if c.jsonOut {
-		if err := writeSummary(stdout, res); err != nil {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res.Summary()); err != nil {
 			fmt.Fprintf(stderr, "pteexport: %v\n", err)
 			return 1
 		}
@@ -360,21 +359,18 @@ func failed(ctx context.Context, c *config, err error, fail func(string, error))
 	var inputErr *export.InputError
 	cut, isCut := errors.AsType[*objstore.CutCommitError](err)
 	switch {
-	case isCut && errors.Is(err, context.Canceled):
-		// The store completed (or may have completed) the upload as
-		// the interrupt cut the request: say what is at the key.
-		if cut.Written {
+	case errors.Is(err, context.Canceled):
+		// When the store completed (or may have completed) the upload as
+		// the interrupt cut the request (isCut), say what is at the key.
+		switch {
+		case isCut && cut.Written:
 			fail(fmt.Sprintf("interrupted, but %s was written: the store completed the upload (ETag %s) as the request was cut; the object is whole", c.output, cut.ETag), err)
-		} else {
+		case isCut:
 			fail(fmt.Sprintf("interrupted; %s may have been written: the store completed the upload or not as the request was cut, "+
 				"and did not say which; check the object before relying on it", c.output), err)
+		default:
+			fail(fmt.Sprintf("interrupted; %s was not written", c.output), err)
 		}
-		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
-			return ie.ExitCode()
-		}
-		return 1
-	case errors.Is(err, context.Canceled):
-		fail(fmt.Sprintf("interrupted; %s was not written", c.output), err)
 		if ie := atomicfile.Interrupted(ctx, err); ie != nil {
 			return ie.ExitCode() // 130 or 143, as the shell reports a signal
 		}
@@ -555,41 +551,37 @@ func rebakeObject(ctx context.Context, c *config, opener *input.Opener, opts *ex
 // objstore.QuietPeriod may be a running writer's (the store does not say
 // whose it is): it is left, and named, unless force.
 func recoverObject(ctx context.Context, name string, force bool, stdout io.Writer, fail func(string, error)) int {
+	quiet := objstore.QuietPeriod
+	if force {
+		quiet = 0
+	}
+	var n int
+	var spared []objstore.Orphan
 	loc, err := objstore.Parse(name)
 	if err == nil {
 		var st *objstore.Store
 		if st, err = objstore.New(ctx, nil); err == nil {
-			quiet := objstore.QuietPeriod
-			if force {
-				quiet = 0
-			}
-			var n int
-			var spared []objstore.Orphan
-			if n, spared, err = st.AbortOrphans(ctx, loc, quiet); err == nil {
-				switch {
-				case n > 0:
-					fmt.Fprintf(stdout, "recovered %s: aborted %s\n", loc, cli.Count(n, "unfinished multipart upload"))
-				case len(spared) == 0:
-					fmt.Fprintf(stdout, "%s: no unfinished upload to abort\n", loc)
-				}
-				if len(spared) == 0 {
-					return 0
-				}
-				o := spared[0]
-				for _, x := range spared[1:] {
-					if x.LastActive.After(o.LastActive) {
-						o = x
-					}
-				}
-				err = fmt.Errorf("%s: left %s, the newest active %s ago (started %s): it may be a running pteexport's",
-					loc, cli.Count(len(spared), "unfinished multipart upload"), time.Since(o.LastActive).Round(time.Second),
-					o.Initiated.UTC().Format(time.RFC3339))
-				fail(fmt.Sprintf("%v; wait until it has been idle %s, or pass --force to abort it now", err, objstore.QuietPeriod), err)
-				return 1
-			}
+			n, spared, err = st.AbortOrphans(ctx, loc, quiet)
 		}
 	}
-	fail(cli.Message(err), err)
+	if err != nil {
+		fail(cli.Message(err), err)
+		return 1
+	}
+	switch {
+	case n > 0:
+		fmt.Fprintf(stdout, "recovered %s: aborted %s\n", loc, cli.Count(n, "unfinished multipart upload"))
+	case len(spared) == 0:
+		fmt.Fprintf(stdout, "%s: no unfinished upload to abort\n", loc)
+	}
+	if len(spared) == 0 {
+		return 0
+	}
+	o := slices.MaxFunc(spared, func(a, b objstore.Orphan) int { return a.LastActive.Compare(b.LastActive) })
+	err = fmt.Errorf("%s: left %s, the newest active %s ago (started %s): it may be a running pteexport's",
+		loc, cli.Count(len(spared), "unfinished multipart upload"), time.Since(o.LastActive).Round(time.Second),
+		o.Initiated.UTC().Format(time.RFC3339))
+	fail(fmt.Sprintf("%v; wait until it has been idle %s, or pass --force to abort it now", err, objstore.QuietPeriod), err)
 	return 1
 }
 
@@ -608,12 +600,6 @@ func writeFailure(w io.Writer, err error) {
 	f := jsonerr.New(err)
 	f.Message = cli.Message(err) // the message standard error shows
 	jsonerr.Write(w, f)
-}
-
-func writeSummary(w io.Writer, res *export.Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(res.Summary())
 }
 
 // progressHook, when non-nil, is called with the run's context on every

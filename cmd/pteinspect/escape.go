@@ -17,7 +17,7 @@ import (
 // double quote, which would read as a quoted name), else Go-quoted. The
 // empty name shows as "".
 func esc(s string) string {
-	if s != "" && s[0] != '"' && printable(s) {
+	if s != "" && s[0] != '"' && cli.Printable(s) {
 		return s
 	}
 	return strconv.Quote(s)
@@ -33,9 +33,5 @@ func each[T any](s []T, f func(T) string) []string {
 	return out
 }
 
-// printable and escText are package cli's, which pteexport's messages
-// use too.
-var (
-	printable = cli.Printable
-	escText   = cli.EscText
-)
+// escText is package cli's, which pteexport's messages use too.
+var escText = cli.EscText

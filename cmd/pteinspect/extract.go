@@ -26,11 +26,9 @@ func runExtract(ctx context.Context, f *pte.File, name string, stdout, stderr io
 	}
 	var out *atomicfile.File
 	if o.output != "-" {
-		if out, err = createOutput(ctx, []string{name}, o.output, o.force); err != nil {
-			if code, ok := outputUsageErr(stderr, "-o", "payload", o.output, err); ok {
-				return code
-			}
-			return failErr(stderr, name, err)
+		var code int
+		if out, code = createOutput(ctx, stderr, name, []string{name}, "-o", "payload", o.output, o.force); out == nil {
+			return code
 		}
 		defer out.Abort()
 	}
@@ -95,19 +93,6 @@ func (h *hookReader) Read(p []byte) (int, error) {
 	return h.r.Read(p)
 }
 
-// createOutput starts an output file (of --extract, --html), which may not
-// be one of the inputs (by any name, even with --force) nor exist unless
-// force. Standard input and a URL input are not local files to protect.
-func createOutput(ctx context.Context, inputs []string, output string, force bool) (*atomicfile.File, error) {
-	opts := &atomicfile.Options{NoOverwrite: !force}
-	for _, in := range inputs {
-		if in != "-" && !input.IsURL(in) {
-			opts.Inputs = append(opts.Inputs, in)
-		}
-	}
-	return atomicfile.CreateContext(ctx, output, opts)
-}
-
 // writeFailed reports a failure to write or commit output, which then
 // does not exist (an interrupt says so), and returns the exit status.
 func writeFailed(ctx context.Context, stderr io.Writer, name, output, what string, err error) int {
@@ -118,15 +103,28 @@ func writeFailed(ctx context.Context, stderr io.Writer, name, output, what strin
 	return failErr(stderr, name, fmt.Errorf("writing %s: %w", what, err))
 }
 
-// outputUsageErr reports an output refused for what the command line asks
-// (the input, or an existing file without --force) as a usage error; flag
-// names the option that named it (-o, --html) and what the output holds.
-func outputUsageErr(stderr io.Writer, flag, what, output string, err error) (int, bool) {
-	switch ie, ok := errors.AsType[*atomicfile.InputError](err); {
-	case ok:
-		return usageErr(stderr, "%s %s; write the %s elsewhere", flag, esc(ie.Error()), what), true
-	case errors.Is(err, fs.ErrExist):
-		return usageErr(stderr, "-o %s exists; pass --force to replace it", esc(output)), true
+// createOutput starts an output file (of --extract, --html), which may not
+// be one of the inputs (by any name, even with --force) nor exist unless
+// force. Standard input and a URL input are not local files to protect.
+// An output refused for what the command line asks (the input, or an
+// existing file without --force) is a usage error; flag names the option
+// that named it (-o, --html) and what the output holds. When the output is
+// nil, code is the exit status.
+func createOutput(ctx context.Context, stderr io.Writer, name string, inputs []string, flag, what, output string, force bool) (out *atomicfile.File, code int) {
+	opts := &atomicfile.Options{NoOverwrite: !force}
+	for _, in := range inputs {
+		if in != "-" && !input.IsURL(in) {
+			opts.Inputs = append(opts.Inputs, in)
+		}
 	}
-	return 0, false
+	out, err := atomicfile.CreateContext(ctx, output, opts)
+	switch ie, ok := errors.AsType[*atomicfile.InputError](err); {
+	case err == nil:
+		return out, exitOK
+	case ok:
+		return nil, usageErr(stderr, "%s %s; write the %s elsewhere", flag, esc(ie.Error()), what)
+	case errors.Is(err, fs.ErrExist):
+		return nil, usageErr(stderr, "-o %s exists; pass --force to replace it", esc(output))
+	}
+	return nil, failErr(stderr, name, err)
 }

@@ -26,27 +26,10 @@
 // warning, or a warning on standard error for the views without
 // problems); pteexport --recover applies it.
 //
-// Flags:
-//
-//	-l, --long           the full view instead of the summary
-//	-q, --quiet          no progress line and no "wrote" line
-//	--version            print the module version and VCS revision
-//	--json               print the stable JSON form (see docs/json.md)
-//	--hash               add SHA-256 digests of the file, segments, payloads
-//	--method NAME        only this method
-//	--delegate ID        only delegates of this backend id
-//	--compile-specs      print only the compile spec table
-//	--verify             run every check the reader knows; exit 1 on any error
-//	--extract P:D -o F   write the payload of delegate D of method P (index or
-//	                     name) to F ("-" for standard output); --engine writes
-//	                     the TensorRT engine inside it instead; F must not
-//	                     be the input, nor exist unless --force is given
-//	--plan               print the per-engine load plan (weight streaming
-//	                     budget, device, bindings) without a GPU; the engine
-//	                     facts it needs can be stated with --streamable-bytes,
-//	                     --scratch-bytes and --automatic-bytes (the budget
-//	                     TensorRT would choose), load-time options with
-//	                     --backend-option BACKEND:KEY=VALUE
+// pteinspect --help lists every flag: the views (--json, --hash, --method,
+// --delegate, --compile-specs, --verify, --plan, --size, --data) and
+// --extract PLAN:DELEGATE -o FILE, which writes a delegate's payload (or,
+// with --engine, the TensorRT engine inside it) to a new file or "-".
 //
 // FILE "-" reads the program from standard input. An http:// or https://
 // URL is read with range requests (a few KiB for the default and --json

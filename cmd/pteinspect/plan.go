@@ -41,7 +41,7 @@ func runPlan(f *pte.File, name string, w, stderr io.Writer, o *options, srcs []p
 		if err != nil {
 			return usageErr(stderr, "%v", err)
 		}
-		fc.stated, *fc.option = v, v
+		*fc.option = v
 	}
 	check.Prefetch(f) // the plan reads every blob's header and metadata
 	plan, err := executor.PlanProgram(f, opts)
@@ -84,9 +84,8 @@ type engineFact struct {
 	what  string  // what it is, for people
 	flag  string  // the flag that states it
 	value *string // the flag's value, "" when not given
-	// stated is the value, nil when not given; option is where the plan's
-	// options take it.
-	stated *int64
+	// option is where the plan's options take the value, nil when not
+	// given.
 	option **int64
 	// unknown says what a plan without the fact lacks.
 	unknown string
@@ -133,7 +132,7 @@ func printPlan(w io.Writer, f *pte.File, plan *executor.ProgramPlan, facts []eng
 		for _, fc := range facts {
 			switch {
 			case slices.Contains(plan.Stated, fc.fact):
-				t.row(fc.what, fmt.Sprintf("%s, stated with %s", optBytes(fc.stated, "?"), fc.flag))
+				t.row(fc.what, fmt.Sprintf("%s, stated with %s", optBytes(*fc.option, "?"), fc.flag))
 			case slices.Contains(plan.Assumed, fc.fact):
 				t.row(fc.what, fmt.Sprintf("%s; state it with %s", fc.unknown, fc.flag))
 			}

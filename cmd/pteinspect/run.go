@@ -258,11 +258,7 @@ func runHelp(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // ok is false, run is done (help, version or a usage error) with code.
 func parseArgs(args []string, o *options, stdout, stderr io.Writer) (name string, code int, ok bool) {
 	fs := newFlagSet(o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			printUsage(stdout, fs)
-			return "", exitOK, false
-		}
+	if err := fs.Parse(args); err != nil { // not pflag.ErrHelp: --help is a flag of ours
 		return "", usageErr(stderr, "%v", err), false
 	}
 	if help, _ := fs.GetBool("help"); help {
@@ -305,16 +301,15 @@ func runProgram(ctx context.Context, opener *input.Opener, name string, stdout, 
 
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
+	if o.extract != "" || o.plan || o.compileSpecs {
+		warnUndo(stderr, o.undo, o.quiet) // views without problems
+	}
 	switch {
 	case o.extract != "":
-		w.Flush()
-		warnUndo(stderr, o.undo, o.quiet)
 		return runExtract(ctx, f, name, stdout, stderr, o)
 	case o.plan:
-		warnUndo(stderr, o.undo, o.quiet)
 		return runPlan(f, name, w, stderr, o, srcs)
 	case o.compileSpecs:
-		warnUndo(stderr, o.undo, o.quiet)
 		return runCompileSpecs(f, name, w, stderr, o)
 	}
 	return runDocument(f, name, w, stdout, stderr, o, srcs)
@@ -346,30 +341,26 @@ func runDocument(f *pte.File, name string, w, stdout, stderr io.Writer, o *optio
 		// standard output.
 		doc, err = inspect.WriteJSON(w, f, bo)
 		meter.Done()
-		if err != nil {
-			if doc == nil {
-				return failure(stdout, stderr, name, o, err)
-			}
+		if err != nil && doc != nil {
 			return failErr(stderr, name, err) // writing began
 		}
 	case o.long:
 		var st *inspect.Stream
 		st, err = inspect.NewStream(f, bo)
 		meter.Done()
-		if err != nil {
-			return failure(stdout, stderr, name, o, err)
-		}
-		if doc, err = printHuman(w, name, f, st, o); err != nil {
-			return failure(stdout, stderr, name, o, err)
+		if err == nil {
+			doc, err = printHuman(w, name, f, st, o)
 		}
 	default:
 		var s *inspect.Summary
 		s, doc, err = inspect.Summarize(f, bo)
 		meter.Done()
-		if err != nil {
-			return failure(stdout, stderr, name, o, err)
+		if err == nil {
+			printSummary(w, name, f, s, doc)
 		}
-		printSummary(w, name, f, s, doc)
+	}
+	if err != nil {
+		return failure(stdout, stderr, name, o, err)
 	}
 	if _, _, bad := check.FirstError(doc.Problems); bad {
 		return exitFail // the output is complete; the file is damaged

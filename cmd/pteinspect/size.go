@@ -77,12 +77,9 @@ func runSize(ctx context.Context, opener *input.Opener, name string, stdout, std
 // writeSizeHTML writes the treemap page of r to o.html, atomically and
 // never over an input.
 func writeSizeHTML(ctx context.Context, name string, r *inspect.SizeReport, stdout, stderr io.Writer, o *options) int {
-	out, err := createOutput(ctx, append([]string{name}, o.data...), o.html, true)
-	if err != nil {
-		if code, ok := outputUsageErr(stderr, "--html", "page", o.html, err); ok {
-			return code
-		}
-		return failErr(stderr, name, err)
+	out, code := createOutput(ctx, stderr, name, append([]string{name}, o.data...), "--html", "page", o.html, true)
+	if out == nil {
+		return code
 	}
 	defer out.Abort()
 	// The page is small (Treemap bounds it): made in memory, it is
@@ -91,7 +88,7 @@ func writeSizeHTML(ctx context.Context, name string, r *inspect.SizeReport, stdo
 	if err := inspect.WriteSizeHTML(&page, input.Display(name), r, inspect.Treemap(r, nil)); err != nil {
 		return failErr(stderr, name, err)
 	}
-	_, err = out.Write(page.Bytes())
+	_, err := out.Write(page.Bytes())
 	if err == nil {
 		err = out.Commit()
 	}

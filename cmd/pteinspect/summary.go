@@ -164,14 +164,12 @@ func methodText(m *inspect.MethodSummary) string {
 
 func groupText(g *inspect.DelegateGroup) string {
 	var b strings.Builder
+	plural, each := "s", " each"
 	if g.Count == 1 {
+		plural, each = "", ""
 		fmt.Fprintf(&b, "%s delegate #%d", esc(g.ID), g.First)
 	} else {
 		fmt.Fprintf(&b, "%d %s delegates", g.Count, esc(g.ID))
-	}
-	each := ""
-	if g.Count > 1 {
-		each = " each"
 	}
 	switch {
 	case g.Budget != "":
@@ -182,18 +180,13 @@ func groupText(g *inspect.DelegateGroup) string {
 	if g.Device != "" {
 		b.WriteString(", " + esc(g.Device))
 	}
-	switch {
-	case g.Unreachable == g.Count && g.Count == 1:
-		b.WriteString(", payload not reachable")
-	case g.Unreachable == g.Count:
-		b.WriteString(", payloads not reachable")
-	case g.Count == 1:
-		b.WriteString(", payload " + compilespec.FormatSizeApprox(g.Payloads))
-	default:
-		b.WriteString(", payloads " + compilespec.FormatSizeApprox(g.Payloads))
-		if g.Unreachable > 0 {
-			fmt.Fprintf(&b, " (%d not reachable)", g.Unreachable)
-		}
+	if g.Unreachable == g.Count {
+		b.WriteString(", payload" + plural + " not reachable")
+		return b.String()
+	}
+	b.WriteString(", payload" + plural + " " + compilespec.FormatSizeApprox(g.Payloads))
+	if g.Unreachable > 0 {
+		fmt.Fprintf(&b, " (%d not reachable)", g.Unreachable)
 	}
 	return b.String()
 }

@@ -42,9 +42,7 @@ func FlagUsages(fs *pflag.FlagSet) string {
 		if f.Value.Type() != "bool" && name != "" {
 			head += " " + name
 		}
-		switch f.DefValue {
-		case "", "false", "0", "0s", "[]":
-		default:
+		if !slices.Contains([]string{"", "false", "0", "0s", "[]"}, f.DefValue) {
 			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", head, usage)
@@ -53,17 +51,18 @@ func FlagUsages(fs *pflag.FlagSet) string {
 	return b.String()
 }
 
-// Version returns the --version line of command cmd: the module version
-// and the VCS revision the binary was built from, as the Go toolchain
-// recorded them ("pteinspect github.com/ptekit/ptekit v1.2.0 (revision
-// 0123abcd, 2026-12-03T08:00:00Z)"); "(devel)" and "revision unknown" when
-// the build recorded none (go run, -buildvcs=false).
-func Version(cmd string) string {
+// PrintVersion writes the --version line of command cmd to w: the module
+// version and the VCS revision the binary was built from, as the Go
+// toolchain recorded them ("pteinspect github.com/ptekit/ptekit v1.2.0
+// (revision 0123abcd, 2026-12-03T08:00:00Z)"); "(devel)" and "revision
+// unknown" when the build recorded none (go run, -buildvcs=false).
+func PrintVersion(w io.Writer, cmd string) {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return cmd + " (no build information)"
+		fmt.Fprintln(w, cmd+" (no build information)")
+		return
 	}
-	return versionLine(cmd, info)
+	fmt.Fprintln(w, versionLine(cmd, info))
 }
 
 func versionLine(cmd string, info *debug.BuildInfo) string {
@@ -112,17 +111,12 @@ var packages = []string{"export", "rebake", "pte", "ptd", "compilespec", "execut
 // directory").
 func Message(err error) string {
 	s := err.Error()
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		plain := ""
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		switch {
 		case errors.Is(pe.Err, fs.ErrNotExist):
-			plain = pe.Path + " does not exist"
+			s = strings.Replace(s, pe.Error(), pe.Path+" does not exist", 1)
 		case errors.Is(pe.Err, fs.ErrPermission):
-			plain = pe.Path + ": permission denied"
-		}
-		if plain != "" {
-			s = strings.Replace(s, pe.Error(), plain, 1)
+			s = strings.Replace(s, pe.Error(), pe.Path+": permission denied", 1)
 		}
 	}
 	return Plain(s)
@@ -166,11 +160,6 @@ func BoolFlag(args []string, name string) bool {
 		}
 	}
 	return false
-}
-
-// PrintVersion writes Version(cmd) and a newline to w.
-func PrintVersion(w io.Writer, cmd string) {
-	fmt.Fprintln(w, Version(cmd))
 }
 
 // BatchGCPercent is the collector's GOGC for a batch command (see

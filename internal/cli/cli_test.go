@@ -36,7 +36,9 @@ func TestVersionLine(t *testing.T) {
 	assert.Equal(t, "pteinspect github.com/ptekit/ptekit v1.2.0 (revision 0123456789ab, 2026-12-03T08:00:00Z, modified, go1.26)", versionLine("pteinspect", info))
 	info.Settings, info.Main.Version = nil, ""
 	assert.Equal(t, "pteexport github.com/ptekit/ptekit (devel) (revision unknown, go1.26)", versionLine("pteexport", info))
-	assert.True(t, strings.HasPrefix(Version("pteinspect"), "pteinspect "))
+	var b strings.Builder
+	PrintVersion(&b, "pteinspect")
+	assert.True(t, strings.HasPrefix(b.String(), "pteinspect "))
 }
 
 // TestMessage: one line in the user's terms, no Go package chain, a

@@ -11,19 +11,12 @@ import (
 // heap before the next collection while the live heap is small (up to
 // batchGCLarge), once it is past 2.5 MiB: at BatchGCPercent the heap may
 // reach five times the live heap, which at 65,536 engines was most of an
-// export's peak memory. It was 64 MiB, which at 16,384 engines of 1 KiB
-// was 4 KiB of peak memory per engine by itself; and every page the heap
-// grows by is a page fault, which costs more than a collection of a small
-// heap marks: at 16,384 engines, 16 MiB instead of 64 took 15-20 us of
-// CPU per engine less and 1-1.5 KiB less peak memory per engine. Then 10
-// MiB instead of 16 (with the half below starting past batchGCLarge, not
-// at 32 MiB of live heap as a floor of 50%): 3-4 MB less peak memory at
-// 16,384 engines of one method each, 6-7 MB with one method of 16,384
-// outputs, for 5-7% more CPU time with one method per engine (more
-// collections, each with an idle mark worker on the other core) and
-// none past the noise in the other shapes (paired whole-process runs of
-// pteexport with 16 and 10 MiB, round 11; docs/performance.md run 19 has
-// the result with the round's other changes, not this one alone).
+// export's peak memory, and every page the heap grows by is a page fault,
+// which costs more than a collection of a small heap marks (16 MiB rather
+// than 64 took 15-20 us of CPU and 1-1.5 KiB of peak memory less per
+// engine at 16,384 engines). 10 MiB rather than 16 saved 3-7 MB of peak
+// memory there, for 5-7% more CPU time with one method per engine and none
+// past the noise in other shapes (paired runs of pteexport, round 11).
 const batchGCHeadroom = 10 << 20
 
 // batchGCLarge is the live heap past which the headroom also grows by half

@@ -61,7 +61,6 @@ func ReadyHeap(n int64) {
 		unix.Madvise(b[beg:end], unix.MADV_HUGEPAGE)
 	}
 	runtime.GC() // b is not used past here: it is freed
-
 }
 
 // strictOvercommit reports whether the system refuses to allocate memory

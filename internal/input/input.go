@@ -112,8 +112,8 @@ func programLimits(getenv func(string) string) (pte.OpenOptions, error) {
 // are. The suggested setting has no space ("2.264KB"), so that it can be
 // pasted into a shell as it is.
 func ExplainLimit(err error) error {
-	var le *pte.ProgramLimitError
-	if !errors.As(err, &le) {
+	le, ok := errors.AsType[*pte.ProgramLimitError](err)
+	if !ok {
 		return err
 	}
 	return fmt.Errorf("%w (the program's flatbuffer region of %s is over the limit of %s; set %s=%s to read it)",
@@ -239,36 +239,33 @@ func (o *Opener) Program(ctx context.Context, name string) (*pte.File, error) {
 // while the writer stalls or open(2) waits for a named pipe's writer
 // (untilDone).
 func (o *Opener) inMemory(ctx context.Context, name string, check func(head []byte) (int64, error)) (data *chunks, shown string, ok bool, err error) {
+	shown, what := name, name
+	open := func() (io.ReadCloser, error) { return os.Open(name) }
 	if name == "-" {
 		stdin := o.Stdin
 		if stdin == nil {
 			stdin = bytes.NewReader(nil)
 		}
-		data, err := untilDone(ctx, func() (*chunks, error) { return o.readStream(ctx, stdin, "standard input", check) })
-		if err != nil {
-			return nil, "<stdin>", true, fmt.Errorf("<stdin>: %w", ExplainLimit(err))
-		}
-		return data, "<stdin>", true, nil
-	}
-	st, err := os.Stat(name)
-	if err != nil || st.Mode().IsRegular() || st.IsDir() {
+		shown, what = "<stdin>", "standard input"
+		open = func() (io.ReadCloser, error) { return io.NopCloser(stdin), nil }
+	} else if st, err := os.Stat(name); err != nil || st.Mode().IsRegular() || st.IsDir() {
 		return nil, name, false, nil
 	}
 	data, err = untilDone(ctx, func() (*chunks, error) {
-		f, err := os.Open(name)
+		r, err := open()
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
-		return o.readStream(ctx, f, name, check)
+		defer r.Close()
+		return o.readStream(ctx, r, what, check)
 	})
-	if err != nil {
-		if _, isPath := err.(*os.PathError); isPath {
-			return nil, name, true, err // names the pipe already
-		}
-		return nil, name, true, fmt.Errorf("%s: %w", name, ExplainLimit(err))
+	if _, isPath := err.(*os.PathError); isPath {
+		return nil, shown, true, err // names the pipe already
 	}
-	return data, name, true, nil
+	if err != nil {
+		return nil, shown, true, fmt.Errorf("%s: %w", shown, ExplainLimit(err))
+	}
+	return data, shown, true, nil
 }
 
 // untilDone returns what read returns, or ctx's cause as soon as ctx is
@@ -355,7 +352,14 @@ func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
 		}
 		return &Source{ReaderAt: r, Size: r.Size(), Name: r.String(), closer: r}, nil
 	}
-	if data, shown, ok, err := o.inMemory(ctx, name, checkDataHead(&o.ProgramOptions)); ok {
+	// Standard input holds a .ptd file, or a program as pte.CheckHead checks it.
+	checkHead := func(head []byte) (int64, error) {
+		if len(head) >= 8 && string(head[4:8]) == ptd.Identifier {
+			return -1, nil
+		}
+		return pte.CheckHead(head, &o.ProgramOptions)
+	}
+	if data, shown, ok, err := o.inMemory(ctx, name, checkHead); ok {
 		if err != nil {
 			return nil, err
 		}
@@ -371,27 +375,6 @@ func (o *Opener) Open(ctx context.Context, name string) (*Source, error) {
 		return nil, err
 	}
 	return &Source{ReaderAt: f, Size: st.Size(), Name: name, closer: f}, nil
-}
-
-// checkDataHead returns the check of the head of a Source read from
-// standard input: a .ptd file, or a program as pte.CheckHead checks it.
-func checkDataHead(opts *pte.OpenOptions) func([]byte) (int64, error) {
-	return func(head []byte) (int64, error) {
-		if len(head) >= 8 && string(head[4:8]) == ptd.Identifier {
-			return -1, nil
-		}
-		return pte.CheckHead(head, opts)
-	}
-}
-
-// stdinLimit is the most readStream holds: the program-size limit
-// (MaxProgramSize or EnvMaxProgramSize), which for standard input bounds
-// the whole input, segments included, since it is all held in memory.
-func (o *Opener) stdinLimit() int64 {
-	if n := o.ProgramOptions.MaxProgramSize; n > 0 {
-		return n
-	}
-	return MaxProgramSize
 }
 
 // StdinLimitError reports standard input larger than the limit on what is
@@ -417,13 +400,18 @@ func (e *StdinLimitError) Error() string {
 // first, which check refuses at once when they are not those of the
 // expected format, or when the end they state is past the limit; then the
 // rest, up to that end when the head states one (what follows is not
-// read), else up to stdinLimit bytes in all. Endless input of the wrong
+// read), else up to the program-size limit in all. Endless input of the wrong
 // kind costs HeadSize bytes; after a program's head, the program's stated
 // size, or the limit when the head states none. It stops reading once ctx
 // is done.
 func (o *Opener) readStream(ctx context.Context, stdin io.Reader, what string, check func(head []byte) (int64, error)) (*chunks, error) {
 	stdin = ctxReader{ctx, stdin}
-	limit := o.stdinLimit()
+	// The program-size limit bounds the whole input, segments included,
+	// since it is all held in memory.
+	limit := o.ProgramOptions.MaxProgramSize
+	if limit <= 0 {
+		limit = MaxProgramSize
+	}
 	head := make([]byte, pte.HeadSize)
 	k, err := io.ReadFull(stdin, head)
 	head = head[:k]
@@ -516,7 +504,7 @@ func ExitCode(err error) (int, bool) {
 	if ie := atomicfile.Interrupted(nil, err); ie != nil {
 		return ie.ExitCode(), true
 	}
-	if isTimeout(err) {
+	if errors.Is(err, context.DeadlineExceeded) { // --timeout's, or another deadline
 		return ExitRetry, true
 	}
 	he, ok := errors.AsType[*httprange.Error](err)
@@ -529,12 +517,6 @@ func ExitCode(err error) (int, bool) {
 	return ExitFail, true
 }
 
-// isTimeout reports whether err comes from a passed deadline (--timeout,
-// whose cause the transport's errors carry, or another).
-func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded)
-}
-
 // Hint returns " (hint: ...)" for an input failure that has one, "" when
 // not: what to do about each kind of transport failure. It never repeats
 // a URL or a header value.
@@ -542,47 +524,37 @@ func Hint(err error) string {
 	if atomicfile.Interrupted(nil, err) != nil {
 		return ""
 	}
-	if isTimeout(err) {
+	if errors.Is(err, context.DeadlineExceeded) {
 		return " (hint: the server was too slow; raise --timeout or try again)"
 	}
 	he, ok := errors.AsType[*httprange.Error](err)
 	if !ok {
 		return ""
 	}
-	h := ""
-	switch he.Kind {
-	case httprange.KindAuth:
-		return "" // the message names the variable and the flag already
-	case httprange.KindNotFound:
-		h = "check the URL"
-	case httprange.KindNoRangeSupport:
-		h = "the server ignores Range requests; download the file and inspect it locally"
-	case httprange.KindRangeNotSatisfiable:
-		h = "the server refused a range inside the size it gave; it may be serving a changing object"
-	case httprange.KindChanged:
-		h = "the file was replaced on the server while it was read; run again"
-	case httprange.KindRedirect:
-		h = "too many redirects or one from https to http; pass the final URL"
-	case httprange.KindNetwork, httprange.KindTruncated:
-		h = "the connection failed after retries; run again"
-		if he.Timeout() {
-			h = "the server stopped answering; run again, or raise the limit with --timeout"
-		}
-	case httprange.KindUnreachable:
-		h = "retrying will not help: check the URL's host name and scheme (http or https) and that the server's certificate is trusted"
-	case httprange.KindUnpinned:
-		h = "download the file (one request cannot mix versions) and use the local copy"
-	case httprange.KindBadResponse:
-		h = "the server's answer contradicts the request; a proxy may be rewriting it"
-	case httprange.KindStatus:
-		if he.Status >= 500 || he.Status == http.StatusTooManyRequests {
-			h = "the server is failing or busy; run again later"
-		}
-	case httprange.KindCanceled:
-		return ""
+	h := kindHints[he.Kind] // none for KindAuth: the message names the variable and the flag already
+	switch {
+	case (he.Kind == httprange.KindNetwork || he.Kind == httprange.KindTruncated) && he.Timeout():
+		h = "the server stopped answering; run again, or raise the limit with --timeout"
+	case he.Kind == httprange.KindStatus && (he.Status >= 500 || he.Status == http.StatusTooManyRequests):
+		h = "the server is failing or busy; run again later"
 	}
 	if h == "" {
 		return ""
 	}
 	return " (hint: " + h + ")"
+}
+
+// kindHints are the hints of the transport failures whose hint depends on
+// their kind alone.
+var kindHints = map[httprange.Kind]string{
+	httprange.KindNotFound:            "check the URL",
+	httprange.KindNoRangeSupport:      "the server ignores Range requests; download the file and inspect it locally",
+	httprange.KindRangeNotSatisfiable: "the server refused a range inside the size it gave; it may be serving a changing object",
+	httprange.KindChanged:             "the file was replaced on the server while it was read; run again",
+	httprange.KindRedirect:            "too many redirects or one from https to http; pass the final URL",
+	httprange.KindNetwork:             "the connection failed after retries; run again",
+	httprange.KindTruncated:           "the connection failed after retries; run again",
+	httprange.KindUnreachable:         "retrying will not help: check the URL's host name and scheme (http or https) and that the server's certificate is trusted",
+	httprange.KindUnpinned:            "download the file (one request cannot mix versions) and use the local copy",
+	httprange.KindBadResponse:         "the server's answer contradicts the request; a proxy may be rewriting it",
 }

@@ -123,19 +123,18 @@ func Start(t testing.TB, opts ...Option) *Server {
 	versions := t.TempDir()
 	s := &Server{Dir: t.TempDir(), AccessKey: "ptekit-test-" + randHex(4), SecretKey: randHex(20), Log: &bytes.Buffer{}}
 	var backend string
-	var cmd *exec.Cmd
-	var stop func()
 	for try := 0; ; try++ {
-		port, err := freePort()
+		l, err := net.Listen("tcp", "127.0.0.1:0") // a free port, for the server
 		if err != nil {
 			t.Fatal(err)
 		}
-		backend = "127.0.0.1:" + port
+		backend = l.Addr().String()
+		l.Close()
 		args := []string{"--access", s.AccessKey, "--secret", s.SecretKey, "--region", Region, "--port", backend, "--quiet", "posix"}
 		if c.versioned {
 			args = append(args, "--versioning-dir", versions)
 		}
-		cmd = exec.Command(bin, append(args, s.Dir)...)
+		cmd := exec.Command(bin, append(args, s.Dir)...)
 		// One writer for both: os/exec then has one goroutine at a time write.
 		cmd.Stdout, cmd.Stderr = s.Log, s.Log
 		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY=", "ROOT_SECRET_KEY=")
@@ -145,7 +144,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		exited := make(chan struct{})
 		go func() { cmd.Wait(); close(exited) }()
 		if waitListening(backend, 15*time.Second, exited) {
-			stop = func() { cmd.Process.Kill(); <-exited }
+			t.Cleanup(func() { cmd.Process.Kill(); <-exited })
 			break
 		}
 		cmd.Process.Kill()
@@ -154,7 +153,6 @@ func Start(t testing.TB, opts ...Option) *Server {
 			t.Fatalf("versitygw did not start listening on %s: %s", backend, s.Log)
 		}
 	}
-	t.Cleanup(stop)
 	target := &url.URL{Scheme: "http", Host: backend}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -403,16 +401,6 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	_, port, err := net.SplitHostPort(l.Addr().String())
-	return port, err
 }
 
 func waitListening(addr string, limit time.Duration, exited chan struct{}) bool {

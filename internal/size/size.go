@@ -103,22 +103,15 @@ func Parse(s string) (bytes int64, auto bool, err error) {
 	}
 	// Split into the number (digits with at most one '.') and the unit.
 	end := 0
-	dot := -1
-	for end < len(t) && (isDigit(t[end]) || (t[end] == '.' && dot < 0)) {
-		if t[end] == '.' {
-			dot = end
-		}
+	for end < len(t) && (isDigit(t[end]) || t[end] == '.' && !strings.Contains(t[:end], ".")) {
 		end++
 	}
 	num, unitName := t[:end], strings.TrimLeft(t[end:], " \t")
-	intPart, fracPart := num, ""
-	if dot >= 0 {
-		intPart, fracPart = num[:dot], num[dot+1:]
-	}
+	intPart, fracPart, hasDot := strings.Cut(num, ".")
 	switch {
-	case intPart == "" && dot < 0:
+	case num == "":
 		return fail("no number")
-	case intPart == "" || (dot >= 0 && fracPart == ""):
+	case hasDot && (intPart == "" || fracPart == ""):
 		return fail("a decimal point needs digits on both sides")
 	}
 	mult := int64(1)

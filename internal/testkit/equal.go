@@ -68,16 +68,8 @@ func deepEqual(a, b reflect.Value) bool {
 		return true
 	case reflect.Func:
 		return a.IsNil() && b.IsNil() // as reflect.DeepEqual: only nil funcs are equal
-	case reflect.Bool:
-		return a.Bool() == b.Bool()
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return a.Int() == b.Int()
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return a.Uint() == b.Uint()
-	case reflect.String:
-		return a.String() == b.String()
-	default: // channels and unsafe pointers: the same one
-		return a.Pointer() == b.Pointer()
+	default: // booleans, numbers and strings by value; channels and unsafe pointers: the same one
+		return a.Equal(b)
 	}
 }
 

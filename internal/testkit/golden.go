@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -41,7 +42,7 @@ func Golden(t testing.TB, path string, got []byte) {
 
 // firstDiff describes where got first differs from want, by line.
 func firstDiff(want, got []byte) string {
-	wl, gl := lines(want), lines(got)
+	wl, gl := slices.Collect(bytes.Lines(want)), slices.Collect(bytes.Lines(got))
 	for i := 0; ; i++ {
 		switch {
 		case i >= len(wl):
@@ -52,15 +53,6 @@ func firstDiff(want, got []byte) string {
 			return fmt.Sprintf("line %d: the file has %q, got %q", i+1, clip(wl[i]), clip(gl[i]))
 		}
 	}
-}
-
-// lines splits b after each newline; a final newline starts no line.
-func lines(b []byte) [][]byte {
-	l := bytes.SplitAfter(b, []byte("\n"))
-	if len(l[len(l)-1]) == 0 {
-		l = l[:len(l)-1]
-	}
-	return l
 }
 
 // clip shortens a line for a message.

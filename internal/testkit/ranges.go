@@ -70,11 +70,6 @@ func (c *RangeReaderAt) Ranges() []Range {
 // Reset (a byte read three times counts once), and the first range of
 // them.
 func (c *RangeReaderAt) Reread() (n int64, first Range) {
-	return c.RereadIn(Range{0, 1<<63 - 1})
-}
-
-// RereadIn is Reread counting only the bytes within w.
-func (c *RangeReaderAt) RereadIn(w Range) (n int64, first Range) {
 	c.mu.Lock()
 	rs := slices.Clone(c.ranges)
 	c.mu.Unlock()
@@ -85,7 +80,7 @@ func (c *RangeReaderAt) RereadIn(w Range) (n int64, first Range) {
 	var end, twice int64
 	first = Range{-1, -1}
 	for _, r := range rs {
-		lo, hi := max(r.Off, twice, w.Off), min(r.End, end, w.End)
+		lo, hi := max(r.Off, twice), min(r.End, end)
 		if lo < hi {
 			n += hi - lo
 			if first.Off < 0 {

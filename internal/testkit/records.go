@@ -289,7 +289,8 @@ func DataVectors(t testing.TB, dir, corpus string) []DataVectorRun {
 			Record: ReadDataRecord(t, filepath.Join(dir, row["run"]+".cpp.jsonl"))}}
 		for _, n := range strings.Split(row["ptd"], ",") {
 			path := filepath.Join(dir, n)
-			if _, err := os.Stat(path); err != nil && r.Missing == "" && r.Record.loaded(n) {
+			loaded := slices.ContainsFunc(r.Record.Files, func(e Outcome) bool { return filepath.Base(e.Name) == filepath.Base(n) && e.Code == "Ok" })
+			if _, err := os.Stat(path); err != nil && r.Missing == "" && loaded {
 				r.Missing = n
 			}
 			r.DataFiles = append(r.DataFiles, path)
@@ -297,9 +298,4 @@ func DataVectors(t testing.TB, dir, corpus string) []DataVectorRun {
 		out = append(out, r)
 	}
 	return out
-}
-
-// loaded reports whether the record shows the data file name loading.
-func (r *DataRecord) loaded(name string) bool {
-	return slices.ContainsFunc(r.Files, func(e Outcome) bool { return filepath.Base(e.Name) == filepath.Base(name) && e.Code == "Ok" })
 }

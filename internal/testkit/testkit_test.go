@@ -293,9 +293,6 @@ func TestRangeReaderAt(t *testing.T) {
 	if n, first := c.Reread(); n != 25 || first != (Range{0, 10}) {
 		t.Errorf("Reread = %d %v, want 25 {0 10}", n, first)
 	}
-	if n, _ := c.RereadIn(Range{12, 97}); n != 10 {
-		t.Errorf("RereadIn(12..97) = %d, want 10", n)
-	}
 	c.Reset()
 	if n, _ := c.Reread(); n != 0 || c.Bytes() != 0 {
 		t.Errorf("after Reset: Reread %d, Bytes %d", n, c.Bytes())

@@ -61,11 +61,11 @@ func Build() (map[string][]byte, error) {
 		// Laid out as ExecuTorch lays out a program (no head room), so
 		// that the goldens show upstream's layout.
 		c.opts.HeadRoom = export.NoHeadRoom
-		data, err := writeProgram(c.methods, &c.opts)
-		if err != nil {
+		var b bytes.Buffer
+		if _, err := export.Write(&b, &export.Program{Methods: c.methods}, &c.opts); err != nil {
 			return nil, fmt.Errorf("writing %s: %w", name, err)
 		}
-		out[name] = data
+		out[name] = b.Bytes()
 	}
 	// The programs export cannot write are edits of the ones it wrote.
 	for _, e := range programEdits() {
@@ -126,15 +126,6 @@ func programEdits() []programEdit {
 		}},
 		{"getter", "segment", func(p *pte.Program) { p.SetPlans(append(Plans(p), Getter("get_max_seq_len", 128))) }},
 	}
-}
-
-// writeProgram writes the methods with opts as one program.
-func writeProgram(methods []*export.Method, opts *export.Options) ([]byte, error) {
-	var b bytes.Buffer
-	if _, err := export.Write(&b, &export.Program{Methods: methods}, opts); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }
 
 // placeholderEngine is an engine of n bytes "E".

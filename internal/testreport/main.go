@@ -17,12 +17,10 @@ import (
 
 // event is one line of `go test -json` (cmd/test2json's TestEvent).
 type event struct {
-	Action      string
-	Package     string
-	Test        string
-	Output      string
-	ImportPath  string // build-output and build-fail
-	FailedBuild string
+	Action  string
+	Package string
+	Test    string
+	Output  string
 }
 
 // skip is a skipped test and the lines it logged (its reason).
@@ -35,48 +33,43 @@ type skip struct {
 // package and printed only when it matters.
 type report struct {
 	w      io.Writer
-	tests  map[[2]string][]string // (package, test) -> output lines
-	pkgs   map[string][]string    // package -> package-level output lines
+	out    map[[2]string][]string // (package, test) -> output lines; test "" for the package's own
 	skips  []skip
 	failed bool
 }
 
-func newReport(w io.Writer) *report {
-	return &report{w: w, tests: map[[2]string][]string{}, pkgs: map[string][]string{}}
-}
-
 func (r *report) event(e event) {
-	switch {
-	case e.Action == "build-output":
-		fmt.Fprint(r.w, e.Output)
-	case e.Action == "build-fail":
-		r.failed = true
-	case e.Test != "":
-		r.testEvent(e)
-	default:
-		r.packageEvent(e)
-	}
-}
-
-func (r *report) testEvent(e event) {
 	k := [2]string{e.Package, e.Test}
 	switch e.Action {
+	case "build-output":
+		fmt.Fprint(r.w, e.Output)
+	case "build-fail":
+		r.failed = true
 	case "output":
 		// -json implies -v; the framework's progress lines are noise in a report.
-		if !strings.HasPrefix(e.Output, "=== ") {
-			r.tests[k] = append(r.tests[k], e.Output)
+		if e.Test == "" || !strings.HasPrefix(e.Output, "=== ") {
+			r.out[k] = append(r.out[k], e.Output)
 		}
 	case "fail":
+		// A test's output, or a package's outside any test (a panic in
+		// TestMain, a timeout, the FAIL line).
 		r.failed = true
-		for _, l := range r.tests[k] {
+		for _, l := range r.out[k] {
 			fmt.Fprint(r.w, l)
 		}
-		delete(r.tests, k)
-	case "skip":
-		r.skips = append(r.skips, skip{e.Package, e.Test, reason(r.tests[k])})
-		delete(r.tests, k)
-	case "pass":
-		delete(r.tests, k)
+		delete(r.out, k)
+	case "pass", "skip":
+		switch {
+		case e.Test != "" && e.Action == "skip":
+			r.skips = append(r.skips, skip{e.Package, e.Test, reason(r.out[k])})
+		case e.Test == "":
+			for _, l := range r.out[k] {
+				if strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "?") {
+					fmt.Fprint(r.w, l)
+				}
+			}
+		}
+		delete(r.out, k)
 	}
 }
 
@@ -91,27 +84,6 @@ func reason(lines []string) []string {
 		out = append(out, t)
 	}
 	return out
-}
-
-func (r *report) packageEvent(e event) {
-	switch e.Action {
-	case "output":
-		r.pkgs[e.Package] = append(r.pkgs[e.Package], e.Output)
-	case "fail":
-		r.failed = true
-		// Output outside any test (a panic in TestMain, a timeout, the FAIL line).
-		for _, l := range r.pkgs[e.Package] {
-			fmt.Fprint(r.w, l)
-		}
-		delete(r.pkgs, e.Package)
-	case "pass", "skip":
-		for _, l := range r.pkgs[e.Package] {
-			if strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "?") {
-				fmt.Fprint(r.w, l)
-			}
-		}
-		delete(r.pkgs, e.Package)
-	}
 }
 
 // finish prints the skipped tests; a subtest's skip and its parent's are
@@ -132,7 +104,7 @@ func (r *report) finish() {
 }
 
 func run(in io.Reader, out io.Writer) int {
-	r := newReport(out)
+	r := &report{w: out, out: map[[2]string][]string{}}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<26)
 	for sc.Scan() {
