@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ptekit/ptekit/internal/quote"
-	"reflect"
 	"strconv"
 	"strings"
 )
@@ -152,14 +151,7 @@ func isNilValue(x Value) bool {
 	case *BoolList:
 		return y == nil || y.Items == nil
 	}
-	return isNilMember(x)
-}
-
-// isNilMember reports whether x, a union member of the model, is a typed
-// nil pointer: its tag is set and its table absent.
-func isNilMember(x any) bool {
-	rv := reflect.ValueOf(x)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
+	return isNilPointer(x)
 }
 
 // tensorItems checks list items: indices of earlier Tensor values (-1 = None
@@ -399,7 +391,7 @@ func (v *validator) instruction(ep *ExecutionPlan, ch *Chain, in *Instruction, p
 	off := v.posOf(in)
 	n := int64(len(ep.Values))
 	inRange := func(x int32) bool { return x >= 0 && int64(x) < n }
-	if _, unknown := in.Args.(*UnknownInstruction); !unknown && isNilMember(in.Args) {
+	if _, unknown := in.Args.(*UnknownInstruction); !unknown && isNilPointer(in.Args) {
 		v.add(SeverityError, CodeInvalidProgram, off, ipath.String(), "%v has no table", in.Args.InstructionType())
 		return
 	}
