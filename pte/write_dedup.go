@@ -302,15 +302,6 @@ func (ids *identities) file(r interface{ Stat() (fs.FileInfo, error) }) (string,
 	return id, true
 }
 
-// sameSection reports whether a and b are the same range of the same
-// source, as DedupPayloads recognises without reading.
-func sameSection(a, b *io.SectionReader) bool {
-	var ids identities
-	ka, oka, _ := ids.key(sourceParts(a, a.Size()), a.Size())
-	kb, okb, _ := ids.key(sourceParts(b, b.Size()), b.Size())
-	return oka && okb && ka == kb
-}
-
 // dedupChunk is the read size used when hashing payloads.
 const dedupChunk = 256 << 10
 
