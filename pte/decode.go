@@ -206,16 +206,11 @@ func (c *sharedStrings) get(p uint32, b []byte) string {
 	return s
 }
 
-// decodeProgram decodes a region that v verified.
-func decodeProgram(b []byte, v *fbVerifier) (*Program, *fbDecoder) {
-	return decodeProgramWith(b, v, true, false)
-}
-
-// decodeProgramWith is decodeProgram; without positions, table positions
-// are not recorded (File.posOf says -1), which spares a map entry per
-// table when only a verdict is wanted (Write's read-back check). With
-// lazyPlans the execution plans are left undecoded, for the File to
-// decode one at a time (File.planAt).
+// decodeProgramWith decodes a region that v verified. Without positions,
+// table positions are not recorded (File.posOf says -1), which spares a
+// map entry per table when only a verdict is wanted (Write's read-back
+// check). With lazyPlans the execution plans are left undecoded, for the
+// File to decode one at a time (File.planAt).
 func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Program, *fbDecoder) {
 	d := newDecoder(v, nil, positions)
 	d.vec = map[any]uint32{}

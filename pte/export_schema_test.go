@@ -20,6 +20,6 @@ func EncodeDecode(p *Program) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, _ := decodeProgram(buf, v)
+	q, _ := decodeProgramWith(buf, v, true, false)
 	return q, nil
 }
