@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -158,13 +159,13 @@ func (im *planImage) ReadAt(b []byte, off int64) (int, error) {
 // same offsets NewFile and Verify give for the written file. lazy reads
 // the region with OpenOptions.LazyPlans.
 func (pl *writePlan) check(strict, lazy bool, model *Program) error {
-	if model != nil && pl.checkWith(strict, &OpenOptions{noPositions: true, model: model}) == nil {
+	if model != nil && pl.checkWith(strict, OpenOptions{noPositions: true, model: model}) == nil {
 		return nil
 	}
-	if pl.checkWith(strict, &OpenOptions{noPositions: true, LazyPlans: lazy}) == nil {
+	if pl.checkWith(strict, OpenOptions{noPositions: true, LazyPlans: lazy}) == nil {
 		return nil
 	}
-	return pl.checkWith(strict, nil)
+	return pl.checkWith(strict, OpenOptions{})
 }
 
 // model returns p as the planned region encodes it, for check, or nil
@@ -183,35 +184,31 @@ func (pl *writePlan) model(p *Program, dedup bool) *Program {
 }
 
 // checkWith is check, reading the image with opts.
-func (pl *writePlan) checkWith(strict bool, opts *OpenOptions) error {
-	im := &planImage{region: pl.region, size: pl.info.Size}
-	o := OpenOptions{region: pl.region}
-	if opts != nil {
-		o = *opts
-		o.region = pl.region
+func (pl *writePlan) checkWith(strict bool, opts OpenOptions) error {
+	f, err := readBack(pl.region, pl.info.Size, opts, "write")
+	if err != nil || !strict {
+		return err
 	}
-	opts = &o
-	f, err := NewFileWith(im, im.size, opts)
+	if errs := slices.DeleteFunc(f.Verify(), func(fd Finding) bool { return fd.Severity != SeverityError }); len(errs) > 0 {
+		return &VerifyError{Findings: errs}
+	}
+	return nil
+}
+
+// readBack reads the file of size bytes whose flatbuffer region is region
+// (a planImage) as NewFileWith with opts does; a refusal is a
+// *VerifyError. what names the caller in any other failure.
+func readBack(region []byte, size int64, opts OpenOptions, what string) (*File, error) {
+	opts.region = region
+	f, err := NewFileWith(&planImage{region: region, size: size}, size, &opts)
 	if err != nil {
 		var fe *FormatError
 		if !errors.As(err, &fe) {
 			// NewFile reports a bad program only as a *FormatError; anything
 			// else means the image itself is broken.
-			return fmt.Errorf("pte: write: reading the encoded program back: %w", err)
+			return nil, fmt.Errorf("pte: %s: reading the encoded program back: %w", what, err)
 		}
-		return &VerifyError{Findings: []Finding{{Severity: SeverityError, Err: fe}}}
+		return nil, &VerifyError{Findings: []Finding{{Severity: SeverityError, Err: fe}}}
 	}
-	if !strict {
-		return nil
-	}
-	var errs []Finding
-	for _, fd := range f.Verify() {
-		if fd.Severity == SeverityError {
-			errs = append(errs, fd)
-		}
-	}
-	if len(errs) > 0 {
-		return &VerifyError{Findings: errs}
-	}
-	return nil
+	return f, nil
 }
