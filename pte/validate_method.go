@@ -48,21 +48,8 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 				"buffer index %d is not a planned arena (1..%d)", d.BufferIdx, len(ep.NonConstBufferSizes)-1)
 		}
 	}
-	n := len(ep.Values)
-	bad = v.elems(SeverityError, CodeInvalidProgram, off, ".inputs")
-	for k, x := range ep.Inputs {
-		if x < 0 || int(x) >= n {
-			bad.add(path, k, "input value index %d out of range (%d values); ExecuTorch loads the method but aborts in set_input", x, n)
-		}
-	}
-	bad.done(path)
-	bad = v.elems(SeverityError, CodeInvalidProgram, off, ".outputs")
-	for k, x := range ep.Outputs {
-		if x < 0 || int(x) >= n {
-			bad.add(path, k, "output value index %d out of range (%d values)", x, n)
-		}
-	}
-	bad.done(path)
+	v.valueIndices(off, path, ".inputs", ep.Inputs, len(ep.Values), "input ", "; ExecuTorch loads the method but aborts in set_input")
+	v.valueIndices(off, path, ".outputs", ep.Outputs, len(ep.Values), "output ", "")
 	for k, ev := range ep.Values {
 		v.value(ep, path, k, ev)
 	}
@@ -437,13 +424,19 @@ func (v *validator) instructionArgs(a []int32, n, off int64, ipath *fieldPath) {
 	if a == nil {
 		v.add(SeverityError, CodeInvalidProgram, off, ipath.String()+".args", "instruction has no args")
 	}
-	bad := v.elems(SeverityError, CodeInvalidProgram, off, ".args")
-	for j, x := range a {
-		if x < 0 || int64(x) >= n {
-			bad.add(ipath, j, "value index %d out of range (%d values)", x, n)
+	v.valueIndices(off, ipath, ".args", a, int(n), "", "")
+}
+
+// valueIndices reports each element of xs, the vector at path+field, that
+// is not the index of one of n values; what and tail frame the message.
+func (v *validator) valueIndices(off int64, path *fieldPath, field string, xs []int32, n int, what, tail string) {
+	bad := v.elems(SeverityError, CodeInvalidProgram, off, field)
+	for k, x := range xs {
+		if x < 0 || int(x) >= n {
+			bad.add(path, k, what+"value index %d out of range (%d values)"+tail, x, n)
 		}
 	}
-	bad.done(ipath)
+	bad.done(path)
 }
 
 // arena checks that a planned tensor (at path) fits its arena.

@@ -214,9 +214,13 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 	if p == nil {
 		return nil, errors.New("pte: write: nil program")
 	}
-	align, err := writeAlignment(opts)
-	if err != nil {
-		return nil, err
+	align := uint64(DefaultSegmentAlignment)
+	if opts != nil && opts.SegmentAlignment != 0 {
+		align = opts.SegmentAlignment
+	}
+	if align > math.MaxInt32 {
+		// No sane layout needs more; it also keeps offsets far from overflow.
+		return nil, fmt.Errorf("pte: write: segment alignment %d is larger than %d", align, math.MaxInt32)
 	}
 	if err := checkSources(segments); err != nil {
 		return nil, err
@@ -261,19 +265,6 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 		return nil, err
 	}
 	return pl, nil
-}
-
-// writeAlignment is the segment alignment opts asks for, or the default.
-func writeAlignment(opts *WriteOptions) (uint64, error) {
-	align := uint64(DefaultSegmentAlignment)
-	if opts != nil && opts.SegmentAlignment != 0 {
-		align = opts.SegmentAlignment
-	}
-	if align > math.MaxInt32 {
-		// No sane layout needs more; it also keeps offsets far from overflow.
-		return 0, fmt.Errorf("pte: write: segment alignment %d is larger than %d", align, math.MaxInt32)
-	}
-	return align, nil
 }
 
 // distinctPayloads sets pl.unique, the payloads written as segments, and
@@ -338,36 +329,29 @@ func (pl *writePlan) encode(p *Program, refs *segmentRefs, sl *segmentLayout, al
 	if n := len(fb); n < wrMinFileSize {
 		fb = append(fb, make([]byte, wrMinFileSize-n)...)
 	}
-	pl.region = fb
+	pl.region, pl.flatbuffer = fb, fb
+	pl.info.ProgramSize, pl.info.Size = int64(len(fb)), int64(len(fb))
 	if !needHeader {
-		pl.flatbuffer = fb
-		pl.info.ProgramSize = int64(len(fb))
-		pl.info.Size = int64(len(fb))
 		return nil
 	}
-	return pl.addHeader(fb, sl, align, sl.dataSize)
-}
-
-// addHeader fills the room encodeProgram left in the region for the
-// extended header and places the segment base after the region.
-func (pl *writePlan) addHeader(region []byte, sl *segmentLayout, align, dataSize uint64) error {
-	programSize := uint64(len(region))
+	// Fill the room encodeProgram left for the extended header and place
+	// the segment base after the region.
+	programSize := uint64(len(fb))
 	base := sl.base(programSize, align)
 	h := &ExtendedHeader{
 		Magic:             "eh00",
 		Length:            wrHeaderLength,
 		ProgramSize:       programSize,
 		SegmentBaseOffset: base,
-		SegmentDataSize:   dataSize,
+		SegmentDataSize:   sl.dataSize,
 	}
-	if base+dataSize > math.MaxInt64 {
-		return fmt.Errorf("pte: write: file would be %d+%d bytes", base, dataSize)
+	if base+sl.dataSize > math.MaxInt64 {
+		return fmt.Errorf("pte: write: file would be %d+%d bytes", base, sl.dataSize)
 	}
-	putHeader(region, h)
-	pl.head, pl.flatbuffer, pl.segmentBase = region[:8+wrHeaderPad], region[8+wrHeaderPad:], base
+	putHeader(fb, h)
+	pl.head, pl.flatbuffer, pl.segmentBase = fb[:8+wrHeaderPad], fb[8+wrHeaderPad:], base
 	pl.info.Header = h
-	pl.info.ProgramSize = int64(programSize)
-	pl.info.Size = int64(base + dataSize)
+	pl.info.Size = int64(base + sl.dataSize)
 	return nil
 }
 
