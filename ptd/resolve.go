@@ -286,12 +286,11 @@ func merge(files []FileResult, loaded []int, keyFile map[string]int) Status {
 	}
 	for _, i := range valid {
 		for _, k := range files[i].Keys {
-			if j, dup := keyFile[k]; dup && j != i {
+			if j, dup := keyFile[k]; !dup {
+				keyFile[k] = i
+			} else if j != i {
 				return Status{Code: pte.CodeInvalidArgument,
 					Err: fmt.Errorf("ptd: duplicate key %q in %s and %s", k, files[j].Name, files[i].Name)}
-			}
-			if _, dup := keyFile[k]; !dup {
-				keyFile[k] = i
 			}
 		}
 	}
@@ -344,12 +343,7 @@ func resolveMethod(p *pte.Program, ep *pte.ExecutionPlan, srcs []Source, keyFile
 		m.Constants = Status{Code: pte.CodeInvalidState,
 			Err: fmt.Errorf("ptd: tensor %q is an external constant%s and there is no data map: no .ptd file was given, or the given files cannot be used", first, more)}
 	}
-	for _, i := range constants {
-		if !m.Constants.OK() {
-			break
-		}
-		m.Constants = m.Tensors[i].Status
-	}
+	m.Constants = firstFailure(m.Constants, m.Tensors, constants)
 	if haveMap {
 		for _, kr := range m.NamedData {
 			if kr.File >= 0 {
@@ -359,17 +353,23 @@ func resolveMethod(p *pte.Program, ep *pte.ExecutionPlan, srcs []Source, keyFile
 			}
 		}
 	}
-	m.Status = m.Constants
-	for _, i := range planned {
-		if !m.Status.OK() {
-			break
-		}
-		m.Status = m.Tensors[i].Status
-	}
+	m.Status = firstFailure(m.Constants, m.Tensors, planned)
 	if m.Status.OK() {
 		m.Status = m.NamedDataMerge
 	}
 	return m
+}
+
+// firstFailure is st when it failed, else the status of the first of the
+// rows named by order that failed (or of the last one).
+func firstFailure(st Status, rows []TensorRow, order []int) Status {
+	for _, i := range order {
+		if !st.OK() {
+			break
+		}
+		st = rows[i].Status
+	}
+	return st
 }
 
 // resolveTensor fills row and returns the tensor's status.

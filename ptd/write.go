@@ -64,20 +64,14 @@ func (f *File) Contents() (*Data, error) {
 
 // unchanged reports whether d is still what Contents returned.
 func (d *Data) unchanged() bool {
-	if d.src == nil || d.Version != d.src.Version || !slices.Equal(d.Segments, d.origSegs) || len(d.NamedData) != len(d.origND) {
+	if d.src == nil || d.Version != d.src.Version || !slices.Equal(d.Segments, d.origSegs) {
 		return false
 	}
-	for i, nd := range d.NamedData {
-		o := d.origND[i]
-		if nd.Key != o.Key || nd.SegmentIndex != o.SegmentIndex || nd.KeyAbsent != o.KeyAbsent || (nd.Layout == nil) != (o.Layout == nil) {
-			return false
-		}
-		if nd.Layout != nil && (nd.Layout.ScalarType != o.Layout.ScalarType || !slices.Equal(nd.Layout.Sizes, o.Layout.Sizes) ||
-			!slices.Equal(nd.Layout.DimOrder, o.Layout.DimOrder)) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(d.NamedData, d.origND, func(nd, o NamedData) bool {
+		return nd.Key == o.Key && nd.SegmentIndex == o.SegmentIndex && nd.KeyAbsent == o.KeyAbsent && (nd.Layout == nil) == (o.Layout == nil) &&
+			(nd.Layout == nil || nd.Layout.ScalarType == o.Layout.ScalarType && slices.Equal(nd.Layout.Sizes, o.Layout.Sizes) &&
+				slices.Equal(nd.Layout.DimOrder, o.Layout.DimOrder))
+	})
 }
 
 // WriteInfo describes a written file.
