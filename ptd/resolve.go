@@ -385,7 +385,7 @@ func resolveTensor(row *TensorRow, t *pte.Tensor, srcs []Source, keyFile map[str
 	}
 	fi, ok := keyFile[cString(row.Key)]
 	if !ok {
-		return Status{Code: pte.CodeNotFound, Err: &FormatError{Off: -1, Code: pte.CodeNotFound, Msg: fmt.Sprintf("no data file has key %q", row.Key)}}
+		return statusOf(&FormatError{Off: -1, Code: pte.CodeNotFound, Msg: fmt.Sprintf("no data file has key %q", row.Key)})
 	}
 	row.File = fi
 	f := srcs[fi].File
@@ -397,9 +397,8 @@ func resolveTensor(row *TensorRow, t *pte.Tensor, srcs []Source, keyFile map[str
 	nd := f.NamedData[entry]
 	row.Layout = nd.Layout
 	if nd.Layout == nil {
-		return Status{Code: pte.CodeInvalidExternal, Undefined: true, Err: &FormatError{Off: f.ndPos[entry],
-			Path: fmt.Sprintf("named_data[%d].tensor_layout", entry), Code: pte.CodeInvalidExternal, Undefined: true,
-			Msg: fmt.Sprintf("key %q has no tensor_layout: ExecuTorch dereferences null", row.Key)}}
+		return statusOf(&FormatError{Off: f.ndPos[entry], Path: fmt.Sprintf("named_data[%d].tensor_layout", entry),
+			Code: pte.CodeInvalidExternal, Undefined: true, Msg: fmt.Sprintf("key %q has no tensor_layout: ExecuTorch dereferences null", row.Key)})
 	}
 	if st := compareLayout(row, t, nd.Layout, f, entry); !st.OK() {
 		return st
@@ -420,9 +419,8 @@ func resolveTensor(row *TensorRow, t *pte.Tensor, srcs []Source, keyFile map[str
 	nbytes, ok := nd.Layout.Bytes()
 	start := f.Header.SegmentBaseOffset + seg.Offset
 	if !ok || start < seg.Offset || start+nbytes < start || start+nbytes > uint64(f.Size) {
-		return Status{Code: pte.CodeInvalidArgument, Err: &FormatError{Off: f.segPos[nd.SegmentIndex],
-			Path: fmt.Sprintf("segments[%d]", nd.SegmentIndex), Code: pte.CodeInvalidArgument,
-			Msg: fmt.Sprintf("key %q: %d tensor bytes at file offset %d are not inside the %d-byte file", row.Key, nbytes, start, f.Size)}}
+		return statusOf(&FormatError{Off: f.segPos[nd.SegmentIndex], Path: fmt.Sprintf("segments[%d]", nd.SegmentIndex), Code: pte.CodeInvalidArgument,
+			Msg: fmt.Sprintf("key %q: %d tensor bytes at file offset %d are not inside the %d-byte file", row.Key, nbytes, start, f.Size)})
 	}
 	row.Offset, row.Size = int64(start), int64(nbytes)
 	return Status{}
@@ -432,9 +430,8 @@ func resolveTensor(row *TensorRow, t *pte.Tensor, srcs []Source, keyFile map[str
 // as ExecuTorch does: scalar type, rank, each size, each dim order entry.
 func compareLayout(row *TensorRow, t *pte.Tensor, l *TensorLayout, f *File, entry int) Status {
 	bad := func(format string, args ...any) Status {
-		return Status{Code: pte.CodeInvalidExternal, Err: &FormatError{Off: f.ndPos[entry],
-			Path: fmt.Sprintf("named_data[%d].tensor_layout", entry), Code: pte.CodeInvalidExternal,
-			Msg: fmt.Sprintf("key %q: ", row.Key) + fmt.Sprintf(format, args...)}}
+		return statusOf(&FormatError{Off: f.ndPos[entry], Path: fmt.Sprintf("named_data[%d].tensor_layout", entry),
+			Code: pte.CodeInvalidExternal, Msg: fmt.Sprintf("key %q: ", row.Key) + fmt.Sprintf(format, args...)})
 	}
 	if l.ScalarType != t.ScalarType {
 		return bad("scalar type %v, program wants %v", l.ScalarType, t.ScalarType)
@@ -444,9 +441,8 @@ func compareLayout(row *TensorRow, t *pte.Tensor, l *TensorLayout, f *File, entr
 	}
 	if len(l.DimOrder) < len(l.Sizes) {
 		// ExecuTorch takes rank dim_order entries and reads past the vector.
-		return Status{Code: pte.CodeInvalidExternal, Undefined: true, Err: &FormatError{Off: f.ndPos[entry],
-			Path: fmt.Sprintf("named_data[%d].tensor_layout.dim_order", entry), Code: pte.CodeInvalidExternal, Undefined: true,
-			Msg: fmt.Sprintf("key %q: %d dim_order entries for rank %d: ExecuTorch reads past the vector", row.Key, len(l.DimOrder), len(l.Sizes))}}
+		return statusOf(&FormatError{Off: f.ndPos[entry], Path: fmt.Sprintf("named_data[%d].tensor_layout.dim_order", entry), Code: pte.CodeInvalidExternal,
+			Undefined: true, Msg: fmt.Sprintf("key %q: %d dim_order entries for rank %d: ExecuTorch reads past the vector", row.Key, len(l.DimOrder), len(l.Sizes))})
 	}
 	if !slices.Equal(l.Sizes, t.Sizes) {
 		return bad("sizes %v, program wants %v", l.Sizes, t.Sizes)
