@@ -78,10 +78,8 @@ type segmentRefs struct {
 	// remap maps an input segment index to the written one; nil keeps
 	// indices unchanged.
 	remap []int
-	// layout replaces Program.Segments. layoutPresent false writes the
-	// field absent (only when layout is empty).
-	layout        []*DataSegment
-	layoutPresent bool
+	// layout replaces Program.Segments; nil writes the field absent.
+	layout []*DataSegment
 }
 
 func (r *segmentRefs) index(i uint32) (uint32, error) {
@@ -291,18 +289,6 @@ func scalars[T any](e *encoder, v []T, size int, put func(T)) flatbuffers.UOffse
 		put(v[i])
 	}
 	return e.b.EndVector(len(v))
-}
-
-// segments is the segment table to write: nil (absent) when neither the
-// program nor the payloads call for one, else present even when empty.
-func (r *segmentRefs) segments() []*DataSegment {
-	switch {
-	case !r.layoutPresent:
-		return nil
-	case r.layout == nil:
-		return []*DataSegment{}
-	}
-	return r.layout
 }
 
 // isNilPointer reports whether v holds a typed nil pointer.

@@ -35,7 +35,7 @@ func (f *File) EncodeHead(p *Program) ([]byte, error) {
 	if err := checkReferences(p, len(f.Program.Segments)); err != nil {
 		return nil, err
 	}
-	refs := &segmentRefs{layout: f.Program.Segments, layoutPresent: f.Program.Segments != nil}
+	refs := &segmentRefs{layout: f.Program.Segments}
 	head, err := encodeProgram(p, refs, wrHeaderPad)
 	if err != nil {
 		return nil, err

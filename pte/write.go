@@ -251,13 +251,12 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 		segs[k] = DataSegment{Offset: sl.offsets[k], Size: sizes[k]}
 		layout[k] = &segs[k]
 	}
-	present := p.Segments != nil || len(layout) > 0
-	if !present {
+	if p.Segments == nil && len(layout) == 0 {
 		layout = nil // no payloads and no table in p: keep the field absent
 	}
 	pl.info.Segments = layout
 
-	refs := &segmentRefs{layout: layout, layoutPresent: present}
+	refs := &segmentRefs{layout: layout}
 	if dedup {
 		refs.remap = remap
 	}
