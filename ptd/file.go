@@ -258,19 +258,25 @@ func verifyErr(err error, what string) error {
 // decode verifies the region and fills the model.
 func (f *File) decode() error {
 	v, err := fbverify.Verify(f.region, fbFlatTensor)
+	legacy := false
 	if err != nil || rootHasSlot(f.region, 3) {
 		// The current root table has three slots; the older layout's root
 		// always has four (segments is slot 3).
 		if lv, lerr := fbverify.Verify(f.region, fbLegacyFlatTensor); lerr == nil && rootHasSlot(f.region, 3) {
-			return f.decodeLegacy(lv)
-		}
-		if err != nil {
+			v, legacy = lv, true
+		} else if err != nil {
 			return verifyErr(err, "FlatTensor")
 		}
 	}
-	f.addWarnings(v)
+	for _, w := range v.Warnings { // what the verifier accepted but flagged
+		f.Findings = append(f.Findings, Finding{Severity: pte.SeverityWarning,
+			Err: &FormatError{Off: w.Off, Path: w.Path, Msg: w.Msg, Code: pte.CodeOk}})
+	}
 	root := tableAt(f.region, flatbuffers.GetUOffsetT(f.region))
 	f.Version = root.GetUint32Slot(vo(0), 0)
+	if legacy {
+		return f.decodeLegacy(root)
+	}
 	if segs, ok := tables(root, 1); ok {
 		f.decodeSegments(segs)
 	}
@@ -392,12 +398,4 @@ func (f *File) Keys() []string {
 func cString(s string) string {
 	s, _, _ = strings.Cut(s, "\x00")
 	return s
-}
-
-// addWarnings records what the verifier accepted but flagged.
-func (f *File) addWarnings(v *fbverify.Verifier) {
-	for _, w := range v.Warnings {
-		f.Findings = append(f.Findings, Finding{Severity: pte.SeverityWarning,
-			Err: &FormatError{Off: w.Off, Path: w.Path, Msg: w.Msg, Code: pte.CodeOk}})
-	}
 }

@@ -94,11 +94,8 @@ func layoutAt(t flatbuffers.Table, first int) TensorLayout {
 	return l
 }
 
-// decodeLegacy fills f from an older-layout region v has verified.
-func (f *File) decodeLegacy(v *fbverify.Verifier) error {
-	f.addWarnings(v)
-	root := tableAt(f.region, flatbuffers.GetUOffsetT(f.region))
-	f.Version = root.GetUint32Slot(vo(0), 0)
+// decodeLegacy fills f from the root of a verified older-layout region.
+func (f *File) decodeLegacy(root flatbuffers.Table) error {
 	l := &LegacyLayout{TensorAlignment: root.GetUint32Slot(vo(1), 0)}
 	segs, _ := tables(root, 3)
 	f.decodeSegments(segs)

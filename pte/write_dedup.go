@@ -181,19 +181,16 @@ const fingerprintChunk = 4 << 10
 func fingerprint(src *io.SectionReader) ([sha256.Size]byte, error) {
 	n := src.Size()
 	var buf [2 * fingerprintChunk]byte
-	b := buf[:]
-	if n <= 2*fingerprintChunk {
-		b = buf[:n]
-		if err := readFull(src, b, 0, n); err != nil {
-			return [sha256.Size]byte{}, err
-		}
-	} else {
-		if err := readFull(src, buf[:fingerprintChunk], 0, n); err != nil {
-			return [sha256.Size]byte{}, err
-		}
-		if err := readFull(src, buf[fingerprintChunk:], n-fingerprintChunk, n); err != nil {
-			return [sha256.Size]byte{}, err
-		}
+	b := buf[:min(n, 2*fingerprintChunk)]
+	head := len(b) // the bytes read from the start; the rest from the end
+	if n > 2*fingerprintChunk {
+		head = fingerprintChunk
+	}
+	if err := readFull(src, b[:head], 0, n); err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	if err := readFull(src, b[head:], n-int64(len(b)-head), n); err != nil {
+		return [sha256.Size]byte{}, err
 	}
 	return sha256.Sum256(b), nil
 }
