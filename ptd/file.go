@@ -272,7 +272,7 @@ func (f *File) decode() error {
 		f.Findings = append(f.Findings, Finding{Severity: pte.SeverityWarning,
 			Err: &FormatError{Off: w.Off, Path: w.Path, Msg: w.Msg, Code: pte.CodeOk}})
 	}
-	root := tableAt(f.region, flatbuffers.GetUOffsetT(f.region))
+	root := flatbuffers.Table{Bytes: f.region, Pos: flatbuffers.GetUOffsetT(f.region)}
 	f.Version = root.GetUint32Slot(vo(0), 0)
 	if legacy {
 		return f.decodeLegacy(root)
@@ -314,7 +314,7 @@ func (f *File) decodeNamedData(nds []flatbuffers.Table) {
 		key, absent := stringAt(nd, 0)
 		e := NamedData{Key: key, SegmentIndex: nd.GetUint32Slot(vo(1), 0), KeyAbsent: absent}
 		if o := flatbuffers.UOffsetT(nd.Offset(vo(2))); o != 0 {
-			l := layoutAt(tableAt(nd.Bytes, nd.Indirect(o+nd.Pos)), 0)
+			l := layoutAt(flatbuffers.Table{Bytes: nd.Bytes, Pos: nd.Indirect(o + nd.Pos)}, 0)
 			e.Layout = &l
 		}
 		f.NamedData[i] = e

@@ -48,11 +48,6 @@ var (
 // vo is the vtable offset of slot.
 func vo(slot int) flatbuffers.VOffsetT { return flatbuffers.VOffsetT(4 + 2*slot) }
 
-// tableAt is the table at pos of a verified region.
-func tableAt(b []byte, pos flatbuffers.UOffsetT) flatbuffers.Table {
-	return flatbuffers.Table{Bytes: b, Pos: pos}
-}
-
 // tables returns the tables of the vector in slot of t, ok=false when absent.
 func tables(t flatbuffers.Table, slot int) ([]flatbuffers.Table, bool) {
 	o := flatbuffers.UOffsetT(t.Offset(vo(slot)))
@@ -62,7 +57,7 @@ func tables(t flatbuffers.Table, slot int) ([]flatbuffers.Table, bool) {
 	start := t.Vector(o)
 	out := make([]flatbuffers.Table, t.VectorLen(o))
 	for i := range out {
-		out[i] = tableAt(t.Bytes, t.Indirect(start+flatbuffers.UOffsetT(4*i)))
+		out[i] = flatbuffers.Table{Bytes: t.Bytes, Pos: t.Indirect(start + flatbuffers.UOffsetT(4*i))}
 	}
 	return out, true
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"iter"
 	"sync"
+
+	"github.com/ptekit/ptekit/internal/fbverify"
 )
 
 // codec_generated.go is made by TestGeneratedCodecIsCurrent from
@@ -137,10 +139,10 @@ func (t fbTab) bytes(slot int) []byte {
 // table (and each byte vector payload) starts, so that findings and payloads
 // can name absolute file offsets.
 type fbDecoder struct {
-	pos    map[any]uint32 // table position by model pointer
-	vec    map[any]uint32 // byte-vector element start by owning model pointer
-	v      *fbVerifier    // the verifier that accepted the region
-	shared *sharedStrings // decoded shared strings, for every decoder of the region
+	pos    map[any]uint32     // table position by model pointer
+	vec    map[any]uint32     // byte-vector element start by owning model pointer
+	v      *fbverify.Verifier // the verifier that accepted the region
+	shared *sharedStrings     // decoded shared strings, for every decoder of the region
 	// lazyPlans leaves Program's execution plans undecoded (decodeProgramWith)
 	lazyPlans bool
 }
@@ -207,11 +209,11 @@ func (c *sharedStrings) get(p uint32, b []byte) string {
 }
 
 // decodeProgramWith decodes a region that v verified. Without positions,
-// table positions are not recorded (File.posOf says -1), which spares a
+// table positions are not recorded (posOf says -1), which spares a
 // map entry per table when only a verdict is wanted (Write's read-back
 // check). With lazyPlans the execution plans are left undecoded, for the
 // File to decode one at a time (File.planAt).
-func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Program, *fbDecoder) {
+func decodeProgramWith(b []byte, v *fbverify.Verifier, positions, lazyPlans bool) (*Program, *fbDecoder) {
 	d := newDecoder(v, nil, positions)
 	d.vec = map[any]uint32{}
 	d.lazyPlans = lazyPlans
@@ -220,7 +222,7 @@ func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Pro
 
 // newDecoder returns a decoder for a region v verified, recording table
 // positions when asked; shared is the region's shared strings (nil: new).
-func newDecoder(v *fbVerifier, shared *sharedStrings, positions bool) *fbDecoder {
+func newDecoder(v *fbverify.Verifier, shared *sharedStrings, positions bool) *fbDecoder {
 	if shared == nil {
 		shared = &sharedStrings{}
 	}

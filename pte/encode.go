@@ -11,9 +11,6 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
-// fileIdentifier is the FlatBuffers file identifier of every program.
-var fileIdentifier = []byte("ET12")
-
 // maxProgramSize is the largest flatbuffer region (8-byte prefix, extended
 // header and all tables) a program file can have. FlatBuffers offsets are
 // signed 32-bit, so ExecuTorch's verifier refuses anything larger. It is a
@@ -140,7 +137,7 @@ func encodeProgram(p *Program, refs *segmentRefs, reserve int64) (out []byte, er
 	if err != nil {
 		return nil, err
 	}
-	e.b.FinishWithFileIdentifier(root, fileIdentifier)
+	e.b.FinishWithFileIdentifier(root, []byte(identET12))
 	out = withHeaderRoom(e.b.Bytes, int(e.b.Head()), int(reserve))
 	if n := int64(len(out)); n > maxProgramSize {
 		return nil, errTooLarge(n)

@@ -530,7 +530,7 @@ func (f *File) delegateRefAt(plan, delegate int, positions bool) (dataRef, error
 		}
 		bd := p.BackendDelegateData[ref.Index]
 		if bd == nil || bd.Data == nil {
-			return dataRef{}, &FormatError{Off: f.posOf(bd), Path: fmt.Sprintf("backend_delegate_data[%d].data", ref.Index),
+			return dataRef{}, &FormatError{Off: f.dec.posOf(bd), Path: fmt.Sprintf("backend_delegate_data[%d].data", ref.Index),
 				Msg: "inline delegate data is absent", Code: CodeInvalidProgram}
 		}
 		start, known := f.dec.vec[bd]
@@ -557,16 +557,16 @@ func (f *File) ConstantData(bufferIndex int) (*Payload, error) {
 	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 {
 		path := fmt.Sprintf("constant_segment.offsets[%d]", bufferIndex)
 		if bufferIndex < 0 || bufferIndex >= len(cs.Offsets) {
-			return nil, &FormatError{Off: f.posOf(cs), Path: "constant_segment.offsets",
+			return nil, &FormatError{Off: f.dec.posOf(cs), Path: "constant_segment.offsets",
 				Msg: fmt.Sprintf("constant index %d out of range (%d offsets)", bufferIndex, len(cs.Offsets)), Code: CodeInvalidArgument}
 		}
-		segOff, segSize, err := f.segmentRange(int(cs.SegmentIndex), func() string { return "constant_segment.segment_index" }, f.posOf(cs))
+		segOff, segSize, err := f.segmentRange(int(cs.SegmentIndex), func() string { return "constant_segment.segment_index" }, f.dec.posOf(cs))
 		if err != nil {
 			return nil, err
 		}
 		start := cs.Offsets[bufferIndex]
 		if start > uint64(segSize) {
-			return nil, &FormatError{Off: f.posOf(cs), Path: path,
+			return nil, &FormatError{Off: f.dec.posOf(cs), Path: path,
 				Msg: fmt.Sprintf("constant offset %d is past the %d-byte constant segment", start, segSize), Code: CodeInvalidArgument}
 		}
 		end := uint64(segSize)
@@ -597,7 +597,7 @@ func (f *File) NamedData(key string) (*Payload, error) {
 	p := f.Program
 	for i, nd := range p.NamedData {
 		if nd != nil && isAbsent(nd.Absent, "key", nd.Key) {
-			return nil, &FormatError{Off: f.posOf(nd), Path: fmt.Sprintf("named_data[%d].key", i),
+			return nil, &FormatError{Off: f.dec.posOf(nd), Path: fmt.Sprintf("named_data[%d].key", i),
 				Msg: fmt.Sprintf("looking up %s: named data entry has no key", quote.String(key)), Code: CodeInvalidArgument}
 		}
 		if nd == nil || nd.Key != key {
@@ -605,7 +605,7 @@ func (f *File) NamedData(key string) (*Payload, error) {
 		}
 		path := fmt.Sprintf("named_data[%d].segment_index", i)
 		if p.Segments == nil || uint64(nd.SegmentIndex) >= uint64(len(p.Segments)) {
-			return nil, &FormatError{Off: f.posOf(nd), Path: path,
+			return nil, &FormatError{Off: f.dec.posOf(nd), Path: path,
 				Msg: fmt.Sprintf("named data %s: segment index %d out of range (%d segments)", quote.String(key), nd.SegmentIndex, len(p.Segments)), Code: CodeInvalidArgument}
 		}
 		return f.Segment(int(nd.SegmentIndex))
@@ -621,11 +621,4 @@ func (f *File) segmentPos(i int) int64 {
 		return -1
 	}
 	return int64(t.pos)
-}
-
-// posOf returns the file offset of the flatbuffer table a program-level
-// model object was decoded from, or -1. What a plan holds has its position
-// in the decoder planAt returns with it.
-func (f *File) posOf(x any) int64 {
-	return f.dec.posOf(x)
 }

@@ -248,7 +248,7 @@ func (f *File) delegateAt(plan, di int, positions bool) (*BackendDelegate, *fbDe
 	if !f.lazy {
 		ep := f.Program.executionPlan[plan]
 		if di < 0 || di >= len(ep.Delegates) {
-			return nil, nil, outOfRange(f.posOf(ep), len(ep.Delegates))
+			return nil, nil, outOfRange(f.dec.posOf(ep), len(ep.Delegates))
 		}
 		return ep.Delegates[di], f.dec, nil
 	}
