@@ -174,9 +174,7 @@ func Write(w io.Writer, p *Program, segments []*io.SectionReader, opts *WriteOpt
 type writePlan struct {
 	srcs        []*io.SectionReader
 	unique      []int  // payload index of each written segment
-	region      []byte // the flatbuffer region: head, then flatbuffer
-	head        []byte
-	flatbuffer  []byte // without its first 8 bytes when head is set
+	region      []byte // the flatbuffer region, with the extended header if any
 	info        *WriteInfo
 	segmentBase uint64
 	writeback   bool // WriteOptions.EarlyWriteback
@@ -328,7 +326,7 @@ func (pl *writePlan) encode(p *Program, refs *segmentRefs, sl *segmentLayout, al
 	if n := len(fb); n < wrMinFileSize {
 		fb = append(fb, make([]byte, wrMinFileSize-n)...)
 	}
-	pl.region, pl.flatbuffer = fb, fb
+	pl.region = fb
 	pl.info.ProgramSize, pl.info.Size = int64(len(fb)), int64(len(fb))
 	if !needHeader {
 		return nil
@@ -348,7 +346,7 @@ func (pl *writePlan) encode(p *Program, refs *segmentRefs, sl *segmentLayout, al
 		return fmt.Errorf("pte: write: file would be %d+%d bytes", base, sl.dataSize)
 	}
 	putHeader(fb, h)
-	pl.head, pl.flatbuffer, pl.segmentBase = fb[:8+wrHeaderPad], fb[8+wrHeaderPad:], base
+	pl.segmentBase = base
 	pl.info.Header = h
 	pl.info.Size = int64(base + sl.dataSize)
 	return nil
@@ -436,10 +434,8 @@ const writeBufferSize = 64 << 10
 
 func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 	cw := &countingWriter{w: w, bw: bufio.NewWriterSize(w, writeBufferSize)}
-	for _, b := range [][]byte{pl.head, pl.flatbuffer} {
-		if _, err := cw.Write(b); err != nil {
-			return nil, fmt.Errorf("pte: write: %w", err)
-		}
+	if _, err := cw.Write(pl.region); err != nil {
+		return nil, fmt.Errorf("pte: write: %w", err)
 	}
 	if err := cw.padTo(int64(pl.segmentBase)); err != nil {
 		return nil, fmt.Errorf("pte: write: %w", err)
