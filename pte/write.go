@@ -397,7 +397,7 @@ func roundUp(x, a uint64) uint64 {
 
 // countingWriter tracks the output position. Writes go through bw, so
 // that a program of many small segments is not written a few bytes per
-// system call; flush before writing to w another way.
+// system call; flush bw before writing to w another way.
 type countingWriter struct {
 	w   io.Writer
 	bw  *bufio.Writer
@@ -409,8 +409,6 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	c.pos += int64(n)
 	return n, err
 }
-
-func (c *countingWriter) flush() error { return c.bw.Flush() }
 
 var zeros [4096]byte
 
@@ -450,7 +448,7 @@ func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 			return nil, &SegmentError{Index: i, Err: err}
 		}
 	}
-	if err := cw.flush(); err != nil {
+	if err := cw.bw.Flush(); err != nil {
 		return nil, fmt.Errorf("pte: write: %w", err)
 	}
 	if cw.pos != pl.info.Size {

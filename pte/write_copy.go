@@ -185,7 +185,7 @@ func (c *payloadCopier) kickWriteback() error {
 	if !c.writeback || !ok || c.cw.pos-c.kicked < earlyWritebackStep {
 		return nil
 	}
-	if err := c.cw.flush(); err != nil {
+	if err := c.cw.bw.Flush(); err != nil {
 		return err
 	}
 	startWriteback(dst, c.kicked, c.cw.pos-c.kicked)
@@ -211,7 +211,7 @@ func (c *payloadCopier) copy(src *io.SectionReader, n int64) error {
 		size := part.Size()
 		var k int64
 		if in, off, ok := fileSection(part); ok && (c.cw.pos-off)%shareAlign == 0 {
-			if err := c.cw.flush(); err != nil {
+			if err := c.cw.bw.Flush(); err != nil {
 				return err
 			}
 			var err error
