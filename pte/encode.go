@@ -119,8 +119,7 @@ func encodeProgram(p *Program, refs *segmentRefs, reserve int64) (out []byte, er
 	initial := builderSize(bound, inline)
 	// The method names of a program are distinct and few of its other
 	// strings are, so the string table starts with room for one string per
-	// method: at 65,536 methods, growing it from empty was a fifth of the
-	// encoding's time.
+	// method (growing it from empty was a fifth of the encoding's time).
 	e := &encoder{b: flatbuffers.NewBuilder(int(initial)), refs: refs,
 		strs: make(map[string]flatbuffers.UOffsetT, p.NumPlans()+16)}
 	defer func() {
@@ -201,17 +200,10 @@ const growableBound = 1 << 30
 
 // initialBuilderSize is the buffer the builder starts with for a program
 // whose encoded size is at most bound, inline of it payload bytes. The
-// bound of the tables is loose (every table is counted with its own
-// vtable and worst-case padding; real programs share vtables and strings,
-// and come out at a quarter to a third of it: 0.24 for an export of one
-// engine per method, 0.30 for a chain, 0.36 for a method of many
-// outputs), and the builder's buffer is zeroed when it is made, so
-// starting from the bound would clear and hold several times the bytes a
-// program of many small methods needs. It starts from the payloads plus
-// three eighths of the rest instead, and grows when that is short, by
-// doubling: a new buffer, the old one copied whole into its second half
-// (at 16,384 engines in a chain, 6% of an export's CPU when it started
-// from a quarter).
+// bound of the tables is loose (real programs share vtables and strings
+// and come out at a quarter to a third of it), and the builder's buffer is
+// zeroed when it is made, so it starts from the payloads plus three eighths
+// of the rest, and grows by doubling when that is short.
 func initialBuilderSize(bound, inline int64) int64 {
 	if bound >= growableBound {
 		return min(bound, maxProgramSize)

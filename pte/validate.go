@@ -202,10 +202,8 @@ func (v *validator) add(sev Severity, code Code, off int64, path, format string,
 // fieldPath is the path of a model field in a finding, such as
 // execution_plan[2].values[0].val: the path of up, name (".values"), then
 // [index] when index is not negative, then tail (".val"). It is joined
-// only when a finding names it (String): Write verifies every method it
-// writes, and joining every value's, delegate's and instruction's path up
-// front was a third of Verify's time in an export of one engine per
-// method.
+// only when a finding names it (String): joining every path up front was a
+// third of the time Write spends verifying what it writes.
 type fieldPath struct {
 	up         *fieldPath
 	name, tail string

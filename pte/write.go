@@ -198,8 +198,7 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 		return nil, err
 	}
 	// A program of several methods is checked one plan at a time (each
-	// decoded, checked and let go of: 89 MB less at 65,536 methods); one
-	// plan is decoded whole either way, and lazily its delegates twice.
+	// decoded, checked and let go of), which holds far less memory.
 	if err := pl.check(opts != nil && opts.Strict, p.NumPlans() > 1, pl.model(p, opts != nil && opts.Dedup)); err != nil {
 		return nil, err
 	}
@@ -241,8 +240,7 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 		}
 		sl.headRoom = opts.HeadRoom
 	}
-	// One allocation for the table rather than one per segment (65,536
-	// for an export of as many engines).
+	// One allocation for the table rather than one per segment.
 	layout := make([]*DataSegment, len(pl.unique))
 	segs := make([]DataSegment, len(pl.unique))
 	for k := range layout {

@@ -161,9 +161,8 @@ var testHookKernelCopy func(at, n int64)
 // destination offset agree modulo shareAlign, the case where a file system
 // can share blocks (as cp's copies do). Everything else goes through buf,
 // at most copyBufferSize bytes, allocated on first use and reused: with
-// misaligned offsets the kernel would copy the bytes anyway, and its
-// page-splitting splice path measured 1.5 to 2.5 times slower than a 1 MiB
-// read/write loop (ext4, Linux 6.18).
+// misaligned offsets the kernel's page-splitting splice path is slower
+// than a 1 MiB read/write loop.
 type payloadCopier struct {
 	cw        *countingWriter
 	buf       []byte
@@ -238,14 +237,10 @@ func (c *payloadCopier) copy(src *io.SectionReader, n int64) error {
 // single large payload is written back while it is still being copied.
 //
 // The first call ends where the output reaches a multiple of
-// WideCongruence. The kernel moves the bytes of one call through a pipe in
-// 64 KiB pieces counted from where the call starts; pieces that straddle
-// 64 KiB boundaries of the output (a segment whose blob header puts its
-// start a few hundred bytes before its engine's aligned offset) leave the
-// output's page cache in small folios, which take longer to write back and
-// to free when the file is later deleted: a re-bake of 8 engines of 64 MiB
-// spent 30-50 ms more on its fsync and its output 35 ms more on being
-// deleted than the same bytes copied from aligned starts.
+// WideCongruence: the kernel moves the bytes of one call in 64 KiB pieces
+// counted from where the call starts, and pieces that straddle 64 KiB
+// boundaries of the output leave its page cache in small folios, slower
+// to write back and to free.
 func (c *payloadCopier) kernelCopy(dst *os.File, in syscall.Conn, off, n int64) (int64, error) {
 	step := n
 	if c.writeback {

@@ -221,10 +221,7 @@ func (f *File) segmentLayoutRules() (align, room uint64, ok bool) {
 			return r, h.SegmentBaseOffset - h.ProgramSize, true
 		}
 	}
-	if ok {
-		return a, 0, true
-	}
-	return DefaultSegmentAlignment, 0, false
+	return a, 0, ok // inferAlignment's answer, DefaultSegmentAlignment when not ok
 }
 
 // inferAlignment is SegmentAlignment for a program region that ends at
