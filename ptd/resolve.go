@@ -218,14 +218,10 @@ func resolve(p *pte.Program, srcs []Source, each func(int, *MethodResult)) *Reso
 		default:
 			fr.Keys = s.File.Keys()
 			fr.Legacy = s.File.Legacy != nil
-			for _, nd := range s.File.NamedData {
-				fr.absentKey = fr.absentKey || nd.KeyAbsent
-			}
+			fr.absentKey = slices.ContainsFunc(s.File.NamedData, func(nd NamedData) bool { return nd.KeyAbsent })
 			loaded = append(loaded, i)
 		}
-		if fr.Load.Undefined {
-			r.Crashed = true
-		}
+		r.Crashed = r.Crashed || fr.Load.Undefined
 		if !fr.Load.OK() && r.Module.OK() {
 			r.Module = fr.Load
 		}
@@ -234,9 +230,7 @@ func resolve(p *pte.Program, srcs []Source, each func(int, *MethodResult)) *Reso
 	keyFile := map[string]int{} // merged key -> index in srcs
 	if len(srcs) > 0 {
 		r.Merge = merge(r.Files, loaded, keyFile)
-		if r.Merge.Undefined {
-			r.Crashed = true
-		}
+		r.Crashed = r.Crashed || r.Merge.Undefined
 		if r.Merge.OK() {
 			for _, i := range loaded {
 				r.Keys = append(r.Keys, r.Files[i].Keys...)
