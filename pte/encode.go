@@ -51,8 +51,8 @@ func encodeError(path, format string, args ...any) *FormatError {
 // within prefixes the path of err (a *FormatError from this file) with
 // field, or field[i] when i >= 0.
 func within(err error, field string, i int) error {
-	var fe *FormatError
-	if !errors.As(err, &fe) {
+	fe, ok := errors.AsType[*FormatError](err)
+	if !ok {
 		return err
 	}
 	p := field

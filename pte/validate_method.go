@@ -342,8 +342,7 @@ func (v *validator) delegates(plan int, ep *ExecutionPlan, path *fieldPath) {
 			}
 		}
 		if _, err := f.delegateRef(plan, k); err != nil {
-			var fe *FormatError
-			if errors.As(err, &fe) && !strings.HasPrefix(fe.Path, dpath.String()) {
+			if fe, ok := errors.AsType[*FormatError](err); ok && !strings.HasPrefix(fe.Path, dpath.String()) {
 				// Say which delegate needs the broken segment.
 				err = &FormatError{Off: fe.Off, Path: dpath.String() + ".processed",
 					Msg: fmt.Sprintf("payload unreadable: %s: %s", fe.Path, fe.Msg), Code: fe.Code}

@@ -69,11 +69,9 @@ func schemaTable(t reflect.Type, done map[reflect.Type]*fbverify.Table) *fbverif
 // verifier failure; warnings stay in the returned verifier's Warnings.
 func verifyProgramBuffer(buf []byte) (*fbverify.Verifier, error) {
 	v, err := fbverify.Verify(buf, fbProgram)
-	if err != nil {
-		var e *fbverify.Error
-		if errors.As(err, &e) {
-			return nil, &FormatError{Off: e.Off, Path: e.Path, Msg: e.Msg, Code: CodeInvalidProgram}
-		}
+	if e, ok := errors.AsType[*fbverify.Error](err); ok {
+		return nil, &FormatError{Off: e.Off, Path: e.Path, Msg: e.Msg, Code: CodeInvalidProgram}
+	} else if err != nil {
 		return nil, err
 	}
 	return v, nil

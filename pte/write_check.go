@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 )
 
 // This file makes "what Write writes, NewFile reads" a guarantee: payload
@@ -91,19 +90,19 @@ type VerifyError struct {
 // Error formats the error as "pte: write: program would not load: <first
 // finding>", saying how many more there are.
 func (e *VerifyError) Error() string {
+	s := "pte: write: program would not load"
 	if len(e.Findings) == 0 {
-		return "pte: write: program would not load"
+		return s
 	}
-	var b strings.Builder
-	b.WriteString("pte: write: program would not load: ")
+	s += ": "
 	if m := e.Findings[0].Method; m != "" {
-		fmt.Fprintf(&b, "method %q: ", m)
+		s += fmt.Sprintf("method %q: ", m)
 	}
-	b.WriteString(e.Findings[0].Err.Error())
+	s += e.Findings[0].Err.Error()
 	if n := len(e.Findings) - 1; n > 0 {
-		fmt.Fprintf(&b, " (and %d more)", n)
+		s += fmt.Sprintf(" (and %d more)", n)
 	}
-	return b.String()
+	return s
 }
 
 // Unwrap returns the *FormatError of every finding, so that errors.As finds
@@ -202,8 +201,8 @@ func readBack(region []byte, size int64, opts OpenOptions, what string) (*File, 
 	opts.region = region
 	f, err := NewFileWith(&planImage{region: region, size: size}, size, &opts)
 	if err != nil {
-		var fe *FormatError
-		if !errors.As(err, &fe) {
+		fe, ok := errors.AsType[*FormatError](err)
+		if !ok {
 			// NewFile reports a bad program only as a *FormatError; anything
 			// else means the image itself is broken.
 			return nil, fmt.Errorf("pte: %s: reading the encoded program back: %w", what, err)
