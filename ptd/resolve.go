@@ -187,25 +187,16 @@ type Resolution struct {
 // carries its own status. Keys compare as C strings. The plans are read one
 // at a time, each plan's name, and its values only when it has an EXTERNAL
 // tensor (pte.Program.PlanHasExternalData): a program read with
-// pte.OpenOptions.LazyPlans is never decoded whole (decoding its
-// instructions and delegates too was most of the cost of gathering the
-// keys a program needs, once per view; most programs have no EXTERNAL
-// tensor at all).
+// pte.OpenOptions.LazyPlans is never decoded whole.
 func Resolve(p *pte.Program, srcs []Source) *Resolution {
-	return resolve(p, srcs, nil)
+	return ResolveEach(p, srcs, nil)
 }
 
 // ResolveEach is Resolve for a caller that looks at one method at a time:
 // it calls fn with each method's result, in plan order, and the Resolution
 // it returns has no Methods, so that its memory does not grow with the
-// number of methods.
+// number of methods. A nil fn makes it Resolve.
 func ResolveEach(p *pte.Program, srcs []Source, fn func(plan int, m *MethodResult)) *Resolution {
-	return resolve(p, srcs, fn)
-}
-
-// resolve is Resolve; with each set, each method's result goes to it
-// rather than to Methods.
-func resolve(p *pte.Program, srcs []Source, each func(int, *MethodResult)) *Resolution {
 	r := &Resolution{}
 	var loaded []int
 	for i, s := range srcs {
@@ -253,8 +244,8 @@ func resolve(p *pte.Program, srcs []Source, each func(int, *MethodResult)) *Reso
 			ep.Values = p.PlanValues(i)
 		}
 		m := resolveMethod(p, ep, srcs, keyFile, r.HaveMap, r.Crashed)
-		if each != nil {
-			each(i, &m)
+		if fn != nil {
+			fn(i, &m)
 		} else {
 			r.Methods = append(r.Methods, m)
 		}
