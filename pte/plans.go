@@ -1,7 +1,6 @@
 package pte
 
 import (
-	"encoding/binary"
 	"fmt"
 	"iter"
 
@@ -171,7 +170,7 @@ const planIndexScans = 16
 
 // PlanIndex returns the index of the first execution plan named name, as
 // ExecuTorch's Program::get_method finds it, or -1. It does not decode the
-// plans: the first calls compare names where they are in the region, the
+// plans (see PlanName): the first calls compare names one by one, the
 // later ones look them up in an index of the names built once.
 func (f *File) PlanIndex(name string) int {
 	if f.nameLookups.Add(1) > planIndexScans {
@@ -188,21 +187,7 @@ func (f *File) PlanIndex(name string) int {
 		return -1
 	}
 	for i, n := 0, f.Program.NumPlans(); i < n; i++ {
-		if !f.lazy {
-			if f.Program.PlanName(i) == name {
-				return i
-			}
-			continue
-		}
-		t, _ := rootTab(f.region).tableAt(slotProgramPlans, i)
-		p, ok := t.ref(slotPlanName)
-		if !ok {
-			if name == "" {
-				return i
-			}
-			continue
-		}
-		if n := binary.LittleEndian.Uint32(t.b[p:]); string(t.b[p+4:p+4+n]) == name {
+		if f.Program.PlanName(i) == name {
 			return i
 		}
 	}
