@@ -42,21 +42,13 @@ type WriteOptions struct {
 	// compared byte by byte, larger groups are hashed (SHA-256).
 	Dedup bool
 	// PageCongruent lays the segments out so that the kernel can copy
-	// their bytes (copy_file_range, which shares blocks on XFS and btrfs):
-	// a payload with a file range of at least CongruentMin bytes (its
-	// largest, see Composite) starts at the first offset, from where
-	// ExecuTorch's rule puts it, at which that part lands at its source
-	// offset modulo 4096 (modulo WideCongruence, 64 KiB, for a payload of
-	// WideCongruentMin bytes or more, which the kernel then copies as fast
-	// as cat does), and the segment base moves (by less than that modulus)
-	// to keep that true. Each such segment costs less than its modulus in
-	// padding; smaller ones are laid out as without the option.
-	// The base stays a multiple of SegmentAlignment; a moved segment is
-	// aligned as its bytes were in their source (an engine behind a
-	// TensorRT blob header: 16 bytes, and the engine itself at 4096).
-	// ExecuTorch locates segments by their offsets and size alone and
-	// requires no alignment of them. It applies only when
-	// SegmentAlignment divides 4096.
+	// their bytes (copy_file_range, which shares blocks on XFS and btrfs),
+	// as the package documentation's "Segment layout" describes: the part
+	// of a payload that is a file range of at least CongruentMin bytes (see
+	// Composite) keeps its source offset modulo 4096 (WideCongruence for a
+	// payload of WideCongruentMin bytes or more), at the cost of less than
+	// that modulus in padding. It applies only when SegmentAlignment
+	// divides 4096.
 	PageCongruent bool
 	// CongruentAnyReader makes PageCongruent treat a part read from any
 	// reader not in memory (an HTTP range reader, a custom ReaderAt) as a
