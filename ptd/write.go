@@ -47,13 +47,12 @@ func (f *File) Contents() (*Data, error) {
 		d.Segments = append(d.Segments, io.NewSectionReader(f.r, off, size))
 	}
 	for _, nd := range f.NamedData {
-		c := nd
 		if nd.Layout != nil {
 			l := *nd.Layout
 			l.Sizes, l.DimOrder = slices.Clone(l.Sizes), slices.Clone(l.DimOrder)
-			c.Layout = &l
+			nd.Layout = &l
 		}
-		d.NamedData = append(d.NamedData, c)
+		d.NamedData = append(d.NamedData, nd)
 	}
 	// The entries to compare with are f's own: d's layouts are copies,
 	// so an edit of one in place shows.

@@ -199,9 +199,6 @@ func (c *sharedStrings) get(p uint32, b []byte) string {
 	defer c.mu.Unlock()
 	s, ok := c.m[p]
 	if !ok {
-		if c.m == nil {
-			c.m = map[uint32]string{}
-		}
 		s = string(b)
 		c.m[p] = s
 	}
@@ -224,7 +221,7 @@ func decodeProgramWith(b []byte, v *fbverify.Verifier, positions, lazyPlans bool
 // positions when asked; shared is the region's shared strings (nil: new).
 func newDecoder(v *fbverify.Verifier, shared *sharedStrings, positions bool) *fbDecoder {
 	if shared == nil {
-		shared = &sharedStrings{}
+		shared = &sharedStrings{m: map[uint32]string{}}
 	}
 	d := &fbDecoder{v: v, shared: shared}
 	if positions {

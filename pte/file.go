@@ -603,9 +603,8 @@ func (f *File) NamedData(key string) (*Payload, error) {
 		if nd == nil || nd.Key != key {
 			continue
 		}
-		path := fmt.Sprintf("named_data[%d].segment_index", i)
 		if p.Segments == nil || uint64(nd.SegmentIndex) >= uint64(len(p.Segments)) {
-			return nil, &FormatError{Off: f.dec.posOf(nd), Path: path,
+			return nil, &FormatError{Off: f.dec.posOf(nd), Path: fmt.Sprintf("named_data[%d].segment_index", i),
 				Msg: fmt.Sprintf("named data %s: segment index %d out of range (%d segments)", quote.String(key), nd.SegmentIndex, len(p.Segments)), Code: CodeInvalidArgument}
 		}
 		return f.Segment(int(nd.SegmentIndex))

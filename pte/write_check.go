@@ -146,17 +146,13 @@ func (im *planImage) ReadAt(b []byte, off int64) (int, error) {
 // check reads the planned file back with NewFile and, when strict, runs
 // Verify on it; any refusal becomes a *VerifyError. It first reads the
 // region with model (when not nil) standing for its decoding: the bytes
-// are verified as NewFile verifies them (the FlatBuffers verifier, its
-// table limits, the head and header), and the checks of the program
-// (NewFile's and Verify's) run on the model the bytes were encoded from,
-// which decodes back to itself (the codec is lossless: TestWriteModelCheck
-// and FuzzWriteModelCheck compare the two verdicts), without the time and
-// garbage of decoding it again: a third of an export's check. Then, or
-// when model is nil or refuses it, it reads the region as NewFile would,
-// recording no table positions, which a program that loads never needs;
-// a refused one is read again with them, so that its findings give the
-// same offsets NewFile and Verify give for the written file. lazy reads
-// the region with OpenOptions.LazyPlans.
+// are verified as NewFile verifies them, and the program's checks run on
+// the model they were encoded from, which the lossless codec decodes back
+// to itself (TestWriteModelCheck), sparing a third of the check's time.
+// Then, or when model is nil or refuses it, it reads the region without
+// recording table positions, and a refused one again with them, so that
+// its findings give the offsets NewFile and Verify give for the written
+// file. lazy reads the region with OpenOptions.LazyPlans.
 func (pl *writePlan) check(strict, lazy bool, model *Program) error {
 	if model != nil && pl.checkWith(strict, OpenOptions{noPositions: true, model: model}) == nil {
 		return nil
