@@ -101,7 +101,9 @@ func appendParts(dst []*io.SectionReader, ra io.ReaderAt, off, n int64, depth in
 			if off >= size {
 				return dst // reading there gives io.EOF
 			}
-			if off == 0 && n >= size && !nested(outer, depth+1) {
+			_, sec := outer.(*io.SectionReader)
+			_, comp := outer.(Composite)
+			if off == 0 && n >= size && (depth+1 >= maxPartDepth || !sec && !comp) {
 				// r is already the leaf the recursion would make: reuse
 				// it (Write reads leaves only through ReadAt, which keeps
 				// no state) instead of allocating its copy.
@@ -131,19 +133,6 @@ func appendParts(dst []*io.SectionReader, ra io.ReaderAt, off, n int64, depth in
 		}
 	}
 	return append(dst, io.NewSectionReader(ra, off, n))
-}
-
-// nested reports whether appendParts, at depth, would look through ra
-// instead of taking it as a leaf.
-func nested(ra io.ReaderAt, depth int) bool {
-	if depth >= maxPartDepth {
-		return false
-	}
-	switch ra.(type) {
-	case *io.SectionReader, Composite:
-		return true
-	}
-	return false
 }
 
 // shareAlign is the block size below which no file system shares blocks
