@@ -245,16 +245,6 @@ var (
 		fbverify.TableVector("named_data", fbNamedData)}}
 )
 
-// verifyErr turns a verifier failure into a *FormatError. ExecuTorch does
-// not verify .ptd flatbuffers, so its behaviour on such bytes is undefined.
-func verifyErr(err error, what string) error {
-	if e, ok := errors.AsType[*fbverify.Error](err); ok {
-		return &FormatError{Off: e.Off, Path: e.Path, Code: pte.CodeInvalidExternal, Undefined: true,
-			Msg: e.Msg + " (" + what + "; ExecuTorch does not verify .ptd flatbuffers and would read out of bounds)"}
-	}
-	return err
-}
-
 // decode verifies the region and fills the model.
 func (f *File) decode() error {
 	v, err := fbverify.Verify(f.region, fbFlatTensor)
@@ -264,8 +254,13 @@ func (f *File) decode() error {
 		// always has four (segments is slot 3).
 		if lv, lerr := fbverify.Verify(f.region, fbLegacyFlatTensor); lerr == nil && rootHasSlot(f.region, 3) {
 			v, legacy = lv, true
+		} else if e, ok := errors.AsType[*fbverify.Error](err); ok {
+			// ExecuTorch does not verify .ptd flatbuffers, so its
+			// behaviour on such bytes is undefined.
+			return &FormatError{Off: e.Off, Path: e.Path, Code: pte.CodeInvalidExternal, Undefined: true,
+				Msg: e.Msg + " (FlatTensor; ExecuTorch does not verify .ptd flatbuffers and would read out of bounds)"}
 		} else if err != nil {
-			return verifyErr(err, "FlatTensor")
+			return err
 		}
 	}
 	for _, w := range v.Warnings { // what the verifier accepted but flagged
@@ -291,7 +286,11 @@ func (f *File) decode() error {
 		return &FormatError{Off: int64(f.RootOffset), Path: "segments", Code: pte.CodeInvalidExternal, Msg: "FlatTensor has no segments"}
 	}
 	f.checkNamedData()
-	f.checkSegments()
+	for i := range f.Segments { // each segment that lies outside the file
+		if _, _, err := f.segmentRange(i, ""); err != nil {
+			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityError, Err: err})
+		}
+	}
 	return nil
 }
 
@@ -343,15 +342,6 @@ func (f *File) checkNamedData() {
 		if nd.SegmentIndex >= uint32(len(f.Segments)) {
 			add(pte.SeverityError, "segment_index", pte.CodeInvalidExternal, false,
 				fmt.Sprintf("segment index %d out of range (%d segments)", nd.SegmentIndex, len(f.Segments)))
-		}
-	}
-}
-
-// checkSegments reports each segment that lies outside the file.
-func (f *File) checkSegments() {
-	for i := range f.Segments {
-		if _, _, err := f.segmentRange(i, ""); err != nil {
-			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityError, Err: err})
 		}
 	}
 }

@@ -285,16 +285,6 @@ func (e *elemFindings) done(path *fieldPath) {
 	}
 }
 
-// program checks program-level facts: segments, constant data, named data,
-// mutable data and inline payload alignment.
-func (v *validator) program() {
-	v.segments()
-	v.constantSegment()
-	v.inlineAlignment()
-	v.namedData()
-	v.mutableSegments()
-}
-
 // segments checks that every segment holding bytes can be located and
 // lies within the file.
 func (v *validator) segments() {

@@ -81,7 +81,12 @@ func (f *File) Verify() []Finding {
 	for _, w := range f.fbWarnings {
 		v.add(SeverityWarning, CodeOk, w.Off, w.Path, "%s", w.Msg)
 	}
-	v.program()
+	// Program-level facts, then each method.
+	v.segments()
+	v.constantSegment()
+	v.inlineAlignment()
+	v.namedData()
+	v.mutableSegments()
 	for i, n := 0, f.Program.NumPlans(); i < n; i++ {
 		v.planMethod(i)
 	}

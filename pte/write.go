@@ -216,9 +216,19 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 	}
 	dedup := opts != nil && opts.Dedup
 	pl := &writePlan{srcs: segments, info: &WriteInfo{}, writeback: opts != nil && opts.EarlyWriteback}
-	remap, err := pl.distinctPayloads(dedup)
-	if err != nil {
-		return nil, err
+	// One segment per payload, or with dedup one per distinct content.
+	var remap []int
+	var err error
+	if dedup {
+		if remap, pl.unique, err = DedupPayloads(segments); err != nil {
+			return nil, err
+		}
+	} else {
+		remap = make([]int, len(segments))
+		pl.unique = make([]int, len(segments))
+		for i := range segments {
+			remap[i], pl.unique[i] = i, i
+		}
 	}
 	pl.info.SegmentIndex = remap
 
@@ -252,22 +262,6 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 		return nil, err
 	}
 	return pl, nil
-}
-
-// distinctPayloads sets pl.unique, the payloads written as segments, and
-// returns the segment of each payload: one per payload, or one per
-// distinct content with dedup.
-func (pl *writePlan) distinctPayloads(dedup bool) (remap []int, err error) {
-	if dedup {
-		remap, pl.unique, err = DedupPayloads(pl.srcs)
-		return remap, err
-	}
-	remap = make([]int, len(pl.srcs))
-	pl.unique = make([]int, len(pl.srcs))
-	for i := range pl.srcs {
-		remap[i], pl.unique[i] = i, i
-	}
-	return remap, nil
 }
 
 // placePayloads places the segments written (pl.unique) after the program,

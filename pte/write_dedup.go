@@ -103,7 +103,7 @@ func fingerprintPayloads(srcs []*io.SectionReader, same []int) (map[payloadPrint
 				// The fingerprint of a small payload is the hash of
 				// its bytes, which its key already holds.
 				var sum [sha256.Size]byte
-				copy(sum[:], key[len(key)-sha256.Size-varintLen(s.Size()):])
+				copy(sum[:], key[len(key)-sha256.Size-len(binary.AppendVarint(nil, s.Size())):])
 				known[i] = sum
 			}
 		}
@@ -194,9 +194,6 @@ func fingerprint(src *io.SectionReader) ([sha256.Size]byte, error) {
 	}
 	return sha256.Sum256(b), nil
 }
-
-// varintLen is the length of n as binary.AppendVarint writes it.
-func varintLen(n int64) int { return len(binary.AppendVarint(nil, n)) }
 
 // maxMemoryIdentity is the largest in-memory part identified by its bytes.
 const maxMemoryIdentity = 1 << 20
