@@ -329,13 +329,11 @@ func resolveMethod(p *pte.Program, ep *pte.ExecutionPlan, srcs []Source, keyFile
 			Err: fmt.Errorf("ptd: tensor %q is an external constant%s and there is no data map: no .ptd file was given, or the given files cannot be used", first, more)}
 	}
 	m.Constants = firstFailure(m.Constants, m.Tensors, constants)
-	if haveMap {
-		for _, kr := range m.NamedData {
-			if kr.File >= 0 {
-				m.NamedDataMerge = Status{Code: pte.CodeInvalidArgument,
-					Err: fmt.Errorf("ptd: program named_data key %q is also in %s: merging it with the external data fails", kr.Key, srcs[kr.File].Name)}
-				break
-			}
+	for _, kr := range m.NamedData { // without a map, keyFile is empty
+		if kr.File >= 0 {
+			m.NamedDataMerge = Status{Code: pte.CodeInvalidArgument,
+				Err: fmt.Errorf("ptd: program named_data key %q is also in %s: merging it with the external data fails", kr.Key, srcs[kr.File].Name)}
+			break
 		}
 	}
 	m.Status = firstFailure(m.Constants, m.Tensors, planned)
