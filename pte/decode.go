@@ -93,8 +93,7 @@ func (t fbTab) tableAt(slot, i int) (fbTab, bool) {
 }
 
 // tables returns the vector of tables in slot; false when absent. It
-// reads the elements as they are asked for: a slice of them was a tenth
-// of what decoding a plan allocated.
+// reads the elements as they are asked for, sparing a slice of them.
 func (t fbTab) tables(slot int) (fbTabs, bool) {
 	start, n, ok := t.vec(slot)
 	if !ok {

@@ -12,11 +12,10 @@ import (
 // with SetPlans) holds them in executionPlan, one read by a File opened
 // with OpenOptions.LazyPlans decodes each from the File's verified region
 // when asked, each with its own decoder, which knows the positions of its
-// tables (for findings) and is dropped with it. Everything in this package
-// that walks a File's plans goes through File.planAt.
+// tables (for findings) and is dropped with it.
 
-// Execution plans are field 1 of the Program table, delegates field 7 of
-// the ExecutionPlan table, and a plan's name field 0 (schema/program.fbs).
+// Slots of the Program table (execution plans, segments) and of the
+// ExecutionPlan table (name, delegates) in schema/program.fbs.
 const (
 	slotProgramPlans    = 1
 	slotProgramSegments = 4

@@ -17,11 +17,10 @@ import (
 //   - strings are plain Go strings. An absent string reads as "" and the
 //     table's Absent field lists its schema name, so that it is written
 //     absent again (unless it is given a non-empty value); a present empty
-//     string is "" and not listed. Only the
-//     tables with string fields have Absent (ExecutionPlan,
-//     ContainerMetadata, String, ExtraTensorInfo, Operator, Frame,
-//     BackendDelegate, CompileSpec, NamedData), and it is nil in the usual
-//     case. ExecuTorch requires some strings to exist (a method's name, a
+//     string is "" and not listed. Only the tables with string fields have
+//     Absent (ExecutionPlan, ContainerMetadata, String, ExtraTensorInfo,
+//     Operator, Frame, BackendDelegate, CompileSpec, NamedData), and it is
+//     nil in the usual case. ExecuTorch requires some strings to exist (a method's name, a
 //     delegate's id, a compile spec's key, an EXTERNAL tensor's
 //     fully_qualified_name); Verify reports the absent ones;
 //   - absent scalars read as their schema default (always 0).

@@ -83,9 +83,8 @@ const maxPartDepth = 8
 // parts. A source that ends early yields fewer than n bytes of parts.
 func sourceParts(src *io.SectionReader, n int64) []*io.SectionReader {
 	// Most payloads have one or two parts (a blob's prefix and its
-	// engine); room for them where the caller keeps the result (its stack,
-	// when sourceParts is inlined) saves an allocation per payload in each
-	// of layout, deduplication and copy.
+	// engine): room for them on the caller's stack, when sourceParts is
+	// inlined, saves an allocation per payload.
 	return appendParts(make([]*io.SectionReader, 0, 4), src, 0, n, 0)
 }
 
