@@ -172,10 +172,7 @@ func encode(d *Data) ([]byte, Header, []uint64, error) {
 	// Insert the header after the identifier: everything after byte 8
 	// moves by MinHeaderLength (a multiple of 8, so alignment holds), and
 	// only the root offset, the one absolute offset, changes.
-	out := make([]byte, 0, len(fb)+MinHeaderLength)
-	out = append(out, fb[:8]...)
-	out = append(out, make([]byte, MinHeaderLength)...)
-	out = append(out, fb[8:]...)
+	out := slices.Concat(fb[:8], make([]byte, MinHeaderLength), fb[8:])
 	binary.LittleEndian.PutUint32(out, binary.LittleEndian.Uint32(fb)+MinHeaderLength)
 	h := Header{Length: MinHeaderLength, FlatbufferOffset: HeaderOffset + MinHeaderLength,
 		FlatbufferSize: uint64(len(fb) - 8), SegmentDataSize: end}
