@@ -398,11 +398,11 @@ func (p *Payload) Data() ([]byte, error) {
 	return buf, nil
 }
 
-// regionPayload returns a payload over bytes of the flatbuffer region,
-// starting at start when known (data aliases the region), else over data
-// itself.
-func (f *File) regionPayload(data []byte, start uint32, known bool) *Payload {
-	if known && uint64(start)+uint64(len(data)) <= uint64(len(f.region)) {
+// regionPayload returns a payload over data, the byte vector of owner: over
+// the bytes of the flatbuffer region it aliases when the decoder knows
+// where it starts, else over data itself.
+func (f *File) regionPayload(owner any, data []byte) *Payload {
+	if start, known := f.dec.vec[owner]; known && uint64(start)+uint64(len(data)) <= uint64(len(f.region)) {
 		return &Payload{SectionReader: io.NewSectionReader(bytes.NewReader(f.region), int64(start), int64(len(data))),
 			FileOffset: int64(start)}
 	}
@@ -476,18 +476,15 @@ func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
 		return nil, err
 	}
 	if ref.inline != nil {
-		return f.regionPayload(ref.inline.Data, ref.start, ref.known), nil
+		return f.regionPayload(ref.inline, ref.inline.Data), nil
 	}
 	return &Payload{SectionReader: io.NewSectionReader(f.r, ref.off, ref.size), FileOffset: ref.off}, nil
 }
 
 // dataRef is where a delegate's processed data is: an entry of
-// backend_delegate_data (inline; start is its place in the region when
-// known) or a range of the file.
+// backend_delegate_data (inline) or a range of the file.
 type dataRef struct {
 	inline    *BackendDelegateInlineData
-	start     uint32
-	known     bool
 	off, size int64
 }
 
@@ -533,8 +530,7 @@ func (f *File) delegateRefAt(plan, delegate int, positions bool) (dataRef, error
 			return dataRef{}, &FormatError{Off: f.dec.posOf(bd), Path: fmt.Sprintf("backend_delegate_data[%d].data", ref.Index),
 				Msg: "inline delegate data is absent", Code: CodeInvalidProgram}
 		}
-		start, known := f.dec.vec[bd]
-		return dataRef{inline: bd, start: start, known: known}, nil
+		return dataRef{inline: bd}, nil
 	case DataLocationSEGMENT:
 		off, size, err := f.segmentRange(int(ref.Index), func() string { return path() + ".index" }, dec.posOf(ref))
 		if err != nil {
@@ -586,8 +582,7 @@ func (f *File) ConstantData(bufferIndex int) (*Payload, error) {
 	if b == nil {
 		return nil, &FormatError{Off: -1, Path: fmt.Sprintf("constant_buffer[%d]", bufferIndex), Msg: "constant buffer is absent", Code: CodeInvalidArgument}
 	}
-	start, known := f.dec.vec[b]
-	return f.regionPayload(b.Storage, start, known), nil
+	return f.regionPayload(b, b.Storage), nil
 }
 
 // NamedData returns the payload stored under key in Program.NamedData (the
