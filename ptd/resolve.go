@@ -43,13 +43,10 @@ type Status struct {
 // OK reports whether the step succeeded.
 func (s Status) OK() bool { return s.Code == pte.CodeOk && !s.Undefined && s.Err == nil }
 
-// String is "Ok", the code name, or "undefined (crash)".
+// String is the code name ("Ok" on success), or "undefined (crash)".
 func (s Status) String() string {
-	switch {
-	case s.Undefined:
+	if s.Undefined {
 		return "undefined (crash)"
-	case s.Err == nil && s.Code == pte.CodeOk:
-		return "Ok"
 	}
 	return s.Code.String()
 }
