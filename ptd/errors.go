@@ -2,7 +2,7 @@ package ptd
 
 import (
 	"fmt"
-	"strings"
+	"strconv"
 
 	"github.com/ptekit/ptekit/pte"
 )
@@ -33,17 +33,15 @@ type FormatError struct {
 
 // Error formats the error as "ptd: <path>: <msg> (at byte <off>)".
 func (e *FormatError) Error() string {
-	var b strings.Builder
-	b.WriteString("ptd: ")
+	s := "ptd: "
 	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
+		s += e.Path + ": "
 	}
-	b.WriteString(e.Msg)
+	s += e.Msg
 	if e.Off >= 0 {
-		fmt.Fprintf(&b, " (at byte %d)", e.Off)
+		s += " (at byte " + strconv.FormatInt(e.Off, 10) + ")"
 	}
-	return b.String()
+	return s
 }
 
 // Finding is something a reader accepted but reports: a warning about the

@@ -245,32 +245,33 @@ var (
 		fbverify.TableVector("named_data", fbNamedData)}}
 )
 
-// verifyErr turns a verifier failure into a *FormatError. ExecuTorch does
-// not verify .ptd flatbuffers, so its behaviour on such bytes is undefined.
-func verifyErr(err error, what string) error {
-	if e, ok := errors.AsType[*fbverify.Error](err); ok {
-		return &FormatError{Off: e.Off, Path: e.Path, Code: pte.CodeInvalidExternal, Undefined: true,
-			Msg: e.Msg + " (" + what + "; ExecuTorch does not verify .ptd flatbuffers and would read out of bounds)"}
-	}
-	return err
-}
-
 // decode verifies the region and fills the model.
 func (f *File) decode() error {
 	v, err := fbverify.Verify(f.region, fbFlatTensor)
+	legacy := false
 	if err != nil || rootHasSlot(f.region, 3) {
 		// The current root table has three slots; the older layout's root
 		// always has four (segments is slot 3).
 		if lv, lerr := fbverify.Verify(f.region, fbLegacyFlatTensor); lerr == nil && rootHasSlot(f.region, 3) {
-			return f.decodeLegacy(lv)
-		}
-		if err != nil {
-			return verifyErr(err, "FlatTensor")
+			v, legacy = lv, true
+		} else if e, ok := errors.AsType[*fbverify.Error](err); ok {
+			// ExecuTorch does not verify .ptd flatbuffers, so its
+			// behaviour on such bytes is undefined.
+			return &FormatError{Off: e.Off, Path: e.Path, Code: pte.CodeInvalidExternal, Undefined: true,
+				Msg: e.Msg + " (FlatTensor; ExecuTorch does not verify .ptd flatbuffers and would read out of bounds)"}
+		} else if err != nil {
+			return err
 		}
 	}
-	f.addWarnings(v)
-	root := tableAt(f.region, flatbuffers.GetUOffsetT(f.region))
+	for _, w := range v.Warnings { // what the verifier accepted but flagged
+		f.Findings = append(f.Findings, Finding{Severity: pte.SeverityWarning,
+			Err: &FormatError{Off: w.Off, Path: w.Path, Msg: w.Msg, Code: pte.CodeOk}})
+	}
+	root := flatbuffers.Table{Bytes: f.region, Pos: flatbuffers.GetUOffsetT(f.region)}
 	f.Version = root.GetUint32Slot(vo(0), 0)
+	if legacy {
+		return f.decodeLegacy(root)
+	}
 	if segs, ok := tables(root, 1); ok {
 		f.decodeSegments(segs)
 	}
@@ -285,7 +286,11 @@ func (f *File) decode() error {
 		return &FormatError{Off: int64(f.RootOffset), Path: "segments", Code: pte.CodeInvalidExternal, Msg: "FlatTensor has no segments"}
 	}
 	f.checkNamedData()
-	f.checkSegments()
+	for i := range f.Segments { // each segment that lies outside the file
+		if _, _, err := f.segmentRange(i, ""); err != nil {
+			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityError, Err: err})
+		}
+	}
 	return nil
 }
 
@@ -308,7 +313,7 @@ func (f *File) decodeNamedData(nds []flatbuffers.Table) {
 		key, absent := stringAt(nd, 0)
 		e := NamedData{Key: key, SegmentIndex: nd.GetUint32Slot(vo(1), 0), KeyAbsent: absent}
 		if o := flatbuffers.UOffsetT(nd.Offset(vo(2))); o != 0 {
-			l := layoutAt(tableAt(nd.Bytes, nd.Indirect(o+nd.Pos)), 0)
+			l := layoutAt(flatbuffers.Table{Bytes: nd.Bytes, Pos: nd.Indirect(o + nd.Pos)}, 0)
 			e.Layout = &l
 		}
 		f.NamedData[i] = e
@@ -337,15 +342,6 @@ func (f *File) checkNamedData() {
 		if nd.SegmentIndex >= uint32(len(f.Segments)) {
 			add(pte.SeverityError, "segment_index", pte.CodeInvalidExternal, false,
 				fmt.Sprintf("segment index %d out of range (%d segments)", nd.SegmentIndex, len(f.Segments)))
-		}
-	}
-}
-
-// checkSegments reports each segment that lies outside the file.
-func (f *File) checkSegments() {
-	for i := range f.Segments {
-		if _, _, err := f.segmentRange(i, ""); err != nil {
-			f.Findings = append(f.Findings, Finding{Severity: pte.SeverityError, Err: err})
 		}
 	}
 }
@@ -392,12 +388,4 @@ func (f *File) Keys() []string {
 func cString(s string) string {
 	s, _, _ = strings.Cut(s, "\x00")
 	return s
-}
-
-// addWarnings records what the verifier accepted but flagged.
-func (f *File) addWarnings(v *fbverify.Verifier) {
-	for _, w := range v.Warnings {
-		f.Findings = append(f.Findings, Finding{Severity: pte.SeverityWarning,
-			Err: &FormatError{Off: w.Off, Path: w.Path, Msg: w.Msg, Code: pte.CodeOk}})
-	}
 }

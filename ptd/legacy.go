@@ -48,11 +48,6 @@ var (
 // vo is the vtable offset of slot.
 func vo(slot int) flatbuffers.VOffsetT { return flatbuffers.VOffsetT(4 + 2*slot) }
 
-// tableAt is the table at pos of a verified region.
-func tableAt(b []byte, pos flatbuffers.UOffsetT) flatbuffers.Table {
-	return flatbuffers.Table{Bytes: b, Pos: pos}
-}
-
 // tables returns the tables of the vector in slot of t, ok=false when absent.
 func tables(t flatbuffers.Table, slot int) ([]flatbuffers.Table, bool) {
 	o := flatbuffers.UOffsetT(t.Offset(vo(slot)))
@@ -62,7 +57,7 @@ func tables(t flatbuffers.Table, slot int) ([]flatbuffers.Table, bool) {
 	start := t.Vector(o)
 	out := make([]flatbuffers.Table, t.VectorLen(o))
 	for i := range out {
-		out[i] = tableAt(t.Bytes, t.Indirect(start+flatbuffers.UOffsetT(4*i)))
+		out[i] = flatbuffers.Table{Bytes: t.Bytes, Pos: t.Indirect(start + flatbuffers.UOffsetT(4*i))}
 	}
 	return out, true
 }
@@ -94,11 +89,8 @@ func layoutAt(t flatbuffers.Table, first int) TensorLayout {
 	return l
 }
 
-// decodeLegacy fills f from an older-layout region v has verified.
-func (f *File) decodeLegacy(v *fbverify.Verifier) error {
-	f.addWarnings(v)
-	root := tableAt(f.region, flatbuffers.GetUOffsetT(f.region))
-	f.Version = root.GetUint32Slot(vo(0), 0)
+// decodeLegacy fills f from the root of a verified older-layout region.
+func (f *File) decodeLegacy(root flatbuffers.Table) error {
 	l := &LegacyLayout{TensorAlignment: root.GetUint32Slot(vo(1), 0)}
 	segs, _ := tables(root, 3)
 	f.decodeSegments(segs)

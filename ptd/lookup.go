@@ -26,9 +26,8 @@ func (f *File) Lookup(key string) (int, error) {
 		if cString(nd.Key) != want {
 			continue
 		}
-		path := fmt.Sprintf("named_data[%d]", i)
 		if nd.SegmentIndex >= uint32(len(f.Segments)) {
-			return i, &FormatError{Off: f.ndPos[i], Path: path + ".segment_index", Code: pte.CodeInvalidExternal,
+			return i, &FormatError{Off: f.ndPos[i], Path: fmt.Sprintf("named_data[%d].segment_index", i), Code: pte.CodeInvalidExternal,
 				Msg: fmt.Sprintf("key %q: segment index %d out of range (%d segments)", key, nd.SegmentIndex, len(f.Segments))}
 		}
 		s := f.Segments[nd.SegmentIndex]

@@ -43,13 +43,10 @@ type Status struct {
 // OK reports whether the step succeeded.
 func (s Status) OK() bool { return s.Code == pte.CodeOk && !s.Undefined && s.Err == nil }
 
-// String is "Ok", the code name, or "undefined (crash)".
+// String is the code name ("Ok" on success), or "undefined (crash)".
 func (s Status) String() string {
-	switch {
-	case s.Undefined:
+	if s.Undefined {
 		return "undefined (crash)"
-	case s.Err == nil && s.Code == pte.CodeOk:
-		return "Ok"
 	}
 	return s.Code.String()
 }
@@ -187,25 +184,16 @@ type Resolution struct {
 // carries its own status. Keys compare as C strings. The plans are read one
 // at a time, each plan's name, and its values only when it has an EXTERNAL
 // tensor (pte.Program.PlanHasExternalData): a program read with
-// pte.OpenOptions.LazyPlans is never decoded whole (decoding its
-// instructions and delegates too was most of the cost of gathering the
-// keys a program needs, once per view; most programs have no EXTERNAL
-// tensor at all).
+// pte.OpenOptions.LazyPlans is never decoded whole.
 func Resolve(p *pte.Program, srcs []Source) *Resolution {
-	return resolve(p, srcs, nil)
+	return ResolveEach(p, srcs, nil)
 }
 
 // ResolveEach is Resolve for a caller that looks at one method at a time:
 // it calls fn with each method's result, in plan order, and the Resolution
 // it returns has no Methods, so that its memory does not grow with the
-// number of methods.
+// number of methods. A nil fn makes it Resolve.
 func ResolveEach(p *pte.Program, srcs []Source, fn func(plan int, m *MethodResult)) *Resolution {
-	return resolve(p, srcs, fn)
-}
-
-// resolve is Resolve; with each set, each method's result goes to it
-// rather than to Methods.
-func resolve(p *pte.Program, srcs []Source, each func(int, *MethodResult)) *Resolution {
 	r := &Resolution{}
 	var loaded []int
 	for i, s := range srcs {
@@ -218,14 +206,10 @@ func resolve(p *pte.Program, srcs []Source, each func(int, *MethodResult)) *Reso
 		default:
 			fr.Keys = s.File.Keys()
 			fr.Legacy = s.File.Legacy != nil
-			for _, nd := range s.File.NamedData {
-				fr.absentKey = fr.absentKey || nd.KeyAbsent
-			}
+			fr.absentKey = slices.ContainsFunc(s.File.NamedData, func(nd NamedData) bool { return nd.KeyAbsent })
 			loaded = append(loaded, i)
 		}
-		if fr.Load.Undefined {
-			r.Crashed = true
-		}
+		r.Crashed = r.Crashed || fr.Load.Undefined
 		if !fr.Load.OK() && r.Module.OK() {
 			r.Module = fr.Load
 		}
@@ -234,9 +218,7 @@ func resolve(p *pte.Program, srcs []Source, each func(int, *MethodResult)) *Reso
 	keyFile := map[string]int{} // merged key -> index in srcs
 	if len(srcs) > 0 {
 		r.Merge = merge(r.Files, loaded, keyFile)
-		if r.Merge.Undefined {
-			r.Crashed = true
-		}
+		r.Crashed = r.Crashed || r.Merge.Undefined
 		if r.Merge.OK() {
 			for _, i := range loaded {
 				r.Keys = append(r.Keys, r.Files[i].Keys...)
@@ -259,8 +241,8 @@ func resolve(p *pte.Program, srcs []Source, each func(int, *MethodResult)) *Reso
 			ep.Values = p.PlanValues(i)
 		}
 		m := resolveMethod(p, ep, srcs, keyFile, r.HaveMap, r.Crashed)
-		if each != nil {
-			each(i, &m)
+		if fn != nil {
+			fn(i, &m)
 		} else {
 			r.Methods = append(r.Methods, m)
 		}
@@ -286,12 +268,11 @@ func merge(files []FileResult, loaded []int, keyFile map[string]int) Status {
 	}
 	for _, i := range valid {
 		for _, k := range files[i].Keys {
-			if j, dup := keyFile[k]; dup && j != i {
+			if j, dup := keyFile[k]; !dup {
+				keyFile[k] = i
+			} else if j != i {
 				return Status{Code: pte.CodeInvalidArgument,
 					Err: fmt.Errorf("ptd: duplicate key %q in %s and %s", k, files[j].Name, files[i].Name)}
-			}
-			if _, dup := keyFile[k]; !dup {
-				keyFile[k] = i
 			}
 		}
 	}
@@ -344,32 +325,31 @@ func resolveMethod(p *pte.Program, ep *pte.ExecutionPlan, srcs []Source, keyFile
 		m.Constants = Status{Code: pte.CodeInvalidState,
 			Err: fmt.Errorf("ptd: tensor %q is an external constant%s and there is no data map: no .ptd file was given, or the given files cannot be used", first, more)}
 	}
-	for _, i := range constants {
-		if !m.Constants.OK() {
+	m.Constants = firstFailure(m.Constants, m.Tensors, constants)
+	for _, kr := range m.NamedData { // without a map, keyFile is empty
+		if kr.File >= 0 {
+			m.NamedDataMerge = Status{Code: pte.CodeInvalidArgument,
+				Err: fmt.Errorf("ptd: program named_data key %q is also in %s: merging it with the external data fails", kr.Key, srcs[kr.File].Name)}
 			break
 		}
-		m.Constants = m.Tensors[i].Status
 	}
-	if haveMap {
-		for _, kr := range m.NamedData {
-			if kr.File >= 0 {
-				m.NamedDataMerge = Status{Code: pte.CodeInvalidArgument,
-					Err: fmt.Errorf("ptd: program named_data key %q is also in %s: merging it with the external data fails", kr.Key, srcs[kr.File].Name)}
-				break
-			}
-		}
-	}
-	m.Status = m.Constants
-	for _, i := range planned {
-		if !m.Status.OK() {
-			break
-		}
-		m.Status = m.Tensors[i].Status
-	}
+	m.Status = firstFailure(m.Constants, m.Tensors, planned)
 	if m.Status.OK() {
 		m.Status = m.NamedDataMerge
 	}
 	return m
+}
+
+// firstFailure is st when it failed, else the status of the first of the
+// rows named by order that failed (or of the last one).
+func firstFailure(st Status, rows []TensorRow, order []int) Status {
+	for _, i := range order {
+		if !st.OK() {
+			break
+		}
+		st = rows[i].Status
+	}
+	return st
 }
 
 // resolveTensor fills row and returns the tensor's status.
@@ -385,7 +365,7 @@ func resolveTensor(row *TensorRow, t *pte.Tensor, srcs []Source, keyFile map[str
 	}
 	fi, ok := keyFile[cString(row.Key)]
 	if !ok {
-		return Status{Code: pte.CodeNotFound, Err: &FormatError{Off: -1, Code: pte.CodeNotFound, Msg: fmt.Sprintf("no data file has key %q", row.Key)}}
+		return statusOf(&FormatError{Off: -1, Code: pte.CodeNotFound, Msg: fmt.Sprintf("no data file has key %q", row.Key)})
 	}
 	row.File = fi
 	f := srcs[fi].File
@@ -397,9 +377,8 @@ func resolveTensor(row *TensorRow, t *pte.Tensor, srcs []Source, keyFile map[str
 	nd := f.NamedData[entry]
 	row.Layout = nd.Layout
 	if nd.Layout == nil {
-		return Status{Code: pte.CodeInvalidExternal, Undefined: true, Err: &FormatError{Off: f.ndPos[entry],
-			Path: fmt.Sprintf("named_data[%d].tensor_layout", entry), Code: pte.CodeInvalidExternal, Undefined: true,
-			Msg: fmt.Sprintf("key %q has no tensor_layout: ExecuTorch dereferences null", row.Key)}}
+		return statusOf(&FormatError{Off: f.ndPos[entry], Path: fmt.Sprintf("named_data[%d].tensor_layout", entry),
+			Code: pte.CodeInvalidExternal, Undefined: true, Msg: fmt.Sprintf("key %q has no tensor_layout: ExecuTorch dereferences null", row.Key)})
 	}
 	if st := compareLayout(row, t, nd.Layout, f, entry); !st.OK() {
 		return st
@@ -420,9 +399,8 @@ func resolveTensor(row *TensorRow, t *pte.Tensor, srcs []Source, keyFile map[str
 	nbytes, ok := nd.Layout.Bytes()
 	start := f.Header.SegmentBaseOffset + seg.Offset
 	if !ok || start < seg.Offset || start+nbytes < start || start+nbytes > uint64(f.Size) {
-		return Status{Code: pte.CodeInvalidArgument, Err: &FormatError{Off: f.segPos[nd.SegmentIndex],
-			Path: fmt.Sprintf("segments[%d]", nd.SegmentIndex), Code: pte.CodeInvalidArgument,
-			Msg: fmt.Sprintf("key %q: %d tensor bytes at file offset %d are not inside the %d-byte file", row.Key, nbytes, start, f.Size)}}
+		return statusOf(&FormatError{Off: f.segPos[nd.SegmentIndex], Path: fmt.Sprintf("segments[%d]", nd.SegmentIndex), Code: pte.CodeInvalidArgument,
+			Msg: fmt.Sprintf("key %q: %d tensor bytes at file offset %d are not inside the %d-byte file", row.Key, nbytes, start, f.Size)})
 	}
 	row.Offset, row.Size = int64(start), int64(nbytes)
 	return Status{}
@@ -432,9 +410,8 @@ func resolveTensor(row *TensorRow, t *pte.Tensor, srcs []Source, keyFile map[str
 // as ExecuTorch does: scalar type, rank, each size, each dim order entry.
 func compareLayout(row *TensorRow, t *pte.Tensor, l *TensorLayout, f *File, entry int) Status {
 	bad := func(format string, args ...any) Status {
-		return Status{Code: pte.CodeInvalidExternal, Err: &FormatError{Off: f.ndPos[entry],
-			Path: fmt.Sprintf("named_data[%d].tensor_layout", entry), Code: pte.CodeInvalidExternal,
-			Msg: fmt.Sprintf("key %q: ", row.Key) + fmt.Sprintf(format, args...)}}
+		return statusOf(&FormatError{Off: f.ndPos[entry], Path: fmt.Sprintf("named_data[%d].tensor_layout", entry),
+			Code: pte.CodeInvalidExternal, Msg: fmt.Sprintf("key %q: ", row.Key) + fmt.Sprintf(format, args...)})
 	}
 	if l.ScalarType != t.ScalarType {
 		return bad("scalar type %v, program wants %v", l.ScalarType, t.ScalarType)
@@ -444,9 +421,8 @@ func compareLayout(row *TensorRow, t *pte.Tensor, l *TensorLayout, f *File, entr
 	}
 	if len(l.DimOrder) < len(l.Sizes) {
 		// ExecuTorch takes rank dim_order entries and reads past the vector.
-		return Status{Code: pte.CodeInvalidExternal, Undefined: true, Err: &FormatError{Off: f.ndPos[entry],
-			Path: fmt.Sprintf("named_data[%d].tensor_layout.dim_order", entry), Code: pte.CodeInvalidExternal, Undefined: true,
-			Msg: fmt.Sprintf("key %q: %d dim_order entries for rank %d: ExecuTorch reads past the vector", row.Key, len(l.DimOrder), len(l.Sizes))}}
+		return statusOf(&FormatError{Off: f.ndPos[entry], Path: fmt.Sprintf("named_data[%d].tensor_layout.dim_order", entry), Code: pte.CodeInvalidExternal,
+			Undefined: true, Msg: fmt.Sprintf("key %q: %d dim_order entries for rank %d: ExecuTorch reads past the vector", row.Key, len(l.DimOrder), len(l.Sizes))})
 	}
 	if !slices.Equal(l.Sizes, t.Sizes) {
 		return bad("sizes %v, program wants %v", l.Sizes, t.Sizes)

@@ -47,13 +47,12 @@ func (f *File) Contents() (*Data, error) {
 		d.Segments = append(d.Segments, io.NewSectionReader(f.r, off, size))
 	}
 	for _, nd := range f.NamedData {
-		c := nd
 		if nd.Layout != nil {
 			l := *nd.Layout
 			l.Sizes, l.DimOrder = slices.Clone(l.Sizes), slices.Clone(l.DimOrder)
-			c.Layout = &l
+			nd.Layout = &l
 		}
-		d.NamedData = append(d.NamedData, c)
+		d.NamedData = append(d.NamedData, nd)
 	}
 	// The entries to compare with are f's own: d's layouts are copies,
 	// so an edit of one in place shows.
@@ -64,20 +63,14 @@ func (f *File) Contents() (*Data, error) {
 
 // unchanged reports whether d is still what Contents returned.
 func (d *Data) unchanged() bool {
-	if d.src == nil || d.Version != d.src.Version || !slices.Equal(d.Segments, d.origSegs) || len(d.NamedData) != len(d.origND) {
+	if d.src == nil || d.Version != d.src.Version || !slices.Equal(d.Segments, d.origSegs) {
 		return false
 	}
-	for i, nd := range d.NamedData {
-		o := d.origND[i]
-		if nd.Key != o.Key || nd.SegmentIndex != o.SegmentIndex || nd.KeyAbsent != o.KeyAbsent || (nd.Layout == nil) != (o.Layout == nil) {
-			return false
-		}
-		if nd.Layout != nil && (nd.Layout.ScalarType != o.Layout.ScalarType || !slices.Equal(nd.Layout.Sizes, o.Layout.Sizes) ||
-			!slices.Equal(nd.Layout.DimOrder, o.Layout.DimOrder)) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(d.NamedData, d.origND, func(nd, o NamedData) bool {
+		return nd.Key == o.Key && nd.SegmentIndex == o.SegmentIndex && nd.KeyAbsent == o.KeyAbsent && (nd.Layout == nil) == (o.Layout == nil) &&
+			(nd.Layout == nil || nd.Layout.ScalarType == o.Layout.ScalarType && slices.Equal(nd.Layout.Sizes, o.Layout.Sizes) &&
+				slices.Equal(nd.Layout.DimOrder, o.Layout.DimOrder))
+	})
 }
 
 // WriteInfo describes a written file.
@@ -179,10 +172,7 @@ func encode(d *Data) ([]byte, Header, []uint64, error) {
 	// Insert the header after the identifier: everything after byte 8
 	// moves by MinHeaderLength (a multiple of 8, so alignment holds), and
 	// only the root offset, the one absolute offset, changes.
-	out := make([]byte, 0, len(fb)+MinHeaderLength)
-	out = append(out, fb[:8]...)
-	out = append(out, make([]byte, MinHeaderLength)...)
-	out = append(out, fb[8:]...)
+	out := slices.Concat(fb[:8], make([]byte, MinHeaderLength), fb[8:])
 	binary.LittleEndian.PutUint32(out, binary.LittleEndian.Uint32(fb)+MinHeaderLength)
 	h := Header{Length: MinHeaderLength, FlatbufferOffset: HeaderOffset + MinHeaderLength,
 		FlatbufferSize: uint64(len(fb) - 8), SegmentDataSize: end}

@@ -192,7 +192,7 @@ func TestAbsentStringsDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := decodeProgram(buf, v)
+	p, _ := decodeProgramWith(buf, v, true, false)
 	ep := p.Plan(0)
 	for _, c := range []struct {
 		what      string

@@ -369,7 +369,7 @@ func (g *codecGen) encoder(d *fbsDecl, fields []*codecField) {
 		case "[table]", "union":
 			src := "x." + f.gname
 			if d.name == g.s.root && f.name == "segments" {
-				src = "e.refs.segments()"
+				src = "e.refs.layout"
 			}
 			g.p("%s, err := e.encode%s%s(%s)", o, d.name, goField(f), src)
 			g.p("if err != nil { return 0, err }")
@@ -462,7 +462,7 @@ func (g *codecGen) bound(d *fbsDecl, fields []*codecField) {
 		case "[table]":
 			src := "x." + f.gname
 			if d.name == g.s.root && f.name == "segments" {
-				src = "e.refs.segments()"
+				src = "e.refs.layout"
 			}
 			g.p("n += boundVec(len(%s), 4)", src)
 			g.p("for _, it := range %s { if it != nil { n += e.bound%s(it) } }", src, f.typ)

@@ -2163,7 +2163,7 @@ func (e *encoder) encodeProgram(x *Program) (flatbuffers.UOffsetT, error) {
 	if err != nil {
 		return 0, err
 	}
-	o4, err := e.encodeProgramSegments(e.refs.segments())
+	o4, err := e.encodeProgramSegments(e.refs.layout)
 	if err != nil {
 		return 0, err
 	}
@@ -2352,8 +2352,8 @@ func (e *encoder) boundProgram(x *Program) int64 {
 			n += e.boundBackendDelegateInlineData(it)
 		}
 	}
-	n += boundVec(len(e.refs.segments()), 4)
-	for _, it := range e.refs.segments() {
+	n += boundVec(len(e.refs.layout), 4)
+	for _, it := range e.refs.layout {
 		if it != nil {
 			n += e.boundDataSegment(it)
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"iter"
 	"sync"
+
+	"github.com/ptekit/ptekit/internal/fbverify"
 )
 
 // codec_generated.go is made by TestGeneratedCodecIsCurrent from
@@ -91,8 +93,7 @@ func (t fbTab) tableAt(slot, i int) (fbTab, bool) {
 }
 
 // tables returns the vector of tables in slot; false when absent. It
-// reads the elements as they are asked for: a slice of them was a tenth
-// of what decoding a plan allocated.
+// reads the elements as they are asked for, sparing a slice of them.
 func (t fbTab) tables(slot int) (fbTabs, bool) {
 	start, n, ok := t.vec(slot)
 	if !ok {
@@ -137,10 +138,10 @@ func (t fbTab) bytes(slot int) []byte {
 // table (and each byte vector payload) starts, so that findings and payloads
 // can name absolute file offsets.
 type fbDecoder struct {
-	pos    map[any]uint32 // table position by model pointer
-	vec    map[any]uint32 // byte-vector element start by owning model pointer
-	v      *fbVerifier    // the verifier that accepted the region
-	shared *sharedStrings // decoded shared strings, for every decoder of the region
+	pos    map[any]uint32     // table position by model pointer
+	vec    map[any]uint32     // byte-vector element start by owning model pointer
+	v      *fbverify.Verifier // the verifier that accepted the region
+	shared *sharedStrings     // decoded shared strings, for every decoder of the region
 	// lazyPlans leaves Program's execution plans undecoded (decodeProgramWith)
 	lazyPlans bool
 }
@@ -197,26 +198,18 @@ func (c *sharedStrings) get(p uint32, b []byte) string {
 	defer c.mu.Unlock()
 	s, ok := c.m[p]
 	if !ok {
-		if c.m == nil {
-			c.m = map[uint32]string{}
-		}
 		s = string(b)
 		c.m[p] = s
 	}
 	return s
 }
 
-// decodeProgram decodes a region that v verified.
-func decodeProgram(b []byte, v *fbVerifier) (*Program, *fbDecoder) {
-	return decodeProgramWith(b, v, true, false)
-}
-
-// decodeProgramWith is decodeProgram; without positions, table positions
-// are not recorded (File.posOf says -1), which spares a map entry per
-// table when only a verdict is wanted (Write's read-back check). With
-// lazyPlans the execution plans are left undecoded, for the File to
-// decode one at a time (File.planAt).
-func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Program, *fbDecoder) {
+// decodeProgramWith decodes a region that v verified. Without positions,
+// table positions are not recorded (posOf says -1), which spares a
+// map entry per table when only a verdict is wanted (Write's read-back
+// check). With lazyPlans the execution plans are left undecoded, for the
+// File to decode one at a time (File.planAt).
+func decodeProgramWith(b []byte, v *fbverify.Verifier, positions, lazyPlans bool) (*Program, *fbDecoder) {
 	d := newDecoder(v, nil, positions)
 	d.vec = map[any]uint32{}
 	d.lazyPlans = lazyPlans
@@ -225,9 +218,9 @@ func decodeProgramWith(b []byte, v *fbVerifier, positions, lazyPlans bool) (*Pro
 
 // newDecoder returns a decoder for a region v verified, recording table
 // positions when asked; shared is the region's shared strings (nil: new).
-func newDecoder(v *fbVerifier, shared *sharedStrings, positions bool) *fbDecoder {
+func newDecoder(v *fbverify.Verifier, shared *sharedStrings, positions bool) *fbDecoder {
 	if shared == nil {
-		shared = &sharedStrings{}
+		shared = &sharedStrings{m: map[uint32]string{}}
 	}
 	d := &fbDecoder{v: v, shared: shared}
 	if positions {

@@ -11,9 +11,6 @@ import (
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 
-// fileIdentifier is the FlatBuffers file identifier of every program.
-var fileIdentifier = []byte("ET12")
-
 // maxProgramSize is the largest flatbuffer region (8-byte prefix, extended
 // header and all tables) a program file can have. FlatBuffers offsets are
 // signed 32-bit, so ExecuTorch's verifier refuses anything larger. It is a
@@ -54,8 +51,8 @@ func encodeError(path, format string, args ...any) *FormatError {
 // within prefixes the path of err (a *FormatError from this file) with
 // field, or field[i] when i >= 0.
 func within(err error, field string, i int) error {
-	var fe *FormatError
-	if !errors.As(err, &fe) {
+	fe, ok := errors.AsType[*FormatError](err)
+	if !ok {
 		return err
 	}
 	p := field
@@ -78,10 +75,8 @@ type segmentRefs struct {
 	// remap maps an input segment index to the written one; nil keeps
 	// indices unchanged.
 	remap []int
-	// layout replaces Program.Segments. layoutPresent false writes the
-	// field absent (only when layout is empty).
-	layout        []*DataSegment
-	layoutPresent bool
+	// layout replaces Program.Segments; nil writes the field absent.
+	layout []*DataSegment
 }
 
 func (r *segmentRefs) index(i uint32) (uint32, error) {
@@ -124,8 +119,7 @@ func encodeProgram(p *Program, refs *segmentRefs, reserve int64) (out []byte, er
 	initial := builderSize(bound, inline)
 	// The method names of a program are distinct and few of its other
 	// strings are, so the string table starts with room for one string per
-	// method: at 65,536 methods, growing it from empty was a fifth of the
-	// encoding's time.
+	// method (growing it from empty was a fifth of the encoding's time).
 	e := &encoder{b: flatbuffers.NewBuilder(int(initial)), refs: refs,
 		strs: make(map[string]flatbuffers.UOffsetT, p.NumPlans()+16)}
 	defer func() {
@@ -142,7 +136,7 @@ func encodeProgram(p *Program, refs *segmentRefs, reserve int64) (out []byte, er
 	if err != nil {
 		return nil, err
 	}
-	e.b.FinishWithFileIdentifier(root, fileIdentifier)
+	e.b.FinishWithFileIdentifier(root, []byte(identET12))
 	out = withHeaderRoom(e.b.Bytes, int(e.b.Head()), int(reserve))
 	if n := int64(len(out)); n > maxProgramSize {
 		return nil, errTooLarge(n)
@@ -206,17 +200,10 @@ const growableBound = 1 << 30
 
 // initialBuilderSize is the buffer the builder starts with for a program
 // whose encoded size is at most bound, inline of it payload bytes. The
-// bound of the tables is loose (every table is counted with its own
-// vtable and worst-case padding; real programs share vtables and strings,
-// and come out at a quarter to a third of it: 0.24 for an export of one
-// engine per method, 0.30 for a chain, 0.36 for a method of many
-// outputs), and the builder's buffer is zeroed when it is made, so
-// starting from the bound would clear and hold several times the bytes a
-// program of many small methods needs. It starts from the payloads plus
-// three eighths of the rest instead, and grows when that is short, by
-// doubling: a new buffer, the old one copied whole into its second half
-// (at 16,384 engines in a chain, 6% of an export's CPU when it started
-// from a quarter).
+// bound of the tables is loose (real programs share vtables and strings
+// and come out at a quarter to a third of it), and the builder's buffer is
+// zeroed when it is made, so it starts from the payloads plus three eighths
+// of the rest, and grows by doubling when that is short.
 func initialBuilderSize(bound, inline int64) int64 {
 	if bound >= growableBound {
 		return min(bound, maxProgramSize)
@@ -291,18 +278,6 @@ func scalars[T any](e *encoder, v []T, size int, put func(T)) flatbuffers.UOffse
 		put(v[i])
 	}
 	return e.b.EndVector(len(v))
-}
-
-// segments is the segment table to write: nil (absent) when neither the
-// program nor the payloads call for one, else present even when empty.
-func (r *segmentRefs) segments() []*DataSegment {
-	switch {
-	case !r.layoutPresent:
-		return nil
-	case r.layout == nil:
-		return []*DataSegment{}
-	}
-	return r.layout
 }
 
 // isNilPointer reports whether v holds a typed nil pointer.

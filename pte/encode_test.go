@@ -77,7 +77,7 @@ func tableOffset(t flatbuffers.Table, vt flatbuffers.VOffsetT) flatbuffers.VOffs
 }
 
 func identityRefs(p *Program) *segmentRefs {
-	return &segmentRefs{layout: p.Segments, layoutPresent: p.Segments != nil}
+	return &segmentRefs{layout: p.Segments}
 }
 
 func TestEncodeProgramSchemaView(t *testing.T) {
@@ -149,7 +149,7 @@ func TestEncodeProgramSchemaView(t *testing.T) {
 
 func TestEncodeRemapsSegmentReferences(t *testing.T) {
 	p := sampleProgram()
-	refs := &segmentRefs{remap: []int{0, 0}, layout: []*DataSegment{{0, 16}}, layoutPresent: true}
+	refs := &segmentRefs{remap: []int{0, 0}, layout: []*DataSegment{{0, 16}}}
 	buf, err := encodeProgram(p, refs, 0)
 	if err != nil {
 		t.Fatal(err)

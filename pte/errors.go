@@ -2,7 +2,7 @@ package pte
 
 import (
 	"fmt"
-	"strings"
+	"strconv"
 )
 
 // Code is an ExecuTorch runtime error code (runtime/core/error.h). It says
@@ -75,15 +75,13 @@ type FormatError struct {
 
 // Error formats the error as "pte: <path>: <msg> (at byte <off>)".
 func (e *FormatError) Error() string {
-	var b strings.Builder
-	b.WriteString("pte: ")
+	s := "pte: "
 	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
+		s += e.Path + ": "
 	}
-	b.WriteString(e.Msg)
+	s += e.Msg
 	if e.Off >= 0 {
-		fmt.Fprintf(&b, " (at byte %d)", e.Off)
+		s += " (at byte " + strconv.FormatInt(e.Off, 10) + ")"
 	}
-	return b.String()
+	return s
 }

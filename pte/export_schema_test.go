@@ -12,7 +12,7 @@ var VerifierRoot *fbverify.Table = fbProgram
 // and decodes them again, as Write and Open do around the flatbuffer
 // region.
 func EncodeDecode(p *Program) (*Program, error) {
-	buf, err := encodeProgram(p, &segmentRefs{layout: p.Segments, layoutPresent: p.Segments != nil}, 0)
+	buf, err := encodeProgram(p, &segmentRefs{layout: p.Segments}, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -20,6 +20,6 @@ func EncodeDecode(p *Program) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, _ := decodeProgram(buf, v)
+	q, _ := decodeProgramWith(buf, v, true, false)
 	return q, nil
 }

@@ -398,11 +398,11 @@ func (p *Payload) Data() ([]byte, error) {
 	return buf, nil
 }
 
-// regionPayload returns a payload over bytes of the flatbuffer region,
-// starting at start when known (data aliases the region), else over data
-// itself.
-func (f *File) regionPayload(data []byte, start uint32, known bool) *Payload {
-	if known && uint64(start)+uint64(len(data)) <= uint64(len(f.region)) {
+// regionPayload returns a payload over data, the byte vector of owner: over
+// the bytes of the flatbuffer region it aliases when the decoder knows
+// where it starts, else over data itself.
+func (f *File) regionPayload(owner any, data []byte) *Payload {
+	if start, known := f.dec.vec[owner]; known && uint64(start)+uint64(len(data)) <= uint64(len(f.region)) {
 		return &Payload{SectionReader: io.NewSectionReader(bytes.NewReader(f.region), int64(start), int64(len(data))),
 			FileOffset: int64(start)}
 	}
@@ -476,18 +476,15 @@ func (f *File) DelegateData(plan, delegate int) (*Payload, error) {
 		return nil, err
 	}
 	if ref.inline != nil {
-		return f.regionPayload(ref.inline.Data, ref.start, ref.known), nil
+		return f.regionPayload(ref.inline, ref.inline.Data), nil
 	}
 	return &Payload{SectionReader: io.NewSectionReader(f.r, ref.off, ref.size), FileOffset: ref.off}, nil
 }
 
 // dataRef is where a delegate's processed data is: an entry of
-// backend_delegate_data (inline; start is its place in the region when
-// known) or a range of the file.
+// backend_delegate_data (inline) or a range of the file.
 type dataRef struct {
 	inline    *BackendDelegateInlineData
-	start     uint32
-	known     bool
 	off, size int64
 }
 
@@ -530,11 +527,10 @@ func (f *File) delegateRefAt(plan, delegate int, positions bool) (dataRef, error
 		}
 		bd := p.BackendDelegateData[ref.Index]
 		if bd == nil || bd.Data == nil {
-			return dataRef{}, &FormatError{Off: f.posOf(bd), Path: fmt.Sprintf("backend_delegate_data[%d].data", ref.Index),
+			return dataRef{}, &FormatError{Off: f.dec.posOf(bd), Path: fmt.Sprintf("backend_delegate_data[%d].data", ref.Index),
 				Msg: "inline delegate data is absent", Code: CodeInvalidProgram}
 		}
-		start, known := f.dec.vec[bd]
-		return dataRef{inline: bd, start: start, known: known}, nil
+		return dataRef{inline: bd}, nil
 	case DataLocationSEGMENT:
 		off, size, err := f.segmentRange(int(ref.Index), func() string { return path() + ".index" }, dec.posOf(ref))
 		if err != nil {
@@ -557,16 +553,16 @@ func (f *File) ConstantData(bufferIndex int) (*Payload, error) {
 	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 {
 		path := fmt.Sprintf("constant_segment.offsets[%d]", bufferIndex)
 		if bufferIndex < 0 || bufferIndex >= len(cs.Offsets) {
-			return nil, &FormatError{Off: f.posOf(cs), Path: "constant_segment.offsets",
+			return nil, &FormatError{Off: f.dec.posOf(cs), Path: "constant_segment.offsets",
 				Msg: fmt.Sprintf("constant index %d out of range (%d offsets)", bufferIndex, len(cs.Offsets)), Code: CodeInvalidArgument}
 		}
-		segOff, segSize, err := f.segmentRange(int(cs.SegmentIndex), func() string { return "constant_segment.segment_index" }, f.posOf(cs))
+		segOff, segSize, err := f.segmentRange(int(cs.SegmentIndex), func() string { return "constant_segment.segment_index" }, f.dec.posOf(cs))
 		if err != nil {
 			return nil, err
 		}
 		start := cs.Offsets[bufferIndex]
 		if start > uint64(segSize) {
-			return nil, &FormatError{Off: f.posOf(cs), Path: path,
+			return nil, &FormatError{Off: f.dec.posOf(cs), Path: path,
 				Msg: fmt.Sprintf("constant offset %d is past the %d-byte constant segment", start, segSize), Code: CodeInvalidArgument}
 		}
 		end := uint64(segSize)
@@ -586,8 +582,7 @@ func (f *File) ConstantData(bufferIndex int) (*Payload, error) {
 	if b == nil {
 		return nil, &FormatError{Off: -1, Path: fmt.Sprintf("constant_buffer[%d]", bufferIndex), Msg: "constant buffer is absent", Code: CodeInvalidArgument}
 	}
-	start, known := f.dec.vec[b]
-	return f.regionPayload(b.Storage, start, known), nil
+	return f.regionPayload(b, b.Storage), nil
 }
 
 // NamedData returns the payload stored under key in Program.NamedData (the
@@ -597,15 +592,14 @@ func (f *File) NamedData(key string) (*Payload, error) {
 	p := f.Program
 	for i, nd := range p.NamedData {
 		if nd != nil && isAbsent(nd.Absent, "key", nd.Key) {
-			return nil, &FormatError{Off: f.posOf(nd), Path: fmt.Sprintf("named_data[%d].key", i),
+			return nil, &FormatError{Off: f.dec.posOf(nd), Path: fmt.Sprintf("named_data[%d].key", i),
 				Msg: fmt.Sprintf("looking up %s: named data entry has no key", quote.String(key)), Code: CodeInvalidArgument}
 		}
 		if nd == nil || nd.Key != key {
 			continue
 		}
-		path := fmt.Sprintf("named_data[%d].segment_index", i)
 		if p.Segments == nil || uint64(nd.SegmentIndex) >= uint64(len(p.Segments)) {
-			return nil, &FormatError{Off: f.posOf(nd), Path: path,
+			return nil, &FormatError{Off: f.dec.posOf(nd), Path: fmt.Sprintf("named_data[%d].segment_index", i),
 				Msg: fmt.Sprintf("named data %s: segment index %d out of range (%d segments)", quote.String(key), nd.SegmentIndex, len(p.Segments)), Code: CodeInvalidArgument}
 		}
 		return f.Segment(int(nd.SegmentIndex))
@@ -621,11 +615,4 @@ func (f *File) segmentPos(i int) int64 {
 		return -1
 	}
 	return int64(t.pos)
-}
-
-// posOf returns the file offset of the flatbuffer table a program-level
-// model object was decoded from, or -1. What a plan holds has its position
-// in the decoder planAt returns with it.
-func (f *File) posOf(x any) int64 {
-	return f.dec.posOf(x)
 }

@@ -35,7 +35,7 @@ func (f *File) EncodeHead(p *Program) ([]byte, error) {
 	if err := checkReferences(p, len(f.Program.Segments)); err != nil {
 		return nil, err
 	}
-	refs := &segmentRefs{layout: f.Program.Segments, layoutPresent: f.Program.Segments != nil}
+	refs := &segmentRefs{layout: f.Program.Segments}
 	head, err := encodeProgram(p, refs, wrHeaderPad)
 	if err != nil {
 		return nil, err
@@ -51,13 +51,8 @@ func (f *File) EncodeHead(p *Program) ([]byte, error) {
 		SegmentBaseOffset: h.SegmentBaseOffset,
 		SegmentDataSize:   h.SegmentDataSize,
 	})
-	im := &planImage{region: head, size: f.Size}
-	if _, err := NewFileWith(im, im.size, &OpenOptions{region: head}); err != nil {
-		var fe *FormatError
-		if !errors.As(err, &fe) {
-			return nil, fmt.Errorf("pte: encode head: reading the encoded program back: %w", err)
-		}
-		return nil, &VerifyError{Findings: []Finding{{Severity: SeverityError, Err: fe}}}
+	if _, err := readBack(head, f.Size, OpenOptions{}, "encode head"); err != nil {
+		return nil, err
 	}
 	return head, nil
 }

@@ -66,7 +66,7 @@ func (p PlanLayout) Total() int64 {
 
 // Layout categories of a span, as layoutSpan.cat holds them: >= 0 is a
 // plan part (layoutParts per plan) or, past the plans, an inline data
-// entry.
+// entry; the negative ones count in the RegionLayout field of their name.
 const (
 	catPrefix = -1 - iota
 	catHeader
@@ -84,6 +84,11 @@ const (
 	partOther
 	layoutParts
 )
+
+// planParts is the part of a plan each of its fields counts in; the
+// others are partOther.
+var planParts = map[string]int{"chains": partInstructions, "values": partValues,
+	"operators": partOperators, "delegates": partDelegates}
 
 type layoutSpan struct {
 	start, end uint64
@@ -120,16 +125,8 @@ func (f *File) RegionLayout() *RegionLayout {
 		high = end
 		counted += n
 		switch {
-		case s.cat == catPrefix:
-			l.Prefix += n
-		case s.cat == catHeader:
-			l.Header += n
-		case s.cat == catTables:
-			l.Tables += n
-		case s.cat == catVtables:
-			l.Vtables += n
-		case s.cat == catConstantBuffer:
-			l.ConstantBuffer += n
+		case s.cat < 0:
+			*[]*int64{&l.Prefix, &l.Header, &l.Tables, &l.Vtables, &l.ConstantBuffer}[-1-s.cat] += n
 		case s.cat < nplans*layoutParts:
 			p := &l.Plans[s.cat/layoutParts]
 			*[]*int64{&p.Instructions, &p.Values, &p.Operators, &p.Delegates, &p.Other}[s.cat%layoutParts] += n
@@ -157,15 +154,8 @@ func layoutCat(kind fbverify.SpanKind, path []fbverify.Step, nplans, ninline int
 		}
 		part := partOther
 		if len(path) > 1 {
-			switch path[1].Field {
-			case "chains":
-				part = partInstructions
-			case "values":
-				part = partValues
-			case "operators":
-				part = partOperators
-			case "delegates":
-				part = partDelegates
+			if p, ok := planParts[path[1].Field]; ok {
+				part = p
 			}
 		}
 		return top.Index*layoutParts + part

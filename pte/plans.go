@@ -1,7 +1,6 @@
 package pte
 
 import (
-	"encoding/binary"
 	"fmt"
 	"iter"
 
@@ -13,11 +12,10 @@ import (
 // with SetPlans) holds them in executionPlan, one read by a File opened
 // with OpenOptions.LazyPlans decodes each from the File's verified region
 // when asked, each with its own decoder, which knows the positions of its
-// tables (for findings) and is dropped with it. Everything in this package
-// that walks a File's plans goes through File.planAt.
+// tables (for findings) and is dropped with it.
 
-// Execution plans are field 1 of the Program table, delegates field 7 of
-// the ExecutionPlan table, and a plan's name field 0 (schema/program.fbs).
+// Slots of the Program table (execution plans, segments) and of the
+// ExecutionPlan table (name, delegates) in schema/program.fbs.
 const (
 	slotProgramPlans    = 1
 	slotProgramSegments = 4
@@ -171,7 +169,7 @@ const planIndexScans = 16
 
 // PlanIndex returns the index of the first execution plan named name, as
 // ExecuTorch's Program::get_method finds it, or -1. It does not decode the
-// plans: the first calls compare names where they are in the region, the
+// plans (see PlanName): the first calls compare names one by one, the
 // later ones look them up in an index of the names built once.
 func (f *File) PlanIndex(name string) int {
 	if f.nameLookups.Add(1) > planIndexScans {
@@ -188,21 +186,7 @@ func (f *File) PlanIndex(name string) int {
 		return -1
 	}
 	for i, n := 0, f.Program.NumPlans(); i < n; i++ {
-		if !f.lazy {
-			if f.Program.PlanName(i) == name {
-				return i
-			}
-			continue
-		}
-		t, _ := rootTab(f.region).tableAt(slotProgramPlans, i)
-		p, ok := t.ref(slotPlanName)
-		if !ok {
-			if name == "" {
-				return i
-			}
-			continue
-		}
-		if n := binary.LittleEndian.Uint32(t.b[p:]); string(t.b[p+4:p+4+n]) == name {
+		if f.Program.PlanName(i) == name {
 			return i
 		}
 	}
@@ -248,7 +232,7 @@ func (f *File) delegateAt(plan, di int, positions bool) (*BackendDelegate, *fbDe
 	if !f.lazy {
 		ep := f.Program.executionPlan[plan]
 		if di < 0 || di >= len(ep.Delegates) {
-			return nil, nil, outOfRange(f.posOf(ep), len(ep.Delegates))
+			return nil, nil, outOfRange(f.dec.posOf(ep), len(ep.Delegates))
 		}
 		return ep.Delegates[di], f.dec, nil
 	}

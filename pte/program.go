@@ -16,11 +16,11 @@ import (
 //   - a nil pointer is an absent table;
 //   - strings are plain Go strings. An absent string reads as "" and the
 //     table's Absent field lists its schema name, so that it is written
-//     absent again; a present empty string is "" and not listed. Only the
-//     tables with string fields have Absent (ExecutionPlan,
-//     ContainerMetadata, String, ExtraTensorInfo, Operator, Frame,
-//     BackendDelegate, CompileSpec, NamedData), and it is nil in the usual
-//     case. ExecuTorch requires some strings to exist (a method's name, a
+//     absent again (unless it is given a non-empty value); a present empty
+//     string is "" and not listed. Only the tables with string fields have
+//     Absent (ExecutionPlan, ContainerMetadata, String, ExtraTensorInfo,
+//     Operator, Frame, BackendDelegate, CompileSpec, NamedData), and it is
+//     nil in the usual case. ExecuTorch requires some strings to exist (a method's name, a
 //     delegate's id, a compile spec's key, an EXTERNAL tensor's
 //     fully_qualified_name); Verify reports the absent ones;
 //   - absent scalars read as their schema default (always 0).
@@ -90,10 +90,7 @@ type ExecutionPlan struct {
 	// NonConstBufferDevice places arenas on devices other than the CPU; nil
 	// means every arena is on the CPU.
 	NonConstBufferDevice []*NonConstBufferDevice
-	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "name"); they read as "" and are written
-	// absent again. Nil in the usual case. A listed field that is given a
-	// non-empty value is written present.
+	// Absent lists the string fields absent in the file (see the presence conventions).
 	Absent []string
 }
 
@@ -105,10 +102,7 @@ type ContainerMetadata struct {
 	EncodedInpStr string
 	// EncodedOutStr is the output pytree spec, in either serialized form or "".
 	EncodedOutStr string
-	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "encoded_inp_str"); they read as "" and are written
-	// absent again. Nil in the usual case. A listed field that is given a
-	// non-empty value is written present.
+	// Absent lists the string fields absent in the file (see the presence conventions).
 	Absent []string
 }
 
@@ -152,10 +146,7 @@ type Double struct {
 type String struct {
 	// StringVal is the value.
 	StringVal string
-	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "string_val"); they read as "" and are written
-	// absent again. Nil in the usual case. A listed field that is given a
-	// non-empty value is written present.
+	// Absent lists the string fields absent in the file (see the presence conventions).
 	Absent []string
 }
 
@@ -266,10 +257,7 @@ type ExtraTensorInfo struct {
 	DeviceType DeviceType
 	// DeviceIndex selects one of several devices of DeviceType.
 	DeviceIndex int8
-	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "fully_qualified_name"); they read as "" and are written
-	// absent again. Nil in the usual case. A listed field that is given a
-	// non-empty value is written present.
+	// Absent lists the string fields absent in the file (see the presence conventions).
 	Absent []string
 }
 
@@ -279,10 +267,7 @@ type Operator struct {
 	Name string
 	// Overload is the overload name, e.g. "out", or "" for none.
 	Overload string
-	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "overload"); they read as "" and are written
-	// absent again. Nil in the usual case. A listed field that is given a
-	// non-empty value is written present.
+	// Absent lists the string fields absent in the file (see the presence conventions).
 	Absent []string
 }
 
@@ -374,10 +359,7 @@ type Frame struct {
 	Name string
 	// Context is the source line.
 	Context string
-	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "filename"); they read as "" and are written
-	// absent again. Nil in the usual case. A listed field that is given a
-	// non-empty value is written present.
+	// Absent lists the string fields absent in the file (see the presence conventions).
 	Absent []string
 }
 
@@ -397,10 +379,7 @@ type BackendDelegate struct {
 	// CompileSpecs are handed to the backend at init; nil and empty are both
 	// allowed.
 	CompileSpecs []*CompileSpec
-	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "id"); they read as "" and are written
-	// absent again. Nil in the usual case. A listed field that is given a
-	// non-empty value is written present.
+	// Absent lists the string fields absent in the file (see the presence conventions).
 	Absent []string
 }
 
@@ -421,10 +400,7 @@ type CompileSpec struct {
 	Key string
 	// Value holds the option's bytes, whose encoding the backend defines.
 	Value []byte
-	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "key"); they read as "" and are written
-	// absent again. Nil in the usual case. A listed field that is given a
-	// non-empty value is written present.
+	// Absent lists the string fields absent in the file (see the presence conventions).
 	Absent []string
 }
 
@@ -480,10 +456,7 @@ type NamedData struct {
 	Key string
 	// SegmentIndex is an index into Program.Segments.
 	SegmentIndex uint32
-	// Absent names the string fields of this table that were absent in the
-	// file, by schema name (e.g. "key"); they read as "" and are written
-	// absent again. Nil in the usual case. A listed field that is given a
-	// non-empty value is written present.
+	// Absent lists the string fields absent in the file (see the presence conventions).
 	Absent []string
 }
 

@@ -57,7 +57,7 @@ func tensorBytes(t *Tensor) (numel, nbytes uint64, ok bool) {
 func (f *File) checkLoad() error {
 	p := f.Program
 	if !f.Program.HasPlans() {
-		return &FormatError{Off: f.posOf(p), Path: "execution_plan", Msg: "program has no execution_plan", Code: CodeInvalidProgram}
+		return &FormatError{Off: f.dec.posOf(p), Path: "execution_plan", Msg: "program has no execution_plan", Code: CodeInvalidProgram}
 	}
 	for i, n := 0, f.Program.NumPlans(); i < n; i++ {
 		if err := f.checkPlanValuesAt(i); err != nil {
@@ -65,20 +65,20 @@ func (f *File) checkLoad() error {
 		}
 	}
 	if p.NamedData != nil && p.Segments == nil {
-		return &FormatError{Off: f.posOf(p), Path: "segments",
+		return &FormatError{Off: f.dec.posOf(p), Path: "segments",
 			Msg: "program has named_data but no segments table", Code: CodeInvalidArgument}
 	}
 	if cs := p.ConstantSegment; cs != nil && len(cs.Offsets) > 1 {
 		if len(p.ConstantBuffer) > 0 {
-			return &FormatError{Off: f.posOf(cs), Path: "constant_buffer",
+			return &FormatError{Off: f.dec.posOf(cs), Path: "constant_buffer",
 				Msg:  fmt.Sprintf("both constant_buffer (%d entries) and constant_segment (%d offsets) are used", len(p.ConstantBuffer), len(cs.Offsets)),
 				Code: CodeInvalidProgram}
 		}
 		if p.Segments == nil {
-			return &FormatError{Off: f.posOf(cs), Path: "segments", Msg: "constant_segment is used but the program has no segments table", Code: CodeInvalidProgram}
+			return &FormatError{Off: f.dec.posOf(cs), Path: "segments", Msg: "constant_segment is used but the program has no segments table", Code: CodeInvalidProgram}
 		}
 		if uint64(cs.SegmentIndex) >= uint64(len(p.Segments)) {
-			return &FormatError{Off: f.posOf(cs), Path: "constant_segment.segment_index",
+			return &FormatError{Off: f.dec.posOf(cs), Path: "constant_segment.segment_index",
 				Msg: fmt.Sprintf("constant segment index %d out of range (%d segments)", cs.SegmentIndex, len(p.Segments)), Code: CodeInvalidProgram}
 		}
 		// Program::load reads the whole constant segment from
@@ -194,9 +194,6 @@ type validator struct {
 	dec *fbDecoder
 }
 
-// posOf returns the file offset of a table of the current method.
-func (v *validator) posOf(x any) int64 { return v.dec.posOf(x) }
-
 func (v *validator) add(sev Severity, code Code, off int64, path, format string, args ...any) {
 	v.findings = append(v.findings, Finding{Severity: sev, Method: v.curMethod,
 		Err: &FormatError{Off: off, Path: path, Msg: fmt.Sprintf(format, args...), Code: code}})
@@ -205,10 +202,8 @@ func (v *validator) add(sev Severity, code Code, off int64, path, format string,
 // fieldPath is the path of a model field in a finding, such as
 // execution_plan[2].values[0].val: the path of up, name (".values"), then
 // [index] when index is not negative, then tail (".val"). It is joined
-// only when a finding names it (String): Write verifies every method it
-// writes, and joining every value's, delegate's and instruction's path up
-// front was a third of Verify's time in an export of one engine per
-// method.
+// only when a finding names it (String): joining every path up front was a
+// third of the time Write spends verifying what it writes.
 type fieldPath struct {
 	up         *fieldPath
 	name, tail string
@@ -290,16 +285,6 @@ func (e *elemFindings) done(path *fieldPath) {
 	}
 }
 
-// program checks program-level facts: segments, constant data, named data,
-// mutable data and inline payload alignment.
-func (v *validator) program() {
-	v.segments()
-	v.constantSegment()
-	v.inlineAlignment()
-	v.namedData()
-	v.mutableSegments()
-}
-
 // segments checks that every segment holding bytes can be located and
 // lies within the file.
 func (v *validator) segments() {
@@ -327,24 +312,24 @@ func (v *validator) constantSegment() {
 	switch {
 	case cs == nil || len(cs.Offsets) == 0:
 		if len(p.ConstantBuffer) > 0 {
-			v.add(SeverityWarning, CodeInvalidProgram, f.posOf(p), "constant_buffer",
+			v.add(SeverityWarning, CodeInvalidProgram, f.dec.posOf(p), "constant_buffer",
 				"program uses the deprecated inline constant_buffer (%d entries); runtimes built with ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0 refuse it", len(p.ConstantBuffer))
 		} else {
-			v.add(SeverityWarning, CodeInvalidProgram, f.posOf(p), "constant_segment",
+			v.add(SeverityWarning, CodeInvalidProgram, f.dec.posOf(p), "constant_segment",
 				"program has no constant_segment offsets; runtimes built with ET_ENABLE_DEPRECATED_CONSTANT_BUFFER=0 refuse it")
 		}
 	default:
 		if cs.Offsets[0] != 0 {
-			v.add(SeverityWarning, CodeOk, f.posOf(cs), "constant_segment.offsets[0]", "placeholder offset is %d, want 0", cs.Offsets[0])
+			v.add(SeverityWarning, CodeOk, f.dec.posOf(cs), "constant_segment.offsets[0]", "placeholder offset is %d, want 0", cs.Offsets[0])
 		}
 		if len(cs.Offsets) > 1 {
 			if f.Header == nil || f.Header.SegmentBaseOffset == 0 {
-				v.add(SeverityError, CodeInvalidProgram, f.posOf(cs), "constant_segment",
+				v.add(SeverityError, CodeInvalidProgram, f.dec.posOf(cs), "constant_segment",
 					"constant data is in a segment but the file has no extended header: ExecuTorch would read it from file offset 0")
 			} else if uint64(cs.SegmentIndex) < uint64(len(p.Segments)) {
 				size := p.Segments[cs.SegmentIndex].Size
 				path := &fieldPath{name: "constant_segment.offsets", index: -1}
-				bad := v.elems(SeverityError, CodeInvalidArgument, f.posOf(cs), "")
+				bad := v.elems(SeverityError, CodeInvalidArgument, f.dec.posOf(cs), "")
 				for k, o := range cs.Offsets {
 					if o > size {
 						bad.add(path, k, "offset %d is past the %d-byte constant segment", o, size)
@@ -380,17 +365,17 @@ func (v *validator) namedData() {
 	seen := map[string]int{}
 	for i, nd := range p.NamedData {
 		path := fmt.Sprintf("named_data[%d]", i)
-		v.text(f.posOf(nd), &fieldPath{name: path, index: -1}, ".key", "named data key", nd.Key)
+		v.text(f.dec.posOf(nd), &fieldPath{name: path, index: -1}, ".key", "named data key", nd.Key)
 		if isAbsent(nd.Absent, "key", nd.Key) {
-			v.add(SeverityError, CodeInvalidArgument, f.posOf(nd), path+".key",
+			v.add(SeverityError, CodeInvalidArgument, f.dec.posOf(nd), path+".key",
 				"named data has no key: ExecuTorch fails every lookup that reaches this entry")
 		} else if j, dup := seen[nd.Key]; dup {
-			v.add(SeverityWarning, CodeOk, f.posOf(nd), path+".key", "key %s repeats named_data[%d]; lookups find only the first", quote.String(nd.Key), j)
+			v.add(SeverityWarning, CodeOk, f.dec.posOf(nd), path+".key", "key %s repeats named_data[%d]; lookups find only the first", quote.String(nd.Key), j)
 		} else {
 			seen[nd.Key] = i
 		}
 		if uint64(nd.SegmentIndex) >= uint64(len(p.Segments)) {
-			v.add(SeverityError, CodeInvalidArgument, f.posOf(nd), path+".segment_index",
+			v.add(SeverityError, CodeInvalidArgument, f.dec.posOf(nd), path+".segment_index",
 				"segment index %d out of range (%d segments)", nd.SegmentIndex, len(p.Segments))
 		}
 	}
@@ -400,12 +385,12 @@ func (v *validator) namedData() {
 func (v *validator) mutableSegments() {
 	f, p := v.f, v.f.Program
 	if len(p.MutableDataSegments) > 1 {
-		v.add(SeverityWarning, CodeOk, f.posOf(p), "mutable_data_segments",
+		v.add(SeverityWarning, CodeOk, f.dec.posOf(p), "mutable_data_segments",
 			"%d mutable data segments; ExecuTorch uses only the first and EXIR refuses more than one", len(p.MutableDataSegments))
 	}
 	for i, m := range p.MutableDataSegments {
 		if uint64(m.SegmentIndex) >= uint64(len(p.Segments)) {
-			v.add(SeverityError, CodeNotFound, f.posOf(m), fmt.Sprintf("mutable_data_segments[%d].segment_index", i),
+			v.add(SeverityError, CodeNotFound, f.dec.posOf(m), fmt.Sprintf("mutable_data_segments[%d].segment_index", i),
 				"segment index %d out of range (%d segments)", m.SegmentIndex, len(p.Segments))
 		}
 	}

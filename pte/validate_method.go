@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ptekit/ptekit/internal/quote"
-	"reflect"
 	"strconv"
 	"strings"
 )
@@ -18,7 +17,7 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 	}
 	defer func() { v.curMethod = "" }()
 	path := &fieldPath{name: "execution_plan", index: i}
-	off := v.posOf(ep)
+	off := v.dec.posOf(ep)
 	if isAbsent(ep.Absent, "name", ep.Name) {
 		// Program::get_method skips it; Method::load dereferences it.
 		v.add(SeverityError, CodeInvalidProgram, off, path.String()+".name", "method has no name")
@@ -49,21 +48,8 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 				"buffer index %d is not a planned arena (1..%d)", d.BufferIdx, len(ep.NonConstBufferSizes)-1)
 		}
 	}
-	n := len(ep.Values)
-	bad = v.elems(SeverityError, CodeInvalidProgram, off, ".inputs")
-	for k, x := range ep.Inputs {
-		if x < 0 || int(x) >= n {
-			bad.add(path, k, "input value index %d out of range (%d values); ExecuTorch loads the method but aborts in set_input", x, n)
-		}
-	}
-	bad.done(path)
-	bad = v.elems(SeverityError, CodeInvalidProgram, off, ".outputs")
-	for k, x := range ep.Outputs {
-		if x < 0 || int(x) >= n {
-			bad.add(path, k, "output value index %d out of range (%d values)", x, n)
-		}
-	}
-	bad.done(path)
+	v.valueIndices(off, path, ".inputs", ep.Inputs, len(ep.Values), "input ", "; ExecuTorch loads the method but aborts in set_input")
+	v.valueIndices(off, path, ".outputs", ep.Outputs, len(ep.Values), "output ", "")
 	for k, ev := range ep.Values {
 		v.value(ep, path, k, ev)
 	}
@@ -75,14 +61,14 @@ func (v *validator) method(i int, ep *ExecutionPlan) {
 			name += "." + op.Overload
 		}
 		if len(name)+1 > maxOperatorNameSize {
-			v.add(SeverityError, CodeInternal, v.posOf(op), fmt.Sprintf("%s.operators[%d]", path.String(), k),
+			v.add(SeverityError, CodeInternal, v.dec.posOf(op), fmt.Sprintf("%s.operators[%d]", path.String(), k),
 				"operator name %s is %d bytes; ExecuTorch allows %d including the NUL", quote.String(name), len(name), maxOperatorNameSize-1)
 		}
 		if isAbsent(op.Absent, "name", op.Name) {
-			v.add(SeverityError, CodeInvalidProgram, v.posOf(op), fmt.Sprintf("%s.operators[%d].name", path.String(), k), "operator has no name")
+			v.add(SeverityError, CodeInvalidProgram, v.dec.posOf(op), fmt.Sprintf("%s.operators[%d].name", path.String(), k), "operator has no name")
 		}
 		if isAbsent(op.Absent, "overload", op.Overload) {
-			v.add(SeverityWarning, CodeOk, v.posOf(op), fmt.Sprintf("%s.operators[%d].overload", path.String(), k),
+			v.add(SeverityWarning, CodeOk, v.dec.posOf(op), fmt.Sprintf("%s.operators[%d].overload", path.String(), k),
 				"operator has no overload string (write an empty one): some ExecuTorch versions dereference it when they report a missing kernel")
 		}
 	}
@@ -99,7 +85,7 @@ func isInt(x Value) bool    { t, ok := x.(*Int); return ok && t != nil }
 // value checks one EValue as the tensor and list parsers do.
 func (v *validator) value(ep *ExecutionPlan, plan *fieldPath, k int, ev *EValue) {
 	path := &fieldPath{up: plan, name: ".values", index: k, tail: ".val"}
-	off := v.posOf(ev)
+	off := v.dec.posOf(ev)
 	switch x := ev.Val.(type) {
 	case nil:
 		v.add(SeverityError, CodeInvalidProgram, off, path.String(), "value has union tag NONE")
@@ -152,20 +138,13 @@ func isNilValue(x Value) bool {
 	case *BoolList:
 		return y == nil || y.Items == nil
 	}
-	return isNilMember(x)
-}
-
-// isNilMember reports whether x, a union member of the model, is a typed
-// nil pointer: its tag is set and its table absent.
-func isNilMember(x any) bool {
-	rv := reflect.ValueOf(x)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
+	return isNilPointer(x)
 }
 
 // tensorItems checks list items: indices of earlier Tensor values (-1 = None
 // when optional).
 func (v *validator) tensorItems(ep *ExecutionPlan, path *fieldPath, self int, items []int32, optional bool) {
-	bad := v.elems(SeverityError, CodeInvalidProgram, v.posOf(ep.Values[self]), ".items")
+	bad := v.elems(SeverityError, CodeInvalidProgram, v.dec.posOf(ep.Values[self]), ".items")
 	for j, it := range items {
 		if optional && it == -1 {
 			continue
@@ -182,7 +161,7 @@ func (v *validator) tensorItems(ep *ExecutionPlan, path *fieldPath, self int, it
 
 // tensor checks a Tensor as tensor_parser does, and its data source.
 func (v *validator) tensor(ep *ExecutionPlan, path *fieldPath, t *Tensor) {
-	off := v.posOf(t)
+	off := v.dec.posOf(t)
 	if !validScalarType(t.ScalarType) {
 		v.add(SeverityError, CodeInvalidProgram, off, path.String()+".scalar_type", "invalid scalar type %d", int8(t.ScalarType))
 	}
@@ -215,7 +194,7 @@ func (v *validator) tensor(ep *ExecutionPlan, path *fieldPath, t *Tensor) {
 			v.arena(ep, path, a, nbytes, sized)
 		}
 		if a.MemoryOffsetHigh != 0 {
-			v.add(SeverityWarning, CodeNotSupported, v.posOf(a), path.String()+".allocation_info.memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
+			v.add(SeverityWarning, CodeNotSupported, v.dec.posOf(a), path.String()+".allocation_info.memory_offset_high", "arena offset above 4 GiB cannot be used on 32-bit targets")
 		}
 		if t.DataBufferIdx > 0 {
 			v.mutableInit(path, t, nbytes, sized)
@@ -316,7 +295,7 @@ func (v *validator) constantData(off int64, path *fieldPath, t *Tensor, nbytes u
 // from mutable_data_segments[0] whatever mutable_data_segments_idx says.
 func (v *validator) mutableInit(path *fieldPath, t *Tensor, nbytes uint64, sized bool) {
 	f, p := v.f, v.f.Program
-	off := v.posOf(t)
+	off := v.dec.posOf(t)
 	if len(p.MutableDataSegments) == 0 {
 		v.add(SeverityError, CodeNotFound, off, path.String()+".data_buffer_idx", "planned tensor has initial data index %d but the program has no mutable_data_segments", t.DataBufferIdx)
 		return
@@ -343,28 +322,27 @@ func (v *validator) mutableInit(path *fieldPath, t *Tensor, nbytes uint64, sized
 func (v *validator) delegates(plan int, ep *ExecutionPlan, path *fieldPath) {
 	f := v.f
 	if ep.Delegates == nil {
-		v.add(SeverityError, CodeInvalidProgram, v.posOf(ep), path.String()+".delegates", "method has no delegates table")
+		v.add(SeverityError, CodeInvalidProgram, v.dec.posOf(ep), path.String()+".delegates", "method has no delegates table")
 		return
 	}
 	for k, d := range ep.Delegates {
 		dpath := &fieldPath{up: path, name: ".delegates", index: k}
 		if isAbsent(d.Absent, "id", d.ID) {
-			v.add(SeverityError, CodeInvalidProgram, v.posOf(d), dpath.String()+".id", "delegate has no backend id")
+			v.add(SeverityError, CodeInvalidProgram, v.dec.posOf(d), dpath.String()+".id", "delegate has no backend id")
 		}
-		v.text(v.posOf(d), dpath, ".id", "backend id", d.ID)
+		v.text(v.dec.posOf(d), dpath, ".id", "backend id", d.ID)
 		for j, cs := range d.CompileSpecs {
 			cpath := &fieldPath{up: dpath, name: ".compile_specs", index: j}
 			if isAbsent(cs.Absent, "key", cs.Key) {
-				v.add(SeverityError, CodeInvalidProgram, v.posOf(cs), cpath.String()+".key", "compile spec has no key")
+				v.add(SeverityError, CodeInvalidProgram, v.dec.posOf(cs), cpath.String()+".key", "compile spec has no key")
 			}
-			v.text(v.posOf(cs), cpath, ".key", "compile spec key", cs.Key)
+			v.text(v.dec.posOf(cs), cpath, ".key", "compile spec key", cs.Key)
 			if cs.Value == nil {
-				v.add(SeverityError, CodeInvalidProgram, v.posOf(cs), cpath.String()+".value", "compile spec has no value")
+				v.add(SeverityError, CodeInvalidProgram, v.dec.posOf(cs), cpath.String()+".value", "compile spec has no value")
 			}
 		}
 		if _, err := f.delegateRef(plan, k); err != nil {
-			var fe *FormatError
-			if errors.As(err, &fe) && !strings.HasPrefix(fe.Path, dpath.String()) {
+			if fe, ok := errors.AsType[*FormatError](err); ok && !strings.HasPrefix(fe.Path, dpath.String()) {
 				// Say which delegate needs the broken segment.
 				err = &FormatError{Off: fe.Off, Path: dpath.String() + ".processed",
 					Msg: fmt.Sprintf("payload unreadable: %s: %s", fe.Path, fe.Msg), Code: fe.Code}
@@ -377,13 +355,13 @@ func (v *validator) delegates(plan int, ep *ExecutionPlan, path *fieldPath) {
 // chains checks chains and instructions.
 func (v *validator) chains(ep *ExecutionPlan, path *fieldPath) {
 	if len(ep.Chains) == 0 {
-		v.add(SeverityError, CodeInvalidProgram, v.posOf(ep), path.String()+".chains", "method has no chains")
+		v.add(SeverityError, CodeInvalidProgram, v.dec.posOf(ep), path.String()+".chains", "method has no chains")
 		return
 	}
 	for c, ch := range ep.Chains {
 		cpath := &fieldPath{up: path, name: ".chains", index: c}
 		if ch.Instructions == nil {
-			v.add(SeverityError, CodeInvalidProgram, v.posOf(ch), cpath.String()+".instructions", "chain has no instructions")
+			v.add(SeverityError, CodeInvalidProgram, v.dec.posOf(ch), cpath.String()+".instructions", "chain has no instructions")
 			continue
 		}
 		for k, in := range ch.Instructions {
@@ -396,10 +374,10 @@ func (v *validator) chains(ep *ExecutionPlan, path *fieldPath) {
 // instruction checks the arguments of one instruction of chain ch against
 // the tables of its method ep (at path); ipath is the instruction's.
 func (v *validator) instruction(ep *ExecutionPlan, ch *Chain, in *Instruction, path, ipath *fieldPath) {
-	off := v.posOf(in)
+	off := v.dec.posOf(in)
 	n := int64(len(ep.Values))
 	inRange := func(x int32) bool { return x >= 0 && int64(x) < n }
-	if _, unknown := in.Args.(*UnknownInstruction); !unknown && isNilMember(in.Args) {
+	if _, unknown := in.Args.(*UnknownInstruction); !unknown && isNilPointer(in.Args) {
 		v.add(SeverityError, CodeInvalidProgram, off, ipath.String(), "%v has no table", in.Args.InstructionType())
 		return
 	}
@@ -445,18 +423,24 @@ func (v *validator) instructionArgs(a []int32, n, off int64, ipath *fieldPath) {
 	if a == nil {
 		v.add(SeverityError, CodeInvalidProgram, off, ipath.String()+".args", "instruction has no args")
 	}
-	bad := v.elems(SeverityError, CodeInvalidProgram, off, ".args")
-	for j, x := range a {
-		if x < 0 || int64(x) >= n {
-			bad.add(ipath, j, "value index %d out of range (%d values)", x, n)
+	v.valueIndices(off, ipath, ".args", a, int(n), "", "")
+}
+
+// valueIndices reports each element of xs, the vector at path+field, that
+// is not the index of one of n values; what and tail frame the message.
+func (v *validator) valueIndices(off int64, path *fieldPath, field string, xs []int32, n int, what, tail string) {
+	bad := v.elems(SeverityError, CodeInvalidProgram, off, field)
+	for k, x := range xs {
+		if x < 0 || int(x) >= n {
+			bad.add(path, k, what+"value index %d out of range (%d values)"+tail, x, n)
 		}
 	}
-	bad.done(ipath)
+	bad.done(path)
 }
 
 // arena checks that a planned tensor (at path) fits its arena.
 func (v *validator) arena(ep *ExecutionPlan, path *fieldPath, a *AllocationDetails, nbytes uint64, sized bool) {
-	off := v.posOf(a)
+	off := v.dec.posOf(a)
 	if a.MemoryID == 0 || uint64(a.MemoryID) >= uint64(len(ep.NonConstBufferSizes)) {
 		v.add(SeverityError, CodeInvalidArgument, off, path.String()+".allocation_info.memory_id",
 			"memory_id %d is not a planned arena (1..%d)", a.MemoryID, len(ep.NonConstBufferSizes)-1)

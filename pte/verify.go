@@ -44,22 +44,6 @@ func (fd Finding) String() string {
 	return fmt.Sprintf("%s: %s%v [%v]", fd.Severity, m, fd.Err, fd.Err.Code)
 }
 
-// planMethod checks plan i. A lazily decoded plan is decoded without
-// table positions first, and again with them only when it has findings
-// (the checks are deterministic): most plans have none, and positions cost
-// a map entry per table.
-func (v *validator) planMethod(i int) {
-	ep, d := v.f.planAt(i, false) // read whole, the plan's positions are known anyway
-	mark := len(v.findings)
-	v.dec = d
-	v.method(i, ep)
-	if len(v.findings) > mark && v.f.lazy && v.f.positions {
-		v.findings = v.findings[:mark]
-		ep, v.dec = v.f.planAt(i, true)
-		v.method(i, ep)
-	}
-}
-
 // Verify runs every check this package knows beyond what Open already
 // enforced, method by method, the way ExecuTorch's Program::method_meta and
 // Method::load check a method, plus payload reachability and portability
@@ -81,9 +65,26 @@ func (f *File) Verify() []Finding {
 	for _, w := range f.fbWarnings {
 		v.add(SeverityWarning, CodeOk, w.Off, w.Path, "%s", w.Msg)
 	}
-	v.program()
+	// Program-level facts, then each method.
+	v.segments()
+	v.constantSegment()
+	v.inlineAlignment()
+	v.namedData()
+	v.mutableSegments()
 	for i, n := 0, f.Program.NumPlans(); i < n; i++ {
-		v.planMethod(i)
+		// A lazily decoded plan is decoded without table positions first,
+		// and again with them only when it has findings (the checks are
+		// deterministic): most plans have none, and positions cost a map
+		// entry per table. A plan read whole has its positions anyway.
+		ep, d := f.planAt(i, false)
+		mark := len(v.findings)
+		v.dec = d
+		v.method(i, ep)
+		if len(v.findings) > mark && f.lazy && f.positions {
+			v.findings = v.findings[:mark]
+			ep, v.dec = f.planAt(i, true)
+			v.method(i, ep)
+		}
 	}
 	return v.findings
 }

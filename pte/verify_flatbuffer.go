@@ -13,10 +13,6 @@ import (
 // every offset. docs/verifier-rules.md lists each rule and the upstream
 // check it mirrors; rules ExecuTorch does not apply give warning findings.
 
-// fbVerifier is the verifier that accepted a region; the decoder asks it
-// which strings are shared.
-type fbVerifier = fbverify.Verifier
-
 // fbProgram describes the Program table to the verifier, slot by slot
 // (pte-format.md section 5.1). It is derived from the model (schemaTable),
 // whose fields are the schema's in order; TestSchemaFieldsCarried compares
@@ -71,13 +67,11 @@ func schemaTable(t reflect.Type, done map[reflect.Type]*fbverify.Table) *fbverif
 // checked the identifier; buf starts at file offset 0. A failure is a
 // *FormatError with Code CodeInvalidProgram, as Program::load reports a
 // verifier failure; warnings stay in the returned verifier's Warnings.
-func verifyProgramBuffer(buf []byte) (*fbVerifier, error) {
+func verifyProgramBuffer(buf []byte) (*fbverify.Verifier, error) {
 	v, err := fbverify.Verify(buf, fbProgram)
-	if err != nil {
-		var e *fbverify.Error
-		if errors.As(err, &e) {
-			return nil, &FormatError{Off: e.Off, Path: e.Path, Msg: e.Msg, Code: CodeInvalidProgram}
-		}
+	if e, ok := errors.AsType[*fbverify.Error](err); ok {
+		return nil, &FormatError{Off: e.Off, Path: e.Path, Msg: e.Msg, Code: CodeInvalidProgram}
+	} else if err != nil {
 		return nil, err
 	}
 	return v, nil

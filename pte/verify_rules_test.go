@@ -32,7 +32,7 @@ func vrBase(t *testing.T) ([]byte, *File) {
 // vrTab returns the verified table model object x was decoded from.
 func vrTab(t *testing.T, f *File, x any) fbTab {
 	t.Helper()
-	pos := f.posOf(x)
+	pos := f.dec.posOf(x)
 	if s, ok := x.(*DataSegment); ok {
 		pos = f.segmentPos(slices.Index(f.Program.Segments, s)) // segments are found by index
 	}

@@ -42,21 +42,13 @@ type WriteOptions struct {
 	// compared byte by byte, larger groups are hashed (SHA-256).
 	Dedup bool
 	// PageCongruent lays the segments out so that the kernel can copy
-	// their bytes (copy_file_range, which shares blocks on XFS and btrfs):
-	// a payload with a file range of at least CongruentMin bytes (its
-	// largest, see Composite) starts at the first offset, from where
-	// ExecuTorch's rule puts it, at which that part lands at its source
-	// offset modulo 4096 (modulo WideCongruence, 64 KiB, for a payload of
-	// WideCongruentMin bytes or more, which the kernel then copies as fast
-	// as cat does), and the segment base moves (by less than that modulus)
-	// to keep that true. Each such segment costs less than its modulus in
-	// padding; smaller ones are laid out as without the option.
-	// The base stays a multiple of SegmentAlignment; a moved segment is
-	// aligned as its bytes were in their source (an engine behind a
-	// TensorRT blob header: 16 bytes, and the engine itself at 4096).
-	// ExecuTorch locates segments by their offsets and size alone and
-	// requires no alignment of them. It applies only when
-	// SegmentAlignment divides 4096.
+	// their bytes (copy_file_range, which shares blocks on XFS and btrfs),
+	// as the package documentation's "Segment layout" describes: the part
+	// of a payload that is a file range of at least CongruentMin bytes (see
+	// Composite) keeps its source offset modulo 4096 (WideCongruence for a
+	// payload of WideCongruentMin bytes or more), at the cost of less than
+	// that modulus in padding. It applies only when SegmentAlignment
+	// divides 4096.
 	PageCongruent bool
 	// CongruentAnyReader makes PageCongruent treat a part read from any
 	// reader not in memory (an HTTP range reader, a custom ReaderAt) as a
@@ -174,9 +166,7 @@ func Write(w io.Writer, p *Program, segments []*io.SectionReader, opts *WriteOpt
 type writePlan struct {
 	srcs        []*io.SectionReader
 	unique      []int  // payload index of each written segment
-	region      []byte // the flatbuffer region: head, then flatbuffer
-	head        []byte
-	flatbuffer  []byte // without its first 8 bytes when head is set
+	region      []byte // the flatbuffer region, with the extended header if any
 	info        *WriteInfo
 	segmentBase uint64
 	writeback   bool // WriteOptions.EarlyWriteback
@@ -200,8 +190,7 @@ func planWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (*w
 		return nil, err
 	}
 	// A program of several methods is checked one plan at a time (each
-	// decoded, checked and let go of: 89 MB less at 65,536 methods); one
-	// plan is decoded whole either way, and lazily its delegates twice.
+	// decoded, checked and let go of), which holds far less memory.
 	if err := pl.check(opts != nil && opts.Strict, p.NumPlans() > 1, pl.model(p, opts != nil && opts.Dedup)); err != nil {
 		return nil, err
 	}
@@ -214,18 +203,32 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 	if p == nil {
 		return nil, errors.New("pte: write: nil program")
 	}
-	align, err := writeAlignment(opts)
-	if err != nil {
-		return nil, err
+	align := uint64(DefaultSegmentAlignment)
+	if opts != nil && opts.SegmentAlignment != 0 {
+		align = opts.SegmentAlignment
+	}
+	if align > math.MaxInt32 {
+		// No sane layout needs more; it also keeps offsets far from overflow.
+		return nil, fmt.Errorf("pte: write: segment alignment %d is larger than %d", align, math.MaxInt32)
 	}
 	if err := checkSources(segments); err != nil {
 		return nil, err
 	}
 	dedup := opts != nil && opts.Dedup
 	pl := &writePlan{srcs: segments, info: &WriteInfo{}, writeback: opts != nil && opts.EarlyWriteback}
-	remap, err := pl.distinctPayloads(dedup)
-	if err != nil {
-		return nil, err
+	// One segment per payload, or with dedup one per distinct content.
+	var remap []int
+	var err error
+	if dedup {
+		if remap, pl.unique, err = DedupPayloads(segments); err != nil {
+			return nil, err
+		}
+	} else {
+		remap = make([]int, len(segments))
+		pl.unique = make([]int, len(segments))
+		for i := range segments {
+			remap[i], pl.unique[i] = i, i
+		}
 	}
 	pl.info.SegmentIndex = remap
 
@@ -239,21 +242,19 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 		}
 		sl.headRoom = opts.HeadRoom
 	}
-	// One allocation for the table rather than one per segment (65,536
-	// for an export of as many engines).
+	// One allocation for the table rather than one per segment.
 	layout := make([]*DataSegment, len(pl.unique))
 	segs := make([]DataSegment, len(pl.unique))
 	for k := range layout {
 		segs[k] = DataSegment{Offset: sl.offsets[k], Size: sizes[k]}
 		layout[k] = &segs[k]
 	}
-	present := p.Segments != nil || len(layout) > 0
-	if !present {
+	if p.Segments == nil && len(layout) == 0 {
 		layout = nil // no payloads and no table in p: keep the field absent
 	}
 	pl.info.Segments = layout
 
-	refs := &segmentRefs{layout: layout, layoutPresent: present}
+	refs := &segmentRefs{layout: layout}
 	if dedup {
 		refs.remap = remap
 	}
@@ -261,35 +262,6 @@ func layoutWrite(p *Program, segments []*io.SectionReader, opts *WriteOptions) (
 		return nil, err
 	}
 	return pl, nil
-}
-
-// writeAlignment is the segment alignment opts asks for, or the default.
-func writeAlignment(opts *WriteOptions) (uint64, error) {
-	align := uint64(DefaultSegmentAlignment)
-	if opts != nil && opts.SegmentAlignment != 0 {
-		align = opts.SegmentAlignment
-	}
-	if align > math.MaxInt32 {
-		// No sane layout needs more; it also keeps offsets far from overflow.
-		return 0, fmt.Errorf("pte: write: segment alignment %d is larger than %d", align, math.MaxInt32)
-	}
-	return align, nil
-}
-
-// distinctPayloads sets pl.unique, the payloads written as segments, and
-// returns the segment of each payload: one per payload, or one per
-// distinct content with dedup.
-func (pl *writePlan) distinctPayloads(dedup bool) (remap []int, err error) {
-	if dedup {
-		remap, pl.unique, err = DedupPayloads(pl.srcs)
-		return remap, err
-	}
-	remap = make([]int, len(pl.srcs))
-	pl.unique = make([]int, len(pl.srcs))
-	for i := range pl.srcs {
-		remap[i], pl.unique[i] = i, i
-	}
-	return remap, nil
 }
 
 // placePayloads places the segments written (pl.unique) after the program,
@@ -339,35 +311,28 @@ func (pl *writePlan) encode(p *Program, refs *segmentRefs, sl *segmentLayout, al
 		fb = append(fb, make([]byte, wrMinFileSize-n)...)
 	}
 	pl.region = fb
+	pl.info.ProgramSize, pl.info.Size = int64(len(fb)), int64(len(fb))
 	if !needHeader {
-		pl.flatbuffer = fb
-		pl.info.ProgramSize = int64(len(fb))
-		pl.info.Size = int64(len(fb))
 		return nil
 	}
-	return pl.addHeader(fb, sl, align, sl.dataSize)
-}
-
-// addHeader fills the room encodeProgram left in the region for the
-// extended header and places the segment base after the region.
-func (pl *writePlan) addHeader(region []byte, sl *segmentLayout, align, dataSize uint64) error {
-	programSize := uint64(len(region))
+	// Fill the room encodeProgram left for the extended header and place
+	// the segment base after the region.
+	programSize := uint64(len(fb))
 	base := sl.base(programSize, align)
 	h := &ExtendedHeader{
 		Magic:             "eh00",
 		Length:            wrHeaderLength,
 		ProgramSize:       programSize,
 		SegmentBaseOffset: base,
-		SegmentDataSize:   dataSize,
+		SegmentDataSize:   sl.dataSize,
 	}
-	if base+dataSize > math.MaxInt64 {
-		return fmt.Errorf("pte: write: file would be %d+%d bytes", base, dataSize)
+	if base+sl.dataSize > math.MaxInt64 {
+		return fmt.Errorf("pte: write: file would be %d+%d bytes", base, sl.dataSize)
 	}
-	putHeader(region, h)
-	pl.head, pl.flatbuffer, pl.segmentBase = region[:8+wrHeaderPad], region[8+wrHeaderPad:], base
+	putHeader(fb, h)
+	pl.segmentBase = base
 	pl.info.Header = h
-	pl.info.ProgramSize = int64(programSize)
-	pl.info.Size = int64(base + dataSize)
+	pl.info.Size = int64(base + sl.dataSize)
 	return nil
 }
 
@@ -416,7 +381,7 @@ func roundUp(x, a uint64) uint64 {
 
 // countingWriter tracks the output position. Writes go through bw, so
 // that a program of many small segments is not written a few bytes per
-// system call; flush before writing to w another way.
+// system call; flush bw before writing to w another way.
 type countingWriter struct {
 	w   io.Writer
 	bw  *bufio.Writer
@@ -428,8 +393,6 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	c.pos += int64(n)
 	return n, err
 }
-
-func (c *countingWriter) flush() error { return c.bw.Flush() }
 
 var zeros [4096]byte
 
@@ -453,10 +416,8 @@ const writeBufferSize = 64 << 10
 
 func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 	cw := &countingWriter{w: w, bw: bufio.NewWriterSize(w, writeBufferSize)}
-	for _, b := range [][]byte{pl.head, pl.flatbuffer} {
-		if _, err := cw.Write(b); err != nil {
-			return nil, fmt.Errorf("pte: write: %w", err)
-		}
+	if _, err := cw.Write(pl.region); err != nil {
+		return nil, fmt.Errorf("pte: write: %w", err)
 	}
 	if err := cw.padTo(int64(pl.segmentBase)); err != nil {
 		return nil, fmt.Errorf("pte: write: %w", err)
@@ -471,7 +432,7 @@ func (pl *writePlan) writeTo(w io.Writer) (*WriteInfo, error) {
 			return nil, &SegmentError{Index: i, Err: err}
 		}
 	}
-	if err := cw.flush(); err != nil {
+	if err := cw.bw.Flush(); err != nil {
 		return nil, fmt.Errorf("pte: write: %w", err)
 	}
 	if cw.pos != pl.info.Size {

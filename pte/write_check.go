@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"slices"
 )
 
 // This file makes "what Write writes, NewFile reads" a guarantee: payload
@@ -90,19 +90,19 @@ type VerifyError struct {
 // Error formats the error as "pte: write: program would not load: <first
 // finding>", saying how many more there are.
 func (e *VerifyError) Error() string {
+	s := "pte: write: program would not load"
 	if len(e.Findings) == 0 {
-		return "pte: write: program would not load"
+		return s
 	}
-	var b strings.Builder
-	b.WriteString("pte: write: program would not load: ")
+	s += ": "
 	if m := e.Findings[0].Method; m != "" {
-		fmt.Fprintf(&b, "method %q: ", m)
+		s += fmt.Sprintf("method %q: ", m)
 	}
-	b.WriteString(e.Findings[0].Err.Error())
+	s += e.Findings[0].Err.Error()
 	if n := len(e.Findings) - 1; n > 0 {
-		fmt.Fprintf(&b, " (and %d more)", n)
+		s += fmt.Sprintf(" (and %d more)", n)
 	}
-	return b.String()
+	return s
 }
 
 // Unwrap returns the *FormatError of every finding, so that errors.As finds
@@ -146,25 +146,21 @@ func (im *planImage) ReadAt(b []byte, off int64) (int, error) {
 // check reads the planned file back with NewFile and, when strict, runs
 // Verify on it; any refusal becomes a *VerifyError. It first reads the
 // region with model (when not nil) standing for its decoding: the bytes
-// are verified as NewFile verifies them (the FlatBuffers verifier, its
-// table limits, the head and header), and the checks of the program
-// (NewFile's and Verify's) run on the model the bytes were encoded from,
-// which decodes back to itself (the codec is lossless: TestWriteModelCheck
-// and FuzzWriteModelCheck compare the two verdicts), without the time and
-// garbage of decoding it again: a third of an export's check. Then, or
-// when model is nil or refuses it, it reads the region as NewFile would,
-// recording no table positions, which a program that loads never needs;
-// a refused one is read again with them, so that its findings give the
-// same offsets NewFile and Verify give for the written file. lazy reads
-// the region with OpenOptions.LazyPlans.
+// are verified as NewFile verifies them, and the program's checks run on
+// the model they were encoded from, which the lossless codec decodes back
+// to itself (TestWriteModelCheck), sparing a third of the check's time.
+// Then, or when model is nil or refuses it, it reads the region without
+// recording table positions, and a refused one again with them, so that
+// its findings give the offsets NewFile and Verify give for the written
+// file. lazy reads the region with OpenOptions.LazyPlans.
 func (pl *writePlan) check(strict, lazy bool, model *Program) error {
-	if model != nil && pl.checkWith(strict, &OpenOptions{noPositions: true, model: model}) == nil {
+	if model != nil && pl.checkWith(strict, OpenOptions{noPositions: true, model: model}) == nil {
 		return nil
 	}
-	if pl.checkWith(strict, &OpenOptions{noPositions: true, LazyPlans: lazy}) == nil {
+	if pl.checkWith(strict, OpenOptions{noPositions: true, LazyPlans: lazy}) == nil {
 		return nil
 	}
-	return pl.checkWith(strict, nil)
+	return pl.checkWith(strict, OpenOptions{})
 }
 
 // model returns p as the planned region encodes it, for check, or nil
@@ -183,35 +179,31 @@ func (pl *writePlan) model(p *Program, dedup bool) *Program {
 }
 
 // checkWith is check, reading the image with opts.
-func (pl *writePlan) checkWith(strict bool, opts *OpenOptions) error {
-	im := &planImage{region: pl.region, size: pl.info.Size}
-	o := OpenOptions{region: pl.region}
-	if opts != nil {
-		o = *opts
-		o.region = pl.region
+func (pl *writePlan) checkWith(strict bool, opts OpenOptions) error {
+	f, err := readBack(pl.region, pl.info.Size, opts, "write")
+	if err != nil || !strict {
+		return err
 	}
-	opts = &o
-	f, err := NewFileWith(im, im.size, opts)
-	if err != nil {
-		var fe *FormatError
-		if !errors.As(err, &fe) {
-			// NewFile reports a bad program only as a *FormatError; anything
-			// else means the image itself is broken.
-			return fmt.Errorf("pte: write: reading the encoded program back: %w", err)
-		}
-		return &VerifyError{Findings: []Finding{{Severity: SeverityError, Err: fe}}}
-	}
-	if !strict {
-		return nil
-	}
-	var errs []Finding
-	for _, fd := range f.Verify() {
-		if fd.Severity == SeverityError {
-			errs = append(errs, fd)
-		}
-	}
-	if len(errs) > 0 {
+	if errs := slices.DeleteFunc(f.Verify(), func(fd Finding) bool { return fd.Severity != SeverityError }); len(errs) > 0 {
 		return &VerifyError{Findings: errs}
 	}
 	return nil
+}
+
+// readBack reads the file of size bytes whose flatbuffer region is region
+// (a planImage) as NewFileWith with opts does; a refusal is a
+// *VerifyError. what names the caller in any other failure.
+func readBack(region []byte, size int64, opts OpenOptions, what string) (*File, error) {
+	opts.region = region
+	f, err := NewFileWith(&planImage{region: region, size: size}, size, &opts)
+	if err != nil {
+		fe, ok := errors.AsType[*FormatError](err)
+		if !ok {
+			// NewFile reports a bad program only as a *FormatError; anything
+			// else means the image itself is broken.
+			return nil, fmt.Errorf("pte: %s: reading the encoded program back: %w", what, err)
+		}
+		return nil, &VerifyError{Findings: []Finding{{Severity: SeverityError, Err: fe}}}
+	}
+	return f, nil
 }

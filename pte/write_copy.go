@@ -83,9 +83,8 @@ const maxPartDepth = 8
 // parts. A source that ends early yields fewer than n bytes of parts.
 func sourceParts(src *io.SectionReader, n int64) []*io.SectionReader {
 	// Most payloads have one or two parts (a blob's prefix and its
-	// engine); room for them where the caller keeps the result (its stack,
-	// when sourceParts is inlined) saves an allocation per payload in each
-	// of layout, deduplication and copy.
+	// engine): room for them on the caller's stack, when sourceParts is
+	// inlined, saves an allocation per payload.
 	return appendParts(make([]*io.SectionReader, 0, 4), src, 0, n, 0)
 }
 
@@ -101,7 +100,9 @@ func appendParts(dst []*io.SectionReader, ra io.ReaderAt, off, n int64, depth in
 			if off >= size {
 				return dst // reading there gives io.EOF
 			}
-			if off == 0 && n >= size && !nested(outer, depth+1) {
+			_, sec := outer.(*io.SectionReader)
+			_, comp := outer.(Composite)
+			if off == 0 && n >= size && (depth+1 >= maxPartDepth || !sec && !comp) {
 				// r is already the leaf the recursion would make: reuse
 				// it (Write reads leaves only through ReadAt, which keeps
 				// no state) instead of allocating its copy.
@@ -133,19 +134,6 @@ func appendParts(dst []*io.SectionReader, ra io.ReaderAt, off, n int64, depth in
 	return append(dst, io.NewSectionReader(ra, off, n))
 }
 
-// nested reports whether appendParts, at depth, would look through ra
-// instead of taking it as a leaf.
-func nested(ra io.ReaderAt, depth int) bool {
-	if depth >= maxPartDepth {
-		return false
-	}
-	switch ra.(type) {
-	case *io.SectionReader, Composite:
-		return true
-	}
-	return false
-}
-
 // shareAlign is the block size below which no file system shares blocks
 // between files: copy_file_range can only reflink (or move whole pages)
 // when the source and destination offsets agree modulo it.
@@ -161,9 +149,8 @@ var testHookKernelCopy func(at, n int64)
 // destination offset agree modulo shareAlign, the case where a file system
 // can share blocks (as cp's copies do). Everything else goes through buf,
 // at most copyBufferSize bytes, allocated on first use and reused: with
-// misaligned offsets the kernel would copy the bytes anyway, and its
-// page-splitting splice path measured 1.5 to 2.5 times slower than a 1 MiB
-// read/write loop (ext4, Linux 6.18).
+// misaligned offsets the kernel's page-splitting splice path is slower
+// than a 1 MiB read/write loop.
 type payloadCopier struct {
 	cw        *countingWriter
 	buf       []byte
@@ -185,7 +172,7 @@ func (c *payloadCopier) kickWriteback() error {
 	if !c.writeback || !ok || c.cw.pos-c.kicked < earlyWritebackStep {
 		return nil
 	}
-	if err := c.cw.flush(); err != nil {
+	if err := c.cw.bw.Flush(); err != nil {
 		return err
 	}
 	startWriteback(dst, c.kicked, c.cw.pos-c.kicked)
@@ -211,7 +198,7 @@ func (c *payloadCopier) copy(src *io.SectionReader, n int64) error {
 		size := part.Size()
 		var k int64
 		if in, off, ok := fileSection(part); ok && (c.cw.pos-off)%shareAlign == 0 {
-			if err := c.cw.flush(); err != nil {
+			if err := c.cw.bw.Flush(); err != nil {
 				return err
 			}
 			var err error
@@ -238,14 +225,10 @@ func (c *payloadCopier) copy(src *io.SectionReader, n int64) error {
 // single large payload is written back while it is still being copied.
 //
 // The first call ends where the output reaches a multiple of
-// WideCongruence. The kernel moves the bytes of one call through a pipe in
-// 64 KiB pieces counted from where the call starts; pieces that straddle
-// 64 KiB boundaries of the output (a segment whose blob header puts its
-// start a few hundred bytes before its engine's aligned offset) leave the
-// output's page cache in small folios, which take longer to write back and
-// to free when the file is later deleted: a re-bake of 8 engines of 64 MiB
-// spent 30-50 ms more on its fsync and its output 35 ms more on being
-// deleted than the same bytes copied from aligned starts.
+// WideCongruence: the kernel moves the bytes of one call in 64 KiB pieces
+// counted from where the call starts, and pieces that straddle 64 KiB
+// boundaries of the output leave its page cache in small folios, slower
+// to write back and to free.
 func (c *payloadCopier) kernelCopy(dst *os.File, in syscall.Conn, off, n int64) (int64, error) {
 	step := n
 	if c.writeback {

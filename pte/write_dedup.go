@@ -103,7 +103,7 @@ func fingerprintPayloads(srcs []*io.SectionReader, same []int) (map[payloadPrint
 				// The fingerprint of a small payload is the hash of
 				// its bytes, which its key already holds.
 				var sum [sha256.Size]byte
-				copy(sum[:], key[len(key)-sha256.Size-varintLen(s.Size()):])
+				copy(sum[:], key[len(key)-sha256.Size-len(binary.AppendVarint(nil, s.Size())):])
 				known[i] = sum
 			}
 		}
@@ -181,25 +181,19 @@ const fingerprintChunk = 4 << 10
 func fingerprint(src *io.SectionReader) ([sha256.Size]byte, error) {
 	n := src.Size()
 	var buf [2 * fingerprintChunk]byte
-	b := buf[:]
-	if n <= 2*fingerprintChunk {
-		b = buf[:n]
-		if err := readFull(src, b, 0, n); err != nil {
-			return [sha256.Size]byte{}, err
-		}
-	} else {
-		if err := readFull(src, buf[:fingerprintChunk], 0, n); err != nil {
-			return [sha256.Size]byte{}, err
-		}
-		if err := readFull(src, buf[fingerprintChunk:], n-fingerprintChunk, n); err != nil {
-			return [sha256.Size]byte{}, err
-		}
+	b := buf[:min(n, 2*fingerprintChunk)]
+	head := len(b) // the bytes read from the start; the rest from the end
+	if n > 2*fingerprintChunk {
+		head = fingerprintChunk
+	}
+	if err := readFull(src, b[:head], 0, n); err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	if err := readFull(src, b[head:], n-int64(len(b)-head), n); err != nil {
+		return [sha256.Size]byte{}, err
 	}
 	return sha256.Sum256(b), nil
 }
-
-// varintLen is the length of n as binary.AppendVarint writes it.
-func varintLen(n int64) int { return len(binary.AppendVarint(nil, n)) }
 
 // maxMemoryIdentity is the largest in-memory part identified by its bytes.
 const maxMemoryIdentity = 1 << 20
@@ -300,15 +294,6 @@ func (ids *identities) file(r interface{ Stat() (fs.FileInfo, error) }) (string,
 	}
 	ids.files[v.Pointer()] = id
 	return id, true
-}
-
-// sameSection reports whether a and b are the same range of the same
-// source, as DedupPayloads recognises without reading.
-func sameSection(a, b *io.SectionReader) bool {
-	var ids identities
-	ka, oka, _ := ids.key(sourceParts(a, a.Size()), a.Size())
-	kb, okb, _ := ids.key(sourceParts(b, b.Size()), b.Size())
-	return oka && okb && ka == kb
 }
 
 // dedupChunk is the read size used when hashing payloads.

@@ -16,11 +16,10 @@ const CongruentMin = 64 << 10
 
 // WideCongruentMin is the smallest payload whose anchored part a
 // page-congruent layout places at its source offset modulo WideCongruence
-// rather than modulo 4096. The kernel copies (and Linux caches) a large file range
-// much faster when source and destination agree on more than the page:
-// concatenating 64 MiB files each behind a 12 KiB header took 1.2x as
-// long as behind a 64 KiB one (cat + fsync, ext4, docs/performance.md run
-// 15). The padding it costs, under 64 KiB, is under 3.2% of such a part.
+// rather than modulo 4096. The kernel copies (and Linux caches) a large
+// file range much faster when source and destination agree on more than
+// the page (docs/performance.md run 15); the padding it costs, under 64
+// KiB, is under 3.2% of such a part.
 const WideCongruentMin = 2 << 20
 
 // WideCongruence is the modulus of a wide anchor (WideCongruentMin).
@@ -191,10 +190,7 @@ func (f *File) SegmentAlignment() (uint64, bool) {
 // It returns 0 for a file laid out without room, or whose layout no
 // alignment reproduces.
 func (f *File) HeadRoom() uint64 {
-	_, room, ok := f.segmentLayoutRules()
-	if !ok {
-		return 0
-	}
+	_, room, _ := f.segmentLayoutRules() // 0 when not ok
 	return room
 }
 
@@ -224,10 +220,7 @@ func (f *File) segmentLayoutRules() (align, room uint64, ok bool) {
 			return r, h.SegmentBaseOffset - h.ProgramSize, true
 		}
 	}
-	if ok {
-		return a, 0, true
-	}
-	return DefaultSegmentAlignment, 0, false
+	return a, 0, ok // inferAlignment's answer, DefaultSegmentAlignment when not ok
 }
 
 // inferAlignment is SegmentAlignment for a program region that ends at

@@ -49,8 +49,8 @@ func wrModelVerdicts(t testing.TB, p *Program, segs []*io.SectionReader, opts *W
 		slices.Sort(lines)
 		return strings.Join(lines, "\n")
 	}
-	model = verdict(pl.checkWith(strict, &OpenOptions{noPositions: true, model: m}))
-	decoded = verdict(pl.checkWith(strict, nil))
+	model = verdict(pl.checkWith(strict, OpenOptions{noPositions: true, model: m}))
+	decoded = verdict(pl.checkWith(strict, OpenOptions{}))
 	return model, decoded, true
 }
 
