@@ -66,7 +66,8 @@ func WriteFileContext(ctx context.Context, path string, p *Program, opts *Option
 		noOverwrite = opts.NoOverwrite
 		inputs = append(inputs, opts.Inputs...)
 	}
-	out, err := createOutput(ctx, path, &atomicfile.Options{NoOverwrite: noOverwrite, Inputs: append(inputs, sourceFiles(p)...)})
+	// The output first: one that cannot be written fails before any work.
+	out, err := atomicfile.CreateContext(ctx, path, &atomicfile.Options{NoOverwrite: noOverwrite, Inputs: append(inputs, sourceFiles(p)...)})
 	if err != nil {
 		return nil, err
 	}
@@ -280,16 +281,11 @@ type BlobHazardError struct {
 // Error names each hazard's kind and describes it:
 // `outputs: outputs differ: ...; duplicate-name: ...`.
 func (e *BlobHazardError) Error() string {
-	var b strings.Builder
+	parts := make([]string, len(e.Hazards))
 	for i, h := range e.Hazards {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(h.Kind.String())
-		b.WriteString(": ")
-		b.WriteString(h.Msg)
+		parts[i] = h.Kind.String() + ": " + h.Msg
 	}
-	return b.String()
+	return strings.Join(parts, "; ")
 }
 
 // blobEntry is the delegate blob of one engine call.
@@ -578,48 +574,9 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 		if src, ok := files[s.Path]; ok {
 			return src, nil
 		}
-		if s.Kind == SourceEngine {
-			if b.scratch == nil {
-				b.scratch = make([]byte, maxHeldEngine)
-			}
-			if !b.spooled {
-				b.spool, b.spooled = newEngineSpool(), true
-			}
-			sf, sum, ok, err := readSmallEngine(s.Path, maxHeldEngine, b.scratch, b.spool, &b.dir)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				src := &source{r: sf, size: sf.size, sum: sum, summed: true}
-				files[s.Path] = src
-				return src, nil
-			}
-		} else if b.held < maxHeldEngines {
-			data, ok, err := readSmallFile(s.Path, min(maxHeldEngine, maxHeldEngines-b.held))
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				b.held += int64(len(data))
-				src := &source{r: bytes.NewReader(data), size: int64(len(data))}
-				files[s.Path] = src
-				return src, nil
-			}
-		}
-		lf, err := b.files.add(s.Path)
+		src, err := b.openPath(s)
 		if err != nil {
 			return nil, err
-		}
-		src := &source{r: lf, size: lf.size}
-		if lf.size <= maxHeldEngine && b.held+lf.size <= maxHeldEngines {
-			// Small: read once now, instead of once to compare it with
-			// the others and once to write it.
-			data := make([]byte, lf.size)
-			if _, err := lf.ReadAt(data, 0); err != nil {
-				return nil, err
-			}
-			b.held += lf.size
-			src.r = bytes.NewReader(data)
 		}
 		files[s.Path] = src
 		return src, nil
@@ -631,6 +588,50 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 	default:
 		return nil, errors.New("source has neither a path nor a reader")
 	}
+}
+
+// openPath opens the file of s, a path not opened before.
+func (b *built) openPath(s Source) (*source, error) {
+	if s.Kind == SourceEngine {
+		if b.scratch == nil {
+			b.scratch = make([]byte, maxHeldEngine)
+		}
+		if !b.spooled {
+			b.spool, b.spooled = newEngineSpool(), true
+		}
+		sf, sum, ok, err := readSmallEngine(s.Path, maxHeldEngine, b.scratch, b.spool, &b.dir)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &source{r: sf, size: sf.size, sum: sum, summed: true}, nil
+		}
+	} else if b.held < maxHeldEngines {
+		data, ok, err := readSmallFile(s.Path, min(maxHeldEngine, maxHeldEngines-b.held))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			b.held += int64(len(data))
+			return &source{r: bytes.NewReader(data), size: int64(len(data))}, nil
+		}
+	}
+	lf, err := b.files.add(s.Path)
+	if err != nil {
+		return nil, err
+	}
+	src := &source{r: lf, size: lf.size}
+	if lf.size <= maxHeldEngine && b.held+lf.size <= maxHeldEngines {
+		// Small: read once now, instead of once to compare it with
+		// the others and once to write it.
+		data := make([]byte, lf.size)
+		if _, err := lf.ReadAt(data, 0); err != nil {
+			return nil, err
+		}
+		b.held += lf.size
+		src.r = bytes.NewReader(data)
+	}
+	return src, nil
 }
 
 // blobFor returns the delegate blob of one call.

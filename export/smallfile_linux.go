@@ -18,7 +18,7 @@ import (
 // with nothing read, when path is not a regular file or is larger than
 // limit; the caller then takes the general path, which says why.
 func readSmallFile(path string, limit int64) (data []byte, ok bool, err error) {
-	fd, st, err := openSmallFile(path)
+	fd, st, err := openSmallFileIn(nil, path)
 	if err != nil {
 		return nil, false, err
 	}
@@ -33,16 +33,11 @@ func readSmallFile(path string, limit int64) (data []byte, ok bool, err error) {
 	return data, true, nil
 }
 
-// openSmallFile opens path for reading and fstats it: one path lookup,
+// openSmallFileIn opens path for reading and fstats it: one path lookup,
 // not a stat and then an open. Non-blocking, so that a FIFO cannot hang
-// the open; a caller looks at the mode before reading.
-func openSmallFile(path string) (fd int, st unix.Stat_t, err error) {
-	return openSmallFileIn(nil, path)
-}
-
-// openSmallFileIn is openSmallFile with the last directory opened: a
-// path in it is opened relative to it (openat), without looking up each
-// of its parent directories again. d may be nil.
+// the open; a caller looks at the mode before reading. d, when not nil,
+// is the last directory opened: a path in it is opened relative to it
+// (openat), without looking up each of its parent directories again.
 func openSmallFileIn(d *engineDir, path string) (fd int, st unix.Stat_t, err error) {
 	dirfd, name := d.at(path)
 	err = ignoringEINTR(func() (err error) {
@@ -136,7 +131,7 @@ func (sf *smallFile) ReadAt(p []byte, off int64) (int, error) {
 		return n, nil
 	}
 	// The identity check refuses a FIFO or another file put in its place.
-	fd, fst, err := openSmallFile(sf.path)
+	fd, fst, err := openSmallFileIn(nil, sf.path)
 	if err != nil {
 		return 0, err
 	}
