@@ -80,39 +80,34 @@ func manifest(path, shape string, engines []string) error {
 			Outputs: []binding{{Binding: "y", Tensor: out, DType: "float16", Shape: shp}}}
 	}
 	var ms []method
-	switch shape {
-	case "chain":
+	switch {
+	case shape == "methods" || shape == "shared" && len(engines) == 1:
+		for i, e := range engines {
+			ms = append(ms, method{Name: fmt.Sprintf("m%d", i), Inputs: []tensor{{"x", "float16", shp}},
+				Outputs: []string{"y"}, Engines: []engine{call(e, "x", "y")}})
+		}
+	case shape == "chain":
 		m := method{Name: "forward", Inputs: []tensor{{"t0", "float16", shp}}}
 		for i, e := range engines {
 			m.Engines = append(m.Engines, call(e, fmt.Sprintf("t%d", i), fmt.Sprintf("t%d", i+1)))
 		}
 		m.Outputs = []string{fmt.Sprintf("t%d", len(engines))}
 		ms = append(ms, m)
-	case "fanout":
+	case shape == "fanout":
 		m := method{Name: "forward", Inputs: []tensor{{"x", "float16", shp}}}
 		for i, e := range engines {
 			m.Engines = append(m.Engines, call(e, "x", fmt.Sprintf("h%d", i)))
 		}
 		m.Outputs = []string{fmt.Sprintf("h%d", len(engines)-1)}
 		ms = append(ms, m)
-	case "outputs":
+	case shape == "outputs":
 		m := method{Name: "forward", Inputs: []tensor{{"x", "float16", shp}}}
 		for i, e := range engines {
 			m.Engines = append(m.Engines, call(e, "x", fmt.Sprintf("y%d", i)))
 			m.Outputs = append(m.Outputs, fmt.Sprintf("y%d", i))
 		}
 		ms = append(ms, m)
-	case "methods":
-		for i, e := range engines {
-			ms = append(ms, method{Name: fmt.Sprintf("m%d", i), Inputs: []tensor{{"x", "float16", shp}},
-				Outputs: []string{"y"}, Engines: []engine{call(e, "x", "y")}})
-		}
-	case "shared":
-		if len(engines) == 1 {
-			ms = append(ms, method{Name: "m0", Inputs: []tensor{{"x", "float16", shp}},
-				Outputs: []string{"y"}, Engines: []engine{call(engines[0], "x", "y")}})
-			break
-		}
+	case shape == "shared":
 		k := len(engines) / 2
 		for i := range k {
 			ms = append(ms, method{Name: fmt.Sprintf("m%d", i), Inputs: []tensor{{"x", "float16", shp}}, Outputs: []string{"y"},
@@ -180,8 +175,7 @@ type bigInputs struct {
 // bigRows exports c.engines engines of c.engineMiB and times the export,
 // re-bake, diff and hash rows against cat, cp and sha256sum.
 func bigRows(c *config, dir string, t tools) error {
-	fmt.Fprintln(c.out, "| work | ours (median) | baseline | baseline (median) | ratio (median) | ratio range | peak RSS ours / base | read ours / base |")
-	fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|")
+	tableHead(c.out, []string{"work", "ours (median)", "baseline", "baseline (median)", "ratio (median)", "ratio range", "peak RSS ours / base", "read ours / base"})
 	in := &bigInputs{engDir: filepath.Join(dir, "engines"), manifest: filepath.Join(dir, "big.json"),
 		in: filepath.Join(dir, "in.pte"), rebaked: filepath.Join(dir, "rebaked.pte"),
 		out: filepath.Join(dir, "out.pte"), cpOut: filepath.Join(dir, "cp.out")}
