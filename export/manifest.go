@@ -114,10 +114,6 @@ func ParseManifest(data []byte, baseDir string) (*Manifest, error) {
 	return c.manifest(t.root())
 }
 
-// jval is a JSON value parsed by the decoder-based parser (jsonParser),
-// which reports the errors of text the scanner gives up on.
-type jval = jsontree.Value
-
 // mtree is a parsed manifest: every JSON value in one slice (children
 // before their container, as jsontree.Build makes them), the elements and
 // members of every container in another, member names interned, and the
@@ -241,23 +237,6 @@ func (t *mtree) Object(off int, keys []string, keyOffs []int, elems []uint32) ui
 	return uint32(len(t.nodes) - 1)
 }
 
-// add adds v and everything in it to t, in the order jsontree.Build
-// would, and returns its index.
-func (t *mtree) add(v *jval) uint32 {
-	switch v.Kind {
-	case jsontree.Array, jsontree.Object:
-		elems := make([]uint32, len(v.Elems))
-		for i, e := range v.Elems {
-			elems[i] = t.add(e)
-		}
-		if v.Kind == jsontree.Array {
-			return t.Array(v.Off, elems)
-		}
-		return t.Object(v.Off, v.Keys, v.KeyOffs, elems)
-	}
-	return t.Scalar(v.Kind, v.Off, v.Text, v.Bool)
-}
-
 // root is the tree's outermost value, made last.
 func (t *mtree) root() *mval { return &t.nodes[len(t.nodes)-1] }
 
@@ -267,32 +246,31 @@ func (t *mtree) items(v *mval) []mmember { return t.mems[v.first : v.first+v.n] 
 // at returns value i.
 func (t *mtree) at(i uint32) *mval { return &t.nodes[i] }
 
-// jsonParser builds jvals from the tokens of a json.Decoder, recording
-// where each value starts.
+// jsonParser builds an mtree from the tokens of a json.Decoder, recording
+// where each value starts: it reads the text the scanner gives up on, and
+// reports its errors.
 type jsonParser struct {
 	data []byte
 	d    *json.Decoder
+	t    *mtree
 }
 
 func parseJSON(data []byte) (*mtree, error) {
 	if t, ok := scanJSON(data); ok {
 		return t, nil
 	}
-	p := &jsonParser{data: data, d: json.NewDecoder(bytes.NewReader(data))}
+	p := &jsonParser{data: data, d: json.NewDecoder(bytes.NewReader(data)), t: newTree(data)}
 	p.d.UseNumber()
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &ManifestError{Msg: "empty manifest"}
 	}
-	v, err := p.value(0)
-	if err != nil {
+	if _, err := p.value(0); err != nil {
 		return nil, err
 	}
 	if _, err := p.d.Token(); err != io.EOF {
 		return nil, errAt(data, p.next(), "", "unexpected data after the JSON object", nil)
 	}
-	t := newTree(data)
-	t.add(v)
-	return t, nil
+	return p.t, nil
 }
 
 // next returns the offset of the next token: the decoder's offset past
@@ -318,63 +296,56 @@ func (p *jsonParser) syntaxError(err error) error {
 	return me
 }
 
-func (p *jsonParser) value(depth int) (*jval, error) {
+// value reads the next value into p.t and returns its index there.
+func (p *jsonParser) value(depth int) (uint32, error) {
 	off := p.next()
 	tok, err := p.d.Token()
 	if err != nil {
-		return nil, p.syntaxError(err)
+		return 0, p.syntaxError(err)
 	}
-	v := &jval{Off: int(off)}
 	switch t := tok.(type) {
 	case nil:
-		v.Kind = jsontree.Null
+		return p.t.Scalar(jsontree.Null, int(off), "", false), nil
 	case bool:
-		v.Kind, v.Bool = jsontree.Bool, t
+		return p.t.Scalar(jsontree.Bool, int(off), "", t), nil
 	case json.Number:
-		v.Kind, v.Text = jsontree.Number, string(t)
+		return p.t.Scalar(jsontree.Number, int(off), string(t), false), nil
 	case string:
-		v.Kind, v.Text = jsontree.String, t
-	case json.Delim:
-		if depth >= maxManifestDepth {
-			return nil, errAt(p.data, off, "", fmt.Sprintf("nested deeper than %d levels", maxManifestDepth), nil)
-		}
-		// Empty, not nil, as jsontree reads them: the two trees compare
-		// equal (FuzzScanJSON).
-		if t == '[' {
-			v.Kind, v.Elems = jsontree.Array, []*jval{}
-			for p.d.More() {
-				item, err := p.value(depth + 1)
-				if err != nil {
-					return nil, err
-				}
-				v.Elems = append(v.Elems, item)
-			}
-		} else {
-			v.Kind, v.Keys, v.KeyOffs, v.Elems = jsontree.Object, []string{}, []int{}, []*jval{}
-			for p.d.More() {
-				koff := p.next()
-				ktok, err := p.d.Token()
-				if err != nil {
-					return nil, p.syntaxError(err)
-				}
-				key, _ := ktok.(string)
-				if slices.Contains(v.Keys, key) {
-					return nil, errAt(p.data, koff, "", fmt.Sprintf("member %s is given twice", quote.String(key)), nil)
-				}
-				item, err := p.value(depth + 1)
-				if err != nil {
-					return nil, err
-				}
-				v.Keys = append(v.Keys, key)
-				v.KeyOffs = append(v.KeyOffs, int(koff))
-				v.Elems = append(v.Elems, item)
-			}
-		}
-		if _, err := p.d.Token(); err != nil { // the closing delimiter
-			return nil, p.syntaxError(err)
-		}
+		return p.t.Scalar(jsontree.String, int(off), t, false), nil
 	}
-	return v, nil
+	if depth >= maxManifestDepth {
+		return 0, errAt(p.data, off, "", fmt.Sprintf("nested deeper than %d levels", maxManifestDepth), nil)
+	}
+	object := tok == json.Delim('{')
+	var keys []string
+	var keyOffs []int
+	var elems []uint32
+	for p.d.More() {
+		if object {
+			koff := p.next()
+			ktok, err := p.d.Token()
+			if err != nil {
+				return 0, p.syntaxError(err)
+			}
+			key, _ := ktok.(string)
+			if slices.Contains(keys, key) {
+				return 0, errAt(p.data, koff, "", fmt.Sprintf("member %s is given twice", quote.String(key)), nil)
+			}
+			keys, keyOffs = append(keys, key), append(keyOffs, int(koff))
+		}
+		item, err := p.value(depth + 1)
+		if err != nil {
+			return 0, err
+		}
+		elems = append(elems, item)
+	}
+	if _, err := p.d.Token(); err != nil { // the closing delimiter
+		return 0, p.syntaxError(err)
+	}
+	if object {
+		return p.t.Object(int(off), keys, keyOffs, elems), nil
+	}
+	return p.t.Array(int(off), elems), nil
 }
 
 // errAt is a ManifestError about field located at byte off of data.
