@@ -140,7 +140,12 @@ func (b *built) writeTo(w io.Writer, synced bool) (int64, error) {
 	prog := b.prog
 	b.prog = nil
 	defer holdBuildMemory(len(prog.BackendDelegateData) > 0)()
-	info, err := pte.Write(w, prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, HeadRoom: b.headRoom, Strict: true, PageCongruent: true, EarlyWriteback: synced})
+	return writeProgram(w, prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, HeadRoom: b.headRoom, Strict: true, PageCongruent: true, EarlyWriteback: synced})
+}
+
+// writeProgram is pte.Write returning the size written.
+func writeProgram(w io.Writer, prog *pte.Program, segs []*io.SectionReader, o *pte.WriteOptions) (int64, error) {
+	info, err := pte.Write(w, prog, segs, o)
 	if err != nil {
 		return 0, err
 	}

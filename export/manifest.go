@@ -42,23 +42,22 @@ type ManifestError struct {
 
 // Error formats the error as "manifest FILE:LINE:COL: FIELD: MSG: CAUSE".
 func (e *ManifestError) Error() string {
-	var b bytes.Buffer
-	b.WriteString("manifest")
+	s := "manifest"
 	if e.File != "" {
-		b.WriteString(" " + e.File)
+		s += " " + e.File
 	}
 	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+		s += fmt.Sprintf(":%d:%d", e.Line, e.Col)
 	}
-	b.WriteString(": ")
+	s += ": "
 	if e.Field != "" {
-		b.WriteString(e.Field + ": ")
+		s += e.Field + ": "
 	}
-	b.WriteString(e.Msg)
+	s += e.Msg
 	if e.Err != nil {
-		b.WriteString(": " + e.Err.Error())
+		s += ": " + e.Err.Error()
 	}
-	return b.String()
+	return s
 }
 
 // Unwrap returns the underlying cause.

@@ -74,10 +74,7 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 			res.Warnings = append(res.Warnings, Warning{Kind: WarnCopyRefused, Msg: fmt.Sprintf("%s: %v", dst, refused)})
 		})
 	} else {
-		var info *pte.WriteInfo
-		if info, err = pte.Write(up, prog, segs, wopts); err == nil {
-			size = info.Size
-		}
+		size, err = writeProgram(up, prog, segs, wopts)
 	}
 	return commitObject(ctx, up, err, "export: rebake: ", res, size, opts.Progress)
 }

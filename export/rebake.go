@@ -193,11 +193,7 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 	size, err := writeOutput(ctx, dst, f.Size, opts.Progress, func(w *os.File) (int64, error) {
 		// Not Strict: the input was verified above and refused on an
 		// Error, and only its compile specs change.
-		info, err := pte.Write(w, prog, segs, wopts)
-		if err != nil {
-			return 0, err
-		}
-		return info.Size, nil
+		return writeProgram(w, prog, segs, wopts)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("export: rebake: writing %s: %w", out, err)
