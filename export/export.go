@@ -303,15 +303,10 @@ type blobEntry struct {
 	sum    [sha256.Size]byte
 	summed bool
 	// method, call and callName name the call in an error reading the
-	// blob (fail): names, not the call's methodDef, which the build lets
+	// blob (dedupBlobs): names, not the call's methodDef, which the build lets
 	// go of once the method is planned.
 	method, callName string
 	call             int
-}
-
-// fail reports an error reading the blob as its call's.
-func (e *blobEntry) fail(msg string, err error) error {
-	return &Error{Method: e.method, CallIndex: e.call, Call: e.callName, Msg: msg, Err: err}
 }
 
 func build(p *Program, opts *Options) (_ *built, err error) {
@@ -669,22 +664,22 @@ func (b *built) blobFor(md *methodDef, cd *callDef, src *source, blob *delegate.
 	// both readers unchanged, and lays out the rest so that they read it
 	// alike (an aliased name "device_id" moves the scalars first).
 	// CheckNames, which assumes upstream's layout, would refuse more.
+	var e *blobEntry
+	var err error
 	if src.summed {
-		prefix, err := b.prefix(meta, src.size)
-		if err != nil {
-			return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
+		var prefix []byte
+		if prefix, err = b.prefix(meta, src.size); err == nil {
+			e, err = b.smallBlobEntry(prefix, src)
 		}
-		e, err := b.smallBlobEntry(prefix, src)
-		if err != nil {
-			return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
-		}
-		return e, nil
+	} else {
+		var sr *io.SectionReader
+		sr, err = delegate.NewBlobReader(meta, src.r, src.size)
+		e = &blobEntry{sr: sr}
 	}
-	sr, err := delegate.NewBlobReader(meta, src.r, src.size)
 	if err != nil {
 		return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
 	}
-	return &blobEntry{sr: sr}, nil
+	return e, nil
 }
 
 // prefix is delegate.EncodeOptions.Prefix of meta and an engine of size
@@ -808,7 +803,8 @@ func dedupBlobs(entries []*blobEntry) ([]*blobEntry, error) {
 	if err != nil {
 		var se *pte.SegmentError
 		if errors.As(err, &se) && se.Index < len(entries) {
-			return nil, entries[se.Index].fail("cannot compare engine bytes", se.Err)
+			e := entries[se.Index] // the error is its call's
+			return nil, &Error{Method: e.method, CallIndex: e.call, Call: e.callName, Msg: "cannot compare engine bytes", Err: se.Err}
 		}
 		return nil, newError("", "", "cannot compare engine bytes", err)
 	}
