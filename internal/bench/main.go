@@ -81,17 +81,10 @@ func main() {
 		// Defaults for a quick run, unless the flag was set explicitly.
 		set := map[string]bool{}
 		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if !set["engine-mib"] {
-			c.engineMiB = 1
-		}
-		if !set["scale"] {
-			scale = "1,64,1024"
-		}
-		if !set["shapes"] {
-			shapes = "methods,chain"
-		}
-		if !set["pairs"] {
-			c.pairs = 3
+		for name, v := range map[string]string{"engine-mib": "1", "scale": "1,64,1024", "shapes": "methods,chain", "pairs": "3"} {
+			if !set[name] {
+				flag.Set(name, v)
+			}
 		}
 	}
 	c.rows = map[string]bool{}
