@@ -169,15 +169,6 @@ type pairResult struct {
 	ours, base []sample
 }
 
-// pairs runs ours and base n times each, alternating which goes first.
-func pairs(n int, ours, base cmdSpec) (*pairResult, error) {
-	runs, err := rotate(n, ours, base)
-	if err != nil {
-		return nil, err
-	}
-	return &pairResult{ours: runs[0], base: runs[1]}, nil
-}
-
 // rotate runs each of specs n times, in rounds; each round starts one
 // further along the list (with two, alternating which goes first). It
 // returns the samples of each spec, in order.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -30,10 +31,7 @@ func writeEngines(dir string, n int, size int64, seed uint64) ([]string, error) 
 		w := bufio.NewWriterSize(f, len(buf))
 		for left := size; left > 0; left -= int64(len(buf)) {
 			for k := 0; k+8 <= len(buf); k += 8 {
-				v := rng.Uint64()
-				for j := range 8 {
-					buf[k+j] = byte(v >> (8 * j))
-				}
+				binary.LittleEndian.PutUint64(buf[k:], rng.Uint64())
 			}
 			w.Write(buf[:min(left, int64(len(buf)))])
 		}
@@ -279,13 +277,14 @@ func hashRow(c *config, t tools, in *bigInputs, _ string) error {
 		cmdSpec{argv: []string{"sha256sum", in.in}})
 }
 
-// pairRow runs ours and base in pairs (see pairs) and writes the row of
-// work against baseline.
+// pairRow runs ours and base in pairs, alternating which goes first
+// (rotate), and writes the row of work against baseline.
 func pairRow(c *config, work, baseline string, ours, base cmdSpec) error {
-	r, err := pairs(c.pairs, ours, base)
+	runs, err := rotate(c.pairs, ours, base)
 	if err != nil {
 		return err
 	}
+	r := &pairResult{ours: runs[0], base: runs[1]}
 	fmt.Fprintf(c.out, "| %s | %s | %s | %s | **%.2fx** | %s | %s / %s | %s / %s |\n", work,
 		dur(median(walls(r.ours))), baseline, dur(median(walls(r.base))), r.ratio(), r.spread(),
 		size(peak(r.ours)), size(peak(r.base)), size(reads(r.ours)), size(reads(r.base)))
