@@ -159,11 +159,9 @@ func (b *built) close() {
 }
 
 // collectAbove is the heap (what the process holds, less what it gave
-// back) past which holdBuildMemory collects. It was 64 MiB, which an
-// export of 16,384 engines of 1 KiB did not reach since the collector
-// lets the heap grow by 16 MiB (internal/cli.TuneBatchGC): at 24 MiB its
-// peak memory per engine went 4.5-5.0 -> 4.2 KiB (one method per engine)
-// and 4.5 -> 4.0 KiB (a chain), its CPU time within the noise.
+// back) past which holdBuildMemory collects: low enough for an export of
+// 16,384 engines of 1 KiB (peak memory per engine 4.5-5.0 -> 4.0-4.2 KiB,
+// CPU time within the noise), which 64 MiB was not.
 const collectAbove = 24 << 20
 
 // buildMemory is held by the export whose holdBuildMemory set the
@@ -175,21 +173,14 @@ var buildMemory sync.Mutex
 // is called keeps it from holding more than it does then: a memory limit
 // (debug.SetMemoryLimit) at that size makes the runtime give free pages
 // back as the encoder, the check and the copy take new ones, instead of
-// holding both (at 65,536 engines 60-80 MB of peak RSS, one method per
-// engine: 4.4-4.5 -> 3.5 KiB per engine). A limit a caller set lower is
-// kept. It gave every free page back at once (debug.FreeOSMemory), which
-// on a heap of huge pages (internal/cli.ReadyHeap) splits those that still
-// hold live data, each of whose 4 KiB pages is then slow at its next touch
-// (pte's first walk of the plans went from 0.03% to 1.7% of an export's
-// CPU): paired whole-process runs, one method per engine, 0.88x the CPU
-// at 16,384 engines and 0.91x at 65,536, peak RSS unchanged. A program
-// with inline data is only collected: the encoder copies that data, more
-// than the free pages, and a limit the heap has to pass makes the
-// collector run again and again (six engines of 20 MiB inline: 1.2 -> 1.5
-// s of CPU). The limit is process-wide, so it is set only in a process
-// whose main asked for batch tuning (internal/batch); a program that
-// merely imports export keeps its own settings and only gets the
-// collection.
+// holding both (at 65,536 engines 60-80 MB of peak RSS). A limit a caller
+// set lower is kept. Not debug.FreeOSMemory: on a heap of huge pages
+// (internal/cli.ReadyHeap) it splits those still holding live data, whose
+// pages are then slow at their next touch (about 10% more CPU). A program
+// with inline data is only collected: the encoder copies that data, and a
+// limit the heap has to pass makes the collector run again and again. The
+// limit is process-wide, so it is set only in a process whose main asked
+// for batch tuning (internal/batch).
 func holdBuildMemory(inline bool) (done func()) {
 	ms := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(ms)
@@ -716,16 +707,12 @@ func sameMetadata(a, b *delegate.Metadata) bool {
 }
 
 // smallBlobEntry returns the entry of the blob of a small engine file src
-// (see readSmallEngine) whose bytes before the engine (header, metadata,
-// padding) are prefix (delegate.EncodeOptions.Prefix): the blob as a
-// smallBlob, and its sum, the SHA-256 of that prefix and of src's
-// SHA-256. Two blobs have the same bytes exactly when their prefixes and
-// engines are the same: the header at the start of the prefix gives the
-// prefix's length (the engine offset), so equal blobs split alike. The
-// smallBlob holds what delegate.NewBlobReader's reader holds in about half
-// the memory (at 65,536 engines, 36 MB of readers and headers became 21
-// MB), and making the prefix alone allocates a third less than making that
-// reader and copying the prefix out of it.
+// (see readSmallEngine) whose bytes before the engine are prefix
+// (delegate.EncodeOptions.Prefix): the blob as a smallBlob, in about half
+// the memory of delegate.NewBlobReader's reader, and its sum, the SHA-256
+// of that prefix and of src's SHA-256. Two blobs have the same bytes
+// exactly when their prefixes and engines are the same: the header at the
+// start of the prefix gives the prefix's length, so equal blobs split alike.
 func (b *built) smallBlobEntry(prefix []byte, src *source) (*blobEntry, error) {
 	sf, ok := src.r.(*smallFile)
 	if !ok {
