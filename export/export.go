@@ -788,8 +788,7 @@ func dedupBlobs(entries []*blobEntry) ([]*blobEntry, error) {
 	}
 	remap, unique, err := pte.DedupPayloads(srs)
 	if err != nil {
-		var se *pte.SegmentError
-		if errors.As(err, &se) && se.Index < len(entries) {
+		if se, ok := errors.AsType[*pte.SegmentError](err); ok && se.Index < len(entries) {
 			e := entries[se.Index] // the error is its call's
 			return nil, &Error{Method: e.method, CallIndex: e.call, Call: e.callName, Msg: "cannot compare engine bytes", Err: se.Err}
 		}

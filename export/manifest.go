@@ -82,8 +82,7 @@ func ReadManifest(path string) (*Manifest, error) {
 	}
 	m, err := ParseManifest(data, filepath.Dir(path))
 	if err != nil {
-		var me *ManifestError
-		if errors.As(err, &me) {
+		if me, ok := errors.AsType[*ManifestError](err); ok {
 			me.File = path
 		}
 		return nil, err
@@ -284,11 +283,9 @@ func (p *jsonParser) next() int64 {
 
 func (p *jsonParser) syntaxError(err error) error {
 	me := &ManifestError{Msg: "invalid JSON", Err: err}
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &se):
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		me.Line, me.Col = lineCol(p.data, se.Offset)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	} else if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		me.Line, me.Col = lineCol(p.data, int64(len(p.data)))
 		me.Err = errors.New("unexpected end of the manifest")
 	}
