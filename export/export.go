@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -60,14 +61,13 @@ func WriteFile(path string, p *Program, opts *Options) (*Result, error) {
 // the program is in place, the write stops, nothing is left behind and the
 // error wraps context.Cause(ctx).
 func WriteFileContext(ctx context.Context, path string, p *Program, opts *Options) (*Result, error) {
-	var noOverwrite bool
-	var inputs []string
+	o := &atomicfile.Options{}
 	if opts != nil {
-		noOverwrite = opts.NoOverwrite
-		inputs = append(inputs, opts.Inputs...)
+		o.NoOverwrite, o.Inputs = opts.NoOverwrite, slices.Clone(opts.Inputs)
 	}
+	o.Inputs = append(o.Inputs, sourceFiles(p)...)
 	// The output first: one that cannot be written fails before any work.
-	out, err := atomicfile.CreateContext(ctx, path, &atomicfile.Options{NoOverwrite: noOverwrite, Inputs: append(inputs, sourceFiles(p)...)})
+	out, err := atomicfile.CreateContext(ctx, path, o)
 	if err != nil {
 		return nil, err
 	}
@@ -521,10 +521,7 @@ func (b *built) place(prog *pte.Program, entries []*blobEntry, opts *Options) er
 	}
 	// The expected size, for progress: segment bytes with their padding,
 	// and the flatbuffer, which holds little beyond inline data.
-	align := int64(opts.SegmentAlignment)
-	if align == 0 {
-		align = pte.DefaultSegmentAlignment
-	}
+	align := int64(cmp.Or(opts.SegmentAlignment, pte.DefaultSegmentAlignment))
 	b.total = inline + 4096
 	for _, s := range b.segments {
 		b.total += s.Size() + align

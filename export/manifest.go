@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -753,14 +754,10 @@ func (r *manifestReader) engineSource(v *mval, path mpath, c *EngineCall, engine
 		return r.fail(v, path, "give \"engine\" or \"blob\", not both")
 	case engine != "":
 		c.Engine = EngineFile(resolvePath(engine))
-		if c.Name == "" {
-			c.Name = filepath.Base(engine)
-		}
+		c.Name = cmp.Or(c.Name, filepath.Base(engine))
 	case blob != "":
 		c.Engine = BlobFile(resolvePath(blob))
-		if c.Name == "" {
-			c.Name = filepath.Base(blob)
-		}
+		c.Name = cmp.Or(c.Name, filepath.Base(blob))
 	default:
 		return r.fail(v, path, "\"engine\" (a serialized TensorRT engine) or \"blob\" (an existing TensorRT delegate blob) is required")
 	}
@@ -801,9 +798,7 @@ func (r *manifestReader) alias(v *mval, path mpath) (AliasedIO, error) {
 			return AliasedIO{}, err
 		}
 	}
-	if a.Kind == "" {
-		a.Kind = "kv_cache_update"
-	}
+	a.Kind = cmp.Or(a.Kind, "kv_cache_update")
 	return a, nil
 }
 

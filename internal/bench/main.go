@@ -20,6 +20,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -112,9 +113,7 @@ func main() {
 			fatalf("unknown shape %q (shapes: %s)", s, shapeHelp)
 		}
 	}
-	if c.refName == "" {
-		c.refName = c.refBin
-	}
+	c.refName = cmp.Or(c.refName, c.refBin)
 	if c.bin == "" || c.pairs < 1 || c.engineMiB < 1 || c.engines < 1 {
 		fatalf("need -bin, and positive -pairs, -engine-mib, -engines")
 	}
