@@ -17,13 +17,6 @@ type InputError = atomicfile.InputError
 // progressInterval is how often writeOutput reports progress.
 const progressInterval = 200 * time.Millisecond
 
-// createOutput starts the output file. It runs before the program is
-// built or read, so that an output that cannot be written, that exists
-// under NoOverwrite or that is one of the inputs fails before any work.
-func createOutput(ctx context.Context, path string, o *atomicfile.Options) (*atomicfile.File, error) {
-	return atomicfile.CreateContext(ctx, path, o)
-}
-
 // writeOutput lets write fill f, reporting progress (when non-nil: with 0
 // bytes at the start, periodically, and once at the end), and commits f.
 // On any failure, and when ctx is done first, f is discarded (the caller

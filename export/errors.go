@@ -26,8 +26,6 @@ func newError(method, tensor, msg string, err error) *Error {
 // Error formats the error as
 // `export: method "m", engine calls[i] ("name"), tensor "t": msg: cause`.
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("export: ")
 	var where []string
 	if e.Method != "" {
 		where = append(where, fmt.Sprintf("method %q", e.Method))
@@ -38,16 +36,15 @@ func (e *Error) Error() string {
 	if e.Tensor != "" {
 		where = append(where, fmt.Sprintf("tensor %q", e.Tensor))
 	}
+	s := "export: "
 	if len(where) > 0 {
-		b.WriteString(strings.Join(where, ", "))
-		b.WriteString(": ")
+		s += strings.Join(where, ", ") + ": "
 	}
-	b.WriteString(e.Msg)
+	s += e.Msg
 	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		s += ": " + e.Err.Error()
 	}
-	return b.String()
+	return s
 }
 
 // callLabel names engine call i in messages: `calls[i] ("name")`.

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -60,13 +61,13 @@ func WriteFile(path string, p *Program, opts *Options) (*Result, error) {
 // the program is in place, the write stops, nothing is left behind and the
 // error wraps context.Cause(ctx).
 func WriteFileContext(ctx context.Context, path string, p *Program, opts *Options) (*Result, error) {
-	var noOverwrite bool
-	var inputs []string
+	o := &atomicfile.Options{}
 	if opts != nil {
-		noOverwrite = opts.NoOverwrite
-		inputs = append(inputs, opts.Inputs...)
+		o.NoOverwrite, o.Inputs = opts.NoOverwrite, slices.Clone(opts.Inputs)
 	}
-	out, err := createOutput(ctx, path, &atomicfile.Options{NoOverwrite: noOverwrite, Inputs: append(inputs, sourceFiles(p)...)})
+	o.Inputs = append(o.Inputs, sourceFiles(p)...)
+	// The output first: one that cannot be written fails before any work.
+	out, err := atomicfile.CreateContext(ctx, path, o)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +140,12 @@ func (b *built) writeTo(w io.Writer, synced bool) (int64, error) {
 	prog := b.prog
 	b.prog = nil
 	defer holdBuildMemory(len(prog.BackendDelegateData) > 0)()
-	info, err := pte.Write(w, prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, HeadRoom: b.headRoom, Strict: true, PageCongruent: true, EarlyWriteback: synced})
+	return writeProgram(w, prog, b.segments, &pte.WriteOptions{SegmentAlignment: b.align, HeadRoom: b.headRoom, Strict: true, PageCongruent: true, EarlyWriteback: synced})
+}
+
+// writeProgram is pte.Write returning the size written.
+func writeProgram(w io.Writer, prog *pte.Program, segs []*io.SectionReader, o *pte.WriteOptions) (int64, error) {
+	info, err := pte.Write(w, prog, segs, o)
 	if err != nil {
 		return 0, err
 	}
@@ -153,11 +159,9 @@ func (b *built) close() {
 }
 
 // collectAbove is the heap (what the process holds, less what it gave
-// back) past which holdBuildMemory collects. It was 64 MiB, which an
-// export of 16,384 engines of 1 KiB did not reach since the collector
-// lets the heap grow by 16 MiB (internal/cli.TuneBatchGC): at 24 MiB its
-// peak memory per engine went 4.5-5.0 -> 4.2 KiB (one method per engine)
-// and 4.5 -> 4.0 KiB (a chain), its CPU time within the noise.
+// back) past which holdBuildMemory collects: low enough for an export of
+// 16,384 engines of 1 KiB (peak memory per engine 4.5-5.0 -> 4.0-4.2 KiB,
+// CPU time within the noise), which 64 MiB was not.
 const collectAbove = 24 << 20
 
 // buildMemory is held by the export whose holdBuildMemory set the
@@ -169,21 +173,14 @@ var buildMemory sync.Mutex
 // is called keeps it from holding more than it does then: a memory limit
 // (debug.SetMemoryLimit) at that size makes the runtime give free pages
 // back as the encoder, the check and the copy take new ones, instead of
-// holding both (at 65,536 engines 60-80 MB of peak RSS, one method per
-// engine: 4.4-4.5 -> 3.5 KiB per engine). A limit a caller set lower is
-// kept. It gave every free page back at once (debug.FreeOSMemory), which
-// on a heap of huge pages (internal/cli.ReadyHeap) splits those that still
-// hold live data, each of whose 4 KiB pages is then slow at its next touch
-// (pte's first walk of the plans went from 0.03% to 1.7% of an export's
-// CPU): paired whole-process runs, one method per engine, 0.88x the CPU
-// at 16,384 engines and 0.91x at 65,536, peak RSS unchanged. A program
-// with inline data is only collected: the encoder copies that data, more
-// than the free pages, and a limit the heap has to pass makes the
-// collector run again and again (six engines of 20 MiB inline: 1.2 -> 1.5
-// s of CPU). The limit is process-wide, so it is set only in a process
-// whose main asked for batch tuning (internal/batch); a program that
-// merely imports export keeps its own settings and only gets the
-// collection.
+// holding both (at 65,536 engines 60-80 MB of peak RSS). A limit a caller
+// set lower is kept. Not debug.FreeOSMemory: on a heap of huge pages
+// (internal/cli.ReadyHeap) it splits those still holding live data, whose
+// pages are then slow at their next touch (about 10% more CPU). A program
+// with inline data is only collected: the encoder copies that data, and a
+// limit the heap has to pass makes the collector run again and again. The
+// limit is process-wide, so it is set only in a process whose main asked
+// for batch tuning (internal/batch).
 func holdBuildMemory(inline bool) (done func()) {
 	ms := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(ms)
@@ -280,16 +277,11 @@ type BlobHazardError struct {
 // Error names each hazard's kind and describes it:
 // `outputs: outputs differ: ...; duplicate-name: ...`.
 func (e *BlobHazardError) Error() string {
-	var b strings.Builder
+	parts := make([]string, len(e.Hazards))
 	for i, h := range e.Hazards {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(h.Kind.String())
-		b.WriteString(": ")
-		b.WriteString(h.Msg)
+		parts[i] = h.Kind.String() + ": " + h.Msg
 	}
-	return b.String()
+	return strings.Join(parts, "; ")
 }
 
 // blobEntry is the delegate blob of one engine call.
@@ -302,15 +294,10 @@ type blobEntry struct {
 	sum    [sha256.Size]byte
 	summed bool
 	// method, call and callName name the call in an error reading the
-	// blob (fail): names, not the call's methodDef, which the build lets
+	// blob (dedupBlobs): names, not the call's methodDef, which the build lets
 	// go of once the method is planned.
 	method, callName string
 	call             int
-}
-
-// fail reports an error reading the blob as its call's.
-func (e *blobEntry) fail(msg string, err error) error {
-	return &Error{Method: e.method, CallIndex: e.call, Call: e.callName, Msg: msg, Err: err}
 }
 
 func build(p *Program, opts *Options) (_ *built, err error) {
@@ -534,10 +521,7 @@ func (b *built) place(prog *pte.Program, entries []*blobEntry, opts *Options) er
 	}
 	// The expected size, for progress: segment bytes with their padding,
 	// and the flatbuffer, which holds little beyond inline data.
-	align := int64(opts.SegmentAlignment)
-	if align == 0 {
-		align = pte.DefaultSegmentAlignment
-	}
+	align := int64(cmp.Or(opts.SegmentAlignment, pte.DefaultSegmentAlignment))
 	b.total = inline + 4096
 	for _, s := range b.segments {
 		b.total += s.Size() + align
@@ -578,48 +562,9 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 		if src, ok := files[s.Path]; ok {
 			return src, nil
 		}
-		if s.Kind == SourceEngine {
-			if b.scratch == nil {
-				b.scratch = make([]byte, maxHeldEngine)
-			}
-			if !b.spooled {
-				b.spool, b.spooled = newEngineSpool(), true
-			}
-			sf, sum, ok, err := readSmallEngine(s.Path, maxHeldEngine, b.scratch, b.spool, &b.dir)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				src := &source{r: sf, size: sf.size, sum: sum, summed: true}
-				files[s.Path] = src
-				return src, nil
-			}
-		} else if b.held < maxHeldEngines {
-			data, ok, err := readSmallFile(s.Path, min(maxHeldEngine, maxHeldEngines-b.held))
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				b.held += int64(len(data))
-				src := &source{r: bytes.NewReader(data), size: int64(len(data))}
-				files[s.Path] = src
-				return src, nil
-			}
-		}
-		lf, err := b.files.add(s.Path)
+		src, err := b.openPath(s)
 		if err != nil {
 			return nil, err
-		}
-		src := &source{r: lf, size: lf.size}
-		if lf.size <= maxHeldEngine && b.held+lf.size <= maxHeldEngines {
-			// Small: read once now, instead of once to compare it with
-			// the others and once to write it.
-			data := make([]byte, lf.size)
-			if _, err := lf.ReadAt(data, 0); err != nil {
-				return nil, err
-			}
-			b.held += lf.size
-			src.r = bytes.NewReader(data)
 		}
 		files[s.Path] = src
 		return src, nil
@@ -631,6 +576,50 @@ func (b *built) open(s Source, files map[string]*source) (*source, error) {
 	default:
 		return nil, errors.New("source has neither a path nor a reader")
 	}
+}
+
+// openPath opens the file of s, a path not opened before.
+func (b *built) openPath(s Source) (*source, error) {
+	if s.Kind == SourceEngine {
+		if b.scratch == nil {
+			b.scratch = make([]byte, maxHeldEngine)
+		}
+		if !b.spooled {
+			b.spool, b.spooled = newEngineSpool(), true
+		}
+		sf, sum, ok, err := readSmallEngine(s.Path, maxHeldEngine, b.scratch, b.spool, &b.dir)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return &source{r: sf, size: sf.size, sum: sum, summed: true}, nil
+		}
+	} else if b.held < maxHeldEngines {
+		data, ok, err := readSmallFile(s.Path, min(maxHeldEngine, maxHeldEngines-b.held))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			b.held += int64(len(data))
+			return &source{r: bytes.NewReader(data), size: int64(len(data))}, nil
+		}
+	}
+	lf, err := b.files.add(s.Path)
+	if err != nil {
+		return nil, err
+	}
+	src := &source{r: lf, size: lf.size}
+	if lf.size <= maxHeldEngine && b.held+lf.size <= maxHeldEngines {
+		// Small: read once now, instead of once to compare it with
+		// the others and once to write it.
+		data := make([]byte, lf.size)
+		if _, err := lf.ReadAt(data, 0); err != nil {
+			return nil, err
+		}
+		b.held += lf.size
+		src.r = bytes.NewReader(data)
+	}
+	return src, nil
 }
 
 // blobFor returns the delegate blob of one call.
@@ -663,22 +652,22 @@ func (b *built) blobFor(md *methodDef, cd *callDef, src *source, blob *delegate.
 	// both readers unchanged, and lays out the rest so that they read it
 	// alike (an aliased name "device_id" moves the scalars first).
 	// CheckNames, which assumes upstream's layout, would refuse more.
+	var e *blobEntry
+	var err error
 	if src.summed {
-		prefix, err := b.prefix(meta, src.size)
-		if err != nil {
-			return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
+		var prefix []byte
+		if prefix, err = b.prefix(meta, src.size); err == nil {
+			e, err = b.smallBlobEntry(prefix, src)
 		}
-		e, err := b.smallBlobEntry(prefix, src)
-		if err != nil {
-			return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
-		}
-		return e, nil
+	} else {
+		var sr *io.SectionReader
+		sr, err = delegate.NewBlobReader(meta, src.r, src.size)
+		e = &blobEntry{sr: sr}
 	}
-	sr, err := delegate.NewBlobReader(meta, src.r, src.size)
 	if err != nil {
 		return nil, cd.err(md.m, "", "cannot encode the TensorRT blob", err)
 	}
-	return &blobEntry{sr: sr}, nil
+	return e, nil
 }
 
 // prefix is delegate.EncodeOptions.Prefix of meta and an engine of size
@@ -715,16 +704,12 @@ func sameMetadata(a, b *delegate.Metadata) bool {
 }
 
 // smallBlobEntry returns the entry of the blob of a small engine file src
-// (see readSmallEngine) whose bytes before the engine (header, metadata,
-// padding) are prefix (delegate.EncodeOptions.Prefix): the blob as a
-// smallBlob, and its sum, the SHA-256 of that prefix and of src's
-// SHA-256. Two blobs have the same bytes exactly when their prefixes and
-// engines are the same: the header at the start of the prefix gives the
-// prefix's length (the engine offset), so equal blobs split alike. The
-// smallBlob holds what delegate.NewBlobReader's reader holds in about half
-// the memory (at 65,536 engines, 36 MB of readers and headers became 21
-// MB), and making the prefix alone allocates a third less than making that
-// reader and copying the prefix out of it.
+// (see readSmallEngine) whose bytes before the engine are prefix
+// (delegate.EncodeOptions.Prefix): the blob as a smallBlob, in about half
+// the memory of delegate.NewBlobReader's reader, and its sum, the SHA-256
+// of that prefix and of src's SHA-256. Two blobs have the same bytes
+// exactly when their prefixes and engines are the same: the header at the
+// start of the prefix gives the prefix's length, so equal blobs split alike.
 func (b *built) smallBlobEntry(prefix []byte, src *source) (*blobEntry, error) {
 	sf, ok := src.r.(*smallFile)
 	if !ok {
@@ -800,9 +785,9 @@ func dedupBlobs(entries []*blobEntry) ([]*blobEntry, error) {
 	}
 	remap, unique, err := pte.DedupPayloads(srs)
 	if err != nil {
-		var se *pte.SegmentError
-		if errors.As(err, &se) && se.Index < len(entries) {
-			return nil, entries[se.Index].fail("cannot compare engine bytes", se.Err)
+		if se, ok := errors.AsType[*pte.SegmentError](err); ok && se.Index < len(entries) {
+			e := entries[se.Index] // the error is its call's
+			return nil, &Error{Method: e.method, CallIndex: e.call, Call: e.callName, Msg: "cannot compare engine bytes", Err: se.Err}
 		}
 		return nil, newError("", "", "cannot compare engine bytes", err)
 	}

@@ -109,10 +109,9 @@ func rebakeInPlace(ctx context.Context, in, out string, opts *RebakeOptions, bud
 	if opts.Progress != nil {
 		opts.Progress(0, hi-lo)
 	}
-	if lo < hi {
-		if _, err := e.WriteAt(buf[lo:hi], lo); err != nil {
-			return nil, fmt.Errorf("export: rebake in place: %w", err)
-		}
+	// An empty span writes nothing: WriteAt leaves bytes that are as asked.
+	if _, err := e.WriteAt(buf[lo:hi], lo); err != nil {
+		return nil, fmt.Errorf("export: rebake in place: %w", err)
 	}
 	if opts.Progress != nil {
 		opts.Progress(hi-lo, hi-lo)

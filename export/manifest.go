@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -42,23 +43,22 @@ type ManifestError struct {
 
 // Error formats the error as "manifest FILE:LINE:COL: FIELD: MSG: CAUSE".
 func (e *ManifestError) Error() string {
-	var b bytes.Buffer
-	b.WriteString("manifest")
+	s := "manifest"
 	if e.File != "" {
-		b.WriteString(" " + e.File)
+		s += " " + e.File
 	}
 	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+		s += fmt.Sprintf(":%d:%d", e.Line, e.Col)
 	}
-	b.WriteString(": ")
+	s += ": "
 	if e.Field != "" {
-		b.WriteString(e.Field + ": ")
+		s += e.Field + ": "
 	}
-	b.WriteString(e.Msg)
+	s += e.Msg
 	if e.Err != nil {
-		b.WriteString(": " + e.Err.Error())
+		s += ": " + e.Err.Error()
 	}
-	return b.String()
+	return s
 }
 
 // Unwrap returns the underlying cause.
@@ -83,8 +83,7 @@ func ReadManifest(path string) (*Manifest, error) {
 	}
 	m, err := ParseManifest(data, filepath.Dir(path))
 	if err != nil {
-		var me *ManifestError
-		if errors.As(err, &me) {
+		if me, ok := errors.AsType[*ManifestError](err); ok {
 			me.File = path
 		}
 		return nil, err
@@ -113,10 +112,6 @@ func ParseManifest(data []byte, baseDir string) (*Manifest, error) {
 	c := &manifestReader{data: data, baseDir: baseDir, t: t}
 	return c.manifest(t.root())
 }
-
-// jval is a JSON value parsed by the decoder-based parser (jsonParser),
-// which reports the errors of text the scanner gives up on.
-type jval = jsontree.Value
 
 // mtree is a parsed manifest: every JSON value in one slice (children
 // before their container, as jsontree.Build makes them), the elements and
@@ -241,23 +236,6 @@ func (t *mtree) Object(off int, keys []string, keyOffs []int, elems []uint32) ui
 	return uint32(len(t.nodes) - 1)
 }
 
-// add adds v and everything in it to t, in the order jsontree.Build
-// would, and returns its index.
-func (t *mtree) add(v *jval) uint32 {
-	switch v.Kind {
-	case jsontree.Array, jsontree.Object:
-		elems := make([]uint32, len(v.Elems))
-		for i, e := range v.Elems {
-			elems[i] = t.add(e)
-		}
-		if v.Kind == jsontree.Array {
-			return t.Array(v.Off, elems)
-		}
-		return t.Object(v.Off, v.Keys, v.KeyOffs, elems)
-	}
-	return t.Scalar(v.Kind, v.Off, v.Text, v.Bool)
-}
-
 // root is the tree's outermost value, made last.
 func (t *mtree) root() *mval { return &t.nodes[len(t.nodes)-1] }
 
@@ -267,33 +245,31 @@ func (t *mtree) items(v *mval) []mmember { return t.mems[v.first : v.first+v.n] 
 // at returns value i.
 func (t *mtree) at(i uint32) *mval { return &t.nodes[i] }
 
-// jsonParser builds jvals from the tokens of a json.Decoder, recording
-// where each value starts.
+// jsonParser builds an mtree from the tokens of a json.Decoder, recording
+// where each value starts: it reads the text the scanner gives up on, and
+// reports its errors.
 type jsonParser struct {
 	data []byte
 	d    *json.Decoder
+	t    *mtree
 }
 
 func parseJSON(data []byte) (*mtree, error) {
 	if t, ok := scanJSON(data); ok {
 		return t, nil
 	}
-	p := &jsonParser{data: data, d: json.NewDecoder(bytes.NewReader(data))}
+	p := &jsonParser{data: data, d: json.NewDecoder(bytes.NewReader(data)), t: newTree(data)}
 	p.d.UseNumber()
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &ManifestError{Msg: "empty manifest"}
 	}
-	v, err := p.value(0)
-	if err != nil {
+	if _, err := p.value(0); err != nil {
 		return nil, err
 	}
 	if _, err := p.d.Token(); err != io.EOF {
-		line, col := lineCol(data, p.next())
-		return nil, &ManifestError{Line: line, Col: col, Msg: "unexpected data after the JSON object"}
+		return nil, errAt(data, p.next(), "", "unexpected data after the JSON object", nil)
 	}
-	t := newTree(data)
-	t.add(v)
-	return t, nil
+	return p.t, nil
 }
 
 // next returns the offset of the next token: the decoder's offset past
@@ -308,76 +284,71 @@ func (p *jsonParser) next() int64 {
 
 func (p *jsonParser) syntaxError(err error) error {
 	me := &ManifestError{Msg: "invalid JSON", Err: err}
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &se):
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		me.Line, me.Col = lineCol(p.data, se.Offset)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	} else if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		me.Line, me.Col = lineCol(p.data, int64(len(p.data)))
 		me.Err = errors.New("unexpected end of the manifest")
 	}
 	return me
 }
 
-func (p *jsonParser) value(depth int) (*jval, error) {
+// value reads the next value into p.t and returns its index there.
+func (p *jsonParser) value(depth int) (uint32, error) {
 	off := p.next()
 	tok, err := p.d.Token()
 	if err != nil {
-		return nil, p.syntaxError(err)
+		return 0, p.syntaxError(err)
 	}
-	v := &jval{Off: int(off)}
 	switch t := tok.(type) {
 	case nil:
-		v.Kind = jsontree.Null
+		return p.t.Scalar(jsontree.Null, int(off), "", false), nil
 	case bool:
-		v.Kind, v.Bool = jsontree.Bool, t
+		return p.t.Scalar(jsontree.Bool, int(off), "", t), nil
 	case json.Number:
-		v.Kind, v.Text = jsontree.Number, string(t)
+		return p.t.Scalar(jsontree.Number, int(off), string(t), false), nil
 	case string:
-		v.Kind, v.Text = jsontree.String, t
-	case json.Delim:
-		if depth >= maxManifestDepth {
-			line, col := lineCol(p.data, off)
-			return nil, &ManifestError{Line: line, Col: col, Msg: fmt.Sprintf("nested deeper than %d levels", maxManifestDepth)}
-		}
-		// Empty, not nil, as jsontree reads them: the two trees compare
-		// equal (FuzzScanJSON).
-		if t == '[' {
-			v.Kind, v.Elems = jsontree.Array, []*jval{}
-			for p.d.More() {
-				item, err := p.value(depth + 1)
-				if err != nil {
-					return nil, err
-				}
-				v.Elems = append(v.Elems, item)
-			}
-		} else {
-			v.Kind, v.Keys, v.KeyOffs, v.Elems = jsontree.Object, []string{}, []int{}, []*jval{}
-			for p.d.More() {
-				koff := p.next()
-				ktok, err := p.d.Token()
-				if err != nil {
-					return nil, p.syntaxError(err)
-				}
-				key, _ := ktok.(string)
-				if slices.Contains(v.Keys, key) {
-					line, col := lineCol(p.data, koff)
-					return nil, &ManifestError{Line: line, Col: col, Msg: fmt.Sprintf("member %s is given twice", quote.String(key))}
-				}
-				item, err := p.value(depth + 1)
-				if err != nil {
-					return nil, err
-				}
-				v.Keys = append(v.Keys, key)
-				v.KeyOffs = append(v.KeyOffs, int(koff))
-				v.Elems = append(v.Elems, item)
-			}
-		}
-		if _, err := p.d.Token(); err != nil { // the closing delimiter
-			return nil, p.syntaxError(err)
-		}
+		return p.t.Scalar(jsontree.String, int(off), t, false), nil
 	}
-	return v, nil
+	if depth >= maxManifestDepth {
+		return 0, errAt(p.data, off, "", fmt.Sprintf("nested deeper than %d levels", maxManifestDepth), nil)
+	}
+	object := tok == json.Delim('{')
+	var keys []string
+	var keyOffs []int
+	var elems []uint32
+	for p.d.More() {
+		if object {
+			koff := p.next()
+			ktok, err := p.d.Token()
+			if err != nil {
+				return 0, p.syntaxError(err)
+			}
+			key, _ := ktok.(string)
+			if slices.Contains(keys, key) {
+				return 0, errAt(p.data, koff, "", fmt.Sprintf("member %s is given twice", quote.String(key)), nil)
+			}
+			keys, keyOffs = append(keys, key), append(keyOffs, int(koff))
+		}
+		item, err := p.value(depth + 1)
+		if err != nil {
+			return 0, err
+		}
+		elems = append(elems, item)
+	}
+	if _, err := p.d.Token(); err != nil { // the closing delimiter
+		return 0, p.syntaxError(err)
+	}
+	if object {
+		return p.t.Object(int(off), keys, keyOffs, elems), nil
+	}
+	return p.t.Array(int(off), elems), nil
+}
+
+// errAt is a ManifestError about field located at byte off of data.
+func errAt(data []byte, off int64, field, msg string, err error) *ManifestError {
+	line, col := lineCol(data, off)
+	return &ManifestError{Field: field, Line: line, Col: col, Msg: msg, Err: err}
 }
 
 func lineCol(data []byte, off int64) (int, int) {
@@ -407,11 +378,15 @@ type jobj struct {
 }
 
 func (r *manifestReader) fail(v *mval, path mpath, format string, args ...any) *ManifestError {
-	e := &ManifestError{Field: path.String(), Msg: fmt.Sprintf(format, args...)}
-	if v != nil {
-		e.Line, e.Col = lineCol(r.data, int64(v.Off))
+	return r.failErr(v, path, fmt.Sprintf(format, args...), nil)
+}
+
+// failErr is the error msg, caused by err, about v (nil: unlocated) at path.
+func (r *manifestReader) failErr(v *mval, path mpath, msg string, err error) *ManifestError {
+	if v == nil {
+		return &ManifestError{Field: path.String(), Msg: msg, Err: err}
 	}
-	return e
+	return errAt(r.data, int64(v.Off), path.String(), msg, err)
 }
 
 func (r *manifestReader) wrongType(v *mval, path mpath, want string) *ManifestError {
@@ -425,9 +400,8 @@ func (r *manifestReader) object(v *mval, path mpath, allowed ...string) (jobj, e
 	}
 	for _, m := range r.t.items(v) {
 		if k := r.t.names[m.name]; !slices.Contains(allowed, k) {
-			line, col := lineCol(r.data, int64(m.off))
-			return jobj{}, &ManifestError{Field: path.key(k).String(), Line: line, Col: col,
-				Msg: fmt.Sprintf("unknown member %s (known: %s)", quote.String(k), strings.Join(allowed, ", "))}
+			return jobj{}, errAt(r.data, int64(m.off), path.key(k).String(),
+				fmt.Sprintf("unknown member %s (known: %s)", quote.String(k), strings.Join(allowed, ", ")), nil)
 		}
 	}
 	return jobj{path: path, v: v, t: r.t}, nil
@@ -571,14 +545,10 @@ func (r *manifestReader) dtype(o jobj) (DType, error) {
 	}
 	dt := DType(s)
 	if _, err := dt.ScalarType(); err != nil {
-		return "", &ManifestError{Field: o.path.key("dtype").String(), Msg: "bad dtype", Err: err,
-			Line: r.line(o.get("dtype")), Col: r.col(o.get("dtype"))}
+		return "", r.failErr(o.get("dtype"), o.path.key("dtype"), "bad dtype", err)
 	}
 	return dt, nil
 }
-
-func (r *manifestReader) line(v *mval) int { l, _ := lineCol(r.data, int64(v.Off)); return l }
-func (r *manifestReader) col(v *mval) int  { _, c := lineCol(r.data, int64(v.Off)); return c }
 
 func (r *manifestReader) manifest(root *mval) (*Manifest, error) {
 	o, err := r.object(root, mpath{}, "methods", "compile_specs", "weight_streaming_budget_per_engine",
@@ -594,7 +564,7 @@ func (r *manifestReader) manifest(root *mval) (*Manifest, error) {
 	if len(methods) == 0 {
 		return nil, r.fail(o.get("methods"), o.path.key("methods"), "at least one method is required")
 	}
-	if m.Options.CompileSpecs, err = r.specs(o, "compile_specs"); err != nil {
+	if m.Options.CompileSpecs, err = each(r, o, "compile_specs", r.spec); err != nil {
 		return nil, err
 	}
 	if v := o.get("weight_streaming_budget_per_engine"); v != nil {
@@ -607,8 +577,7 @@ func (r *manifestReader) manifest(root *mval) (*Manifest, error) {
 	}
 	if m.Options.TargetDevice != "" {
 		if err := checkTargetDevice([]byte(m.Options.TargetDevice)); err != nil {
-			v := o.get("target_device")
-			return nil, &ManifestError{Field: "target_device", Msg: "bad target device", Err: err, Line: r.line(v), Col: r.col(v)}
+			return nil, r.failErr(o.get("target_device"), o.path.key("target_device"), "bad target device", err)
 		}
 	}
 	if m.Options.InlineDelegateData, err = r.boolean(o, "inline_delegate_data"); err != nil {
@@ -621,13 +590,8 @@ func (r *manifestReader) manifest(root *mval) (*Manifest, error) {
 		}
 		m.Options.SegmentAlignment = uint64(n)
 	}
-	for i, item := range methods {
-		mv := r.t.at(item.val)
-		meth, err := r.method(mv, o.path.key("methods").elem(i))
-		if err != nil {
-			return nil, err
-		}
-		m.Program.Methods = append(m.Program.Methods, meth)
+	if m.Program.Methods, err = each(r, o, "methods", r.method); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -644,47 +608,23 @@ func (r *manifestReader) method(v *mval, path mpath) (*Method, error) {
 	if meth.Name == "" {
 		return nil, r.fail(v, path.key("name"), "method name is required")
 	}
-	if meth.CompileSpecs, err = r.specs(o, "compile_specs"); err != nil {
+	if meth.CompileSpecs, err = each(r, o, "compile_specs", r.spec); err != nil {
 		return nil, err
 	}
-	inputs, err := r.array(o, "inputs")
-	if err != nil {
+	if meth.Inputs, err = each(r, o, "inputs", func(v *mval, path mpath) (*Tensor, error) {
+		t, err := r.tensor(v, path)
+		if err == nil && (t.DType == "" || t.Shape == nil) {
+			return nil, r.fail(v, path, "input %s needs \"dtype\" and \"shape\"", quote.String(t.Name))
+		}
+		return t, err
+	}); err != nil {
 		return nil, err
 	}
-	for j, item := range inputs {
-		iv := r.t.at(item.val)
-		t, err := r.tensor(iv, path.key("inputs").elem(j))
-		if err != nil {
-			return nil, err
-		}
-		if t.DType == "" || t.Shape == nil {
-			return nil, r.fail(iv, path.key("inputs").elem(j), "input %s needs \"dtype\" and \"shape\"", quote.String(t.Name))
-		}
-		meth.Inputs = append(meth.Inputs, t)
-	}
-	outputs, err := r.array(o, "outputs")
-	if err != nil {
+	if meth.Outputs, err = each(r, o, "outputs", r.tensor); err != nil {
 		return nil, err
 	}
-	for j, item := range outputs {
-		ov := r.t.at(item.val)
-		t, err := r.tensor(ov, path.key("outputs").elem(j))
-		if err != nil {
-			return nil, err
-		}
-		meth.Outputs = append(meth.Outputs, t)
-	}
-	engines, err := r.array(o, "engines")
-	if err != nil {
+	if meth.Calls, err = each(r, o, "engines", r.engine); err != nil {
 		return nil, err
-	}
-	for j, item := range engines {
-		ev := r.t.at(item.val)
-		call, err := r.engine(ev, path.key("engines").elem(j))
-		if err != nil {
-			return nil, err
-		}
-		meth.Calls = append(meth.Calls, call)
 	}
 	return meth, nil
 }
@@ -788,13 +728,13 @@ func (r *manifestReader) engine(v *mval, path mpath) (*EngineCall, error) {
 		}
 		c.DeviceID = int(n)
 	}
-	if c.Inputs, err = r.bindings(o, path, "inputs"); err != nil {
+	if c.Inputs, err = each(r, o, "inputs", r.binding); err != nil {
 		return nil, err
 	}
-	if c.Outputs, err = r.bindings(o, path, "outputs"); err != nil {
+	if c.Outputs, err = each(r, o, "outputs", r.binding); err != nil {
 		return nil, err
 	}
-	if c.AliasedIO, err = r.aliasedIO(o, path); err != nil {
+	if c.AliasedIO, err = each(r, o, "aliased_io", r.alias); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -814,119 +754,93 @@ func (r *manifestReader) engineSource(v *mval, path mpath, c *EngineCall, engine
 		return r.fail(v, path, "give \"engine\" or \"blob\", not both")
 	case engine != "":
 		c.Engine = EngineFile(resolvePath(engine))
-		if c.Name == "" {
-			c.Name = filepath.Base(engine)
-		}
+		c.Name = cmp.Or(c.Name, filepath.Base(engine))
 	case blob != "":
 		c.Engine = BlobFile(resolvePath(blob))
-		if c.Name == "" {
-			c.Name = filepath.Base(blob)
-		}
+		c.Name = cmp.Or(c.Name, filepath.Base(blob))
 	default:
 		return r.fail(v, path, "\"engine\" (a serialized TensorRT engine) or \"blob\" (an existing TensorRT delegate blob) is required")
 	}
 	return nil
 }
 
-// bindings reads the call's "inputs" or "outputs" (kind) array.
-func (r *manifestReader) bindings(o jobj, path mpath, kind string) ([]*Binding, error) {
-	items, err := r.array(o, kind)
-	if err != nil {
-		return nil, err
-	}
-	var out []*Binding
-	for k, item := range items {
-		it := r.t.at(item.val)
-		b, err := r.binding(it, path.key(kind).elem(k))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, nil
-}
-
-// aliasedIO reads the call's "aliased_io" array; a missing kind is
-// kv_cache_update.
-func (r *manifestReader) aliasedIO(o jobj, path mpath) ([]AliasedIO, error) {
-	aliases, err := r.array(o, "aliased_io")
-	if err != nil {
-		return nil, err
-	}
-	var out []AliasedIO
-	for k, item := range aliases {
-		av := r.t.at(item.val)
-		ap := path.key("aliased_io").elem(k)
-		ao, err := r.object(av, ap, "output", "input", "kind")
-		if err != nil {
-			return nil, err
-		}
-		var a AliasedIO
-		for _, f := range []struct {
-			key string
-			dst *string
-		}{{"output", &a.Output}, {"input", &a.Input}, {"kind", &a.Kind}} {
-			if *f.dst, err = r.str(ao, f.key); err != nil {
-				return nil, err
-			}
-		}
-		if a.Kind == "" {
-			a.Kind = "kv_cache_update"
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
-func (r *manifestReader) specs(o jobj, k string) ([]*pte.CompileSpec, error) {
+// each reads the elements of array member k of o (nil when it is absent,
+// null or empty) with read, each at its own path.
+func each[T any](r *manifestReader, o jobj, k string, read func(*mval, mpath) (T, error)) ([]T, error) {
 	items, err := r.array(o, k)
 	if err != nil {
 		return nil, err
 	}
-	var out []*pte.CompileSpec
+	var out []T
 	for i, item := range items {
-		sv := r.t.at(item.val)
-		path := o.path.key(k).elem(i)
-		so, err := r.object(sv, path, "key", "value", "value_hex")
+		v, err := read(r.t.at(item.val), o.path.key(k).elem(i))
 		if err != nil {
 			return nil, err
 		}
-		key, err := r.str(so, "key")
-		if err != nil {
-			return nil, err
-		}
-		if key == "" {
-			return nil, r.fail(sv, path, "compile spec needs a non-empty \"key\"")
-		}
-		val, hexVal := so.get("value"), so.get("value_hex")
-		var v []byte
-		switch {
-		case val != nil && hexVal != nil:
-			return nil, r.fail(sv, path, "give \"value\" or \"value_hex\", not both")
-		case val != nil:
-			s, err := r.str(so, "value")
-			if err != nil {
-				return nil, err
-			}
-			v = []byte(s)
-		case hexVal != nil:
-			s, err := r.str(so, "value_hex")
-			if err != nil {
-				return nil, err
-			}
-			if v, err = hex.DecodeString(s); err != nil {
-				return nil, &ManifestError{Field: path.key("value_hex").String(), Msg: "not hex", Err: err,
-					Line: r.line(hexVal), Col: r.col(hexVal)}
-			}
-		default:
-			return nil, r.fail(sv, path, "compile spec needs \"value\" or \"value_hex\"")
-		}
-		if v == nil {
-			v = []byte{}
-		}
-		out = append(out, &pte.CompileSpec{Key: key, Value: v})
+		out = append(out, v)
 	}
 	return out, nil
+}
+
+// alias reads an element of a call's "aliased_io"; a missing kind is
+// kv_cache_update.
+func (r *manifestReader) alias(v *mval, path mpath) (AliasedIO, error) {
+	var a AliasedIO
+	o, err := r.object(v, path, "output", "input", "kind")
+	if err != nil {
+		return a, err
+	}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"output", &a.Output}, {"input", &a.Input}, {"kind", &a.Kind}} {
+		if *f.dst, err = r.str(o, f.key); err != nil {
+			return AliasedIO{}, err
+		}
+	}
+	a.Kind = cmp.Or(a.Kind, "kv_cache_update")
+	return a, nil
+}
+
+// spec reads an element of a "compile_specs" array.
+func (r *manifestReader) spec(sv *mval, path mpath) (*pte.CompileSpec, error) {
+	so, err := r.object(sv, path, "key", "value", "value_hex")
+	if err != nil {
+		return nil, err
+	}
+	key, err := r.str(so, "key")
+	if err != nil {
+		return nil, err
+	}
+	if key == "" {
+		return nil, r.fail(sv, path, "compile spec needs a non-empty \"key\"")
+	}
+	val, hexVal := so.get("value"), so.get("value_hex")
+	var v []byte
+	switch {
+	case val != nil && hexVal != nil:
+		return nil, r.fail(sv, path, "give \"value\" or \"value_hex\", not both")
+	case val != nil:
+		s, err := r.str(so, "value")
+		if err != nil {
+			return nil, err
+		}
+		v = []byte(s)
+	case hexVal != nil:
+		s, err := r.str(so, "value_hex")
+		if err != nil {
+			return nil, err
+		}
+		if v, err = hex.DecodeString(s); err != nil {
+			return nil, r.failErr(hexVal, path.key("value_hex"), "not hex", err)
+		}
+	default:
+		return nil, r.fail(sv, path, "compile spec needs \"value\" or \"value_hex\"")
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return &pte.CompileSpec{Key: key, Value: v}, nil
 }
 
 // budget reads a budget given as a JSON integer (bytes) or as a size
@@ -946,7 +860,7 @@ func (r *manifestReader) budget(v *mval, path mpath) (compilespec.Budget, error)
 	}
 	b, err := compilespec.ParseBudgetSize(s)
 	if err != nil {
-		return compilespec.AutoBudget, &ManifestError{Field: path.String(), Msg: "bad budget", Err: err, Line: r.line(v), Col: r.col(v)}
+		return compilespec.AutoBudget, r.failErr(v, path, "bad budget", err)
 	}
 	return b, nil
 }

@@ -13,18 +13,15 @@ import (
 // decoderJSON parses with the json.Decoder-based parser only, into the
 // tree scanJSON makes.
 func decoderJSON(data []byte) (*mtree, error) {
-	p := &jsonParser{data: data, d: json.NewDecoder(bytes.NewReader(data))}
+	p := &jsonParser{data: data, d: json.NewDecoder(bytes.NewReader(data)), t: newTree(data)}
 	p.d.UseNumber()
-	v, err := p.value(0)
-	if err != nil {
+	if _, err := p.value(0); err != nil {
 		return nil, err
 	}
 	if _, err := p.d.Token(); err == nil {
 		return nil, &ManifestError{Msg: "trailing data"}
 	}
-	t := newTree(data)
-	t.add(v)
-	return t, nil
+	return p.t, nil
 }
 
 // checkScan fails when scanJSON accepts data that the decoder refuses or

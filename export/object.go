@@ -74,10 +74,7 @@ func RebakeObject(ctx context.Context, f *pte.File, name string, st *objstore.St
 			res.Warnings = append(res.Warnings, Warning{Kind: WarnCopyRefused, Msg: fmt.Sprintf("%s: %v", dst, refused)})
 		})
 	} else {
-		var info *pte.WriteInfo
-		if info, err = pte.Write(up, prog, segs, wopts); err == nil {
-			size = info.Size
-		}
+		size, err = writeProgram(up, prog, segs, wopts)
 	}
 	return commitObject(ctx, up, err, "export: rebake: ", res, size, opts.Progress)
 }
@@ -269,6 +266,7 @@ func (zeroReader) ReadAt(p []byte, off int64) (int, error) {
 // recorder keeps the non-zero bytes written to it, by offset.
 type recorder struct {
 	n      int64
+	kept   int64 // the bytes of chunks
 	chunks []recChunk
 }
 
@@ -293,21 +291,14 @@ func (r *recorder) Write(p []byte) (int, error) {
 		hi--
 	}
 	if lo < hi {
-		if r.kept()+int64(hi-lo) > maxRecorded {
+		if r.kept+int64(hi-lo) > maxRecorded {
 			return 0, errTooMuch
 		}
+		r.kept += int64(hi - lo)
 		r.chunks = append(r.chunks, recChunk{off: r.n + int64(lo), data: bytes.Clone(p[lo:hi])})
 	}
 	r.n += int64(len(p))
 	return len(p), nil
-}
-
-func (r *recorder) kept() int64 {
-	var n int64
-	for _, c := range r.chunks {
-		n += int64(len(c.data))
-	}
-	return n
 }
 
 // bytes returns the n bytes recorded at off (zeros where nothing

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/ptekit/ptekit/internal/jsontree"
@@ -150,14 +151,6 @@ func pytreeTuple(children []string) string {
 	return `{"type": "builtins.tuple", "context": "null", "children_spec": [` + strings.Join(children, ", ") + `]}`
 }
 
-func leaves(n int) []string {
-	l := make([]string, n)
-	for i := range l {
-		l[i] = pytreeLeaf
-	}
-	return l
-}
-
 // inputSpec1 is inputSpec(1), the spec of most methods, built once: a
 // program of many one-input methods otherwise builds it per method.
 var inputSpec1 = buildInputSpec(1)
@@ -170,7 +163,7 @@ func inputSpec(n int) string {
 }
 
 func buildInputSpec(n int) string {
-	args := pytreeTuple(leaves(n))
+	args := pytreeTuple(slices.Repeat([]string{pytreeLeaf}, n))
 	kwargs := `{"type": "builtins.dict", "context": "[]", "children_spec": []}`
 	return "[1, " + pytreeTuple([]string{args, kwargs}) + "]"
 }
@@ -182,5 +175,5 @@ func outputSpec(n int) string {
 	if n == 1 {
 		return outputSpec1
 	}
-	return "[1, " + pytreeTuple(leaves(n)) + "]"
+	return "[1, " + pytreeTuple(slices.Repeat([]string{pytreeLeaf}, n)) + "]"
 }

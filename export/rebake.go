@@ -97,10 +97,7 @@ func RebakeContext(ctx context.Context, in, out string, opts *RebakeOptions) (*R
 // rebake is RebakeContext with a hook that may wrap the segment sources
 // (tests use it to make a source fail mid-write).
 func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func([]*io.SectionReader) []*io.SectionReader) (res *Result, err error) {
-	if opts == nil {
-		opts = &RebakeOptions{}
-	}
-	budget, err := checkRebakeOptions(opts)
+	opts, budget, err := checkRebakeOptions(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +114,7 @@ func rebake(ctx context.Context, in, out string, opts *RebakeOptions, wrap func(
 	// Re-baking in place (out names in by the same path) is allowed, and
 	// safe since the input is read before the output replaces it; another
 	// name for the input is refused as a likely mistake.
-	dst, err := createOutput(ctx, out, &atomicfile.Options{NoOverwrite: opts.NoOverwrite, InPlace: in})
+	dst, err := atomicfile.CreateContext(ctx, out, &atomicfile.Options{NoOverwrite: opts.NoOverwrite, InPlace: in})
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +145,7 @@ func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *Rebake
 	if err != nil {
 		return nil, err
 	}
-	dst, err := createOutput(ctx, out, &atomicfile.Options{NoOverwrite: opts.NoOverwrite})
+	dst, err := atomicfile.CreateContext(ctx, out, &atomicfile.Options{NoOverwrite: opts.NoOverwrite})
 	if err != nil {
 		return nil, err
 	}
@@ -164,10 +161,7 @@ func RebakeFile(ctx context.Context, f *pte.File, name, out string, opts *Rebake
 // many reads of f, over HTTP each a request, and only a pinned reader
 // makes them all one version.
 func checkOpenRebake(f *pte.File, name string, opts *RebakeOptions) (*RebakeOptions, *compilespec.Budget, error) {
-	if opts == nil {
-		opts = &RebakeOptions{}
-	}
-	budget, err := checkRebakeOptions(opts)
+	opts, budget, err := checkRebakeOptions(opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -199,11 +193,7 @@ func rebakeOpen(ctx context.Context, f *pte.File, in string, dst *atomicfile.Fil
 	size, err := writeOutput(ctx, dst, f.Size, opts.Progress, func(w *os.File) (int64, error) {
 		// Not Strict: the input was verified above and refused on an
 		// Error, and only its compile specs change.
-		info, err := pte.Write(w, prog, segs, wopts)
-		if err != nil {
-			return 0, err
-		}
-		return info.Size, nil
+		return writeProgram(w, prog, segs, wopts)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("export: rebake: writing %s: %w", out, err)
@@ -286,22 +276,25 @@ func rebakeProgram(f *pte.File, in string, opts *RebakeOptions, budget *compiles
 }
 
 // checkRebakeOptions refuses options that ask for nothing or for
-// something invalid, and returns the budget to write (AutoBudget to clear
-// it, nil to keep each delegate's).
-func checkRebakeOptions(opts *RebakeOptions) (*compilespec.Budget, error) {
+// something invalid, and returns them (the defaults for nil) with the
+// budget to write (AutoBudget to clear it, nil to keep each delegate's).
+func checkRebakeOptions(opts *RebakeOptions) (*RebakeOptions, *compilespec.Budget, error) {
+	if opts == nil {
+		opts = &RebakeOptions{}
+	}
 	budget := opts.WeightStreamingBudget
 	if budget == nil && opts.TargetDevice == "" {
-		return nil, newError("", "", "nothing to change: give a budget, clear it, or give a target device", nil)
+		return nil, nil, newError("", "", "nothing to change: give a budget, clear it, or give a target device", nil)
 	}
 	if opts.TargetDevice != "" {
 		if err := checkTargetDevice([]byte(opts.TargetDevice)); err != nil {
-			return nil, newError("", "", "bad target device", err)
+			return nil, nil, newError("", "", "bad target device", err)
 		}
 	}
 	if err := checkAlignment(opts.SegmentAlignment); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return budget, nil
+	return opts, budget, nil
 }
 
 // verifyInput refuses an input that check.Program, the verdict

@@ -18,7 +18,7 @@ import (
 // with nothing read, when path is not a regular file or is larger than
 // limit; the caller then takes the general path, which says why.
 func readSmallFile(path string, limit int64) (data []byte, ok bool, err error) {
-	fd, st, err := openSmallFile(path)
+	fd, st, err := openSmallFileIn(nil, path)
 	if err != nil {
 		return nil, false, err
 	}
@@ -33,16 +33,11 @@ func readSmallFile(path string, limit int64) (data []byte, ok bool, err error) {
 	return data, true, nil
 }
 
-// openSmallFile opens path for reading and fstats it: one path lookup,
+// openSmallFileIn opens path for reading and fstats it: one path lookup,
 // not a stat and then an open. Non-blocking, so that a FIFO cannot hang
-// the open; a caller looks at the mode before reading.
-func openSmallFile(path string) (fd int, st unix.Stat_t, err error) {
-	return openSmallFileIn(nil, path)
-}
-
-// openSmallFileIn is openSmallFile with the last directory opened: a
-// path in it is opened relative to it (openat), without looking up each
-// of its parent directories again. d may be nil.
+// the open; a caller looks at the mode before reading. d, when not nil,
+// is the last directory opened: a path in it is opened relative to it
+// (openat), without looking up each of its parent directories again.
 func openSmallFileIn(d *engineDir, path string) (fd int, st unix.Stat_t, err error) {
 	dirfd, name := d.at(path)
 	err = ignoringEINTR(func() (err error) {
@@ -78,14 +73,12 @@ type smallFile struct {
 
 // readSmallEngine reads the regular file at path when it holds at most
 // limit bytes (into buf, at least limit bytes long), with direct system
-// calls, and returns it as a smallFile, with the SHA-256 of its bytes: an
-// export of many small engines compares them by that sum, and instead of
-// holding them all (1 KiB per engine of a bench of 1 KiB engines, a
-// quarter of its peak memory) puts the bytes read in spool (when not nil),
-// from which they are written, or else reads each file again when it is
-// written. ok is false, with nothing read, when path is not a regular file
-// or is larger than limit; the caller then takes the general path, which
-// says why.
+// calls, and returns it as a smallFile, with the SHA-256 of its bytes, by
+// which the export compares engines. Instead of holding the bytes (a
+// quarter of the peak memory of many 1 KiB engines) it puts them in spool
+// (when not nil), or else reads the file again when it is written. ok is
+// false, with nothing read, when path is not a regular file or is larger
+// than limit; the caller then takes the general path, which says why.
 func readSmallEngine(path string, limit int64, buf []byte, spool *engineSpool, dir *engineDir) (sf *smallFile, sum [sha256.Size]byte, ok bool, err error) {
 	fd, st, err := openSmallFileIn(dir, path)
 	if err != nil {
@@ -136,7 +129,7 @@ func (sf *smallFile) ReadAt(p []byte, off int64) (int, error) {
 		return n, nil
 	}
 	// The identity check refuses a FIFO or another file put in its place.
-	fd, fst, err := openSmallFile(sf.path)
+	fd, fst, err := openSmallFileIn(nil, sf.path)
 	if err != nil {
 		return 0, err
 	}
@@ -246,20 +239,15 @@ func (d *engineDir) close() {
 
 // engineSpool keeps the bytes of the small engine files an export read
 // to take their sums, in an unnamed temporary file, until they are
-// written: reading each file a second time (open, fstat, pread, close)
-// cost about 10 us per engine of an export of 65,536 engines of 1 KiB,
-// a seventh of its CPU time, and holding them in memory a quarter of its
-// peak memory. The bytes are written in batches of spoolBuffer and read
-// back in windows of spoolBuffer, in the order they were added, which is
-// the order the writer asks for them: one system call per batch either
-// way. They live in the page cache, not in the process.
-//
-// Bytes already in the spool (by their SHA-256) are not added again: a
-// manifest naming one engine by many paths (hard links, symbolic links,
-// other spellings) made it hold that engine once per path, 320 MB of
-// $TMPDIR (of memory, on a tmpfs) for 20,000 links to one 16 KiB engine
-// whose program is 4.7 MB. It holds at most the engine bytes the program
-// stores.
+// written: reading each file a second time cost a seventh of the CPU time
+// of an export of 65,536 engines of 1 KiB, and holding them in memory a
+// quarter of its peak memory. The bytes are written in batches of
+// spoolBuffer and read back in windows of spoolBuffer, in the order they
+// were added, which is the order the writer asks for them: one system
+// call per batch either way. They live in the page cache, not in the
+// process. Bytes already in the spool (by their SHA-256) are not added
+// again, so one engine named by many paths (links, other spellings) is
+// held once: the spool holds at most the engine bytes the program stores.
 type engineSpool struct {
 	f       *os.File
 	at      map[[sha256.Size]byte]int64 // the offset of the bytes of each sum added
@@ -321,10 +309,8 @@ func (s *engineSpool) add(data []byte, sum [sha256.Size]byte) int64 {
 		s.pending = s.pending[:0]
 	}
 	if s.pending == nil {
-		// A batch's buffer, made once: appending grew it through every
-		// size up to spoolBuffer, a new buffer each time, which was a
-		// megabyte of fresh pages (330 page faults of 12.5 us) in an
-		// export of 1,024 engines.
+		// A batch's buffer, made once: growing it by appending made a
+		// megabyte of fresh pages in an export of 1,024 engines.
 		s.pending = make([]byte, 0, spoolBuffer)
 	}
 	off := s.flushed + int64(len(s.pending))
@@ -337,11 +323,10 @@ func (s *engineSpool) add(data []byte, sum [sha256.Size]byte) int64 {
 }
 
 // seal ends the adding: the spool lets go of its index of the sums added
-// (about 80 bytes per engine, which would stay through the write), and,
-// once it has a file, writes the last batch there, so that the batch's
-// buffer becomes the window the bytes are read back through instead of a
-// second buffer of the same size (256 KiB of fresh pages, 64 page faults
-// of 12.5 us). A batch that cannot be written stays readable in memory.
+// (about 80 bytes per engine), and, once it has a file, writes the last
+// batch there, so that the batch's buffer becomes the window the bytes are
+// read back through instead of a second buffer of the same size. A batch
+// that cannot be written stays readable in memory.
 func (s *engineSpool) seal() {
 	if s == nil {
 		return

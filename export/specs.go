@@ -49,18 +49,6 @@ func checkTargetDevice(v []byte) error {
 	return err
 }
 
-// isBudgetKey reports whether a caller's key would be read as the budget
-// key by the deployed runtime (which compares keys as C strings).
-func isBudgetKey(key string) bool {
-	return compilespec.CKeyEqual(key, compilespec.KeyWeightStreamingBudget)
-}
-
-// isDeviceKey reports whether a key reads as target_device when compared
-// as a C string.
-func isDeviceKey(key string) bool {
-	return compilespec.CKeyEqual(key, compilespec.KeyTargetDevice)
-}
-
 // checkSpecs checks a caller's compile spec list (where names it in
 // errors; method is "" for the top-level list) and returns a copy, and the
 // value of its target_device entry (nil when there is none). A
@@ -71,7 +59,7 @@ func checkSpecs(list []*pte.CompileSpec, where, method string) (out []*pte.Compi
 		if s == nil {
 			return nil, nil, newError(method, "", fmt.Sprintf("%s[%d] is nil", where, i), nil)
 		}
-		if isBudgetKey(s.Key) {
+		if compilespec.CKeyEqual(s.Key, compilespec.KeyWeightStreamingBudget) {
 			return nil, nil, newError(method, "", fmt.Sprintf(
 				"%s[%d] carries %q; set the budget with the weight streaming budget option (--weight-streaming-budget-per-engine, Options.WeightStreamingBudget) instead",
 				where, i, compilespec.KeyWeightStreamingBudget), nil)
@@ -80,7 +68,7 @@ func checkSpecs(list []*pte.CompileSpec, where, method string) (out []*pte.Compi
 		if v == nil {
 			v = []byte{}
 		}
-		if isDeviceKey(s.Key) {
+		if compilespec.CKeyEqual(s.Key, compilespec.KeyTargetDevice) {
 			if pin != nil {
 				return nil, nil, newError(method, "", fmt.Sprintf("%s[%d]: %q is given twice", where, i, compilespec.KeyTargetDevice), nil)
 			}
@@ -126,7 +114,7 @@ func delegateSpecs(extra []*pte.CompileSpec, sp *specPlan, deviceID int64) ([]*p
 	pinnedInSpecs := false
 	for _, s := range extra {
 		specs = append(specs, &pte.CompileSpec{Key: s.Key, Value: slices.Clone(s.Value)})
-		pinnedInSpecs = pinnedInSpecs || isDeviceKey(s.Key)
+		pinnedInSpecs = pinnedInSpecs || compilespec.CKeyEqual(s.Key, compilespec.KeyTargetDevice)
 	}
 	if v := sp.budget.Spec(); v != nil {
 		specs = append(specs, &pte.CompileSpec{Key: compilespec.KeyWeightStreamingBudget, Value: v})

@@ -95,12 +95,10 @@ func engineSummary(specs []*pte.CompileSpec) (EngineSummary, compilespec.Budget,
 		es.TargetDevice = string(v)
 	}
 	b, err := compilespec.SpecBudget(specs)
-	var dup *compilespec.DuplicateKeyError
-	var bad *compilespec.BudgetError
-	switch {
-	case errors.As(err, &dup):
+	if dup, ok := errors.AsType[*compilespec.DuplicateKeyError](err); ok {
 		return es, b, fmt.Sprintf("%s is given %d times; the TensorRT delegate refuses to load it", compilespec.KeyWeightStreamingBudget, len(dup.Indices))
-	case errors.As(err, &bad):
+	}
+	if bad, ok := errors.AsType[*compilespec.BudgetError](err); ok {
 		return es, b, fmt.Sprintf("the TensorRT delegate refuses its %s %s: %v", compilespec.KeyWeightStreamingBudget, quote.Bytes(bad.Value), err)
 	}
 	es.Budget = b.Ptr()

@@ -46,7 +46,7 @@ type callDef struct {
 	deviceID int64
 }
 
-// methodDef is a resolved method.
+// methodDef is a resolved method; resolveMethod builds it call by call.
 type methodDef struct {
 	m       *Method
 	tensors []*tensorDef // value order
@@ -156,42 +156,36 @@ func checkName(s string) error {
 }
 
 func resolveMethod(m *Method, blobs map[*EngineCall]*blobMeta) (*methodDef, error) {
-	r := &methodResolver{m: m, md: &methodDef{m: m}}
+	md := &methodDef{m: m}
 	for i, in := range m.Inputs {
 		if in == nil {
-			return nil, r.fail(-1, "", "inputs[%d] is nil", i)
+			return nil, md.fail(-1, "", "inputs[%d] is nil", i)
 		}
-		t, err := r.declare(-1, in.Name, in.DType, in.Shape, in.MaxShape)
+		t, err := md.declare(-1, in.Name, in.DType, in.Shape, in.MaxShape)
 		if err != nil {
 			return nil, err
 		}
-		r.md.inputs = append(r.md.inputs, t)
+		md.inputs = append(md.inputs, t)
 	}
 	for i, c := range m.Calls {
-		if err := r.resolveCall(i, c, blobs[c]); err != nil {
+		if err := md.resolveCall(i, c, blobs[c]); err != nil {
 			return nil, err
 		}
 	}
-	if err := r.resolveOutputs(); err != nil {
+	if err := md.resolveOutputs(); err != nil {
 		return nil, err
 	}
-	end := len(r.md.calls)
-	for _, t := range r.md.tensors {
+	end := len(md.calls)
+	for _, t := range md.tensors {
 		if t.produced < 0 || t.output {
 			t.lastUse = end
 		}
 	}
-	return r.md, nil
+	return md, nil
 }
 
-// methodResolver builds the methodDef of one method, call by call.
-type methodResolver struct {
-	m  *Method
-	md *methodDef
-}
-
-func (r *methodResolver) fail(call int, tensor, format string, args ...any) error {
-	return callError(r.m, call, tensor, fmt.Sprintf(format, args...), nil)
+func (md *methodDef) fail(call int, tensor, format string, args ...any) error {
+	return callError(md.m, call, tensor, fmt.Sprintf(format, args...), nil)
 }
 
 // firstProducers returns, for each tensor the calls of m produce, the
@@ -219,26 +213,26 @@ func firstProducers(m *Method) map[string]int {
 }
 
 // declare registers a tensor produced by call (-1 for a method input).
-func (r *methodResolver) declare(call int, name string, dt DType, shape, maxShape []int64) (*tensorDef, error) {
-	md, m := r.md, r.m
+func (md *methodDef) declare(call int, name string, dt DType, shape, maxShape []int64) (*tensorDef, error) {
+	m := md.m
 	if err := checkName(name); err != nil {
-		return nil, r.fail(call, name, "tensor name %v", err)
+		return nil, md.fail(call, name, "tensor name %v", err)
 	}
 	if prev, ok := md.tensor(name); ok {
 		if prev.produced < 0 {
-			return nil, r.fail(call, name, "tensor is declared twice (it is already a method input)")
+			return nil, md.fail(call, name, "tensor is declared twice (it is already a method input)")
 		}
-		return nil, r.fail(call, name, "tensor is declared twice (already produced by %s)", callLabel(prev.produced, m.Calls[prev.produced].Name))
+		return nil, md.fail(call, name, "tensor is declared twice (already produced by %s)", callLabel(prev.produced, m.Calls[prev.produced].Name))
 	}
 	if dt == "" {
-		return nil, r.fail(call, name, "dtype is missing")
+		return nil, md.fail(call, name, "dtype is missing")
 	}
 	scalar, err := dt.ScalarType()
 	if err != nil {
 		return nil, callError(m, call, name, "bad dtype", err)
 	}
 	if shape == nil {
-		return nil, r.fail(call, name, "shape is missing (use [] for a scalar)")
+		return nil, md.fail(call, name, "shape is missing (use [] for a scalar)")
 	}
 	sizes, err := upperSizes(shape, maxShape)
 	if err != nil {
@@ -247,7 +241,7 @@ func (r *methodResolver) declare(call int, name string, dt DType, shape, maxShap
 	nbytes := dt.Size()
 	for _, s := range sizes {
 		if s != 0 && nbytes > math.MaxInt64/int64(s) {
-			return nil, r.fail(call, name, "tensor byte size overflows int64")
+			return nil, md.fail(call, name, "tensor byte size overflows int64")
 		}
 		nbytes *= int64(s)
 	}
@@ -263,56 +257,56 @@ func (r *methodResolver) declare(call int, name string, dt DType, shape, maxShap
 // resolveCall checks engine call i and binds its inputs to known tensors
 // and its outputs to new ones; meta is the blob's metadata for a blob
 // source, else nil.
-func (r *methodResolver) resolveCall(i int, c *EngineCall, meta *blobMeta) error {
+func (md *methodDef) resolveCall(i int, c *EngineCall, meta *blobMeta) error {
 	if c == nil {
-		return r.fail(i, "", "engine call is nil")
+		return md.fail(i, "", "engine call is nil")
 	}
 	cd := &callDef{index: i, call: c, name: c.Name, deviceID: int64(c.DeviceID)}
-	r.md.calls = append(r.md.calls, cd)
-	if err := r.checkDevice(cd, meta); err != nil {
+	md.calls = append(md.calls, cd)
+	if err := md.checkDevice(cd, meta); err != nil {
 		return err
 	}
 	seen := map[string]bindingRef{}
 	for j, b := range c.Inputs {
-		if err := r.bindInput(cd, meta, seen, j, b); err != nil {
+		if err := md.bindInput(cd, meta, seen, j, b); err != nil {
 			return err
 		}
 	}
 	for j, b := range c.Outputs {
-		if err := r.bindOutput(cd, meta, seen, j, b); err != nil {
+		if err := md.bindOutput(cd, meta, seen, j, b); err != nil {
 			return err
 		}
 	}
 	if len(cd.inputs)+len(cd.outputs) == 0 {
-		return r.fail(i, "", "engine call has no bindings")
+		return md.fail(i, "", "engine call has no bindings")
 	}
-	return checkAliases(r.md, cd)
+	return checkAliases(md, cd)
 }
 
 // checkDevice checks the call's device and, for a blob source, that the
 // call leaves what the blob states to the blob.
-func (r *methodResolver) checkDevice(cd *callDef, meta *blobMeta) error {
+func (md *methodDef) checkDevice(cd *callDef, meta *blobMeta) error {
 	i, c := cd.index, cd.call
 	if c.Engine.Kind != SourceBlob {
 		if c.DeviceID < 0 || c.DeviceID > maxDeviceIndex {
-			return r.fail(i, "", "device_id %d is outside [0, %d] (ExecuTorch stores device indices as int8)", c.DeviceID, maxDeviceIndex)
+			return md.fail(i, "", "device_id %d is outside [0, %d] (ExecuTorch stores device indices as int8)", c.DeviceID, maxDeviceIndex)
 		}
 		return nil
 	}
 	if meta == nil {
-		return r.fail(i, "", "blob metadata was not read")
+		return md.fail(i, "", "blob metadata was not read")
 	}
 	if c.DeviceID != 0 || c.HardwareCompatible || len(c.AliasedIO) > 0 ||
 		c.SerializedMetadata != "" || c.TargetPlatform != "" {
-		return r.fail(i, "", "device_id, hardware_compatible, aliased_io, serialized_metadata and target_platform come from the blob and must not be set for a blob source")
+		return md.fail(i, "", "device_id, hardware_compatible, aliased_io, serialized_metadata and target_platform come from the blob and must not be set for a blob source")
 	}
 	if len(c.Inputs) != len(meta.inputs) || len(c.Outputs) != len(meta.outputs) {
-		return r.fail(i, "", "the call binds %d inputs and %d outputs but the blob has %d and %d",
+		return md.fail(i, "", "the call binds %d inputs and %d outputs but the blob has %d and %d",
 			len(c.Inputs), len(c.Outputs), len(meta.inputs), len(meta.outputs))
 	}
 	cd.deviceID = meta.deviceID
 	if cd.deviceID < 0 || cd.deviceID > maxDeviceIndex {
-		return r.fail(i, "", "the blob's device_id %d is outside [0, %d] (ExecuTorch stores device indices as int8, so target_device cuda:%d cannot be written)",
+		return md.fail(i, "", "the blob's device_id %d is outside [0, %d] (ExecuTorch stores device indices as int8, so target_device cuda:%d cannot be written)",
 			cd.deviceID, maxDeviceIndex, cd.deviceID)
 	}
 	return nil
@@ -321,14 +315,14 @@ func (r *methodResolver) checkDevice(cd *callDef, meta *blobMeta) error {
 // bindingName returns the engine binding name of inputs[j] or outputs[j]
 // (the blob's when the call leaves it out), refusing one used twice in the
 // call (seen).
-func (r *methodResolver) bindingName(cd *callDef, meta *blobMeta, seen map[string]bindingRef, b *Binding, j int, input bool) (string, error) {
+func (md *methodDef) bindingName(cd *callDef, meta *blobMeta, seen map[string]bindingRef, b *Binding, j int, input bool) (string, error) {
 	i := cd.index
 	kind := "outputs"
 	if input {
 		kind = "inputs"
 	}
 	if b == nil {
-		return "", r.fail(i, "", "%s[%d] is nil", kind, j)
+		return "", md.fail(i, "", "%s[%d] is nil", kind, j)
 	}
 	name := b.Name
 	if meta != nil {
@@ -339,14 +333,14 @@ func (r *methodResolver) bindingName(cd *callDef, meta *blobMeta, seen map[strin
 		if name == "" {
 			name = want
 		} else if name != want {
-			return "", r.fail(i, "", "%s[%d] binding %s does not match the blob's binding %s", kind, j, quote.String(name), quote.String(want))
+			return "", md.fail(i, "", "%s[%d] binding %s does not match the blob's binding %s", kind, j, quote.String(name), quote.String(want))
 		}
 	}
 	if name == "" {
-		return "", r.fail(i, b.Tensor, "%s[%d] binding name is empty", kind, j)
+		return "", md.fail(i, b.Tensor, "%s[%d] binding name is empty", kind, j)
 	}
 	if prev, ok := seen[name]; ok {
-		return "", r.fail(i, "", "binding name %s is used twice (%s and %s[%d])", quote.String(name), prev, kind, j)
+		return "", md.fail(i, "", "binding name %s is used twice (%s and %s[%d])", quote.String(name), prev, kind, j)
 	}
 	seen[name] = bindingRef{input, j}
 	return name, nil
@@ -367,21 +361,21 @@ func (b bindingRef) String() string {
 }
 
 // bindInput binds the call's inputs[j] to the tensor it consumes.
-func (r *methodResolver) bindInput(cd *callDef, meta *blobMeta, seen map[string]bindingRef, j int, b *Binding) error {
-	i, m := cd.index, r.m
-	bname, err := r.bindingName(cd, meta, seen, b, j, true)
+func (md *methodDef) bindInput(cd *callDef, meta *blobMeta, seen map[string]bindingRef, j int, b *Binding) error {
+	i, m := cd.index, md.m
+	bname, err := md.bindingName(cd, meta, seen, b, j, true)
 	if err != nil {
 		return err
 	}
 	tname := cmp.Or(b.Tensor, bname)
-	t, ok := r.md.tensor(tname)
+	t, ok := md.tensor(tname)
 	if !ok {
 		// Made only for the error: which call produces it, to tell
 		// "consumed before produced" from "unknown".
 		if p, later := firstProducers(m)[tname]; later && p >= i {
-			return r.fail(i, tname, "input binding %s consumes the tensor before it is produced (by %s)", quote.String(bname), callLabel(p, m.Calls[p].Name))
+			return md.fail(i, tname, "input binding %s consumes the tensor before it is produced (by %s)", quote.String(bname), callLabel(p, m.Calls[p].Name))
 		}
-		return r.fail(i, tname, "input binding %s names an unknown tensor", quote.String(bname))
+		return md.fail(i, tname, "input binding %s names an unknown tensor", quote.String(bname))
 	}
 	if err := checkConsumer(t, b.DType, b.Shape, b.MaxShape); err != nil {
 		return cd.err(m, tname, fmt.Sprintf("input binding %s disagrees with the producer", quote.String(bname)), err)
@@ -398,19 +392,19 @@ func (r *methodResolver) bindInput(cd *callDef, meta *blobMeta, seen map[string]
 }
 
 // bindOutput declares the tensor the call's outputs[j] produces.
-func (r *methodResolver) bindOutput(cd *callDef, meta *blobMeta, seen map[string]bindingRef, j int, b *Binding) error {
-	bname, err := r.bindingName(cd, meta, seen, b, j, false)
+func (md *methodDef) bindOutput(cd *callDef, meta *blobMeta, seen map[string]bindingRef, j int, b *Binding) error {
+	bname, err := md.bindingName(cd, meta, seen, b, j, false)
 	if err != nil {
 		return err
 	}
 	tname := cmp.Or(b.Tensor, bname)
-	t, err := r.declare(cd.index, tname, b.DType, b.Shape, b.MaxShape)
+	t, err := md.declare(cd.index, tname, b.DType, b.Shape, b.MaxShape)
 	if err != nil {
 		return err
 	}
 	if meta != nil {
 		if err := checkBlobBinding(t, meta.outputs[j]); err != nil {
-			return cd.err(r.m, tname, fmt.Sprintf("output binding %s disagrees with the blob", quote.String(bname)), err)
+			return cd.err(md.m, tname, fmt.Sprintf("output binding %s disagrees with the blob", quote.String(bname)), err)
 		}
 	}
 	cd.outNames = append(cd.outNames, bname)
@@ -419,23 +413,23 @@ func (r *methodResolver) bindOutput(cd *callDef, meta *blobMeta, seen map[string
 }
 
 // resolveOutputs binds the method's outputs to the tensors producing them.
-func (r *methodResolver) resolveOutputs() error {
-	for i, o := range r.m.Outputs {
+func (md *methodDef) resolveOutputs() error {
+	for i, o := range md.m.Outputs {
 		if o == nil {
-			return r.fail(-1, "", "outputs[%d] is nil", i)
+			return md.fail(-1, "", "outputs[%d] is nil", i)
 		}
-		t, ok := r.md.tensor(o.Name)
+		t, ok := md.tensor(o.Name)
 		if !ok {
-			return r.fail(-1, o.Name, "method output is not produced by any engine call or method input")
+			return md.fail(-1, o.Name, "method output is not produced by any engine call or method input")
 		}
 		if t.output {
-			return r.fail(-1, o.Name, "method output is listed twice")
+			return md.fail(-1, o.Name, "method output is listed twice")
 		}
 		if err := checkConsumer(t, o.DType, o.Shape, o.MaxShape); err != nil {
-			return callError(r.m, -1, o.Name, "method output disagrees with its producer", err)
+			return callError(md.m, -1, o.Name, "method output disagrees with its producer", err)
 		}
 		t.output = true
-		r.md.outputs = append(r.md.outputs, t)
+		md.outputs = append(md.outputs, t)
 	}
 	return nil
 }

@@ -104,7 +104,8 @@ func CreateContext(ctx context.Context, path string, opts *Options) (*File, erro
 		return nil, err
 	}
 	inputs := o.Inputs
-	if o.InPlace != "" && !samePath(path, o.InPlace) {
+	inPlace := o.InPlace != "" && samePath(path, o.InPlace)
+	if o.InPlace != "" && !inPlace {
 		inputs = append(inputs[:len(inputs):len(inputs)], o.InPlace)
 	}
 	// A new output cannot be an input yet: its inputs are stat'ed only if
@@ -117,14 +118,14 @@ func CreateContext(ctx context.Context, path string, opts *Options) (*File, erro
 			return nil, err
 		}
 		pending = nil
-	}
-	if st != nil && o.NoOverwrite {
-		return nil, existError(path)
-	}
-	if st != nil && !(o.InPlace != "" && samePath(path, o.InPlace)) {
-		// The file to be replaced (not one being rewritten, which is read
-		// while the output is written) need not stay cached.
-		dropCached(target, st)
+		if o.NoOverwrite {
+			return nil, existError(path)
+		}
+		if !inPlace {
+			// The file to be replaced (not one being rewritten, which is
+			// read while the output is written) need not stay cached.
+			dropCached(target, st)
+		}
 	}
 	f := &File{path: path, target: target, o: o, inputs: ins, pending: pending, ctx: ctx}
 	if err := f.open(); err != nil {

@@ -12,16 +12,11 @@ import (
 // to matter.
 var dropCacheMin int64 = 16 << 20
 
-// dropCached tells the kernel that the cached pages of target, the file
-// st describes and which the output will replace, are not needed: once
-// the output takes its name they are dead, and while they stay cached
-// the output's own pages must be reclaimed from elsewhere. A 2 GiB
-// re-bake over a just-written 2 GiB file copied 2-4x slower for that
-// (cp over a file does not meet it: its truncation frees the pages
-// first). Only clean pages go (POSIX_FADV_DONTNEED); the file's bytes
-// are untouched, so an output that is then abandoned leaves it as it
-// was, merely uncached. Small files and other file types are left alone,
-// and so is a file whose name no longer leads to the file st describes.
+// dropCached tells the kernel that the clean cached pages of target, the
+// file st describes and which the output will replace, are not needed
+// (POSIX_FADV_DONTNEED; why: the package documentation, "Replacing a large
+// file"). Small files and other file types are left alone, and so is a
+// file whose name no longer leads to the file st describes.
 func dropCached(target string, st fs.FileInfo) {
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok || !st.Mode().IsRegular() || st.Size() < dropCacheMin {

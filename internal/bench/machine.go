@@ -35,18 +35,9 @@ func fsType(dir string) string {
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return "unknown"
 	}
-	switch st.Type {
-	case 0xEF53:
-		return "ext4"
-	case 0x58465342:
-		return "xfs"
-	case 0x9123683E:
-		return "btrfs"
-	case 0x01021994:
-		return "tmpfs"
-	case 0x794c7630:
-		return "overlayfs"
-	default:
-		return fmt.Sprintf("0x%x", st.Type)
+	names := map[int64]string{0xEF53: "ext4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: "tmpfs", 0x794c7630: "overlayfs"}
+	if name, ok := names[int64(st.Type)]; ok {
+		return name
 	}
+	return fmt.Sprintf("0x%x", st.Type)
 }

@@ -20,6 +20,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -81,17 +82,10 @@ func main() {
 		// Defaults for a quick run, unless the flag was set explicitly.
 		set := map[string]bool{}
 		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if !set["engine-mib"] {
-			c.engineMiB = 1
-		}
-		if !set["scale"] {
-			scale = "1,64,1024"
-		}
-		if !set["shapes"] {
-			shapes = "methods,chain"
-		}
-		if !set["pairs"] {
-			c.pairs = 3
+		for name, v := range map[string]string{"engine-mib": "1", "scale": "1,64,1024", "shapes": "methods,chain", "pairs": "3"} {
+			if !set[name] {
+				flag.Set(name, v)
+			}
 		}
 	}
 	c.rows = map[string]bool{}
@@ -119,9 +113,7 @@ func main() {
 			fatalf("unknown shape %q (shapes: %s)", s, shapeHelp)
 		}
 	}
-	if c.refName == "" {
-		c.refName = c.refBin
-	}
+	c.refName = cmp.Or(c.refName, c.refBin)
 	if c.bin == "" || c.pairs < 1 || c.engineMiB < 1 || c.engines < 1 {
 		fatalf("need -bin, and positive -pairs, -engine-mib, -engines")
 	}

@@ -169,15 +169,6 @@ type pairResult struct {
 	ours, base []sample
 }
 
-// pairs runs ours and base n times each, alternating which goes first.
-func pairs(n int, ours, base cmdSpec) (*pairResult, error) {
-	runs, err := rotate(n, ours, base)
-	if err != nil {
-		return nil, err
-	}
-	return &pairResult{ours: runs[0], base: runs[1]}, nil
-}
-
 // rotate runs each of specs n times, in rounds; each round starts one
 // further along the list (with two, alternating which goes first). It
 // returns the samples of each spec, in order.
@@ -196,19 +187,6 @@ func rotate(n int, specs ...cmdSpec) ([][]sample, error) {
 	return runs, nil
 }
 
-// repeat runs c n times.
-func repeat(n int, c cmdSpec) ([]sample, error) {
-	var out []sample
-	for range n {
-		s, err := measure(c)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
@@ -218,21 +196,22 @@ func median(xs []float64) float64 {
 	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
-func walls(ss []sample) []float64 {
+// values are f of each sample.
+func values(ss []sample, f func(sample) float64) []float64 {
 	var out []float64
 	for _, s := range ss {
-		out = append(out, s.wall.Seconds())
+		out = append(out, f(s))
 	}
 	return out
 }
 
+func walls(ss []sample) []float64 {
+	return values(ss, func(s sample) float64 { return s.wall.Seconds() })
+}
+
 // cpus are the samples' CPU times in seconds.
 func cpus(ss []sample) []float64 {
-	var out []float64
-	for _, s := range ss {
-		out = append(out, s.cpu.Seconds())
-	}
-	return out
+	return values(ss, func(s sample) float64 { return s.cpu.Seconds() })
 }
 
 // ratios are the per-pair ratios ours/base.
@@ -267,20 +246,12 @@ func peak(ss []sample) int64 {
 
 // medianRSS is the median of the runs' peak RSS.
 func medianRSS(ss []sample) int64 {
-	var xs []float64
-	for _, s := range ss {
-		xs = append(xs, float64(s.maxRSS))
-	}
-	return int64(median(xs))
+	return int64(median(values(ss, func(s sample) float64 { return float64(s.maxRSS) })))
 }
 
 func reads(ss []sample) int64 {
-	var xs []float64
-	for _, s := range ss {
-		if s.rchar < 0 {
-			return -1
-		}
-		xs = append(xs, float64(s.rchar))
+	if slices.ContainsFunc(ss, func(s sample) bool { return s.rchar < 0 }) {
+		return -1
 	}
-	return int64(median(xs))
+	return int64(median(values(ss, func(s sample) float64 { return float64(s.rchar) })))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -30,10 +31,7 @@ func writeEngines(dir string, n int, size int64, seed uint64) ([]string, error) 
 		w := bufio.NewWriterSize(f, len(buf))
 		for left := size; left > 0; left -= int64(len(buf)) {
 			for k := 0; k+8 <= len(buf); k += 8 {
-				v := rng.Uint64()
-				for j := range 8 {
-					buf[k+j] = byte(v >> (8 * j))
-				}
+				binary.LittleEndian.PutUint64(buf[k:], rng.Uint64())
 			}
 			w.Write(buf[:min(left, int64(len(buf)))])
 		}
@@ -80,39 +78,34 @@ func manifest(path, shape string, engines []string) error {
 			Outputs: []binding{{Binding: "y", Tensor: out, DType: "float16", Shape: shp}}}
 	}
 	var ms []method
-	switch shape {
-	case "chain":
+	switch {
+	case shape == "methods" || shape == "shared" && len(engines) == 1:
+		for i, e := range engines {
+			ms = append(ms, method{Name: fmt.Sprintf("m%d", i), Inputs: []tensor{{"x", "float16", shp}},
+				Outputs: []string{"y"}, Engines: []engine{call(e, "x", "y")}})
+		}
+	case shape == "chain":
 		m := method{Name: "forward", Inputs: []tensor{{"t0", "float16", shp}}}
 		for i, e := range engines {
 			m.Engines = append(m.Engines, call(e, fmt.Sprintf("t%d", i), fmt.Sprintf("t%d", i+1)))
 		}
 		m.Outputs = []string{fmt.Sprintf("t%d", len(engines))}
 		ms = append(ms, m)
-	case "fanout":
+	case shape == "fanout":
 		m := method{Name: "forward", Inputs: []tensor{{"x", "float16", shp}}}
 		for i, e := range engines {
 			m.Engines = append(m.Engines, call(e, "x", fmt.Sprintf("h%d", i)))
 		}
 		m.Outputs = []string{fmt.Sprintf("h%d", len(engines)-1)}
 		ms = append(ms, m)
-	case "outputs":
+	case shape == "outputs":
 		m := method{Name: "forward", Inputs: []tensor{{"x", "float16", shp}}}
 		for i, e := range engines {
 			m.Engines = append(m.Engines, call(e, "x", fmt.Sprintf("y%d", i)))
 			m.Outputs = append(m.Outputs, fmt.Sprintf("y%d", i))
 		}
 		ms = append(ms, m)
-	case "methods":
-		for i, e := range engines {
-			ms = append(ms, method{Name: fmt.Sprintf("m%d", i), Inputs: []tensor{{"x", "float16", shp}},
-				Outputs: []string{"y"}, Engines: []engine{call(e, "x", "y")}})
-		}
-	case "shared":
-		if len(engines) == 1 {
-			ms = append(ms, method{Name: "m0", Inputs: []tensor{{"x", "float16", shp}},
-				Outputs: []string{"y"}, Engines: []engine{call(engines[0], "x", "y")}})
-			break
-		}
+	case shape == "shared":
 		k := len(engines) / 2
 		for i := range k {
 			ms = append(ms, method{Name: fmt.Sprintf("m%d", i), Inputs: []tensor{{"x", "float16", shp}}, Outputs: []string{"y"},
@@ -180,8 +173,7 @@ type bigInputs struct {
 // bigRows exports c.engines engines of c.engineMiB and times the export,
 // re-bake, diff and hash rows against cat, cp and sha256sum.
 func bigRows(c *config, dir string, t tools) error {
-	fmt.Fprintln(c.out, "| work | ours (median) | baseline | baseline (median) | ratio (median) | ratio range | peak RSS ours / base | read ours / base |")
-	fmt.Fprintln(c.out, "|---|---|---|---|---|---|---|---|")
+	tableHead(c.out, []string{"work", "ours (median)", "baseline", "baseline (median)", "ratio (median)", "ratio range", "peak RSS ours / base", "read ours / base"})
 	in := &bigInputs{engDir: filepath.Join(dir, "engines"), manifest: filepath.Join(dir, "big.json"),
 		in: filepath.Join(dir, "in.pte"), rebaked: filepath.Join(dir, "rebaked.pte"),
 		out: filepath.Join(dir, "out.pte"), cpOut: filepath.Join(dir, "cp.out")}
@@ -285,13 +277,14 @@ func hashRow(c *config, t tools, in *bigInputs, _ string) error {
 		cmdSpec{argv: []string{"sha256sum", in.in}})
 }
 
-// pairRow runs ours and base in pairs (see pairs) and writes the row of
-// work against baseline.
+// pairRow runs ours and base in pairs, alternating which goes first
+// (rotate), and writes the row of work against baseline.
 func pairRow(c *config, work, baseline string, ours, base cmdSpec) error {
-	r, err := pairs(c.pairs, ours, base)
+	runs, err := rotate(c.pairs, ours, base)
 	if err != nil {
 		return err
 	}
+	r := &pairResult{ours: runs[0], base: runs[1]}
 	fmt.Fprintf(c.out, "| %s | %s | %s | %s | **%.2fx** | %s | %s / %s | %s / %s |\n", work,
 		dur(median(walls(r.ours))), baseline, dur(median(walls(r.base))), r.ratio(), r.spread(),
 		size(peak(r.ours)), size(peak(r.base)), size(reads(r.ours)), size(reads(r.base)))

@@ -190,16 +190,17 @@ func scaleShape(c *config, dir string, t tools, n int, shape string, engines [2]
 // and writes its row.
 func viewRow(c *config, t tools, n int, shape, name string, args []string, region int64, views io.Writer) error {
 	ours := cmdSpec{argv: append([]string{t.inspect}, args...), okCodes: []int{1}}
-	var r *pairResult
-	var err error
+	specs := []cmdSpec{ours}
 	if t.ref != "" {
-		r, err = pairs(c.pairs, ours, cmdSpec{argv: append([]string{t.ref}, args...), okCodes: []int{1}})
-	} else {
-		r = &pairResult{}
-		r.ours, err = repeat(c.pairs, ours)
+		specs = append(specs, cmdSpec{argv: append([]string{t.ref}, args...), okCodes: []int{1}})
 	}
+	runs, err := rotate(c.pairs, specs...)
 	if err != nil {
 		return err
+	}
+	r := &pairResult{ours: runs[0]}
+	if t.ref != "" {
+		r.base = runs[1]
 	}
 	w := median(walls(r.ours))
 	rss := peak(r.ours)

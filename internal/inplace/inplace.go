@@ -83,9 +83,12 @@ func openLeased(path string) (*Edit, error) {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	e := &Edit{path: real, f: f, size: st.Size(), grace: leaseGrace()}
-	if err := e.lease(); err != nil {
+	if err := e.lease(); errors.Is(err, ErrBusy) {
 		f.Close()
-		return nil, leaseError(path, err)
+		return nil, fmt.Errorf("%s: %w; it is not changed in place while ExecuTorch or another program may be reading it (close it, or re-bake to another file)", path, ErrBusy)
+	} else if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: cannot take a write lease: %w", path, err)
 	}
 	return e, nil
 }
@@ -113,13 +116,6 @@ func Open(path string) (*Edit, error) {
 		return nil, err
 	}
 	return e, nil
-}
-
-func leaseError(path string, err error) error {
-	if errors.Is(err, ErrBusy) {
-		return fmt.Errorf("%s: %w; it is not changed in place while ExecuTorch or another program may be reading it (close it, or re-bake to another file)", path, ErrBusy)
-	}
-	return fmt.Errorf("%s: cannot take a write lease: %w", path, err)
 }
 
 // File is the edited file, for reading. Nothing else may open it while

@@ -72,10 +72,11 @@ type Error struct {
 
 // Error says which record is wrong, where, and what to do about it.
 func (e *Error) Error() string {
-	if e.Off < 0 {
-		return fmt.Sprintf("undo record %s: %s; it is left for you to inspect (remove it when the file is known good)", e.Path, e.Msg)
+	at := ""
+	if e.Off >= 0 {
+		at = fmt.Sprintf("at byte %d: ", e.Off)
 	}
-	return fmt.Sprintf("undo record %s: at byte %d: %s; it is left for you to inspect (remove it when the file is known good)", e.Path, e.Off, e.Msg)
+	return fmt.Sprintf("undo record %s: %s%s; it is left for you to inspect (remove it when the file is known good)", e.Path, at, e.Msg)
 }
 
 // header is a record's fixed header, as stored.
@@ -280,52 +281,46 @@ func Probe(path string) *Notice {
 		return nil
 	}
 	f, st, err := open(undo)
-	switch {
-	case err != nil:
-		n.Refused = reason(err)
-		return n
-	case f == nil:
+	if f == nil && err == nil {
 		return nil // gone since
 	}
-	defer f.Close()
-	if err := trust(undo, st, file); err != nil {
+	if err == nil {
+		defer f.Close()
+		err = probe(f, st, file, undo, real)
+	}
+	if err != nil {
 		n.Refused = reason(err)
-		return n
-	}
-	var hdr [HeaderSize]byte
-	if st.Size() < Fixed {
-		n.Refused = fmt.Sprintf("%d bytes, not a record", st.Size())
-		return n
-	}
-	if _, err := f.ReadAt(hdr[:], 0); err != nil {
-		n.Refused = err.Error()
-		return n
-	}
-	if _, err := checkHeader(undo, hdr[:], st.Size(), file.Size()); err != nil {
-		n.Refused = reason(err)
-		return n
-	}
-	if st.Size() <= ProbeWhole {
-		// What --recover checks next: the checksum, and the file's bytes.
-		r, err := decode(undo, f, st.Size(), file.Size())
-		if err == nil {
-			err = matchesFile(r, real, undo)
-		}
-		if err != nil {
-			n.Refused = reason(err)
-		}
 	}
 	return n
 }
 
-// matchesFile is r.Matches on the file at path, opened read-only.
-func matchesFile(r *Record, path, undo string) error {
-	f, err := os.Open(path)
+// probe checks the record f (st) of the file real (file) as Probe says,
+// in Recover's order.
+func probe(f *os.File, st, file iofs.FileInfo, undo, real string) error {
+	if err := trust(undo, st, file); err != nil {
+		return err
+	}
+	if st.Size() < Fixed {
+		return fmt.Errorf("%d bytes, not a record", st.Size())
+	}
+	var hdr [HeaderSize]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return err
+	}
+	if _, err := checkHeader(undo, hdr[:], st.Size(), file.Size()); err != nil || st.Size() > ProbeWhole {
+		return err
+	}
+	// What --recover checks next: the checksum, and the file's bytes.
+	r, err := decode(undo, f, st.Size(), file.Size())
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	_, err = r.Matches(f, path, undo)
+	ff, err := os.Open(real)
+	if err != nil {
+		return err
+	}
+	defer ff.Close()
+	_, err = r.Matches(ff, real, undo)
 	return err
 }
 
