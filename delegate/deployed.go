@@ -66,19 +66,21 @@ func ReadDeployed(r io.ReaderAt, size int64) (*DeployedView, error) {
 		return nil, err
 	}
 	v := &DeployedView{Size: size}
-	if !deployedHeader(hdr, size, v) || !deployedReadable(v) {
+	if !deployedHeader(hdr, size, v) {
 		return v, nil
 	}
 	md, err := readMetadata(r, v.MetadataOffset, v.MetadataSize)
 	if err != nil {
 		return nil, err
 	}
-	deployedMetadata(md, v)
+	v.Reason = scanMetadata(md, v)
+	v.OK = v.Reason == ""
 	return v, nil
 }
 
 // deployedHeader applies the C++ header checks, in the C++ order, and
-// reports whether the metadata should be scanned.
+// reports whether the metadata should be scanned: not when a check fails,
+// nor when ptekit will not read metadata that large (MetadataUnread).
 func deployedHeader(hdr []byte, size int64, v *DeployedView) bool {
 	fail := func(format string, args ...any) bool {
 		v.OK = false
@@ -115,24 +117,12 @@ func deployedHeader(hdr []byte, size int64, v *DeployedView) bool {
 	if mdEnd > uint64(h.EngineOffset) {
 		return fail("metadata ends at %d, overlapping the engine at %d", mdEnd, h.EngineOffset)
 	}
-	return true
-}
-
-// deployedReadable marks a view whose metadata ptekit will not read.
-func deployedReadable(v *DeployedView) bool {
-	if v.MetadataSize <= MaxMetadataSize {
-		return true
+	if h.MetadataSize > MaxMetadataSize {
+		v.MetadataUnread = true
+		return fail("metadata of %d bytes is larger than the %d bytes ptekit reads; the deployed reader would scan it, with an unknown verdict",
+			h.MetadataSize, MaxMetadataSize)
 	}
-	v.OK, v.MetadataUnread = false, true
-	v.Reason = fmt.Sprintf("metadata of %d bytes is larger than the %d bytes ptekit reads; the deployed reader would scan it, with an unknown verdict",
-		v.MetadataSize, MaxMetadataSize)
-	return false
-}
-
-// deployedMetadata scans the metadata and sets v.OK and v.Reason.
-func deployedMetadata(md []byte, v *DeployedView) {
-	v.Reason = scanMetadata(md, v)
-	v.OK = v.Reason == ""
+	return true
 }
 
 // The C++ scanner, re-implemented from its documented behaviour. It is a

@@ -417,6 +417,10 @@ func appendScalars(dst []byte, m *Metadata) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// shortEscaped are the characters json.dumps writes as a backslash and the
+// letter at the same index of shortEscapes.
+const shortEscaped, shortEscapes = "\"\\\n\r\t\b\f", `"\nrtbf`
+
 // appendString appends s as a JSON string escaped like Python's json.dumps
 // with ensure_ascii=True: lowercase \u escapes, astral characters as
 // surrogate pairs, DEL escaped, no HTML escaping. With raw set, non-ASCII
@@ -424,21 +428,9 @@ const hexDigits = "0123456789abcdef"
 func appendString(dst []byte, s string, raw bool) []byte {
 	dst = append(dst, '"')
 	for _, r := range s {
-		switch {
-		case r == '"':
-			dst = append(dst, '\\', '"')
-		case r == '\\':
-			dst = append(dst, '\\', '\\')
-		case r == '\n':
-			dst = append(dst, '\\', 'n')
-		case r == '\r':
-			dst = append(dst, '\\', 'r')
-		case r == '\t':
-			dst = append(dst, '\\', 't')
-		case r == '\b':
-			dst = append(dst, '\\', 'b')
-		case r == '\f':
-			dst = append(dst, '\\', 'f')
+		switch e := strings.IndexRune(shortEscaped, r); {
+		case e >= 0:
+			dst = append(dst, '\\', shortEscapes[e])
 		case r < 0x20:
 			dst = appendU(dst, r)
 		case r < 0x7f:

@@ -400,7 +400,7 @@ func Check(r io.ReaderAt, size int64) (*Report, error) {
 	}
 	rep := &Report{Deployed: &DeployedView{Size: size}}
 	h, herr := checkHeader(hdr, size)
-	scan := deployedHeader(hdr, size, rep.Deployed) && deployedReadable(rep.Deployed)
+	scan := deployedHeader(hdr, size, rep.Deployed)
 	var md []byte
 	if herr == nil || scan {
 		// Both header checks accept only the same metadata range.
@@ -410,7 +410,8 @@ func Check(r io.ReaderAt, size int64) (*Report, error) {
 		}
 	}
 	if scan {
-		deployedMetadata(md, rep.Deployed)
+		rep.Deployed.Reason = scanMetadata(md, rep.Deployed)
+		rep.Deployed.OK = rep.Deployed.Reason == ""
 	}
 	if herr != nil {
 		rep.Err, rep.PythonErr = herr, herr
