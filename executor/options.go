@@ -39,13 +39,8 @@ const (
 // String returns the kind's name as the upstream vectors spell it: "bool",
 // "int" or "string".
 func (k OptionKind) String() string {
-	switch k {
-	case OptionBool:
-		return "bool"
-	case OptionInt:
-		return "int"
-	case OptionString:
-		return "string"
+	if k >= OptionBool && k <= OptionString {
+		return [...]string{OptionBool: "bool", OptionInt: "int", OptionString: "string"}[k]
 	}
 	return "OptionKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -234,12 +229,9 @@ func ParseOptionValue(s string) (OptionValue, error) {
 // the command-line tools) into a backend id and an option; VALUE is read
 // with ParseOptionValue.
 func ParseBackendOption(s string) (backendID string, opt Option, err error) {
-	id, kv, ok := strings.Cut(s, ":")
-	if !ok || id == "" {
-		return "", Option{}, errorf(CodeInvalidArgument, "backend option %s: want BACKEND:KEY=VALUE", quote.String(s))
-	}
+	id, kv, _ := strings.Cut(s, ":")
 	key, val, ok := strings.Cut(kv, "=")
-	if !ok || key == "" {
+	if !ok || id == "" || key == "" {
 		return "", Option{}, errorf(CodeInvalidArgument, "backend option %s: want BACKEND:KEY=VALUE", quote.String(s))
 	}
 	v, err := ParseOptionValue(val)

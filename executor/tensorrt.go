@@ -317,7 +317,6 @@ func appendOnce(list []string, s string) []string {
 // TensorRTBackend::init does and fills in plan.
 func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) error {
 	plan.Source = res.Source
-	plan.Requested, plan.Applied, plan.Streamable, plan.Streaming = nil, nil, nil, nil
 	if res.Explicit {
 		plan.Requested = ptr(res.Bytes)
 	}
