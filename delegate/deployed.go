@@ -228,19 +228,33 @@ func cppBool(s []byte, p int) (bool, int) {
 	return false, -1
 }
 
-// cppArray finds the first `"key"` at or after from and returns the
-// position just after the next '[', or -1 when the key is absent; reason
-// says when a '[' is missing.
-func cppArray(s []byte, from int, key string) (int, string) {
-	k := bytes.Index(s[from:], []byte(`"`+key+`"`))
+// cppArray finds the first `"key"` at or after from and walks the array
+// of objects after the next '[' (cppObjects). It returns the position after
+// the array, or -1 with why ("" when the key is absent).
+func cppArray(s []byte, from int, key string, member func(key string, p int) int, end func()) (int, string) {
+	k := cppFind(s, from, key)
 	if k < 0 {
 		return -1, ""
 	}
-	open := bytes.IndexByte(s[from+k:], '[')
+	open := bytes.IndexByte(s[k:], '[')
 	if open < 0 {
 		return -1, `no '[' after "` + key + `"`
 	}
-	return from + k + open + 1, ""
+	pos, reason := cppObjects(s, k+open+1, member, end)
+	if pos < 0 {
+		return -1, key + ": " + reason
+	}
+	return pos, ""
+}
+
+// cppFind returns the position just after the first `"key"` at or after
+// from, -1 when there is none.
+func cppFind(s []byte, from int, key string) int {
+	k := bytes.Index(s[from:], []byte(`"`+key+`"`))
+	if k < 0 {
+		return -1
+	}
+	return from + k + len(key) + 2
 }
 
 // cppObjects walks an array of objects starting just after its '['. For
@@ -318,13 +332,9 @@ func scanMetadata(s []byte, v *DeployedView) string {
 // scanBindings fills v.Inputs and v.Outputs from the "io_bindings" array
 // and returns the metadata position just after it, or why it cannot.
 func scanBindings(s []byte, v *DeployedView) (int, string) {
-	start, reason := cppArray(s, 0, "io_bindings")
-	if start < 0 {
-		return -1, cmp.Or(reason, `no "io_bindings" key`)
-	}
 	var name string
 	var isInput bool
-	pos, reason := cppObjects(s, start, func(key string, p int) int {
+	pos, reason := cppArray(s, 0, "io_bindings", func(key string, p int) int {
 		switch key {
 		case "name":
 			name, p = cppString(s, p)
@@ -345,7 +355,7 @@ func scanBindings(s []byte, v *DeployedView) (int, string) {
 		name, isInput = "", false
 	})
 	if pos < 0 {
-		return -1, "io_bindings: " + reason
+		return -1, cmp.Or(reason, `no "io_bindings" key`)
 	}
 	return pos, ""
 }
@@ -353,12 +363,8 @@ func scanBindings(s []byte, v *DeployedView) (int, string) {
 // scanAliasedIO fills v.AliasedIO from the "aliased_io" array, which is
 // searched only after the io_bindings array (from pos).
 func scanAliasedIO(s []byte, pos int, v *DeployedView) string {
-	start, reason := cppArray(s, pos, "aliased_io")
-	if start < 0 {
-		return reason
-	}
 	var a AliasedIO
-	_, reason = cppObjects(s, start, func(key string, p int) int {
+	_, reason := cppArray(s, pos, "aliased_io", func(key string, p int) int {
 		switch key {
 		case "output":
 			a.Output, p = cppString(s, p)
@@ -379,10 +385,7 @@ func scanAliasedIO(s []byte, pos int, v *DeployedView) string {
 		}
 		a = AliasedIO{}
 	})
-	if reason != "" {
-		return "aliased_io: " + reason
-	}
-	return ""
+	return reason
 }
 
 // scanHardwareCompatible sets v.HardwareCompatible from the first
@@ -431,11 +434,10 @@ func scanDeviceID(s []byte, pos int, v *DeployedView) string {
 // position of the value after the next ':' (whitespace skipped), or -1 when
 // the key is absent.
 func cppScalar(s []byte, from int, key string) (int, string) {
-	k := bytes.Index(s[from:], []byte(`"`+key+`"`))
+	k := cppFind(s, from, key)
 	if k < 0 {
 		return -1, ""
 	}
-	k += from + len(key) + 2
 	c := bytes.IndexByte(s[k:], ':')
 	if c < 0 {
 		return -1, fmt.Sprintf(`no ':' after "%s" at metadata byte %d`, key, k)
