@@ -30,12 +30,9 @@ type DuplicateKeyError struct {
 
 // Error implements error.
 func (e *DuplicateKeyError) Error() string {
-	idx := make([]string, len(e.Indices))
-	for i, n := range e.Indices {
-		idx[i] = fmt.Sprint(n)
-	}
-	return fmt.Sprintf("compilespec: key %q occurs %d times (at compile_specs[%s])",
-		e.Key, len(e.Indices), strings.Join(idx, "], ["))
+	// fmt.Sprint(e.Indices) is "[1 4]": "compile_specs[1], [4]".
+	return fmt.Sprintf("compilespec: key %q occurs %d times (at compile_specs%s)",
+		e.Key, len(e.Indices), strings.ReplaceAll(fmt.Sprint(e.Indices), " ", "], ["))
 }
 
 // Find returns the positions of every spec whose key equals key as a C

@@ -292,29 +292,20 @@ func moreItems(items []string, total int) []string {
 // indices of the bindings that use it, in order of first use.
 func duplicateNames(bs []Binding) [][]int {
 	at := map[string][]int{}
-	var order []string
 	for i, b := range bs {
-		if len(at[b.Name]) == 0 {
-			order = append(order, b.Name)
-		}
 		at[b.Name] = append(at[b.Name], i)
 	}
 	var out [][]int
-	for _, n := range order {
-		if len(at[n]) > 1 {
-			out = append(out, at[n])
+	for i, b := range bs {
+		if idx := at[b.Name]; len(idx) > 1 && idx[0] == i {
+			out = append(out, idx)
 		}
 	}
 	return out
 }
 
-func formatIndices(idx []int) string {
-	parts := make([]string, len(idx))
-	for i, n := range idx {
-		parts[i] = "[" + strconv.Itoa(n) + "]"
-	}
-	return strings.Join(parts, ", ")
-}
+// formatIndices writes idx as "[1], [4]".
+func formatIndices(idx []int) string { return strings.ReplaceAll(fmt.Sprint(idx), " ", "], [") }
 
 // compareNames reports how the deployed names of one direction (got)
 // differ from the metadata's (want); otherWant and otherGot are the names
