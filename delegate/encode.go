@@ -109,8 +109,8 @@ func (o *EncodeOptions) NewBlobReader(m *Metadata, engine io.ReaderAt, engineSiz
 	if err != nil {
 		return nil, err
 	}
-	if err := checkEngine(engine, engineSize); err != nil {
-		return nil, err
+	if engine == nil && engineSize > 0 {
+		return nil, &EngineError{Size: engineSize, Msg: fmt.Sprintf("nil engine reader for an engine of %d bytes", engineSize)}
 	}
 	r := &blobReaderAt{prefix: prefix, engine: engine, engineSize: engineSize}
 	r.parts = []*io.SectionReader{io.NewSectionReader(bytes.NewReader(prefix), 0, int64(len(prefix)))}
@@ -452,19 +452,6 @@ func appendU(dst []byte, r rune) []byte {
 	return append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
 }
 
-// checkEngine refuses a nil engine reader for a non-empty engine.
-func checkEngine(engine io.ReaderAt, engineSize int64) error {
-	if engine == nil && engineSize > 0 {
-		return &EngineError{Size: engineSize, Msg: fmt.Sprintf("nil engine reader for an engine of %d bytes", engineSize)}
-	}
-	return nil
-}
-
-// shortEngine reports an engine source that ended after got of size bytes.
-func shortEngine(got, size int64) error {
-	return &EngineError{Size: size, Msg: fmt.Sprintf("engine source ended after %d of %d bytes", got, size), Err: io.ErrUnexpectedEOF}
-}
-
 // blobReaderAt serves a blob from its in-memory prefix and the engine reader.
 type blobReaderAt struct {
 	prefix     []byte
@@ -501,7 +488,8 @@ func (b *blobReaderAt) ReadAt(p []byte, off int64) (int, error) {
 			continue
 		}
 		if err == nil || err == io.EOF {
-			return n, shortEngine(eoff+int64(k), b.engineSize)
+			return n, &EngineError{Size: b.engineSize, Err: io.ErrUnexpectedEOF,
+				Msg: fmt.Sprintf("engine source ended after %d of %d bytes", eoff+int64(k), b.engineSize)}
 		}
 		return n, &EngineError{Size: b.engineSize, Msg: fmt.Sprintf("reading the engine at %d", eoff+int64(k)), Err: err}
 	}

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,13 +81,8 @@ func Load(f *pte.File, cfg Config) (*Program, error) {
 	if f == nil || f.Program == nil {
 		return nil, errorf(CodeInvalidArgument, "no program")
 	}
-	p := &Program{file: f, reg: cfg.Registry, log: cfg.Logger}
-	if p.reg == nil {
-		p.reg = &Registry{}
-	}
-	if p.log == nil {
-		p.log = slog.New(slog.DiscardHandler)
-	}
+	p := &Program{file: f, reg: cmp.Or(cfg.Registry, &Registry{}),
+		log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
 	// Module::load loads every data file and merges them before
 	// Program::load looks at the program: a data file that fails answers
 	// first, even for a program the runtime would refuse.
