@@ -126,13 +126,7 @@ func (h Hazard) String() string { return h.Msg }
 // deployed runtime fails or misbehaves (see HazardKind.Disagreement). Check
 // also compares with upstream's Python reader, which Hazards does not run.
 func Hazards(b *Blob, decodeErr error, d *DeployedView) []Hazard {
-	return hazards(b, decodeErr, nil, d)
-}
-
-// pyVerdict is the Python reader's verdict, when known.
-type pyVerdict struct {
-	blob *PyBlob
-	err  error
+	return hazards(&Report{Blob: b, Err: decodeErr, Deployed: d})
 }
 
 // MaxHazardsPerKind is the most hazards of one kind that Hazards and Check
@@ -172,9 +166,10 @@ func (l *hazardList) list() []Hazard {
 	return out
 }
 
-// hazards lists the hazards of the blob's readings: Hazards, and with py
-// (Check's), the Python reading's too.
-func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard {
+// hazards lists the hazards of the blob's readings in r: Hazards, and with
+// Check's Python reading (Python or PythonErr set), that reading's too.
+func hazards(r *Report) []Hazard {
+	b, decodeErr, d := r.Blob, r.Err, r.Deployed
 	if d == nil {
 		return nil
 	}
@@ -193,17 +188,16 @@ func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard 
 		if decodeErr != nil {
 			msg = decodeErr.Error()
 		}
-		pyAccepts := py != nil && py.err == nil && py.blob != nil
-		if pyAccepts {
-			add(HazardTypeConfused, "upstream's Python reader accepts metadata that ptekit's strict reading refuses: %s", refusals(py.blob.Metadata.Refused))
+		if r.Python != nil {
+			add(HazardTypeConfused, "upstream's Python reader accepts metadata that ptekit's strict reading refuses: %s", refusals(r.Python.Metadata.Refused))
 		}
 		if d.OK {
 			reads := fmt.Sprintf("it reads inputs %s, outputs %s, device_id %d", quoteAll(d.Inputs), quoteAll(d.Outputs), d.DeviceID)
 			switch {
-			case py == nil:
-				add(HazardDeployedAccepts, "ptekit's strict reading rejects this blob (%s), but the deployed reader accepts it; %s", msg, reads)
-			case pyAccepts:
+			case r.Python != nil:
 				add(HazardDeployedAccepts, "ptekit's strict reading rejects this blob (%s) and upstream's Python reader accepts it with other types, while the deployed reader accepts it; %s", msg, reads)
+			case r.PythonErr == nil: // Hazards: the Python reading was not run
+				add(HazardDeployedAccepts, "ptekit's strict reading rejects this blob (%s), but the deployed reader accepts it; %s", msg, reads)
 			default:
 				add(HazardDeployedAccepts, "the blob is invalid (%s): upstream's Python reader and ptekit reject it, but the deployed reader accepts it; %s", msg, reads)
 			}
@@ -412,6 +406,6 @@ func Check(r io.ReaderAt, size int64) (*Report, error) {
 		rep.Python = &PyBlob{Header: *h, Metadata: *py, MetadataRaw: md, Size: size, r: r}
 		rep.Blob, rep.Err = rep.Python.strict()
 	}
-	rep.Hazards = hazards(rep.Blob, rep.Err, &pyVerdict{rep.Python, rep.PythonErr}, rep.Deployed)
+	rep.Hazards = hazards(rep)
 	return rep, nil
 }
