@@ -73,8 +73,7 @@ func ReadDeployed(r io.ReaderAt, size int64) (*DeployedView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.Reason = scanMetadata(md, v)
-	v.OK = v.Reason == ""
+	scanMetadata(md, v)
 	return v, nil
 }
 
@@ -309,24 +308,24 @@ func cppObjects(s []byte, p int, member func(key string, p int) int, end func())
 }
 
 // scanMetadata fills v's bindings, aliased I/O, hardware_compatible and
-// device_id from the metadata as the C++ reader does. It returns "" on
-// success, else why the C++ reader fails.
+// device_id from the metadata as the C++ reader does, and v.OK and
+// v.Reason. It returns "" on success, else why the C++ reader fails.
 func scanMetadata(s []byte, v *DeployedView) string {
 	v.Inputs, v.Outputs, v.AliasedIO = []string{}, []string{}, []AliasedIO{}
 	v.HardwareCompatible, v.DeviceID = false, 0
-
 	pos, reason := scanBindings(s, v)
-	if reason != "" {
-		return reason
-	}
-	if reason := scanAliasedIO(s, pos, v); reason != "" {
-		return reason
+	if reason == "" {
+		reason = scanAliasedIO(s, pos, v)
 	}
 	// The scalars: first textual occurrence after the io_bindings array.
-	if reason := scanHardwareCompatible(s, pos, v); reason != "" {
-		return reason
+	if reason == "" {
+		reason = scanHardwareCompatible(s, pos, v)
 	}
-	return scanDeviceID(s, pos, v)
+	if reason == "" {
+		reason = scanDeviceID(s, pos, v)
+	}
+	v.OK, v.Reason = reason == "", reason
+	return reason
 }
 
 // scanBindings fills v.Inputs and v.Outputs from the "io_bindings" array

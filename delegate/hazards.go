@@ -389,14 +389,12 @@ func Check(r io.ReaderAt, size int64) (*Report, error) {
 	var md []byte
 	if herr == nil || scan {
 		// Both header checks accept only the same metadata range.
-		hh := parseHeader(hdr)
-		if md, err = readMetadata(r, hh.MetadataOffset, hh.MetadataSize); err != nil {
+		if md, err = readMetadata(r, rep.Deployed.MetadataOffset, rep.Deployed.MetadataSize); err != nil {
 			return nil, err
 		}
 	}
 	if scan {
-		rep.Deployed.Reason = scanMetadata(md, rep.Deployed)
-		rep.Deployed.OK = rep.Deployed.Reason == ""
+		scanMetadata(md, rep.Deployed)
 	}
 	if herr != nil {
 		rep.Err, rep.PythonErr = herr, herr
