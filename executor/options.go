@@ -213,11 +213,8 @@ func ParseOptionValue(s string) (OptionValue, error) {
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		return String(s[1 : len(s)-1]), nil
 	}
-	switch s {
-	case "true":
-		return Bool(true), nil
-	case "false":
-		return Bool(false), nil
+	if s == "true" || s == "false" {
+		return Bool(s == "true"), nil
 	}
 	if n, err := strconv.ParseInt(s, 10, 32); err == nil {
 		return Int(int32(n)), nil

@@ -267,21 +267,18 @@ func checkEngineIO(log *slog.Logger, engine Engine, view *delegate.DeployedView,
 		if !slices.Contains(view.Outputs, a.Output) || !slices.Contains(view.Inputs, a.Input) {
 			return fail("aliased_io names not found (output=%s, input=%s)", quote.String(a.Output), quote.String(a.Input))
 		}
-		switch a.Kind {
-		case delegate.KindKVCacheUpdate:
-			if described {
-				if got := tensors.AliasedInputTensor(a.Output); got != a.Input {
-					return fail("kv_cache_update alias for output %s disagrees with the engine (engine aliases %s, blob says %s)", quote.String(a.Output), quote.String(got), quote.String(a.Input))
-				}
-			}
-		case delegate.KindUser:
-			if described {
-				if o, i := tensors.TensorShape(a.Output), tensors.TensorShape(a.Input); o == nil || !slices.Equal(o, i) {
-					return fail("user alias output %s shape %v is incompatible with input %s shape %v", quote.String(a.Output), o, quote.String(a.Input), i)
-				}
+		switch {
+		case a.Kind != delegate.KindKVCacheUpdate && a.Kind != delegate.KindUser:
+			return fail("aliased_io entry for output %s has unknown kind %s", quote.String(a.Output), quote.String(a.Kind))
+		case !described:
+		case a.Kind == delegate.KindKVCacheUpdate:
+			if got := tensors.AliasedInputTensor(a.Output); got != a.Input {
+				return fail("kv_cache_update alias for output %s disagrees with the engine (engine aliases %s, blob says %s)", quote.String(a.Output), quote.String(got), quote.String(a.Input))
 			}
 		default:
-			return fail("aliased_io entry for output %s has unknown kind %s", quote.String(a.Output), quote.String(a.Kind))
+			if o, i := tensors.TensorShape(a.Output), tensors.TensorShape(a.Input); o == nil || !slices.Equal(o, i) {
+				return fail("user alias output %s shape %v is incompatible with input %s shape %v", quote.String(a.Output), o, quote.String(a.Input), i)
+			}
 		}
 	}
 	if described {
