@@ -158,14 +158,11 @@ func dataMethodError(method, path string, st ptd.Status) *Error {
 	if st.Err != nil {
 		msg = strings.TrimPrefix(st.Err.Error(), "ptd: ")
 	}
-	if path != "" {
-		msg = path + ": " + msg
-	}
 	if st.Undefined {
 		msg += " (ExecuTorch has no check for this and crashes)"
 	}
 	// The ptd error's text is the message (Err would repeat it).
-	return &Error{Code: st.Code, Method: method, Delegate: -1, Instruction: -1, Msg: msg}
+	return methodError(method, st.Code, path, "%s", msg)
 }
 
 // constantPath names the value of the first external constant whose
