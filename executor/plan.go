@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"log/slog"
+	"maps"
 
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
@@ -230,9 +231,7 @@ func planRegistry(f *pte.File, opts PlanOptions, factory EngineFactory) (*Regist
 	reg := &Registry{}
 	if opts.Registry != nil {
 		opts.Registry.mu.RLock()
-		for id, b := range opts.Registry.backends {
-			reg.RegisterBackend(id, b)
-		}
+		reg.backends = maps.Clone(opts.Registry.backends)
 		opts.Registry.mu.RUnlock()
 	}
 	if _, ok := reg.Backend(TensorRTBackendID); !ok {

@@ -229,9 +229,6 @@ func (m *Method) initDelegates(opts *LoadOptions, data *ptd.MethodResult) *Error
 		return dataMethodError(m.name, "", st)
 	}
 	for di, d := range m.plan.Delegates {
-		at := func(code pte.Code, format string, args ...any) *Error {
-			return &Error{Code: code, Method: m.name, Delegate: di, Backend: d.ID, Instruction: -1, Msg: fmt.Sprintf(format, args...)}
-		}
 		if d == nil {
 			e := checkDelegateEntry(m.name, di, d)
 			e.Delegate = di
@@ -239,13 +236,13 @@ func (m *Method) initDelegates(opts *LoadOptions, data *ptd.MethodResult) *Error
 		}
 		log := m.log.With(slog.Int("delegate", di), slog.String("backend", d.ID))
 		b, ok := m.prog.reg.Backend(d.ID)
-		if !ok {
-			log.Error("backend is not registered")
-			return at(CodeNotFound, "backend %s is not registered", d.ID)
-		}
-		if !b.IsAvailable() {
-			log.Error("backend is not available")
-			return at(CodeNotFound, "backend %s is not available", d.ID)
+		if !ok || !b.IsAvailable() {
+			why := "is not registered"
+			if ok {
+				why = "is not available"
+			}
+			log.Error("backend " + why)
+			return &Error{Code: CodeNotFound, Method: m.name, Delegate: di, Backend: d.ID, Instruction: -1, Msg: "backend " + d.ID + " " + why}
 		}
 		payload, err := m.prog.file.DelegateData(m.planIndex, di)
 		if err != nil {

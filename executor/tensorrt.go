@@ -190,14 +190,11 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 
 	h := &trtHandle{engine: engine}
 	plan.SharedScratch = b.shared.Load()
-	streamKnown, _, scratchKnown := knownFacts(engine)
-	if scratchKnown {
+	// applyBudget noted an unknown streamable size.
+	if _, _, scratchKnown := knownFacts(engine); scratchKnown {
 		plan.Scratch = ptr(engine.ScratchSize())
 	} else {
 		plan.Assumed = appendOnce(plan.Assumed, FactScratch)
-	}
-	if !streamKnown {
-		plan.Assumed = appendOnce(plan.Assumed, FactStreamable)
 	}
 	h.ctx, err = engine.CreateContext(ContextOptions{UserManagedScratch: plan.SharedScratch})
 	if err != nil || h.ctx == nil {
