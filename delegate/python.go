@@ -296,17 +296,16 @@ func (d *pyReader) member(obj *jsonValue, path, key string, want jsontree.Kind, 
 // int64Of reads an integer value: a JSON integer (no fraction, no
 // exponent) within int64.
 func int64Of(v *jsonValue) (int64, error) {
-	if v.Kind != jsontree.Number {
-		return 0, fmt.Errorf("want an integer, found %s", describe(v))
-	}
-	n, err := strconv.ParseInt(v.Text, 10, 64)
-	if err != nil {
+	if v.Kind == jsontree.Number {
+		n, err := strconv.ParseInt(v.Text, 10, 64)
+		if err == nil {
+			return n, nil
+		}
 		if errors.Is(err, strconv.ErrRange) {
 			return 0, fmt.Errorf("integer %s does not fit in 64 bits", truncate(v.Text, 40))
 		}
-		return 0, fmt.Errorf("want an integer, found %s", describe(v))
 	}
-	return n, nil
+	return 0, fmt.Errorf("want an integer, found %s", describe(v))
 }
 
 // toAny converts a parsed value to the Go value encoding/json would give
