@@ -96,8 +96,7 @@ func FirstError(ps []Problem) (first Problem, n int, ok bool) {
 func FormatProblem(sev pte.Severity, method string, fe *pte.FormatError) Problem {
 	p := Problem{Severity: sev.String(), Method: method, Path: fe.Path, Code: fe.Code.String(), Message: fe.Msg}
 	if fe.Off >= 0 {
-		off := fe.Off
-		p.Offset = &off
+		p.Offset = new(fe.Off)
 	}
 	return p
 }
@@ -180,8 +179,7 @@ func Delegate(f *pte.File, pi, di int, d *pte.BackendDelegate, report BlobReport
 		if pl.FileOffset < 0 {
 			return nil
 		}
-		v := pl.FileOffset + off
-		return &v
+		return new(pl.FileOffset + off)
 	}
 	if rep.BothReject() {
 		p := Problem{Severity: SeverityError, Method: method, Path: path, Code: pte.CodeInvalidProgram.String(),

@@ -182,8 +182,7 @@ func (b Budget) Ptr() *int64 {
 	if !b.explicit {
 		return nil
 	}
-	n := b.bytes
-	return &n
+	return new(b.bytes)
 }
 
 // Spec returns the compile spec value of b, the ASCII decimal byte count

@@ -140,5 +140,3 @@ func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution,
 	res.Bytes, _ = b.Bytes()
 	return res, nil
 }
-
-func ptr(n int64) *int64 { return &n }

@@ -285,8 +285,7 @@ func (m *Method) Plans() []*Plan {
 	defer m.planMu.Unlock()
 	out := make([]*Plan, len(m.plans))
 	for i, p := range m.plans {
-		c := *p
-		out[i] = &c
+		out[i] = new(*p)
 	}
 	return out
 }

@@ -192,7 +192,7 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 	plan.SharedScratch = b.shared.Load()
 	// applyBudget noted an unknown streamable size.
 	if _, _, scratchKnown := knownFacts(engine); scratchKnown {
-		plan.Scratch = ptr(engine.ScratchSize())
+		plan.Scratch = new(engine.ScratchSize())
 	} else {
 		plan.Assumed = appendOnce(plan.Assumed, FactScratch)
 	}
@@ -312,7 +312,7 @@ func appendOnce(list []string, s string) []string {
 func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) error {
 	plan.Source = res.Source
 	if res.Explicit {
-		plan.Requested = ptr(res.Bytes)
+		plan.Requested = new(res.Bytes)
 	}
 	streamKnown, autoKnown, _ := knownFacts(engine)
 	if !streamKnown {
@@ -325,7 +325,7 @@ func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) er
 		return nil
 	}
 	streamable := engine.StreamableWeightsSize()
-	plan.Streamable = ptr(streamable)
+	plan.Streamable = new(streamable)
 	streaming := streamable > 0
 	plan.Streaming = &streaming
 	if !streaming {
@@ -372,7 +372,7 @@ func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) er
 		}
 	}
 	applied := engine.Budget()
-	plan.Applied = ptr(applied)
+	plan.Applied = new(applied)
 	log.Info("TensorRTBackend::init: weight streaming budget",
 		slog.String("source", string(res.Source)), slog.Int64("budget", applied), slog.Int64("streamable", streamable),
 		slog.Int64("scratch", engine.ScratchSize()))
