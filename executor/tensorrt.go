@@ -326,9 +326,8 @@ func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) er
 	}
 	streamable := engine.StreamableWeightsSize()
 	plan.Streamable = new(streamable)
-	streaming := streamable > 0
-	plan.Streaming = &streaming
-	if !streaming {
+	plan.Streaming = new(streamable > 0)
+	if streamable <= 0 {
 		if res.Explicit {
 			log.Error("TensorRTBackend::init: "+msgNotStreamable, slog.Int64("requested", res.Bytes))
 			plan.Reason = "engine has no streamable weights: the requested budget is ignored and all weights stay resident"
