@@ -146,7 +146,6 @@ func LookupOption(opts []Option, key string) (OptionValue, bool) {
 // the same list, there is no per-delegate addressing, and the first option
 // with a given key wins. The zero value is empty and ready to use.
 type LoadOptions struct {
-	ids  []string
 	opts map[string][]Option
 }
 
@@ -168,11 +167,8 @@ func (m *LoadOptions) Add(backendID string, opts ...Option) error {
 	if m.opts == nil {
 		m.opts = make(map[string][]Option)
 	}
-	if _, ok := m.opts[backendID]; !ok {
-		if len(m.ids) >= MaxOptionBackends {
-			return errorf(CodeInvalidArgument, "too many backends in load options: at most %d", MaxOptionBackends)
-		}
-		m.ids = append(m.ids, backendID)
+	if _, ok := m.opts[backendID]; !ok && len(m.opts) >= MaxOptionBackends {
+		return errorf(CodeInvalidArgument, "too many backends in load options: at most %d", MaxOptionBackends)
 	}
 	m.opts[backendID] = append(m.opts[backendID], opts...)
 	return nil
