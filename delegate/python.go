@@ -130,12 +130,8 @@ func (d *pyReader) refuse(path string, v *jsonValue, format string, args ...any)
 // the Python reader does.
 func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 	if !utf8.Valid(md) {
-		i := 0
-		for i < len(md) {
-			r, n := utf8.DecodeRune(md[i:])
-			if r == utf8.RuneError && n <= 1 {
-				break
-			}
+		i := 0 // the first byte that is not part of a valid encoding
+		for r, n := utf8.DecodeRune(md); r != utf8.RuneError || n > 1; r, n = utf8.DecodeRune(md[i:]) {
 			i += n
 		}
 		return nil, &BlobError{Field: "metadata", Off: base + int64(i), Msg: fmt.Sprintf("invalid UTF-8 (byte 0x%02x)", md[i])}
