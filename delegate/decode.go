@@ -50,10 +50,10 @@ func checkHeader(hdr []byte, size int64) (*Header, error) {
 	bad := func(field string, off int64, format string, args ...any) (*Header, error) {
 		return nil, &BlobError{Field: field, Off: off, Msg: fmt.Sprintf(format, args...)}
 	}
-	if len(hdr) < HeaderSize {
+	h, ok := ParseHeader(hdr)
+	if !ok {
 		return bad("header", size, "blob is %d bytes, shorter than the %d-byte header", size, HeaderSize)
 	}
-	h := parseHeader(hdr)
 	if !knownMagic(h.Magic) {
 		return bad("magic", offMagic, "unknown magic %s (want TR01 or TR02)", h.MagicString())
 	}

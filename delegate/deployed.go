@@ -86,10 +86,10 @@ func deployedHeader(hdr []byte, size int64, v *DeployedView) bool {
 		v.Reason = fmt.Sprintf(format, args...)
 		return false
 	}
-	if len(hdr) < HeaderSize {
+	h, ok := ParseHeader(hdr)
+	if !ok {
 		return fail("blob is %d bytes, shorter than the %d-byte header", size, HeaderSize)
 	}
-	h := parseHeader(hdr)
 	v.Magic = h.Magic
 	if !knownMagic(h.Magic) {
 		return fail("unknown magic %s", h.MagicString())
