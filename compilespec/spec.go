@@ -73,10 +73,7 @@ func Get(specs []*pte.CompileSpec, key string) (value []byte, ok bool, err error
 // the end. specs and its elements are not modified; the stored value is a
 // copy, never nil.
 func Set(specs []*pte.CompileSpec, key string, value []byte) []*pte.CompileSpec {
-	entry := &pte.CompileSpec{Key: key, Value: slices.Clone(value)}
-	if entry.Value == nil {
-		entry.Value = []byte{}
-	}
+	entry := &pte.CompileSpec{Key: key, Value: append([]byte{}, value...)} // a copy, never nil
 	out := make([]*pte.CompileSpec, 0, len(specs)+1)
 	placed := false
 	for _, s := range specs {

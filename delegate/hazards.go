@@ -143,9 +143,6 @@ type hazardList struct {
 }
 
 func (l *hazardList) add(k HazardKind, format string, args ...any) {
-	if l.n == nil {
-		l.n = map[HazardKind]int{}
-	}
 	if l.n[k]++; l.n[k] > MaxHazardsPerKind {
 		return
 	}
@@ -173,7 +170,7 @@ func hazards(r *Report) []Hazard {
 	if d == nil {
 		return nil
 	}
-	hz := &hazardList{}
+	hz := &hazardList{n: map[HazardKind]int{}}
 	add := hz.add
 	if d.MetadataUnread {
 		add(HazardMetadataUnread, "the metadata is %d bytes, more than the %d ptekit reads; what the deployed reader, which has no limit, makes of it is unknown",
