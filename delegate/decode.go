@@ -73,7 +73,8 @@ func checkHeader(hdr []byte, size int64) (*Header, error) {
 		if uint64(h.EngineOffset)+h.EngineSize < h.EngineSize {
 			wraps = " (offset + size overflows 64 bits)"
 		}
-		return bad("engine_size", offEngineSize, "engine at %d with size %d extends past the end of the %d-byte blob%s", h.EngineOffset, h.EngineSize, size, wraps)
+		return bad("engine_size", offEngineSize, "engine at %d with size %d extends past the end of the %d-byte blob%s",
+			h.EngineOffset, h.EngineSize, size, wraps)
 	}
 	if mdEnd > uint64(h.EngineOffset) {
 		return bad("metadata_size", offMetadataSize, "metadata [%d, %d) overlaps the engine at %d", h.MetadataOffset, mdEnd, h.EngineOffset)
