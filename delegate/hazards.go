@@ -228,12 +228,11 @@ func hazards(r *Report) []Hazard {
 			quote.String(m.IOBindings[dup[0]].Name), formatIndices(dup))
 	}
 	invalidAliases(hz, d)
-	if aliased := len(m.AliasedIO) > 0; aliased != (b.Header.Magic == MagicTR02) {
-		if aliased {
-			add(HazardMagic, "magic TR01 but the metadata has aliased_io; the upstream writer uses TR02")
-		} else {
-			add(HazardMagic, "magic TR02 but the metadata has no aliased_io; the upstream writer uses TR01")
-		}
+	switch aliased, tr02 := len(m.AliasedIO) > 0, b.Header.Magic == MagicTR02; {
+	case aliased && !tr02:
+		add(HazardMagic, "magic TR01 but the metadata has aliased_io; the upstream writer uses TR02")
+	case !aliased && tr02:
+		add(HazardMagic, "magic TR02 but the metadata has no aliased_io; the upstream writer uses TR01")
 	}
 	if n := b.TrailingBytes(); n > 0 {
 		add(HazardTrailingBytes, "%d bytes after the engine are ignored by both readers", n)

@@ -214,9 +214,8 @@ func (p *Program) loadMethod(name string, opts *LoadOptions) (*Method, *Error) {
 			m.log.Error("method failed to load", slog.String("code", err.Code.String()), slog.String("error", err.Error()))
 		}
 		m.Close()
-		return m, err
 	}
-	return m, nil
+	return m, err
 }
 
 func (m *Method) initDelegates(opts *LoadOptions, data *ptd.MethodResult) *Error {
