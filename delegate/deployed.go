@@ -449,8 +449,7 @@ func excerpt(s []byte, p int) string {
 	if p >= len(s) {
 		return "the end of the metadata"
 	}
-	e := min(len(s), p+16)
-	return fmt.Sprintf("%q", s[p:e])
+	return fmt.Sprintf("%q", s[p:min(len(s), p+16)])
 }
 
 // readHeader reads the first min(size, HeaderSize) bytes, after checking
