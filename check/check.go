@@ -96,8 +96,7 @@ func FirstError(ps []Problem) (first Problem, n int, ok bool) {
 func FormatProblem(sev pte.Severity, method string, fe *pte.FormatError) Problem {
 	p := Problem{Severity: sev.String(), Method: method, Path: fe.Path, Code: fe.Code.String(), Message: fe.Msg}
 	if fe.Off >= 0 {
-		off := fe.Off
-		p.Offset = &off
+		p.Offset = new(fe.Off)
 	}
 	return p
 }
@@ -158,41 +157,44 @@ func Delegate(f *pte.File, pi, di int, d *pte.BackendDelegate, report BlobReport
 		}
 	}
 	method := f.Program.PlanName(pi)
-	var out []Problem
-	out = append(out, cStringProblems(method, pi, di, d)...)
-	if p, bad := budgetProblem(method, pi, di, d); bad {
-		out = append(out, p)
+	at := fmt.Sprintf("execution_plan[%d].delegates[%d]", pi, di)
+	out := cStringProblems(method, at, d)
+	// A weight_streaming_budget compile spec the TensorRT delegate refuses
+	// at init: duplicated or malformed. (A valid load-time option would
+	// hide it; the file alone cannot know.)
+	if _, err := compilespec.SpecBudget(d.CompileSpecs); err != nil {
+		out = append(out, Problem{Severity: SeverityError, Method: method, Path: at + ".compile_specs", Code: pte.CodeInvalidProgram.String(),
+			Message: err.Error() + "; TensorRTBackend init fails unless a load-time budget option is given"})
 	}
 	pl, err := f.DelegateData(pi, di)
 	if err != nil {
 		return out, nil // an unreachable payload is the reader's finding
 	}
-	path := fmt.Sprintf("execution_plan[%d].delegates[%d] (TensorRT blob)", pi, di)
+	path := at + " (TensorRT blob)"
 	rep, err := report(d.Processed, pl, pl.Size())
 	if err != nil {
 		return nil, fmt.Errorf("check: %s: %w", path, err)
 	}
-	at := func(off int64) *int64 {
+	offset := func(off int64) *int64 {
 		if pl.FileOffset < 0 {
 			return nil
 		}
-		v := pl.FileOffset + off
-		return &v
+		return new(pl.FileOffset + off)
 	}
 	if rep.BothReject() {
 		p := Problem{Severity: SeverityError, Method: method, Path: path, Code: pte.CodeInvalidProgram.String(),
 			Message: rep.Err.Error() + "; the deployed C++ reader rejects it too (" + rep.Deployed.Reason + "), so TensorRTBackend init fails"}
 		if be, ok := errors.AsType[*delegate.BlobError](rep.Err); ok && be.Off >= 0 {
-			p.Offset = at(be.Off)
+			p.Offset = offset(be.Off)
 		}
 		out = append(out, p)
 	}
-	if p, bad := deviceProblem(method, pi, di, d, rep.Deployed); bad {
-		out = append(out, p)
+	if err := deviceProblem(d, rep.Deployed); err != nil {
+		out = append(out, Problem{Severity: SeverityWarning, Method: method, Path: at + ".compile_specs", Message: err.Error()})
 	}
 	for _, h := range rep.Hazards {
 		sev, code := hazardSeverity(h.Kind)
-		out = append(out, Problem{Severity: sev, Method: method, Path: path, Offset: at(0), Code: code,
+		out = append(out, Problem{Severity: sev, Method: method, Path: path, Offset: offset(0), Code: code,
 			Message: h.Kind.String() + ": " + h.Msg})
 	}
 	return out, nil
@@ -225,29 +227,14 @@ func hazardSeverity(k delegate.HazardKind) (severity, code string) {
 	return SeverityWarning, ""
 }
 
-// budgetProblem reports a weight_streaming_budget compile spec that the
-// TensorRT delegate refuses at init: duplicated or malformed. (A valid
-// load-time option would hide it; the file alone cannot know.)
-func budgetProblem(method string, pi, di int, d *pte.BackendDelegate) (Problem, bool) {
-	_, err := compilespec.SpecBudget(d.CompileSpecs)
-	if err == nil {
-		return Problem{}, false
-	}
-	p := Problem{Severity: SeverityError, Method: method, Code: pte.CodeInvalidProgram.String(),
-		Path: fmt.Sprintf("execution_plan[%d].delegates[%d].compile_specs", pi, di)}
-	p.Message = err.Error() + "; TensorRTBackend init fails unless a load-time budget option is given"
-	return p, true
-}
-
 // cStringProblems warns about a TensorRT delegate whose backend id or
 // compile spec keys hold a NUL: the deployed runtime reads them only up to
 // it, so they mean something other than what a byte-for-byte reading (and
 // most tools) shows.
-func cStringProblems(method string, pi, di int, d *pte.BackendDelegate) []Problem {
+func cStringProblems(method, at string, d *pte.BackendDelegate) []Problem {
 	var out []Problem
 	if d.ID != delegate.BackendID {
-		out = append(out, Problem{Severity: SeverityWarning, Method: method,
-			Path: fmt.Sprintf("execution_plan[%d].delegates[%d].id", pi, di),
+		out = append(out, Problem{Severity: SeverityWarning, Method: method, Path: at + ".id",
 			Message: fmt.Sprintf("backend id %s holds a NUL; ExecuTorch compares ids as C strings and hands the delegate to %s",
 				quote.String(d.ID), delegate.BackendID)})
 	}
@@ -257,8 +244,7 @@ func cStringProblems(method string, pi, di int, d *pte.BackendDelegate) []Proble
 		}
 		for _, k := range []string{compilespec.KeyWeightStreamingBudget, compilespec.KeyTargetDevice} {
 			if s.Key != k && compilespec.CKeyEqual(s.Key, k) {
-				out = append(out, Problem{Severity: SeverityWarning, Method: method,
-					Path: fmt.Sprintf("execution_plan[%d].delegates[%d].compile_specs[%d]", pi, di, i),
+				out = append(out, Problem{Severity: SeverityWarning, Method: method, Path: fmt.Sprintf("%s.compile_specs[%d]", at, i),
 					Message: fmt.Sprintf("key %s holds a NUL; the delegate compares keys as C strings and reads it as %s",
 						quote.String(s.Key), k)})
 			}
@@ -272,15 +258,10 @@ func cStringProblems(method string, pi, di int, d *pte.BackendDelegate) []Proble
 // device_id as the C++ reader reads it), or that cannot be read. The
 // program loads, but ExecuTorch places the delegate's inputs and outputs on
 // the pinned device while TensorRT runs the engine on the other one.
-func deviceProblem(method string, pi, di int, d *pte.BackendDelegate, dv *delegate.DeployedView) (Problem, bool) {
+func deviceProblem(d *pte.BackendDelegate, dv *delegate.DeployedView) error {
 	pin, ok, _ := compilespec.Get(d.CompileSpecs, compilespec.KeyTargetDevice)
 	if !ok || dv == nil || !dv.OK {
-		return Problem{}, false
+		return nil
 	}
-	err := compilespec.CheckTargetDevice(pin, int(dv.DeviceID))
-	if err == nil {
-		return Problem{}, false
-	}
-	return Problem{Severity: SeverityWarning, Method: method, Message: err.Error(),
-		Path: fmt.Sprintf("execution_plan[%d].delegates[%d].compile_specs", pi, di)}, true
+	return compilespec.CheckTargetDevice(pin, int(dv.DeviceID))
 }

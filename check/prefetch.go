@@ -56,7 +56,8 @@ func Prefetch(f *pte.File) {
 		if f.Prefetch(ctx, []pte.Range{blobs[0].head(span)}) != nil {
 			return
 		}
-		if end, ok := blobs[0].metadataEnd(); ok {
+		if md, ok := blobs[0].metadata(); ok {
+			end := md.Off + md.Len
 			span = min(max(end+end/8+spanMargin, delegate.HeaderSize), maxSpan)
 		}
 		for _, b := range blobs[1:] {
@@ -72,9 +73,9 @@ func Prefetch(f *pte.File) {
 	}
 	var mds []pte.Range
 	for _, b := range blobs {
-		if end, ok := b.metadataEnd(); ok {
-			h, _ := b.header()
-			mds = append(mds, pte.Range{Off: b.pl.FileOffset + int64(h.MetadataOffset), Len: end - int64(h.MetadataOffset)})
+		if md, ok := b.metadata(); ok {
+			md.Off += b.pl.FileOffset
+			mds = append(mds, md)
 		}
 	}
 	// Ranges already held (read with their header) cost nothing.
@@ -104,28 +105,21 @@ func (b blobRange) head(n int64) pte.Range {
 	return pte.Range{Off: b.pl.FileOffset, Len: min(b.size, n)}
 }
 
-// header reads the blob's header (prefetched: no request).
-func (b blobRange) header() (delegate.Header, bool) {
+// metadata is the range of the blob's metadata, from its start, when its
+// header (prefetched: no request) gives it a place inside the blob that
+// ptekit reads.
+func (b blobRange) metadata() (pte.Range, bool) {
+	var hdr [delegate.HeaderSize]byte
 	if b.size < delegate.HeaderSize {
-		return delegate.Header{}, false
+		return pte.Range{}, false
 	}
-	hdr := make([]byte, delegate.HeaderSize)
-	if _, err := b.pl.ReadAt(hdr, 0); err != nil {
-		return delegate.Header{}, false
+	if _, err := b.pl.ReadAt(hdr[:], 0); err != nil {
+		return pte.Range{}, false
 	}
-	return delegate.ParseHeader(hdr)
-}
-
-// metadataEnd is where the blob's metadata ends, from its start, when its
-// header gives it a place inside the blob that ptekit reads.
-func (b blobRange) metadataEnd() (int64, bool) {
-	h, ok := b.header()
-	if !ok {
-		return 0, false
+	h, _ := delegate.ParseHeader(hdr[:])
+	md := pte.Range{Off: int64(h.MetadataOffset), Len: int64(h.MetadataSize)}
+	if md.Len <= 0 || md.Len > delegate.MaxMetadataSize || md.Off < delegate.HeaderSize || md.Off+md.Len > b.size {
+		return pte.Range{}, false
 	}
-	off, n := int64(h.MetadataOffset), int64(h.MetadataSize)
-	if n <= 0 || n > delegate.MaxMetadataSize || off < delegate.HeaderSize || off+n > b.size {
-		return 0, false
-	}
-	return off + n, true
+	return md, true
 }

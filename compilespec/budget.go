@@ -60,44 +60,29 @@ func ParseBudget(v []byte) (int64, error) {
 	if len(v) == 0 {
 		return fail(-1, "empty value")
 	}
-	i := 0
-	neg := false
+	start := 0
 	if v[0] == '-' {
-		neg = true
-		i = 1
+		start = 1
 	}
-	if i == len(v) {
+	if start == len(v) {
 		return fail(-1, "no digits after '-'")
 	}
-	var n uint64
-	overflow := false
-	for j := i; j < len(v); j++ {
-		c := v[j]
-		if c < '0' || c > '9' {
-			switch {
-			case j == 0 && c == '+':
-				return fail(j, "'+' sign is not accepted")
-			case c == 0:
-				return fail(j, "NUL byte")
-			default:
-				return fail(j, fmt.Sprintf("unexpected byte %s", quoteByte(c)))
-			}
-		}
-		if !overflow {
-			// n stays <= 2^63 (the magnitude of the most negative int64),
-			// so n*10+9 cannot wrap.
-			if n > (1<<63)/10 {
-				overflow = true
-				continue
-			}
-			n = n*10 + uint64(c-'0')
-			if n > 1<<63 {
-				overflow = true
-			}
+	for j := start; j < len(v); j++ {
+		switch c := v[j]; {
+		case c >= '0' && c <= '9':
+		case j == 0 && c == '+':
+			return fail(j, "'+' sign is not accepted")
+		case c == 0:
+			return fail(j, "NUL byte")
+		default:
+			return fail(j, fmt.Sprintf("unexpected byte %s", quoteByte(c)))
 		}
 	}
+	// ASCII digits only: ParseUint fails only when the value exceeds 2^64-1.
+	n, err := strconv.ParseUint(string(v[start:]), 10, 64)
+	neg := start == 1
 	switch {
-	case overflow || (!neg && n > math.MaxInt64):
+	case err != nil || n > 1<<63 || (!neg && n > math.MaxInt64):
 		return fail(-1, "value does not fit in int64")
 	case neg && n != 0:
 		return fail(-1, "negative value")
@@ -197,8 +182,7 @@ func (b Budget) Ptr() *int64 {
 	if !b.explicit {
 		return nil
 	}
-	n := b.bytes
-	return &n
+	return new(b.bytes)
 }
 
 // Spec returns the compile spec value of b, the ASCII decimal byte count

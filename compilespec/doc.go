@@ -27,12 +27,6 @@
 //     by the runtime, which uses the blob's device_id; CheckTargetDevice
 //     reports when the two disagree.
 //
-// ParseSize and FormatSize convert between byte counts and the exact human
-// forms used on command lines and in configuration ("8GiB", "1.5 GiB",
-// "8GB", "auto"): binary units in any case and as Kubernetes writes them
-// ("8gib", "8Gi") are powers of 1024, decimal units ("8GB") powers of 1000,
-// and forms that could be either ("8G", "8gb") are refused with a hint.
-// FormatSizeApprox is the one at-a-glance form ("1.5 GiB", "8.0 EiB"), and
-// AddSizes adds sizes without wrapping. They are internal/size's, given here
-// to library users.
+// The size functions (ParseSize, FormatSize, FormatSizeApprox, AddSizes,
+// DescribeSize) are internal/size's, given here to library users.
 package compilespec

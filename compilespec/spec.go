@@ -30,12 +30,9 @@ type DuplicateKeyError struct {
 
 // Error implements error.
 func (e *DuplicateKeyError) Error() string {
-	idx := make([]string, len(e.Indices))
-	for i, n := range e.Indices {
-		idx[i] = fmt.Sprint(n)
-	}
-	return fmt.Sprintf("compilespec: key %q occurs %d times (at compile_specs[%s])",
-		e.Key, len(e.Indices), strings.Join(idx, "], ["))
+	// fmt.Sprint(e.Indices) is "[1 4]": "compile_specs[1], [4]".
+	return fmt.Sprintf("compilespec: key %q occurs %d times (at compile_specs%s)",
+		e.Key, len(e.Indices), strings.ReplaceAll(fmt.Sprint(e.Indices), " ", "], ["))
 }
 
 // Find returns the positions of every spec whose key equals key as a C
@@ -76,10 +73,7 @@ func Get(specs []*pte.CompileSpec, key string) (value []byte, ok bool, err error
 // the end. specs and its elements are not modified; the stored value is a
 // copy, never nil.
 func Set(specs []*pte.CompileSpec, key string, value []byte) []*pte.CompileSpec {
-	entry := &pte.CompileSpec{Key: key, Value: slices.Clone(value)}
-	if entry.Value == nil {
-		entry.Value = []byte{}
-	}
+	entry := &pte.CompileSpec{Key: key, Value: append([]byte{}, value...)} // a copy, never nil
 	out := make([]*pte.CompileSpec, 0, len(specs)+1)
 	placed := false
 	for _, s := range specs {

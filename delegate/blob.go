@@ -131,19 +131,13 @@ func ParseHeader(b []byte) (h Header, ok bool) {
 	if len(b) < HeaderSize {
 		return Header{}, false
 	}
-	return parseHeader(b), true
-}
-
-// parseHeader unpacks a header from at least HeaderSize bytes.
-func parseHeader(b []byte) Header {
-	var h Header
 	copy(h.Magic[:], b[offMagic:])
 	h.MetadataOffset = binary.LittleEndian.Uint32(b[offMetadataOffset:])
 	h.MetadataSize = binary.LittleEndian.Uint32(b[offMetadataSize:])
 	h.EngineOffset = binary.LittleEndian.Uint32(b[offEngineOffset:])
 	h.EngineSize = binary.LittleEndian.Uint64(b[offEngineSize:])
 	copy(h.Reserved[:], b[offReserved:])
-	return h
+	return h, true
 }
 
 // appendTo appends the little-endian encoding of h.

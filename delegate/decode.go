@@ -47,43 +47,40 @@ func (py *PyBlob) strict() (*Blob, error) {
 
 // checkHeader applies the Python reader's header checks, in its order.
 func checkHeader(hdr []byte, size int64) (*Header, error) {
-	if len(hdr) < HeaderSize {
-		return nil, &BlobError{Field: "header", Off: size,
-			Msg: fmt.Sprintf("blob is %d bytes, shorter than the %d-byte header", size, HeaderSize)}
+	bad := func(field string, off int64, format string, args ...any) (*Header, error) {
+		return nil, &BlobError{Field: field, Off: off, Msg: fmt.Sprintf(format, args...)}
 	}
-	h := parseHeader(hdr)
+	h, ok := ParseHeader(hdr)
+	if !ok {
+		return bad("header", size, "blob is %d bytes, shorter than the %d-byte header", size, HeaderSize)
+	}
 	if !knownMagic(h.Magic) {
-		return nil, &BlobError{Field: "magic", Off: offMagic,
-			Msg: fmt.Sprintf("unknown magic %s (want TR01 or TR02)", h.MagicString())}
+		return bad("magic", offMagic, "unknown magic %s (want TR01 or TR02)", h.MagicString())
 	}
 	if h.EngineOffset%EngineAlignment != 0 {
-		return nil, &BlobError{Field: "engine_offset", Off: offEngineOffset,
-			Msg: fmt.Sprintf("engine offset %d is not %d-byte aligned", h.EngineOffset, EngineAlignment)}
+		return bad("engine_offset", offEngineOffset, "engine offset %d is not %d-byte aligned", h.EngineOffset, EngineAlignment)
 	}
 	if h.MetadataOffset < HeaderSize {
-		return nil, &BlobError{Field: "metadata_offset", Off: offMetadataOffset,
-			Msg: fmt.Sprintf("metadata offset %d is inside the %d-byte header", h.MetadataOffset, HeaderSize)}
+		return bad("metadata_offset", offMetadataOffset, "metadata offset %d is inside the %d-byte header", h.MetadataOffset, HeaderSize)
 	}
 	usize := uint64(size)
 	mdEnd := uint64(h.MetadataOffset) + uint64(h.MetadataSize) // cannot overflow: two uint32
 	if mdEnd > usize {
-		return nil, &BlobError{Field: "metadata_size", Off: offMetadataSize,
-			Msg: fmt.Sprintf("metadata [%d, %d) extends past the end of the %d-byte blob", h.MetadataOffset, mdEnd, size)}
+		return bad("metadata_size", offMetadataSize, "metadata [%d, %d) extends past the end of the %d-byte blob", h.MetadataOffset, mdEnd, size)
 	}
 	if uint64(h.EngineOffset) > usize || h.EngineSize > usize-uint64(h.EngineOffset) {
-		msg := fmt.Sprintf("engine at %d with size %d extends past the end of the %d-byte blob", h.EngineOffset, h.EngineSize, size)
+		wraps := ""
 		if uint64(h.EngineOffset)+h.EngineSize < h.EngineSize {
-			msg += " (offset + size overflows 64 bits)"
+			wraps = " (offset + size overflows 64 bits)"
 		}
-		return nil, &BlobError{Field: "engine_size", Off: offEngineSize, Msg: msg}
+		return bad("engine_size", offEngineSize, "engine at %d with size %d extends past the end of the %d-byte blob%s",
+			h.EngineOffset, h.EngineSize, size, wraps)
 	}
 	if mdEnd > uint64(h.EngineOffset) {
-		return nil, &BlobError{Field: "metadata_size", Off: offMetadataSize,
-			Msg: fmt.Sprintf("metadata [%d, %d) overlaps the engine at %d", h.MetadataOffset, mdEnd, h.EngineOffset)}
+		return bad("metadata_size", offMetadataSize, "metadata [%d, %d) overlaps the engine at %d", h.MetadataOffset, mdEnd, h.EngineOffset)
 	}
 	if h.MetadataSize > MaxMetadataSize {
-		return nil, &BlobError{Field: "metadata_size", Off: offMetadataSize,
-			Msg: fmt.Sprintf("metadata of %d bytes is larger than the %d bytes ptekit reads", h.MetadataSize, MaxMetadataSize)}
+		return bad("metadata_size", offMetadataSize, "metadata of %d bytes is larger than the %d bytes ptekit reads", h.MetadataSize, MaxMetadataSize)
 	}
 	return &h, nil
 }

@@ -66,29 +66,30 @@ func ReadDeployed(r io.ReaderAt, size int64) (*DeployedView, error) {
 		return nil, err
 	}
 	v := &DeployedView{Size: size}
-	if !deployedHeader(hdr, size, v) || !deployedReadable(v) {
+	if !deployedHeader(hdr, size, v) {
 		return v, nil
 	}
 	md, err := readMetadata(r, v.MetadataOffset, v.MetadataSize)
 	if err != nil {
 		return nil, err
 	}
-	deployedMetadata(md, v)
+	scanMetadata(md, v)
 	return v, nil
 }
 
 // deployedHeader applies the C++ header checks, in the C++ order, and
-// reports whether the metadata should be scanned.
+// reports whether the metadata should be scanned: not when a check fails,
+// nor when ptekit will not read metadata that large (MetadataUnread).
 func deployedHeader(hdr []byte, size int64, v *DeployedView) bool {
 	fail := func(format string, args ...any) bool {
 		v.OK = false
 		v.Reason = fmt.Sprintf(format, args...)
 		return false
 	}
-	if len(hdr) < HeaderSize {
+	h, ok := ParseHeader(hdr)
+	if !ok {
 		return fail("blob is %d bytes, shorter than the %d-byte header", size, HeaderSize)
 	}
-	h := parseHeader(hdr)
 	v.Magic = h.Magic
 	if !knownMagic(h.Magic) {
 		return fail("unknown magic %s", h.MagicString())
@@ -115,24 +116,12 @@ func deployedHeader(hdr []byte, size int64, v *DeployedView) bool {
 	if mdEnd > uint64(h.EngineOffset) {
 		return fail("metadata ends at %d, overlapping the engine at %d", mdEnd, h.EngineOffset)
 	}
-	return true
-}
-
-// deployedReadable marks a view whose metadata ptekit will not read.
-func deployedReadable(v *DeployedView) bool {
-	if v.MetadataSize <= MaxMetadataSize {
-		return true
+	if h.MetadataSize > MaxMetadataSize {
+		v.MetadataUnread = true
+		return fail("metadata of %d bytes is larger than the %d bytes ptekit reads; the deployed reader would scan it, with an unknown verdict",
+			h.MetadataSize, MaxMetadataSize)
 	}
-	v.OK, v.MetadataUnread = false, true
-	v.Reason = fmt.Sprintf("metadata of %d bytes is larger than the %d bytes ptekit reads; the deployed reader would scan it, with an unknown verdict",
-		v.MetadataSize, MaxMetadataSize)
-	return false
-}
-
-// deployedMetadata scans the metadata and sets v.OK and v.Reason.
-func deployedMetadata(md []byte, v *DeployedView) {
-	v.Reason = scanMetadata(md, v)
-	v.OK = v.Reason == ""
+	return true
 }
 
 // The C++ scanner, re-implemented from its documented behaviour. It is a
@@ -238,19 +227,33 @@ func cppBool(s []byte, p int) (bool, int) {
 	return false, -1
 }
 
-// cppArray finds the first `"key"` at or after from and returns the
-// position just after the next '[', or -1 when the key is absent; reason
-// says when a '[' is missing.
-func cppArray(s []byte, from int, key string) (int, string) {
-	k := bytes.Index(s[from:], []byte(`"`+key+`"`))
+// cppArray finds the first `"key"` at or after from and walks the array
+// of objects after the next '[' (cppObjects). It returns the position after
+// the array, or -1 with why ("" when the key is absent).
+func cppArray(s []byte, from int, key string, member func(key string, p int) int, end func()) (int, string) {
+	k := cppFind(s, from, key)
 	if k < 0 {
 		return -1, ""
 	}
-	open := bytes.IndexByte(s[from+k:], '[')
+	open := bytes.IndexByte(s[k:], '[')
 	if open < 0 {
 		return -1, `no '[' after "` + key + `"`
 	}
-	return from + k + open + 1, ""
+	pos, reason := cppObjects(s, k+open+1, member, end)
+	if pos < 0 {
+		return -1, key + ": " + reason
+	}
+	return pos, ""
+}
+
+// cppFind returns the position just after the first `"key"` at or after
+// from, -1 when there is none.
+func cppFind(s []byte, from int, key string) int {
+	k := bytes.Index(s[from:], []byte(`"`+key+`"`))
+	if k < 0 {
+		return -1
+	}
+	return from + k + len(key) + 2
 }
 
 // cppObjects walks an array of objects starting just after its '['. For
@@ -305,36 +308,32 @@ func cppObjects(s []byte, p int, member func(key string, p int) int, end func())
 }
 
 // scanMetadata fills v's bindings, aliased I/O, hardware_compatible and
-// device_id from the metadata as the C++ reader does. It returns "" on
-// success, else why the C++ reader fails.
+// device_id from the metadata as the C++ reader does, and v.OK and
+// v.Reason. It returns "" on success, else why the C++ reader fails.
 func scanMetadata(s []byte, v *DeployedView) string {
 	v.Inputs, v.Outputs, v.AliasedIO = []string{}, []string{}, []AliasedIO{}
 	v.HardwareCompatible, v.DeviceID = false, 0
-
 	pos, reason := scanBindings(s, v)
-	if reason != "" {
-		return reason
-	}
-	if reason := scanAliasedIO(s, pos, v); reason != "" {
-		return reason
+	if reason == "" {
+		reason = scanAliasedIO(s, pos, v)
 	}
 	// The scalars: first textual occurrence after the io_bindings array.
-	if reason := scanHardwareCompatible(s, pos, v); reason != "" {
-		return reason
+	if reason == "" {
+		reason = scanHardwareCompatible(s, pos, v)
 	}
-	return scanDeviceID(s, pos, v)
+	if reason == "" {
+		reason = scanDeviceID(s, pos, v)
+	}
+	v.OK, v.Reason = reason == "", reason
+	return reason
 }
 
 // scanBindings fills v.Inputs and v.Outputs from the "io_bindings" array
 // and returns the metadata position just after it, or why it cannot.
 func scanBindings(s []byte, v *DeployedView) (int, string) {
-	start, reason := cppArray(s, 0, "io_bindings")
-	if start < 0 {
-		return -1, cmp.Or(reason, `no "io_bindings" key`)
-	}
 	var name string
 	var isInput bool
-	pos, reason := cppObjects(s, start, func(key string, p int) int {
+	pos, reason := cppArray(s, 0, "io_bindings", func(key string, p int) int {
 		switch key {
 		case "name":
 			name, p = cppString(s, p)
@@ -355,7 +354,7 @@ func scanBindings(s []byte, v *DeployedView) (int, string) {
 		name, isInput = "", false
 	})
 	if pos < 0 {
-		return -1, "io_bindings: " + reason
+		return -1, cmp.Or(reason, `no "io_bindings" key`)
 	}
 	return pos, ""
 }
@@ -363,12 +362,8 @@ func scanBindings(s []byte, v *DeployedView) (int, string) {
 // scanAliasedIO fills v.AliasedIO from the "aliased_io" array, which is
 // searched only after the io_bindings array (from pos).
 func scanAliasedIO(s []byte, pos int, v *DeployedView) string {
-	start, reason := cppArray(s, pos, "aliased_io")
-	if start < 0 {
-		return reason
-	}
 	var a AliasedIO
-	_, reason = cppObjects(s, start, func(key string, p int) int {
+	_, reason := cppArray(s, pos, "aliased_io", func(key string, p int) int {
 		switch key {
 		case "output":
 			a.Output, p = cppString(s, p)
@@ -389,10 +384,7 @@ func scanAliasedIO(s []byte, pos int, v *DeployedView) string {
 		}
 		a = AliasedIO{}
 	})
-	if reason != "" {
-		return "aliased_io: " + reason
-	}
-	return ""
+	return reason
 }
 
 // scanHardwareCompatible sets v.HardwareCompatible from the first
@@ -441,11 +433,10 @@ func scanDeviceID(s []byte, pos int, v *DeployedView) string {
 // position of the value after the next ':' (whitespace skipped), or -1 when
 // the key is absent.
 func cppScalar(s []byte, from int, key string) (int, string) {
-	k := bytes.Index(s[from:], []byte(`"`+key+`"`))
+	k := cppFind(s, from, key)
 	if k < 0 {
 		return -1, ""
 	}
-	k += from + len(key) + 2
 	c := bytes.IndexByte(s[k:], ':')
 	if c < 0 {
 		return -1, fmt.Sprintf(`no ':' after "%s" at metadata byte %d`, key, k)
@@ -458,8 +449,7 @@ func excerpt(s []byte, p int) string {
 	if p >= len(s) {
 		return "the end of the metadata"
 	}
-	e := min(len(s), p+16)
-	return fmt.Sprintf("%q", s[p:e])
+	return fmt.Sprintf("%q", s[p:min(len(s), p+16)])
 }
 
 // readHeader reads the first min(size, HeaderSize) bytes, after checking

@@ -109,8 +109,8 @@ func (o *EncodeOptions) NewBlobReader(m *Metadata, engine io.ReaderAt, engineSiz
 	if err != nil {
 		return nil, err
 	}
-	if err := checkEngine(engine, engineSize); err != nil {
-		return nil, err
+	if engine == nil && engineSize > 0 {
+		return nil, &EngineError{Size: engineSize, Msg: fmt.Sprintf("nil engine reader for an engine of %d bytes", engineSize)}
 	}
 	r := &blobReaderAt{prefix: prefix, engine: engine, engineSize: engineSize}
 	r.parts = []*io.SectionReader{io.NewSectionReader(bytes.NewReader(prefix), 0, int64(len(prefix)))}
@@ -417,6 +417,10 @@ func appendScalars(dst []byte, m *Metadata) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// shortEscaped are the characters json.dumps writes as a backslash and the
+// letter at the same index of shortEscapes.
+const shortEscaped, shortEscapes = "\"\\\n\r\t\b\f", `"\nrtbf`
+
 // appendString appends s as a JSON string escaped like Python's json.dumps
 // with ensure_ascii=True: lowercase \u escapes, astral characters as
 // surrogate pairs, DEL escaped, no HTML escaping. With raw set, non-ASCII
@@ -424,21 +428,9 @@ const hexDigits = "0123456789abcdef"
 func appendString(dst []byte, s string, raw bool) []byte {
 	dst = append(dst, '"')
 	for _, r := range s {
-		switch {
-		case r == '"':
-			dst = append(dst, '\\', '"')
-		case r == '\\':
-			dst = append(dst, '\\', '\\')
-		case r == '\n':
-			dst = append(dst, '\\', 'n')
-		case r == '\r':
-			dst = append(dst, '\\', 'r')
-		case r == '\t':
-			dst = append(dst, '\\', 't')
-		case r == '\b':
-			dst = append(dst, '\\', 'b')
-		case r == '\f':
-			dst = append(dst, '\\', 'f')
+		switch e := strings.IndexRune(shortEscaped, r); {
+		case e >= 0:
+			dst = append(dst, '\\', shortEscapes[e])
 		case r < 0x20:
 			dst = appendU(dst, r)
 		case r < 0x7f:
@@ -458,19 +450,6 @@ func appendString(dst []byte, s string, raw bool) []byte {
 
 func appendU(dst []byte, r rune) []byte {
 	return append(dst, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
-}
-
-// checkEngine refuses a nil engine reader for a non-empty engine.
-func checkEngine(engine io.ReaderAt, engineSize int64) error {
-	if engine == nil && engineSize > 0 {
-		return &EngineError{Size: engineSize, Msg: fmt.Sprintf("nil engine reader for an engine of %d bytes", engineSize)}
-	}
-	return nil
-}
-
-// shortEngine reports an engine source that ended after got of size bytes.
-func shortEngine(got, size int64) error {
-	return &EngineError{Size: size, Msg: fmt.Sprintf("engine source ended after %d of %d bytes", got, size), Err: io.ErrUnexpectedEOF}
 }
 
 // blobReaderAt serves a blob from its in-memory prefix and the engine reader.
@@ -509,7 +488,8 @@ func (b *blobReaderAt) ReadAt(p []byte, off int64) (int, error) {
 			continue
 		}
 		if err == nil || err == io.EOF {
-			return n, shortEngine(eoff+int64(k), b.engineSize)
+			return n, &EngineError{Size: b.engineSize, Err: io.ErrUnexpectedEOF,
+				Msg: fmt.Sprintf("engine source ended after %d of %d bytes", eoff+int64(k), b.engineSize)}
 		}
 		return n, &EngineError{Size: b.engineSize, Msg: fmt.Sprintf("reading the engine at %d", eoff+int64(k)), Err: err}
 	}

@@ -126,13 +126,7 @@ func (h Hazard) String() string { return h.Msg }
 // deployed runtime fails or misbehaves (see HazardKind.Disagreement). Check
 // also compares with upstream's Python reader, which Hazards does not run.
 func Hazards(b *Blob, decodeErr error, d *DeployedView) []Hazard {
-	return hazards(b, decodeErr, nil, d)
-}
-
-// pyVerdict is the Python reader's verdict, when known.
-type pyVerdict struct {
-	blob *PyBlob
-	err  error
+	return hazards(&Report{Blob: b, Err: decodeErr, Deployed: d})
 }
 
 // MaxHazardsPerKind is the most hazards of one kind that Hazards and Check
@@ -149,9 +143,6 @@ type hazardList struct {
 }
 
 func (l *hazardList) add(k HazardKind, format string, args ...any) {
-	if l.n == nil {
-		l.n = map[HazardKind]int{}
-	}
 	if l.n[k]++; l.n[k] > MaxHazardsPerKind {
 		return
 	}
@@ -172,13 +163,14 @@ func (l *hazardList) list() []Hazard {
 	return out
 }
 
-// hazards lists the hazards of the blob's readings: Hazards, and with py
-// (Check's), the Python reading's too.
-func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard {
+// hazards lists the hazards of the blob's readings in r: Hazards, and with
+// Check's Python reading (Python or PythonErr set), that reading's too.
+func hazards(r *Report) []Hazard {
+	b, decodeErr, d := r.Blob, r.Err, r.Deployed
 	if d == nil {
 		return nil
 	}
-	hz := &hazardList{}
+	hz := &hazardList{n: map[HazardKind]int{}}
 	add := hz.add
 	if d.MetadataUnread {
 		add(HazardMetadataUnread, "the metadata is %d bytes, more than the %d ptekit reads; what the deployed reader, which has no limit, makes of it is unknown",
@@ -193,17 +185,16 @@ func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard 
 		if decodeErr != nil {
 			msg = decodeErr.Error()
 		}
-		pyAccepts := py != nil && py.err == nil && py.blob != nil
-		if pyAccepts {
-			add(HazardTypeConfused, "upstream's Python reader accepts metadata that ptekit's strict reading refuses: %s", refusals(py.blob.Metadata.Refused))
+		if r.Python != nil {
+			add(HazardTypeConfused, "upstream's Python reader accepts metadata that ptekit's strict reading refuses: %s", refusals(r.Python.Metadata.Refused))
 		}
 		if d.OK {
 			reads := fmt.Sprintf("it reads inputs %s, outputs %s, device_id %d", quoteAll(d.Inputs), quoteAll(d.Outputs), d.DeviceID)
 			switch {
-			case py == nil:
-				add(HazardDeployedAccepts, "ptekit's strict reading rejects this blob (%s), but the deployed reader accepts it; %s", msg, reads)
-			case pyAccepts:
+			case r.Python != nil:
 				add(HazardDeployedAccepts, "ptekit's strict reading rejects this blob (%s) and upstream's Python reader accepts it with other types, while the deployed reader accepts it; %s", msg, reads)
+			case r.PythonErr == nil: // Hazards: the Python reading was not run
+				add(HazardDeployedAccepts, "ptekit's strict reading rejects this blob (%s), but the deployed reader accepts it; %s", msg, reads)
 			default:
 				add(HazardDeployedAccepts, "the blob is invalid (%s): upstream's Python reader and ptekit reject it, but the deployed reader accepts it; %s", msg, reads)
 			}
@@ -237,12 +228,11 @@ func hazards(b *Blob, decodeErr error, py *pyVerdict, d *DeployedView) []Hazard 
 			quote.String(m.IOBindings[dup[0]].Name), formatIndices(dup))
 	}
 	invalidAliases(hz, d)
-	if aliased := len(m.AliasedIO) > 0; aliased != (b.Header.Magic == MagicTR02) {
-		if aliased {
-			add(HazardMagic, "magic TR01 but the metadata has aliased_io; the upstream writer uses TR02")
-		} else {
-			add(HazardMagic, "magic TR02 but the metadata has no aliased_io; the upstream writer uses TR01")
-		}
+	switch aliased, tr02 := len(m.AliasedIO) > 0, b.Header.Magic == MagicTR02; {
+	case aliased && !tr02:
+		add(HazardMagic, "magic TR01 but the metadata has aliased_io; the upstream writer uses TR02")
+	case !aliased && tr02:
+		add(HazardMagic, "magic TR02 but the metadata has no aliased_io; the upstream writer uses TR01")
 	}
 	if n := b.TrailingBytes(); n > 0 {
 		add(HazardTrailingBytes, "%d bytes after the engine are ignored by both readers", n)
@@ -292,29 +282,20 @@ func moreItems(items []string, total int) []string {
 // indices of the bindings that use it, in order of first use.
 func duplicateNames(bs []Binding) [][]int {
 	at := map[string][]int{}
-	var order []string
 	for i, b := range bs {
-		if len(at[b.Name]) == 0 {
-			order = append(order, b.Name)
-		}
 		at[b.Name] = append(at[b.Name], i)
 	}
 	var out [][]int
-	for _, n := range order {
-		if len(at[n]) > 1 {
-			out = append(out, at[n])
+	for i, b := range bs {
+		if idx := at[b.Name]; len(idx) > 1 && idx[0] == i {
+			out = append(out, idx)
 		}
 	}
 	return out
 }
 
-func formatIndices(idx []int) string {
-	parts := make([]string, len(idx))
-	for i, n := range idx {
-		parts[i] = "[" + strconv.Itoa(n) + "]"
-	}
-	return strings.Join(parts, ", ")
-}
+// formatIndices writes idx as "[1], [4]".
+func formatIndices(idx []int) string { return strings.ReplaceAll(fmt.Sprint(idx), " ", "], [") }
 
 // compareNames reports how the deployed names of one direction (got)
 // differ from the metadata's (want); otherWant and otherGot are the names
@@ -400,17 +381,16 @@ func Check(r io.ReaderAt, size int64) (*Report, error) {
 	}
 	rep := &Report{Deployed: &DeployedView{Size: size}}
 	h, herr := checkHeader(hdr, size)
-	scan := deployedHeader(hdr, size, rep.Deployed) && deployedReadable(rep.Deployed)
+	scan := deployedHeader(hdr, size, rep.Deployed)
 	var md []byte
 	if herr == nil || scan {
 		// Both header checks accept only the same metadata range.
-		hh := parseHeader(hdr)
-		if md, err = readMetadata(r, hh.MetadataOffset, hh.MetadataSize); err != nil {
+		if md, err = readMetadata(r, rep.Deployed.MetadataOffset, rep.Deployed.MetadataSize); err != nil {
 			return nil, err
 		}
 	}
 	if scan {
-		deployedMetadata(md, rep.Deployed)
+		scanMetadata(md, rep.Deployed)
 	}
 	if herr != nil {
 		rep.Err, rep.PythonErr = herr, herr
@@ -420,6 +400,6 @@ func Check(r io.ReaderAt, size int64) (*Report, error) {
 		rep.Python = &PyBlob{Header: *h, Metadata: *py, MetadataRaw: md, Size: size, r: r}
 		rep.Blob, rep.Err = rep.Python.strict()
 	}
-	rep.Hazards = hazards(rep.Blob, rep.Err, &pyVerdict{rep.Python, rep.PythonErr}, rep.Deployed)
+	rep.Hazards = hazards(rep)
 	return rep, nil
 }

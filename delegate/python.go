@@ -130,12 +130,8 @@ func (d *pyReader) refuse(path string, v *jsonValue, format string, args ...any)
 // the Python reader does.
 func decodePyMetadata(md []byte, base int64) (*PyMetadata, error) {
 	if !utf8.Valid(md) {
-		i := 0
-		for i < len(md) {
-			r, n := utf8.DecodeRune(md[i:])
-			if r == utf8.RuneError && n <= 1 {
-				break
-			}
+		i := 0 // the first byte that is not part of a valid encoding
+		for r, n := utf8.DecodeRune(md); r != utf8.RuneError || n > 1; r, n = utf8.DecodeRune(md[i:]) {
 			i += n
 		}
 		return nil, &BlobError{Field: "metadata", Off: base + int64(i), Msg: fmt.Sprintf("invalid UTF-8 (byte 0x%02x)", md[i])}
@@ -296,17 +292,16 @@ func (d *pyReader) member(obj *jsonValue, path, key string, want jsontree.Kind, 
 // int64Of reads an integer value: a JSON integer (no fraction, no
 // exponent) within int64.
 func int64Of(v *jsonValue) (int64, error) {
-	if v.Kind != jsontree.Number {
-		return 0, fmt.Errorf("want an integer, found %s", describe(v))
-	}
-	n, err := strconv.ParseInt(v.Text, 10, 64)
-	if err != nil {
+	if v.Kind == jsontree.Number {
+		n, err := strconv.ParseInt(v.Text, 10, 64)
+		if err == nil {
+			return n, nil
+		}
 		if errors.Is(err, strconv.ErrRange) {
 			return 0, fmt.Errorf("integer %s does not fit in 64 bits", truncate(v.Text, 40))
 		}
-		return 0, fmt.Errorf("want an integer, found %s", describe(v))
 	}
-	return n, nil
+	return 0, fmt.Errorf("want an integer, found %s", describe(v))
 }
 
 // toAny converts a parsed value to the Go value encoding/json would give

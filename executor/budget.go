@@ -118,28 +118,25 @@ func ResolveBudget(runtimeSpecs []Option, specs []*pte.CompileSpec) (Resolution,
 			if n, _ := v.Int(); n >= 0 {
 				return Resolution{Source: SourceLoadOption, Explicit: true, Bytes: int64(n)}, nil
 			}
-			return res, errorf(CodeInvalidProgram, "%s (got the int %s)", msgBadOptionType, v)
+			fallthrough // a negative int
 		default:
 			return res, errorf(CodeInvalidProgram, "%s (got the %s %s)", msgBadOptionType, v.Kind(), v)
 		}
 	}
 	b, err := compilespec.SpecBudget(specs)
 	var dup *compilespec.DuplicateKeyError
+	res.Source = SourceCompileSpec
 	switch {
 	case errors.As(err, &dup):
-		res.Source = SourceCompileSpec
 		return res, errorf(CodeInvalidProgram, "%s (compile_specs[%d] and compile_specs[%d])", msgDuplicateSpec, dup.Indices[0], dup.Indices[1])
 	case err != nil:
-		res.Source = SourceCompileSpec
 		return res, wrapError(CodeInvalidProgram,
 			fmt.Sprintf("%s (compile_specs[%d])", msgMalformedSpec, compilespec.Find(specs, compilespec.KeyWeightStreamingBudget)[0]), err)
 	case b.IsAuto():
 		res.Source = SourceAutomatic
 		return res, nil
 	}
-	res.Source, res.Explicit = SourceCompileSpec, true
+	res.Explicit = true
 	res.Bytes, _ = b.Bytes()
 	return res, nil
 }
-
-func ptr(n int64) *int64 { return &n }

@@ -10,13 +10,9 @@
 //
 // Load wraps a *pte.File; Program.LoadMethod loads a method with the checks
 // of ExecuTorch's Program::method_meta and Method::init, in their order and
-// with their error classes: required fields, then the value table (known
-// union tags with their tables, list indices, tensor structure, EXTERNAL
-// tensors found in the data files), then the delegates, then the chains (known instruction types with their tables,
-// value and operator indices). A union whose tag is set but whose table is
-// absent (a typed nil in the pte model) is InvalidProgram, never a panic.
-// As upstream, a DelegateCall's delegate index and the method's input and
-// output indices are left to execution, which is not modelled.
+// with their error classes (see LoadMethod). A union whose tag is set but
+// whose table is absent (a typed nil in the pte model) is InvalidProgram,
+// never a panic.
 //
 // Each delegate's backend is looked up by id in a Registry (an
 // unregistered or unavailable id is a NotFound error naming the backend and
@@ -83,20 +79,14 @@
 //
 // PlanProgram loads every method with a StandIn engine factory whose
 // streamable size, scratch size and automatic budget the caller may state,
-// and returns a ProgramPlan ready for JSON: per method name, ok, error
-// {kind, message} and delegates {index, backend, device, budget {source,
-// requested, applied, streaming}}. Budget.applied is null in exactly three
-// cases: the budget could not be resolved (a malformed, duplicate or
-// wrongly typed budget; the load fails and the reason says why), streaming
-// is false (the engine has nothing streamable, so no budget applies and all
-// weights stay resident), or the value depends on an engine fact nobody
-// stated, which ProgramPlan.Assumed then lists (FactStreamable,
-// FactAutomatic; FactScratch for the scratch figures).
-// ProgramPlan.Stated lists the facts the caller stated, whose figures are
-// assumptions rather than an engine's. Backends other than TensorRT that
-// the caller did not register are not modelled: their delegates are
-// assumed to load (DelegatePlan.Modelled false, MethodPlan.NotModelled), so
-// that the TensorRT delegates after them are planned too.
+// and returns a ProgramPlan ready for JSON. A figure that depends on an
+// engine fact nobody stated is null, and ProgramPlan.Assumed lists the fact
+// (BudgetPlan.Applied says when else it is null); ProgramPlan.Stated lists
+// the facts the caller stated, whose figures are assumptions rather than an
+// engine's. Backends other than TensorRT that the caller did not register
+// are not modelled: their delegates are assumed to load
+// (MethodPlan.NotModelled), so that the TensorRT delegates after them are
+// planned too.
 //
 // Init steps that need the engine's own tensor descriptions (the
 // agreement of an aliased_io pair with the engine, the refusal of

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -137,14 +138,9 @@ func CodeOf(err error) pte.Code {
 func locate(err error, method string, delegate int, backend string) *Error {
 	if re, ok := errors.AsType[*Error](err); ok {
 		out := *re
-		if out.Method == "" {
-			out.Method = method
-		}
+		out.Method, out.Backend = cmp.Or(out.Method, method), cmp.Or(out.Backend, backend)
 		if out.Delegate < 0 {
 			out.Delegate = delegate
-		}
-		if out.Backend == "" {
-			out.Backend = backend
 		}
 		return &out
 	}

@@ -39,13 +39,8 @@ const (
 // String returns the kind's name as the upstream vectors spell it: "bool",
 // "int" or "string".
 func (k OptionKind) String() string {
-	switch k {
-	case OptionBool:
-		return "bool"
-	case OptionInt:
-		return "int"
-	case OptionString:
-		return "string"
+	if k >= OptionBool && k <= OptionString {
+		return [...]string{OptionBool: "bool", OptionInt: "int", OptionString: "string"}[k]
 	}
 	return "OptionKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -151,7 +146,6 @@ func LookupOption(opts []Option, key string) (OptionValue, bool) {
 // the same list, there is no per-delegate addressing, and the first option
 // with a given key wins. The zero value is empty and ready to use.
 type LoadOptions struct {
-	ids  []string
 	opts map[string][]Option
 }
 
@@ -173,11 +167,8 @@ func (m *LoadOptions) Add(backendID string, opts ...Option) error {
 	if m.opts == nil {
 		m.opts = make(map[string][]Option)
 	}
-	if _, ok := m.opts[backendID]; !ok {
-		if len(m.ids) >= MaxOptionBackends {
-			return errorf(CodeInvalidArgument, "too many backends in load options: at most %d", MaxOptionBackends)
-		}
-		m.ids = append(m.ids, backendID)
+	if _, ok := m.opts[backendID]; !ok && len(m.opts) >= MaxOptionBackends {
+		return errorf(CodeInvalidArgument, "too many backends in load options: at most %d", MaxOptionBackends)
 	}
 	m.opts[backendID] = append(m.opts[backendID], opts...)
 	return nil
@@ -218,11 +209,8 @@ func ParseOptionValue(s string) (OptionValue, error) {
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		return String(s[1 : len(s)-1]), nil
 	}
-	switch s {
-	case "true":
-		return Bool(true), nil
-	case "false":
-		return Bool(false), nil
+	if s == "true" || s == "false" {
+		return Bool(s == "true"), nil
 	}
 	if n, err := strconv.ParseInt(s, 10, 32); err == nil {
 		return Int(int32(n)), nil
@@ -234,12 +222,9 @@ func ParseOptionValue(s string) (OptionValue, error) {
 // the command-line tools) into a backend id and an option; VALUE is read
 // with ParseOptionValue.
 func ParseBackendOption(s string) (backendID string, opt Option, err error) {
-	id, kv, ok := strings.Cut(s, ":")
-	if !ok || id == "" {
-		return "", Option{}, errorf(CodeInvalidArgument, "backend option %s: want BACKEND:KEY=VALUE", quote.String(s))
-	}
+	id, kv, _ := strings.Cut(s, ":")
 	key, val, ok := strings.Cut(kv, "=")
-	if !ok || key == "" {
+	if !ok || id == "" || key == "" {
 		return "", Option{}, errorf(CodeInvalidArgument, "backend option %s: want BACKEND:KEY=VALUE", quote.String(s))
 	}
 	v, err := ParseOptionValue(val)

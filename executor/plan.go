@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"log/slog"
+	"maps"
 
 	"github.com/ptekit/ptekit/ptd"
 	"github.com/ptekit/ptekit/pte"
@@ -203,8 +204,7 @@ func PlanProgram(f *pte.File, opts PlanOptions) (*ProgramPlan, error) {
 		out.Methods = append(out.Methods, planMethod(prog, name, opts, stubbed, out, sc))
 	}
 	if sc.known {
-		sm := ComputeScratchMemory(sc.engines)
-		out.ScratchMemory = &sm
+		out.ScratchMemory = new(ComputeScratchMemory(sc.engines))
 	}
 	return out, nil
 }
@@ -230,9 +230,7 @@ func planRegistry(f *pte.File, opts PlanOptions, factory EngineFactory) (*Regist
 	reg := &Registry{}
 	if opts.Registry != nil {
 		opts.Registry.mu.RLock()
-		for id, b := range opts.Registry.backends {
-			reg.RegisterBackend(id, b)
-		}
+		reg.backends = maps.Clone(opts.Registry.backends)
 		opts.Registry.mu.RUnlock()
 	}
 	if _, ok := reg.Backend(TensorRTBackendID); !ok {
@@ -294,9 +292,8 @@ func planMethod(prog *Program, name string, opts PlanOptions, stubbed map[string
 	if lerr != nil {
 		mp.Error = &PlanError{Kind: lerr.Kind(), Message: lerr.Error(), Unknown: errors.Is(lerr, ErrOutcomeUnknown)}
 		if lerr.Delegate >= 0 {
-			d := lerr.Delegate
-			mp.Error.Delegate = &d
-			failing = d
+			mp.Error.Delegate = new(lerr.Delegate)
+			failing = lerr.Delegate
 		}
 	}
 	if m != nil {
@@ -332,10 +329,8 @@ func delegatePlan(di int, backend string, modelled bool, p *Plan, loaded bool, o
 		dp.Notes = []string{"backend " + backend + " is not modelled here; its delegate is assumed to load"}
 	}
 	if p != nil {
-		dev := p.Device
-		dp.Device = &dev
-		b := p.BudgetPlan
-		dp.Budget = &b
+		dp.Device = new(p.Device)
+		dp.Budget = new(p.BudgetPlan)
 		dp.Inputs, dp.Outputs = p.Inputs, p.Outputs
 		dp.Scratch, dp.SharedScratch, dp.Notes = p.Scratch, p.SharedScratch, p.Notes
 		for _, a := range p.Assumed {

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,13 +81,8 @@ func Load(f *pte.File, cfg Config) (*Program, error) {
 	if f == nil || f.Program == nil {
 		return nil, errorf(CodeInvalidArgument, "no program")
 	}
-	p := &Program{file: f, reg: cfg.Registry, log: cfg.Logger}
-	if p.reg == nil {
-		p.reg = &Registry{}
-	}
-	if p.log == nil {
-		p.log = slog.New(slog.DiscardHandler)
-	}
+	p := &Program{file: f, reg: cmp.Or(cfg.Registry, &Registry{}),
+		log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
 	// Module::load loads every data file and merges them before
 	// Program::load looks at the program: a data file that fails answers
 	// first, even for a program the runtime would refuse.
@@ -218,9 +214,8 @@ func (p *Program) loadMethod(name string, opts *LoadOptions) (*Method, *Error) {
 			m.log.Error("method failed to load", slog.String("code", err.Code.String()), slog.String("error", err.Error()))
 		}
 		m.Close()
-		return m, err
 	}
-	return m, nil
+	return m, err
 }
 
 func (m *Method) initDelegates(opts *LoadOptions, data *ptd.MethodResult) *Error {
@@ -233,9 +228,6 @@ func (m *Method) initDelegates(opts *LoadOptions, data *ptd.MethodResult) *Error
 		return dataMethodError(m.name, "", st)
 	}
 	for di, d := range m.plan.Delegates {
-		at := func(code pte.Code, format string, args ...any) *Error {
-			return &Error{Code: code, Method: m.name, Delegate: di, Backend: d.ID, Instruction: -1, Msg: fmt.Sprintf(format, args...)}
-		}
 		if d == nil {
 			e := checkDelegateEntry(m.name, di, d)
 			e.Delegate = di
@@ -243,13 +235,13 @@ func (m *Method) initDelegates(opts *LoadOptions, data *ptd.MethodResult) *Error
 		}
 		log := m.log.With(slog.Int("delegate", di), slog.String("backend", d.ID))
 		b, ok := m.prog.reg.Backend(d.ID)
-		if !ok {
-			log.Error("backend is not registered")
-			return at(CodeNotFound, "backend %s is not registered", d.ID)
-		}
-		if !b.IsAvailable() {
-			log.Error("backend is not available")
-			return at(CodeNotFound, "backend %s is not available", d.ID)
+		if !ok || !b.IsAvailable() {
+			why := "is not registered"
+			if ok {
+				why = "is not available"
+			}
+			log.Error("backend " + why)
+			return &Error{Code: CodeNotFound, Method: m.name, Delegate: di, Backend: d.ID, Instruction: -1, Msg: "backend " + d.ID + " " + why}
 		}
 		payload, err := m.prog.file.DelegateData(m.planIndex, di)
 		if err != nil {
@@ -292,8 +284,7 @@ func (m *Method) Plans() []*Plan {
 	defer m.planMu.Unlock()
 	out := make([]*Plan, len(m.plans))
 	for i, p := range m.plans {
-		c := *p
-		out[i] = &c
+		out[i] = new(*p)
 	}
 	return out
 }

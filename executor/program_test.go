@@ -141,8 +141,8 @@ func TestLoadOptions(t *testing.T) {
 	if err := lo.Add(strings.Repeat("b", MaxBackendIDLen+1)); err == nil {
 		t.Errorf("long backend id accepted")
 	}
-	if got := lo.ids; len(got) != MaxOptionBackends || got[0] != "A" {
-		t.Errorf("backends = %v", got)
+	if _, ok := lo.opts["A"]; len(lo.opts) != MaxOptionBackends || !ok {
+		t.Errorf("backends = %v", lo.opts)
 	}
 	var nilOpts *LoadOptions
 	if nilOpts.Options("A") != nil {

@@ -30,17 +30,19 @@ type StandIn struct {
 
 // Deserialize implements EngineFactory. The engine bytes are not read.
 func (s StandIn) Deserialize(device int, engine *io.SectionReader) (Engine, error) {
-	e := &standInEngine{streamKnown: s.Streamable != nil, scratchKnown: s.Scratch != nil, autoKnown: s.Automatic != nil}
-	if s.Automatic != nil {
-		e.automatic = max(*s.Automatic, 0)
-	}
-	if s.Streamable != nil {
-		e.streamable = max(*s.Streamable, 0)
-	}
-	if s.Scratch != nil {
-		e.scratch = max(*s.Scratch, 0)
-	}
+	e := &standInEngine{}
+	e.streamable, e.streamKnown = stated(s.Streamable)
+	e.scratch, e.scratchKnown = stated(s.Scratch)
+	e.automatic, e.autoKnown = stated(s.Automatic)
 	return e, nil
+}
+
+// stated is a stated fact, at least 0, and whether it was stated.
+func stated(p *int64) (int64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return max(*p, 0), true
 }
 
 type standInEngine struct {

@@ -190,14 +190,11 @@ func (b *TensorRTBackend) Init(ictx *InitContext, payload *pte.Payload, specs []
 
 	h := &trtHandle{engine: engine}
 	plan.SharedScratch = b.shared.Load()
-	streamKnown, _, scratchKnown := knownFacts(engine)
-	if scratchKnown {
-		plan.Scratch = ptr(engine.ScratchSize())
+	// applyBudget noted an unknown streamable size.
+	if _, _, scratchKnown := knownFacts(engine); scratchKnown {
+		plan.Scratch = new(engine.ScratchSize())
 	} else {
 		plan.Assumed = appendOnce(plan.Assumed, FactScratch)
-	}
-	if !streamKnown {
-		plan.Assumed = appendOnce(plan.Assumed, FactStreamable)
 	}
 	h.ctx, err = engine.CreateContext(ContextOptions{UserManagedScratch: plan.SharedScratch})
 	if err != nil || h.ctx == nil {
@@ -267,21 +264,18 @@ func checkEngineIO(log *slog.Logger, engine Engine, view *delegate.DeployedView,
 		if !slices.Contains(view.Outputs, a.Output) || !slices.Contains(view.Inputs, a.Input) {
 			return fail("aliased_io names not found (output=%s, input=%s)", quote.String(a.Output), quote.String(a.Input))
 		}
-		switch a.Kind {
-		case delegate.KindKVCacheUpdate:
-			if described {
-				if got := tensors.AliasedInputTensor(a.Output); got != a.Input {
-					return fail("kv_cache_update alias for output %s disagrees with the engine (engine aliases %s, blob says %s)", quote.String(a.Output), quote.String(got), quote.String(a.Input))
-				}
-			}
-		case delegate.KindUser:
-			if described {
-				if o, i := tensors.TensorShape(a.Output), tensors.TensorShape(a.Input); o == nil || !slices.Equal(o, i) {
-					return fail("user alias output %s shape %v is incompatible with input %s shape %v", quote.String(a.Output), o, quote.String(a.Input), i)
-				}
+		switch {
+		case a.Kind != delegate.KindKVCacheUpdate && a.Kind != delegate.KindUser:
+			return fail("aliased_io entry for output %s has unknown kind %s", quote.String(a.Output), quote.String(a.Kind))
+		case !described:
+		case a.Kind == delegate.KindKVCacheUpdate:
+			if got := tensors.AliasedInputTensor(a.Output); got != a.Input {
+				return fail("kv_cache_update alias for output %s disagrees with the engine (engine aliases %s, blob says %s)", quote.String(a.Output), quote.String(got), quote.String(a.Input))
 			}
 		default:
-			return fail("aliased_io entry for output %s has unknown kind %s", quote.String(a.Output), quote.String(a.Kind))
+			if o, i := tensors.TensorShape(a.Output), tensors.TensorShape(a.Input); o == nil || !slices.Equal(o, i) {
+				return fail("user alias output %s shape %v is incompatible with input %s shape %v", quote.String(a.Output), o, quote.String(a.Input), i)
+			}
 		}
 	}
 	if described {
@@ -317,9 +311,8 @@ func appendOnce(list []string, s string) []string {
 // TensorRTBackend::init does and fills in plan.
 func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) error {
 	plan.Source = res.Source
-	plan.Requested, plan.Applied, plan.Streamable, plan.Streaming = nil, nil, nil, nil
 	if res.Explicit {
-		plan.Requested = ptr(res.Bytes)
+		plan.Requested = new(res.Bytes)
 	}
 	streamKnown, autoKnown, _ := knownFacts(engine)
 	if !streamKnown {
@@ -332,10 +325,9 @@ func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) er
 		return nil
 	}
 	streamable := engine.StreamableWeightsSize()
-	plan.Streamable = ptr(streamable)
-	streaming := streamable > 0
-	plan.Streaming = &streaming
-	if !streaming {
+	plan.Streamable = new(streamable)
+	plan.Streaming = new(streamable > 0)
+	if streamable <= 0 {
 		if res.Explicit {
 			log.Error("TensorRTBackend::init: "+msgNotStreamable, slog.Int64("requested", res.Bytes))
 			plan.Reason = "engine has no streamable weights: the requested budget is ignored and all weights stay resident"
@@ -379,7 +371,7 @@ func applyBudget(log *slog.Logger, engine Engine, res Resolution, plan *Plan) er
 		}
 	}
 	applied := engine.Budget()
-	plan.Applied = ptr(applied)
+	plan.Applied = new(applied)
 	log.Info("TensorRTBackend::init: weight streaming budget",
 		slog.String("source", string(res.Source)), slog.Int64("budget", applied), slog.Int64("streamable", streamable),
 		slog.Int64("scratch", engine.ScratchSize()))

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"strings"
@@ -157,14 +158,11 @@ func dataMethodError(method, path string, st ptd.Status) *Error {
 	if st.Err != nil {
 		msg = strings.TrimPrefix(st.Err.Error(), "ptd: ")
 	}
-	if path != "" {
-		msg = path + ": " + msg
-	}
 	if st.Undefined {
 		msg += " (ExecuTorch has no check for this and crashes)"
 	}
 	// The ptd error's text is the message (Err would repeat it).
-	return &Error{Code: st.Code, Method: method, Delegate: -1, Instruction: -1, Msg: msg}
+	return methodError(method, st.Code, path, "%s", msg)
 }
 
 // constantPath names the value of the first external constant whose
@@ -303,45 +301,38 @@ func checkChains(method string, ep *pte.ExecutionPlan) *Error {
 			if ins == nil || isNil(ins.Args) {
 				return bad("instruction or its arguments are missing")
 			}
+			var err *Error
 			switch a := ins.Args.(type) {
 			case *pte.KernelCall:
 				if a.Args == nil {
 					return bad("KernelCall args missing")
 				}
-				if err := values("args", a.Args...); err != nil {
-					return err
-				}
-				if a.OpIndex < 0 || int(a.OpIndex) >= len(ep.Operators) {
+				err = values("args", a.Args...)
+				switch {
+				case err != nil:
+				case a.OpIndex < 0 || int(a.OpIndex) >= len(ep.Operators):
 					delayed = bad("operator index %d out of range (%d operators)", a.OpIndex, len(ep.Operators))
-				} else if ep.Operators[a.OpIndex] == nil {
+				case ep.Operators[a.OpIndex] == nil:
 					delayed = bad("operators[%d] is missing", a.OpIndex)
 				}
 			case *pte.DelegateCall:
 				if a.Args == nil {
 					return bad("DelegateCall args missing")
 				}
-				if err := values("args", a.Args...); err != nil {
-					return err
-				}
+				err = values("args", a.Args...)
 			case *pte.JumpFalseCall:
-				if err := values("cond_value_index", a.CondValueIndex); err != nil {
-					return err
-				}
+				err = values("cond_value_index", a.CondValueIndex)
 			case *pte.MoveCall:
-				if err := values("move_from", a.MoveFrom); err != nil {
-					return err
-				}
-				if err := values("move_to", a.MoveTo); err != nil {
-					return err
-				}
+				err = cmp.Or(values("move_from", a.MoveFrom), values("move_to", a.MoveTo))
 			case *pte.FreeCall:
-				if err := values("value_index", a.ValueIndex); err != nil {
-					return err
-				}
+				err = values("value_index", a.ValueIndex)
 			case *pte.UnknownInstruction:
 				return bad("unknown instruction type %d", uint8(a.Tag))
 			default:
 				return bad("unknown instruction type %T", a)
+			}
+			if err != nil {
+				return err
 			}
 		}
 	}
