@@ -12,7 +12,9 @@ package jsontree
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -138,9 +140,7 @@ type Extension struct {
 // With Options.Python it also returns where the text uses Python's
 // extensions of JSON.
 func Parse(data []byte, opt Options) (*Value, []Extension, error) {
-	b := &valueBuilder{}
-	b.hint(data)
-	return Build[*Value](data, opt, b)
+	return new(Arena).Parse(data, opt)
 }
 
 // Arena parses texts one after another into the same memory, for a
@@ -465,13 +465,11 @@ func (p *parser[T]) value() (T, error) {
 		if p.depth++; p.opt.MaxDepth > 0 && p.depth > p.opt.MaxDepth {
 			return zero, &LimitError{Limit: LimitDepth, Max: p.opt.MaxDepth, Off: p.p}
 		}
-		var v T
-		var err error
+		read := p.array
 		if c == '{' {
-			v, err = p.object()
-		} else {
-			v, err = p.array()
+			read = p.object
 		}
+		v, err := read()
 		p.depth--
 		return v, err
 	case c == '"':
@@ -547,24 +545,17 @@ func (p *parser[T]) object() (T, error) {
 			return zero, err
 		}
 		if p.opt.RefuseDuplicates {
-			switch names := p.keys[mark:]; {
-			case seen != nil:
-			case len(names) < dupScan:
-				for _, n := range names {
-					if n == k {
-						return zero, &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
-					}
-				}
-			default:
+			names := p.keys[mark:]
+			if seen == nil && len(names) >= dupScan {
 				seen = make(map[string]bool, 2*len(names))
 				for _, n := range names {
 					seen[n] = true
 				}
 			}
+			if seen[k] || seen == nil && slices.Contains(names, k) {
+				return zero, &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
+			}
 			if seen != nil {
-				if seen[k] {
-					return zero, &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
-				}
 				seen[k] = true
 			}
 		}
@@ -715,37 +706,28 @@ func (p *parser[T]) plainStr() (end int, ok bool) {
 // escapes is taken as it is (a short member name interned); anything else
 // is decoded.
 func (p *parser[T]) str(key bool) (string, error) {
-	p.p++
-	start := p.p
-	for p.p < len(p.s) {
-		c := p.s[p.p]
-		switch {
-		case c == '"':
-			raw := p.s[start:p.p]
-			p.p++
-			if key && len(raw) <= maxInterned {
-				if s, ok := p.names[string(raw)]; ok {
-					return s, nil
-				}
-				s := string(raw)
-				p.names[s] = s
-				return s, nil
-			}
-			return string(raw), nil
-		case c == '\\' || c >= utf8.RuneSelf:
-			return p.decode(start)
-		case c < 0x20:
-			return "", p.errf("invalid control character %q in string", rune(c))
-		}
-		p.p++
+	start := p.p + 1
+	end, ok := p.plainStr()
+	if !ok {
+		p.p = start
+		return p.decode()
 	}
-	return "", p.errf("unterminated string")
+	raw := p.s[start:end]
+	if !key || len(raw) > maxInterned {
+		return string(raw), nil
+	}
+	s, ok := p.names[string(raw)]
+	if !ok {
+		s = string(raw)
+		p.names[s] = s
+	}
+	return s, nil
 }
 
-// decode reads the rest of a string that has escapes or bytes past ASCII,
-// start being the offset of its first byte and p at the first such byte.
-func (p *parser[T]) decode(start int) (string, error) {
-	b := append(p.buf[:0], p.s[start:p.p]...)
+// decode reads a string that has escapes or bytes past ASCII, from its
+// first byte at p.
+func (p *parser[T]) decode() (string, error) {
+	b := p.buf[:0]
 	defer func() { p.buf = b[:0] }()
 	for {
 		run := p.p
@@ -775,7 +757,7 @@ func (p *parser[T]) decode(start int) (string, error) {
 			return "", p.errf("unterminated string")
 		}
 		e := p.s[p.p+1]
-		if r := simpleEscape(e); r != 0 {
+		if r := simpleEscapes[e]; r != 0 {
 			b = append(b, r)
 			p.p += 2
 			continue
@@ -807,41 +789,18 @@ func (p *parser[T]) decode(start int) (string, error) {
 	}
 }
 
-// simpleEscape returns the byte a one-letter escape stands for, or 0.
-func simpleEscape(e byte) byte {
-	switch e {
-	case '"', '\\', '/':
-		return e
-	case 'b':
-		return '\b'
-	case 'f':
-		return '\f'
-	case 'n':
-		return '\n'
-	case 'r':
-		return '\r'
-	case 't':
-		return '\t'
-	}
-	return 0
-}
+// simpleEscapes holds the byte each one-letter escape stands for, 0 for
+// the other letters.
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
+// hex4 reads the four hex digits of a \u escape at at.
 func (p *parser[T]) hex4(at int) (rune, bool) {
+	var b [2]byte
 	if at+4 > len(p.s) {
 		return 0, false
 	}
-	var r rune
-	for _, c := range p.s[at : at+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
+	if _, err := hex.Decode(b[:], p.s[at:at+4]); err != nil {
+		return 0, false
 	}
-	return r, true
+	return rune(b[0])<<8 | rune(b[1]), true
 }
