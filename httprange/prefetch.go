@@ -211,7 +211,11 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Range", rangeHeader(batch))
+	spec := make([]string, len(batch))
+	for i, rg := range batch {
+		spec[i] = fmt.Sprintf("%d-%d", rg.Off, rg.Off+rg.Len-1)
+	}
+	req.Header.Set("Range", "bytes="+strings.Join(spec, ","))
 	resp, err := r.send(ctx, req, first, span)
 	if err != nil {
 		if e, ok := errors.AsType[*Error](err); ok && (e.Kind == KindNetwork || e.Kind == KindRedirect) {
@@ -236,13 +240,36 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	if r.unvalidated(resp) != "" {
 		return got, nil // single requests refuse it
 	}
-	ans := rangeAnswer{r: r, batch: batch, got: got, first: first, span: span, status: resp.StatusCode}
+	// take stores a part as the range of batch it answers exactly, if any.
+	take := func(cr string, part io.Reader) (bool, error) {
+		lo, hi, total, ok := parseContentRange(cr)
+		if !ok || lo < 0 {
+			return false, nil
+		}
+		if total >= 0 && total != r.size {
+			return false, r.respError(KindChanged, resp, first, span, "object is now %d bytes, was %d", total, r.size)
+		}
+		i := sort.Search(len(batch), func(i int) bool { return batch[i].Off >= lo })
+		if i == len(batch) || batch[i].Off != lo || batch[i].Len != hi-lo+1 || got[i] != nil {
+			return false, nil
+		}
+		data := make([]byte, batch[i].Len)
+		var extra [1]byte
+		if _, err := io.ReadFull(part, data); err != nil {
+			return false, nil
+		}
+		if k, _ := io.ReadFull(part, extra[:]); k > 0 {
+			return false, nil
+		}
+		got[i] = data
+		return true, nil
+	}
 	mt, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/byteranges" || params["boundary"] == "" {
 		// One range answered (the first, or several merged): a server
 		// that answers one range per request.
 		r.noMulti.Store(true)
-		_, err := ans.take(resp.Header.Get("Content-Range"), resp.Body)
+		_, err := take(resp.Header.Get("Content-Range"), resp.Body)
 		return got, err
 	}
 	mr := multipart.NewReader(resp.Body, params["boundary"])
@@ -251,7 +278,7 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 		if err != nil {
 			break // io.EOF, or a broken body: single requests fetch the rest
 		}
-		ok, err := ans.take(part.Header.Get("Content-Range"), part)
+		ok, err := take(part.Header.Get("Content-Range"), part)
 		if err != nil {
 			return nil, err
 		}
@@ -263,54 +290,4 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 		return nil, r.ctxError(ctx, first, span)
 	}
 	return got, nil
-}
-
-// rangeHeader is the Range header value asking for every range of batch.
-func rangeHeader(batch []Range) string {
-	var spec strings.Builder
-	spec.WriteString("bytes=")
-	for i, rg := range batch {
-		if i > 0 {
-			spec.WriteByte(',')
-		}
-		fmt.Fprintf(&spec, "%d-%d", rg.Off, rg.Off+rg.Len-1)
-	}
-	return spec.String()
-}
-
-// rangeAnswer collects the parts of a multi-range answer: got[i] holds the
-// bytes of batch[i] once a part answers it exactly.
-type rangeAnswer struct {
-	r           *Reader
-	batch       []Range
-	got         [][]byte
-	first, span int64 // the request's extent, for errors
-	status      int
-}
-
-// take stores part as the range of batch it answers exactly, if any.
-func (a *rangeAnswer) take(cr string, part io.Reader) (bool, error) {
-	lo, hi, total, ok := parseContentRange(cr)
-	if !ok || lo < 0 {
-		return false, nil
-	}
-	if total >= 0 && total != a.r.size {
-		return false, &Error{Kind: KindChanged, URL: a.r.redacted, Off: a.first, Len: a.span, Status: a.status,
-			Msg: fmt.Sprintf("object is now %d bytes, was %d", total, a.r.size)}
-	}
-	batch := a.batch
-	i := sort.Search(len(batch), func(i int) bool { return batch[i].Off >= lo })
-	if i == len(batch) || batch[i].Off != lo || batch[i].Len != hi-lo+1 || a.got[i] != nil {
-		return false, nil
-	}
-	data := make([]byte, batch[i].Len)
-	if _, err := io.ReadFull(part, data); err != nil {
-		return false, nil
-	}
-	var extra [1]byte
-	if k, _ := io.ReadFull(part, extra[:]); k > 0 {
-		return false, nil
-	}
-	a.got[i] = data
-	return true, nil
 }

@@ -113,7 +113,10 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
 	}
 	base := c.Transport
 	if base == nil {
-		r.own = newTransport(&o)
+		// http.DefaultTransport with the connect and TLS handshake limits.
+		r.own = http.DefaultTransport.(*http.Transport).Clone()
+		r.own.DialContext = (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
+		r.own.TLSHandshakeTimeout = o.TLSHandshakeTimeout
 		base = r.own
 	}
 	c.Transport = countingTransport{base, &r.requests}
@@ -127,16 +130,6 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-// newTransport returns a transport like http.DefaultTransport with the
-// connect and TLS handshake limits of o.
-func newTransport(o *Options) *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	d := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
-	t.DialContext = d.DialContext
-	t.TLSHandshakeTimeout = o.TLSHandshakeTimeout
-	return t
 }
 
 // Pinned reports whether the object's version is pinned, so that a change
@@ -860,16 +853,10 @@ func permanent(err error) string {
 	}
 	// net/http turns a TLS record that looks like an HTTP response into
 	// an error of this text, with no type to match.
-	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+	if is[tls.RecordHeaderError](err) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
 		return "the server does not speak TLS on this port (an http:// URL?)"
 	}
-	var (
-		unknownCA  x509.UnknownAuthorityError
-		hostname   x509.HostnameError
-		invalid    x509.CertificateInvalidError
-		verifyFail *tls.CertificateVerificationError
-	)
-	if errors.As(err, &verifyFail) || errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) {
+	if is[*tls.CertificateVerificationError](err) || is[x509.UnknownAuthorityError](err) || is[x509.HostnameError](err) || is[x509.CertificateInvalidError](err) {
 		return "the server's certificate is not trusted for this host"
 	}
 	return ""
