@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -58,8 +59,9 @@ type Store struct {
 	endpoint  *url.URL // an S3-compatible endpoint, or nil for AWS S3
 	transport http.RoundTripper
 
+	regions sync.Map // bucket -> region
+
 	mu      sync.Mutex
-	regions map[string]string     // bucket -> region
 	clients map[string]*s3.Client // region -> client
 }
 
@@ -81,15 +83,8 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 	// The SDK logs warnings to standard error on its own; the commands'
 	// standard error holds their one-line messages only.
 	cfg.Logger = logging.Nop{}
-	s := &Store{cfg: cfg, transport: o.Transport, regions: map[string]string{}, clients: map[string]*s3.Client{}}
-	ep := o.Getenv(EnvEndpointS3)
-	if ep == "" {
-		ep = o.Getenv(EnvEndpoint)
-	}
-	if ep == "" && cfg.BaseEndpoint != nil {
-		ep = *cfg.BaseEndpoint
-	}
-	if ep != "" {
+	s := &Store{cfg: cfg, transport: o.Transport, clients: map[string]*s3.Client{}}
+	if ep := cmp.Or(o.Getenv(EnvEndpointS3), o.Getenv(EnvEndpoint), aws.ToString(cfg.BaseEndpoint)); ep != "" {
 		u, err := url.Parse(ep)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 			return nil, fmt.Errorf("objstore: the S3 endpoint %s is not an http(s)://host[:port] URL", httprange.Redact(ep))
@@ -110,16 +105,11 @@ func (s *Store) Region(ctx context.Context, bucket string) string {
 	if s.cfg.Region != "" {
 		return s.cfg.Region
 	}
-	s.mu.Lock()
-	r, ok := s.regions[bucket]
-	s.mu.Unlock()
-	if ok {
-		return r
+	if r, ok := s.regions.Load(bucket); ok {
+		return r.(string)
 	}
-	r = s.discoverRegion(ctx, bucket)
-	s.mu.Lock()
-	s.regions[bucket] = r
-	s.mu.Unlock()
+	r := s.discoverRegion(ctx, bucket)
+	s.regions.Store(bucket, r)
 	return r
 }
 
@@ -178,12 +168,13 @@ func (s *Store) bucketURL(bucket, region string) *url.URL {
 	return &url.URL{Scheme: "https", Host: bucket + ".s3." + region + ".amazonaws.com", Path: "/"}
 }
 
-// escapeSegment escapes a path segment as SigV4's canonical URI does:
-// every byte but the unreserved ones (RFC 3986) as %XX.
-func escapeSegment(s string) string {
+// escapeKey escapes a key as SigV4's canonical URI escapes each of its
+// path segments: every byte but the unreserved ones (RFC 3986) and the
+// slashes as %XX. ObjectURL and x-amz-copy-source escape a key so.
+func escapeKey(k string) string {
 	var b strings.Builder
-	for _, c := range []byte(s) {
-		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+	for _, c := range []byte(k) {
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' || c == '/' {
 			b.WriteByte(c)
 		} else {
 			fmt.Fprintf(&b, "%%%02X", c)
@@ -201,12 +192,18 @@ func (s *Store) ObjectURL(loc Location, region string) *url.URL {
 	return u
 }
 
-// ReaderOptions returns the URL httprange.Open reads loc at and a copy of
-// base whose Client signs every request to that host (and only to it)
-// and names the object as loc, with SingleRange set (S3 serves one range
-// per request). The caller's Header is kept, but for Authorization, which
-// the signature replaces.
-func (s *Store) ReaderOptions(ctx context.Context, loc Location, base *httprange.Options) (string, *httprange.Options) {
+// Open opens loc for reading with httprange, with a copy of base (nil for
+// httprange's defaults) whose Client signs every request to the object's
+// host (and only to it) and names the object as loc, with SingleRange set
+// (S3 serves one range per request). The caller's Header is kept, but for
+// Authorization, which the signature replaces.
+func (s *Store) Open(ctx context.Context, loc Location, base *httprange.Options) (*httprange.Reader, error) {
+	if err := loc.Check(); err != nil {
+		return nil, err
+	}
+	if err := s.checkCredentials(ctx, loc); err != nil {
+		return nil, err
+	}
 	var o httprange.Options
 	if base != nil {
 		o = *base
@@ -228,25 +225,12 @@ func (s *Store) ReaderOptions(ctx context.Context, loc Location, base *httprange
 	o.Name = loc.String()
 	o.AuthHint = authHint
 	o.SingleRange = true
-	return u.String(), &o
+	return httprange.Open(ctx, u.String(), &o)
 }
 
 // authHint is what a refused read tells the user to check.
 const authHint = "the store refused the request: check the AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, " +
 	"an expired AWS_SESSION_TOKEN), the permissions on the bucket, and its region (AWS_REGION)"
-
-// Open opens loc for reading with httprange (see ReaderOptions). base may
-// be nil for httprange's defaults.
-func (s *Store) Open(ctx context.Context, loc Location, base *httprange.Options) (*httprange.Reader, error) {
-	if err := loc.Check(); err != nil {
-		return nil, err
-	}
-	if err := s.checkCredentials(ctx, loc); err != nil {
-		return nil, err
-	}
-	u, o := s.ReaderOptions(ctx, loc, base)
-	return httprange.Open(ctx, u, o)
-}
 
 // Open opens the object at location, an s3:// location, with a Store
 // of the default configuration (New with nil Options).
