@@ -124,7 +124,15 @@ func (r *Reader) Prefetch(ctx context.Context, ranges []Range) error {
 			}
 		}
 	}
-	return r.fetchRanges(ctx, missing)
+	// What is missing: a request for each, PrefetchWidth at a time.
+	return parallel(ctx, len(missing), r.opts.PrefetchWidth, func(ctx context.Context, i int) error {
+		buf := make([]byte, missing[i].Len)
+		if err := r.fetch(ctx, buf, missing[i].Off); err != nil {
+			return err
+		}
+		r.putExtent(missing[i].Off, buf)
+		return nil
+	})
 }
 
 // mergeRanges sorts ranges by offset and merges those that overlap or lie
@@ -183,19 +191,6 @@ func (r *Reader) putExtent(off int64, data []byte) {
 		total -= int64(len(r.extents[0].data))
 		r.extents = r.extents[1:]
 	}
-}
-
-// fetchRanges fetches each range with its own request, PrefetchWidth at a
-// time, and keeps it as an extent.
-func (r *Reader) fetchRanges(ctx context.Context, ranges []Range) error {
-	return parallel(ctx, len(ranges), r.opts.PrefetchWidth, func(ctx context.Context, i int) error {
-		buf := make([]byte, ranges[i].Len)
-		if err := r.fetch(ctx, buf, ranges[i].Off); err != nil {
-			return err
-		}
-		r.putExtent(ranges[i].Off, buf)
-		return nil
-	})
 }
 
 // multiRange asks for every range of batch in one request and returns

@@ -380,7 +380,7 @@ func (s *Store) Client(ctx context.Context, bucket string) *s3.Client {
 		// session token to any host and the signature to the same host
 		// at another port. S3 redirects only to say a bucket is in
 		// another region, an error the SDK reports as such.
-		o.HTTPClient = &http.Client{Transport: &answerLimit{base: s.transport}, CheckRedirect: noRedirects}
+		o.HTTPClient = &http.Client{Transport: &answerLimit{base: s.transport}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		// Checksums only where an operation needs them: S3-compatible
 		// stores differ in the trailing checksums they accept.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
@@ -389,9 +389,6 @@ func (s *Store) Client(ctx context.Context, bucket string) *s3.Client {
 	s.clients[key] = c
 	return c
 }
-
-// noRedirects makes an http.Client return a redirect as the answer.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // authCodes are the S3 error codes that mean the request's credentials
 // were refused, whatever status the store gave them (S3 answers an expired

@@ -240,9 +240,6 @@ func (v *Verifier) SharedString(pos uint32) bool {
 	return found
 }
 
-// maxVisits is the largest number of table visits an unshared buffer needs.
-func (v *Verifier) maxVisits() int { return len(v.buf)/4 + 1 }
-
 func (v *Verifier) fail(off uint64, p *path, format string, args ...any) error {
 	return &Error{Off: int64(off), Path: p.String(), Msg: fmt.Sprintf(format, args...)}
 }
@@ -347,7 +344,7 @@ func (v *Verifier) enterTable(pos uint64, t *Table, p *path) error {
 	if v.tables > MaxTables {
 		return v.fail(pos, p, "more than %d tables", MaxTables)
 	}
-	if v.tables > v.maxVisits() {
+	if v.tables > len(v.buf)/4+1 { // the most visits an unshared buffer needs
 		return v.fail(pos, p, "more table visits (%d) than a %d-byte flatbuffer can hold without sharing tables", v.tables, len(v.buf))
 	}
 	if pos%4 != 0 {

@@ -249,14 +249,7 @@ func (b *Blocks[T]) Hint(n int) { b.l.hint = min(maxBlock, max(0, n)) }
 const maxBlock = 256
 
 // New returns a pointer to a zero T.
-func (b *Blocks[T]) New() *T {
-	if len(b.l.free) == 0 {
-		b.l.take(1, maxBlock)
-	}
-	v := &b.l.free[0]
-	b.l.free = b.l.free[1:]
-	return v
-}
+func (b *Blocks[T]) New() *T { return &b.l.cut(1, maxBlock)[0] }
 
 // Bounds returns at least the number of values data holds if it is JSON,
 // and at least the number of object member names: every value but the
@@ -313,12 +306,7 @@ func (b *Slices[T]) Make(n int) []T {
 	if n > maxSliceBlock/4 {
 		return make([]T, n)
 	}
-	if len(b.l.free) < n {
-		b.l.take(n, maxSliceBlock)
-	}
-	c := b.l.free[:n:n]
-	b.l.free = b.l.free[n:]
-	return c
+	return b.l.cut(n, maxSliceBlock)
 }
 
 // blockList is the blocks of a Blocks or a Slices: the one being cut, and
@@ -332,6 +320,18 @@ type blockList[T any] struct {
 }
 
 func (l *blockList[T]) reset() { l.free, l.next = nil, 0 }
+
+// cut returns the next n Ts of the block being cut, with their own
+// capacity, taking a block (of at most most Ts, unless n is more) when
+// it has fewer.
+func (l *blockList[T]) cut(n, most int) []T {
+	if len(l.free) < n {
+		l.take(n, most)
+	}
+	c := l.free[:n:n]
+	l.free = l.free[n:]
+	return c
+}
 
 // take makes free a block of at least n Ts: the next kept block that long
 // (zeroed, so that nothing the last tree held there is kept alive), else a
