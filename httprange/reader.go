@@ -430,15 +430,10 @@ func (r *Reader) withRetries(ctx context.Context, once func() error) error {
 }
 
 // retryable reports whether a request that failed with e is worth
-// repeating.
+// repeating: e is Temporary, but not a changed object (reading it again
+// from the start mends that, not a retry) nor a 501.
 func retryable(e *Error) bool {
-	switch e.Kind {
-	case KindNetwork, KindTruncated:
-		return true
-	case KindStatus:
-		return (e.Status >= 500 && e.Status != http.StatusNotImplemented) || e.Status == http.StatusTooManyRequests
-	}
-	return false
+	return e.Temporary() && e.Kind != KindChanged && !(e.Kind == KindStatus && e.Status == http.StatusNotImplemented)
 }
 
 // backoff returns the delay before retry attempt+1: RetryDelay doubled per

@@ -216,11 +216,9 @@ func Build[T any](data []byte, opt Options, b Builder[T]) (T, []Extension, error
 func (p *parser[T]) run() (T, []Extension, error) {
 	p.space()
 	v, err := p.value()
-	if err == nil {
-		p.space()
-		if p.p != len(p.s) {
-			err = p.errf("extra data after the JSON value")
-		}
+	p.space()
+	if err == nil && p.p != len(p.s) {
+		err = p.errf("extra data after the JSON value")
 	}
 	if err != nil {
 		var zero T
