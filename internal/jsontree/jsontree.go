@@ -463,11 +463,7 @@ func (p *parser[T]) value() (T, error) {
 		if p.depth++; p.opt.MaxDepth > 0 && p.depth > p.opt.MaxDepth {
 			return zero, &LimitError{Limit: LimitDepth, Max: p.opt.MaxDepth, Off: p.p}
 		}
-		read := p.array
-		if c == '{' {
-			read = p.object
-		}
-		v, err := read()
+		v, err := p.container()
 		p.depth--
 		return v, err
 	case c == '"':
@@ -519,74 +515,73 @@ func (p *parser[T]) extension(off int, format string, args ...any) {
 	p.ext = append(p.ext, Extension{Off: off, Msg: fmt.Sprintf(format, args...)})
 }
 
-// object reads the object whose '{' is at p.
-func (p *parser[T]) object() (T, error) {
+// container reads the object or array whose opener, '{' or '[', is at p.
+func (p *parser[T]) container() (T, error) {
 	var zero T
-	off := p.p
-	if p.open('}') {
-		return p.b.Object(off, nil, nil, nil), nil
+	off, obj := p.p, p.s[p.p] == '{'
+	closing, what := byte(']'), "array"
+	if obj {
+		closing, what = '}', "object"
 	}
 	mark, emark := len(p.keys), len(p.elems)
 	defer func() {
 		clear(p.elems[emark:]) // drop references for the collector
 		p.elems, p.keys, p.koffs = p.elems[:emark], p.keys[:mark], p.koffs[:mark]
 	}()
-	var seen map[string]bool // the names, once the object outgrows dupScan
-	for {
+	var seen map[string]bool // an object's names, once it outgrows dupScan
+	p.p++
+	p.space()
+	closed := p.p < len(p.s) && p.s[p.p] == closing // empty
+	if closed {
+		p.p++
+	}
+	for !closed {
 		p.space()
-		if p.p >= len(p.s) || p.s[p.p] != '"' {
-			return zero, p.errf("expecting a property name in double quotes")
-		}
-		koff := p.p
-		k, err := p.str(true)
-		if err != nil {
-			return zero, err
-		}
-		if p.opt.RefuseDuplicates {
-			names := p.keys[mark:]
-			if seen == nil && len(names) >= dupScan {
-				seen = make(map[string]bool, 2*len(names))
-				for _, n := range names {
-					seen[n] = true
+		if obj {
+			if p.p >= len(p.s) || p.s[p.p] != '"' {
+				return zero, p.errf("expecting a property name in double quotes")
+			}
+			koff := p.p
+			k, err := p.str(true)
+			if err != nil {
+				return zero, err
+			}
+			if p.opt.RefuseDuplicates {
+				names := p.keys[mark:]
+				if seen == nil && len(names) >= dupScan {
+					seen = make(map[string]bool, 2*len(names))
+					for _, n := range names {
+						seen[n] = true
+					}
+				}
+				if seen[k] || seen == nil && slices.Contains(names, k) {
+					return zero, &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
+				}
+				if seen != nil {
+					seen[k] = true
 				}
 			}
-			if seen[k] || seen == nil && slices.Contains(names, k) {
-				return zero, &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
+			p.space()
+			if p.p >= len(p.s) || p.s[p.p] != ':' {
+				return zero, p.errf("expecting ':' after property name %q", k)
 			}
-			if seen != nil {
-				seen[k] = true
-			}
+			p.p++
+			p.space()
+			p.keys, p.koffs = append(p.keys, k), append(p.koffs, koff)
 		}
-		p.space()
-		if p.p >= len(p.s) || p.s[p.p] != ':' {
-			return zero, p.errf("expecting ':' after property name %q", k)
-		}
-		p.p++
-		p.space()
 		e, err := p.value()
 		if err != nil {
 			return zero, err
 		}
-		p.keys, p.koffs, p.elems = append(p.keys, k), append(p.koffs, koff), append(p.elems, e)
-		if closed, err := p.next('}', "object"); err != nil || closed {
-			if err != nil {
-				return zero, err
-			}
-			return p.b.Object(off, p.keys[mark:], p.koffs[mark:], p.elems[emark:]), nil
+		p.elems = append(p.elems, e)
+		if closed, err = p.next(closing, what); err != nil {
+			return zero, err
 		}
 	}
-}
-
-// open moves past a container's opening delimiter and the white space
-// after it; empty reports (and reads) a closing delimiter right after.
-func (p *parser[T]) open(closing byte) (empty bool) {
-	p.p++
-	p.space()
-	if p.p < len(p.s) && p.s[p.p] == closing {
-		p.p++
-		return true
+	if obj {
+		return p.b.Object(off, p.keys[mark:], p.koffs[mark:], p.elems[emark:]), nil
 	}
-	return false
+	return p.b.Array(off, p.elems[emark:]), nil
 }
 
 // next reads the ',' or the closing delimiter after a member or element
@@ -605,34 +600,6 @@ func (p *parser[T]) next(closing byte, container string) (closed bool, err error
 		return true, nil
 	}
 	return false, p.errf("expecting ',' or '%c' in %s", closing, container)
-}
-
-// array reads the array whose '[' is at p.
-func (p *parser[T]) array() (T, error) {
-	var zero T
-	off := p.p
-	if p.open(']') {
-		return p.b.Array(off, nil), nil
-	}
-	mark := len(p.elems)
-	defer func() {
-		clear(p.elems[mark:])
-		p.elems = p.elems[:mark]
-	}()
-	for {
-		p.space()
-		e, err := p.value()
-		if err != nil {
-			return zero, err
-		}
-		p.elems = append(p.elems, e)
-		if closed, err := p.next(']', "array"); err != nil || closed {
-			if err != nil {
-				return zero, err
-			}
-			return p.b.Array(off, p.elems[mark:]), nil
-		}
-	}
 }
 
 // numberEnd reads a number, checked against JSON's grammar, and returns
