@@ -202,16 +202,11 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	got := make([][]byte, len(batch))
 	first, last := batch[0].Off, batch[len(batch)-1].Off+batch[len(batch)-1].Len
 	span := last - first
-	req, err := r.newRequest(ctx, first, span, true)
-	if err != nil {
-		return nil, err
-	}
 	spec := make([]string, len(batch))
 	for i, rg := range batch {
 		spec[i] = fmt.Sprintf("%d-%d", rg.Off, rg.Off+rg.Len-1)
 	}
-	req.Header.Set("Range", "bytes="+strings.Join(spec, ","))
-	resp, err := r.send(ctx, req, first, span)
+	resp, err := r.do(ctx, first, span, "bytes="+strings.Join(spec, ","))
 	if err != nil {
 		if e, ok := errors.AsType[*Error](err); ok && (e.Kind == KindNetwork || e.Kind == KindRedirect) {
 			return got, nil // single requests retry

@@ -447,52 +447,36 @@ func (r *Reader) backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// newRequest builds a GET for bytes [off, off+n) of the object; pinned
-// adds the conditions that make a changed object fail instead of mixing
-// versions.
-func (r *Reader) newRequest(ctx context.Context, off, n int64, pinned bool) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.target.String(), nil)
+// do sends a GET for bytes [off, off+n) of the object (for the ranges of
+// spec, a Range header's value, when it is not ""), conditioned, once the
+// object is pinned, so that a changed object fails instead of mixing
+// versions. Its headers must come within ResponseHeaderTimeout, and each
+// read of its body must return within IdleTimeout, or the request is
+// cancelled and fails with a *stallError as its cause. The caller must
+// close the body.
+func (r *Reader) do(ctx context.Context, off, n int64, spec string) (*http.Response, error) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, r.target.String(), nil)
 	if err != nil {
+		cancel(nil)
 		// Not wrapped: the error quotes the URL.
 		return nil, &Error{Kind: KindBadResponse, URL: r.redacted, Off: off, Len: n, Msg: "cannot make a request for this URL"}
 	}
 	maps.Copy(req.Header, r.header)
-	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+	req.Header.Set("Range", cmp.Or(spec, fmt.Sprintf("bytes=%d-%d", off, off+n-1)))
 	// Explicit identity stops the transport from asking for gzip, whose
 	// ranges would be of the compressed bytes.
 	req.Header.Set("Accept-Encoding", "identity")
-	if pinned {
-		// Only a strong validator may condition a range (RFC 9110
-		// section 13.1.5): an unpinned Reader sends none.
-		switch {
-		case r.etag != "":
-			req.Header.Set("If-Match", r.etag)
-			req.Header.Set("If-Range", r.etag)
-		case r.lastMod != "":
-			req.Header.Set("If-Unmodified-Since", r.lastMod)
-			req.Header.Set("If-Range", r.lastMod)
-		}
+	// Only a strong validator may condition a range (RFC 9110 section
+	// 13.1.5): an unpinned Reader, and the first request, send none.
+	switch {
+	case r.etag != "":
+		req.Header.Set("If-Match", r.etag)
+		req.Header.Set("If-Range", r.etag)
+	case r.lastMod != "":
+		req.Header.Set("If-Unmodified-Since", r.lastMod)
+		req.Header.Set("If-Range", r.lastMod)
 	}
-	return req, nil
-}
-
-// do sends a request for bytes [off, off+n).
-func (r *Reader) do(ctx context.Context, off, n int64, pinned bool) (*http.Response, error) {
-	req, err := r.newRequest(ctx, off, n, pinned)
-	if err != nil {
-		return nil, err
-	}
-	return r.send(ctx, req, off, n)
-}
-
-// send sends req, made under ctx, for bytes [off, off+n) under the
-// ResponseHeaderTimeout and IdleTimeout limits: its headers must come
-// within the first, and each read of its body must return within the
-// second, or the request is cancelled and fails with a *stallError as its
-// cause. The caller must close the body.
-func (r *Reader) send(ctx context.Context, req *http.Request, off, n int64) (*http.Response, error) {
-	rctx, cancel := context.WithCancelCause(ctx)
-	req = req.WithContext(rctx)
 	var headers *time.Timer
 	if d := r.opts.ResponseHeaderTimeout; d > 0 {
 		headers = time.AfterFunc(d, func() { cancel(&stallError{"no response headers", d}) })
@@ -555,7 +539,7 @@ func (b *idleBody) Close() error {
 
 // openOnce is one attempt of the first request: bytes [0, n).
 func (r *Reader) openOnce(ctx context.Context, n int64) error {
-	resp, err := r.do(ctx, 0, n, false)
+	resp, err := r.do(ctx, 0, n, "")
 	if err != nil {
 		return err
 	}
@@ -670,7 +654,7 @@ func (r *Reader) unpinnedError() error {
 // getOnce is one attempt to read dst at off with a pinned range request.
 func (r *Reader) getOnce(ctx context.Context, dst []byte, off int64) error {
 	n := int64(len(dst))
-	resp, err := r.do(ctx, off, n, true)
+	resp, err := r.do(ctx, off, n, "")
 	if err != nil {
 		return err
 	}
