@@ -599,8 +599,7 @@ func (r *Reader) openWhole(ctx context.Context, resp *http.Response, n int64) er
 		return refuse("more than that")
 	}
 	if resp.ContentLength >= 0 && int64(len(data)) != resp.ContentLength {
-		return &Error{Kind: KindTruncated, URL: r.redacted, Status: resp.StatusCode,
-			Msg: fmt.Sprintf("body ended after %d of %d bytes", len(data), resp.ContentLength)}
+		return r.respError(KindTruncated, resp, 0, 0, "body ended after %d of %d bytes", len(data), resp.ContentLength)
 	}
 	r.pin(resp)
 	r.whole, r.size = data, int64(len(data))
