@@ -105,9 +105,7 @@ func (r *Reader) Prefetch(ctx context.Context, ranges []Range) error {
 	}
 
 	var missing []Range
-	for len(want) > 0 {
-		batch := want[:min(len(want), maxRangesPerRequest)]
-		want = want[len(batch):]
+	for batch := range slices.Chunk(want, maxRangesPerRequest) {
 		if len(batch) == 1 || !r.MultiRange() {
 			missing = append(missing, batch...)
 			continue
