@@ -31,19 +31,13 @@ type answerLimit struct {
 }
 
 func (t *answerLimit) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Header.Get("X-Amz-Copy-Source") != "" || req.Method == http.MethodPost && req.URL.Query().Has("uploadId") {
-		resp, err := t.base.RoundTrip(req)
-		if err == nil {
-			resp.Body = &limitBody{ReadCloser: resp.Body, left: maxAnswer}
-		}
-		return resp, err
-	}
+	bounded := req.Header.Get("X-Amz-Copy-Source") == "" && !(req.Method == http.MethodPost && req.URL.Query().Has("uploadId"))
 	ctx, cancel := context.WithCancelCause(req.Context())
 	var mu sync.Mutex
 	var timer *time.Timer
 	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
 		mu.Lock()
-		if timer == nil {
+		if timer == nil && bounded {
 			timer = time.AfterFunc(answerWait, func() { cancel(errNoAnswer) })
 		}
 		mu.Unlock()
@@ -77,7 +71,7 @@ const maxAnswer = 16 << 20
 var errAnswerTooLong = errors.New("the store's answer is longer than any S3 answer (is the endpoint an S3-compatible store?)")
 
 // limitBody fails a body that goes on past left bytes, and ends its
-// request's context (cancel, when set) when it is closed.
+// request's context when it is closed.
 type limitBody struct {
 	io.ReadCloser
 	left   int64
@@ -98,8 +92,6 @@ func (b *limitBody) Read(p []byte) (int, error) {
 
 func (b *limitBody) Close() error {
 	err := b.ReadCloser.Close()
-	if b.cancel != nil {
-		b.cancel(nil)
-	}
+	b.cancel(nil)
 	return err
 }
