@@ -83,7 +83,8 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 	// The SDK logs warnings to standard error on its own; the commands'
 	// standard error holds their one-line messages only.
 	cfg.Logger = logging.Nop{}
-	s := &Store{cfg: cfg, transport: o.Transport, clients: map[string]*s3.Client{}}
+	s := &Store{cfg: cfg, transport: cmp.Or[http.RoundTripper](o.Transport, http.DefaultTransport.(*http.Transport).Clone()),
+		clients: map[string]*s3.Client{}}
 	if ep := cmp.Or(o.Getenv(EnvEndpointS3), o.Getenv(EnvEndpoint), aws.ToString(cfg.BaseEndpoint)); ep != "" {
 		u, err := url.Parse(ep)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
@@ -91,9 +92,6 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 		}
 		u.Path = strings.TrimSuffix(u.Path, "/")
 		s.endpoint = u
-	}
-	if s.transport == nil {
-		s.transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	return s, nil
 }
@@ -212,15 +210,11 @@ func (s *Store) Open(ctx context.Context, loc Location, base *httprange.Options)
 	u := s.ObjectURL(loc, region)
 	o.Header = o.Header.Clone()
 	o.Header.Del("Authorization")
-	var inner http.RoundTripper = s.transport
 	c := http.Client{}
 	if o.Client != nil {
 		c = *o.Client
-		if c.Transport != nil {
-			inner = c.Transport
-		}
 	}
-	c.Transport = &signingTransport{base: inner, creds: s.cfg.Credentials, region: region, host: u.Host}
+	c.Transport = &signingTransport{base: cmp.Or(c.Transport, s.transport), creds: s.cfg.Credentials, region: region, host: u.Host}
 	o.Client = &c
 	o.Name = loc.String()
 	o.AuthHint = authHint
