@@ -883,12 +883,9 @@ func (r *Reader) checkRedirect(req *http.Request, via []*http.Request) error {
 // "bytes */size" (first and last -1). Only plain decimal digits are
 // accepted, and first <= last < size.
 func parseContentRange(s string) (first, last, size int64, ok bool) {
-	rest, found := strings.CutPrefix(s, "bytes ")
-	if !found {
-		return 0, 0, 0, false
-	}
+	rest, prefixed := strings.CutPrefix(s, "bytes ")
 	rng, total, found := strings.Cut(rest, "/")
-	if !found {
+	if !prefixed || !found {
 		return 0, 0, 0, false
 	}
 	size = -1
@@ -900,10 +897,7 @@ func parseContentRange(s string) (first, last, size int64, ok bool) {
 	if rng == "*" {
 		return -1, -1, size, size >= 0
 	}
-	a, b, found := strings.Cut(rng, "-")
-	if !found {
-		return 0, 0, 0, false
-	}
+	a, b, _ := strings.Cut(rng, "-") // without "-", b is "": refused below
 	first, ok1 := parseDigits(a)
 	last, ok2 := parseDigits(b)
 	if !ok1 || !ok2 || first > last || (size >= 0 && last >= size) {
