@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -132,24 +131,20 @@ type Error struct {
 // Error says what failed where: the redacted URL, the range, the status
 // and the cause.
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("httprange: ")
-	b.WriteString(e.URL)
+	s := "httprange: " + e.URL
 	if e.Len > 0 {
-		fmt.Fprintf(&b, " bytes %d-%d", e.Off, e.Off+e.Len-1)
+		s += fmt.Sprintf(" bytes %d-%d", e.Off, e.Off+e.Len-1)
 	}
 	if e.Status != 0 {
-		fmt.Fprintf(&b, ": %d %s", e.Status, http.StatusText(e.Status))
+		s += fmt.Sprintf(": %d %s", e.Status, http.StatusText(e.Status))
 	}
 	if e.Msg != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Msg)
+		s += ": " + e.Msg
 	}
 	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		s += ": " + e.Err.Error()
 	}
-	return b.String()
+	return s
 }
 
 // Unwrap returns the underlying error.
@@ -174,8 +169,11 @@ func (e *Error) Is(target error) bool {
 // Timeout reports whether the server kept a request waiting past one of
 // the limits of Options (ResponseHeaderTimeout, IdleTimeout): a
 // KindNetwork error of a silent or stalled server.
-func (e *Error) Timeout() bool {
-	_, ok := errors.AsType[*stallError](e.Err)
+func (e *Error) Timeout() bool { return is[*stallError](e.Err) }
+
+// is reports whether err's chain holds a T.
+func is[T error](err error) bool {
+	_, ok := errors.AsType[T](err)
 	return ok
 }
 

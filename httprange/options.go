@@ -174,12 +174,9 @@ func orDefault[T int | int64 | time.Duration](v *T, d T) {
 // IsURL reports whether s is an http:// or https:// URL, the inputs Open
 // accepts, as opposed to a file path.
 func IsURL(s string) bool {
-	i := strings.Index(s, "://")
-	if i < 0 {
-		return false
-	}
-	scheme := strings.ToLower(s[:i])
-	return scheme == "http" || scheme == "https"
+	scheme, _, ok := strings.Cut(s, "://")
+	scheme = strings.ToLower(scheme)
+	return ok && (scheme == "http" || scheme == "https")
 }
 
 // Redact returns rawURL without user information, query and fragment, the

@@ -105,9 +105,7 @@ func (r *Reader) Prefetch(ctx context.Context, ranges []Range) error {
 	}
 
 	var missing []Range
-	for len(want) > 0 {
-		batch := want[:min(len(want), maxRangesPerRequest)]
-		want = want[len(batch):]
+	for batch := range slices.Chunk(want, maxRangesPerRequest) {
 		if len(batch) == 1 || !r.MultiRange() {
 			missing = append(missing, batch...)
 			continue
@@ -124,7 +122,15 @@ func (r *Reader) Prefetch(ctx context.Context, ranges []Range) error {
 			}
 		}
 	}
-	return r.fetchRanges(ctx, missing)
+	// What is missing: a request for each, PrefetchWidth at a time.
+	return parallel(ctx, len(missing), r.opts.PrefetchWidth, func(ctx context.Context, i int) error {
+		buf := make([]byte, missing[i].Len)
+		if err := r.fetch(ctx, buf, missing[i].Off); err != nil {
+			return err
+		}
+		r.putExtent(missing[i].Off, buf)
+		return nil
+	})
 }
 
 // mergeRanges sorts ranges by offset and merges those that overlap or lie
@@ -185,19 +191,6 @@ func (r *Reader) putExtent(off int64, data []byte) {
 	}
 }
 
-// fetchRanges fetches each range with its own request, PrefetchWidth at a
-// time, and keeps it as an extent.
-func (r *Reader) fetchRanges(ctx context.Context, ranges []Range) error {
-	return parallel(ctx, len(ranges), r.opts.PrefetchWidth, func(ctx context.Context, i int) error {
-		buf := make([]byte, ranges[i].Len)
-		if err := r.fetch(ctx, buf, ranges[i].Off); err != nil {
-			return err
-		}
-		r.putExtent(ranges[i].Off, buf)
-		return nil
-	})
-}
-
 // multiRange asks for every range of batch in one request and returns
 // the bytes of those the answer holds (nil for the others). Only a
 // version change and errors no other request would escape (auth, not
@@ -207,12 +200,11 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	got := make([][]byte, len(batch))
 	first, last := batch[0].Off, batch[len(batch)-1].Off+batch[len(batch)-1].Len
 	span := last - first
-	req, err := r.newRequest(ctx, first, span, true)
-	if err != nil {
-		return nil, err
+	spec := make([]string, len(batch))
+	for i, rg := range batch {
+		spec[i] = fmt.Sprintf("%d-%d", rg.Off, rg.Off+rg.Len-1)
 	}
-	req.Header.Set("Range", rangeHeader(batch))
-	resp, err := r.send(ctx, req, first, span)
+	resp, err := r.do(ctx, first, span, "bytes="+strings.Join(spec, ","))
 	if err != nil {
 		if e, ok := errors.AsType[*Error](err); ok && (e.Kind == KindNetwork || e.Kind == KindRedirect) {
 			return got, nil // single requests retry
@@ -236,13 +228,36 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 	if r.unvalidated(resp) != "" {
 		return got, nil // single requests refuse it
 	}
-	ans := rangeAnswer{r: r, batch: batch, got: got, first: first, span: span, status: resp.StatusCode}
+	// take stores a part as the range of batch it answers exactly, if any.
+	take := func(cr string, part io.Reader) (bool, error) {
+		lo, hi, total, ok := parseContentRange(cr)
+		if !ok || lo < 0 {
+			return false, nil
+		}
+		if total >= 0 && total != r.size {
+			return false, r.respError(KindChanged, resp, first, span, "object is now %d bytes, was %d", total, r.size)
+		}
+		i := sort.Search(len(batch), func(i int) bool { return batch[i].Off >= lo })
+		if i == len(batch) || batch[i].Off != lo || batch[i].Len != hi-lo+1 || got[i] != nil {
+			return false, nil
+		}
+		data := make([]byte, batch[i].Len)
+		var extra [1]byte
+		if _, err := io.ReadFull(part, data); err != nil {
+			return false, nil
+		}
+		if k, _ := io.ReadFull(part, extra[:]); k > 0 {
+			return false, nil
+		}
+		got[i] = data
+		return true, nil
+	}
 	mt, params, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/byteranges" || params["boundary"] == "" {
 		// One range answered (the first, or several merged): a server
 		// that answers one range per request.
 		r.noMulti.Store(true)
-		_, err := ans.take(resp.Header.Get("Content-Range"), resp.Body)
+		_, err := take(resp.Header.Get("Content-Range"), resp.Body)
 		return got, err
 	}
 	mr := multipart.NewReader(resp.Body, params["boundary"])
@@ -251,7 +266,7 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 		if err != nil {
 			break // io.EOF, or a broken body: single requests fetch the rest
 		}
-		ok, err := ans.take(part.Header.Get("Content-Range"), part)
+		ok, err := take(part.Header.Get("Content-Range"), part)
 		if err != nil {
 			return nil, err
 		}
@@ -263,54 +278,4 @@ func (r *Reader) multiRange(ctx context.Context, batch []Range) ([][]byte, error
 		return nil, r.ctxError(ctx, first, span)
 	}
 	return got, nil
-}
-
-// rangeHeader is the Range header value asking for every range of batch.
-func rangeHeader(batch []Range) string {
-	var spec strings.Builder
-	spec.WriteString("bytes=")
-	for i, rg := range batch {
-		if i > 0 {
-			spec.WriteByte(',')
-		}
-		fmt.Fprintf(&spec, "%d-%d", rg.Off, rg.Off+rg.Len-1)
-	}
-	return spec.String()
-}
-
-// rangeAnswer collects the parts of a multi-range answer: got[i] holds the
-// bytes of batch[i] once a part answers it exactly.
-type rangeAnswer struct {
-	r           *Reader
-	batch       []Range
-	got         [][]byte
-	first, span int64 // the request's extent, for errors
-	status      int
-}
-
-// take stores part as the range of batch it answers exactly, if any.
-func (a *rangeAnswer) take(cr string, part io.Reader) (bool, error) {
-	lo, hi, total, ok := parseContentRange(cr)
-	if !ok || lo < 0 {
-		return false, nil
-	}
-	if total >= 0 && total != a.r.size {
-		return false, &Error{Kind: KindChanged, URL: a.r.redacted, Off: a.first, Len: a.span, Status: a.status,
-			Msg: fmt.Sprintf("object is now %d bytes, was %d", total, a.r.size)}
-	}
-	batch := a.batch
-	i := sort.Search(len(batch), func(i int) bool { return batch[i].Off >= lo })
-	if i == len(batch) || batch[i].Off != lo || batch[i].Len != hi-lo+1 || a.got[i] != nil {
-		return false, nil
-	}
-	data := make([]byte, batch[i].Len)
-	if _, err := io.ReadFull(part, data); err != nil {
-		return false, nil
-	}
-	var extra [1]byte
-	if k, _ := io.ReadFull(part, extra[:]); k > 0 {
-		return false, nil
-	}
-	a.got[i] = data
-	return true, nil
 }

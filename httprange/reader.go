@@ -113,7 +113,10 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
 	}
 	base := c.Transport
 	if base == nil {
-		r.own = newTransport(&o)
+		// http.DefaultTransport with the connect and TLS handshake limits.
+		r.own = http.DefaultTransport.(*http.Transport).Clone()
+		r.own.DialContext = (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
+		r.own.TLSHandshakeTimeout = o.TLSHandshakeTimeout
 		base = r.own
 	}
 	c.Transport = countingTransport{base, &r.requests}
@@ -127,16 +130,6 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Reader, error) {
 		return nil, err
 	}
 	return r, nil
-}
-
-// newTransport returns a transport like http.DefaultTransport with the
-// connect and TLS handshake limits of o.
-func newTransport(o *Options) *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	d := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
-	t.DialContext = d.DialContext
-	t.TLSHandshakeTimeout = o.TLSHandshakeTimeout
-	return t
 }
 
 // Pinned reports whether the object's version is pinned, so that a change
@@ -437,15 +430,10 @@ func (r *Reader) withRetries(ctx context.Context, once func() error) error {
 }
 
 // retryable reports whether a request that failed with e is worth
-// repeating.
+// repeating: e is Temporary, but not a changed object (reading it again
+// from the start mends that, not a retry) nor a 501.
 func retryable(e *Error) bool {
-	switch e.Kind {
-	case KindNetwork, KindTruncated:
-		return true
-	case KindStatus:
-		return (e.Status >= 500 && e.Status != http.StatusNotImplemented) || e.Status == http.StatusTooManyRequests
-	}
-	return false
+	return e.Temporary() && e.Kind != KindChanged && !(e.Kind == KindStatus && e.Status == http.StatusNotImplemented)
 }
 
 // backoff returns the delay before retry attempt+1: RetryDelay doubled per
@@ -459,52 +447,36 @@ func (r *Reader) backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// newRequest builds a GET for bytes [off, off+n) of the object; pinned
-// adds the conditions that make a changed object fail instead of mixing
-// versions.
-func (r *Reader) newRequest(ctx context.Context, off, n int64, pinned bool) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.target.String(), nil)
+// do sends a GET for bytes [off, off+n) of the object (for the ranges of
+// spec, a Range header's value, when it is not ""), conditioned, once the
+// object is pinned, so that a changed object fails instead of mixing
+// versions. Its headers must come within ResponseHeaderTimeout, and each
+// read of its body must return within IdleTimeout, or the request is
+// cancelled and fails with a *stallError as its cause. The caller must
+// close the body.
+func (r *Reader) do(ctx context.Context, off, n int64, spec string) (*http.Response, error) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, r.target.String(), nil)
 	if err != nil {
+		cancel(nil)
 		// Not wrapped: the error quotes the URL.
 		return nil, &Error{Kind: KindBadResponse, URL: r.redacted, Off: off, Len: n, Msg: "cannot make a request for this URL"}
 	}
 	maps.Copy(req.Header, r.header)
-	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+	req.Header.Set("Range", cmp.Or(spec, fmt.Sprintf("bytes=%d-%d", off, off+n-1)))
 	// Explicit identity stops the transport from asking for gzip, whose
 	// ranges would be of the compressed bytes.
 	req.Header.Set("Accept-Encoding", "identity")
-	if pinned {
-		// Only a strong validator may condition a range (RFC 9110
-		// section 13.1.5): an unpinned Reader sends none.
-		switch {
-		case r.etag != "":
-			req.Header.Set("If-Match", r.etag)
-			req.Header.Set("If-Range", r.etag)
-		case r.lastMod != "":
-			req.Header.Set("If-Unmodified-Since", r.lastMod)
-			req.Header.Set("If-Range", r.lastMod)
-		}
+	// Only a strong validator may condition a range (RFC 9110 section
+	// 13.1.5): an unpinned Reader, and the first request, send none.
+	switch {
+	case r.etag != "":
+		req.Header.Set("If-Match", r.etag)
+		req.Header.Set("If-Range", r.etag)
+	case r.lastMod != "":
+		req.Header.Set("If-Unmodified-Since", r.lastMod)
+		req.Header.Set("If-Range", r.lastMod)
 	}
-	return req, nil
-}
-
-// do sends a request for bytes [off, off+n).
-func (r *Reader) do(ctx context.Context, off, n int64, pinned bool) (*http.Response, error) {
-	req, err := r.newRequest(ctx, off, n, pinned)
-	if err != nil {
-		return nil, err
-	}
-	return r.send(ctx, req, off, n)
-}
-
-// send sends req, made under ctx, for bytes [off, off+n) under the
-// ResponseHeaderTimeout and IdleTimeout limits: its headers must come
-// within the first, and each read of its body must return within the
-// second, or the request is cancelled and fails with a *stallError as its
-// cause. The caller must close the body.
-func (r *Reader) send(ctx context.Context, req *http.Request, off, n int64) (*http.Response, error) {
-	rctx, cancel := context.WithCancelCause(ctx)
-	req = req.WithContext(rctx)
 	var headers *time.Timer
 	if d := r.opts.ResponseHeaderTimeout; d > 0 {
 		headers = time.AfterFunc(d, func() { cancel(&stallError{"no response headers", d}) })
@@ -567,7 +539,7 @@ func (b *idleBody) Close() error {
 
 // openOnce is one attempt of the first request: bytes [0, n).
 func (r *Reader) openOnce(ctx context.Context, n int64) error {
-	resp, err := r.do(ctx, 0, n, false)
+	resp, err := r.do(ctx, 0, n, "")
 	if err != nil {
 		return err
 	}
@@ -627,8 +599,7 @@ func (r *Reader) openWhole(ctx context.Context, resp *http.Response, n int64) er
 		return refuse("more than that")
 	}
 	if resp.ContentLength >= 0 && int64(len(data)) != resp.ContentLength {
-		return &Error{Kind: KindTruncated, URL: r.redacted, Status: resp.StatusCode,
-			Msg: fmt.Sprintf("body ended after %d of %d bytes", len(data), resp.ContentLength)}
+		return r.respError(KindTruncated, resp, 0, 0, "body ended after %d of %d bytes", len(data), resp.ContentLength)
 	}
 	r.pin(resp)
 	r.whole, r.size = data, int64(len(data))
@@ -682,7 +653,7 @@ func (r *Reader) unpinnedError() error {
 // getOnce is one attempt to read dst at off with a pinned range request.
 func (r *Reader) getOnce(ctx context.Context, dst []byte, off int64) error {
 	n := int64(len(dst))
-	resp, err := r.do(ctx, off, n, true)
+	resp, err := r.do(ctx, off, n, "")
 	if err != nil {
 		return err
 	}
@@ -860,16 +831,10 @@ func permanent(err error) string {
 	}
 	// net/http turns a TLS record that looks like an HTTP response into
 	// an error of this text, with no type to match.
-	if _, ok := errors.AsType[tls.RecordHeaderError](err); ok || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+	if is[tls.RecordHeaderError](err) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
 		return "the server does not speak TLS on this port (an http:// URL?)"
 	}
-	var (
-		unknownCA  x509.UnknownAuthorityError
-		hostname   x509.HostnameError
-		invalid    x509.CertificateInvalidError
-		verifyFail *tls.CertificateVerificationError
-	)
-	if errors.As(err, &verifyFail) || errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) {
+	if is[*tls.CertificateVerificationError](err) || is[x509.UnknownAuthorityError](err) || is[x509.HostnameError](err) || is[x509.CertificateInvalidError](err) {
 		return "the server's certificate is not trusted for this host"
 	}
 	return ""
@@ -918,12 +883,9 @@ func (r *Reader) checkRedirect(req *http.Request, via []*http.Request) error {
 // "bytes */size" (first and last -1). Only plain decimal digits are
 // accepted, and first <= last < size.
 func parseContentRange(s string) (first, last, size int64, ok bool) {
-	rest, found := strings.CutPrefix(s, "bytes ")
-	if !found {
-		return 0, 0, 0, false
-	}
+	rest, prefixed := strings.CutPrefix(s, "bytes ")
 	rng, total, found := strings.Cut(rest, "/")
-	if !found {
+	if !prefixed || !found {
 		return 0, 0, 0, false
 	}
 	size = -1
@@ -935,10 +897,7 @@ func parseContentRange(s string) (first, last, size int64, ok bool) {
 	if rng == "*" {
 		return -1, -1, size, size >= 0
 	}
-	a, b, found := strings.Cut(rng, "-")
-	if !found {
-		return 0, 0, 0, false
-	}
+	a, b, _ := strings.Cut(rng, "-") // without "-", b is "": refused below
 	first, ok1 := parseDigits(a)
 	last, ok2 := parseDigits(b)
 	if !ok1 || !ok2 || first > last || (size >= 0 && last >= size) {

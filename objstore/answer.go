@@ -31,19 +31,13 @@ type answerLimit struct {
 }
 
 func (t *answerLimit) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Header.Get("X-Amz-Copy-Source") != "" || req.Method == http.MethodPost && req.URL.Query().Has("uploadId") {
-		resp, err := t.base.RoundTrip(req)
-		if err == nil {
-			resp.Body = &limitBody{ReadCloser: resp.Body, left: maxAnswer}
-		}
-		return resp, err
-	}
+	bounded := req.Header.Get("X-Amz-Copy-Source") == "" && !(req.Method == http.MethodPost && req.URL.Query().Has("uploadId"))
 	ctx, cancel := context.WithCancelCause(req.Context())
 	var mu sync.Mutex
 	var timer *time.Timer
 	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
 		mu.Lock()
-		if timer == nil {
+		if timer == nil && bounded {
 			timer = time.AfterFunc(answerWait, func() { cancel(errNoAnswer) })
 		}
 		mu.Unlock()
@@ -63,7 +57,7 @@ func (t *answerLimit) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	resp.Body = &cancelBody{ReadCloser: &limitBody{ReadCloser: resp.Body, left: maxAnswer}, cancel: cancel}
+	resp.Body = &limitBody{ReadCloser: resp.Body, left: maxAnswer, cancel: cancel}
 	return resp, nil
 }
 
@@ -76,10 +70,12 @@ const maxAnswer = 16 << 20
 // errAnswerTooLong is an answer longer than maxAnswer.
 var errAnswerTooLong = errors.New("the store's answer is longer than any S3 answer (is the endpoint an S3-compatible store?)")
 
-// limitBody fails a body that goes on past left bytes.
+// limitBody fails a body that goes on past left bytes, and ends its
+// request's context when it is closed.
 type limitBody struct {
 	io.ReadCloser
-	left int64
+	left   int64
+	cancel context.CancelCauseFunc
 }
 
 func (b *limitBody) Read(p []byte) (int, error) {
@@ -94,13 +90,7 @@ func (b *limitBody) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// cancelBody ends a request's context when its body is closed.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelCauseFunc
-}
-
-func (b *cancelBody) Close() error {
+func (b *limitBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.cancel(nil)
 	return err

@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -59,12 +60,7 @@ func Parse(s string) (Location, error) {
 }
 
 // check returns what is wrong with l, or "".
-func (l Location) check() string {
-	if err := checkBucket(l.Bucket); err != "" {
-		return err
-	}
-	return checkKey(l.Key)
-}
+func (l Location) check() string { return cmp.Or(checkBucket(l.Bucket), checkKey(l.Key)) }
 
 // checkKey returns what is wrong with a key, or "". Besides S3's limits,
 // a key may not hold a "." or ".." segment, nor an empty one but the

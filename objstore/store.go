@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -58,8 +59,9 @@ type Store struct {
 	endpoint  *url.URL // an S3-compatible endpoint, or nil for AWS S3
 	transport http.RoundTripper
 
+	regions sync.Map // bucket -> region
+
 	mu      sync.Mutex
-	regions map[string]string     // bucket -> region
 	clients map[string]*s3.Client // region -> client
 }
 
@@ -81,24 +83,15 @@ func New(ctx context.Context, opts *Options) (*Store, error) {
 	// The SDK logs warnings to standard error on its own; the commands'
 	// standard error holds their one-line messages only.
 	cfg.Logger = logging.Nop{}
-	s := &Store{cfg: cfg, transport: o.Transport, regions: map[string]string{}, clients: map[string]*s3.Client{}}
-	ep := o.Getenv(EnvEndpointS3)
-	if ep == "" {
-		ep = o.Getenv(EnvEndpoint)
-	}
-	if ep == "" && cfg.BaseEndpoint != nil {
-		ep = *cfg.BaseEndpoint
-	}
-	if ep != "" {
+	s := &Store{cfg: cfg, transport: cmp.Or[http.RoundTripper](o.Transport, http.DefaultTransport.(*http.Transport).Clone()),
+		clients: map[string]*s3.Client{}}
+	if ep := cmp.Or(o.Getenv(EnvEndpointS3), o.Getenv(EnvEndpoint), aws.ToString(cfg.BaseEndpoint)); ep != "" {
 		u, err := url.Parse(ep)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 			return nil, fmt.Errorf("objstore: the S3 endpoint %s is not an http(s)://host[:port] URL", httprange.Redact(ep))
 		}
 		u.Path = strings.TrimSuffix(u.Path, "/")
 		s.endpoint = u
-	}
-	if s.transport == nil {
-		s.transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	return s, nil
 }
@@ -110,16 +103,11 @@ func (s *Store) Region(ctx context.Context, bucket string) string {
 	if s.cfg.Region != "" {
 		return s.cfg.Region
 	}
-	s.mu.Lock()
-	r, ok := s.regions[bucket]
-	s.mu.Unlock()
-	if ok {
-		return r
+	if r, ok := s.regions.Load(bucket); ok {
+		return r.(string)
 	}
-	r = s.discoverRegion(ctx, bucket)
-	s.mu.Lock()
-	s.regions[bucket] = r
-	s.mu.Unlock()
+	r := s.discoverRegion(ctx, bucket)
+	s.regions.Store(bucket, r)
 	return r
 }
 
@@ -178,12 +166,13 @@ func (s *Store) bucketURL(bucket, region string) *url.URL {
 	return &url.URL{Scheme: "https", Host: bucket + ".s3." + region + ".amazonaws.com", Path: "/"}
 }
 
-// escapeSegment escapes a path segment as SigV4's canonical URI does:
-// every byte but the unreserved ones (RFC 3986) as %XX.
-func escapeSegment(s string) string {
+// escapeKey escapes a key as SigV4's canonical URI escapes each of its
+// path segments: every byte but the unreserved ones (RFC 3986) and the
+// slashes as %XX. ObjectURL and x-amz-copy-source escape a key so.
+func escapeKey(k string) string {
 	var b strings.Builder
-	for _, c := range []byte(s) {
-		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+	for _, c := range []byte(k) {
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' || c == '/' {
 			b.WriteByte(c)
 		} else {
 			fmt.Fprintf(&b, "%%%02X", c)
@@ -201,12 +190,18 @@ func (s *Store) ObjectURL(loc Location, region string) *url.URL {
 	return u
 }
 
-// ReaderOptions returns the URL httprange.Open reads loc at and a copy of
-// base whose Client signs every request to that host (and only to it)
-// and names the object as loc, with SingleRange set (S3 serves one range
-// per request). The caller's Header is kept, but for Authorization, which
-// the signature replaces.
-func (s *Store) ReaderOptions(ctx context.Context, loc Location, base *httprange.Options) (string, *httprange.Options) {
+// Open opens loc for reading with httprange, with a copy of base (nil for
+// httprange's defaults) whose Client signs every request to the object's
+// host (and only to it) and names the object as loc, with SingleRange set
+// (S3 serves one range per request). The caller's Header is kept, but for
+// Authorization, which the signature replaces.
+func (s *Store) Open(ctx context.Context, loc Location, base *httprange.Options) (*httprange.Reader, error) {
+	if err := loc.Check(); err != nil {
+		return nil, err
+	}
+	if err := s.checkCredentials(ctx, loc); err != nil {
+		return nil, err
+	}
 	var o httprange.Options
 	if base != nil {
 		o = *base
@@ -215,38 +210,21 @@ func (s *Store) ReaderOptions(ctx context.Context, loc Location, base *httprange
 	u := s.ObjectURL(loc, region)
 	o.Header = o.Header.Clone()
 	o.Header.Del("Authorization")
-	var inner http.RoundTripper = s.transport
 	c := http.Client{}
 	if o.Client != nil {
 		c = *o.Client
-		if c.Transport != nil {
-			inner = c.Transport
-		}
 	}
-	c.Transport = &signingTransport{base: inner, creds: s.cfg.Credentials, region: region, host: u.Host}
+	c.Transport = &signingTransport{base: cmp.Or(c.Transport, s.transport), creds: s.cfg.Credentials, region: region, host: u.Host}
 	o.Client = &c
 	o.Name = loc.String()
 	o.AuthHint = authHint
 	o.SingleRange = true
-	return u.String(), &o
+	return httprange.Open(ctx, u.String(), &o)
 }
 
 // authHint is what a refused read tells the user to check.
 const authHint = "the store refused the request: check the AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, " +
 	"an expired AWS_SESSION_TOKEN), the permissions on the bucket, and its region (AWS_REGION)"
-
-// Open opens loc for reading with httprange (see ReaderOptions). base may
-// be nil for httprange's defaults.
-func (s *Store) Open(ctx context.Context, loc Location, base *httprange.Options) (*httprange.Reader, error) {
-	if err := loc.Check(); err != nil {
-		return nil, err
-	}
-	if err := s.checkCredentials(ctx, loc); err != nil {
-		return nil, err
-	}
-	u, o := s.ReaderOptions(ctx, loc, base)
-	return httprange.Open(ctx, u, o)
-}
 
 // Open opens the object at location, an s3:// location, with a Store
 // of the default configuration (New with nil Options).
@@ -396,7 +374,7 @@ func (s *Store) Client(ctx context.Context, bucket string) *s3.Client {
 		// session token to any host and the signature to the same host
 		// at another port. S3 redirects only to say a bucket is in
 		// another region, an error the SDK reports as such.
-		o.HTTPClient = &http.Client{Transport: &answerLimit{base: s.transport}, CheckRedirect: noRedirects}
+		o.HTTPClient = &http.Client{Transport: &answerLimit{base: s.transport}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		// Checksums only where an operation needs them: S3-compatible
 		// stores differ in the trailing checksums they accept.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
@@ -405,9 +383,6 @@ func (s *Store) Client(ctx context.Context, bucket string) *s3.Client {
 	s.clients[key] = c
 	return c
 }
-
-// noRedirects makes an http.Client return a redirect as the answer.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // authCodes are the S3 error codes that mean the request's credentials
 // were refused, whatever status the store gave them (S3 answers an expired

@@ -110,14 +110,16 @@ type StoreError struct {
 
 // Error says which operation on which object failed, and how.
 func (e *StoreError) Error() string {
-	what := e.Code
-	if what == "" && e.Status != 0 {
-		what = fmt.Sprintf("HTTP %d", e.Status)
-	}
-	if what == "" {
-		what = e.Err.Error()
-	} else if e.Status != 0 && e.Code != "" {
+	var what string
+	switch {
+	case e.Code != "" && e.Status != 0:
 		what = fmt.Sprintf("%s (HTTP %d)", e.Code, e.Status)
+	case e.Code != "":
+		what = e.Code
+	case e.Status != 0:
+		what = fmt.Sprintf("HTTP %d", e.Status)
+	default:
+		what = e.Err.Error()
 	}
 	return fmt.Sprintf("objstore: %s %s: %s", e.Op, e.Location, what)
 }
@@ -458,16 +460,6 @@ func (u *Upload) copyRange(src *Source, off, n int64) error {
 		off, n = off+k, n-k
 	}
 	return nil
-}
-
-// escapeKey escapes a key for x-amz-copy-source (a URL path), as
-// ObjectURL escapes it.
-func escapeKey(k string) string {
-	segs := strings.Split(k, "/")
-	for i, seg := range segs {
-		segs[i] = escapeSegment(seg)
-	}
-	return strings.Join(segs, "/")
 }
 
 // Commit sends the last part and completes the upload: the object

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // Limits of the C++ verifier's defaults, and of FlatBuffers itself.
@@ -52,6 +51,15 @@ type Field struct {
 	Alias bool     // KindVector: the decoder aliases the bytes instead of copying them
 	Table *Table   // KindTable, KindTableVec
 	Union []*Table // KindUnion: member table per tag; nil = NONE or unknown
+}
+
+// width is the bytes the field takes in its table: a scalar's size, or a
+// 4-byte offset.
+func (f *Field) width() uint64 {
+	if f.Kind == KindScalar || f.Kind == KindUnionType {
+		return uint64(f.Size)
+	}
+	return 4
 }
 
 // Table describes a table: its fields indexed by vtable slot.
@@ -133,27 +141,21 @@ func (v *Verifier) child(p *path, name string, index int) *path {
 	*n = path{parent: p, name: name, index: index, level: level}
 	return n
 }
+
+// String formats p, "" for no path (nil).
 func (p *path) String() string {
-	var parts []*path
-	for q := p; q != nil; q = q.parent {
-		parts = append(parts, q)
+	if p == nil {
+		return ""
 	}
-	var b strings.Builder
-	for i := len(parts) - 1; i >= 0; i-- {
-		q := parts[i]
-		if q.name != "" {
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(q.name)
-		}
-		if q.index >= 0 {
-			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(q.index))
-			b.WriteByte(']')
-		}
+	s := p.parent.String()
+	if p.name != "" && s != "" {
+		s += "."
 	}
-	return b.String()
+	s += p.name
+	if p.index >= 0 {
+		s += "[" + strconv.Itoa(p.index) + "]"
+	}
+	return s
 }
 
 // Verifier is the result of a successful Verify: the warnings it found and
@@ -238,28 +240,19 @@ func (v *Verifier) SharedString(pos uint32) bool {
 	return found
 }
 
-// maxVisits is the largest number of table visits an unshared buffer needs.
-func (v *Verifier) maxVisits() int { return len(v.buf)/4 + 1 }
-
 func (v *Verifier) fail(off uint64, p *path, format string, args ...any) error {
-	ps := ""
-	if p != nil {
-		ps = p.String()
-	}
-	return &Error{Off: int64(off), Path: ps, Msg: fmt.Sprintf(format, args...)}
+	return &Error{Off: int64(off), Path: p.String(), Msg: fmt.Sprintf(format, args...)}
 }
 
 func (v *Verifier) warn(off uint64, p *path, format string, args ...any) {
-	ps := ""
-	if p != nil {
-		ps = p.String()
-	}
-	v.Warnings = append(v.Warnings, Error{Off: int64(off), Path: ps, Msg: fmt.Sprintf(format, args...)})
+	v.Warnings = append(v.Warnings, Error{Off: int64(off), Path: p.String(), Msg: fmt.Sprintf(format, args...)})
 }
 
-// within reports whether [off, off+n) lies inside the buffer.
-func (v *Verifier) within(off, n uint64) bool {
-	size := uint64(len(v.buf))
+func (v *Verifier) within(off, n uint64) bool { return within(v.buf, off, n) }
+
+// within reports whether [off, off+n) lies inside buf.
+func within(buf []byte, off, n uint64) bool {
+	size := uint64(len(buf))
 	return off <= size && n <= size-off
 }
 
@@ -351,7 +344,7 @@ func (v *Verifier) enterTable(pos uint64, t *Table, p *path) error {
 	if v.tables > MaxTables {
 		return v.fail(pos, p, "more than %d tables", MaxTables)
 	}
-	if v.tables > v.maxVisits() {
+	if v.tables > len(v.buf)/4+1 { // the most visits an unshared buffer needs
 		return v.fail(pos, p, "more table visits (%d) than a %d-byte flatbuffer can hold without sharing tables", v.tables, len(v.buf))
 	}
 	if pos%4 != 0 {
@@ -389,10 +382,7 @@ func (v *Verifier) vtable(pos uint64, t *Table, p *path) (vt, size uint64, err e
 // and is aligned. The field's path is made only for a finding: most
 // fields are scalars, which need no path to be verified.
 func (v *Verifier) fieldPlace(abs, entry, fo uint64, f *Field, t *Table, p *path) error {
-	width := uint64(4)
-	if f.Kind == KindScalar || f.Kind == KindUnionType {
-		width = uint64(f.Size)
-	}
+	width := f.width()
 	if !v.within(abs, width) {
 		return v.fail(entry, v.child(p, f.Name, -1), "field offset %d puts the field outside the flatbuffer", fo)
 	}
@@ -406,41 +396,29 @@ func (v *Verifier) fieldPlace(abs, entry, fo uint64, f *Field, t *Table, p *path
 	return nil
 }
 
+// offsetNames names the offset a field of each reference kind holds.
+var offsetNames = [...]string{KindString: "string offset", KindTable: "table offset", KindVector: "vector offset",
+	KindTableVec: "vector offset", KindUnion: "union value offset"}
+
 // fieldValue verifies what the field at abs refers to: a string, table,
 // vector or union value (scalars hold nothing further). unionTag is the
 // type of the table's union, read from its preceding _type field.
 func (v *Verifier) fieldValue(abs uint64, f *Field, unionTag byte, fp *path) error {
+	target, err := v.offset(abs, fp, offsetNames[f.Kind])
+	if err != nil {
+		return err
+	}
 	switch f.Kind {
 	case KindString:
-		target, err := v.offset(abs, fp, "string offset")
-		if err != nil {
-			return err
-		}
 		return v.string(target, fp)
 	case KindTable:
-		target, err := v.offset(abs, fp, "table offset")
-		if err != nil {
-			return err
-		}
 		return v.table(target, f.Table, fp)
 	case KindVector:
-		target, err := v.offset(abs, fp, "vector offset")
-		if err != nil {
-			return err
-		}
 		_, err = v.vector(target, uint64(f.Size), !f.Alias, fp)
 		return err
 	case KindTableVec:
-		target, err := v.offset(abs, fp, "vector offset")
-		if err != nil {
-			return err
-		}
 		return v.tableVector(target, f.Table, fp)
 	case KindUnion:
-		target, err := v.offset(abs, fp, "union value offset")
-		if err != nil {
-			return err
-		}
 		// Unknown tags are accepted, as the C++ verifier does; callers'
 		// validators report them.
 		if int(unionTag) < len(f.Union) && f.Union[unionTag] != nil {

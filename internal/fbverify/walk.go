@@ -45,10 +45,7 @@ type walker struct {
 	path []Step
 }
 
-func (w *walker) within(off, n uint64) bool {
-	size := uint64(len(w.buf))
-	return off <= size && n <= size-off
-}
+func (w *walker) within(off, n uint64) bool { return within(w.buf, off, n) }
 
 func (w *walker) u32(off uint64) uint64 { return uint64(binary.LittleEndian.Uint32(w.buf[off:])) }
 
@@ -116,10 +113,7 @@ func (w *walker) table(pos uint64, t *Table, depth int) {
 			}
 			continue
 		}
-		width := uint64(4)
-		if f.Kind == KindScalar || f.Kind == KindUnionType {
-			width = uint64(f.Size)
-		}
+		width := f.width()
 		if !w.within(pos+fo, width) {
 			continue
 		}

@@ -12,7 +12,9 @@ package jsontree
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -138,9 +140,7 @@ type Extension struct {
 // With Options.Python it also returns where the text uses Python's
 // extensions of JSON.
 func Parse(data []byte, opt Options) (*Value, []Extension, error) {
-	b := &valueBuilder{}
-	b.hint(data)
-	return Build[*Value](data, opt, b)
+	return new(Arena).Parse(data, opt)
 }
 
 // Arena parses texts one after another into the same memory, for a
@@ -216,11 +216,9 @@ func Build[T any](data []byte, opt Options, b Builder[T]) (T, []Extension, error
 func (p *parser[T]) run() (T, []Extension, error) {
 	p.space()
 	v, err := p.value()
-	if err == nil {
-		p.space()
-		if p.p != len(p.s) {
-			err = p.errf("extra data after the JSON value")
-		}
+	p.space()
+	if err == nil && p.p != len(p.s) {
+		err = p.errf("extra data after the JSON value")
 	}
 	if err != nil {
 		var zero T
@@ -249,14 +247,7 @@ func (b *Blocks[T]) Hint(n int) { b.l.hint = min(maxBlock, max(0, n)) }
 const maxBlock = 256
 
 // New returns a pointer to a zero T.
-func (b *Blocks[T]) New() *T {
-	if len(b.l.free) == 0 {
-		b.l.take(1, maxBlock)
-	}
-	v := &b.l.free[0]
-	b.l.free = b.l.free[1:]
-	return v
-}
+func (b *Blocks[T]) New() *T { return &b.l.cut(1, maxBlock)[0] }
 
 // Bounds returns at least the number of values data holds if it is JSON,
 // and at least the number of object member names: every value but the
@@ -313,12 +304,7 @@ func (b *Slices[T]) Make(n int) []T {
 	if n > maxSliceBlock/4 {
 		return make([]T, n)
 	}
-	if len(b.l.free) < n {
-		b.l.take(n, maxSliceBlock)
-	}
-	c := b.l.free[:n:n]
-	b.l.free = b.l.free[n:]
-	return c
+	return b.l.cut(n, maxSliceBlock)
 }
 
 // blockList is the blocks of a Blocks or a Slices: the one being cut, and
@@ -332,6 +318,18 @@ type blockList[T any] struct {
 }
 
 func (l *blockList[T]) reset() { l.free, l.next = nil, 0 }
+
+// cut returns the next n Ts of the block being cut, with their own
+// capacity, taking a block (of at most most Ts, unless n is more) when
+// it has fewer.
+func (l *blockList[T]) cut(n, most int) []T {
+	if len(l.free) < n {
+		l.take(n, most)
+	}
+	c := l.free[:n:n]
+	l.free = l.free[n:]
+	return c
+}
 
 // take makes free a block of at least n Ts: the next kept block that long
 // (zeroed, so that nothing the last tree held there is kept alive), else a
@@ -465,13 +463,7 @@ func (p *parser[T]) value() (T, error) {
 		if p.depth++; p.opt.MaxDepth > 0 && p.depth > p.opt.MaxDepth {
 			return zero, &LimitError{Limit: LimitDepth, Max: p.opt.MaxDepth, Off: p.p}
 		}
-		var v T
-		var err error
-		if c == '{' {
-			v, err = p.object()
-		} else {
-			v, err = p.array()
-		}
+		v, err := p.container()
 		p.depth--
 		return v, err
 	case c == '"':
@@ -523,81 +515,73 @@ func (p *parser[T]) extension(off int, format string, args ...any) {
 	p.ext = append(p.ext, Extension{Off: off, Msg: fmt.Sprintf(format, args...)})
 }
 
-// object reads the object whose '{' is at p.
-func (p *parser[T]) object() (T, error) {
+// container reads the object or array whose opener, '{' or '[', is at p.
+func (p *parser[T]) container() (T, error) {
 	var zero T
-	off := p.p
-	if p.open('}') {
-		return p.b.Object(off, nil, nil, nil), nil
+	off, obj := p.p, p.s[p.p] == '{'
+	closing, what := byte(']'), "array"
+	if obj {
+		closing, what = '}', "object"
 	}
 	mark, emark := len(p.keys), len(p.elems)
 	defer func() {
 		clear(p.elems[emark:]) // drop references for the collector
 		p.elems, p.keys, p.koffs = p.elems[:emark], p.keys[:mark], p.koffs[:mark]
 	}()
-	var seen map[string]bool // the names, once the object outgrows dupScan
-	for {
+	var seen map[string]bool // an object's names, once it outgrows dupScan
+	p.p++
+	p.space()
+	closed := p.p < len(p.s) && p.s[p.p] == closing // empty
+	if closed {
+		p.p++
+	}
+	for !closed {
 		p.space()
-		if p.p >= len(p.s) || p.s[p.p] != '"' {
-			return zero, p.errf("expecting a property name in double quotes")
-		}
-		koff := p.p
-		k, err := p.str(true)
-		if err != nil {
-			return zero, err
-		}
-		if p.opt.RefuseDuplicates {
-			switch names := p.keys[mark:]; {
-			case seen != nil:
-			case len(names) < dupScan:
-				for _, n := range names {
-					if n == k {
-						return zero, &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
+		if obj {
+			if p.p >= len(p.s) || p.s[p.p] != '"' {
+				return zero, p.errf("expecting a property name in double quotes")
+			}
+			koff := p.p
+			k, err := p.str(true)
+			if err != nil {
+				return zero, err
+			}
+			if p.opt.RefuseDuplicates {
+				names := p.keys[mark:]
+				if seen == nil && len(names) >= dupScan {
+					seen = make(map[string]bool, 2*len(names))
+					for _, n := range names {
+						seen[n] = true
 					}
 				}
-			default:
-				seen = make(map[string]bool, 2*len(names))
-				for _, n := range names {
-					seen[n] = true
-				}
-			}
-			if seen != nil {
-				if seen[k] {
+				if seen[k] || seen == nil && slices.Contains(names, k) {
 					return zero, &SyntaxError{Off: koff, Msg: fmt.Sprintf("member %q given twice", k)}
 				}
-				seen[k] = true
+				if seen != nil {
+					seen[k] = true
+				}
 			}
+			p.space()
+			if p.p >= len(p.s) || p.s[p.p] != ':' {
+				return zero, p.errf("expecting ':' after property name %q", k)
+			}
+			p.p++
+			p.space()
+			p.keys, p.koffs = append(p.keys, k), append(p.koffs, koff)
 		}
-		p.space()
-		if p.p >= len(p.s) || p.s[p.p] != ':' {
-			return zero, p.errf("expecting ':' after property name %q", k)
-		}
-		p.p++
-		p.space()
 		e, err := p.value()
 		if err != nil {
 			return zero, err
 		}
-		p.keys, p.koffs, p.elems = append(p.keys, k), append(p.koffs, koff), append(p.elems, e)
-		if closed, err := p.next('}', "object"); err != nil || closed {
-			if err != nil {
-				return zero, err
-			}
-			return p.b.Object(off, p.keys[mark:], p.koffs[mark:], p.elems[emark:]), nil
+		p.elems = append(p.elems, e)
+		if closed, err = p.next(closing, what); err != nil {
+			return zero, err
 		}
 	}
-}
-
-// open moves past a container's opening delimiter and the white space
-// after it; empty reports (and reads) a closing delimiter right after.
-func (p *parser[T]) open(closing byte) (empty bool) {
-	p.p++
-	p.space()
-	if p.p < len(p.s) && p.s[p.p] == closing {
-		p.p++
-		return true
+	if obj {
+		return p.b.Object(off, p.keys[mark:], p.koffs[mark:], p.elems[emark:]), nil
 	}
-	return false
+	return p.b.Array(off, p.elems[emark:]), nil
 }
 
 // next reads the ',' or the closing delimiter after a member or element
@@ -616,34 +600,6 @@ func (p *parser[T]) next(closing byte, container string) (closed bool, err error
 		return true, nil
 	}
 	return false, p.errf("expecting ',' or '%c' in %s", closing, container)
-}
-
-// array reads the array whose '[' is at p.
-func (p *parser[T]) array() (T, error) {
-	var zero T
-	off := p.p
-	if p.open(']') {
-		return p.b.Array(off, nil), nil
-	}
-	mark := len(p.elems)
-	defer func() {
-		clear(p.elems[mark:])
-		p.elems = p.elems[:mark]
-	}()
-	for {
-		p.space()
-		e, err := p.value()
-		if err != nil {
-			return zero, err
-		}
-		p.elems = append(p.elems, e)
-		if closed, err := p.next(']', "array"); err != nil || closed {
-			if err != nil {
-				return zero, err
-			}
-			return p.b.Array(off, p.elems[mark:]), nil
-		}
-	}
 }
 
 // numberEnd reads a number, checked against JSON's grammar, and returns
@@ -715,37 +671,28 @@ func (p *parser[T]) plainStr() (end int, ok bool) {
 // escapes is taken as it is (a short member name interned); anything else
 // is decoded.
 func (p *parser[T]) str(key bool) (string, error) {
-	p.p++
-	start := p.p
-	for p.p < len(p.s) {
-		c := p.s[p.p]
-		switch {
-		case c == '"':
-			raw := p.s[start:p.p]
-			p.p++
-			if key && len(raw) <= maxInterned {
-				if s, ok := p.names[string(raw)]; ok {
-					return s, nil
-				}
-				s := string(raw)
-				p.names[s] = s
-				return s, nil
-			}
-			return string(raw), nil
-		case c == '\\' || c >= utf8.RuneSelf:
-			return p.decode(start)
-		case c < 0x20:
-			return "", p.errf("invalid control character %q in string", rune(c))
-		}
-		p.p++
+	start := p.p + 1
+	end, ok := p.plainStr()
+	if !ok {
+		p.p = start
+		return p.decode()
 	}
-	return "", p.errf("unterminated string")
+	raw := p.s[start:end]
+	if !key || len(raw) > maxInterned {
+		return string(raw), nil
+	}
+	s, ok := p.names[string(raw)]
+	if !ok {
+		s = string(raw)
+		p.names[s] = s
+	}
+	return s, nil
 }
 
-// decode reads the rest of a string that has escapes or bytes past ASCII,
-// start being the offset of its first byte and p at the first such byte.
-func (p *parser[T]) decode(start int) (string, error) {
-	b := append(p.buf[:0], p.s[start:p.p]...)
+// decode reads a string that has escapes or bytes past ASCII, from its
+// first byte at p.
+func (p *parser[T]) decode() (string, error) {
+	b := p.buf[:0]
 	defer func() { p.buf = b[:0] }()
 	for {
 		run := p.p
@@ -775,7 +722,7 @@ func (p *parser[T]) decode(start int) (string, error) {
 			return "", p.errf("unterminated string")
 		}
 		e := p.s[p.p+1]
-		if r := simpleEscape(e); r != 0 {
+		if r := simpleEscapes[e]; r != 0 {
 			b = append(b, r)
 			p.p += 2
 			continue
@@ -807,41 +754,18 @@ func (p *parser[T]) decode(start int) (string, error) {
 	}
 }
 
-// simpleEscape returns the byte a one-letter escape stands for, or 0.
-func simpleEscape(e byte) byte {
-	switch e {
-	case '"', '\\', '/':
-		return e
-	case 'b':
-		return '\b'
-	case 'f':
-		return '\f'
-	case 'n':
-		return '\n'
-	case 'r':
-		return '\r'
-	case 't':
-		return '\t'
-	}
-	return 0
-}
+// simpleEscapes holds the byte each one-letter escape stands for, 0 for
+// the other letters.
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
+// hex4 reads the four hex digits of a \u escape at at.
 func (p *parser[T]) hex4(at int) (rune, bool) {
+	var b [2]byte
 	if at+4 > len(p.s) {
 		return 0, false
 	}
-	var r rune
-	for _, c := range p.s[at : at+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
+	if _, err := hex.Decode(b[:], p.s[at:at+4]); err != nil {
+		return 0, false
 	}
-	return r, true
+	return rune(b[0])<<8 | rune(b[1]), true
 }
