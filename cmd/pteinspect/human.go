@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"unicode/utf8"
 
@@ -22,46 +23,101 @@ import (
 )
 
 // table writes rows of cells aligned in columns, indented by indent,
-// exactly as text/tabwriter with padding 2 and no flags lays them out.
+// exactly as text/tabwriter with padding 2 and no flags lays them out, but
+// without its byte-by-byte state machine: -l prints a table per delegate.
 // Rows are held until flush. A table whose rows all have the same number
 // of cells, none holding a byte tabwriter gives a meaning (a tab or
 // newline, which split a cell or a line there; an escape, a vertical tab
 // or a form feed, which the views escape before printing), is laid out
-// by printAligned, which is then tabwriter's layout without its
-// byte-by-byte state machine (-l prints a table per delegate); any other
-// is handed to tabwriter.
+// here as printAligned lays it out, which is then tabwriter's layout;
+// any other is handed to tabwriter.
 type table struct {
 	w      io.Writer
 	indent string
-	rows   [][]string
+	cells  []string // every row's cells, one row after another
+	ends   []int    // where each row's cells end in cells
+	// bufs is where cells, ends and flush's buffer come from: taken from
+	// tableBufsPool at the first row, given back by flush.
+	bufs *tableBufs
 }
+
+// tableBufs is a table's storage, kept between tables: -l prints half a
+// dozen small tables per method, and making their slices anew each time
+// was a sixth of what it allocated.
+type tableBufs struct {
+	cells []string
+	ends  []int
+	buf   []byte
+}
+
+var tableBufsPool = sync.Pool{New: func() any { return new(tableBufs) }}
+
+// maxPooledCells bounds the tables whose storage is kept for the next:
+// the few with thousands of rows (a segment per engine) would hold it.
+const maxPooledCells = 1 << 12
 
 func newTable(w io.Writer, indent string) *table {
 	return &table{w: w, indent: indent}
 }
 
-// row adds a row; cols is kept (callers give their cells as arguments).
-func (t *table) row(cols ...string) { t.rows = append(t.rows, cols) }
+func (t *table) row(cols ...string) {
+	if t.bufs == nil {
+		t.bufs = tableBufsPool.Get().(*tableBufs)
+		t.cells, t.ends = t.bufs.cells[:0], t.bufs.ends[:0]
+	}
+	t.cells = append(t.cells, cols...) // a copy: the caller may reuse cols
+	t.ends = append(t.ends, len(t.cells))
+}
 
 // tablePadding is the space after the widest cell of a column.
 const tablePadding = 2
 
 func (t *table) flush() {
-	rows := t.rows
-	t.rows = nil
-	plain := true
-	for _, r := range rows {
-		plain = plain && len(r) == len(rows[0]) && !slices.ContainsFunc(r, tabwriterByte)
-	}
-	if plain {
-		printAligned(t.w, t.indent, len(rows), func(i int) []string { return rows[i] })
+	if len(t.ends) == 0 {
 		return
 	}
-	tw := tabwriter.NewWriter(t.w, 0, 0, tablePadding, ' ', 0)
-	for _, cells := range rows {
-		fmt.Fprintln(tw, t.indent+strings.Join(cells, "\t"))
+	defer t.release()
+	rows := func(yield func([]string) bool) {
+		start := 0
+		for _, end := range t.ends {
+			if !yield(t.cells[start:end]) {
+				return
+			}
+			start = end
+		}
 	}
-	tw.Flush()
+	plain := !slices.ContainsFunc(t.cells, tabwriterByte)
+	for i, end := range t.ends {
+		plain = plain && end == (i+1)*t.ends[0] // rows of one shape
+	}
+	if !plain {
+		tw := tabwriter.NewWriter(t.w, 0, 0, tablePadding, ' ', 0)
+		for cells := range rows {
+			fmt.Fprintln(tw, t.indent+strings.Join(cells, "\t"))
+		}
+		tw.Flush()
+		return
+	}
+	widths, _ := measureAligned(t.indent, rows)
+	buf := t.bufs.buf[:0]
+	for cells := range rows {
+		buf = appendCells(buf, t.indent, cells, widths)
+	}
+	t.w.Write(buf)
+	t.bufs.buf = buf
+}
+
+// release gives the table's storage back to the pool, its cells cleared
+// so that the pool keeps no string alive; the table starts empty.
+func (t *table) release() {
+	b := t.bufs
+	t.bufs = nil
+	clear(t.cells)
+	b.cells, b.ends = t.cells[:0], t.ends[:0]
+	t.cells, t.ends = nil, nil
+	if cap(b.cells) <= maxPooledCells {
+		tableBufsPool.Put(b)
+	}
 }
 
 // tabwriterByte reports whether c holds a byte text/tabwriter gives a
@@ -74,6 +130,27 @@ func tabwriterByte(c string) bool {
 		}
 	}
 	return false
+}
+
+// appendCells appends a line of cells to buf, after indent, each cell but
+// the last padded to its column's width (widths[j], which counts the
+// indent in the first column) and tablePadding more, and a newline.
+func appendCells(buf []byte, indent string, cells []string, widths []int) []byte {
+	buf = append(buf, indent...)
+	for j, c := range cells {
+		buf = append(buf, c...)
+		if j == len(cells)-1 {
+			break
+		}
+		pad := widths[j] + tablePadding - utf8.RuneCountInString(c)
+		if j == 0 {
+			pad -= utf8.RuneCountInString(indent)
+		}
+		for range pad {
+			buf = append(buf, ' ')
+		}
+	}
+	return append(buf, '\n')
 }
 
 // printAligned prints n rows (row(i) gives the cells of row i, every row
@@ -114,27 +191,11 @@ func measureAligned(indent string, rows iter.Seq[[]string]) (widths []int, n int
 	return widths, n
 }
 
-// printMeasured is printAligned's second pass: each line after indent,
-// each cell but the last padded to its column's width (widths[j], which
-// counts the indent in the first column) and tablePadding more.
+// printMeasured is printAligned's second pass.
 func printMeasured(w io.Writer, indent string, rows iter.Seq[[]string], widths []int) {
 	var buf []byte
 	for cells := range rows {
-		buf = append(buf[:0], indent...)
-		for j, c := range cells {
-			buf = append(buf, c...)
-			if j == len(cells)-1 {
-				break
-			}
-			pad := widths[j] + tablePadding - utf8.RuneCountInString(c)
-			if j == 0 {
-				pad -= utf8.RuneCountInString(indent)
-			}
-			for range pad {
-				buf = append(buf, ' ')
-			}
-		}
-		buf = append(buf, '\n')
+		buf = appendCells(buf[:0], indent, cells, widths)
 		w.Write(buf)
 	}
 }
@@ -386,7 +447,7 @@ func printTensorRT(w io.Writer, trt *inspect.TensorRT, bd *pte.BackendDelegate) 
 	head := "too short for a header"
 	if trt.Magic != nil {
 		head = "magic " + strconv.Quote(*trt.Magic)
-		if !strings.ContainsFunc(*trt.Magic, func(r rune) bool { return r < 0x21 || r > 0x7e }) { // printable ASCII
+		if isPlain(*trt.Magic) {
 			head = *trt.Magic
 		}
 	}
@@ -473,6 +534,10 @@ func quoteValue(v any) string {
 		return strconv.Quote(s)
 	}
 	return pyText(v)
+}
+
+func isPlain(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x21 || r > 0x7e })
 }
 
 func quoteAll(s []string) string {
