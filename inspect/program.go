@@ -1,16 +1,13 @@
 package inspect
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"iter"
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -384,18 +381,57 @@ func tableFields(t reflect.Type) *tableLayout {
 }
 
 // appendString appends s quoted as encoding/json writes it without HTML
-// escaping: invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped. Plain
-// ASCII, the common case, is appended as it is.
+// escaping: invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped.
 func appendString(dst []byte, s string) []byte {
-	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == '"' || r == '\\' || r >= utf8.RuneSelf }) {
-		dst = append(dst, '"')
-		return append(append(dst, s...), '"')
+	const hexDigits = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(s) //nolint:errcheck // a string always encodes
-	return append(dst, b.Bytes()[:b.Len()-1]...)
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // isNil reports whether a union member is absent: a nil interface or a nil
